@@ -1,0 +1,202 @@
+"""Aggregate per-question results: per template, micro (all questions) and macro (mean of templates).
+
+Definition (QA-evaluation README of graphrag-eval, "Aggregates Keys"): for each metric, ``sum``,
+``mean``, ``median``, ``min`` and ``max`` over the questions that have a value; per template also
+``number_of_error_samples`` / ``number_of_success_samples`` and the step counters ``total``,
+``once_per_sample``, ``empty_results`` and ``errors`` per step name. ``macro`` is the mean of the
+per-template means. The token and time metrics are always present (all zeros when no question has
+them); other metrics only when some question has a value.
+
+qa-eval adds ``n`` to every statistic: how many values it was computed from (``macro``: how many
+templates). A value that is missing, not a number, NaN or infinite is left out instead of making
+the statistic NaN; ``skipped`` counts the ones that were present but not finite numbers. As in the
+original, ``steps_score`` of an error response (0.0) counts, tokens and time of an error response
+are usually absent.
+
+Pure functions over plain mappings; nothing here reads files or parses step outputs except to
+confirm an empty SPARQL result, which a text scan finds first.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = ["METRICS", "STEP_METRICS", "compute_aggregates", "describe"]
+
+METRICS: tuple[str, ...] = (
+    "answer_recall",
+    "answer_precision",
+    "answer_f1",
+    "answer_relevance",
+    "answer_relevance_cost",
+    "steps_score",
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "elapsed_sec",
+)
+STEP_METRICS: dict[str, tuple[str, ...]] = {
+    "retrieval": (
+        "retrieval_answer_recall",
+        "retrieval_answer_precision",
+        "retrieval_answer_f1",
+        "retrieval_context_recall",
+        "retrieval_context_precision",
+        "retrieval_context_f1",
+    ),
+}
+ALWAYS_PRESENT = ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec")
+_STEP_COUNTERS = ("total", "once_per_sample", "empty_results", "errors")
+# An empty SPARQL JSON result: the key "bindings" (an unescaped quote before it, so not inside a
+# string value) followed by an empty array. Only such outputs are parsed, to confirm.
+_EMPTY_BINDINGS = re.compile(r'(?<!\\)"bindings"\s*:\s*\[\s*\]')
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def describe(values: list[int | float], skipped: int = 0) -> dict[str, Any]:
+    """sum, mean, median, min, max and n of finite numbers (all 0 when there are none)."""
+    n = len(values)
+    if n == 0:
+        stats: dict[str, Any] = {"sum": 0, "mean": 0, "median": 0, "min": 0, "max": 0, "n": 0}
+    else:
+        ordered = sorted(values)
+        exact_ints = all(type(v) is int for v in values)
+        total = sum(values) if exact_ints else math.fsum(values)
+        middle = n // 2
+        median = ordered[middle] if n % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+        stats = {
+            "sum": total,
+            "mean": total / n,
+            "median": median,
+            "min": ordered[0],
+            "max": ordered[-1],
+            "n": n,
+        }
+    if skipped:
+        stats["skipped"] = skipped
+    return stats
+
+
+class _Series:
+    __slots__ = ("skipped", "values")
+
+    def __init__(self) -> None:
+        self.values: list[int | float] = []
+        self.skipped = 0
+
+    def add(self, value: Any) -> None:
+        if _is_number(value) and math.isfinite(value):
+            self.values.append(value)
+        elif value is not None:
+            self.skipped += 1
+
+
+def _empty_result(output: Any) -> bool:
+    if not isinstance(output, str) or not _EMPTY_BINDINGS.search(output):
+        return False
+    from .steps.outputs import OutputParseError, loads
+
+    try:
+        data = loads(output)
+    except OutputParseError:
+        return False
+    results = data.get("results") if isinstance(data, dict) else None
+    return isinstance(results, dict) and results.get("bindings") == []
+
+
+class _Group:
+    """Running totals for one template (or for all questions)."""
+
+    def __init__(self) -> None:
+        self.errors = 0
+        self.successes = 0
+        self.series: dict[str, _Series] = {}
+        self.steps: dict[str, dict[str, int]] = {c: {} for c in _STEP_COUNTERS}
+
+    def _series(self, metric: str) -> _Series:
+        series = self.series.get(metric)
+        if series is None:
+            series = self.series[metric] = _Series()
+        return series
+
+    def add(self, result: Mapping[str, Any], metrics: Iterable[str]) -> None:
+        status = result.get("status")
+        is_error = status == "error" if status is not None else "error" in result
+        if is_error:
+            self.errors += 1
+        else:
+            self.successes += 1
+        for metric in metrics:
+            if metric in result:
+                self._series(metric).add(result[metric])
+        steps = result.get("actual_steps") or []
+        seen: set[str] = set()
+        for step in steps:
+            if not isinstance(step, Mapping):
+                continue
+            name = str(step.get("name"))
+            _bump(self.steps["total"], name)
+            if name not in seen:
+                seen.add(name)
+                _bump(self.steps["once_per_sample"], name)
+            if step.get("status") == "error":
+                _bump(self.steps["errors"], name)
+            elif _empty_result(step.get("output")):
+                _bump(self.steps["empty_results"], name)
+            for metric in STEP_METRICS.get(name, ()):
+                if metric in step:
+                    self._series(metric).add(step[metric])
+
+    def summary(self, metrics: Iterable[str]) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "number_of_error_samples": self.errors,
+            "number_of_success_samples": self.successes,
+        }
+        counters = {name: dict(counts) for name, counts in self.steps.items() if counts}
+        if counters:
+            out["steps"] = counters
+        for metric in metrics:
+            series = self.series.get(metric)
+            if series is not None and (series.values or series.skipped):
+                out[metric] = describe(series.values, series.skipped)
+            elif metric in ALWAYS_PRESENT:
+                out[metric] = describe([])
+        return out
+
+
+def _bump(counter: dict[str, int], key: str) -> None:
+    counter[key] = counter.get(key, 0) + 1
+
+
+def compute_aggregates(
+    results: Iterable[Mapping[str, Any]], extra_metrics: Iterable[str] = ()
+) -> dict[str, Any]:
+    """Aggregate per-question results into ``per_template``, ``micro`` and ``macro``."""
+    step_metrics = [m for names in STEP_METRICS.values() for m in names]
+    metrics = list(dict.fromkeys([*METRICS, *step_metrics, *extra_metrics]))
+    templates: dict[Any, _Group] = {}
+    overall = _Group()
+    for position, result in enumerate(results):
+        if not isinstance(result, Mapping):
+            raise TypeError(f"result [{position}] must be a mapping, got {type(result).__name__}")
+        template_id = result.get("template_id")
+        group = templates.get(template_id)
+        if group is None:
+            group = templates[template_id] = _Group()
+        group.add(result, metrics)
+        overall.add(result, metrics)
+    per_template = {tid: group.summary(metrics) for tid, group in templates.items()}
+    macro: dict[str, Any] = {}
+    for metric in metrics:
+        means = [s[metric]["mean"] for s in per_template.values() if s.get(metric, {}).get("n")]
+        if means:
+            macro[metric] = {"mean": math.fsum(means) / len(means), "n": len(means)}
+        elif metric in ALWAYS_PRESENT or any(metric in s for s in per_template.values()):
+            macro[metric] = {"mean": 0, "n": 0}
+    return {"per_template": per_template, "micro": overall.summary(metrics), "macro": macro}

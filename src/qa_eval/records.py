@@ -1,0 +1,296 @@
+"""Validated, prepared forms of the reference dataset and the responses.
+
+Validation collects every problem with its place (file, record, field) and raises one
+``InputError`` whose message is the first problem and a count of the others; ``.problems`` holds
+them all. Reference step outputs that are compared structurally (SPARQL JSON, retrieval contexts,
+``application/json``) are parsed here once and kept with the step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import InputError
+from .steps.outputs import OutputParseError, loads
+from .steps.sparql import SparqlResultError, parse_sparql_json
+
+__all__ = [
+    "SPARQL_JSON",
+    "Question",
+    "ReferenceStep",
+    "Response",
+    "prepare_reference",
+    "prepare_responses",
+]
+
+SPARQL_JSON = "application/sparql-results+json"
+APPLICATION_JSON = "application/json"
+_ID_TYPES = (str, int)
+
+
+@dataclass(frozen=True, slots=True)
+class ReferenceStep:
+    """One reference step with its output parsed once (None when compared as text)."""
+
+    group: int
+    index: int
+    raw: Mapping[str, Any]
+    name: str
+    media_type: str | None
+    parsed: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """One reference question: where it came from, and its reference step groups."""
+
+    template_id: Any
+    question_id: Any
+    raw: Mapping[str, Any]
+    groups: tuple[tuple[ReferenceStep, ...], ...] | None
+    record: str
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """One response of the evaluated system, with the record name used in messages."""
+
+    question_id: Any
+    raw: Mapping[str, Any]
+    record: str
+    is_error: bool
+
+
+@dataclass
+class _Problems:
+    source: str
+    items: list[tuple[str | None, str | None, str]] = field(default_factory=list)
+
+    def add(self, record: str | None, field_path: str | None, message: str) -> None:
+        self.items.append((record, field_path, message))
+
+    def raise_if_any(self) -> None:
+        if not self.items:
+            return
+        record, field_path, message = self.items[0]
+        more = len(self.items) - 1
+        if more:
+            message += f" (and {more} more problem{'s' if more > 1 else ''})"
+        error = InputError(message, source=self.source, record=record, field=field_path)
+        error.problems = [  # type: ignore[attr-defined]
+            str(InputError(m, source=self.source, record=r, field=f)) for r, f, m in self.items
+        ]
+        raise error
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _prepare_step(
+    raw: Any, group: int, index: int, record: str, problems: _Problems
+) -> ReferenceStep | None:
+    where = f"reference_steps[{group}][{index}]"
+    if not isinstance(raw, Mapping):
+        problems.add(record, where, f"a step must be a mapping, got {_type_name(raw)}")
+        return None
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        problems.add(record, f"{where}.name", "missing or not a string")
+        return None
+    args = raw.get("args")
+    if args is not None and not isinstance(args, Mapping):
+        problems.add(record, f"{where}.args", f"must be a mapping, got {_type_name(args)}")
+    media_type = raw.get("output_media_type")
+    for flag in ("ordered", "ignore_duplicates"):
+        if flag in raw and not isinstance(raw[flag], bool):
+            problems.add(record, f"{where}.{flag}", f"must be true or false, got {raw[flag]!r}")
+    output = raw.get("output")
+    parsed: Any = None
+    if name == "sparql_query" and media_type == SPARQL_JSON:
+        columns = raw.get("required_columns")
+        if columns is None:
+            problems.add(
+                record, f"{where}.required_columns",
+                "missing (a SPARQL step with JSON results must list the columns that have "
+                "to match)",
+            )
+        elif not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+            problems.add(record, f"{where}.required_columns", "must be a list of column names")
+        try:
+            parsed = parse_sparql_json(output if isinstance(output, Mapping) else loads(output))
+        except (OutputParseError, SparqlResultError) as e:
+            problems.add(record, f"{where}.output", f"not a SPARQL JSON result: {e}")
+    elif name == "retrieval" and output:
+        try:
+            parsed = _context_ids(output if isinstance(output, list) else loads(output))
+        except (OutputParseError, ValueError) as e:
+            problems.add(record, f"{where}.output", str(e))
+    elif media_type == APPLICATION_JSON and output is not None:
+        try:
+            parsed = output if not isinstance(output, str) else loads(output)
+        except OutputParseError as e:
+            problems.add(record, f"{where}.output", str(e))
+    elif name == "iri_discovery" and not isinstance(output, str):
+        problems.add(record, f"{where}.output", "must be the IRI to discover, as a string")
+    return ReferenceStep(group, index, raw, name, media_type, parsed)
+
+
+def _context_ids(contexts: Any) -> list[Any]:
+    """The ids of a retrieval output: a JSON list of objects that each have an 'id'."""
+    if not isinstance(contexts, list):
+        raise ValueError(f"retrieval output must be a JSON list, got {_type_name(contexts)}")
+    ids = []
+    for position, context in enumerate(contexts):
+        if not isinstance(context, Mapping) or "id" not in context:
+            raise ValueError(f"retrieval output item [{position}] has no 'id'")
+        ids.append(context["id"])
+    return ids
+
+
+def prepare_reference(data: Any, source: str = "reference") -> list[Question]:
+    """Validate a reference dataset (list of templates) and prepare its questions."""
+    problems = _Problems(source)
+    if not isinstance(data, list):
+        problems.add(None, None, f"the top level must be a list of templates, got {_type_name(data)}")
+        problems.raise_if_any()
+    questions: list[Question] = []
+    seen: dict[Any, str] = {}
+    for t_pos, template in enumerate(data):
+        t_record = f"template [{t_pos}]"
+        if not isinstance(template, Mapping):
+            problems.add(t_record, None, f"must be a mapping, got {_type_name(template)}")
+            continue
+        template_id = template.get("template_id")
+        if not isinstance(template_id, _ID_TYPES) or isinstance(template_id, bool):
+            problems.add(t_record, "template_id", "missing or not a string")
+            continue
+        t_record = f"template {template_id!r}"
+        items = template.get("questions")
+        if not isinstance(items, list):
+            problems.add(t_record, "questions", f"must be a list, got {_type_name(items)}")
+            continue
+        for q_pos, question in enumerate(items):
+            record = f"{t_record} question [{q_pos}]"
+            if not isinstance(question, Mapping):
+                problems.add(record, None, f"must be a mapping, got {_type_name(question)}")
+                continue
+            qid = question.get("id")
+            if not isinstance(qid, _ID_TYPES) or isinstance(qid, bool):
+                problems.add(record, "id", "missing or not a string")
+                continue
+            record = f"{t_record} question {qid!r}"
+            if qid in seen:
+                problems.add(record, "id", f"duplicate question id (also in {seen[qid]})")
+                continue
+            seen[qid] = t_record
+            if not isinstance(question.get("question_text"), str):
+                problems.add(record, "question_text", "missing or not a string")
+            answer = question.get("reference_answer")
+            if answer is not None and not isinstance(answer, str):
+                problems.add(record, "reference_answer", "must be a string")
+            groups = _prepare_groups(question, record, problems)
+            questions.append(Question(template_id, qid, question, groups, record))
+    problems.raise_if_any()
+    return questions
+
+
+def _prepare_groups(
+    question: Mapping[str, Any], record: str, problems: _Problems
+) -> tuple[tuple[ReferenceStep, ...], ...] | None:
+    if "reference_steps" not in question:
+        return None
+    raw_groups = question["reference_steps"]
+    if not isinstance(raw_groups, list) or not raw_groups:
+        problems.add(
+            record, "reference_steps",
+            "must be a non-empty list of step groups (leave the key out when there are none)",
+        )
+        return None
+    groups = []
+    for g, group in enumerate(raw_groups):
+        if not isinstance(group, list) or not group:
+            problems.add(record, f"reference_steps[{g}]", "a group must be a non-empty list of steps")
+            continue
+        steps = [_prepare_step(step, g, i, record, problems) for i, step in enumerate(group)]
+        groups.append(tuple(s for s in steps if s is not None))
+    return tuple(groups)
+
+
+def _check_steps(steps: Any, record: str, problems: _Problems) -> None:
+    if not isinstance(steps, list):
+        problems.add(record, "actual_steps", f"must be a list, got {_type_name(steps)}")
+        return
+    for i, step in enumerate(steps):
+        if not isinstance(step, Mapping):
+            problems.add(record, f"actual_steps[{i}]", f"must be a mapping, got {_type_name(step)}")
+        elif not isinstance(step.get("name"), str):
+            problems.add(record, f"actual_steps[{i}].name", "missing or not a string")
+        elif "status" in step and not isinstance(step["status"], str):
+            problems.add(record, f"actual_steps[{i}].status", "must be a string")
+        elif "args" in step and step["args"] is not None and not isinstance(step["args"], Mapping):
+            problems.add(record, f"actual_steps[{i}].args", "must be a mapping")
+
+
+def _numbered(data: Any, source: str, problems: _Problems) -> Iterable[tuple[str, Any, Any]]:
+    """Yield (record, key, response) for a list, a dict keyed by question id, or JSONL lines."""
+    if isinstance(data, Mapping):
+        for key, response in data.items():
+            yield f"question_id {key!r}", key, response
+    elif isinstance(data, list):
+        line_numbers = getattr(data, "line_numbers", None)
+        for position, response in enumerate(data):
+            if line_numbers is not None:
+                yield f"line {line_numbers[position]}", None, response
+            else:
+                yield f"response [{position}]", None, response
+    else:
+        problems.add(
+            None, None,
+            f"responses must be a list, a mapping by question id or JSON lines, got "
+            f"{_type_name(data)}",
+        )
+
+
+def prepare_responses(
+    data: Any, questions: Iterable[Question], source: str = "responses"
+) -> dict[Any, Response]:
+    """Validate the responses and index them by question id; every id must be a known question."""
+    problems = _Problems(source)
+    known = {q.question_id for q in questions}
+    responses: dict[Any, Response] = {}
+    for record, key, response in _numbered(data, source, problems):
+        if not isinstance(response, Mapping):
+            problems.add(record, None, f"a response must be a mapping, got {_type_name(response)}")
+            continue
+        qid = response.get("question_id", key)
+        if key is not None and "question_id" in response and response["question_id"] != key:
+            problems.add(record, "question_id", f"{response['question_id']!r} differs from its key")
+            continue
+        if not isinstance(qid, _ID_TYPES) or isinstance(qid, bool):
+            problems.add(record, "question_id", "missing or not a string")
+            continue
+        if key is None:
+            record = f"{record} (question_id {qid!r})"
+        if qid not in known:
+            problems.add(record, "question_id", "no question with this id in the reference dataset")
+            continue
+        if qid in responses:
+            problems.add(record, "question_id", f"duplicate response (also {responses[qid].record})")
+            continue
+        status = response.get("status")
+        if status is not None and status not in ("success", "error"):
+            problems.add(record, "status", f"must be 'success' or 'error', got {status!r}")
+            continue
+        is_error = status == "error" or (status is None and "error" in response)
+        if "actual_steps" in response:
+            _check_steps(response["actual_steps"], record, problems)
+        for key_name in ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec"):
+            value = response.get(key_name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                problems.add(record, key_name, f"must be a number, got {value!r}")
+        responses[qid] = Response(qid, response, record, is_error)
+    problems.raise_if_any()
+    return responses

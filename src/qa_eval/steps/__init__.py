@@ -1,0 +1,1 @@
+"""Step comparison: one comparator per step kind, and the matching of reference groups."""

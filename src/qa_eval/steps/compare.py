@@ -1,0 +1,145 @@
+"""Score one reference step against one actual step, parsing each actual output at most once.
+
+Dispatch (graphrag-eval's rules, names must agree except for ``iri_discovery``):
+
+=====================================  ==================================================
+reference step                         comparison
+=====================================  ==================================================
+``sparql_query`` with SPARQL JSON      ``steps.sparql.compare_sparql_results`` (0 or 1)
+``retrieval`` with an output           recall@k of the context ids (``k`` = actual args.k)
+``retrieve_time_series``               ``steps.timeseries`` (arguments)
+``retrieve_data_points``               ``steps.timeseries`` (arguments and times)
+``iri_discovery``                      the IRI is bound in the actual result (any step name)
+``application/json`` output            JSON equality
+other step with an output              exact text equality of the outputs
+other step without an output           equality of the arguments (JSON values)
+=====================================  ==================================================
+
+A problem with an actual step (no output, output that is not JSON, no ``args.k``, a relative time
+without an execution timestamp) makes that pair score 0 and is recorded once per actual step, as a
+message naming the step and the field, in ``problems``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..metrics.ranking import spec_recall_at_k
+from ..records import APPLICATION_JSON, SPARQL_JSON, ReferenceStep
+from .outputs import OutputParseError, iri_found, json_equal, loads
+from .sparql import SparqlResultError, compare_sparql_results, parse_sparql_json
+from .timeseries import StepArgumentError, compare_data_points_steps, compare_time_series_steps
+
+__all__ = ["StepScorer"]
+
+_MISSING = object()
+
+
+class _StepProblem(Exception):
+    pass
+
+
+class StepScorer:
+    """Scores reference steps against the actual steps of one response, with caches."""
+
+    def __init__(self, actual_steps: Sequence[Mapping[str, Any]]) -> None:
+        self.actual = actual_steps
+        self.problems: dict[int, str] = {}
+        self._json: dict[int, Any] = {}
+        self._scores: dict[tuple[int, int, int], float] = {}
+
+    def successful(self) -> list[int]:
+        """Indexes of the actual steps that may be matched (status success)."""
+        return [i for i, s in enumerate(self.actual) if s.get("status", "success") == "success"]
+
+    def score(self, ref: ReferenceStep, act_index: int) -> float:
+        """Score of ``ref`` against actual step ``act_index`` (memoised)."""
+        key = (ref.group, ref.index, act_index)
+        cached = self._scores.get(key)
+        if cached is None:
+            try:
+                cached = self._compare(ref, act_index)
+            except _StepProblem as problem:
+                self.problems.setdefault(act_index, self._describe(act_index, str(problem)))
+                cached = 0.0
+            self._scores[key] = cached
+        return cached
+
+    def _describe(self, act_index: int, message: str) -> str:
+        step_id = self.actual[act_index].get("id")
+        label = f"actual_steps[{act_index}]" + (f" (id {step_id})" if step_id is not None else "")
+        return f"{label}: {message}"
+
+    def _output(self, act_index: int) -> Any:
+        step = self.actual[act_index]
+        if "output" not in step or step["output"] is None:
+            raise _StepProblem("output: missing in a successful step")
+        return step["output"]
+
+    def _parsed(self, act_index: int) -> Any:
+        value = self._json.get(act_index, _MISSING)
+        if value is _MISSING:
+            output = self._output(act_index)
+            try:
+                value = output if isinstance(output, (dict, list)) else loads(output)
+            except OutputParseError as e:
+                value = e
+            self._json[act_index] = value
+        if isinstance(value, OutputParseError):
+            raise _StepProblem(f"output: {value}")
+        return value
+
+    def _compare(self, ref: ReferenceStep, act_index: int) -> float:
+        act = self.actual[act_index]
+        name = act.get("name")
+        if ref.name == "iri_discovery":
+            if name not in ("autocomplete_search", "sparql_query"):
+                return 0.0
+            output = self._output(act_index)
+            try:
+                parsed = self._parsed(act_index)
+            except _StepProblem:
+                parsed = None  # e.g. a DESCRIBE result: look for the IRI as a token
+            return float(iri_found(str(ref.raw.get("output", "")).strip(), parsed, output))
+        if name != ref.name:
+            return 0.0
+        if ref.name == "sparql_query" and ref.media_type == SPARQL_JSON:
+            try:
+                actual_result = parse_sparql_json(self._parsed(act_index))
+            except SparqlResultError as e:
+                raise _StepProblem(f"output: not a SPARQL JSON result: {e}") from None
+            try:
+                return compare_sparql_results(
+                    ref.parsed, actual_result, ref.raw.get("required_columns") or [],
+                    ordered=ref.raw.get("ordered", False),
+                    ignore_duplicates=ref.raw.get("ignore_duplicates", True),
+                )
+            except SparqlResultError as e:
+                raise _StepProblem(f"output: {e}") from None
+        if ref.name == "retrieval" and ref.parsed is not None:
+            return self._retrieval(ref, act_index)
+        if ref.name == "retrieve_time_series":
+            return compare_time_series_steps(ref.raw, act)
+        if ref.name == "retrieve_data_points":
+            try:
+                return compare_data_points_steps(ref.raw, act)
+            except StepArgumentError as e:
+                raise _StepProblem(str(e)) from None
+        if ref.media_type == APPLICATION_JSON and ref.parsed is not None:
+            return float(json_equal(ref.parsed, self._parsed(act_index)))
+        if "output" not in ref.raw or ref.raw["output"] is None:
+            return float(json_equal(ref.raw.get("args"), act.get("args")))
+        return float(ref.raw["output"] == self._output(act_index))
+
+    def _retrieval(self, ref: ReferenceStep, act_index: int) -> float:
+        contexts = self._parsed(act_index)
+        if not isinstance(contexts, list) or not all(
+            isinstance(c, Mapping) and "id" in c for c in contexts
+        ):
+            raise _StepProblem("output: a retrieval output must be a JSON list of objects with 'id'")
+        args = self.actual[act_index].get("args") or {}
+        k = args.get("k")
+        if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+            raise _StepProblem(f"args.k: must be a positive integer, got {k!r}")
+        return spec_recall_at_k(ref.parsed, [c["id"] for c in contexts], k)

@@ -1,0 +1,138 @@
+"""Match reference step groups to actual steps and compute ``steps_score``.
+
+Definition (QA-evaluation README of graphrag-eval, "Reference Q&A Data" and ``steps_score``):
+reference steps come in groups executed in order; steps within a group may run in any order. The
+groups are matched from the last one backwards. An actual step matches at most one reference step,
+only successful actual steps match, and every step matched to a group comes before every step
+matched to the group after it. A group that is not fully matched ends the matching (its partial
+matches still count). With ``s_g`` the sum of the match scores in group ``g`` (1 per matched step,
+or a retrieval step's recall@k) and ``G`` the number of groups::
+
+    steps_score = (1 / G) * sum_g  s_g / |g|
+
+The original matches greedily: for each reference step (last first) it takes the latest unused
+actual step that scores above 0. That can miss a better assignment, e.g. reference group [X, Y]
+against actual steps [a1 (matches Y only), a2 (matches X and Y)]: greedy gives Y -> a2 and leaves
+X unmatched (0.5); X -> a2, Y -> a1 scores 1.0. qa-eval computes the greedy matching and the best
+matching under the same rules, and keeps the greedy one unless the best one scores higher, so it
+agrees with the original wherever the original was already optimal.
+
+The best matching is found by dynamic programming over (group, boundary): for each group, a
+subset DP over its reference steps scans the candidate actual steps from the boundary down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+from ..records import ReferenceStep
+from .compare import StepScorer
+
+__all__ = ["Match", "best_matches", "greedy_matches", "match_steps", "steps_score"]
+
+Match = tuple[int, int, int, float]
+"""(group index, step index in the group, actual step index, score)."""
+
+_EPSILON = 1e-12
+_MAX_EXACT_GROUP = 12  # subset DP over 2**12 states per candidate; larger groups stay greedy
+
+
+def greedy_matches(
+    groups: Sequence[Sequence[ReferenceStep]], scorer: StepScorer, candidates: Sequence[int]
+) -> list[Match]:
+    """The original library's greedy matching (last group first, latest actual step first)."""
+    matches: list[Match] = []
+    upto = len(scorer.actual)
+    for g in range(len(groups) - 1, -1, -1):
+        group = groups[g]
+        used: set[int] = set()
+        found: list[Match] = []
+        for ref in reversed(group):
+            for a in reversed(candidates):
+                if a >= upto or a in used:
+                    continue
+                score = scorer.score(ref, a)
+                if score > 0.0:
+                    found.append((g, ref.index, a, score))
+                    used.add(a)
+                    break
+        matches.extend(found)
+        if len(found) < len(group):
+            break
+        upto = min(a for _, _, a, _ in found)
+    return matches
+
+
+def steps_score(groups: Sequence[Sequence[ReferenceStep]], matches: Sequence[Match]) -> float:
+    """``steps_score`` of a matching: mean over groups of (sum of scores / group size)."""
+    if not groups:
+        return 0.0
+    per_group = [0.0] * len(groups)
+    for g, _, _, score in matches:
+        per_group[g] += score
+    return sum(total / len(groups[g]) for g, total in enumerate(per_group)) / len(groups)
+
+
+def best_matches(
+    groups: Sequence[Sequence[ReferenceStep]], scorer: StepScorer, candidates: Sequence[int]
+) -> list[Match]:
+    """A matching with the highest ``steps_score`` under the ordering rules."""
+    if any(len(group) > _MAX_EXACT_GROUP for group in groups):
+        return greedy_matches(groups, scorer, candidates)
+
+    @lru_cache(maxsize=None)
+    def solve(g: int, upto: int) -> tuple[float, tuple[Match, ...]]:
+        # Best total for groups g, g-1, ..., 0 using actual steps with index < upto.
+        if g < 0:
+            return 0.0, ()
+        group = groups[g]
+        size = len(group)
+        full = (1 << size) - 1
+        # dp[mask] = (sum of scores, matches) using candidates scanned so far (from upto down).
+        dp: dict[int, tuple[float, tuple[Match, ...]]] = {0: (0.0, ())}
+        best_total, best_plan = 0.0, ()
+        for a in reversed([c for c in candidates if c < upto]):
+            scores = [scorer.score(ref, a) for ref in group]
+            if not any(s > 0.0 for s in scores):
+                continue
+            updates: dict[int, tuple[float, tuple[Match, ...]]] = {}
+            for mask, (total, plan) in dp.items():
+                for i, s in enumerate(scores):
+                    if s <= 0.0 or mask & (1 << i):
+                        continue
+                    new_mask = mask | (1 << i)
+                    entry = (total + s, (*plan, (g, group[i].index, a, s)))
+                    if new_mask == full:
+                        # The group is complete and its earliest step is a: continue below a.
+                        rest_total, rest_plan = solve(g - 1, a)
+                        value = entry[0] / size + rest_total
+                        if value > best_total + _EPSILON:
+                            best_total, best_plan = value, entry[1] + rest_plan
+                    current = updates.get(new_mask) or dp.get(new_mask)
+                    if current is None or entry[0] > current[0] + _EPSILON:
+                        updates[new_mask] = entry
+            dp.update(updates)
+        # Stopping at this group with a partial matching.
+        for mask, (total, plan) in dp.items():
+            if mask != full and total / size > best_total + _EPSILON:
+                best_total, best_plan = total / size, plan
+        return best_total, best_plan
+
+    return list(solve(len(groups) - 1, len(scorer.actual))[1])
+
+
+def match_steps(
+    groups: Sequence[Sequence[ReferenceStep]], scorer: StepScorer
+) -> tuple[list[Match], float]:
+    """Match and score: the greedy matching unless the best one scores strictly higher."""
+    candidates = scorer.successful()
+    greedy = greedy_matches(groups, scorer, candidates)
+    greedy_score = steps_score(groups, greedy)
+    if greedy_score >= 1.0 - _EPSILON or not candidates:
+        return greedy, greedy_score
+    best = best_matches(groups, scorer, candidates)
+    best_score = steps_score(groups, best)
+    if best_score > greedy_score + 1e-9:
+        return best, best_score
+    return greedy, greedy_score

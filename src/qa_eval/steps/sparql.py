@@ -1,0 +1,293 @@
+"""Compare SPARQL SELECT / ASK results (application/sparql-results+json).
+
+Definition (QA-evaluation README of graphrag-eval, "SPARQL queries comparison"): the actual result
+matches the reference when some injective mapping of the reference's ``required_columns`` onto the
+actual result's columns makes the projected rows equal:
+
+* ``ordered: true``  - the row sequences are equal;
+* ``ordered: false`` and ``ignore_duplicates: true`` (default) - the row sets are equal;
+* ``ordered: false`` and ``ignore_duplicates: false`` - the row multisets are equal.
+
+Reference columns not listed in ``required_columns`` are optional and ignored; extra actual columns
+are ignored. ASK results match when both booleans are equal. Edge cases follow the original: both
+results empty -> 1.0 when the actual result has at least as many columns as are required; one of
+them empty -> 0.0; no required columns -> 1.0. The score is 1.0 or 0.0.
+
+Where qa-eval is stricter or more exact than the original (see docs/compatibility.md):
+
+* A row is a tuple of RDF terms, not the concatenation of their strings, so ("ab", "c") and
+  ("a", "bc") are different rows.
+* Terms are typed: an IRI never equals a literal with the same text; a language-tagged literal
+  equals only a literal with the same (case-insensitive) tag; a plain literal equals an
+  ``xsd:string`` literal (RDF 1.1).
+* Numeric literals of every XSD numeric type compare by value, so ``1``^^xsd:integer equals
+  ``1.0``^^xsd:decimal; values are equal when they agree after rounding to 8 decimal places
+  (the README's 1e-8 precision). ``INF``, ``-INF`` and ``NaN`` are values like any other: NaN
+  equals NaN here, since the two results hold the same term.
+* Blank nodes are scoped to one result, so any blank node equals any other.
+
+Algorithm: each column is read once into a vector of canonical values. A reference column can only
+map to an actual column whose kind (IRI, number, ...) and value signature agree: the same sequence
+(ordered), the same set (set semantics) or the same multiset (bag semantics). The mapping is then
+found by backtracking over those candidates, checking the partial projection after each step, so
+the common case - one candidate per column - costs one projection: O(rows x columns) overall,
+instead of the original's enumeration of every permutation of every column subset.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any
+
+__all__ = ["FLOAT_DECIMALS", "SparqlResultError", "compare_sparql_results", "parse_sparql_json"]
+
+XSD = "http://www.w3.org/2001/XMLSchema#"
+FLOAT_DECIMALS = 8
+"""Numeric literals are equal when they agree after rounding to this many decimal places."""
+
+_INTEGER_TYPES = frozenset(
+    XSD + t
+    for t in (
+        "integer", "int", "long", "short", "byte", "nonNegativeInteger", "positiveInteger",
+        "nonPositiveInteger", "negativeInteger", "unsignedLong", "unsignedInt", "unsignedShort",
+        "unsignedByte",
+    )
+)
+_REAL_TYPES = frozenset(XSD + t for t in ("decimal", "double", "float"))
+_STRING_TYPE = XSD + "string"
+_BOOLEAN_TYPE = XSD + "boolean"
+_NAN = ("NaN",)  # NaN is not equal to itself; this stand-in is.
+
+# Column kinds. A column whose cells all share one kind keeps bare values; any other column
+# keeps (kind, value) pairs per cell. Two columns can only be equal if their kinds are equal.
+_IRI = "iri"
+_LITERAL = "literal"
+_NUMBER = "number"
+_BOOLEAN = "boolean"
+_BNODE = "bnode"
+_UNBOUND = "unbound"
+_MIXED = "mixed"
+
+Value = Hashable
+
+
+class SparqlResultError(ValueError):
+    """A SPARQL JSON result that does not have the shape the format requires."""
+
+
+def parse_sparql_json(data: Any) -> dict[str, Any]:
+    """Check that ``data`` is a SPARQL JSON result (SELECT or ASK) and return it."""
+    if not isinstance(data, dict):
+        raise SparqlResultError(f"expected a JSON object, got {type(data).__name__}")
+    if "boolean" in data:
+        if not isinstance(data["boolean"], bool):
+            raise SparqlResultError("'boolean' must be true or false")
+        return data
+    results = data.get("results")
+    if not isinstance(results, dict) or not isinstance(results.get("bindings"), list):
+        raise SparqlResultError("missing 'results.bindings' list (and no 'boolean')")
+    head = data.get("head", {})
+    if not isinstance(head, dict) or not isinstance(head.get("vars", []), list):
+        raise SparqlResultError("'head.vars' must be a list")
+    return data
+
+
+def _real(text: str) -> Value:
+    number = float(text)  # accepts INF, -INF, NaN as XSD writes them
+    if math.isnan(number):
+        return _NAN
+    if math.isinf(number):
+        return number
+    rounded = round(number, FLOAT_DECIMALS)
+    # An integral value is stored as int so that it equals and hashes like an xsd:integer.
+    return int(rounded) if rounded.is_integer() else rounded
+
+
+def _term(term: Any) -> tuple[Hashable, Value]:
+    """Return (kind, canonical value) of one SPARQL JSON term."""
+    if not isinstance(term, dict):
+        raise SparqlResultError(f"a binding must be an object, got {type(term).__name__}")
+    term_type = term.get("type")
+    value = term.get("value")
+    if not isinstance(value, str):
+        raise SparqlResultError("a term's 'value' must be a string")
+    if term_type == "uri":
+        return _IRI, value
+    if term_type == "bnode":
+        return _BNODE, ""
+    if term_type not in ("literal", "typed-literal"):
+        raise SparqlResultError(f"unknown term type {term_type!r}")
+    lang = term.get("xml:lang")
+    if lang:
+        return ("lang", lang.lower()), value
+    datatype = term.get("datatype")
+    if not datatype or datatype == _STRING_TYPE:
+        return _LITERAL, value
+    try:
+        if datatype in _INTEGER_TYPES:
+            return _NUMBER, int(value.strip())
+        if datatype in _REAL_TYPES:
+            return _NUMBER, _real(value.strip())
+    except ValueError:
+        return ("ill-typed", datatype), value
+    if datatype == _BOOLEAN_TYPE:
+        text = value.strip()
+        if text in ("true", "1"):
+            return _BOOLEAN, True
+        if text in ("false", "0"):
+            return _BOOLEAN, False
+        return ("ill-typed", datatype), value
+    return ("typed", datatype), value
+
+
+def _column(bindings: Sequence[Mapping[str, Any]], var: str) -> tuple[Hashable, list[Value]]:
+    """Read one column: its kind and the canonical value of every row."""
+    cells = [b.get(var) for b in bindings]
+    # Fast path: the common homogeneous IRI or plain-literal column, without per-cell calls.
+    first = cells[0] if cells else None
+    if type(first) is dict and first.get("type") in ("uri", "literal"):
+        head_type = first["type"]
+        if all(
+            type(c) is dict and c.get("type") == head_type and len(c) == 2 and "value" in c
+            for c in cells
+        ):
+            values = [c["value"] for c in cells]
+            if all(type(v) is str for v in values):
+                return (_IRI if head_type == "uri" else _LITERAL), values
+    kinds: set[Hashable] = set()
+    pairs: list[tuple[Hashable, Value]] = []
+    for cell in cells:
+        pair = (_UNBOUND, None) if cell is None else _term(cell)
+        kinds.add(pair[0])
+        pairs.append(pair)
+    if len(kinds) == 1:
+        return kinds.pop(), [value for _, value in pairs]
+    return _MIXED, pairs
+
+
+class _Table:
+    """The columns of one result, read lazily and at most once each."""
+
+    def __init__(self, bindings: Sequence[Mapping[str, Any]]) -> None:
+        self.bindings = bindings
+        self._columns: dict[str, tuple[Hashable, list[Value]]] = {}
+
+    def column(self, var: str) -> tuple[Hashable, list[Value]]:
+        if var not in self._columns:
+            self._columns[var] = _column(self.bindings, var)
+        return self._columns[var]
+
+
+def _signature(values: list[Value], ordered: bool, ignore_duplicates: bool) -> Hashable:
+    if ordered:
+        return tuple(values)
+    if ignore_duplicates:
+        return frozenset(values)
+    return frozenset(Counter(values).items())
+
+
+def _rows(columns: Sequence[list[Value]], ordered: bool, ignore_duplicates: bool) -> Any:
+    rows = zip(*columns)
+    if ordered:
+        return list(rows)
+    if ignore_duplicates:
+        return set(rows)
+    return Counter(rows)
+
+
+def compare_sparql_results(
+    reference: Mapping[str, Any],
+    actual: Mapping[str, Any],
+    required_columns: Sequence[str],
+    ordered: bool = False,
+    ignore_duplicates: bool = True,
+) -> float:
+    """Score an actual SPARQL JSON result against the reference: 1.0 if they match, else 0.0."""
+    if "boolean" in reference:
+        return float("boolean" in actual and actual["boolean"] == reference["boolean"])
+    if "boolean" in actual:
+        return 0.0
+    ref_bindings = reference["results"]["bindings"]
+    act_bindings = actual.get("results", {}).get("bindings", [])
+    act_vars = list(dict.fromkeys(actual.get("head", {}).get("vars", [])))
+    required = list(dict.fromkeys(required_columns))
+    if not ref_bindings and not act_bindings:
+        return float(len(act_vars) >= len(required))
+    if not ref_bindings or not act_bindings:
+        return 0.0
+    if len(required) > len(act_vars):
+        return 0.0
+    if not required:
+        return 1.0
+    if ignore_duplicates is False and not ordered and len(ref_bindings) != len(act_bindings):
+        return 0.0
+    if ordered and len(ref_bindings) != len(act_bindings):
+        return 0.0
+    return float(
+        _find_mapping(
+            _Table(ref_bindings), required, _Table(act_bindings), act_vars,
+            ordered, ignore_duplicates,
+        )
+        is not None
+    )
+
+
+def _find_mapping(
+    ref: _Table,
+    ref_vars: list[str],
+    act: _Table,
+    act_vars: list[str],
+    ordered: bool,
+    ignore_duplicates: bool,
+) -> list[str] | None:
+    """Return actual column names for ``ref_vars`` under which the results match, or None."""
+    ref_cols = [ref.column(v) for v in ref_vars]
+    by_signature: dict[tuple[Hashable, Hashable], list[str]] = {}
+    for var in act_vars:
+        kind, values = act.column(var)
+        key = (kind, _signature(values, ordered, ignore_duplicates))
+        by_signature.setdefault(key, []).append(var)
+    candidates: list[list[str]] = []
+    for kind, values in ref_cols:
+        found = by_signature.get((kind, _signature(values, ordered, ignore_duplicates)))
+        if not found:
+            return None
+        candidates.append(found)
+    # Most constrained column first keeps the search small.
+    order = sorted(range(len(ref_vars)), key=lambda i: len(candidates[i]))
+    rows: Callable[[Sequence[list[Value]]], Any] = lambda cols: _rows(  # noqa: E731
+        cols, ordered, ignore_duplicates
+    )
+    chosen: list[str] = []
+    used: set[str] = set()
+
+    def extend(depth: int) -> bool:
+        if depth == len(order):
+            return True
+        index = order[depth]
+        for var in candidates[index]:
+            if var in used:
+                continue
+            chosen.append(var)
+            used.add(var)
+            picked = order[: depth + 1]
+            # Projections of equal results onto the same columns are equal: prune early. With a
+            # single candidate per column only the full projection needs checking.
+            must_check = depth + 1 == len(order) or len(candidates[index]) > 1
+            if not must_check or rows([ref_cols[i][1] for i in picked]) == rows(
+                [act.column(chosen[k])[1] for k in range(depth + 1)]
+            ):
+                if extend(depth + 1):
+                    return True
+            chosen.pop()
+            used.discard(var)
+        return False
+
+    if not extend(0):
+        return None
+    mapping = [""] * len(ref_vars)
+    for position, index in enumerate(order):
+        mapping[index] = chosen[position]
+    return mapping

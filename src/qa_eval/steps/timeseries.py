@@ -1,0 +1,166 @@
+"""Compare ``retrieve_time_series`` and ``retrieve_data_points`` steps by their arguments.
+
+Definition (graphrag-eval 6.6.1, the step types of its latest release; conformance case
+``time-series``):
+
+* ``retrieve_time_series`` matches when the ``mrid`` values are equal as sorted lists (a single
+  string counts as a one-element list) and, when the reference sets ``limit``, the limits are
+  equal. A reference without ``mrid`` matches an actual step without ``mrid`` and the same
+  ``limit``.
+* ``retrieve_data_points`` matches when ``external_id`` and ``aggregates`` are equal as sorted
+  lists, ``granularity`` is equal after normalising the unit (``1w`` = ``1week`` = ``1weeks``),
+  ``limit`` is equal, and ``start`` / ``end`` are the same instant. Times are ISO 8601 (a naive time
+  is UTC) or relative (``now``, ``<n>{s,m,h,d,w}-ago``, ``<n>{s,m,h,d,w}-ahead``), resolved against
+  the actual step's ``execution_timestamp``. A relative reference time matches an absolute actual
+  time within 60 seconds; an absolute reference time never matches a relative actual time.
+
+The score is 1.0 or 0.0.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from dateutil import parser as date_parser
+
+__all__ = [
+    "StepArgumentError",
+    "compare_data_points_steps",
+    "compare_time_series_steps",
+    "parse_instant",
+]
+
+TOLERANCE_SECONDS = 60
+_RELATIVE = re.compile(r"^(?:now|(\d+)([smhdw])-(ago|ahead))$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_GRANULARITY = re.compile(r"^(\d+)([a-zA-Z]+)$")
+_GRANULARITY_UNITS = {
+    "s": "seconds", "second": "seconds", "m": "minutes", "minute": "minutes",
+    "h": "hours", "hour": "hours", "d": "days", "day": "days", "w": "weeks", "week": "weeks",
+    "mo": "months", "month": "months", "q": "quarters", "quarter": "quarters",
+    "y": "years", "year": "years",
+}
+
+
+class StepArgumentError(ValueError):
+    """A step argument that cannot be interpreted (e.g. a relative time with no anchor)."""
+
+
+def _sorted_values(value: Any) -> Any:
+    if not value:
+        return value
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        try:
+            return sorted(value)
+        except TypeError:
+            return sorted(value, key=repr)
+    return value
+
+
+def _granularity(value: Any) -> Any:
+    if not isinstance(value, str) or not value:
+        return value
+    match = _GRANULARITY.match(value.strip())
+    if not match:
+        return value
+    count, unit = match.groups()
+    unit = unit.lower()
+    return f"{int(count)}{_GRANULARITY_UNITS.get(unit, unit)}"
+
+
+def _utc(moment: datetime) -> datetime:
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc)
+
+
+def parse_instant(value: Any) -> datetime | None:
+    """Parse an absolute time (datetime or ISO 8601 text) to an aware UTC datetime, else None."""
+    if isinstance(value, datetime):
+        return _utc(value)
+    if isinstance(value, str):
+        try:
+            return _utc(date_parser.isoparse(value.strip()))
+        except (ValueError, OverflowError):
+            return None
+    return None
+
+
+def _is_relative(value: Any) -> bool:
+    return isinstance(value, str) and _RELATIVE.match(value.strip()) is not None
+
+
+def _resolve_relative(value: str, anchor: datetime) -> datetime:
+    match = _RELATIVE.match(value.strip())
+    assert match is not None
+    if match.group(1) is None:
+        return anchor
+    seconds = int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    sign = 1 if match.group(3) == "ahead" else -1
+    return anchor + sign * timedelta(seconds=seconds)
+
+
+def _times_equal(reference: Any, actual: Any, anchor: Any) -> bool:
+    if reference is None or actual is None:
+        return reference is None and actual is None
+    ref_relative, act_relative = _is_relative(reference), _is_relative(actual)
+    if act_relative and not ref_relative:
+        return False
+    if ref_relative or act_relative:
+        anchor_time = parse_instant(anchor)
+        if anchor_time is None:
+            raise StepArgumentError(
+                "a relative time needs the actual step's 'execution_timestamp' as an ISO 8601 "
+                f"time, got {anchor!r}"
+            )
+        ref_time = _resolve_relative(reference, anchor_time)
+        if act_relative:
+            return ref_time == _resolve_relative(actual, anchor_time)
+        act_time = parse_instant(actual)
+        if act_time is None:
+            return False
+        return abs((ref_time - act_time).total_seconds()) <= TOLERANCE_SECONDS
+    ref_time, act_time = parse_instant(reference), parse_instant(actual)
+    if ref_time is None or act_time is None:
+        return reference == actual
+    return ref_time == act_time
+
+
+def _args(step: Mapping[str, Any]) -> Mapping[str, Any]:
+    args = step.get("args")
+    return args if isinstance(args, Mapping) else {}
+
+
+def compare_time_series_steps(reference: Mapping[str, Any], actual: Mapping[str, Any]) -> float:
+    """Score a ``retrieve_time_series`` step: 1.0 when mrid (and limit, if set) agree."""
+    ref, act = _args(reference), _args(actual)
+    ref_mrid, ref_limit = ref.get("mrid"), ref.get("limit")
+    act_mrid, act_limit = act.get("mrid"), act.get("limit")
+    if not ref_mrid:
+        return float(act_mrid is None and ref_limit == act_limit)
+    if _sorted_values(ref_mrid) != _sorted_values(act_mrid):
+        return 0.0
+    return float(not ref_limit or ref_limit == act_limit)
+
+
+def compare_data_points_steps(reference: Mapping[str, Any], actual: Mapping[str, Any]) -> float:
+    """Score a ``retrieve_data_points`` step: 1.0 when ids, aggregation and time range agree."""
+    ref, act = _args(reference), _args(actual)
+    anchor = actual.get("execution_timestamp")
+    same = (
+        _sorted_values(ref.get("external_id")) == _sorted_values(act.get("external_id"))
+        and _granularity(ref.get("granularity")) == _granularity(act.get("granularity"))
+        and _sorted_values(ref.get("aggregates")) == _sorted_values(act.get("aggregates"))
+        and ref.get("limit") == act.get("limit")
+    )
+    if not same:
+        return 0.0
+    return float(
+        _times_equal(ref.get("start"), act.get("start"), anchor)
+        and _times_equal(ref.get("end"), act.get("end"), anchor)
+    )
