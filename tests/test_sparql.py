@@ -1,0 +1,249 @@
+"""SPARQL result comparison: hand-made tables, the original's bugs fixed, and properties."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from qa_eval.steps.sparql import SparqlResultError, compare_sparql_results, parse_sparql_json
+
+XSD = "http://www.w3.org/2001/XMLSchema#"
+
+
+def uri(v: str) -> dict:
+    return {"type": "uri", "value": v}
+
+
+def lit(v: str, datatype: str | None = None, lang: str | None = None) -> dict:
+    term = {"type": "literal", "value": v}
+    if datatype:
+        term["datatype"] = XSD + datatype
+    if lang:
+        term["xml:lang"] = lang
+    return term
+
+
+def table(vars_: list[str], rows: list[list[dict | None]]) -> dict:
+    bindings = [{v: t for v, t in zip(vars_, row) if t is not None} for row in rows]
+    return {"head": {"vars": vars_}, "results": {"bindings": bindings}}
+
+
+def cmp(ref: dict, act: dict, required: list[str], **options: bool) -> float:
+    return compare_sparql_results(ref, act, required, **options)
+
+
+REF = table(["s", "n"], [[uri("urn:a"), lit("A")], [uri("urn:b"), lit("B")]])
+
+
+@pytest.mark.parametrize(
+    ("actual", "required", "options", "expected"),
+    [
+        # same table
+        (REF, ["s", "n"], {}, 1.0),
+        # rows in another order, unordered comparison
+        (table(["s", "n"], [[uri("urn:b"), lit("B")], [uri("urn:a"), lit("A")]]), ["s", "n"], {}, 1.0),
+        # rows in another order, ordered comparison
+        (table(["s", "n"], [[uri("urn:b"), lit("B")], [uri("urn:a"), lit("A")]]), ["s", "n"],
+         {"ordered": True}, 0.0),
+        # columns renamed, reordered, with an extra column
+        (table(["x", "name", "s2"], [[lit("zz"), lit("A"), uri("urn:a")],
+                                    [lit("yy"), lit("B"), uri("urn:b")]]), ["s", "n"], {}, 1.0),
+        # only the required column has to match
+        (table(["q"], [[uri("urn:a")], [uri("urn:b")]]), ["s"], {}, 1.0),
+        # a missing row
+        (table(["s", "n"], [[uri("urn:a"), lit("A")]]), ["s", "n"], {}, 0.0),
+        # an extra row
+        (table(["s", "n"], [[uri("urn:a"), lit("A")], [uri("urn:b"), lit("B")],
+                            [uri("urn:c"), lit("C")]]), ["s", "n"], {}, 0.0),
+        # duplicates ignored by default, counted when asked
+        (table(["s", "n"], [[uri("urn:a"), lit("A")], [uri("urn:a"), lit("A")],
+                            [uri("urn:b"), lit("B")]]), ["s", "n"], {}, 1.0),
+        (table(["s", "n"], [[uri("urn:a"), lit("A")], [uri("urn:a"), lit("A")],
+                            [uri("urn:b"), lit("B")]]), ["s", "n"], {"ignore_duplicates": False}, 0.0),
+        # an IRI is not a literal with the same text
+        (table(["s", "n"], [[lit("urn:a"), lit("A")], [lit("urn:b"), lit("B")]]), ["s", "n"], {}, 0.0),
+        # fewer columns than required
+        (table(["s"], [[uri("urn:a")], [uri("urn:b")]]), ["s", "n"], {}, 0.0),
+        # no required columns
+        (table(["z"], [[lit("1")]]), [], {}, 1.0),
+        # values swapped between rows: each column has the right set, the rows are wrong
+        (table(["s", "n"], [[uri("urn:a"), lit("B")], [uri("urn:b"), lit("A")]]), ["s", "n"], {}, 0.0),
+    ],
+)
+def test_table(actual: dict, required: list[str], options: dict, expected: float) -> None:
+    assert cmp(REF, actual, required, **options) == expected
+
+
+def test_rows_are_tuples_not_joined_strings() -> None:
+    # The original joined ("ab", "c") and ("a", "bc") into the same row string "abc".
+    ref = table(["x", "y"], [[lit("ab"), lit("c")]])
+    act = table(["x", "y"], [[lit("a"), lit("bc")]])
+    assert cmp(ref, act, ["x", "y"]) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("ref_term", "act_term", "equal"),
+    [
+        (lit("1", "integer"), lit("1.0", "decimal"), True),
+        (lit("1", "int"), lit("1E0", "double"), True),
+        (lit("0.1", "decimal"), lit("0.100000001", "double"), True),  # within 1e-8
+        (lit("0.1", "decimal"), lit("0.1000001", "double"), False),
+        (lit("10", "integer"), lit("10", "long"), True),
+        (lit("1", "integer"), lit("1"), False),  # a number is not a plain string
+        (lit("INF", "double"), lit("INF", "float"), True),
+        (lit("-INF", "double"), lit("INF", "double"), False),
+        (lit("NaN", "double"), lit("NaN", "double"), True),
+        (lit("NaN", "double"), lit("0", "double"), False),
+        (lit("true", "boolean"), lit("1", "boolean"), True),
+        (lit("true", "boolean"), lit("1", "integer"), False),
+        (lit("abc"), lit("abc", "string"), True),
+        (lit("abc", lang="en"), lit("abc", lang="EN"), True),
+        (lit("abc", lang="en"), lit("abc"), False),
+        (lit("2024-01-01", "date"), lit("2024-01-01", "date"), True),
+        (lit("x1", "integer"), lit("x1", "integer"), True),  # ill-typed, compared as text
+        ({"type": "bnode", "value": "b0"}, {"type": "bnode", "value": "b9"}, True),
+        (uri("urn:a"), uri("urn:a"), True),
+    ],
+)
+def test_term_equality(ref_term: dict, act_term: dict, equal: bool) -> None:
+    ref = table(["v"], [[ref_term]])
+    act = table(["v"], [[act_term]])
+    assert cmp(ref, act, ["v"]) == float(equal)
+
+
+def test_mixed_column_with_unbound_values() -> None:
+    ref = table(["a", "b"], [[uri("urn:1"), None], [uri("urn:2"), lit("x")]])
+    act = table(["b", "a"], [[lit("x"), uri("urn:2")], [None, uri("urn:1")]])
+    assert cmp(ref, act, ["a", "b"]) == 1.0
+    act2 = table(["b", "a"], [[None, uri("urn:2")], [lit("x"), uri("urn:1")]])
+    assert cmp(ref, act2, ["a", "b"]) == 0.0
+
+
+def test_identical_columns_need_the_right_pairing() -> None:
+    # Two actual columns with the same value set but different alignment: only one mapping works.
+    ref = table(["p", "q"], [[lit("1"), lit("2")], [lit("2"), lit("1")], [lit("3"), lit("3")]])
+    act = table(["x", "y"], [[lit("2"), lit("1")], [lit("1"), lit("2")], [lit("3"), lit("3")]])
+    assert cmp(ref, act, ["p", "q"]) == 1.0
+    act_bad = table(["x", "y"], [[lit("1"), lit("1")], [lit("2"), lit("2")], [lit("3"), lit("3")]])
+    assert cmp(ref, act_bad, ["p", "q"]) == 0.0
+
+
+def test_ask_and_empty_results() -> None:
+    assert cmp({"boolean": True}, {"boolean": True}, []) == 1.0
+    assert cmp({"boolean": True}, {"boolean": False}, []) == 0.0
+    assert cmp({"boolean": True}, table(["a"], []), []) == 0.0
+    assert cmp(table(["a"], [[lit("1")]]), {"boolean": True}, ["a"]) == 0.0
+    empty_ref, empty_act = table(["a", "b"], []), table(["x", "y"], [])
+    assert cmp(empty_ref, empty_act, ["a", "b"]) == 1.0
+    assert cmp(empty_ref, table(["x"], []), ["a", "b"]) == 0.0
+    assert cmp(empty_ref, table(["a", "b"], [[lit("1"), lit("2")]]), ["a", "b"]) == 0.0
+    assert cmp(table(["a"], [[lit("1")]]), table(["a"], []), ["a"]) == 0.0
+
+
+def test_required_column_absent_from_reference_head_is_unbound() -> None:
+    ref = table(["a"], [[lit("1")]])
+    assert cmp(ref, table(["x", "y"], [[lit("1"), None]]), ["a", "b"]) == 1.0
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [[], "text", {"head": {}}, {"results": {"bindings": {}}}, {"boolean": "yes"},
+     {"head": {"vars": "a"}, "results": {"bindings": []}}],
+)
+def test_parse_rejects_malformed_results(bad: object) -> None:
+    with pytest.raises(SparqlResultError):
+        parse_sparql_json(bad)
+
+
+def test_malformed_term_is_reported() -> None:
+    ref = table(["a"], [[lit("1", "integer")]])
+    act = {"head": {"vars": ["a"]}, "results": {"bindings": [{"a": {"type": "weird", "value": "1"}}]}}
+    with pytest.raises(SparqlResultError):
+        cmp(ref, act, ["a"])
+
+
+# Property-based: a random table compared with a shuffled copy.
+_values = st.sampled_from(
+    [uri("urn:a"), uri("urn:b"), lit("a"), lit("b"), lit("1", "integer"), lit("2", "decimal"), None]
+)
+
+
+@st.composite
+def tables(draw: st.DrawFn) -> tuple[dict, list[str]]:
+    n_cols = draw(st.integers(1, 4))
+    vars_ = [f"v{i}" for i in range(n_cols)]
+    rows = draw(st.lists(st.lists(_values, min_size=n_cols, max_size=n_cols), min_size=1, max_size=8))
+    return table(vars_, rows), vars_
+
+
+def _permuted(tab: dict, seed: int, extra_column: bool = False) -> dict:
+    rnd = random.Random(seed)
+    vars_ = list(tab["head"]["vars"])
+    bindings = [dict(b) for b in tab["results"]["bindings"]]
+    rnd.shuffle(bindings)
+    renamed = {v: f"c{i}" for i, v in enumerate(vars_)}
+    new_bindings = [{renamed[k]: t for k, t in b.items()} for b in bindings]
+    new_vars = [renamed[v] for v in vars_]
+    if extra_column:
+        for b in new_bindings:
+            b["extra"] = lit(str(rnd.random()))
+        new_vars.append("extra")
+    rnd.shuffle(new_vars)
+    return {"head": {"vars": new_vars}, "results": {"bindings": new_bindings}}
+
+
+@settings(max_examples=200, deadline=None)
+@given(tables(), st.integers(0, 10_000), st.booleans())
+def test_permuting_rows_and_columns_never_changes_the_verdict(
+    data: tuple[dict, list[str]], seed: int, ignore_duplicates: bool
+) -> None:
+    tab, vars_ = data
+    assert cmp(tab, _permuted(tab, seed), vars_, ignore_duplicates=ignore_duplicates) == 1.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(tables(), tables(), st.integers(0, 10_000))
+def test_an_extra_actual_column_never_lowers_the_score(
+    ref: tuple[dict, list[str]], act: tuple[dict, list[str]], seed: int
+) -> None:
+    ref_table, vars_ = ref
+    act_table = act[0]
+    before = cmp(ref_table, act_table, vars_)
+    rnd = random.Random(seed)
+    widened = {
+        "head": {"vars": [*act_table["head"]["vars"], "extra"]},
+        "results": {"bindings": [{**b, "extra": lit(str(rnd.randrange(3)))}
+                                 for b in act_table["results"]["bindings"]]},
+    }
+    assert cmp(ref_table, widened, vars_) >= before
+
+
+@settings(max_examples=200, deadline=None)
+@given(tables(), tables())
+def test_agrees_with_brute_force(ref: tuple[dict, list[str]], act: tuple[dict, list[str]]) -> None:
+    """Compare with a slow, obviously correct search over every column assignment."""
+    import itertools
+    from collections import Counter
+
+    from qa_eval.steps.sparql import _term
+
+    ref_table, ref_vars = ref
+    act_table, act_vars = act
+
+    def key(term: dict | None) -> object:
+        return None if term is None else _term(term)
+
+    def rows(tab: dict, cols: tuple[str, ...]) -> Counter:
+        return Counter(tuple(key(b.get(c)) for c in cols) for b in tab["results"]["bindings"])
+
+    expected = 0.0
+    if len(ref_vars) <= len(act_vars):
+        ref_rows = set(rows(ref_table, tuple(ref_vars)))
+        for cols in itertools.permutations(act_vars, len(ref_vars)):
+            if set(rows(act_table, cols)) == ref_rows:
+                expected = 1.0
+                break
+    assert cmp(ref_table, act_table, ref_vars) == expected
