@@ -31,15 +31,18 @@ def test_inputs_are_not_mutated() -> None:
     before = (copy.deepcopy(reference), copy.deepcopy(responses))
     results = run_evaluation(reference, responses)
     assert (reference, responses) == before
-    assert any("matches" in step for r in results for g in r.get("reference_steps", []) for step in g)
+    assert any(
+        "matches" in step for r in results for g in r.get("reference_steps", []) for step in g
+    )
 
 
 def test_response_shapes_give_the_same_results(tmp_path: Path) -> None:
     reference, responses = load_examples()
     as_list = run_evaluation(reference, responses)
     as_dict = run_evaluation(reference, {r["question_id"]: r for r in responses})
-    keyed = {r["question_id"]: {k: v for k, v in r.items() if k != "question_id"}
-             for r in responses}
+    keyed = {
+        r["question_id"]: {k: v for k, v in r.items() if k != "question_id"} for r in responses
+    }
     as_keys = run_evaluation(reference, keyed)
     assert as_list == as_dict == as_keys
 
@@ -102,8 +105,15 @@ def test_aggregates_ignore_nan_and_say_n() -> None:
     ]
     agg = compute_aggregates(results)
     a, b = agg["per_template"]["a"], agg["per_template"]["b"]
-    assert a["answer_f1"] == {"sum": 1.0, "mean": 1.0, "median": 1.0, "min": 1.0, "max": 1.0,
-                              "n": 1, "skipped": 1}
+    assert a["answer_f1"] == {
+        "sum": 1.0,
+        "mean": 1.0,
+        "median": 1.0,
+        "min": 1.0,
+        "max": 1.0,
+        "n": 1,
+        "skipped": 1,
+    }
     assert a["input_tokens"]["mean"] == 15 and a["input_tokens"]["n"] == 2
     assert b["input_tokens"] == {"sum": 0, "mean": 0, "median": 0, "min": 0, "max": 0, "n": 0}
     assert (b["number_of_error_samples"], b["number_of_success_samples"]) == (1, 1)
@@ -111,14 +121,22 @@ def test_aggregates_ignore_nan_and_say_n() -> None:
     assert agg["micro"]["answer_f1"]["mean"] == 0.75 and agg["micro"]["answer_f1"]["n"] == 2
     assert agg["macro"]["answer_f1"] == {"mean": 0.75, "n": 2}
     assert agg["macro"]["steps_score"]["mean"] == pytest.approx((0.5 + 0.25) / 2)
-    assert not any(isinstance(v, float) and math.isnan(v)
-                   for s in agg["micro"].values() if isinstance(s, dict) for v in s.values())
+    assert not any(
+        isinstance(v, float) and math.isnan(v)
+        for s in agg["micro"].values()
+        if isinstance(s, dict)
+        for v in s.values()
+    )
 
 
 def test_aggregate_step_counters() -> None:
     empty = json.dumps({"head": {"vars": ["x"]}, "results": {"bindings": []}})
-    text_with_bindings = json.dumps({"head": {"vars": ["x"]}, "results": {"bindings": [
-        {"x": {"type": "literal", "value": '"bindings": []'}}]}})
+    text_with_bindings = json.dumps(
+        {
+            "head": {"vars": ["x"]},
+            "results": {"bindings": [{"x": {"type": "literal", "value": '"bindings": []'}}]},
+        }
+    )
     steps = [
         {"name": "sparql_query", "status": "success", "output": empty},
         {"name": "sparql_query", "status": "error", "error": "boom"},
@@ -136,8 +154,9 @@ def test_aggregate_step_counters() -> None:
 
 
 def test_retrieval_step_metrics_are_aggregated() -> None:
-    steps = [{"name": "retrieval", "status": "success", "output": "[]",
-              "retrieval_context_recall": 0.5}]
+    steps = [
+        {"name": "retrieval", "status": "success", "output": "[]", "retrieval_context_recall": 0.5}
+    ]
     agg = compute_aggregates([_result("t", actual_steps=steps)])
     assert agg["per_template"]["t"]["retrieval_context_recall"]["mean"] == 0.5
     assert agg["macro"]["retrieval_context_recall"]["mean"] == 0.5
@@ -145,12 +164,22 @@ def test_retrieval_step_metrics_are_aggregated() -> None:
 
 # CLI.
 @pytest.mark.parametrize("suffix", [".yaml", ".json", ".jsonl"])
-def test_cli_evaluate_then_aggregate(tmp_path: Path, suffix: str,
-                                     capsys: pytest.CaptureFixture) -> None:
+def test_cli_evaluate_then_aggregate(
+    tmp_path: Path, suffix: str, capsys: pytest.CaptureFixture
+) -> None:
     results_file = tmp_path / f"results{suffix}"
     aggregates_file = tmp_path / "aggregates.yaml"
-    code = main(["evaluate", str(EXAMPLES / "reference.yaml"), str(EXAMPLES / "responses.jsonl"),
-                 "-o", str(results_file), "--aggregates", str(aggregates_file)])
+    code = main(
+        [
+            "evaluate",
+            str(EXAMPLES / "reference.yaml"),
+            str(EXAMPLES / "responses.jsonl"),
+            "-o",
+            str(results_file),
+            "--aggregates",
+            str(aggregates_file),
+        ]
+    )
     assert code == 0
     out = capsys.readouterr().out
     assert "transformers_in_substation" in out and "all questions (micro)" in out
@@ -163,16 +192,25 @@ def test_cli_evaluate_then_aggregate(tmp_path: Path, suffix: str,
     assert again["micro"] == first["micro"]
 
 
-def test_cli_rejects_unknown_output_format_before_running(tmp_path: Path,
-                                                         capsys: pytest.CaptureFixture) -> None:
-    code = main(["evaluate", str(EXAMPLES / "reference.yaml"), str(EXAMPLES / "responses.jsonl"),
-                 "-o", str(tmp_path / "results.txt")])
+def test_cli_rejects_unknown_output_format_before_running(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    code = main(
+        [
+            "evaluate",
+            str(EXAMPLES / "reference.yaml"),
+            str(EXAMPLES / "responses.jsonl"),
+            "-o",
+            str(tmp_path / "results.txt"),
+        ]
+    )
     assert code == 2
     assert "unknown output format" in capsys.readouterr().err
 
 
-def test_cli_unexpected_failure_exits_1(monkeypatch: pytest.MonkeyPatch,
-                                        capsys: pytest.CaptureFixture) -> None:
+def test_cli_unexpected_failure_exits_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
     def boom(*args: object, **kwargs: object) -> None:
         raise RuntimeError("disk on fire")
 

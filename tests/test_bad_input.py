@@ -15,8 +15,12 @@ SPARQL_JSON = "application/sparql-results+json"
 
 
 def sparql_output(rows: list[str]) -> str:
-    return json.dumps({"head": {"vars": ["x"]}, "results": {"bindings": [
-        {"x": {"type": "uri", "value": v}} for v in rows]}})
+    return json.dumps(
+        {
+            "head": {"vars": ["x"]},
+            "results": {"bindings": [{"x": {"type": "uri", "value": v}} for v in rows]},
+        }
+    )
 
 
 def reference(steps: list | None = None, qid: str = "q1") -> list[dict]:
@@ -26,22 +30,35 @@ def reference(steps: list | None = None, qid: str = "q1") -> list[dict]:
     return [{"template_id": "t1", "questions": [question]}]
 
 
-SPARQL_STEP = {"name": "sparql_query", "args": {"query": "SELECT ?x {}"},
-               "output": sparql_output(["urn:a"]), "output_media_type": SPARQL_JSON,
-               "required_columns": ["x"]}
+SPARQL_STEP = {
+    "name": "sparql_query",
+    "args": {"query": "SELECT ?x {}"},
+    "output": sparql_output(["urn:a"]),
+    "output_media_type": SPARQL_JSON,
+    "required_columns": ["x"],
+}
 
 
 def good_reference() -> list[dict]:
     ref = reference([[copy.deepcopy(SPARQL_STEP)]], "q1")
-    ref[0]["questions"].append({"id": "q2", "question_text": "Other?",
-                                "reference_steps": [[copy.deepcopy(SPARQL_STEP)]]})
+    ref[0]["questions"].append(
+        {"id": "q2", "question_text": "Other?", "reference_steps": [[copy.deepcopy(SPARQL_STEP)]]}
+    )
     return ref
 
 
 def ok_response(qid: str) -> dict:
-    return {"question_id": qid, "actual_steps": [
-        {"name": "sparql_query", "id": "s1", "status": "success", "output": sparql_output(["urn:a"])}
-    ]}
+    return {
+        "question_id": qid,
+        "actual_steps": [
+            {
+                "name": "sparql_query",
+                "id": "s1",
+                "status": "success",
+                "output": sparql_output(["urn:a"]),
+            }
+        ],
+    }
 
 
 def error_message(ref: object, responses: object = ()) -> str:
@@ -71,13 +88,17 @@ def test_duplicate_question_ids() -> None:
     ref = reference()
     ref.append({"template_id": "t2", "questions": [{"id": "q1", "question_text": "Again?"}]})
     message = error_message(ref)
-    assert "template 't2' question 'q1': id: duplicate question id (also in template 't1')" in message
+    assert (
+        "template 't2' question 'q1': id: duplicate question id (also in template 't1')" in message
+    )
 
 
 def test_response_for_unknown_question() -> None:
     message = error_message(reference(), [{"question_id": "nope"}])
-    assert message == ("responses: response [0] (question_id 'nope'): question_id: no question "
-                       "with this id in the reference dataset")
+    assert message == (
+        "responses: response [0] (question_id 'nope'): question_id: no question "
+        "with this id in the reference dataset"
+    )
 
 
 def test_duplicate_response() -> None:
@@ -118,32 +139,62 @@ def test_successful_step_without_output() -> None:
     results = _evaluate_with({"name": "sparql_query", "id": "s9", "status": "success"})
     assert results[0]["steps_score"] == 0.0
     assert results[0]["step_errors"] == [
-        "actual_steps[0] (id s9): output: missing in a successful step"]
+        "actual_steps[0] (id s9): output: missing in a successful step"
+    ]
     assert results[1]["steps_score"] == 1.0 and "step_errors" not in results[1]
 
 
 def test_invalid_json_in_a_step_output() -> None:
-    results = _evaluate_with({"name": "sparql_query", "id": "s9", "status": "success",
-                              "output": '{"head": '})
+    results = _evaluate_with(
+        {"name": "sparql_query", "id": "s9", "status": "success", "output": '{"head": '}
+    )
     assert results[0]["steps_score"] == 0.0
-    assert results[0]["step_errors"][0].startswith("actual_steps[0] (id s9): output: not valid JSON")
+    assert results[0]["step_errors"][0].startswith(
+        "actual_steps[0] (id s9): output: not valid JSON"
+    )
     assert results[1]["steps_score"] == 1.0
 
 
 def test_inf_and_nan_literals() -> None:
     def output(value: str) -> str:
-        return json.dumps({"head": {"vars": ["v"]}, "results": {"bindings": [{"v": {
-            "type": "literal", "datatype": "http://www.w3.org/2001/XMLSchema#double",
-            "value": value}}]}})
+        return json.dumps(
+            {
+                "head": {"vars": ["v"]},
+                "results": {
+                    "bindings": [
+                        {
+                            "v": {
+                                "type": "literal",
+                                "datatype": "http://www.w3.org/2001/XMLSchema#double",
+                                "value": value,
+                            }
+                        }
+                    ]
+                },
+            }
+        )
 
     ref = reference([[dict(SPARQL_STEP, output=output("INF"), required_columns=["v"])]])
-    ref[0]["questions"].append({"id": "q2", "question_text": "?", "reference_steps": [[dict(
-        SPARQL_STEP, output=output("NaN"), required_columns=["v"])]]})
+    ref[0]["questions"].append(
+        {
+            "id": "q2",
+            "question_text": "?",
+            "reference_steps": [[dict(SPARQL_STEP, output=output("NaN"), required_columns=["v"])]],
+        }
+    )
     responses = [
-        {"question_id": "q1", "actual_steps": [
-            {"name": "sparql_query", "id": "a", "status": "success", "output": output("INF")}]},
-        {"question_id": "q2", "actual_steps": [
-            {"name": "sparql_query", "id": "b", "status": "success", "output": output("NaN")}]},
+        {
+            "question_id": "q1",
+            "actual_steps": [
+                {"name": "sparql_query", "id": "a", "status": "success", "output": output("INF")}
+            ],
+        },
+        {
+            "question_id": "q2",
+            "actual_steps": [
+                {"name": "sparql_query", "id": "b", "status": "success", "output": output("NaN")}
+            ],
+        },
     ]
     results = run_evaluation(ref, responses)
     assert [r["steps_score"] for r in results] == [1.0, 1.0]
@@ -153,28 +204,69 @@ RETRIEVAL_OUTPUT = json.dumps([{"id": "d1", "text": "a"}, {"id": "d2", "text": "
 
 
 def test_missing_args_k() -> None:
-    ref = reference([[{"name": "retrieval", "args": {"query": "x", "k": 2},
-                       "output": RETRIEVAL_OUTPUT}]])
-    ref[0]["questions"].append({"id": "q2", "question_text": "?", "reference_steps": [[
-        {"name": "retrieval", "args": {"query": "x", "k": 2}, "output": RETRIEVAL_OUTPUT}]]})
+    ref = reference(
+        [[{"name": "retrieval", "args": {"query": "x", "k": 2}, "output": RETRIEVAL_OUTPUT}]]
+    )
+    ref[0]["questions"].append(
+        {
+            "id": "q2",
+            "question_text": "?",
+            "reference_steps": [
+                [{"name": "retrieval", "args": {"query": "x", "k": 2}, "output": RETRIEVAL_OUTPUT}]
+            ],
+        }
+    )
     responses = [
-        {"question_id": "q1", "actual_steps": [{"name": "retrieval", "id": "r", "args": {},
-                                                "status": "success", "output": RETRIEVAL_OUTPUT}]},
-        {"question_id": "q2", "actual_steps": [{"name": "retrieval", "id": "r", "args": {"k": 2},
-                                                "status": "success", "output": RETRIEVAL_OUTPUT}]},
+        {
+            "question_id": "q1",
+            "actual_steps": [
+                {
+                    "name": "retrieval",
+                    "id": "r",
+                    "args": {},
+                    "status": "success",
+                    "output": RETRIEVAL_OUTPUT,
+                }
+            ],
+        },
+        {
+            "question_id": "q2",
+            "actual_steps": [
+                {
+                    "name": "retrieval",
+                    "id": "r",
+                    "args": {"k": 2},
+                    "status": "success",
+                    "output": RETRIEVAL_OUTPUT,
+                }
+            ],
+        },
     ]
     results = run_evaluation(ref, responses)
     assert results[0]["step_errors"] == [
-        "actual_steps[0] (id r): args.k: must be a positive integer, got None"]
+        "actual_steps[0] (id r): args.k: must be a positive integer, got None"
+    ]
     assert results[0]["steps_score"] == 0.0
     assert results[1]["steps_score"] == 1.0
 
 
 def _data_points(start: str, timestamp: object) -> tuple[list, list]:
-    ref = reference([[{"name": "retrieve_data_points", "args": {
-        "external_id": "m1", "start": "2d-ago", "end": "now"}}]])
-    step = {"name": "retrieve_data_points", "id": "d", "status": "success",
-            "args": {"external_id": "m1", "start": start, "end": "2025-01-03T00:00:00Z"}}
+    ref = reference(
+        [
+            [
+                {
+                    "name": "retrieve_data_points",
+                    "args": {"external_id": "m1", "start": "2d-ago", "end": "now"},
+                }
+            ]
+        ]
+    )
+    step = {
+        "name": "retrieve_data_points",
+        "id": "d",
+        "status": "success",
+        "args": {"external_id": "m1", "start": start, "end": "2025-01-03T00:00:00Z"},
+    }
     if timestamp is not None:
         step["execution_timestamp"] = timestamp
     return ref, [{"question_id": "q1", "actual_steps": [step]}]

@@ -15,17 +15,31 @@ from qa_eval.steps.matching import best_matches, greedy_matches, match_steps, st
 
 def groups_of(spec: list[list[str]]):
     """Reference groups of text steps named 'tool' whose outputs are the given strings."""
-    data = [{"template_id": "t", "questions": [{
-        "id": "q", "question_text": "?",
-        "reference_steps": [[{"name": "tool", "output": out} for out in group] for group in spec],
-    }]}]
+    data = [
+        {
+            "template_id": "t",
+            "questions": [
+                {
+                    "id": "q",
+                    "question_text": "?",
+                    "reference_steps": [
+                        [{"name": "tool", "output": out} for out in group] for group in spec
+                    ],
+                }
+            ],
+        }
+    ]
     return prepare_reference(data)[0].groups
 
 
 def actual(outputs: list[str | None], failed: tuple[int, ...] = ()) -> list[dict]:
     return [
-        {"name": "tool", "id": f"c{i}", "status": "error" if i in failed else "success",
-         "output": out}
+        {
+            "name": "tool",
+            "id": f"c{i}",
+            "status": "error" if i in failed else "success",
+            "output": out,
+        }
         for i, out in enumerate(outputs)
     ]
 
@@ -68,10 +82,15 @@ def test_an_actual_step_matches_only_one_reference_step() -> None:
 class _TableScorer(StepScorer):
     """A scorer with a fixed score table, to test matching independently of comparators."""
 
-    def __init__(self, n_actual: int, table: dict[tuple[int, int, int], float],
-                 failed: tuple[int, ...] = ()) -> None:
-        super().__init__([{"name": "x", "id": f"c{i}", "status": "error" if i in failed else
-                           "success"} for i in range(n_actual)])
+    def __init__(
+        self, n_actual: int, table: dict[tuple[int, int, int], float], failed: tuple[int, ...] = ()
+    ) -> None:
+        super().__init__(
+            [
+                {"name": "x", "id": f"c{i}", "status": "error" if i in failed else "success"}
+                for i in range(n_actual)
+            ]
+        )
         self.table = table
 
     def score(self, ref, act_index):  # type: ignore[no-untyped-def]
@@ -112,8 +131,9 @@ def _brute_force(groups, scorer: StepScorer) -> float:
             picked = [a for a in choice if a is not None]
             if len(set(picked)) != len(picked):
                 continue
-            scores = [scorer.score(ref, a) if a is not None else 0.0
-                      for ref, a in zip(group, choice)]
+            scores = [
+                scorer.score(ref, a) if a is not None else 0.0 for ref, a in zip(group, choice)
+            ]
             if any(a is not None and s <= 0.0 for a, s in zip(choice, scores)):
                 continue
             value = total + sum(scores) / len(group)

@@ -44,33 +44,80 @@ REF = table(["s", "n"], [[uri("urn:a"), lit("A")], [uri("urn:b"), lit("B")]])
         # same table
         (REF, ["s", "n"], {}, 1.0),
         # rows in another order, unordered comparison
-        (table(["s", "n"], [[uri("urn:b"), lit("B")], [uri("urn:a"), lit("A")]]), ["s", "n"], {}, 1.0),
+        (
+            table(["s", "n"], [[uri("urn:b"), lit("B")], [uri("urn:a"), lit("A")]]),
+            ["s", "n"],
+            {},
+            1.0,
+        ),
         # rows in another order, ordered comparison
-        (table(["s", "n"], [[uri("urn:b"), lit("B")], [uri("urn:a"), lit("A")]]), ["s", "n"],
-         {"ordered": True}, 0.0),
+        (
+            table(["s", "n"], [[uri("urn:b"), lit("B")], [uri("urn:a"), lit("A")]]),
+            ["s", "n"],
+            {"ordered": True},
+            0.0,
+        ),
         # columns renamed, reordered, with an extra column
-        (table(["x", "name", "s2"], [[lit("zz"), lit("A"), uri("urn:a")],
-                                    [lit("yy"), lit("B"), uri("urn:b")]]), ["s", "n"], {}, 1.0),
+        (
+            table(
+                ["x", "name", "s2"],
+                [[lit("zz"), lit("A"), uri("urn:a")], [lit("yy"), lit("B"), uri("urn:b")]],
+            ),
+            ["s", "n"],
+            {},
+            1.0,
+        ),
         # only the required column has to match
         (table(["q"], [[uri("urn:a")], [uri("urn:b")]]), ["s"], {}, 1.0),
         # a missing row
         (table(["s", "n"], [[uri("urn:a"), lit("A")]]), ["s", "n"], {}, 0.0),
         # an extra row
-        (table(["s", "n"], [[uri("urn:a"), lit("A")], [uri("urn:b"), lit("B")],
-                            [uri("urn:c"), lit("C")]]), ["s", "n"], {}, 0.0),
+        (
+            table(
+                ["s", "n"],
+                [[uri("urn:a"), lit("A")], [uri("urn:b"), lit("B")], [uri("urn:c"), lit("C")]],
+            ),
+            ["s", "n"],
+            {},
+            0.0,
+        ),
         # duplicates ignored by default, counted when asked
-        (table(["s", "n"], [[uri("urn:a"), lit("A")], [uri("urn:a"), lit("A")],
-                            [uri("urn:b"), lit("B")]]), ["s", "n"], {}, 1.0),
-        (table(["s", "n"], [[uri("urn:a"), lit("A")], [uri("urn:a"), lit("A")],
-                            [uri("urn:b"), lit("B")]]), ["s", "n"], {"ignore_duplicates": False}, 0.0),
+        (
+            table(
+                ["s", "n"],
+                [[uri("urn:a"), lit("A")], [uri("urn:a"), lit("A")], [uri("urn:b"), lit("B")]],
+            ),
+            ["s", "n"],
+            {},
+            1.0,
+        ),
+        (
+            table(
+                ["s", "n"],
+                [[uri("urn:a"), lit("A")], [uri("urn:a"), lit("A")], [uri("urn:b"), lit("B")]],
+            ),
+            ["s", "n"],
+            {"ignore_duplicates": False},
+            0.0,
+        ),
         # an IRI is not a literal with the same text
-        (table(["s", "n"], [[lit("urn:a"), lit("A")], [lit("urn:b"), lit("B")]]), ["s", "n"], {}, 0.0),
+        (
+            table(["s", "n"], [[lit("urn:a"), lit("A")], [lit("urn:b"), lit("B")]]),
+            ["s", "n"],
+            {},
+            0.0,
+        ),
         # fewer columns than required
         (table(["s"], [[uri("urn:a")], [uri("urn:b")]]), ["s", "n"], {}, 0.0),
         # no required columns
         (table(["z"], [[lit("1")]]), [], {}, 1.0),
         # values swapped between rows: each column has the right set, the rows are wrong
-        (table(["s", "n"], [[uri("urn:a"), lit("B")], [uri("urn:b"), lit("A")]]), ["s", "n"], {}, 0.0),
+        (
+            table(["s", "n"], [[uri("urn:a"), lit("B")], [uri("urn:b"), lit("A")]]),
+            ["s", "n"],
+            {},
+            0.0,
+        ),
     ],
 )
 def test_table(actual: dict, required: list[str], options: dict, expected: float) -> None:
@@ -150,8 +197,14 @@ def test_required_column_absent_from_reference_head_is_unbound() -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    [[], "text", {"head": {}}, {"results": {"bindings": {}}}, {"boolean": "yes"},
-     {"head": {"vars": "a"}, "results": {"bindings": []}}],
+    [
+        [],
+        "text",
+        {"head": {}},
+        {"results": {"bindings": {}}},
+        {"boolean": "yes"},
+        {"head": {"vars": "a"}, "results": {"bindings": []}},
+    ],
 )
 def test_parse_rejects_malformed_results(bad: object) -> None:
     with pytest.raises(SparqlResultError):
@@ -160,7 +213,10 @@ def test_parse_rejects_malformed_results(bad: object) -> None:
 
 def test_malformed_term_is_reported() -> None:
     ref = table(["a"], [[lit("1", "integer")]])
-    act = {"head": {"vars": ["a"]}, "results": {"bindings": [{"a": {"type": "weird", "value": "1"}}]}}
+    act = {
+        "head": {"vars": ["a"]},
+        "results": {"bindings": [{"a": {"type": "weird", "value": "1"}}]},
+    }
     with pytest.raises(SparqlResultError):
         cmp(ref, act, ["a"])
 
@@ -175,7 +231,9 @@ _values = st.sampled_from(
 def tables(draw: st.DrawFn) -> tuple[dict, list[str]]:
     n_cols = draw(st.integers(1, 4))
     vars_ = [f"v{i}" for i in range(n_cols)]
-    rows = draw(st.lists(st.lists(_values, min_size=n_cols, max_size=n_cols), min_size=1, max_size=8))
+    rows = draw(
+        st.lists(st.lists(_values, min_size=n_cols, max_size=n_cols), min_size=1, max_size=8)
+    )
     return table(vars_, rows), vars_
 
 
@@ -215,8 +273,11 @@ def test_an_extra_actual_column_never_lowers_the_score(
     rnd = random.Random(seed)
     widened = {
         "head": {"vars": [*act_table["head"]["vars"], "extra"]},
-        "results": {"bindings": [{**b, "extra": lit(str(rnd.randrange(3)))}
-                                 for b in act_table["results"]["bindings"]]},
+        "results": {
+            "bindings": [
+                {**b, "extra": lit(str(rnd.randrange(3)))} for b in act_table["results"]["bindings"]
+            ]
+        },
     }
     assert cmp(ref_table, widened, vars_) >= before
 

@@ -1,4 +1,4 @@
-"""Aggregate per-question results: per template, micro (all questions) and macro (mean of templates).
+"""Aggregate per-question results: per template, micro (all questions), macro (mean of templates).
 
 Definition (QA-evaluation README of graphrag-eval, "Aggregates Keys"): for each metric, ``sum``,
 ``mean``, ``median``, ``min`` and ``max`` over the questions that have a value; per template also

@@ -79,14 +79,21 @@ def _format_number(value: Any) -> str:
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A plain text table with right-aligned numbers."""
     cells = [[_format_number(v) if v is not None else "-" for v in row] for row in rows]
-    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h)
-              for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w)
-                       for i, (h, w) in enumerate(zip(headers, widths)))]
+    widths = [
+        max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)
+    ]
+    lines = [
+        "  ".join(
+            h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(headers, widths))
+        )
+    ]
     lines.append("  ".join("-" * w for w in widths))
     for row in cells:
-        lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                               for i, (c, w) in enumerate(zip(row, widths))))
+        lines.append(
+            "  ".join(
+                c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))
+            )
+        )
     return "\n".join(lines)
 
 
@@ -100,15 +107,27 @@ def summary_table(aggregates: dict[str, Any]) -> str:
 
     def row(name: str, stats: dict[str, Any]) -> list[Any]:
         count = stats["number_of_success_samples"] + stats["number_of_error_samples"]
-        return [name, count, stats["number_of_error_samples"],
-                *(stats.get(m, {}).get("mean") if stats.get(m, {}).get("n", 1) else None
-                  for m in metrics)]
+        return [
+            name,
+            count,
+            stats["number_of_error_samples"],
+            *(
+                stats.get(m, {}).get("mean") if stats.get(m, {}).get("n", 1) else None
+                for m in metrics
+            ),
+        ]
 
     rows = [row(str(tid), stats) for tid, stats in aggregates["per_template"].items()]
     rows.append(row("all questions (micro)", aggregates["micro"]))
     macro = aggregates["macro"]
-    rows.append(["templates (macro)", len(aggregates["per_template"]), None,
-                 *(macro.get(m, {}).get("mean") for m in metrics)])
+    rows.append(
+        [
+            "templates (macro)",
+            len(aggregates["per_template"]),
+            None,
+            *(macro.get(m, {}).get("mean") for m in metrics),
+        ]
+    )
     return format_table(headers, rows)
 
 
@@ -122,8 +141,11 @@ def _evaluate(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
         results = run_evaluation(
-            reference, responses, progress=progress,
-            reference_source=args.reference, responses_source=args.responses,
+            reference,
+            responses,
+            progress=progress,
+            reference_source=args.reference,
+            responses_source=args.responses,
         )
     finally:
         progress.close()
@@ -141,13 +163,17 @@ def _evaluate(args: argparse.Namespace) -> int:
     missing = sum(1 for r in results if r.get("error") == NO_RESPONSE)
     with_problems = [r for r in results if r.get("step_errors")]
     if missing:
-        print(f"warning: {missing} question(s) had no response and count as errors",
-              file=sys.stderr)
+        print(
+            f"warning: {missing} question(s) had no response and count as errors", file=sys.stderr
+        )
     if with_problems:
         first = with_problems[0]
-        print(f"warning: {len(with_problems)} question(s) have steps that could not be compared "
-              f"(see 'step_errors' in the results); first: question {first['question_id']!r}: "
-              f"{first['step_errors'][0]}", file=sys.stderr)
+        print(
+            f"warning: {len(with_problems)} question(s) have steps that could not be compared "
+            f"(see 'step_errors' in the results); first: question {first['question_id']!r}: "
+            f"{first['step_errors'][0]}",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -175,19 +201,24 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     evaluate = commands.add_parser(
-        "evaluate", help="evaluate responses against a reference dataset",
+        "evaluate",
+        help="evaluate responses against a reference dataset",
         description="Evaluate responses against a reference dataset and print a summary.",
     )
     evaluate.add_argument("reference", help="reference dataset (.yaml or .json)")
     evaluate.add_argument("responses", help="responses (.jsonl, or a .json/.yaml list or mapping)")
-    evaluate.add_argument("-o", "--output", help="write per-question results (.yaml, .json, .jsonl)")
+    evaluate.add_argument(
+        "-o", "--output", help="write per-question results (.yaml, .json, .jsonl)"
+    )
     evaluate.add_argument("--aggregates", help="write aggregates (.yaml, .json)")
-    evaluate.add_argument("-q", "--quiet", action="store_true",
-                          help="no progress bar and no summary table")
+    evaluate.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress bar and no summary table"
+    )
     evaluate.set_defaults(handler=_evaluate)
 
     aggregate = commands.add_parser(
-        "aggregate", help="aggregate per-question results",
+        "aggregate",
+        help="aggregate per-question results",
         description="Compute per-template, micro and macro aggregates of evaluation results.",
     )
     aggregate.add_argument("results", help="results written by 'qa-eval evaluate -o'")
@@ -210,8 +241,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # an unexpected failure: one line, the traceback on request
         if os.environ.get("QA_EVAL_DEBUG"):
             traceback.print_exc()
-        print(f"{PROG}: unexpected error: {type(e).__name__}: {e} "
-              "(set QA_EVAL_DEBUG=1 for a traceback)", file=sys.stderr)
+        print(
+            f"{PROG}: unexpected error: {type(e).__name__}: {e} "
+            "(set QA_EVAL_DEBUG=1 for a traceback)",
+            file=sys.stderr,
+        )
         return 1
 
 

@@ -25,9 +25,7 @@ class InputError(QaEvalError):
         super().__init__(format_location(source, record, field, message))
 
 
-def format_location(
-    source: str | None, record: str | None, field: str | None, message: str
-) -> str:
+def format_location(source: str | None, record: str | None, field: str | None, message: str) -> str:
     """Join a location and a problem into one line: ``file: record: field: problem``."""
     parts = [p for p in (source, record, field) if p]
     return ": ".join([*parts, message])

@@ -52,18 +52,20 @@ def _text(path: Path) -> str:
         line = raw[: e.start].count(b"\n") + 1
         raise InputError(
             f"not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})",
-            source=str(path), record=f"line {line}",
+            source=str(path),
+            record=f"line {line}",
         ) from None
 
 
 def _yaml(text: str, source: str) -> Any:
     try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
+        return yaml.load(text, Loader=_Loader)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
-        raise InputError(f"YAML does not parse: {e.problem or e}", source=source, record=where) \
-            from None
+        raise InputError(
+            f"YAML does not parse: {e.problem or e}", source=source, record=where
+        ) from None
     except yaml.YAMLError as e:
         raise InputError(f"YAML does not parse: {e}", source=source) from None
 
@@ -76,8 +78,9 @@ def _json(text: str, source: str, record: str | None = None) -> Any:
             return json.loads(text)
         except json.JSONDecodeError:
             where = record or f"line {fast_error.lineno}, column {fast_error.colno}"
-            raise InputError(f"JSON does not parse: {fast_error.msg}", source=source,
-                             record=where) from None
+            raise InputError(
+                f"JSON does not parse: {fast_error.msg}", source=source, record=where
+            ) from None
 
 
 def _jsonl(text: str, source: str) -> LineList:

@@ -113,7 +113,8 @@ def _prepare_step(
         columns = raw.get("required_columns")
         if columns is None:
             problems.add(
-                record, f"{where}.required_columns",
+                record,
+                f"{where}.required_columns",
                 "missing (a SPARQL step with JSON results must list the columns that have "
                 "to match)",
             )
@@ -154,7 +155,9 @@ def prepare_reference(data: Any, source: str = "reference") -> list[Question]:
     """Validate a reference dataset (list of templates) and prepare its questions."""
     problems = _Problems(source)
     if not isinstance(data, list):
-        problems.add(None, None, f"the top level must be a list of templates, got {_type_name(data)}")
+        problems.add(
+            None, None, f"the top level must be a list of templates, got {_type_name(data)}"
+        )
         problems.raise_if_any()
     questions: list[Question] = []
     seen: dict[Any, str] = {}
@@ -205,14 +208,17 @@ def _prepare_groups(
     raw_groups = question["reference_steps"]
     if not isinstance(raw_groups, list) or not raw_groups:
         problems.add(
-            record, "reference_steps",
+            record,
+            "reference_steps",
             "must be a non-empty list of step groups (leave the key out when there are none)",
         )
         return None
     groups = []
     for g, group in enumerate(raw_groups):
         if not isinstance(group, list) or not group:
-            problems.add(record, f"reference_steps[{g}]", "a group must be a non-empty list of steps")
+            problems.add(
+                record, f"reference_steps[{g}]", "a group must be a non-empty list of steps"
+            )
             continue
         steps = [_prepare_step(step, g, i, record, problems) for i, step in enumerate(group)]
         groups.append(tuple(s for s in steps if s is not None))
@@ -248,7 +254,8 @@ def _numbered(data: Any, source: str, problems: _Problems) -> Iterable[tuple[str
                 yield f"response [{position}]", None, response
     else:
         problems.add(
-            None, None,
+            None,
+            None,
             f"responses must be a list, a mapping by question id or JSON lines, got "
             f"{_type_name(data)}",
         )
@@ -278,7 +285,9 @@ def prepare_responses(
             problems.add(record, "question_id", "no question with this id in the reference dataset")
             continue
         if qid in responses:
-            problems.add(record, "question_id", f"duplicate response (also {responses[qid].record})")
+            problems.add(
+                record, "question_id", f"duplicate response (also {responses[qid].record})"
+            )
             continue
         status = response.get("status")
         if status is not None and status not in ("success", "error"):
@@ -289,7 +298,9 @@ def prepare_responses(
             _check_steps(response["actual_steps"], record, problems)
         for key_name in ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec"):
             value = response.get(key_name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float))
+            ):
                 problems.add(record, key_name, f"must be a number, got {value!r}")
         responses[qid] = Response(qid, response, record, is_error)
     problems.raise_if_any()

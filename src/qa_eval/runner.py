@@ -135,8 +135,11 @@ def run_evaluation(
 
     def factory() -> Any:
         return arun_evaluation(
-            reference_qas, chat_responses, progress=progress,
-            reference_source=reference_source, responses_source=responses_source,
+            reference_qas,
+            chat_responses,
+            progress=progress,
+            reference_source=reference_source,
+            responses_source=responses_source,
         )
 
     try:

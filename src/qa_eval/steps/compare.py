@@ -111,7 +111,9 @@ class StepScorer:
                 raise _StepProblem(f"output: not a SPARQL JSON result: {e}") from None
             try:
                 return compare_sparql_results(
-                    ref.parsed, actual_result, ref.raw.get("required_columns") or [],
+                    ref.parsed,
+                    actual_result,
+                    ref.raw.get("required_columns") or [],
                     ordered=ref.raw.get("ordered", False),
                     ignore_duplicates=ref.raw.get("ignore_duplicates", True),
                 )
@@ -137,7 +139,9 @@ class StepScorer:
         if not isinstance(contexts, list) or not all(
             isinstance(c, Mapping) and "id" in c for c in contexts
         ):
-            raise _StepProblem("output: a retrieval output must be a JSON list of objects with 'id'")
+            raise _StepProblem(
+                "output: a retrieval output must be a JSON list of objects with 'id'"
+            )
         args = self.actual[act_index].get("args") or {}
         k = args.get("k")
         if isinstance(k, bool) or not isinstance(k, int) or k <= 0:

@@ -24,7 +24,7 @@ subset DP over its reference steps scans the candidate actual steps from the bou
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cache
 
 from ..records import ReferenceStep
 from .compare import StepScorer
@@ -81,7 +81,7 @@ def best_matches(
     if any(len(group) > _MAX_EXACT_GROUP for group in groups):
         return greedy_matches(groups, scorer, candidates)
 
-    @lru_cache(maxsize=None)
+    @cache
     def solve(g: int, upto: int) -> tuple[float, tuple[Match, ...]]:
         # Best total for groups g, g-1, ..., 0 using actual steps with index < upto.
         if g < 0:

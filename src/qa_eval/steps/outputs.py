@@ -48,9 +48,7 @@ def json_equal(a: Any, b: Any) -> bool:
         )
     if isinstance(a, list):
         return (
-            isinstance(b, list)
-            and len(a) == len(b)
-            and all(json_equal(x, y) for x, y in zip(a, b))
+            isinstance(b, list) and len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
         )
     return bool(a == b)
 

@@ -50,8 +50,18 @@ FLOAT_DECIMALS = 8
 _INTEGER_TYPES = frozenset(
     XSD + t
     for t in (
-        "integer", "int", "long", "short", "byte", "nonNegativeInteger", "positiveInteger",
-        "nonPositiveInteger", "negativeInteger", "unsignedLong", "unsignedInt", "unsignedShort",
+        "integer",
+        "int",
+        "long",
+        "short",
+        "byte",
+        "nonNegativeInteger",
+        "positiveInteger",
+        "nonPositiveInteger",
+        "negativeInteger",
+        "unsignedLong",
+        "unsignedInt",
+        "unsignedShort",
         "unsignedByte",
     )
 )
@@ -227,8 +237,12 @@ def compare_sparql_results(
         return 0.0
     return float(
         _find_mapping(
-            _Table(ref_bindings), required, _Table(act_bindings), act_vars,
-            ordered, ignore_duplicates,
+            _Table(ref_bindings),
+            required,
+            _Table(act_bindings),
+            act_vars,
+            ordered,
+            ignore_duplicates,
         )
         is not None
     )
@@ -276,11 +290,11 @@ def _find_mapping(
             # Projections of equal results onto the same columns are equal: prune early. With a
             # single candidate per column only the full projection needs checking.
             must_check = depth + 1 == len(order) or len(candidates[index]) > 1
-            if not must_check or rows([ref_cols[i][1] for i in picked]) == rows(
+            consistent = not must_check or rows([ref_cols[i][1] for i in picked]) == rows(
                 [act.column(chosen[k])[1] for k in range(depth + 1)]
-            ):
-                if extend(depth + 1):
-                    return True
+            )
+            if consistent and extend(depth + 1):
+                return True
             chosen.pop()
             used.discard(var)
         return False

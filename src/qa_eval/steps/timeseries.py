@@ -38,10 +38,22 @@ _RELATIVE = re.compile(r"^(?:now|(\d+)([smhdw])-(ago|ahead))$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _GRANULARITY = re.compile(r"^(\d+)([a-zA-Z]+)$")
 _GRANULARITY_UNITS = {
-    "s": "seconds", "second": "seconds", "m": "minutes", "minute": "minutes",
-    "h": "hours", "hour": "hours", "d": "days", "day": "days", "w": "weeks", "week": "weeks",
-    "mo": "months", "month": "months", "q": "quarters", "quarter": "quarters",
-    "y": "years", "year": "years",
+    "s": "seconds",
+    "second": "seconds",
+    "m": "minutes",
+    "minute": "minutes",
+    "h": "hours",
+    "hour": "hours",
+    "d": "days",
+    "day": "days",
+    "w": "weeks",
+    "week": "weeks",
+    "mo": "months",
+    "month": "months",
+    "q": "quarters",
+    "quarter": "quarters",
+    "y": "years",
+    "year": "years",
 }
 
 
