@@ -308,3 +308,18 @@ def test_agrees_with_brute_force(ref: tuple[dict, list[str]], act: tuple[dict, l
                 expected = 1.0
                 break
     assert cmp(ref_table, act_table, ref_vars) == expected
+
+
+def test_unhashable_value_is_reported_not_raised_as_type_error() -> None:
+    ref = table(["a"], [[uri("urn:a")], [uri("urn:b")]])
+    act = {
+        "head": {"vars": ["a"]},
+        "results": {
+            "bindings": [
+                {"a": {"type": "uri", "value": "urn:a"}},
+                {"a": {"type": "uri", "value": ["urn:b"]}},
+            ]
+        },
+    }
+    with pytest.raises(SparqlResultError):
+        cmp(ref, act, ["a"])

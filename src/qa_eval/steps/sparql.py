@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
 __all__ = ["FLOAT_DECIMALS", "SparqlResultError", "compare_sparql_results", "parse_sparql_json"]
@@ -79,6 +80,8 @@ _BOOLEAN = "boolean"
 _BNODE = "bnode"
 _UNBOUND = "unbound"
 _MIXED = "mixed"
+_VALUE = itemgetter("value")
+_TYPE = itemgetter("type")
 
 Value = Hashable
 
@@ -154,18 +157,26 @@ def _term(term: Any) -> tuple[Hashable, Value]:
 
 def _column(bindings: Sequence[Mapping[str, Any]], var: str) -> tuple[Hashable, list[Value]]:
     """Read one column: its kind and the canonical value of every row."""
-    cells = [b.get(var) for b in bindings]
-    # Fast path: the common homogeneous IRI or plain-literal column, without per-cell calls.
-    first = cells[0] if cells else None
-    if type(first) is dict and first.get("type") in ("uri", "literal"):
-        head_type = first["type"]
-        if all(
-            type(c) is dict and c.get("type") == head_type and len(c) == 2 and "value" in c
-            for c in cells
-        ):
-            values = [c["value"] for c in cells]
-            if all(type(v) is str for v in values):
-                return (_IRI if head_type == "uri" else _LITERAL), values
+    try:
+        cells = list(map(itemgetter(var), bindings))
+    except KeyError:  # some rows leave the variable unbound
+        cells = [b.get(var) for b in bindings]
+    except TypeError:
+        raise SparqlResultError("every binding must be an object") from None
+    # Fast path, all in C-level passes: a column of IRIs or of plain literals only.
+    try:
+        values = list(map(_VALUE, cells))
+        types = set(map(_TYPE, cells))
+        sizes = set(map(len, cells))
+    except (TypeError, KeyError):
+        pass
+    else:
+        if sizes == {2} and len(types) == 1:
+            head_type = next(iter(types))
+            if head_type == "uri":
+                return _IRI, values
+            if head_type == "literal":
+                return _LITERAL, values
     kinds: set[Hashable] = set()
     pairs: list[tuple[Hashable, Value]] = []
     for cell in cells:
@@ -235,8 +246,8 @@ def compare_sparql_results(
         return 0.0
     if ordered and len(ref_bindings) != len(act_bindings):
         return 0.0
-    return float(
-        _find_mapping(
+    try:
+        mapping = _find_mapping(
             _Table(ref_bindings),
             required,
             _Table(act_bindings),
@@ -244,8 +255,9 @@ def compare_sparql_results(
             ordered,
             ignore_duplicates,
         )
-        is not None
-    )
+    except TypeError:  # an unhashable 'value' (a JSON array or object)
+        raise SparqlResultError("a term's 'value' must be a string") from None
+    return float(mapping is not None)
 
 
 def _find_mapping(
@@ -258,11 +270,13 @@ def _find_mapping(
 ) -> list[str] | None:
     """Return actual column names for ``ref_vars`` under which the results match, or None."""
     ref_cols = [ref.column(v) for v in ref_vars]
+    ref_kinds = {kind for kind, _ in ref_cols}
     by_signature: dict[tuple[Hashable, Hashable], list[str]] = {}
     for var in act_vars:
         kind, values = act.column(var)
-        key = (kind, _signature(values, ordered, ignore_duplicates))
-        by_signature.setdefault(key, []).append(var)
+        if kind in ref_kinds:  # a column of another kind can never match: skip its signature
+            key = (kind, _signature(values, ordered, ignore_duplicates))
+            by_signature.setdefault(key, []).append(var)
     candidates: list[list[str]] = []
     for kind, values in ref_cols:
         found = by_signature.get((kind, _signature(values, ordered, ignore_duplicates)))
