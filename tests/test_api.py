@@ -246,3 +246,32 @@ def test_progress_bar_draws_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> No
     progress.close()
     assert terminal.text.count("\r") == 2 and "4/4" in terminal.text
     assert terminal.text.endswith("\n")
+
+
+@pytest.mark.parametrize(
+    ("output", "empty"),
+    [
+        ('{"head": {"vars": ["x"]}, "results": {"bindings": []}}', True),
+        ('{"head":{"vars":["x"]},"results":{"bindings" : [ ]}}', True),
+        ('{"head": {"vars": ["bindings"]}, "results": {"bindings": []}}', True),
+        (
+            '{"head": {"vars": ["bindings"]}, "results": {"bindings": [{"bindings": '
+            '{"type": "literal", "value": "x"}}]}}',
+            False,
+        ),
+        (
+            '{"head": {"vars": ["x"]}, "results": {"bindings": [{"x": {"type": "literal", '
+            '"value": "\\"bindings\\": []"}}]}}',
+            False,
+        ),
+        ('{"boolean": true}', False),
+        ('[{"id": "d1", "text": "bindings"}]', False),
+        ('{"bindings": []}', False),  # not a SPARQL result: no 'results'
+        ("not json", False),
+        (None, False),
+    ],
+)
+def test_empty_result_detection(output: object, empty: bool) -> None:
+    from qa_eval.aggregate import _empty_result
+
+    assert _empty_result(output) is empty

@@ -24,6 +24,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .steps.outputs import OutputParseError, loads
+
 __all__ = ["METRICS", "STEP_METRICS", "compute_aggregates", "describe"]
 
 METRICS: tuple[str, ...] = (
@@ -50,9 +52,9 @@ STEP_METRICS: dict[str, tuple[str, ...]] = {
 }
 ALWAYS_PRESENT = ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec")
 _STEP_COUNTERS = ("total", "once_per_sample", "empty_results", "errors")
-# An empty SPARQL JSON result: the key "bindings" (an unescaped quote before it, so not inside a
-# string value) followed by an empty array. Only such outputs are parsed, to confirm.
-_EMPTY_BINDINGS = re.compile(r'(?<!\\)"bindings"\s*:\s*\[\s*\]')
+# After a "bindings" key: an empty array, or the start of something else.
+_AFTER_BINDINGS_KEY = re.compile(r"\s*:\s*(\[\s*\])?")
+_BINDINGS_KEY = '"bindings"'
 
 
 def _is_number(value: Any) -> bool:
@@ -98,10 +100,24 @@ class _Series:
 
 
 def _empty_result(output: Any) -> bool:
-    if not isinstance(output, str) or not _EMPTY_BINDINGS.search(output):
-        return False
-    from .steps.outputs import OutputParseError, loads
+    """Whether a step output is a SPARQL JSON result with no rows.
 
+    A text scan finds the first ``"bindings"`` key (skipping the name inside a string, where its
+    quotes are escaped, and a variable named so, which no colon follows); only when an empty array
+    follows it is the output parsed, to confirm. Other outputs are not parsed at all.
+    """
+    if not isinstance(output, str):
+        return False
+    start = output.find(_BINDINGS_KEY)
+    while start != -1:
+        after = _AFTER_BINDINGS_KEY.match(output, start + len(_BINDINGS_KEY))
+        if after is not None and (start == 0 or output[start - 1] != "\\"):
+            if after.group(1) is None:
+                return False
+            break
+        start = output.find(_BINDINGS_KEY, start + 1)
+    if start == -1:
+        return False
     try:
         data = loads(output)
     except OutputParseError:
