@@ -1,0 +1,1 @@
+"""Metric families: one module per family, each a set of pure functions."""
