@@ -275,3 +275,18 @@ def test_empty_result_detection(output: object, empty: bool) -> None:
     from qa_eval.aggregate import _empty_result
 
     assert _empty_result(output) is empty
+
+
+def test_the_garbage_collector_is_left_as_it_was() -> None:
+    import gc
+
+    reference, responses = load_examples()
+    run_evaluation(reference, responses)
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        run_evaluation(reference, responses)
+        assert gc.get_freeze_count() == frozen  # the caller's freeze is not undone
+    finally:
+        gc.unfreeze()

@@ -154,7 +154,7 @@ class _Group:
         steps = result.get("actual_steps") or []
         seen: set[str] = set()
         for step in steps:
-            if not isinstance(step, Mapping):
+            if not isinstance(step, dict):
                 continue
             name = str(step.get("name"))
             _bump(self.steps["total"], name)
@@ -185,6 +185,18 @@ class _Group:
                 out[metric] = describe([])
         return out
 
+    def merge(self, other: _Group) -> None:
+        """Add another group's totals to this one."""
+        self.errors += other.errors
+        self.successes += other.successes
+        for metric, series in other.series.items():
+            mine = self._series(metric)
+            mine.values.extend(series.values)
+            mine.skipped += series.skipped
+        for name, counts in other.steps.items():
+            for key, count in counts.items():
+                self.steps[name][key] = self.steps[name].get(key, 0) + count
+
 
 def _bump(counter: dict[str, int], key: str) -> None:
     counter[key] = counter.get(key, 0) + 1
@@ -199,14 +211,15 @@ def compute_aggregates(
     templates: dict[Any, _Group] = {}
     overall = _Group()
     for position, result in enumerate(results):
-        if not isinstance(result, Mapping):
+        if not isinstance(result, dict):
             raise TypeError(f"result [{position}] must be a mapping, got {type(result).__name__}")
         template_id = result.get("template_id")
         group = templates.get(template_id)
         if group is None:
             group = templates[template_id] = _Group()
         group.add(result, metrics)
-        overall.add(result, metrics)
+    for group in templates.values():
+        overall.merge(group)
     per_template = {tid: group.summary(metrics) for tid, group in templates.items()}
     macro: dict[str, Any] = {}
     for metric in metrics:

@@ -93,7 +93,7 @@ def _prepare_step(
     raw: Any, group: int, index: int, record: str, problems: _Problems
 ) -> ReferenceStep | None:
     where = f"reference_steps[{group}][{index}]"
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict):
         problems.add(record, where, f"a step must be a mapping, got {_type_name(raw)}")
         return None
     name = raw.get("name")
@@ -101,7 +101,7 @@ def _prepare_step(
         problems.add(record, f"{where}.name", "missing or not a string")
         return None
     args = raw.get("args")
-    if args is not None and not isinstance(args, Mapping):
+    if args is not None and not isinstance(args, dict):
         problems.add(record, f"{where}.args", f"must be a mapping, got {_type_name(args)}")
     media_type = raw.get("output_media_type")
     for flag in ("ordered", "ignore_duplicates"):
@@ -121,7 +121,7 @@ def _prepare_step(
         elif not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
             problems.add(record, f"{where}.required_columns", "must be a list of column names")
         try:
-            parsed = parse_sparql_json(output if isinstance(output, Mapping) else loads(output))
+            parsed = parse_sparql_json(output if isinstance(output, dict) else loads(output))
         except (OutputParseError, SparqlResultError) as e:
             problems.add(record, f"{where}.output", f"not a SPARQL JSON result: {e}")
     elif name == "retrieval" and output:
@@ -145,7 +145,7 @@ def _context_ids(contexts: Any) -> list[Any]:
         raise ValueError(f"retrieval output must be a JSON list, got {_type_name(contexts)}")
     ids = []
     for position, context in enumerate(contexts):
-        if not isinstance(context, Mapping) or "id" not in context:
+        if not isinstance(context, dict) or "id" not in context:
             raise ValueError(f"retrieval output item [{position}] has no 'id'")
         ids.append(context["id"])
     return ids
@@ -163,7 +163,7 @@ def prepare_reference(data: Any, source: str = "reference") -> list[Question]:
     seen: dict[Any, str] = {}
     for t_pos, template in enumerate(data):
         t_record = f"template [{t_pos}]"
-        if not isinstance(template, Mapping):
+        if not isinstance(template, dict):
             problems.add(t_record, None, f"must be a mapping, got {_type_name(template)}")
             continue
         template_id = template.get("template_id")
@@ -177,7 +177,7 @@ def prepare_reference(data: Any, source: str = "reference") -> list[Question]:
             continue
         for q_pos, question in enumerate(items):
             record = f"{t_record} question [{q_pos}]"
-            if not isinstance(question, Mapping):
+            if not isinstance(question, dict):
                 problems.add(record, None, f"must be a mapping, got {_type_name(question)}")
                 continue
             qid = question.get("id")
@@ -230,19 +230,19 @@ def _check_steps(steps: Any, record: str, problems: _Problems) -> None:
         problems.add(record, "actual_steps", f"must be a list, got {_type_name(steps)}")
         return
     for i, step in enumerate(steps):
-        if not isinstance(step, Mapping):
+        if not isinstance(step, dict):
             problems.add(record, f"actual_steps[{i}]", f"must be a mapping, got {_type_name(step)}")
         elif not isinstance(step.get("name"), str):
             problems.add(record, f"actual_steps[{i}].name", "missing or not a string")
         elif "status" in step and not isinstance(step["status"], str):
             problems.add(record, f"actual_steps[{i}].status", "must be a string")
-        elif "args" in step and step["args"] is not None and not isinstance(step["args"], Mapping):
+        elif "args" in step and step["args"] is not None and not isinstance(step["args"], dict):
             problems.add(record, f"actual_steps[{i}].args", "must be a mapping")
 
 
 def _numbered(data: Any, source: str, problems: _Problems) -> Iterable[tuple[str, Any, Any]]:
     """Yield (record, key, response) for a list, a dict keyed by question id, or JSONL lines."""
-    if isinstance(data, Mapping):
+    if isinstance(data, dict):
         for key, response in data.items():
             yield f"question_id {key!r}", key, response
     elif isinstance(data, list):
@@ -269,7 +269,7 @@ def prepare_responses(
     known = {q.question_id for q in questions}
     responses: dict[Any, Response] = {}
     for record, key, response in _numbered(data, source, problems):
-        if not isinstance(response, Mapping):
+        if not isinstance(response, dict):
             problems.add(record, None, f"a response must be a mapping, got {_type_name(response)}")
             continue
         qid = response.get("question_id", key)

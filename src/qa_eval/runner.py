@@ -8,8 +8,9 @@ The caller's objects are never mutated: results hold shallow copies of the steps
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .records import Question, Response, prepare_reference, prepare_responses
@@ -47,7 +48,8 @@ def evaluate_question(question: Question, response: Response | None) -> dict[str
     if "actual_answer" in reply:
         result["actual_answer"] = reply["actual_answer"]
     actual_steps = reply.get("actual_steps") or []
-    result["actual_steps"] = [dict(step) for step in actual_steps]
+    # A new list of the same step dicts: nothing here changes them.
+    result["actual_steps"] = list(actual_steps)
     if question.groups is not None:
         scorer = StepScorer(actual_steps)
         matches, score = match_steps(question.groups, scorer)
@@ -92,17 +94,29 @@ async def arun_evaluation(
     responses_source: str = "responses",
 ) -> list[dict[str, Any]]:
     """Evaluate every reference question against its response; one result per question."""
-    questions, responses = _prepare(
-        reference_qas, chat_responses, reference_source, responses_source
-    )
-    results: list[dict[str, Any]] = []
-    total = len(questions)
-    for done, question in enumerate(questions, start=1):
-        results.append(evaluate_question(question, responses.get(question.question_id)))
-        if progress is not None:
-            progress(done, total)
-        if done % 256 == 0:
-            await asyncio.sleep(0)  # let other tasks (e.g. a progress display) run
+    # The inputs can be large and live through the whole run: keep them out of the garbage
+    # collector's full scans while it runs (gc.freeze), and give them back afterwards - unless
+    # the application froze objects itself, whose freeze must not be undone here.
+    freeze = gc.get_freeze_count() == 0
+    if freeze:
+        gc.freeze()
+    try:
+        questions, responses = _prepare(
+            reference_qas, chat_responses, reference_source, responses_source
+        )
+        if freeze:
+            gc.freeze()  # the prepared questions (parsed reference outputs) live as long
+        results: list[dict[str, Any]] = []
+        total = len(questions)
+        for done, question in enumerate(questions, start=1):
+            results.append(evaluate_question(question, responses.get(question.question_id)))
+            if progress is not None:
+                progress(done, total)
+            if done % 256 == 0:
+                await asyncio.sleep(0)  # let other tasks (e.g. a progress display) run
+    finally:
+        if freeze:
+            gc.unfreeze()
     return results
 
 
@@ -147,10 +161,3 @@ def run_evaluation(
     except RuntimeError:
         return asyncio.run(factory())
     return _run_in_thread(factory)
-
-
-def iter_results(results: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:
-    """Yield result records, checking they are mappings (for aggregation of loaded files)."""
-    for result in results:
-        if isinstance(result, Mapping):
-            yield result

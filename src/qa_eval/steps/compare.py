@@ -137,7 +137,7 @@ class StepScorer:
     def _retrieval(self, ref: ReferenceStep, act_index: int) -> float:
         contexts = self._parsed(act_index)
         if not isinstance(contexts, list) or not all(
-            isinstance(c, Mapping) and "id" in c for c in contexts
+            isinstance(c, dict) and "id" in c for c in contexts
         ):
             raise _StepProblem(
                 "output: a retrieval output must be a JSON list of objects with 'id'"

@@ -24,7 +24,6 @@ subset DP over its reference steps scans the candidate actual steps from the bou
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cache
 
 from ..records import ReferenceStep
 from .compare import StepScorer
@@ -81,11 +80,18 @@ def best_matches(
     if any(len(group) > _MAX_EXACT_GROUP for group in groups):
         return greedy_matches(groups, scorer, candidates)
 
-    @cache
+    memo: dict[tuple[int, int], tuple[float, tuple[Match, ...]]] = {}
+
     def solve(g: int, upto: int) -> tuple[float, tuple[Match, ...]]:
         # Best total for groups g, g-1, ..., 0 using actual steps with index < upto.
         if g < 0:
             return 0.0, ()
+        known = memo.get((g, upto))
+        if known is None:
+            known = memo[(g, upto)] = solve_group(g, upto)
+        return known
+
+    def solve_group(g: int, upto: int) -> tuple[float, tuple[Match, ...]]:
         group = groups[g]
         size = len(group)
         full = (1 << size) - 1

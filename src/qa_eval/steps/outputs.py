@@ -38,13 +38,26 @@ def loads(text: Any) -> Any:
 
 def json_equal(a: Any, b: Any) -> bool:
     """Whether two parsed JSON values are equal, keeping booleans apart from numbers."""
+    if a != b:  # Python's equality is looser (True == 1), so unequal here is unequal in JSON
+        return False
+    try:  # the same canonical text: equal (the common case, all in C)
+        if orjson.dumps(a, option=orjson.OPT_SORT_KEYS) == orjson.dumps(
+            b, option=orjson.OPT_SORT_KEYS
+        ):
+            return True
+    except (TypeError, orjson.JSONEncodeError):
+        pass
+    return _strict_equal(a, b)  # 1 against 1.0, or a boolean against a number
+
+
+def _strict_equal(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     if isinstance(a, dict):
         return (
             isinstance(b, dict)
             and a.keys() == b.keys()
-            and all(json_equal(value, b[key]) for key, value in a.items())
+            and all(_strict_equal(value, b[key]) for key, value in a.items())
         )
     if isinstance(a, list):
         return (

@@ -195,6 +195,13 @@ class _Table:
         self.bindings = bindings
         self._columns: dict[str, tuple[Hashable, list[Value]]] = {}
 
+    def first_kind(self, var: str) -> Hashable:
+        """The kind of the column's first cell (the column's kind unless it is mixed)."""
+        if var in self._columns:
+            return self._columns[var][0]
+        first = self.bindings[0].get(var) if self.bindings else None
+        return _UNBOUND if first is None else _term(first)[0]
+
     def column(self, var: str) -> tuple[Hashable, list[Value]]:
         if var not in self._columns:
             self._columns[var] = _column(self.bindings, var)
@@ -273,6 +280,8 @@ def _find_mapping(
     ref_kinds = {kind for kind, _ in ref_cols}
     by_signature: dict[tuple[Hashable, Hashable], list[str]] = {}
     for var in act_vars:
+        if _MIXED not in ref_kinds and act.first_kind(var) not in ref_kinds:
+            continue  # its kind (or "mixed") is not a reference column's: it cannot match
         kind, values = act.column(var)
         if kind in ref_kinds:  # a column of another kind can never match: skip its signature
             key = (kind, _signature(values, ordered, ignore_duplicates))
