@@ -290,3 +290,27 @@ def test_the_garbage_collector_is_left_as_it_was() -> None:
         assert gc.get_freeze_count() == frozen  # the caller's freeze is not undone
     finally:
         gc.unfreeze()
+
+
+def test_python_dash_m_runs_the_cli(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "qa_eval",
+            "evaluate",
+            str(EXAMPLES / "reference.yaml"),
+            str(EXAMPLES / "responses.jsonl"),
+            "-q",
+            "-o",
+            str(tmp_path / "r.json"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))) == 6

@@ -240,7 +240,7 @@ def _check_steps(steps: Any, record: str, problems: _Problems) -> None:
             problems.add(record, f"actual_steps[{i}].args", "must be a mapping")
 
 
-def _numbered(data: Any, source: str, problems: _Problems) -> Iterable[tuple[str, Any, Any]]:
+def _numbered(data: Any, problems: _Problems) -> Iterable[tuple[str, Any, Any]]:
     """Yield (record, key, response) for a list, a dict keyed by question id, or JSONL lines."""
     if isinstance(data, dict):
         for key, response in data.items():
@@ -268,7 +268,7 @@ def prepare_responses(
     problems = _Problems(source)
     known = {q.question_id for q in questions}
     responses: dict[Any, Response] = {}
-    for record, key, response in _numbered(data, source, problems):
+    for record, key, response in _numbered(data, problems):
         if not isinstance(response, dict):
             problems.add(record, None, f"a response must be a mapping, got {_type_name(response)}")
             continue

@@ -2,7 +2,8 @@
 
 ``arun_evaluation`` is the one code path; ``run_evaluation`` runs it to completion from sync code,
 also inside a running event loop (Jupyter), by running it on a worker thread with its own loop.
-The caller's objects are never mutated: results hold shallow copies of the steps they annotate.
+The caller's objects are never mutated: results hold copies of the reference steps they annotate
+with ``matches``, and share the (unchanged) actual step dicts.
 """
 
 from __future__ import annotations
