@@ -72,7 +72,7 @@ class Progress:
 
 def _format_number(value: Any) -> str:
     if isinstance(value, float):
-        return f"{value:.3f}" if abs(value) < 1e5 else f"{value:.0f}"
+        return f"{value:.3f}" if abs(value) < 100 else f"{value:.1f}"
     return str(value)
 
 
