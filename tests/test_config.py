@@ -11,6 +11,7 @@ import pytest
 
 from qa_eval.config import (
     AZURE_API_VERSION,
+    GRAPHRAG_SWITCHES,
     EmbeddingConfig,
     GenerationConfig,
     default_config,
@@ -263,6 +264,7 @@ def test_switches_and_correctness_prompt() -> None:
         "answer_relevance": False,
         "retrieval_answer": True,
         "retrieval_context": True,
+        **dict.fromkeys(GRAPHRAG_SWITCHES, False),
         "custom": True,
     }
 

@@ -30,13 +30,30 @@ SDK_PROVIDERS = ("openai", "azure")
 """Called with the official SDK; any other provider goes through litellm (an optional extra)."""
 AZURE_API_VERSION = "2024-10-21"
 EMBEDDING_PROVIDERS = (*SDK_PROVIDERS, "offline")
+GRAPHRAG_SWITCHES = (
+    "faithfulness",
+    "context_precision",
+    "context_recall",
+    "ragas_score",
+    "factual_accuracy",
+    "semantic_similarity",
+    "answer_class",
+    "bertscore",
+)
+"""The GraphRAG metric set: off unless a config or ``--enable`` switches them on."""
 SWITCHES = (
     "answer_correctness",
     "answer_relevance",
     "retrieval_answer",
     "retrieval_context",
+    *GRAPHRAG_SWITCHES,
     "custom",
 )
+GROUPS = {"graphrag": tuple(s for s in GRAPHRAG_SWITCHES if s != "bertscore")}
+"""Names that ``--enable`` expands: ``graphrag`` is every GraphRAG metric but BERTScore (which
+needs PyTorch)."""
+OFFLINE_SWITCHES = ("semantic_similarity", "bertscore")
+"""Metrics that need no judge."""
 
 
 class _Endpoint:
@@ -88,11 +105,17 @@ class EvalConfig:
     custom_metrics: tuple[Mapping[str, Any], ...] = ()
     answer_correctness_prompt: str | None = None
     relevance_questions: int = 3
+    options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     source: str = "config"
 
     def enabled(self, switch: str) -> bool:
-        """Whether a metric family is switched on (all are, unless the config says otherwise)."""
-        return bool(self.metrics.get(switch, True))
+        """Whether a metric family is switched on (the original's are, the GraphRAG set is not,
+        unless the config says otherwise)."""
+        return bool(self.metrics.get(switch, switch not in GRAPHRAG_SWITCHES))
+
+    def option(self, switch: str, key: str, default: Any = None) -> Any:
+        """A metric's own setting (e.g. ``factual_accuracy.cutoffs``), or ``default``."""
+        return self.options.get(switch, {}).get(key, default)
 
     def with_options(self, **changes: Any) -> EvalConfig:
         """A copy with some settings replaced (``None`` values are ignored)."""
@@ -109,6 +132,7 @@ class EvalConfig:
             "metrics": {s: self.enabled(s) for s in SWITCHES},
             "custom_metrics": [m.get("name") for m in self.custom_metrics],
             "relevance_questions": self.relevance_questions,
+            "metric_options": {k: dict(v) for k, v in self.options.items()},
         }
 
 
@@ -250,6 +274,8 @@ def _prices(r: _Reader) -> dict[str, dict[str, float]]:
 
 
 def _switch(top: _Reader, key: str, extra: tuple[str, ...] = ()) -> tuple[bool | None, _Reader]:
+    if isinstance(top.data.get(key), bool):  # the short form ``faithfulness: true``
+        return top.data[key], _Reader(None, top.source, key)
     block = top.sub(key)
     block.check_keys(("enabled", *extra))
     value = block.data.get("enabled")
@@ -276,6 +302,80 @@ def _read_prompt(block: _Reader, source: str) -> str | None:
     return prompt
 
 
+def _weights(block: _Reader, key: str) -> dict[str, float] | None:
+    from .metrics.composite import COMPONENTS
+
+    if block.data.get(key) is None:
+        return None
+    sub = block.sub(key)
+    sub.check_keys(COMPONENTS)
+    weights = {name: sub.number(name, 0.0) or 0.0 for name in sub.data}
+    if not any(weights.values()):
+        raise block._fail(key, "at least one weight must be > 0")
+    return weights
+
+
+def _criteria_weights(block: _Reader, key: str) -> tuple[float, float, float] | None:
+    value = block.data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        sub = block.sub(key)
+        sub.check_keys(("correctness", "completeness", "consistency"))
+        value = [sub.number(c, 0.0) for c in ("correctness", "completeness", "consistency")]
+    if (
+        not isinstance(value, list)
+        or len(value) != 3
+        or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+        or any(v < 0 for v in value)
+        or not any(v > 0 for v in value)
+    ):
+        raise block._fail(
+            key, "must be 3 numbers >= 0 (correctness, completeness, consistency), not all 0"
+        )
+    return (float(value[0]), float(value[1]), float(value[2]))
+
+
+def _cutoffs(block: _Reader, key: str) -> dict[str, float] | None:
+    if block.data.get(key) is None:
+        return None
+    sub = block.sub(key)
+    cutoffs = {str(grade): sub.number(str(grade), 0.0) or 0.0 for grade in sub.data}
+    if not cutoffs or any(v > 100 for v in cutoffs.values()):
+        raise block._fail(key, "must map each grade to a cutoff on 0-100")
+    return cutoffs
+
+
+def _phrases(block: _Reader, key: str) -> tuple[str, ...] | None:
+    value = block.data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(p, str) and p.strip() for p in value):
+        raise block._fail(key, "must be a list of non-empty strings")
+    return tuple(value)
+
+
+def _layer(block: _Reader, key: str) -> int | None:
+    return block.integer(key, None)
+
+
+def _flag(block: _Reader, key: str) -> bool | None:
+    value = block.data.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise block._fail(key, "must be true or false")
+    return value
+
+
+_OPTIONS: dict[str, dict[str, Any]] = {
+    "answer_relevance": {"rubric_fallback": _flag},
+    "ragas_score": {"weights": _weights},
+    "factual_accuracy": {"weights": _criteria_weights, "cutoffs": _cutoffs},
+    "answer_class": {"phrases": _phrases},
+    "bertscore": {"model": _Reader.str_, "layer": _layer},
+}
+"""The settings each metric block takes besides ``enabled``, with their checks."""
+
+
 def parse_config(data: Any, source: str = "config") -> EvalConfig:
     """Check a config mapping (as loaded from YAML) and fill unset keys from the environment.
 
@@ -283,7 +383,11 @@ def parse_config(data: Any, source: str = "config") -> EvalConfig:
     ``answer_correctness: {enabled, prompt}``, ``answer_relevance: {enabled}``,
     ``custom_evaluations``) mean what they mean there; qa-eval adds ``llm.concurrency``,
     ``llm.timeout``, ``llm.max_attempts``, ``llm.retry_base``, ``llm.prices``,
-    ``llm.relevance_questions`` and ``retrieval_answer`` / ``retrieval_context: {enabled}``.
+    ``llm.relevance_questions``, ``retrieval_answer`` / ``retrieval_context: {enabled}`` and the
+    GraphRAG metric blocks (``faithfulness``, ``context_precision``, ``context_recall``,
+    ``ragas_score: {weights}``, ``factual_accuracy: {weights, cutoffs}``, ``semantic_similarity``,
+    ``answer_class: {phrases}``, ``bertscore: {model, layer}``), each ``{enabled: ...}`` or just
+    ``true`` / ``false``; ``answer_relevance`` also takes ``rubric_fallback``.
     """
     top = _Reader(data, source, "")
     top.check_keys(("llm", *SWITCHES[:-1], "custom_evaluations"))
@@ -303,13 +407,21 @@ def parse_config(data: Any, source: str = "config") -> EvalConfig:
     generation = _generation(llm.sub("generation")) if llm.data or not data else None
     switches: dict[str, bool] = {}
     prompt = None
+    options: dict[str, dict[str, Any]] = {}
     for key in SWITCHES[:-1]:
-        extra = ("prompt",) if key == "answer_correctness" else ()
+        extra = tuple(_OPTIONS.get(key, ()))
+        if key == "answer_correctness":
+            extra = ("prompt",)
         value, block = _switch(top, key, extra)
         if value is not None:
             switches[key] = value
         if key == "answer_correctness":
             prompt = _read_prompt(block, source)
+        elif key in _OPTIONS:
+            read = {name: check(block, name) for name, check in _OPTIONS[key].items()}
+            chosen = {name: v for name, v in read.items() if v is not None}
+            if chosen:
+                options[key] = chosen
     custom = data.get("custom_evaluations") if isinstance(data, Mapping) else None
     if custom is None:
         custom = []
@@ -331,6 +443,7 @@ def parse_config(data: Any, source: str = "config") -> EvalConfig:
         custom_metrics=tuple(dict(m) for m in custom),
         answer_correctness_prompt=prompt,
         relevance_questions=llm.integer("relevance_questions", 3) or 3,
+        options=options,
         source=source,
     )
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .cache import ReplyCache, open_cache
-from .config import SWITCHES, EvalConfig, load_config, parse_config
+from .config import GROUPS, SWITCHES, EvalConfig, load_config, parse_config
 from .errors import QaEvalError
 from .records import Question, Response, prepare_reference, prepare_responses
 from .steps.compare import StepScorer
@@ -52,6 +52,8 @@ def evaluate_question(
     }
     if "reference_answer" in raw:
         result["reference_answer"] = raw["reference_answer"]
+    if "question_type" in raw:
+        result["question_type"] = raw["question_type"]
     reply: Mapping[str, Any] = response.raw if response is not None else {}
     if response is None:
         result["status"] = "error"
@@ -146,6 +148,12 @@ def _signature(
             "context_recall",
             "context_precision",
             "custom",
+            "faithfulness_statements",
+            "faithfulness_verdicts",
+            "context_relevance",
+            "geval",
+            "classify",
+            "relevance_rubric",
         )
     }
     if settings.answer_correctness_prompt is not None:
@@ -184,6 +192,7 @@ async def arun_evaluation(
     max_cost: float | None = None,
     dry_run: bool = False,
     disable: Iterable[str] = (),
+    enable: Iterable[str] = (),
     progress: ProgressCallback | None = None,
     on_result: ResultCallback | None = None,
     reference_source: str = "reference",
@@ -196,13 +205,12 @@ async def arun_evaluation(
     Steps are scored deterministically. The LLM metrics run when a judge is configured
     (``config``: an :class:`EvalConfig`, a YAML path or a mapping; without one, ``gpt-4o-mini``
     when ``OPENAI_API_KEY`` is set), concurrently, with replies cached (``cache``: True for the
-    user cache directory, a path, or False)."""
+    user cache directory, a path, or False). ``enable`` switches on metrics that are off by
+    default (the GraphRAG set; ``"graphrag"`` names all of it but BERTScore), ``disable`` switches
+    any off."""
     settings = _llm_setup(config, concurrency)
-    disabled = frozenset(disable)
-    unknown = disabled - set(SWITCHES)
-    if unknown:
-        names = ", ".join(sorted(unknown))
-        raise QaEvalError(f"unknown metric to disable: {names} (known: {', '.join(SWITCHES)})")
+    disabled = metric_names(disable, "disable")
+    enabled = metric_names(enable, "enable") - disabled
     # The inputs can be large and live through the whole run: keep them out of the garbage
     # collector's full scans while it runs (gc.freeze), and give them back afterwards - unless
     # the application froze objects itself, whose freeze must not be undone here.
@@ -221,25 +229,34 @@ async def arun_evaluation(
         )
         if freeze:
             gc.freeze()  # the prepared questions (parsed reference outputs) live as long
-        if judge is not None or settings.generation is not None:
+
+        def wanted(switch: str) -> bool:
+            return (settings.enabled(switch) or switch in enabled) and switch not in disabled
+
+        offline = [s for s in ("semantic_similarity", "bertscore") if wanted(s)]
+        if judge is not None or settings.generation is not None or offline:
             from .embeddings import CachingEmbedder, make_embedder
             from .judge import Judge
             from .scoring import AnswerScorer
         if judge is None and settings.generation is not None:
             store = open_cache(cache)
             judge = Judge(settings, cache=store, max_cost=max_cost, dry_run=dry_run)
-        if (
-            embedder is None
-            and judge is not None
-            and settings.enabled("answer_relevance")
-            and ("answer_relevance" not in disabled)
+        if embedder is None and (
+            (judge is not None and wanted("answer_relevance")) or wanted("semantic_similarity")
         ):
+            if judge is None and store is None:
+                store = open_cache(cache)
             inner = make_embedder(settings.embedding, settings.timeout)
             remote = settings.embedding.provider != "offline"
-            embedder = CachingEmbedder(inner, judge.cache, judge.slot if remote else None)
-        scorer: AnswerScorer | None = (
-            AnswerScorer(settings, judge, embedder, disabled) if judge else None
-        )
+            embedder = CachingEmbedder(
+                inner,
+                judge.cache if judge is not None else store,
+                judge.slot if remote and judge is not None else None,
+            )
+        bertscorer = _bertscorer(settings) if wanted("bertscore") else None
+        scorer: AnswerScorer | None = None
+        if judge is not None or offline:
+            scorer = AnswerScorer(settings, judge, embedder, disabled, enabled, bertscorer)
         results: Results = Results([None] * len(questions))
         total = len(questions)
         done = 0
@@ -262,7 +279,7 @@ async def arun_evaluation(
                 pending.append((index, result, matched))
             else:
                 needs_judge = needs_judge or (
-                    scorer is None
+                    judge is None
                     and result.get("status") == "success"
                     and "actual_answer" in result
                 )
@@ -286,12 +303,39 @@ async def arun_evaluation(
         "max_cost": max_cost,
         "dry_run": dry_run,
         "disabled": sorted(disabled),
+        "enabled": sorted(enabled),
         "cache": None if store is None else str(store.path),
     }
+    if bertscorer is not None:
+        options["bertscore"] = bertscorer.info()
     results.signature = _signature(
         settings, judge, embedder, options, NO_JUDGE if needs_judge else None
     )
     return results
+
+
+def metric_names(names: Iterable[str], verb: str) -> frozenset[str]:
+    """Metric switch names (``graphrag`` expanded); ``QaEvalError`` for an unknown one."""
+    chosen: set[str] = set()
+    for name in names:
+        if name in GROUPS:
+            chosen.update(GROUPS[name])
+        elif name in SWITCHES:
+            chosen.add(name)
+        else:
+            known = ", ".join([*SWITCHES, *GROUPS])
+            raise QaEvalError(f"unknown metric to {verb}: {name} (known: {known})")
+    return frozenset(chosen)
+
+
+def _bertscorer(settings: EvalConfig) -> Any:
+    """The BERTScore model the config names; ``QaEvalError`` when PyTorch is not installed."""
+    from .metrics.bertscore import BertScorer
+
+    return BertScorer(
+        model=settings.option("bertscore", "model", "all-MiniLM-L6-v2"),
+        layer=settings.option("bertscore", "layer"),
+    )
 
 
 async def _score_all(

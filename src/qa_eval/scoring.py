@@ -11,7 +11,23 @@ Which metric runs when:
   step with an output.
 - custom metrics: every question that has their inputs.
 
-Error responses get no LLM metric. Each family can be switched off in the config or the CLI.
+The GraphRAG set (off unless switched on; contexts are the chunk texts of the successful
+``retrieval`` actual steps, in order; the ground truth is ``reference_answer``):
+
+- ``faithfulness``, ``context_precision``: the response has a ``retrieval`` step (a question
+  answered without retrieval has no contexts to judge, so these are not applicable) and, for
+  faithfulness, ``actual_answer``.
+- ``context_recall``: as above, and the reference has ``reference_answer``.
+- ``factual_accuracy``, ``answer_class``, ``semantic_similarity``, ``bertscore``: both
+  ``actual_answer`` and ``reference_answer`` (``answer_class`` needs no reference when an
+  uncertainty phrase fires).
+- ``ragas_score``: after the others, from whichever of faithfulness, context precision, context
+  recall and answer relevance the question has.
+- ``answer_relevance`` falls back to the direct rubric score when question generation fails
+  (``answer_relevance.rubric_fallback``, on by default): ``answer_relevance_method: rubric``.
+
+``semantic_similarity`` and ``bertscore`` run without a judge. Error responses get no metric.
+Each family can be switched on or off in the config or the CLI.
 """
 
 from __future__ import annotations
@@ -21,90 +37,125 @@ import math
 from collections.abc import Coroutine, Mapping
 from typing import Any
 
-from .config import EvalConfig
+from .config import OFFLINE_SWITCHES, SWITCHES, EvalConfig
 from .embeddings import Embedder
-from .judge import Judge
+from .judge import BudgetExceeded, DryRunSkip, Judge
+from .metrics.classify import DEFAULT_UNCERTAINTY_PHRASES, classify_answer
+from .metrics.composite import ragas_score
 from .metrics.context import chunk_texts, retrieval_metrics
+from .metrics.context_quality import context_precision, context_recall_metric
 from .metrics.correctness import answer_correctness
 from .metrics.custom import CustomMetric, custom_metric, parse_custom_metric
+from .metrics.faithfulness import faithfulness
+from .metrics.geval import DEFAULT_CUTOFFS, DEFAULT_WEIGHTS, factual_accuracy_metric
 from .metrics.relevance import answer_relevance
+from .metrics.rubric import answer_relevance_rubric
+from .metrics.similarity import semantic_similarity_metric
 
-__all__ = ["AnswerScorer"]
+__all__ = ["AnswerScorer", "contexts_of"]
+
+_ANSWER_METRICS = (
+    "answer_correctness",
+    "answer_relevance",
+    "faithfulness",
+    "factual_accuracy",
+    "semantic_similarity",
+    "answer_class",
+    "bertscore",
+)
+
+
+_NOT_ASKED = (str(BudgetExceeded()), str(DryRunSkip()))
+"""Errors that mean the judge was not asked: no reason to fall back to the rubric."""
+
+
+def contexts_of(steps: list[Any]) -> list[str] | None:
+    """The chunk texts of the successful ``retrieval`` steps, in order; ``None`` when the
+    response has no retrieval step at all. ``ValueError`` for an output of another shape."""
+    contexts: list[str] | None = None
+    for step in steps:
+        if isinstance(step, Mapping) and step.get("name") == "retrieval":
+            if contexts is None:
+                contexts = []
+            if step.get("status", "success") == "success" and "output" in step:
+                contexts.extend(chunk_texts(step["output"]))
+    return contexts
 
 
 class AnswerScorer:
-    """Adds the LLM metrics' keys to the results of a run."""
+    """Adds the LLM metrics' (and the offline answer metrics') keys to the results of a run."""
 
     def __init__(
         self,
         config: EvalConfig,
-        judge: Judge,
+        judge: Judge | None,
         embedder: Embedder | None,
         disabled: frozenset[str] = frozenset(),
+        enabled: frozenset[str] = frozenset(),
+        bertscorer: Any = None,
     ) -> None:
         self.config = config
         self.judge = judge
         self.embedder = embedder
+        self.bertscorer = bertscorer
+        self._bert_lock = asyncio.Lock()
         self.on = {
-            s: config.enabled(s) and s not in disabled
-            for s in (
-                "answer_correctness",
-                "answer_relevance",
-                "retrieval_answer",
-                "retrieval_context",
-                "custom",
-            )
+            s: (config.enabled(s) or s in enabled)
+            and s not in disabled
+            and (judge is not None or s in OFFLINE_SWITCHES)
+            for s in SWITCHES
         }
+        if embedder is None:
+            self.on["semantic_similarity"] = False
+        if bertscorer is None:
+            self.on["bertscore"] = False
         self.custom: list[CustomMetric] = (
             [parse_custom_metric(m, config.source, i) for i, m in enumerate(config.custom_metrics)]
             if self.on["custom"]
             else []
         )
 
+    @property
+    def active(self) -> bool:
+        """Whether any metric is switched on at all."""
+        return any(self.on.values())
+
     def applies(self, result: Mapping[str, Any]) -> bool:
-        """Whether any LLM metric would run for this result."""
+        """Whether any metric would run for this result."""
         if result.get("status") != "success":
             return False
         if self.custom:
             return True
-        if "actual_answer" in result and (
-            self.on["answer_relevance"]
-            or (self.on["answer_correctness"] and "reference_answer" in result)
-        ):
+        if "actual_answer" in result and any(self.on[m] for m in _ANSWER_METRICS):
             return True
-        return (self.on["retrieval_answer"] or self.on["retrieval_context"]) and any(
+        has_retrieval = any(
             isinstance(s, Mapping) and s.get("name") == "retrieval" for s in result["actual_steps"]
+        )
+        return has_retrieval and any(
+            self.on[m]
+            for m in (
+                "retrieval_answer",
+                "retrieval_context",
+                "context_precision",
+                "context_recall",
+            )
         )
 
     async def score(
         self, result: dict[str, Any], matched: list[tuple[Mapping[str, Any], int]]
     ) -> None:
-        """Compute this question's LLM metrics and write their keys into ``result``."""
+        """Compute this question's metrics and write their keys into ``result``."""
         question = str(result.get("question_text") or "")
         reference = result.get("reference_answer")
         answer = result.get("actual_answer")
         jobs: list[Coroutine[Any, Any, dict[str, Any]]] = []
         if isinstance(answer, str):
-            if self.on["answer_correctness"] and isinstance(reference, str):
-                jobs.append(
-                    answer_correctness(
-                        self.judge,
-                        question,
-                        reference,
-                        answer,
-                        self.config.answer_correctness_prompt,
-                    )
-                )
-            if self.on["answer_relevance"] and self.embedder is not None:
-                jobs.append(
-                    answer_relevance(
-                        self.judge, self.embedder, question, answer, self.config.relevance_questions
-                    )
-                )
+            jobs.extend(self._answer_jobs(question, reference, answer))
+        jobs.extend(self._context_jobs(result, question, reference, answer))
         for metric in self.custom:
             jobs.append(
                 custom_metric(
-                    self.judge,
+                    self.judge,  # type: ignore[arg-type]  # custom is on only with a judge
                     metric,
                     {
                         "question": result.get("question_text"),
@@ -125,6 +176,8 @@ class AnswerScorer:
                 copy = dict(steps[index])
                 copy.update(keys)
                 steps[index] = copy
+        if self.on["ragas_score"]:
+            result.update(self._composite(result))
         costs = [
             value
             for keys in outcomes
@@ -135,6 +188,115 @@ class AnswerScorer:
         ]
         if costs:
             result["llm_cost"] = math.fsum(costs)
+
+    def _answer_jobs(
+        self, question: str, reference: Any, answer: str
+    ) -> list[Coroutine[Any, Any, dict[str, Any]]]:
+        on, judge, config = self.on, self.judge, self.config
+        has_reference = isinstance(reference, str)
+        jobs: list[Coroutine[Any, Any, dict[str, Any]]] = []
+        if judge is not None:
+            if on["answer_correctness"] and has_reference:
+                jobs.append(
+                    answer_correctness(
+                        judge, question, reference, answer, config.answer_correctness_prompt
+                    )
+                )
+            if on["answer_relevance"] and self.embedder is not None:
+                jobs.append(self._relevance(judge, self.embedder, question, answer))
+            if on["factual_accuracy"] and has_reference:
+                jobs.append(
+                    factual_accuracy_metric(
+                        judge,
+                        question,
+                        reference,
+                        answer,
+                        config.option("factual_accuracy", "weights", DEFAULT_WEIGHTS),
+                        config.option("factual_accuracy", "cutoffs", DEFAULT_CUTOFFS),
+                    )
+                )
+            if on["answer_class"]:
+                phrases = config.option("answer_class", "phrases", DEFAULT_UNCERTAINTY_PHRASES)
+                jobs.append(
+                    classify_answer(
+                        judge, question, reference if has_reference else "", answer, phrases
+                    )
+                )
+        if on["semantic_similarity"] and has_reference and self.embedder is not None:
+            jobs.append(semantic_similarity_metric(self.embedder, answer, reference))
+        if on["bertscore"] and has_reference:
+            jobs.append(_bertscore(self.bertscorer, self._bert_lock, answer, reference))
+        return jobs
+
+    async def _relevance(
+        self, judge: Judge, embedder: Embedder, question: str, answer: str
+    ) -> dict[str, Any]:
+        keys = await answer_relevance(
+            judge, embedder, question, answer, self.config.relevance_questions
+        )
+        error = keys.get("answer_relevance_error")
+        if (
+            error is None
+            or error in _NOT_ASKED
+            or not self.config.option("answer_relevance", "rubric_fallback", True)
+        ):
+            return keys
+        rubric = await answer_relevance_rubric(judge, question, answer)
+        if "answer_relevance_rubric" not in rubric:
+            return {**keys, **rubric}
+        return {
+            **rubric,
+            "answer_relevance": rubric["answer_relevance_rubric"],
+            "answer_relevance_method": "rubric",
+            "answer_relevance_fallback_reason": keys["answer_relevance_error"],
+        }
+
+    def _context_jobs(
+        self, result: Mapping[str, Any], question: str, reference: Any, answer: Any
+    ) -> list[Coroutine[Any, Any, dict[str, Any]]]:
+        judge = self.judge
+        wanted = [
+            m
+            for m in ("faithfulness", "context_precision", "context_recall")
+            if self.on[m] and judge is not None
+        ]
+        if not wanted:
+            return []
+        try:
+            contexts = contexts_of(result["actual_steps"])
+        except ValueError as e:
+            return [_failed_keys([f"{m}_error" for m in wanted], str(e))]
+        if contexts is None:
+            return []
+        assert judge is not None
+        text_reference = reference if isinstance(reference, str) else None
+        text_answer = answer if isinstance(answer, str) else None
+        jobs: list[Coroutine[Any, Any, dict[str, Any]]] = []
+        if "faithfulness" in wanted and text_answer is not None:
+            jobs.append(faithfulness(judge, question, text_answer, contexts))
+        if "context_precision" in wanted:
+            jobs.append(context_precision(judge, question, contexts, text_reference, text_answer))
+        if "context_recall" in wanted and text_reference is not None:
+            jobs.append(context_recall_metric(judge, question, text_reference, contexts))
+        return jobs
+
+    def _composite(self, result: Mapping[str, Any]) -> dict[str, Any]:
+        from .metrics.composite import COMPONENTS
+
+        components = {name: result.get(name) for name in COMPONENTS}
+        try:
+            composite = ragas_score(
+                components,  # type: ignore[arg-type]
+                self.config.option("ragas_score", "weights"),
+            )
+        except ValueError as e:
+            return {"ragas_score_error": str(e)}
+        if composite.score is None:
+            return {"ragas_score_reason": "none of its components was computed"}
+        return {
+            "ragas_score": composite.score,
+            "ragas_score_components": list(composite.used),
+        }
 
     def _step_jobs(
         self,
@@ -208,3 +370,27 @@ async def _merged(parts: list[Coroutine[Any, Any, dict[str, Any]]]) -> dict[str,
 
 async def _failed(prefixes: list[str], message: str) -> dict[str, Any]:
     return {f"{p}_{m}_error": message for p in prefixes for m in ("recall", "precision")}
+
+
+async def _failed_keys(keys: list[str], message: str) -> dict[str, Any]:
+    return dict.fromkeys(keys, message)
+
+
+async def _bertscore(
+    scorer: Any, lock: asyncio.Lock, answer: str, reference: str
+) -> dict[str, Any]:
+    """BERTScore P/R/F1 of the answer against the reference, computed on a worker thread (one
+    at a time: the model uses every core already)."""
+    try:
+        async with lock:
+            ((p, r, f1),) = await asyncio.to_thread(scorer.score, [answer], [reference])
+    except Exception as e:  # the model's failure is this metric's, not the run's
+        return {"bertscore_error": f"{type(e).__name__}: {e}"}
+    info = scorer.info()
+    return {
+        "bertscore_precision": p,
+        "bertscore_recall": r,
+        "bertscore_f1": f1,
+        "bertscore_model": info.get("model"),
+        "bertscore_layer": info.get("layer"),
+    }
