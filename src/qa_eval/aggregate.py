@@ -13,6 +13,9 @@ the statistic NaN; ``skipped`` counts the ones that were present but not finite 
 original, ``steps_score`` of an error response (0.0) counts, tokens and time of an error response
 are usually absent.
 
+qa-eval also counts labels (``factual_accuracy_grade``, ``answer_class``: ``{counts, n}``) and
+groups the questions by tags such as ``question_type`` (``per_tag``), with the same statistics.
+
 Pure functions over plain mappings; nothing here reads files or parses step outputs except to
 confirm an empty SPARQL result, which a text scan finds first.
 """
@@ -35,6 +38,20 @@ METRICS: tuple[str, ...] = (
     "answer_relevance",
     "answer_relevance_cost",
     "llm_cost",
+    "faithfulness",
+    "context_precision",
+    "context_precision_ap",
+    "context_recall",
+    "ragas_score",
+    "factual_accuracy",
+    "factual_accuracy_correctness",
+    "factual_accuracy_completeness",
+    "factual_accuracy_consistency",
+    "semantic_similarity",
+    "bertscore_precision",
+    "bertscore_recall",
+    "bertscore_f1",
+    "answer_relevance_rubric",
     "steps_score",
     "input_tokens",
     "output_tokens",
@@ -52,6 +69,12 @@ STEP_METRICS: dict[str, tuple[str, ...]] = {
     ),
 }
 ALWAYS_PRESENT = ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec")
+CATEGORIES: dict[str, tuple[str, ...]] = {
+    "factual_accuracy_grade": ("A", "B", "C", "D", "E"),
+    "answer_class": ("CORRECT", "WRONG", "DON'T KNOW"),
+}
+"""Labels counted per group, with the labels listed first (others follow as they appear)."""
+DEFAULT_TAGS = ("question_type",)
 _STEP_COUNTERS = ("total", "once_per_sample", "empty_results", "errors")
 # After a "bindings" key: an empty array, or the start of something else.
 _AFTER_BINDINGS_KEY = re.compile(r"\s*:\s*(\[\s*\])?")
@@ -135,6 +158,7 @@ class _Group:
         self.successes = 0
         self.series: dict[str, _Series] = {}
         self.steps: dict[str, dict[str, int]] = {c: {} for c in _STEP_COUNTERS}
+        self.labels: dict[str, dict[str, int]] = {}
 
     def _series(self, metric: str) -> _Series:
         series = self.series.get(metric)
@@ -152,6 +176,13 @@ class _Group:
         for metric in metrics:
             if metric in result:
                 self._series(metric).add(result[metric])
+        for key in CATEGORIES:
+            label = result.get(key)
+            if isinstance(label, str):
+                counts = self.labels.get(key)
+                if counts is None:
+                    counts = self.labels[key] = dict.fromkeys(CATEGORIES[key], 0)
+                counts[label] = counts.get(label, 0) + 1
         steps = result.get("actual_steps") or []
         seen: set[str] = set()
         for step in steps:
@@ -184,6 +215,8 @@ class _Group:
                 out[metric] = describe(series.values, series.skipped)
             elif metric in ALWAYS_PRESENT:
                 out[metric] = describe([])
+        for key, counts in self.labels.items():
+            out[key] = {"counts": dict(counts), "n": sum(counts.values())}
         return out
 
     def merge(self, other: _Group) -> None:
@@ -197,6 +230,10 @@ class _Group:
         for name, counts in other.steps.items():
             for key, count in counts.items():
                 self.steps[name][key] = self.steps[name].get(key, 0) + count
+        for key, counts in other.labels.items():
+            mine_counts = self.labels.setdefault(key, dict.fromkeys(CATEGORIES[key], 0))
+            for label, count in counts.items():
+                mine_counts[label] = mine_counts.get(label, 0) + count
 
 
 def _bump(counter: dict[str, int], key: str) -> None:
@@ -204,12 +241,17 @@ def _bump(counter: dict[str, int], key: str) -> None:
 
 
 def compute_aggregates(
-    results: Iterable[Mapping[str, Any]], extra_metrics: Iterable[str] = ()
+    results: Iterable[Mapping[str, Any]],
+    extra_metrics: Iterable[str] = (),
+    by: Iterable[str] = DEFAULT_TAGS,
 ) -> dict[str, Any]:
-    """Aggregate per-question results into ``per_template``, ``micro`` and ``macro``."""
+    """Aggregate per-question results into ``per_template``, ``micro`` and ``macro``, and
+    ``per_tag`` for each key of ``by`` (e.g. ``question_type``) that some result has."""
     step_metrics = [m for names in STEP_METRICS.values() for m in names]
     metrics = list(dict.fromkeys([*METRICS, *step_metrics, *extra_metrics]))
+    tags = list(dict.fromkeys(by))
     templates: dict[Any, _Group] = {}
+    tagged: dict[str, dict[Any, _Group]] = {tag: {} for tag in tags}
     overall = _Group()
     for position, result in enumerate(results):
         if not isinstance(result, dict):
@@ -219,6 +261,14 @@ def compute_aggregates(
         if group is None:
             group = templates[template_id] = _Group()
         group.add(result, metrics)
+        for tag in tags:
+            value = result.get(tag)
+            if value is None or isinstance(value, (dict, list)):
+                continue
+            groups = tagged[tag]
+            if value not in groups:
+                groups[value] = _Group()
+            groups[value].add(result, metrics)
     for group in templates.values():
         overall.merge(group)
     per_template = {tid: group.summary(metrics) for tid, group in templates.items()}
@@ -229,4 +279,16 @@ def compute_aggregates(
             macro[metric] = {"mean": math.fsum(means) / len(means), "n": len(means)}
         elif metric in ALWAYS_PRESENT or any(metric in s for s in per_template.values()):
             macro[metric] = {"mean": 0, "n": 0}
-    return {"per_template": per_template, "micro": overall.summary(metrics), "macro": macro}
+    out: dict[str, Any] = {
+        "per_template": per_template,
+        "micro": overall.summary(metrics),
+        "macro": macro,
+    }
+    per_tag = {
+        tag: {value: group.summary(metrics) for value, group in groups.items()}
+        for tag, groups in tagged.items()
+        if groups
+    }
+    if per_tag:
+        out["per_tag"] = per_tag
+    return out
