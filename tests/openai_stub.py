@@ -214,7 +214,7 @@ def oracle_content(request: dict[str, Any]) -> str:
                 ]
             }
         )
-    if "[qa-eval:context-verdicts]" in text:
+    if "[qa-eval:context-verdicts]" in text or "[qa-eval:context-relevance]" in text:
         count = len(re.findall(r"<chunk id=", text))
         return json.dumps(
             {
@@ -233,6 +233,33 @@ def oracle_content(request: dict[str, Any]) -> str:
                 ]
             }
         )
+    if "[qa-eval:faithfulness-statements]" in text:
+        answer = re.search(r"<answer>\n?(.*?)\n?</answer>", text, re.S)
+        sentences = re.split(r"(?<=[.!?])\s+", answer.group(1).strip()) if answer else []
+        return json.dumps({"statements": [s for s in sentences if s]})
+    if "[qa-eval:faithfulness-verdicts]" in text:
+        count = len(re.findall(r"<statement id=", text))
+        return json.dumps(
+            {
+                "verdicts": [
+                    {"statement": i + 1, "reason": "r", "verdict": int(i == 0 or (seed >> i) & 1)}
+                    for i in range(count)
+                ]
+            }
+        )
+    if "[qa-eval:geval]" in text:
+        scores = [10 * (5 + (seed >> (4 * i)) % 6) for i in range(3)]
+        return json.dumps(
+            {
+                name: {"score": score, "reason": f"{name} judged"}
+                for name, score in zip(("correctness", "completeness", "consistency"), scores)
+            }
+        )
+    if "[qa-eval:classify]" in text:
+        return json.dumps({"label": "CORRECT" if seed & 1 else "WRONG", "reason": "compared"})
+    if "[qa-eval:relevance-rubric]" in text:
+        levels = ("complete", "mostly", "partial", "tangential", "irrelevant")
+        return json.dumps({"level": levels[seed % 5], "reason": "rubric"})
     if "[qa-eval:custom]" in text:
         outputs = re.findall(r'^- "(\w+)"', text, re.M)
         return json.dumps({name: 1 for name in outputs} | {"reason": "ok"})

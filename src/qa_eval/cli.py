@@ -18,7 +18,7 @@ import orjson
 
 from . import __version__
 from .aggregate import compute_aggregates
-from .config import SWITCHES
+from .config import GROUPS, SWITCHES
 from .errors import QaEvalError
 from .io import check_output_path, read_reference, read_responses, read_results, write_data
 from .runner import NO_RESPONSE, run_evaluation
@@ -101,25 +101,57 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
-_SUMMARY_METRICS = ("steps_score", "answer_f1", "answer_relevance", "total_tokens", "elapsed_sec")
+_SUMMARY_METRICS = (
+    "steps_score",
+    "answer_f1",
+    "answer_relevance",
+    "faithfulness",
+    "context_precision",
+    "context_recall",
+    "ragas_score",
+    "factual_accuracy",
+    "semantic_similarity",
+    "bertscore_f1",
+    "total_tokens",
+    "elapsed_sec",
+)
+_PERCENT = ("ragas_score", "factual_accuracy")
+"""Shown as percentages, as the GraphRAG metrics document writes them (stored on 0-1)."""
+
+
+def _header(metric: str) -> str:
+    return f"{metric} % (mean)" if metric in _PERCENT else f"{metric} (mean)"
+
+
+def _mean(stats: dict[str, Any], metric: str) -> Any:
+    block = stats.get(metric, {})
+    if not block.get("n", 1):
+        return None
+    mean = block.get("mean")
+    return mean * 100 if metric in _PERCENT and mean is not None else mean
+
+
+def label_lines(aggregates: dict[str, Any]) -> list[str]:
+    """One line per counted label (grades, answer classes) over all questions."""
+    from .aggregate import CATEGORIES
+
+    lines = []
+    for key in CATEGORIES:
+        block = aggregates["micro"].get(key)
+        if block:
+            counts = ", ".join(f"{label} {n}" for label, n in block["counts"].items())
+            lines.append(f"{key}: {counts} (of {block['n']})")
+    return lines
 
 
 def summary_table(aggregates: dict[str, Any]) -> str:
     """The terminal summary: one row per template, then micro and macro."""
     metrics = [m for m in _SUMMARY_METRICS if m in aggregates["micro"]]
-    headers = ["template", "questions", "errors", *(f"{m} (mean)" for m in metrics)]
+    headers = ["template", "questions", "errors", *(_header(m) for m in metrics)]
 
     def row(name: str, stats: dict[str, Any]) -> list[Any]:
         count = stats["number_of_success_samples"] + stats["number_of_error_samples"]
-        return [
-            name,
-            count,
-            stats["number_of_error_samples"],
-            *(
-                stats.get(m, {}).get("mean") if stats.get(m, {}).get("n", 1) else None
-                for m in metrics
-            ),
-        ]
+        return [name, count, stats["number_of_error_samples"], *(_mean(stats, m) for m in metrics)]
 
     rows = [row(str(tid), stats) for tid, stats in aggregates["per_template"].items()]
     rows.append(row("all questions (micro)", aggregates["micro"]))
@@ -129,7 +161,7 @@ def summary_table(aggregates: dict[str, Any]) -> str:
             "templates (macro)",
             len(aggregates["per_template"]),
             None,
-            *(macro.get(m, {}).get("mean") for m in metrics),
+            *(_mean(macro, m) for m in metrics),
         ]
     )
     return format_table(headers, rows)
@@ -220,8 +252,19 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.max_cost is not None and args.max_cost <= 0:
         raise QaEvalError("--max-cost must be a positive number of US dollars")
     config = load_config(args.config).with_options(concurrency=args.concurrency)
-    reference = read_reference(args.reference)
-    responses = read_responses(args.responses)
+    disable = list(args.disable or ())
+    enable = list(args.enable or ())
+    if getattr(args, "input", None) is not None:
+        from .flat import read_flat
+
+        reference, responses = read_flat(args.input, _column_mapping(args.column or ()))
+        args.reference = args.responses = args.input
+        # The contexts of a flat row are a made-up retrieval step: the retrieval step metrics
+        # would only repeat context precision and recall on it.
+        disable += [s for s in ("retrieval_answer", "retrieval_context") if s not in enable]
+    else:
+        reference = read_reference(args.reference)
+        responses = read_responses(args.responses)
     cache: Any = False if args.no_cache else (args.cache or True)
     judge = None
     if args.dry_run:
@@ -247,7 +290,8 @@ def _evaluate(args: argparse.Namespace) -> int:
             config=config,
             cache=cache,
             max_cost=args.max_cost,
-            disable=args.disable or (),
+            disable=disable,
+            enable=enable,
             judge=judge,
             progress=progress,
             on_result=on_result,
@@ -265,7 +309,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         print(plan_table(judge))
         print("\ndry run: no judge call was made and nothing was written")
         return 0
-    aggregates = compute_aggregates(results)
+    aggregates = compute_aggregates(results, by=_tags(args))
     aggregates["signature"] = results.signature
     if args.output:
         write_data(args.output, results)
@@ -276,6 +320,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         write_data(args.aggregates, aggregates)
     if not args.quiet:
         print(summary_table(aggregates))
+        for line in label_lines(aggregates):
+            print(line)
         print(f"\n{len(results)} questions evaluated in {elapsed:.2f}s", end="")
         written = [p for p in (args.output, args.aggregates) if p]
         print(f"; wrote {', '.join(written)}" if written else "")
@@ -321,12 +367,28 @@ def _metric_errors(results: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
     return errors
 
 
+def _tags(args: argparse.Namespace) -> list[str]:
+    from .aggregate import DEFAULT_TAGS
+
+    return list(args.by) if args.by else list(DEFAULT_TAGS)
+
+
+def _column_mapping(pairs: Sequence[str]) -> dict[str, str]:
+    mapping = {}
+    for pair in pairs:
+        field, sep, column = pair.partition("=")
+        if not sep or not field or not column:
+            raise QaEvalError(f"--column takes FIELD=COLUMN, not {pair!r}")
+        mapping[field.strip()] = column.strip()
+    return mapping
+
+
 def _aggregate(args: argparse.Namespace) -> int:
     if args.output:
         check_output_path(args.output)
     results = read_results(args.results)
     try:
-        aggregates = compute_aggregates(results)
+        aggregates = compute_aggregates(results, by=_tags(args))
     except TypeError as e:
         raise QaEvalError(f"{args.results}: {e}") from None
     if args.output:
@@ -338,27 +400,17 @@ def _aggregate(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``qa-eval`` command."""
-    parser = _Parser(prog=PROG, description="Evaluate question-answering systems and agents.")
-    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+_BY_HELP = "also aggregate per value of this result key (repeatable; default: question_type)"
 
-    evaluate = commands.add_parser(
-        "evaluate",
-        help="evaluate responses against a reference dataset",
-        description="Evaluate responses against a reference dataset and print a summary.",
-    )
-    evaluate.add_argument("reference", help="reference dataset (.yaml or .json)")
-    evaluate.add_argument("responses", help="responses (.jsonl, or a .json/.yaml list or mapping)")
-    evaluate.add_argument(
-        "-o", "--output", help="write per-question results (.yaml, .json, .jsonl)"
-    )
-    evaluate.add_argument("--aggregates", help="write aggregates (.yaml, .json)")
-    evaluate.add_argument(
+
+def _run_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("-o", "--output", help="write per-question results (.yaml, .json, .jsonl)")
+    command.add_argument("--aggregates", help="write aggregates (.yaml, .json)")
+    command.add_argument("--by", action="append", metavar="KEY", help=_BY_HELP)
+    command.add_argument(
         "-q", "--quiet", action="store_true", help="no progress bar and no summary table"
     )
-    judge = evaluate.add_argument_group("LLM judge")
+    judge = command.add_argument_group("LLM judge")
     judge.add_argument(
         "-c",
         "--config",
@@ -382,7 +434,53 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="METRIC",
         help=f"switch a metric family off (repeatable): {', '.join(SWITCHES)}",
     )
+    judge.add_argument(
+        "--enable",
+        action="append",
+        choices=(*SWITCHES, *GROUPS),
+        metavar="METRIC",
+        help="switch a metric on (repeatable); the GraphRAG set is off by default: "
+        "'graphrag' is all of it but bertscore",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``qa-eval`` command."""
+    parser = _Parser(prog=PROG, description="Evaluate question-answering systems and agents.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _commands(commands)
+    return parser
+
+
+def _commands(commands: Any) -> None:
+    evaluate = commands.add_parser(
+        "evaluate",
+        help="evaluate responses against a reference dataset",
+        description="Evaluate responses against a reference dataset and print a summary.",
+    )
+    evaluate.add_argument("reference", help="reference dataset (.yaml or .json)")
+    evaluate.add_argument("responses", help="responses (.jsonl, or a .json/.yaml list or mapping)")
+    _run_options(evaluate)
     evaluate.set_defaults(handler=_evaluate)
+
+    flat = commands.add_parser(
+        "evaluate-flat",
+        help="evaluate a flat per-question file (ragas style: question, answer, contexts, ...)",
+        description="Evaluate a JSONL or CSV file with one row per question: question / "
+        "user_input, answer / response, contexts / retrieved_contexts, ground_truth / "
+        "reference, question_type (see docs/flat.md).",
+    )
+    flat.add_argument("input", help="rows (.jsonl or .csv)")
+    flat.add_argument(
+        "--column",
+        action="append",
+        metavar="FIELD=COLUMN",
+        help="read FIELD (question, answer, contexts, ground_truth, question_type, question_id, "
+        "template_id) from COLUMN (repeatable)",
+    )
+    _run_options(flat)
+    flat.set_defaults(handler=_evaluate, reference=None, responses=None)
 
     aggregate = commands.add_parser(
         "aggregate",
@@ -391,6 +489,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     aggregate.add_argument("results", help="results written by 'qa-eval evaluate -o'")
     aggregate.add_argument("-o", "--output", help="write aggregates here instead of stdout")
+    aggregate.add_argument("--by", action="append", metavar="KEY", help=_BY_HELP)
     aggregate.set_defaults(handler=_aggregate)
 
     from . import tsv
@@ -403,7 +502,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tsv.add_arguments(correctness)
     correctness.set_defaults(handler=tsv.handle)
-    return parser
 
 
 def run_command(argv: Sequence[str] | None, prog: str = PROG, only: str | None = None) -> int:
