@@ -367,6 +367,86 @@ def _metric_errors(results: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
     return errors
 
 
+def _refresh(args: argparse.Namespace) -> int:
+    from .refresh import refresh_reference_file
+
+    if (args.store is None) == (args.endpoint is None):
+        raise QaEvalError("give exactly one of --store GRAPH_FILE or --endpoint URL")
+    if args.timeout <= 0:
+        raise QaEvalError("--timeout must be a positive number of seconds")
+    output = None if args.dry_run else (args.output or args.reference)
+    result = refresh_reference_file(
+        args.reference,
+        store=args.store,
+        endpoint=args.endpoint,
+        output=output,
+        timeout=args.timeout,
+    )
+    if args.format == "json":
+        report = {
+            "steps_run": result.steps_run,
+            "changes": [
+                {
+                    "template_id": c.template_id,
+                    "question_id": c.question_id,
+                    "step": c.step,
+                    "old": c.old,
+                    "new": c.new,
+                    "added": c.added,
+                    "removed": c.removed,
+                }
+                for c in result.changes
+            ],
+            "written": None if output is None else str(output),
+        }
+        sys.stdout.write(orjson.dumps(report, default=str, option=orjson.OPT_INDENT_2).decode())
+        sys.stdout.write("\n")
+        return 0
+    for change in result.changes:
+        print(change)
+    where = f"; wrote {output}" if output is not None and result.changes else ""
+    if output is not None and not result.changes:
+        where = f"; {output} is up to date"
+    print(f"{result.steps_run} SPARQL steps run, {len(result.changes)} changed{where}")
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from .compare import compare_runs, format_table
+
+    if args.resamples < 1:
+        raise QaEvalError("--resamples must be at least 1")
+    runs = [read_results(path) for path in (args.results_a, args.results_b)]
+    labels = (args.label_a or _stem(args.results_a), args.label_b or _stem(args.results_b))
+    try:
+        comparison = compare_runs(
+            runs[0],
+            runs[1],
+            metrics=args.metric or None,
+            resamples=args.resamples,
+            seed=args.seed,
+            labels=labels,
+            errors="include" if args.include_errors else "exclude",
+        )
+    except ValueError as e:
+        raise QaEvalError(str(e)) from None
+    if args.output:
+        write_data(args.output, comparison)
+    if args.format == "json":
+        sys.stdout.write(orjson.dumps(comparison, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        print(format_table(comparison))
+    return 0
+
+
+def _stem(path: str) -> str:
+    name = Path(path).name
+    for suffix in (".yaml", ".yml", ".jsonl", ".json"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
 def _tags(args: argparse.Namespace) -> list[str]:
     from .aggregate import DEFAULT_TAGS
 
@@ -492,6 +572,50 @@ def _commands(commands: Any) -> None:
     aggregate.add_argument("--by", action="append", metavar="KEY", help=_BY_HELP)
     aggregate.set_defaults(handler=_aggregate)
 
+    refresh = commands.add_parser(
+        "refresh-references",
+        help="re-run the reference SPARQL queries and update their outputs",
+        description="Re-run the SPARQL queries of a reference dataset against an RDF file "
+        "(embedded store) or a SPARQL endpoint, update the outputs that changed and print what "
+        "changed. The file is rewritten in place unless -o or --dry-run is given.",
+    )
+    refresh.add_argument("reference", help="reference dataset (.yaml or .json)")
+    source = refresh.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--store", metavar="GRAPH_FILE", help="RDF file (.ttl, .nt, .nq, .trig, .rdf, .jsonld)"
+    )
+    source.add_argument("--endpoint", metavar="URL", help="SPARQL 1.1 endpoint (http or https)")
+    refresh.add_argument("-o", "--output", help="write the refreshed dataset here instead")
+    refresh.add_argument("--dry-run", action="store_true", help="print the changes, write nothing")
+    refresh.add_argument(
+        "--timeout", type=float, default=30.0, help="seconds per endpoint query (default 30)"
+    )
+    refresh.add_argument("--format", choices=("text", "json"), default="text")
+    refresh.set_defaults(handler=_refresh)
+
+    compare = commands.add_parser(
+        "compare",
+        help="compare two runs: deltas, paired bootstrap CI and p-value, wins/losses/ties",
+        description="Compare the results of system B with those of system A on the questions "
+        "both answered, per metric and per template (see docs/compare.md).",
+    )
+    compare.add_argument("results_a", help="results of system A (qa-eval evaluate -o)")
+    compare.add_argument("results_b", help="results of system B")
+    compare.add_argument("--label-a", help="name of system A (default: the file name)")
+    compare.add_argument("--label-b", help="name of system B (default: the file name)")
+    compare.add_argument("--metric", action="append", help="compare only this metric (repeatable)")
+    compare.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples")
+    compare.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    compare.add_argument(
+        "--include-errors",
+        action="store_true",
+        help="count error responses with their own values (steps_score 0) instead of leaving "
+        "those questions out",
+    )
+    compare.add_argument("-o", "--output", help="also write the comparison (.yaml, .json)")
+    compare.add_argument("--format", choices=("text", "json"), default="text")
+    compare.set_defaults(handler=_compare)
+
     from . import tsv
 
     correctness = commands.add_parser(
@@ -525,6 +649,9 @@ def run_command(argv: Sequence[str] | None, prog: str = PROG, only: str | None =
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (``| head``): stop quietly, as cat does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception as e:  # an unexpected failure: one line, the traceback on request
         if os.environ.get("QA_EVAL_DEBUG"):
             traceback.print_exc()
