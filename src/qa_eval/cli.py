@@ -240,13 +240,43 @@ def signature_path(output: str) -> Path:
     return path.with_name(f"{path.stem}.signature.yaml")
 
 
+def _systems(args: argparse.Namespace) -> list[tuple[str | None, str]]:
+    """(system name, responses file) pairs: the one RESPONSES, or each ``--system NAME=FILE``."""
+    systems = getattr(args, "system", None) or []
+    if not systems:
+        if getattr(args, "responses", None) is None and getattr(args, "input", None) is None:
+            raise QaEvalError("give RESPONSES, or --system NAME=FILE for each system")
+        return [(None, args.responses)]
+    if getattr(args, "responses", None) is not None:
+        raise QaEvalError("give either RESPONSES or --system NAME=FILE, not both")
+    pairs: list[tuple[str | None, str]] = []
+    for item in systems:
+        name, sep, path = item.partition("=")
+        if not sep or not name.strip() or not path:
+            raise QaEvalError(f"--system takes NAME=FILE, not {item!r}")
+        if any(name == seen for seen, _ in pairs):
+            raise QaEvalError(f"--system {name!r} is given twice")
+        pairs.append((name.strip(), path))
+    return pairs
+
+
+def _for_system(path: str | None, system: str | None) -> str | None:
+    """``results.yaml`` -> ``results.NAME.yaml`` for one of several systems."""
+    if path is None or system is None:
+        return path
+    p = Path(path)
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in system)
+    return str(p.with_name(f"{p.stem}.{safe}{p.suffix}"))
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     from .config import load_config
-    from .judge import Judge
 
-    for path in (args.output, args.aggregates):
-        if path:
-            check_output_path(path)
+    systems = _systems(args)
+    for system, _ in systems:
+        for path in (args.output, args.aggregates):
+            if path:
+                check_output_path(_for_system(path, system))  # type: ignore[arg-type]
     if args.concurrency is not None and args.concurrency < 1:
         raise QaEvalError("--concurrency must be at least 1")
     if args.max_cost is not None and args.max_cost <= 0:
@@ -258,13 +288,60 @@ def _evaluate(args: argparse.Namespace) -> int:
         from .flat import read_flat
 
         reference, responses = read_flat(args.input, _column_mapping(args.column or ()))
-        args.reference = args.responses = args.input
+        args.reference = args.input
         # The contexts of a flat row are a made-up retrieval step: the retrieval step metrics
         # would only repeat context precision and recall on it.
         disable += [s for s in ("retrieval_answer", "retrieval_context") if s not in enable]
+        runs = [(None, args.input, responses)]
     else:
         reference = read_reference(args.reference)
-        responses = read_responses(args.responses)
+        runs = [(name, path, read_responses(path)) for name, path in systems]
+    done: list[tuple[str | None, str, list[dict[str, Any]], dict[str, Any]]] = []
+    for name, path, responses in runs:
+        if name is not None and not args.quiet and args.format != "json":
+            print(f"\n== system {name} ({path})")
+        outcome = _evaluate_system(args, config, reference, responses, path, name, disable, enable)
+        if outcome is None:  # a dry run
+            continue
+        done.append((name, path, *outcome))
+    if args.format == "json" and done:
+        if len(done) == 1 and done[0][0] is None:
+            report: Any = done[0][3]
+        else:
+            report = {"systems": {n: agg for n, _, _, agg in done}}
+            if len(done) > 1:
+                report["comparisons"] = [_comparison(done[0], other) for other in done[1:]]
+        sys.stdout.write(orjson.dumps(report, default=str, option=orjson.OPT_INDENT_2).decode())
+        sys.stdout.write("\n")
+    elif len(done) > 1 and not args.quiet:
+        from .compare import format_table
+
+        for other in done[1:]:
+            print(f"\n== {done[0][0]} vs {other[0]}")
+            print(format_table(_comparison(done[0], other)))
+    return 0
+
+
+def _comparison(a: tuple[Any, ...], b: tuple[Any, ...]) -> dict[str, Any]:
+    from .compare import compare_runs
+
+    return compare_runs(a[2], b[2], labels=(a[0], b[0]))
+
+
+def _evaluate_system(
+    args: argparse.Namespace,
+    config: Any,
+    reference: Any,
+    responses: Any,
+    responses_source: str,
+    system: str | None,
+    disable: list[str],
+    enable: list[str],
+) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
+    from .judge import Judge
+
+    output = _for_system(args.output, system)
+    aggregates_path = _for_system(args.aggregates, system)
     cache: Any = False if args.no_cache else (args.cache or True)
     judge = None
     if args.dry_run:
@@ -273,8 +350,9 @@ def _evaluate(args: argparse.Namespace) -> int:
         from .cache import open_cache
 
         judge = Judge(config, cache=open_cache(cache), dry_run=True)
-    progress = Progress(sys.stderr, "evaluating", enabled=False if args.quiet else None)
-    partial = Path(f"{args.output}.partial.jsonl") if args.output else None
+    quiet = args.quiet or args.format == "json"
+    progress = Progress(sys.stderr, "evaluating", enabled=False if quiet else None)
+    partial = Path(f"{output}.partial.jsonl") if output else None
     started = time.monotonic()
     stream = partial.open("wb") if partial is not None and not args.dry_run else None
 
@@ -296,7 +374,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             progress=progress,
             on_result=on_result,
             reference_source=args.reference,
-            responses_source=args.responses,
+            responses_source=responses_source,
         )
     finally:
         progress.close()
@@ -308,27 +386,34 @@ def _evaluate(args: argparse.Namespace) -> int:
             judge.cache.close()
         print(plan_table(judge))
         print("\ndry run: no judge call was made and nothing was written")
-        return 0
+        return None
     aggregates = compute_aggregates(results, by=_tags(args))
     aggregates["signature"] = results.signature
-    if args.output:
-        write_data(args.output, results)
-        write_data(signature_path(args.output), results.signature)
+    if system is not None:
+        aggregates["system"] = system
+    if output:
+        write_data(output, results)
+        write_data(signature_path(output), results.signature)
         if partial is not None:
             partial.unlink(missing_ok=True)
-    if args.aggregates:
-        write_data(args.aggregates, aggregates)
-    if not args.quiet:
+    if aggregates_path:
+        write_data(aggregates_path, aggregates)
+    if not quiet:
         print(summary_table(aggregates))
         for line in label_lines(aggregates):
             print(line)
         print(f"\n{len(results)} questions evaluated in {elapsed:.2f}s", end="")
-        written = [p for p in (args.output, args.aggregates) if p]
+        written = [p for p in (output, aggregates_path) if p]
         print(f"; wrote {', '.join(written)}" if written else "")
         line = _usage_summary(results.signature)
         if line:
             print(line)
-    note = results.signature.get("llm_metrics")
+    _warnings(results)
+    return results, aggregates
+
+
+def _warnings(results: Sequence[dict[str, Any]]) -> None:
+    note = getattr(results, "signature", {}).get("llm_metrics")
     if note:
         print(f"note: {note}", file=sys.stderr)
     missing = sum(1 for r in results if r.get("error") == NO_RESPONSE)
@@ -353,7 +438,6 @@ def _evaluate(args: argparse.Namespace) -> int:
             f"(see the '*_error' keys); e.g. {first_key}: {first_message[0]}",
             file=sys.stderr,
         )
-    return 0
 
 
 def _metric_errors(results: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
@@ -490,6 +574,12 @@ def _run_options(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "-q", "--quiet", action="store_true", help="no progress bar and no summary table"
     )
+    command.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="json: print the aggregates (and comparisons) as JSON on stdout, nothing else",
+    )
     judge = command.add_argument_group("LLM judge")
     judge.add_argument(
         "-c",
@@ -540,7 +630,16 @@ def _commands(commands: Any) -> None:
         description="Evaluate responses against a reference dataset and print a summary.",
     )
     evaluate.add_argument("reference", help="reference dataset (.yaml or .json)")
-    evaluate.add_argument("responses", help="responses (.jsonl, or a .json/.yaml list or mapping)")
+    evaluate.add_argument(
+        "responses", nargs="?", help="responses (.jsonl, or a .json/.yaml list or mapping)"
+    )
+    evaluate.add_argument(
+        "--system",
+        action="append",
+        metavar="NAME=FILE",
+        help="evaluate several systems' responses (repeatable, instead of RESPONSES): results "
+        "go to RESULTS.NAME.ext, and each system is compared with the first",
+    )
     _run_options(evaluate)
     evaluate.set_defaults(handler=_evaluate)
 
