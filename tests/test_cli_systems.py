@@ -120,3 +120,19 @@ def test_refresh_references_command(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert report["changes"] and all(c["added"] and c["removed"] for c in report["changes"])
     assert main(["refresh-references", str(reference)]) == 2
     assert "one of the arguments --store --endpoint is required" in capsys.readouterr().err
+
+
+def test_report_command_writes_one_html_file_with_the_comparison(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(_systems(tmp_path, "-q")) == 0
+    runs = [str(tmp_path / "results.good.yaml"), str(tmp_path / "results.flawed.yaml")]
+    out = tmp_path / "report.html"
+    assert main(["report", *runs, "-o", str(out)]) == 0
+    assert f"wrote {out}" in capsys.readouterr().out
+    page = out.read_text(encoding="utf-8")
+    assert 'id="comparison"' in page and "results.flawed" in page
+    assert main(["report", runs[0], "-o", str(out), "--no-compare"]) == 0
+    assert 'id="comparison"' not in out.read_text(encoding="utf-8")
+    assert main(["report", *runs, "-o", str(tmp_path / "missing" / "r.html")]) == 2
+    assert "the folder does not exist" in capsys.readouterr().err

@@ -523,6 +523,30 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    from .compare import compare_runs, report_rows
+    from .report import load_run, write_report
+
+    folder = Path(args.output).parent
+    if not folder.is_dir():
+        raise QaEvalError(f"{args.output}: the folder does not exist")
+    labels = [_stem(p) for p in args.results]
+    if len(set(labels)) < len(labels):
+        labels = list(args.results)
+    comparison = None
+    if len(args.results) >= 2 and not args.no_compare:
+        first, second = (load_run(p, label) for p, label in zip(args.results[:2], labels))
+        comparison = report_rows(
+            compare_runs(first.results, second.results, labels=(labels[0], labels[1]))
+        )
+    path = write_report(
+        args.results, args.output, labels=labels, comparison=comparison, title=args.title
+    )
+    size = path.stat().st_size / 1e6
+    print(f"wrote {path} ({size:.1f} MB, {len(args.results)} run(s)); open it in a browser")
+    return 0
+
+
 def _stem(path: str) -> str:
     name = Path(path).name
     for suffix in (".yaml", ".yml", ".jsonl", ".json"):
@@ -714,6 +738,21 @@ def _commands(commands: Any) -> None:
     compare.add_argument("-o", "--output", help="also write the comparison (.yaml, .json)")
     compare.add_argument("--format", choices=("text", "json"), default="text")
     compare.set_defaults(handler=_compare)
+
+    report = commands.add_parser(
+        "report",
+        help="write a self-contained HTML report of one or more runs",
+        description="Write one HTML file (opens offline) with the signature, totals, "
+        "per-template tables and charts, score distributions, a step breakdown and a "
+        "per-question drill-down of each run; with two runs or more, the first two compared.",
+    )
+    report.add_argument("results", nargs="+", help="results written by 'qa-eval evaluate -o'")
+    report.add_argument("-o", "--output", required=True, help="the HTML file to write")
+    report.add_argument("--title", default="qa-eval report", help="the page title")
+    report.add_argument(
+        "--no-compare", action="store_true", help="leave out the comparison of the first two runs"
+    )
+    report.set_defaults(handler=_report)
 
     from . import tsv
 

@@ -424,3 +424,38 @@ def format_table(comparison: Mapping[str, Any], *, labels: tuple[str, str] | Non
         f"* {pct}% CI excludes 0",
     ]
     return "\n".join(out)
+
+
+def report_rows(comparison: Mapping[str, Any]) -> dict[str, Any]:
+    """The comparison as flat rows (overall first, then per template) for the HTML report."""
+    labels = comparison.get("labels", {})
+    rows: list[dict[str, Any]] = []
+    for entry in comparison.get("metrics", []):
+        parts = [("", entry["overall"])]
+        parts += [(str(r["template_id"]), r) for r in entry.get("per_template", [])]
+        for template, row in parts:
+            rows.append(
+                {
+                    "metric": entry["metric"],
+                    "template": template or None,
+                    "n": row["n"],
+                    "mean_a": row["mean_a"],
+                    "mean_b": row["mean_b"],
+                    "delta": row["delta"],
+                    "ci": [row["ci_low"], row["ci_high"]]
+                    if row["ci_low"] is not None and row["ci_high"] is not None
+                    else None,
+                    "p_value": row["p_value"],
+                    "wins": row["wins"],
+                    "losses": row["losses"],
+                    "ties": row["ties"],
+                    "better": row["better"],
+                }
+            )
+    return {
+        "a": labels.get("a"),
+        "b": labels.get("b"),
+        "delta": "mean b - mean a over the questions both answered",
+        "method": comparison.get("method", {}).get("statistic", "paired bootstrap"),
+        "metrics": rows,
+    }
