@@ -1,0 +1,596 @@
+"""Parity with ragas 0.4's collections metrics: the same judge verdicts must give the same scores.
+
+One scripted OpenAI-compatible server (``openai_stub.StubServer``) answers both sides over real
+HTTP: our metrics through a real :class:`Judge` (and :class:`OpenAIEmbedder`), ragas'
+``Faithfulness``, ``AnswerRelevancy``, ``ContextPrecision`` and ``ContextRecall`` through an
+``AsyncOpenAI`` client (``llm_factory``, ``embedding_factory``). The script recognises each prompt
+(ours by its ``[qa-eval:...]`` marker, ragas' by its instruction text), reads what is being judged
+from it and answers with the verdicts of a :class:`Judgments` table, in each side's reply format.
+Embeddings come from the stub's ``/embeddings`` endpoint (``embedding_of``) for both sides.
+
+Where ragas and qa-eval differ on purpose (no claims, no classifications, inputs ragas refuses),
+the difference is asserted explicitly.
+
+ragas 0.4.3 cannot be installed next to qa-eval: through langchain-openai (openai < 3) and
+instructor (openai < 2) it needs an openai SDK qa-eval's ``openai >= 3.40, < 4`` excludes, so this
+module is skipped unless ragas is importable. In a separate environment::
+
+    python -m venv /tmp/ragas-venv
+    /tmp/ragas-venv/bin/pip install -e '.[test]'
+    /tmp/ragas-venv/bin/pip install ragas==0.4.3 langchain-community==0.4.1  # openai -> 1.109.1
+    /tmp/ragas-venv/bin/python -m pytest tests/test_ragas_parity.py
+
+(langchain-community 0.4.2 lacks ``chat_models.vertexai``, which ragas 0.4.3 imports.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import re
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+# ragas' analytics read this once (lru_cache) and would otherwise post usage events.
+os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
+pytest.importorskip("ragas")
+
+from openai import AsyncOpenAI
+from ragas.embeddings.base import embedding_factory
+from ragas.llms import llm_factory
+from ragas.metrics.collections import (
+    AnswerRelevancy,
+    ContextPrecision,
+    ContextPrecisionWithoutReference,
+    ContextRecall,
+    Faithfulness,
+)
+
+from openai_stub import Reply, StubServer, completion, embedding_of
+from qa_eval.config import EmbeddingConfig, parse_config
+from qa_eval.embeddings import OpenAIEmbedder
+from qa_eval.judge import Judge
+from qa_eval.metrics.context_quality import context_precision, context_recall_metric
+from qa_eval.metrics.faithfulness import NO_CLAIMS, faithfulness
+from qa_eval.metrics.relevance import answer_relevance, cosine
+
+# instructor 1.3 (the newest the resolver finds for openai < 2) compares modes with a deprecated one
+pytestmark = pytest.mark.filterwarnings("ignore:FUNCTIONS is deprecated:DeprecationWarning")
+
+TIGHT = 1e-12
+EMBEDDING_MODEL = "text-embedding-3-small"
+
+OUR_MARKERS = {
+    "[qa-eval:faithfulness-statements]": "statements",
+    "[qa-eval:faithfulness-verdicts]": "verdicts",
+    "[qa-eval:answer-relevance]": "questions",
+    "[qa-eval:context-relevance]": "usefulness",
+    "[qa-eval:statements-attribution]": "attribution",
+}
+RAGAS_INSTRUCTIONS = {
+    # StatementGeneratorPrompt, NLIStatementPrompt (faithfulness/util.py)
+    "analyze the complexity of each sentence in the answer": "statements",
+    "judge the faithfulness of a series of statements": "verdicts",
+    # AnswerRelevancePrompt (answer_relevancy/util.py)
+    "Generate a question for the given answer and identify if the answer is noncommittal": (
+        "questions"
+    ),
+    # ContextPrecisionPrompt (context_precision/util.py)
+    "verify if the context was useful in arriving at the given answer": "usefulness",
+    # ContextRecallPrompt (context_recall/util.py)
+    "classify if the statement can be attributed to the given context": "attribution",
+}
+RAGAS_INPUT = "Now perform the same with the following input\ninput: "
+
+
+@dataclass
+class Judgments:
+    """What the judge decides, keyed by the judged text, whichever side asks."""
+
+    statements: dict[str, list[str]] = field(default_factory=dict)
+    """answer -> its statements (faithfulness, step 1)"""
+    supported: dict[str, int] = field(default_factory=dict)
+    """statement -> 1 if the contexts support it (faithfulness, step 2)"""
+    questions: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    """answer -> generated (question, noncommittal), in order (answer relevancy)"""
+    useful: dict[str, int] = field(default_factory=dict)
+    """retrieved chunk -> 1 if useful for the reference or answer (context precision)"""
+    attributed: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    """reference -> its (statement, attributed) (context recall)"""
+
+
+class ParityScript:
+    """A StubServer script answering our prompts and ragas' from the same :class:`Judgments`."""
+
+    def __init__(self) -> None:
+        self.j = Judgments()
+        self.calls: list[tuple[str, str]] = []  # (side, kind) of each chat request
+        self.problems: list[str] = []  # prompts or cases the table does not cover
+        self._asked: dict[str, int] = {}  # answer -> ragas relevancy calls so far
+        self._lock = threading.Lock()
+
+    def use(self, judgments: Judgments) -> None:
+        """Answer from these judgments from now on, with the call records cleared."""
+        with self._lock:
+            self.j = judgments
+            self.calls.clear()
+            self.problems.clear()
+            self._asked.clear()
+
+    def __call__(self, request: dict[str, Any], number: int) -> Reply:
+        try:
+            side, kind, reply = self._answer(request.get("messages") or [])
+        except Exception as e:  # a case the table does not cover: fail the test, not the server
+            with self._lock:
+                self.problems.append(f"{type(e).__name__}: {e}")
+            return Reply(status=400, body={"error": {"message": str(e), "type": "stub"}})
+        with self._lock:
+            self.calls.append((side, kind))
+        return completion(json.dumps(reply))
+
+    def _answer(self, messages: list[dict[str, Any]]) -> tuple[str, str, dict[str, Any]]:
+        first = str(messages[0].get("content", "")) if messages else ""
+        for marker, kind in OUR_MARKERS.items():
+            if marker in first:
+                return "ours", kind, self._ours(kind, first)
+        # instructor's JSON mode puts its own system message first: the prompt is the last
+        # user message, its input the JSON after RAGAS_INPUT.
+        user = [str(m.get("content", "")) for m in messages if m.get("role") == "user"]
+        prompt = user[-1] if user else ""
+        for instruction, kind in RAGAS_INSTRUCTIONS.items():
+            if instruction in prompt.split("\n", 1)[0]:
+                data = json.loads(prompt.rpartition(RAGAS_INPUT)[2].rsplit("\nOutput:", 1)[0])
+                with self._lock:
+                    return "ragas", kind, self._ragas(kind, data)
+        raise ValueError(f"unrecognised prompt: {(prompt or first)[:120]!r}")
+
+    def count(self, side: str, kind: str | None = None) -> int:
+        """Chat requests of one side (and kind)."""
+        return sum(1 for s, k in self.calls if s == side and (kind is None or k == kind))
+
+    def _ours(self, kind: str, text: str) -> dict[str, Any]:
+        j = self.j
+        if kind == "statements":
+            return {"statements": j.statements[_tagged(text, "answer")]}
+        if kind == "verdicts":
+            found = re.findall(r'<statement id="(\d+)">\n(.*?)\n</statement>', text, re.S)
+            return {
+                "verdicts": [
+                    {"statement": int(i), "reason": "r", "verdict": j.supported[s]}
+                    for i, s in found
+                ]
+            }
+        if kind == "questions":
+            pairs = j.questions[_tagged(text, "answer")]
+            return {"questions": [{"question": q, "noncommittal": nc} for q, nc in pairs]}
+        if kind == "usefulness":
+            found = re.findall(r'<chunk id="(\d+)">\n(.*?)\n</chunk>', text, re.S)
+            return {
+                "verdicts": [
+                    {"chunk": int(i), "relevant": bool(j.useful[c]), "reason": "r"}
+                    for i, c in found
+                ]
+            }
+        pairs = j.attributed[_tagged(text, "reference")]
+        return {
+            "statements": [
+                {"statement": s, "attributed": bool(a), "reason": "r"} for s, a in pairs
+            ],
+            "reason": "overall",
+        }
+
+    def _ragas(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        j = self.j
+        if kind == "statements":
+            return {"statements": j.statements[data["answer"]]}
+        if kind == "verdicts":
+            return {
+                "statements": [
+                    {"statement": s, "reason": "r", "verdict": j.supported[s]}
+                    for s in data["statements"]
+                ]
+            }
+        if kind == "questions":
+            # ragas asks the same prompt `strictness` times: give the questions in turn.
+            answer = data["response"]
+            turn = self._asked.get(answer, 0)
+            self._asked[answer] = turn + 1
+            question, noncommittal = j.questions[answer][turn]
+            return {"question": question, "noncommittal": noncommittal}
+        if kind == "usefulness":
+            return {"reason": "r", "verdict": j.useful[data["context"]]}
+        return {
+            "classifications": [
+                {"statement": s, "reason": "r", "attributed": a}
+                for s, a in j.attributed[data["answer"]]
+            ]
+        }
+
+
+def _tagged(text: str, tag: str) -> str:
+    found = re.search(rf"<{tag}>\n(.*?)\n</{tag}>", text, re.S)
+    assert found, f"no <{tag}> in the prompt"
+    return found.group(1)
+
+
+@dataclass
+class Sides:
+    """Our judge and embedder and ragas' LLM and embeddings, all pointed at one stub."""
+
+    judge: Judge
+    embedder: OpenAIEmbedder
+    llm: Any
+    embeddings: Any
+
+
+@dataclass
+class Outcome:
+    """What both sides gave for one case, and what they asked the stub."""
+
+    ours: dict[str, Any]
+    theirs: Any  # ragas' MetricResult, or the ValueError it raised
+    calls: dict[str, int]  # chat requests by side
+    embedding_requests: int
+    requests: int
+
+
+@dataclass
+class Harness:
+    """One stub, one event loop and one set of clients for the whole module (a server takes
+    half a second to shut down, and each SDK client ~30 ms to make)."""
+
+    server: StubServer
+    script: ParityScript
+    loop: asyncio.AbstractEventLoop
+    sides: Sides
+
+    def run(
+        self,
+        judgments: Judgments,
+        ours: Callable[[Sides], Awaitable[dict[str, Any]]],
+        theirs: Callable[[Sides], Awaitable[Any]],
+    ) -> Outcome:
+        """Our keys and ragas' result for one case answered from ``judgments``."""
+        self.script.use(judgments)
+        first = len(self.server.requests)
+        mine = self.loop.run_until_complete(ours(self.sides))
+        try:
+            result: Any = self.loop.run_until_complete(theirs(self.sides))
+        except ValueError as e:  # ragas refuses some inputs
+            result = e
+        finally:
+            assert not self.script.problems, self.script.problems
+        paths = self.server.paths[first:]
+        return Outcome(
+            ours=mine,
+            theirs=result,
+            calls={side: self.script.count(side) for side in ("ours", "ragas")},
+            embedding_requests=sum(1 for p in paths if p.endswith("/embeddings")),
+            requests=len(paths),
+        )
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
+    script = ParityScript()
+    loop = asyncio.new_event_loop()
+    with pytest.MonkeyPatch.context() as mp, StubServer(script) as server:
+        # ragas makes an analytics user id (uuid.json) under the user data dir even when it
+        # does not track: keep it out of the home directory
+        mp.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
+        url = server.url
+        config = parse_config(
+            {"llm": {"generation": {"provider": "openai", "base_url": url, "api_key": "test"}}}
+        )
+        client = AsyncOpenAI(base_url=url, api_key="test", max_retries=0)
+        sides = Sides(
+            judge=Judge(config),
+            embedder=OpenAIEmbedder(
+                EmbeddingConfig(
+                    provider="openai", model=EMBEDDING_MODEL, base_url=url, api_key="test"
+                )
+            ),
+            llm=llm_factory("gpt-4o-mini", client=client),
+            embeddings=embedding_factory("openai", model=EMBEDDING_MODEL, client=client),
+        )
+        try:
+            yield Harness(server, script, loop, sides)
+        finally:
+            # OpenAIEmbedder has no close(): its SDK client is private
+            for sdk in (client, sides.judge.client, getattr(sides.embedder, "_client", None)):
+                if sdk is not None:
+                    loop.run_until_complete(sdk.close())
+            loop.close()
+
+
+# --- faithfulness ---------------------------------------------------------------------------
+
+QUESTION = "Where and when was Albert Einstein born?"
+ANSWER = "Albert Einstein was born in Ulm in 1879. He won the Nobel Prize in 1922."
+STATEMENTS = [
+    "Albert Einstein was born in Ulm.",
+    "Albert Einstein won the Nobel Prize in 1922.",
+    "Albert Einstein was born in 1879.",
+]
+CONTEXTS = [
+    "Albert Einstein (born 14 March 1879 in Ulm) was a theoretical physicist.",
+    "Einstein received the 1921 Nobel Prize in Physics.",
+    "Ulm is a city on the Danube in Baden-Wuerttemberg.",
+]
+
+
+def faithfulness_case(
+    harness: Harness, verdicts: list[int], statements: list[str] = STATEMENTS
+) -> Outcome:
+    return harness.run(
+        Judgments(statements={ANSWER: statements}, supported=dict(zip(statements, verdicts))),
+        lambda s: faithfulness(s.judge, QUESTION, ANSWER, CONTEXTS),
+        lambda s: Faithfulness(llm=s.llm).ascore(
+            user_input=QUESTION, response=ANSWER, retrieved_contexts=CONTEXTS
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "expected"),
+    [([1, 0, 1], 2 / 3), ([1, 1, 1], 1.0), ([0, 0, 0], 0.0)],
+    ids=["101", "111", "000"],
+)
+def test_faithfulness_matches_ragas(harness: Harness, verdicts: list[int], expected: float) -> None:
+    out = faithfulness_case(harness, verdicts)
+    assert out.theirs.value == pytest.approx(expected, abs=TIGHT)
+    assert out.ours["faithfulness"] == pytest.approx(out.theirs.value, abs=TIGHT)
+    assert [s["statement"] for s in out.ours["faithfulness_statements"]] == STATEMENTS
+    assert [s["supported"] for s in out.ours["faithfulness_statements"]] == [
+        bool(v) for v in verdicts
+    ]
+    # both sides: one call for the statements, one for all the verdicts
+    assert out.calls == {"ours": 2, "ragas": 2}
+
+
+def test_faithfulness_without_claims_is_nan_in_ragas_and_not_computed_in_qa_eval(
+    harness: Harness,
+) -> None:
+    out = faithfulness_case(harness, [], statements=[])
+    assert math.isnan(out.theirs.value)
+    assert "faithfulness" not in out.ours
+    assert out.ours["faithfulness_reason"] == NO_CLAIMS
+    assert out.ours["faithfulness_statements"] == []
+    assert out.calls == {"ours": 1, "ragas": 1}
+
+
+# --- context precision ----------------------------------------------------------------------
+
+REFERENCE = "Albert Einstein was born in Ulm, Germany, on 14 March 1879."
+
+
+def precision_case(harness: Harness, contexts: list[str], verdicts: list[int]) -> Outcome:
+    return harness.run(
+        Judgments(useful=dict(zip(contexts, verdicts))),
+        lambda s: context_precision(s.judge, QUESTION, contexts, reference=REFERENCE),
+        lambda s: ContextPrecision(llm=s.llm).ascore(
+            user_input=QUESTION, reference=REFERENCE, retrieved_contexts=contexts
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    "verdicts",
+    [[1, 0, 1], [0, 1, 1], [0, 0, 1], [0, 0, 0], [1]],
+    ids=lambda v: "".join(map(str, v)),
+)
+def test_context_precision_ap_matches_ragas(harness: Harness, verdicts: list[int]) -> None:
+    out = precision_case(harness, CONTEXTS[: len(verdicts)], verdicts)
+    assert out.ours["context_precision_ap"] == pytest.approx(out.theirs.value, abs=TIGHT)
+    hits, total = 0, 0.0
+    for rank, v in enumerate(verdicts, 1):
+        hits += v
+        total += v * hits / rank
+    assert out.theirs.value == pytest.approx(total / (hits + 1e-10), abs=TIGHT)
+    # the rank-blind mean is ours only (the GraphRAG document's formula), not ragas'
+    assert out.ours["context_precision"] == pytest.approx(sum(verdicts) / len(verdicts))
+    assert out.ours["context_precision_basis"] == "reference"
+    # ragas asks once per chunk, qa-eval once for all
+    assert out.calls == {"ours": 1, "ragas": len(verdicts)}
+
+
+def test_all_useful_chunks_score_ragas_epsilon_short_of_one(harness: Harness) -> None:
+    out = precision_case(harness, CONTEXTS[:2], [1, 1])
+    assert out.theirs.value == out.ours["context_precision_ap"] == 2 / (2 + 1e-10)
+    assert out.ours["context_precision_ap"] < 1.0 == out.ours["context_precision"]
+
+
+def test_context_precision_without_reference_matches_ragas(harness: Harness) -> None:
+    """With the system's answer instead of a reference (ragas' ContextPrecisionWithoutReference,
+    alias ContextUtilization): the same average precision."""
+    contexts, verdicts = CONTEXTS, [0, 1, 1]
+    out = harness.run(
+        Judgments(useful=dict(zip(contexts, verdicts))),
+        lambda s: context_precision(s.judge, QUESTION, contexts, reference=None, answer=ANSWER),
+        lambda s: ContextPrecisionWithoutReference(llm=s.llm).ascore(
+            user_input=QUESTION, response=ANSWER, retrieved_contexts=contexts
+        ),
+    )
+    assert out.theirs.value == pytest.approx((1 / 2 + 2 / 3) / (2 + 1e-10), abs=TIGHT)
+    assert out.ours["context_precision_ap"] == pytest.approx(out.theirs.value, abs=TIGHT)
+    assert out.ours["context_precision_basis"] == "answer"
+
+
+# --- context recall -------------------------------------------------------------------------
+
+REFERENCE_STATEMENTS = [
+    "Albert Einstein was born in Ulm.",
+    "Albert Einstein was born on 14 March 1879.",
+    "Ulm is in Germany.",
+]
+
+
+def recall_case(harness: Harness, attributed: list[int]) -> Outcome:
+    pairs = list(zip(REFERENCE_STATEMENTS, attributed))
+    return harness.run(
+        Judgments(attributed={REFERENCE: pairs}),
+        lambda s: context_recall_metric(s.judge, QUESTION, REFERENCE, CONTEXTS),
+        lambda s: ContextRecall(llm=s.llm).ascore(
+            user_input=QUESTION, retrieved_contexts=CONTEXTS, reference=REFERENCE
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    "attributed", [[1, 1, 0], [1, 1, 1], [0, 0, 0]], ids=lambda v: "".join(map(str, v))
+)
+def test_context_recall_matches_ragas(harness: Harness, attributed: list[int]) -> None:
+    out = recall_case(harness, attributed)
+    assert out.theirs.value == pytest.approx(sum(attributed) / len(attributed), abs=TIGHT)
+    assert out.ours["context_recall"] == pytest.approx(out.theirs.value, abs=TIGHT)
+    assert out.calls == {"ours": 1, "ragas": 1}
+
+
+def test_reference_without_statements_is_nan_in_ragas_and_an_error_in_qa_eval(
+    harness: Harness,
+) -> None:
+    out = recall_case(harness, [])
+    assert math.isnan(out.theirs.value)
+    # qa-eval's reply schema wants at least one statement: asked again once, then an error
+    assert "context_recall" not in out.ours
+    assert "invalid judge reply" in out.ours["context_recall_error"]
+    assert out.calls == {"ours": 2, "ragas": 1}
+
+
+# --- answer relevancy -----------------------------------------------------------------------
+
+RELEVANCY_QUESTION = "Where was Albert Einstein born?"
+RELEVANCY_ANSWER = "Albert Einstein was born in Ulm, in the Kingdom of Wuerttemberg."
+GENERATED = [
+    ("Where was Albert Einstein born?", 0),
+    ("In which city was Einstein born?", 1),
+    ("What kingdom was Ulm part of when Einstein was born?", 0),
+]
+
+
+def relevancy_case(harness: Harness, generated: list[tuple[str, int]]) -> Outcome:
+    return harness.run(
+        Judgments(questions={RELEVANCY_ANSWER: generated}),
+        lambda s: answer_relevance(
+            s.judge, s.embedder, RELEVANCY_QUESTION, RELEVANCY_ANSWER, len(generated)
+        ),
+        lambda s: AnswerRelevancy(
+            llm=s.llm, embeddings=s.embeddings, strictness=len(generated)
+        ).ascore(user_input=RELEVANCY_QUESTION, response=RELEVANCY_ANSWER),
+    )
+
+
+def relevancy(question: str, generated: list[str]) -> float:
+    """Mean cosine of the stub's embeddings, computed here without either implementation."""
+    base = embedding_of(question)
+    return sum(cosine(base, embedding_of(g)) for g in generated) / len(generated)
+
+
+def test_answer_relevancy_matches_ragas_with_one_noncommittal_question(harness: Harness) -> None:
+    out = relevancy_case(harness, GENERATED)
+    expected = relevancy(RELEVANCY_QUESTION, [q for q, _ in GENERATED])
+    assert 0.1 < expected < 0.99
+    assert out.theirs.value == pytest.approx(expected, abs=TIGHT)
+    assert out.ours["answer_relevance"] == pytest.approx(out.theirs.value, abs=TIGHT)
+    assert out.ours["answer_relevance_questions"] == [q for q, _ in GENERATED]
+    # ragas: one call per question, then the question and the generated ones embedded apart;
+    # qa-eval: one call for all the questions, one embedding request
+    assert out.calls == {"ours": 1, "ragas": 3}
+    assert out.embedding_requests == 1 + 2
+
+
+def test_all_noncommittal_scores_zero_on_both_sides(harness: Harness) -> None:
+    out = relevancy_case(harness, [(q, 1) for q, _ in GENERATED])
+    assert out.theirs.value == 0.0
+    assert out.ours["answer_relevance"] == 0.0
+
+
+def test_empty_generated_questions_are_dropped_on_both_sides(harness: Harness) -> None:
+    kept = GENERATED[2][0]
+    out = relevancy_case(harness, [("", 1), (kept, 0), ("", 0)])
+    assert out.theirs.value == pytest.approx(relevancy(RELEVANCY_QUESTION, [kept]), abs=TIGHT)
+    assert out.ours["answer_relevance"] == pytest.approx(out.theirs.value, abs=TIGHT)
+    assert out.ours["answer_relevance_questions"] == [kept]
+
+
+def test_no_generated_question_scores_zero_without_embeddings(harness: Harness) -> None:
+    out = relevancy_case(harness, [("", 0), ("", 0), ("", 1)])
+    assert out.theirs.value == 0.0
+    assert out.ours["answer_relevance"] == 0.0
+    assert out.embedding_requests == 0
+
+
+# --- inputs ragas refuses -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs", "expected"),
+    [
+        (
+            lambda s: faithfulness(s.judge, QUESTION, "", CONTEXTS),
+            lambda s: Faithfulness(llm=s.llm).ascore(
+                user_input=QUESTION, response="", retrieved_contexts=CONTEXTS
+            ),
+            {"faithfulness_reason": "the answer is empty", "faithfulness_cost": 0.0},
+        ),
+        (
+            lambda s: faithfulness(s.judge, QUESTION, ANSWER, []),
+            lambda s: Faithfulness(llm=s.llm).ascore(
+                user_input=QUESTION, response=ANSWER, retrieved_contexts=[]
+            ),
+            {"faithfulness_error": "no contexts"},
+        ),
+        (
+            lambda s: answer_relevance(s.judge, s.embedder, QUESTION, " ", 3),
+            lambda s: AnswerRelevancy(llm=s.llm, embeddings=s.embeddings).ascore(
+                user_input=QUESTION, response=""
+            ),
+            {"answer_relevance": 0.0, "answer_relevance_cost": 0.0},
+        ),
+        (
+            lambda s: context_precision(s.judge, QUESTION, [], reference=REFERENCE),
+            lambda s: ContextPrecision(llm=s.llm).ascore(
+                user_input=QUESTION, reference=REFERENCE, retrieved_contexts=[]
+            ),
+            {"context_precision": 0.0, "context_precision_ap": 0.0},
+        ),
+        (
+            lambda s: context_recall_metric(s.judge, QUESTION, "", CONTEXTS),
+            lambda s: ContextRecall(llm=s.llm).ascore(
+                user_input=QUESTION, retrieved_contexts=CONTEXTS, reference=""
+            ),
+            {"context_recall_reason": "no reference answer"},
+        ),
+        (
+            lambda s: context_recall_metric(s.judge, QUESTION, REFERENCE, []),
+            lambda s: ContextRecall(llm=s.llm).ascore(
+                user_input=QUESTION, retrieved_contexts=[], reference=REFERENCE
+            ),
+            {"context_recall": 0.0},
+        ),
+    ],
+    ids=[
+        "faithfulness-empty-answer",
+        "faithfulness-no-contexts",
+        "relevancy-empty-answer",
+        "precision-no-contexts",
+        "recall-no-reference",
+        "recall-no-contexts",
+    ],
+)
+def test_inputs_ragas_refuses_follow_qa_eval_policies(
+    harness: Harness,
+    ours: Callable[[Sides], Awaitable[dict[str, Any]]],
+    theirs: Callable[[Sides], Awaitable[Any]],
+    expected: dict[str, Any],
+) -> None:
+    out = harness.run(Judgments(), ours, theirs)
+    assert isinstance(out.theirs, ValueError)  # ragas raises before any call
+    assert out.ours.items() >= expected.items()
+    assert out.requests == 0
