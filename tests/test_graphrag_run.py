@@ -355,3 +355,34 @@ def test_evaluate_flat_bad_mapping_is_a_usage_error(
     assert main(["evaluate-flat", str(rows), "--column", "questoin=q"]) == 2
     assert "unknown field(s) in the column mapping: questoin" in capsys.readouterr().err
     assert main(["evaluate-flat", str(rows), "--column", "question"]) == 2
+
+
+def test_bertscore_runs_offline_in_a_run_and_records_model_and_layer() -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from qa_eval.metrics.bertscore import BertScorer
+
+    results = run_evaluation(
+        REFERENCE,
+        RESPONSES,
+        config={"bertscore": {"enabled": True, "layer": 5}},
+        cache=False,
+    )
+    first = results[0]
+    expected = BertScorer(layer=5).score([RESPONSES[0]["actual_answer"]], ["T1 and T2."])[0]
+    assert (first["bertscore_precision"], first["bertscore_recall"], first["bertscore_f1"]) == (
+        pytest.approx(expected, abs=1e-6)
+    )
+    assert first["bertscore_model"] == "all-MiniLM-L6-v2" and first["bertscore_layer"] == 5
+    assert results.signature["options"]["bertscore"]["layer"] == 5
+
+
+def test_bertscore_without_torch_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a)
+    )
+    with pytest.raises(QaEvalError, match=r"BERTScore needs torch; install it with: pip install"):
+        run_evaluation(REFERENCE, RESPONSES, enable=["bertscore"], cache=False)

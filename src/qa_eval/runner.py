@@ -330,12 +330,19 @@ def metric_names(names: Iterable[str], verb: str) -> frozenset[str]:
 
 def _bertscorer(settings: EvalConfig) -> Any:
     """The BERTScore model the config names; ``QaEvalError`` when PyTorch is not installed."""
-    from .metrics.bertscore import BertScorer
+    import importlib.util
 
-    return BertScorer(
+    from .metrics.bertscore import INSTALL_HINT, BertScorer, BertScoreUnavailable
+
+    for module in ("torch", "transformers"):
+        if importlib.util.find_spec(module) is None:
+            raise BertScoreUnavailable(f"BERTScore needs {module}; install it with: {INSTALL_HINT}")
+    scorer = BertScorer(
         model=settings.option("bertscore", "model", "all-MiniLM-L6-v2"),
         layer=settings.option("bertscore", "layer"),
     )
+    scorer.info()  # finds the model and checks the layer now, not at the first question
+    return scorer
 
 
 async def _score_all(

@@ -386,11 +386,6 @@ async def _bertscore(
             ((p, r, f1),) = await asyncio.to_thread(scorer.score, [answer], [reference])
     except Exception as e:  # the model's failure is this metric's, not the run's
         return {"bertscore_error": f"{type(e).__name__}: {e}"}
-    info = scorer.info()
-    return {
-        "bertscore_precision": p,
-        "bertscore_recall": r,
-        "bertscore_f1": f1,
-        "bertscore_model": info.get("model"),
-        "bertscore_layer": info.get("layer"),
-    }
+    from .metrics.bertscore import as_fields
+
+    return as_fields((p, r, f1), scorer.info())
