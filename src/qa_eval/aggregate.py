@@ -68,6 +68,21 @@ STEP_METRICS: dict[str, tuple[str, ...]] = {
         "retrieval_context_f1",
     ),
 }
+SCORES: tuple[str, ...] = (
+    "steps_score",
+    "answer_recall",
+    "answer_precision",
+    "answer_f1",
+    "answer_relevance",
+    "faithfulness",
+    "context_precision",
+    "context_recall",
+    "ragas_score",
+    "factual_accuracy",
+    "semantic_similarity",
+    "bertscore_f1",
+)
+"""The headline scores (0-1, higher is better), in the order of the summary and the report."""
 ALWAYS_PRESENT = ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec")
 CATEGORIES: dict[str, tuple[str, ...]] = {
     "factual_accuracy_grade": ("A", "B", "C", "D", "E"),

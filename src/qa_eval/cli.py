@@ -17,7 +17,7 @@ from typing import Any, NoReturn, TextIO
 import orjson
 
 from . import __version__
-from .aggregate import compute_aggregates
+from .aggregate import SCORES, compute_aggregates
 from .config import GROUPS, SWITCHES
 from .errors import QaEvalError
 from .io import check_output_path, read_reference, read_responses, read_results, write_data
@@ -102,16 +102,7 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 
 _SUMMARY_METRICS = (
-    "steps_score",
-    "answer_f1",
-    "answer_relevance",
-    "faithfulness",
-    "context_precision",
-    "context_recall",
-    "ragas_score",
-    "factual_accuracy",
-    "semantic_similarity",
-    "bertscore_f1",
+    *(m for m in SCORES if m not in ("answer_recall", "answer_precision")),
     "total_tokens",
     "elapsed_sec",
 )

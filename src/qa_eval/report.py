@@ -33,6 +33,8 @@ from typing import Any
 
 import yaml
 
+from .aggregate import SCORES
+
 __all__ = ["Run", "build_report", "load_run", "signature_path", "write_report"]
 
 DEFAULT_TITLE = "qa-eval report"
@@ -52,20 +54,7 @@ _TEXT_KEYS = (
 )
 _STEP_STRUCTURE = frozenset({"name", "id", "args", "output", "status", "error"})
 # Shown first, in this order, when present; other metrics follow in order of first appearance.
-_PREFERRED = (
-    "steps_score",
-    "answer_recall",
-    "answer_precision",
-    "answer_f1",
-    "answer_relevance",
-    "faithfulness",
-    "context_precision",
-    "context_recall",
-    "ragas_score",
-    "factual_accuracy",
-    "semantic_similarity",
-    "bertscore_f1",
-)
+_PREFERRED = SCORES
 _USAGE_ORDER = ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec", "llm_cost")
 # Costs, token counts, times and counts: charted, but not scores (no 0-1 histogram range).
 _USAGE = re.compile(r"(cost|tokens|_sec|_seconds|_ms|_count|_calls)$")
