@@ -69,16 +69,36 @@ _NOT_ASKED = (str(BudgetExceeded()), str(DryRunSkip()))
 """Errors that mean the judge was not asked: no reason to fall back to the rubric."""
 
 
-def contexts_of(steps: list[Any]) -> list[str] | None:
+def retrieval_chunks(steps: list[Any]) -> dict[int, list[str] | ValueError]:
+    """The chunk texts of each successful ``retrieval`` step with an output, by step index (or
+    the ``ValueError`` of an output of another shape): each output is parsed once."""
+    chunks: dict[int, list[str] | ValueError] = {}
+    for index, step in enumerate(steps):
+        if (
+            isinstance(step, Mapping)
+            and step.get("name") == "retrieval"
+            and step.get("status", "success") == "success"
+            and "output" in step
+        ):
+            try:
+                chunks[index] = chunk_texts(step["output"])
+            except ValueError as e:
+                chunks[index] = e
+    return chunks
+
+
+def contexts_of(
+    steps: list[Any], chunks: dict[int, list[str] | ValueError] | None = None
+) -> list[str] | None:
     """The chunk texts of the successful ``retrieval`` steps, in order; ``None`` when the
     response has no retrieval step at all. ``ValueError`` for an output of another shape."""
-    contexts: list[str] | None = None
-    for step in steps:
-        if isinstance(step, Mapping) and step.get("name") == "retrieval":
-            if contexts is None:
-                contexts = []
-            if step.get("status", "success") == "success" and "output" in step:
-                contexts.extend(chunk_texts(step["output"]))
+    if not any(isinstance(s, Mapping) and s.get("name") == "retrieval" for s in steps):
+        return None
+    contexts: list[str] = []
+    for texts in (retrieval_chunks(steps) if chunks is None else chunks).values():
+        if isinstance(texts, ValueError):
+            raise texts
+        contexts.extend(texts)
     return contexts
 
 
@@ -148,10 +168,12 @@ class AnswerScorer:
         question = str(result.get("question_text") or "")
         reference = result.get("reference_answer")
         answer = result.get("actual_answer")
+        steps = result["actual_steps"]
+        chunks = retrieval_chunks(steps)
         jobs: list[Coroutine[Any, Any, dict[str, Any]]] = []
         if isinstance(answer, str):
             jobs.extend(self._answer_jobs(question, reference, answer))
-        jobs.extend(self._context_jobs(result, question, reference, answer))
+        jobs.extend(self._context_jobs(steps, chunks, question, reference, answer))
         for metric in self.custom:
             jobs.append(
                 custom_metric(
@@ -166,8 +188,7 @@ class AnswerScorer:
                     },
                 )
             )
-        steps = result["actual_steps"]
-        step_jobs = self._step_jobs(steps, question, reference, matched)
+        step_jobs = self._step_jobs(chunks, question, reference, matched)
         outcomes = await asyncio.gather(*jobs, *(job for _, job in step_jobs))
         for keys in outcomes[: len(jobs)]:
             result.update(keys)
@@ -252,7 +273,12 @@ class AnswerScorer:
         }
 
     def _context_jobs(
-        self, result: Mapping[str, Any], question: str, reference: Any, answer: Any
+        self,
+        steps: list[Any],
+        chunks: dict[int, list[str] | ValueError],
+        question: str,
+        reference: Any,
+        answer: Any,
     ) -> list[Coroutine[Any, Any, dict[str, Any]]]:
         judge = self.judge
         wanted = [
@@ -263,7 +289,7 @@ class AnswerScorer:
         if not wanted:
             return []
         try:
-            contexts = contexts_of(result["actual_steps"])
+            contexts = contexts_of(steps, chunks)
         except ValueError as e:
             return [_failed_keys([f"{m}_error" for m in wanted], str(e))]
         if contexts is None:
@@ -300,7 +326,7 @@ class AnswerScorer:
 
     def _step_jobs(
         self,
-        steps: list[Any],
+        chunks_by_step: dict[int, list[str] | ValueError],
         question: str,
         reference: Any,
         matched: list[tuple[Mapping[str, Any], int]],
@@ -309,19 +335,10 @@ class AnswerScorer:
             a: ref for ref, a in matched if ref.get("name") == "retrieval" and "output" in ref
         }
         jobs = []
-        for index, step in enumerate(steps):
-            if not (
-                isinstance(step, Mapping)
-                and step.get("name") == "retrieval"
-                and step.get("status", "success") == "success"
-                and "output" in step
-            ):
-                continue
-            try:
-                chunks = chunk_texts(step["output"])
-            except ValueError as e:
+        for index, chunks in chunks_by_step.items():
+            if isinstance(chunks, ValueError):
                 jobs.append(
-                    (index, _failed(self._prefixes(reference, index in references), str(e)))
+                    (index, _failed(self._prefixes(reference, index in references), str(chunks)))
                 )
                 continue
             together = self._together(question, reference, references.get(index), chunks)
