@@ -113,6 +113,15 @@ class EvalConfig:
         unless the config says otherwise)."""
         return bool(self.metrics.get(switch, switch not in GRAPHRAG_SWITCHES))
 
+    def switched_on(
+        self,
+        switch: str,
+        enable: frozenset[str] = frozenset(),
+        disable: frozenset[str] = frozenset(),
+    ) -> bool:
+        """Whether a metric runs, given a run's ``enable`` and ``disable`` on top of the config."""
+        return (self.enabled(switch) or switch in enable) and switch not in disable
+
     def option(self, switch: str, key: str, default: Any = None) -> Any:
         """A metric's own setting (e.g. ``factual_accuracy.cutoffs``), or ``default``."""
         return self.options.get(switch, {}).get(key, default)

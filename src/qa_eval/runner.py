@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .cache import ReplyCache, open_cache
-from .config import GROUPS, SWITCHES, EvalConfig, load_config, parse_config
+from .config import GROUPS, OFFLINE_SWITCHES, SWITCHES, EvalConfig, load_config, parse_config
 from .errors import QaEvalError
 from .records import Question, Response, prepare_reference, prepare_responses
 from .steps.compare import StepScorer
@@ -231,9 +231,9 @@ async def arun_evaluation(
             gc.freeze()  # the prepared questions (parsed reference outputs) live as long
 
         def wanted(switch: str) -> bool:
-            return (settings.enabled(switch) or switch in enabled) and switch not in disabled
+            return settings.switched_on(switch, enabled, disabled)
 
-        offline = [s for s in ("semantic_similarity", "bertscore") if wanted(s)]
+        offline = [s for s in OFFLINE_SWITCHES if wanted(s)]
         if judge is not None or settings.generation is not None or offline:
             from .embeddings import CachingEmbedder, make_embedder
             from .judge import Judge

@@ -120,8 +120,7 @@ class AnswerScorer:
         self.bertscorer = bertscorer
         self._bert_lock = asyncio.Lock()
         self.on = {
-            s: (config.enabled(s) or s in enabled)
-            and s not in disabled
+            s: config.switched_on(s, enabled, disabled)
             and (judge is not None or s in OFFLINE_SWITCHES)
             for s in SWITCHES
         }
