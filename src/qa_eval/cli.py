@@ -20,7 +20,14 @@ from . import __version__
 from .aggregate import SCORES, compute_aggregates
 from .config import GROUPS, SWITCHES
 from .errors import QaEvalError
-from .io import check_output_path, read_reference, read_responses, read_results, write_data
+from .io import (
+    check_output_path,
+    read_reference,
+    read_responses,
+    read_results,
+    signature_path,
+    write_data,
+)
 from .runner import NO_RESPONSE, run_evaluation
 
 __all__ = ["main"]
@@ -223,12 +230,6 @@ def plan_table(judge: Any) -> str:
         ],
         rows,
     )
-
-
-def signature_path(output: str) -> Path:
-    """Where the signature of a results file is written: ``NAME.signature.yaml`` beside it."""
-    path = Path(output)
-    return path.with_name(f"{path.stem}.signature.yaml")
 
 
 def _systems(args: argparse.Namespace) -> list[tuple[str | None, str]]:
@@ -492,7 +493,8 @@ def _compare(args: argparse.Namespace) -> int:
     if args.resamples < 1:
         raise QaEvalError("--resamples must be at least 1")
     runs = [read_results(path) for path in (args.results_a, args.results_b)]
-    labels = (args.label_a or _stem(args.results_a), args.label_b or _stem(args.results_b))
+    default_a, default_b = (Path(p).stem for p in (args.results_a, args.results_b))
+    labels = (args.label_a or default_a, args.label_b or default_b)
     try:
         comparison = compare_runs(
             runs[0],
@@ -516,34 +518,22 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     from .compare import compare_runs, report_rows
-    from .report import load_run, write_report
+    from .report import build_report, load_run, run_labels
 
-    folder = Path(args.output).parent
-    if not folder.is_dir():
+    target = Path(args.output)
+    if not target.parent.is_dir():
         raise QaEvalError(f"{args.output}: the folder does not exist")
-    labels = [_stem(p) for p in args.results]
-    if len(set(labels)) < len(labels):
-        labels = list(args.results)
+    runs = [load_run(p, label) for p, label in zip(args.results, run_labels(args.results))]
     comparison = None
-    if len(args.results) >= 2 and not args.no_compare:
-        first, second = (load_run(p, label) for p, label in zip(args.results[:2], labels))
+    if len(runs) >= 2 and not args.no_compare:
+        first, second = runs[:2]
         comparison = report_rows(
-            compare_runs(first.results, second.results, labels=(labels[0], labels[1]))
+            compare_runs(first.results, second.results, labels=(first.label, second.label))
         )
-    path = write_report(
-        args.results, args.output, labels=labels, comparison=comparison, title=args.title
-    )
-    size = path.stat().st_size / 1e6
-    print(f"wrote {path} ({size:.1f} MB, {len(args.results)} run(s)); open it in a browser")
+    target.write_text(build_report(runs, comparison, args.title), encoding="utf-8")
+    size = target.stat().st_size / 1e6
+    print(f"wrote {target} ({size:.1f} MB, {len(runs)} run(s)); open it in a browser")
     return 0
-
-
-def _stem(path: str) -> str:
-    name = Path(path).name
-    for suffix in (".yaml", ".yml", ".jsonl", ".json"):
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
 
 
 def _tags(args: argparse.Namespace) -> list[str]:

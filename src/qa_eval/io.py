@@ -176,3 +176,9 @@ def check_output_path(path: str | os.PathLike[str]) -> None:
     _check_suffix(file)
     if file.parent and not file.parent.exists():
         raise InputError("the folder does not exist", source=str(file))
+
+
+def signature_path(results_path: str | os.PathLike[str]) -> Path:
+    """Where a run's signature goes: ``NAME.signature.yaml`` beside its results ``NAME.ext``."""
+    path = Path(results_path)
+    return path.with_name(f"{path.stem}.signature.yaml")

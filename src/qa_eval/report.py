@@ -35,7 +35,7 @@ import yaml
 
 from .aggregate import SCORES
 
-__all__ = ["Run", "build_report", "load_run", "signature_path", "write_report"]
+__all__ = ["Run", "build_report", "load_run", "run_labels", "write_report"]
 
 DEFAULT_TITLE = "qa-eval report"
 
@@ -90,15 +90,15 @@ class Run:
 RunLike = Run | Sequence[Any]
 
 
-def signature_path(results_path: str | os.PathLike[str]) -> Path:
-    """Where the CLI writes the signature of a results file: ``NAME.signature.yaml`` beside it."""
-    path = Path(results_path)
-    return path.with_name(f"{path.stem}.signature.yaml")
+def run_labels(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
+    """A label per results file: its name without extension, or its path when two names clash."""
+    stems = [Path(p).stem for p in paths]
+    return [s if stems.count(s) == 1 else str(p) for s, p in zip(stems, paths)]
 
 
 def load_run(path: str | os.PathLike[str], label: str | None = None) -> Run:
     """Read a results file and, when it is there, the ``.signature.yaml`` beside it."""
-    from .io import read_data, read_results
+    from .io import read_data, read_results, signature_path
 
     results = read_results(path)
     sig_file = signature_path(path)
@@ -124,8 +124,7 @@ def write_report(
     if labels is not None and len(labels) != len(paths):
         raise ValueError(f"{len(labels)} labels for {len(paths)} result files")
     if labels is None:
-        stems = [Path(p).stem for p in paths]
-        labels = [s if stems.count(s) == 1 else str(p) for s, p in zip(stems, paths)]
+        labels = run_labels(paths)
     runs = [load_run(p, label) for p, label in zip(paths, labels)]
     target = Path(out)
     target.write_text(build_report(runs, comparison, title), encoding="utf-8")
