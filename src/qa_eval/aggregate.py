@@ -96,8 +96,14 @@ _AFTER_BINDINGS_KEY = re.compile(r"\s*:\s*(\[\s*\])?")
 _BINDINGS_KEY = '"bindings"'
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
+    """Whether a value is an int or a float (booleans are not numbers here)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_finite_number(value: Any) -> bool:
+    """Whether a value is a number that is neither NaN nor infinite."""
+    return is_number(value) and math.isfinite(value)
 
 
 def describe(values: list[int | float], skipped: int = 0) -> dict[str, Any]:
@@ -132,7 +138,7 @@ class _Series:
         self.skipped = 0
 
     def add(self, value: Any) -> None:
-        if _is_number(value) and math.isfinite(value):
+        if is_finite_number(value):
             self.values.append(value)
         elif value is not None:
             self.skipped += 1

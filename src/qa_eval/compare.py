@@ -26,14 +26,13 @@ Everything returned is plain JSON data (dicts, lists, str, int, float, bool, Non
 from __future__ import annotations
 
 import math
-import numbers
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
 
-from .aggregate import METRICS, STEP_METRICS
+from .aggregate import METRICS, STEP_METRICS, is_finite_number, is_number
 
 __all__ = ["compare_runs", "default_metrics", "format_table", "lower_is_better"]
 
@@ -49,10 +48,6 @@ def lower_is_better(metric: str) -> bool:
     return metric.lower().endswith(_LOWER_SUFFIXES)
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
 def _is_error(result: Mapping[str, Any]) -> bool:
     status = result.get("status")
     return status == "error" if status is not None else "error" in result
@@ -66,14 +61,14 @@ def default_metrics(*runs: Sequence[Mapping[str, Any]]) -> list[str]:
     for run in runs:
         for result in run:
             for key, value in result.items():
-                if key in _ID_KEYS or not _is_number(value):
+                if key in _ID_KEYS or not is_number(value):
                     continue
                 found.add(key)
                 if key not in _STEP_METRIC_NAMES and key not in METRICS:
                     extra.setdefault(key, None)
             for step in result.get("actual_steps") or ():
                 if isinstance(step, Mapping) and step.get("name") in STEP_METRICS:
-                    found.update(m for m in STEP_METRICS[step["name"]] if _is_number(step.get(m)))
+                    found.update(m for m in STEP_METRICS[step["name"]] if is_number(step.get(m)))
     return [m for m in known if m in found] + list(extra)
 
 
@@ -90,14 +85,14 @@ def _value(result: Mapping[str, Any], metric: str) -> tuple[str, float]:
         ]
         if not values:
             return "missing", math.nan
-        finite = [float(v) for v in values if _is_number(v) and math.isfinite(v)]
+        finite = [float(v) for v in values if is_finite_number(v)]
         if not finite:
             return "skipped", math.nan
         return "ok", math.fsum(finite) / len(finite)
     value = result.get(metric)
     if value is None:
         return "missing", math.nan
-    if _is_number(value) and math.isfinite(value):
+    if is_finite_number(value):
         return "ok", float(value)
     return "skipped", math.nan
 

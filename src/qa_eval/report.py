@@ -33,7 +33,8 @@ from typing import Any
 
 import yaml
 
-from .aggregate import SCORES
+from .aggregate import SCORES, describe
+from .aggregate import is_finite_number as _is_number
 
 __all__ = ["Run", "build_report", "load_run", "run_labels", "write_report"]
 
@@ -138,14 +139,6 @@ def write_report(
 def _e(value: Any) -> str:
     """HTML-escaped text of any value (None as an empty string)."""
     return html.escape("" if value is None else str(value), quote=True)
-
-
-def _is_number(value: Any) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(float(value))
-    )
 
 
 def _fmt(value: Any) -> str:
@@ -330,8 +323,6 @@ def _mean(values: Sequence[float]) -> float | None:
 
 
 def _describe(values: Sequence[float]) -> dict[str, Any]:
-    from .aggregate import describe
-
     return describe(list(values))
 
 
