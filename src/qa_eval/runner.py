@@ -137,25 +137,9 @@ def _signature(
     note: str | None,
 ) -> dict[str, Any]:
     from . import __version__
-    from .prompts import prompt_hash, prompt_text
+    from .prompts import prompt_hash, prompt_names, prompt_text
 
-    prompts = {
-        name: prompt_hash(prompt_text(name))
-        for name in (
-            "answer_correctness",
-            "answer_correctness_output",
-            "answer_relevance",
-            "context_recall",
-            "context_precision",
-            "custom",
-            "faithfulness_statements",
-            "faithfulness_verdicts",
-            "context_relevance",
-            "geval",
-            "classify",
-            "relevance_rubric",
-        )
-    }
+    prompts = {name: prompt_hash(prompt_text(name)) for name in prompt_names()}
     if settings.answer_correctness_prompt is not None:
         prompts["answer_correctness (config)"] = prompt_hash(settings.answer_correctness_prompt)
     signature: dict[str, Any] = {

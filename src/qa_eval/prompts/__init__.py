@@ -15,13 +15,20 @@ import string
 from functools import cache
 from importlib import resources
 
-__all__ = ["delimit", "prompt_hash", "prompt_text", "render"]
+__all__ = ["delimit", "prompt_hash", "prompt_names", "prompt_text", "render"]
 
 
 @cache
 def prompt_text(name: str) -> str:
     """The text of ``prompts/<name>.md``."""
     return resources.files(__package__).joinpath(f"{name}.md").read_text(encoding="utf-8")
+
+
+@cache
+def prompt_names() -> tuple[str, ...]:
+    """The names of every prompt file in this folder, sorted."""
+    files = resources.files(__package__).iterdir()
+    return tuple(sorted(f.name[:-3] for f in files if f.name.endswith(".md")))
 
 
 def prompt_hash(text: str) -> str:
