@@ -272,9 +272,9 @@ def test_progress_bar_draws_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> No
     ],
 )
 def test_empty_result_detection(output: object, empty: bool) -> None:
-    from qa_eval.aggregate import _empty_result
+    from qa_eval.aggregate import empty_result
 
-    assert _empty_result(output) is empty
+    assert empty_result(output) is empty
 
 
 def test_the_garbage_collector_is_left_as_it_was() -> None:

@@ -29,7 +29,7 @@ from typing import Any
 
 from .steps.outputs import OutputParseError, loads
 
-__all__ = ["METRICS", "STEP_METRICS", "compute_aggregates", "describe"]
+__all__ = ["METRICS", "STEP_METRICS", "compute_aggregates", "describe", "empty_result"]
 
 METRICS: tuple[str, ...] = (
     "answer_recall",
@@ -144,7 +144,7 @@ class _Series:
             self.skipped += 1
 
 
-def _empty_result(output: Any) -> bool:
+def empty_result(output: Any) -> bool:
     """Whether a step output is a SPARQL JSON result with no rows.
 
     A text scan finds the first ``"bindings"`` key (skipping the name inside a string, where its
@@ -216,7 +216,7 @@ class _Group:
                 _bump(self.steps["once_per_sample"], name)
             if step.get("status") == "error":
                 _bump(self.steps["errors"], name)
-            elif _empty_result(step.get("output")):
+            elif empty_result(step.get("output")):
                 _bump(self.steps["empty_results"], name)
             for metric in STEP_METRICS.get(name, ()):
                 if metric in step:

@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from .aggregate import SCORES, describe
+from .aggregate import SCORES, describe, empty_result
 from .aggregate import is_finite_number as _is_number
 
 __all__ = ["Run", "build_report", "load_run", "run_labels", "write_report"]
@@ -716,20 +716,17 @@ def _labels_section(go: Any, figures: _Figures, stats: Sequence[_RunStats]) -> s
     return "".join(parts)
 
 
+_EMPTY_LIST = re.compile(r"\s*\[\s*\]\s*")
+
+
 def _empty_output(output: Any) -> bool:
-    """A SPARQL JSON result with no rows, or an empty list (nothing retrieved)."""
+    """A SPARQL JSON result with no rows (found as the aggregates find it, without parsing every
+    output), or an empty list (nothing retrieved)."""
     if isinstance(output, list):
         return not output
-    if not isinstance(output, str) or not output.strip():
-        return False
-    try:
-        data = json.loads(output)
-    except ValueError:
-        return False
-    if isinstance(data, list):
-        return not data
-    results = data.get("results") if isinstance(data, dict) else None
-    return isinstance(results, dict) and results.get("bindings") == []
+    if isinstance(output, str) and _EMPTY_LIST.fullmatch(output):
+        return True
+    return empty_result(output)
 
 
 def _metric_errors(step: Mapping[str, Any]) -> int:
