@@ -26,12 +26,15 @@ Where qa-eval is stricter or more exact than the original (see docs/compatibilit
   equals NaN here, since the two results hold the same term.
 * Blank nodes are scoped to one result, so any blank node equals any other.
 
-Algorithm: each column is read once into a vector of canonical values. A reference column can only
-map to an actual column whose kind (IRI, number, ...) and value signature agree: the same sequence
-(ordered), the same set (set semantics) or the same multiset (bag semantics). The mapping is then
-found by backtracking over those candidates, checking the partial projection after each step, so
-the common case - one candidate per column - costs one projection: O(rows x columns) overall,
-instead of the original's enumeration of every permutation of every column subset.
+Algorithm: each column is read at most once into a vector of canonical values. An actual column is
+first tried on its first 16 cells: each must have the reference column's kind (IRI, number, ...)
+and occur in the reference column (at the same row, when ordered), or the column cannot match and
+is never read in full. When that leaves one candidate per reference column, all different (the
+common case), one projection of the candidates decides. Otherwise a reference column can only map
+to a candidate whose whole column has the same sequence (ordered), set (set semantics) or multiset
+(bag semantics) of values, and the mapping is found by backtracking over those, checking the
+partial projection after each step: O(rows x columns) overall, instead of the original's
+enumeration of every permutation of every column subset.
 """
 
 from __future__ import annotations
@@ -327,6 +330,33 @@ def _compare(
     return float(mapping is not None)
 
 
+_SAMPLE = 16
+"""Cells of an actual column read term by term to rule it out before it is read in full."""
+
+
+def _sample_fits(
+    ref_values: list[Value],
+    members: Callable[[], frozenset[Value]],
+    ref_kind: Hashable,
+    sample: list[tuple[Hashable, Value]],
+    ordered: bool,
+) -> bool:
+    """Whether the first cells of an actual column can belong to the reference column: a
+    necessary condition for a match in every mode, since every actual value must occur in the
+    reference column (at the same row, when ordered)."""
+    if ref_kind == _MIXED:
+        if ordered:
+            return all(pair == ref_values[i] for i, pair in enumerate(sample))
+        found = members()
+        return all(pair in found for pair in sample)
+    if any(kind != ref_kind for kind, _ in sample):
+        return False
+    if ordered:
+        return all(value == ref_values[i] for i, (_, value) in enumerate(sample))
+    found = members()
+    return all(value in found for _, value in sample)
+
+
 def _find_mapping(
     ref: _Table,
     ref_vars: list[str],
@@ -338,25 +368,58 @@ def _find_mapping(
     """Return actual column names for ``ref_vars`` under which the results match, or None."""
     ref_cols = [ref.column(v) for v in ref_vars]
     ref_kinds = {kind for kind, _ in ref_cols}
+    pool = [v for v in act_vars if _MIXED in ref_kinds or act.first_kind(v) in ref_kinds]
+    # Rule columns out on their first cells: a column of other values fails on its first cell,
+    # so only the columns that can match are read in full.
+    head = act.bindings[:_SAMPLE]
+    samples = {
+        var: [(_UNBOUND, None) if b.get(var) is None else _term(b.get(var)) for b in head]
+        for var in pool
+    }
+    sets: dict[int, frozenset[Value]] = {}
+
+    def members(i: int) -> Callable[[], frozenset[Value]]:
+        def found() -> frozenset[Value]:
+            if i not in sets:
+                sets[i] = frozenset(ref_cols[i][1])
+            return sets[i]
+
+        return found
+
+    candidates: list[list[str]] = []
+    for i, (kind, values) in enumerate(ref_cols):
+        fits = [v for v in pool if _sample_fits(values, members(i), kind, samples[v], ordered)]
+        if not fits:
+            return None
+        candidates.append(fits)
+    rows: Callable[[Sequence[list[Value]]], Any] = lambda cols: _rows(  # noqa: E731
+        cols, ordered, ignore_duplicates
+    )
+    # The common case: one candidate per column, all different - one projection decides.
+    if all(len(c) == 1 for c in candidates) and len({c[0] for c in candidates}) == len(ref_vars):
+        chosen = [c[0] for c in candidates]
+        columns = [act.column(v) for v in chosen]
+        if any(a[0] != r[0] for a, r in zip(columns, ref_cols)):
+            return None
+        same = rows([values for _, values in ref_cols]) == rows([v for _, v in columns])
+        return chosen if same else None
+    # Several candidates: keep those whose whole column has the reference column's values.
     by_signature: dict[tuple[Hashable, Hashable], list[str]] = {}
-    for var in act_vars:
-        if _MIXED not in ref_kinds and act.first_kind(var) not in ref_kinds:
-            continue  # its kind (or "mixed") is not a reference column's: it cannot match
+    for var in dict.fromkeys(v for found in candidates for v in found):
         kind, values = act.column(var)
         if kind in ref_kinds:  # a column of another kind can never match: skip its signature
             key = (kind, _signature(values, ordered, ignore_duplicates))
             by_signature.setdefault(key, []).append(var)
-    candidates: list[list[str]] = []
-    for kind, values in ref_cols:
-        found = by_signature.get((kind, _signature(values, ordered, ignore_duplicates)))
-        if not found:
+    narrowed: list[list[str]] = []
+    for (kind, values), fits in zip(ref_cols, candidates):
+        found = by_signature.get((kind, _signature(values, ordered, ignore_duplicates)), [])
+        kept = [v for v in found if v in fits]
+        if not kept:
             return None
-        candidates.append(found)
+        narrowed.append(kept)
+    candidates = narrowed
     # Most constrained column first keeps the search small.
     order = sorted(range(len(ref_vars)), key=lambda i: len(candidates[i]))
-    rows: Callable[[Sequence[list[Value]]], Any] = lambda cols: _rows(  # noqa: E731
-        cols, ordered, ignore_duplicates
-    )
     chosen: list[str] = []
     used: set[str] = set()
 
