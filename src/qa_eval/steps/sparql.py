@@ -332,6 +332,8 @@ def _compare(
 
 _SAMPLE = 16
 """Cells of an actual column read term by term to rule it out before it is read in full."""
+_SAMPLE_ABOVE = 64
+"""Results with at most this many rows are read whole: sampling would not save reading."""
 
 
 def _sample_fits(
@@ -357,20 +359,12 @@ def _sample_fits(
     return all(value in found for _, value in sample)
 
 
-def _find_mapping(
-    ref: _Table,
-    ref_vars: list[str],
-    act: _Table,
-    act_vars: list[str],
-    ordered: bool,
-    ignore_duplicates: bool,
-) -> list[str] | None:
-    """Return actual column names for ``ref_vars`` under which the results match, or None."""
-    ref_cols = [ref.column(v) for v in ref_vars]
-    ref_kinds = {kind for kind, _ in ref_cols}
-    pool = [v for v in act_vars if _MIXED in ref_kinds or act.first_kind(v) in ref_kinds]
-    # Rule columns out on their first cells: a column of other values fails on its first cell,
-    # so only the columns that can match are read in full.
+def _sampled_candidates(
+    ref_cols: list[tuple[Hashable, list[Value]]], act: _Table, pool: list[str], ordered: bool
+) -> list[list[str]] | None:
+    """For each reference column, the actual columns whose first cells fit it; ``None`` when
+    some reference column has none. A column of other values fails on its first cell, so only
+    the columns that can match are read in full later."""
     head = act.bindings[:_SAMPLE]
     samples = {
         var: [(_UNBOUND, None) if b.get(var) is None else _term(b.get(var)) for b in head]
@@ -392,32 +386,53 @@ def _find_mapping(
         if not fits:
             return None
         candidates.append(fits)
+    return candidates
+
+
+def _find_mapping(
+    ref: _Table,
+    ref_vars: list[str],
+    act: _Table,
+    act_vars: list[str],
+    ordered: bool,
+    ignore_duplicates: bool,
+) -> list[str] | None:
+    """Return actual column names for ``ref_vars`` under which the results match, or None."""
+    ref_cols = [ref.column(v) for v in ref_vars]
+    ref_kinds = {kind for kind, _ in ref_cols}
+    pool = [v for v in act_vars if _MIXED in ref_kinds or act.first_kind(v) in ref_kinds]
     rows: Callable[[Sequence[list[Value]]], Any] = lambda cols: _rows(  # noqa: E731
         cols, ordered, ignore_duplicates
     )
-    # The common case: one candidate per column, all different - one projection decides.
-    if all(len(c) == 1 for c in candidates) and len({c[0] for c in candidates}) == len(ref_vars):
-        chosen = [c[0] for c in candidates]
-        columns = [act.column(v) for v in chosen]
-        if any(a[0] != r[0] for a, r in zip(columns, ref_cols)):
+    sampled: list[list[str]] | None = None
+    if len(act.bindings) > _SAMPLE_ABOVE:
+        sampled = _sampled_candidates(ref_cols, act, pool, ordered)
+        if sampled is None:
             return None
-        same = rows([values for _, values in ref_cols]) == rows([v for _, v in columns])
-        return chosen if same else None
-    # Several candidates: keep those whose whole column has the reference column's values.
+        # The common case: one candidate per column, all different - one projection decides.
+        if all(len(c) == 1 for c in sampled) and len({c[0] for c in sampled}) == len(ref_vars):
+            chosen = [c[0] for c in sampled]
+            columns = [act.column(v) for v in chosen]
+            if any(a[0] != r[0] for a, r in zip(columns, ref_cols)):
+                return None
+            same = rows([values for _, values in ref_cols]) == rows([v for _, v in columns])
+            return chosen if same else None
+        pool = list(dict.fromkeys(v for found in sampled for v in found))
+    # Keep the candidates whose whole column has the reference column's values.
     by_signature: dict[tuple[Hashable, Hashable], list[str]] = {}
-    for var in dict.fromkeys(v for found in candidates for v in found):
+    for var in pool:
         kind, values = act.column(var)
         if kind in ref_kinds:  # a column of another kind can never match: skip its signature
             key = (kind, _signature(values, ordered, ignore_duplicates))
             by_signature.setdefault(key, []).append(var)
-    narrowed: list[list[str]] = []
-    for (kind, values), fits in zip(ref_cols, candidates):
+    candidates: list[list[str]] = []
+    for i, (kind, values) in enumerate(ref_cols):
         found = by_signature.get((kind, _signature(values, ordered, ignore_duplicates)), [])
-        kept = [v for v in found if v in fits]
-        if not kept:
+        if sampled is not None:
+            found = [v for v in found if v in sampled[i]]
+        if not found:
             return None
-        narrowed.append(kept)
-    candidates = narrowed
+        candidates.append(found)
     # Most constrained column first keeps the search small.
     order = sorted(range(len(ref_vars)), key=lambda i: len(candidates[i]))
     chosen: list[str] = []
