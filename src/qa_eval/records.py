@@ -30,7 +30,9 @@ APPLICATION_JSON = "application/json"
 _ID_TYPES = (str, int)
 
 
-@dataclass(frozen=True, slots=True)
+# Records are read-only by convention, not frozen: a run makes one per reference step, question
+# and response, and a frozen dataclass is built three times slower (object.__setattr__ per field).
+@dataclass(slots=True)
 class ReferenceStep:
     """One reference step with its output parsed once (None when compared as text)."""
 
@@ -42,7 +44,7 @@ class ReferenceStep:
     parsed: Any = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Question:
     """One reference question: where it came from, and its reference step groups."""
 
@@ -53,7 +55,7 @@ class Question:
     record: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Response:
     """One response of the evaluated system, with the record name used in messages."""
 
@@ -89,24 +91,35 @@ def _type_name(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
+def _where(group: int, index: int) -> str:
+    return f"reference_steps[{group}][{index}]"
+
+
 def _prepare_step(
     raw: Any, group: int, index: int, record: str, problems: _Problems
 ) -> ReferenceStep | None:
-    where = f"reference_steps[{group}][{index}]"
     if not isinstance(raw, dict):
-        problems.add(record, where, f"a step must be a mapping, got {_type_name(raw)}")
+        problems.add(
+            record, _where(group, index), f"a step must be a mapping, got {_type_name(raw)}"
+        )
         return None
     name = raw.get("name")
     if not isinstance(name, str) or not name:
-        problems.add(record, f"{where}.name", "missing or not a string")
+        problems.add(record, f"{_where(group, index)}.name", "missing or not a string")
         return None
     args = raw.get("args")
     if args is not None and not isinstance(args, dict):
-        problems.add(record, f"{where}.args", f"must be a mapping, got {_type_name(args)}")
+        problems.add(
+            record, f"{_where(group, index)}.args", f"must be a mapping, got {_type_name(args)}"
+        )
     media_type = raw.get("output_media_type")
     for flag in ("ordered", "ignore_duplicates"):
         if flag in raw and not isinstance(raw[flag], bool):
-            problems.add(record, f"{where}.{flag}", f"must be true or false, got {raw[flag]!r}")
+            problems.add(
+                record,
+                f"{_where(group, index)}.{flag}",
+                f"must be true or false, got {raw[flag]!r}",
+            )
     output = raw.get("output")
     parsed: Any = None
     if name == "sparql_query" and media_type == SPARQL_JSON:
@@ -114,28 +127,32 @@ def _prepare_step(
         if columns is None:
             problems.add(
                 record,
-                f"{where}.required_columns",
+                f"{_where(group, index)}.required_columns",
                 "missing (a SPARQL step with JSON results must list the columns that have "
                 "to match)",
             )
         elif not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
-            problems.add(record, f"{where}.required_columns", "must be a list of column names")
+            problems.add(
+                record, f"{_where(group, index)}.required_columns", "must be a list of column names"
+            )
         try:
             parsed = parse_sparql_json(output if isinstance(output, dict) else loads(output))
         except (OutputParseError, SparqlResultError) as e:
-            problems.add(record, f"{where}.output", f"not a SPARQL JSON result: {e}")
+            problems.add(record, f"{_where(group, index)}.output", f"not a SPARQL JSON result: {e}")
     elif name == "retrieval" and output:
         try:
             parsed = _context_ids(output if isinstance(output, list) else loads(output))
         except (OutputParseError, ValueError) as e:
-            problems.add(record, f"{where}.output", str(e))
+            problems.add(record, f"{_where(group, index)}.output", str(e))
     elif media_type == APPLICATION_JSON and output is not None:
         try:
             parsed = output if not isinstance(output, str) else loads(output)
         except OutputParseError as e:
-            problems.add(record, f"{where}.output", str(e))
+            problems.add(record, f"{_where(group, index)}.output", str(e))
     elif name == "iri_discovery" and not isinstance(output, str):
-        problems.add(record, f"{where}.output", "must be the IRI to discover, as a string")
+        problems.add(
+            record, f"{_where(group, index)}.output", "must be the IRI to discover, as a string"
+        )
     return ReferenceStep(group, index, raw, name, media_type, parsed)
 
 

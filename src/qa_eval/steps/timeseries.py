@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
 from typing import Any
 
 from dateutil import parser as date_parser
@@ -77,6 +78,12 @@ def _sorted_values(value: Any) -> Any:
 def _granularity(value: Any) -> Any:
     if not isinstance(value, str) or not value:
         return value
+    return _granularity_text(value)
+
+
+# Datasets repeat the same few granularities and times: their parses are cached (by text).
+@lru_cache(maxsize=4096)
+def _granularity_text(value: str) -> str:
     match = _GRANULARITY.match(value.strip())
     if not match:
         return value
@@ -96,20 +103,30 @@ def parse_instant(value: Any) -> datetime | None:
     if isinstance(value, datetime):
         return _utc(value)
     if isinstance(value, str):
-        text = value.strip()
-        try:
-            return _utc(datetime.fromisoformat(text))  # fast; Python 3.11+ reads most ISO forms
-        except ValueError:
-            pass
-        try:
-            return _utc(date_parser.isoparse(text))
-        except (ValueError, OverflowError):
-            return None
+        return _instant_text(value)
     return None
 
 
+@lru_cache(maxsize=4096)
+def _instant_text(value: str) -> datetime | None:
+    text = value.strip()
+    try:
+        return _utc(datetime.fromisoformat(text))  # fast; Python 3.11+ reads most ISO forms
+    except ValueError:
+        pass
+    try:
+        return _utc(date_parser.isoparse(text))
+    except (ValueError, OverflowError):
+        return None
+
+
 def _is_relative(value: Any) -> bool:
-    return isinstance(value, str) and _RELATIVE.match(value.strip()) is not None
+    return isinstance(value, str) and _relative_text(value)
+
+
+@lru_cache(maxsize=4096)
+def _relative_text(value: str) -> bool:
+    return _RELATIVE.match(value.strip()) is not None
 
 
 def _resolve_relative(value: str, anchor: datetime) -> datetime:
