@@ -402,7 +402,7 @@ class ParseCounter:
 def evaluation_rows(questions: int) -> tuple[list[list[Any]], Path]:
     reference, responses = dataset(questions)
     texts = outputs_of(reference, responses)
-    repeats = 3
+    repeats = 5
 
     # The floor parses every text once and drops the result, so it pays no garbage collection
     # of a growing heap: the strictest floor there is.
@@ -410,22 +410,31 @@ def evaluation_rows(questions: int) -> tuple[list[list[Any]], Path]:
         for text in texts:
             loads(text)
 
-    floor, _ = timed(lambda: parse_all(orjson.loads), repeats)
-    floor_std, _ = timed(lambda: parse_all(json.loads), repeats)
-    # Parsing all outputs into memory (a list of parsed outputs), as a program that parses them
-    # all holds them; the garbage collector's work on the growing heap is included.
-    kept, _ = timed(lambda: [orjson.loads(t) for t in texts], repeats)
-
     def run() -> tuple[list, dict]:
         results = qa_eval.run_evaluation(reference, responses)
         return results, qa_eval.compute_aggregates(results)
 
-    elapsed, (_, aggregates) = timed(run, repeats)
+    # The floors and the evaluation take turns, so that the machine's load in any one moment
+    # weighs on the numbers and their ratios alike; each is the median of its turns.
+    turns: dict[str, list[float]] = {"floor": [], "std": [], "kept": [], "eval": []}
+    aggregates: dict = {}
+    for _ in range(repeats):
+        turns["floor"].append(timed(lambda: parse_all(orjson.loads), 1)[0])
+        turns["std"].append(timed(lambda: parse_all(json.loads), 1)[0])
+        # Parsing all outputs into memory (a list of parsed outputs), as a program that parses
+        # them all holds them; the garbage collector's work on the growing heap is included.
+        turns["kept"].append(timed(lambda: [orjson.loads(t) for t in texts], 1)[0])
+        seconds, (_, aggregates) = timed(run, 1)
+        turns["eval"].append(seconds)
+    floor, floor_std, kept, elapsed = (
+        statistics.median(turns[k]) for k in ("floor", "std", "kept", "eval")
+    )
     with ParseCounter() as counter:
         run()
     twice, tiny = counter.twice()
     ratio = elapsed / floor
     ratio_kept = elapsed / kept
+    ratio_std = elapsed / floor_std
     micro = aggregates["micro"]["steps_score"]
     rows = [
         [f"parse {len(texts):,} outputs, orjson, dropped", f"{floor:.3f} s", "", "", "", "", ""],
@@ -448,6 +457,15 @@ def evaluation_rows(questions: int) -> tuple[list[list[Any]], Path]:
             f"{ratio:.2f}x",
             "<= 1.3x parse (dropped)",
             "ok" if ratio <= 1.3 else "MISSED",
+        ],
+        [
+            "  the same against parse (json, dropped)",
+            "",
+            "",
+            f"{floor_std * 1000:.0f} ms",
+            f"{ratio_std:.2f}x",
+            "<= 1.3x parse (json)",
+            "ok" if ratio_std <= 1.3 else "MISSED",
         ],
         [
             "outputs parsed twice",
@@ -490,12 +508,24 @@ if what == "sparql":
 else:
     ref = json.load(open(folder + "/reference.json"))
     resp = json.load(open(folder + "/responses.json"))
-    t = time.perf_counter()
-    results = graphrag_eval.run_evaluation(ref, resp)
-    if inspect.isawaitable(results):
-        results = asyncio.run(results)
-    graphrag_eval.compute_aggregates(results)
-    print(json.dumps({"seconds": time.perf_counter() - t}))
+    texts = [s["output"] for r in resp.values() for s in r.get("actual_steps", []) if "output" in s]
+    texts += [s["output"] for t in ref for q in t["questions"] for g in q.get("reference_steps", [])
+              for s in g if isinstance(s.get("output"), str)
+              and s.get("output_media_type") != "text/uri"]
+    floors, runs = [], []
+    for _ in range(3):  # its parse floor (json, dropped) and its run take turns, as ours do
+        t = time.perf_counter()
+        for text in texts:
+            json.loads(text)
+        floors.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        results = graphrag_eval.run_evaluation(ref, resp)
+        if inspect.isawaitable(results):
+            results = asyncio.run(results)
+        graphrag_eval.compute_aggregates(results)
+        runs.append(time.perf_counter() - t)
+        ref = json.load(open(folder + "/reference.json"))  # it writes 'matches' into ref
+    print(json.dumps({"seconds": sorted(runs)[1], "floor": sorted(floors)[1]}))
 """
 
 
@@ -565,7 +595,7 @@ def original_rows(
         rows.append(
             ["graphrag-eval: 1,000 rows 5-of-8", f"{ours * 1000:.1f} ms", theirs, "", "", "", ""]
         )
-    theirs = run_original(python, "evaluate", data_dir, timeout * 5)
+    theirs = run_original(python, "evaluate", data_dir, timeout * 15)
     if isinstance(theirs, dict):
         rows.append(
             [
@@ -575,6 +605,17 @@ def original_rows(
                 "",
                 f"{theirs['seconds'] / ours_eval:.2f}x (original / qa-eval)",
                 "",
+                "",
+            ]
+        )
+        rows.append(
+            [
+                "  graphrag-eval against its parse (json, dropped)",
+                "",
+                "",
+                f"{theirs['floor'] * 1000:.0f} ms",
+                f"{theirs['seconds'] / theirs['floor']:.2f}x",
+                "(the issue: 3.6x)",
                 "",
             ]
         )
