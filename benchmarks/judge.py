@@ -319,6 +319,27 @@ def verdict(passed: bool) -> str:
     return "ok" if passed else "MISSED"
 
 
+def complete_row(results: list[dict[str, Any]], n: int) -> list[Any]:
+    """The row counting the questions that got both metrics and no ``*_error``."""
+    bad = incomplete(results)
+    return cells(
+        "  both metrics, no *_error",
+        result=f"{n - bad:,} of {n:,}",
+        target=f"{n:,}",
+        ok=verdict(bad == 0),
+    )
+
+
+def equal_row(label: str, mismatches: list[int]) -> list[Any]:
+    """The row saying whether a run's values equal another run's (no mismatching question)."""
+    return cells(
+        label,
+        result=f"{'yes' if not mismatches else 'no'}, {len(mismatches)} mismatches",
+        target="yes, 0",
+        ok=verdict(not mismatches),
+    )
+
+
 def main() -> None:
     """Run the evaluations and print the table."""
     parser = argparse.ArgumentParser(description="qa-eval judge-layer benchmark")
@@ -405,15 +426,7 @@ def main() -> None:
             result="(floor)",
         )
     )
-    bad = incomplete(cold.results)
-    rows.append(
-        cells(
-            "  both metrics, no *_error",
-            result=f"{n - bad:,} of {n:,}",
-            target=f"{n:,}",
-            ok=verdict(bad == 0),
-        )
-    )
+    rows.append(complete_row(cold.results, n))
     # 2. 20% faults
     total = faulted.usage["total"]
     attempts = total["calls"] + total["retries"]
@@ -435,24 +448,9 @@ def main() -> None:
             f"{total['failures']}",
         )
     )
-    bad = incomplete(faulted.results)
-    rows.append(
-        cells(
-            "  both metrics, no *_error",
-            result=f"{n - bad:,} of {n:,}",
-            target=f"{n:,}",
-            ok=verdict(bad == 0),
-        )
-    )
+    rows.append(complete_row(faulted.results, n))
     diff = differing(cold.results, faulted.results)
-    rows.append(
-        cells(
-            "  equal to the fault-free values",
-            result=f"{'yes' if not diff else 'no'}, {len(diff)} mismatches",
-            target="yes, 0",
-            ok=verdict(not diff),
-        )
-    )
+    rows.append(equal_row("  equal to the fault-free values", diff))
     questions, answers = reasks.texts("question"), reasks.texts("answer")
     unexplained = [
         i
@@ -489,14 +487,7 @@ def main() -> None:
         )
     )
     changed = differing(cold.results, warm.results)
-    rows.append(
-        cells(
-            "  equal to the cold run's values",
-            result=f"{'yes' if not changed else 'no'}, {len(changed)} mismatches",
-            target="yes, 0",
-            ok=verdict(not changed),
-        )
-    )
+    rows.append(equal_row("  equal to the cold run's values", changed))
     if overflows is not None:
         rows.append(cells("  listen-queue overflows (all runs)", result=f"{overflows:,}"))
     # 4. calls and prompt tokens per question

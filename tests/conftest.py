@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from openai_stub import Script, StubServer, oracle
+from openai_stub import StubServer, oracle
 
 _JUDGE_VARIABLES = (
     "OPENAI_API_KEY",
@@ -33,8 +33,3 @@ def stub() -> Iterator[StubServer]:
     """A scripted OpenAI-compatible server answering like a sensible judge, no delay."""
     with StubServer(oracle()) as server:
         yield server
-
-
-def serve(script: Script) -> StubServer:
-    """A stub server with a custom script (use as a context manager)."""
-    return StubServer(script)

@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import serve
-from openai_stub import completion, oracle_content
+from openai_stub import StubServer, completion, oracle_content
 from qa_eval import compute_aggregates, run_evaluation
 from qa_eval.cli import main
 from qa_eval.errors import InputError, QaEvalError
@@ -160,7 +159,7 @@ def test_relevance_falls_back_to_the_rubric_when_generation_fails() -> None:
             return completion("no JSON here, twice")
         return completion(oracle_content(request))
 
-    with serve(script) as server:
+    with StubServer(script) as server:
         (result, _) = run_evaluation(
             REFERENCE,
             RESPONSES,

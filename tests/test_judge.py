@@ -10,7 +10,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -18,8 +17,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field
 
-import openai_stub
-from openai_stub import Reply, completion, error, oracle, oracle_content, prompt_text
+from openai_stub import Reply, StubServer, completion, error, oracle, oracle_content, prompt_text
 from qa_eval import run_evaluation
 from qa_eval.cache import ReplyCache, request_key
 from qa_eval.config import EvalConfig, parse_config
@@ -29,17 +27,6 @@ from qa_eval.metrics.relevance import RelevanceReply
 
 GOOD = json.dumps({"score": 7, "reason": "fine"})
 QUESTION = [{"role": "user", "content": "Rate the answer from 0 to 10."}]
-
-
-class StubServer(openai_stub.StubServer):
-    """The scripted server, stopping at once on exit (it checks for shutdown every 10 ms instead
-    of every 0.5 s, which would be most of this file's run time)."""
-
-    def __init__(self, script: Any) -> None:
-        super().__init__(script)
-        self._thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
 
 
 class Score(BaseModel):
