@@ -314,13 +314,9 @@ def metric_names(names: Iterable[str], verb: str) -> frozenset[str]:
 
 def _bertscorer(settings: EvalConfig) -> Any:
     """The BERTScore model the config names; ``QaEvalError`` when PyTorch is not installed."""
-    import importlib.util
+    from .metrics.bertscore import BertScorer, require_torch
 
-    from .metrics.bertscore import INSTALL_HINT, BertScorer, BertScoreUnavailable
-
-    for module in ("torch", "transformers"):
-        if importlib.util.find_spec(module) is None:
-            raise BertScoreUnavailable(f"BERTScore needs {module}; install it with: {INSTALL_HINT}")
+    require_torch()
     scorer = BertScorer(
         model=settings.option("bertscore", "model", "all-MiniLM-L6-v2"),
         layer=settings.option("bertscore", "layer"),

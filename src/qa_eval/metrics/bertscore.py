@@ -136,6 +136,14 @@ def _version(distribution: str) -> str | None:
         return None
 
 
+def require_torch() -> None:
+    """Raise ``BertScoreUnavailable`` (with the pip command) unless torch and transformers are
+    installed; imports neither."""
+    for module in ("torch", "transformers"):
+        if importlib.util.find_spec(module) is None:
+            raise BertScoreUnavailable(f"BERTScore needs {module}; install it with: {INSTALL_HINT}")
+
+
 class BertScorer:
     """BERTScore (P, R, F1) of candidate/reference pairs with one encoder model and layer.
 
@@ -166,6 +174,7 @@ class BertScorer:
         self._lock = threading.Lock()
         self._loaded: tuple[Any, Any, Any] | None = None  # (torch, tokenizer, model)
         self._config: dict[str, Any] | None = None
+        self._info: dict[str, Any] | None = None
 
     @property
     def model_dir(self) -> Path:
@@ -209,7 +218,13 @@ class BertScorer:
         return min(MAX_LENGTH, positions) if isinstance(positions, int) else MAX_LENGTH
 
     def info(self) -> dict[str, Any]:
-        """Model name, package and version, layer, and the comparability caveat."""
+        """Model name, package and version, layer, and the comparability caveat (found once:
+        every question's keys name the model and layer)."""
+        if self._info is None:
+            self._info = self._describe()
+        return dict(self._info)
+
+    def _describe(self) -> dict[str, Any]:
         return {
             "model": self.model_name,
             "model_dir": str(self.model_dir),
@@ -231,12 +246,7 @@ class BertScorer:
             if self._loaded is not None:
                 return self._loaded
             layer = self.layer  # validates the layer before the slow part
-            for module in ("torch", "transformers"):
-                if importlib.util.find_spec(module) is None:
-                    raise BertScoreUnavailable(
-                        f"BERTScore needs {module!r}, which is not installed; "
-                        f"install it with: {INSTALL_HINT}"
-                    )
+            require_torch()
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             try:
