@@ -28,6 +28,7 @@ from pydantic import AfterValidator, BaseModel, Field, create_model
 
 from ..judge import Judge, JudgeError
 from ..prompts import delimit, render
+from . import ranking
 from .correctness import f1
 
 __all__ = [
@@ -73,14 +74,9 @@ def context_recall(attributed: Sequence[bool]) -> float:
 
 
 def average_precision(useful: Sequence[bool]) -> float:
-    """sum_k precision@k * v_k / sum_k v_k over the ranked chunks; 0 when none is useful."""
-    hits = 0
-    total = 0.0
-    for rank, v in enumerate(useful, start=1):
-        if v:
-            hits += 1
-            total += hits / rank
-    return total / hits if hits else 0.0
+    """sum_k precision@k * v_k / sum_k v_k over the ranked chunks; 0 when none is useful
+    (``ranking.average_precision`` with the useful chunks as the relevant ids)."""
+    return ranking.average_precision([i for i, v in enumerate(useful) if v], range(len(useful)))
 
 
 def chunk_texts(output: Any) -> list[str]:
