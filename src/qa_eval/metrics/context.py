@@ -26,7 +26,7 @@ from typing import Annotated, Any
 import orjson
 from pydantic import AfterValidator, BaseModel, Field, create_model
 
-from ..judge import Judge, JudgeError
+from ..judge import Judge, JudgeError, Verdict
 from ..prompts import delimit, render
 from . import ranking
 from .correctness import f1
@@ -93,14 +93,11 @@ def _numbered(chunks: Sequence[str]) -> str:
     return "\n".join(f'<chunk id="{i}">\n{delimit(c)}\n</chunk>' for i, c in enumerate(chunks, 1))
 
 
+@functools.lru_cache(maxsize=128)
 def numbered_schema(name: str, item: type[BaseModel], number: str, n: int) -> type[BaseModel]:
     """A reply schema ``{"verdicts": [item, ...]}`` with exactly ``n`` items whose ``number``
     fields are 1..n, each once (the one-call-for-all-items replies of the context metrics)."""
-    return _numbered_schema(name, item, number, n)
 
-
-@functools.lru_cache(maxsize=128)
-def _numbered_schema(name: str, item: type[BaseModel], number: str, n: int) -> type[BaseModel]:
     def one_each(value: list[Any]) -> list[Any]:
         if sorted(getattr(v, number) for v in value) != list(range(1, len(value) + 1)):
             raise ValueError(f"give one verdict for each {number} number 1..{n}")
@@ -114,6 +111,16 @@ def _numbered_schema(name: str, item: type[BaseModel], number: str, n: int) -> t
 
 def _precision_schema(n: int) -> type[BaseModel]:
     return numbered_schema("ChunkVerdicts", ChunkVerdict, "chunk", n)
+
+
+async def ask_recall(
+    judge: Judge, metric: str, question: str, reference: str, chunks: Sequence[str]
+) -> Verdict[RecallReply]:
+    """Ask which statements of the reference the numbered chunks support (``context_recall``
+    prompt); ``JudgeError`` when no usable reply comes."""
+    trusted = {"chunks": _numbered(chunks)}
+    text = render("context_recall", trusted, question=question, reference=reference)
+    return await judge.ask(metric, [{"role": "user", "content": text}], RecallReply)
 
 
 async def retrieval_metrics(
@@ -134,14 +141,11 @@ async def retrieval_metrics(
             out[f"{prefix}_{name}_cost"] = 0.0
         out[f"{prefix}_recall_reason"] = "no chunks were retrieved"
         return out
-    values = {"question": question, "reference": reference}
-    trusted = {"chunks": _numbered(chunks)}
     r = p = None
     costs: dict[str, float | None] = {}
     if recall:
-        messages = [{"role": "user", "content": render("context_recall", trusted, **values)}]
         try:
-            verdict = await judge.ask(f"{prefix}_recall", messages, RecallReply)
+            verdict = await ask_recall(judge, f"{prefix}_recall", question, reference, chunks)
             r = context_recall([s.attributed for s in verdict.value.statements])
             out[f"{prefix}_recall"] = r
             out[f"{prefix}_recall_reason"] = verdict.value.reason or "; ".join(
@@ -152,7 +156,9 @@ async def retrieval_metrics(
         except JudgeError as e:
             out[f"{prefix}_recall_error"] = str(e)
     if precision:
-        messages = [{"role": "user", "content": render("context_precision", trusted, **values)}]
+        trusted = {"chunks": _numbered(chunks)}
+        text = render("context_precision", trusted, question=question, reference=reference)
+        messages = [{"role": "user", "content": text}]
         schema = _precision_schema(len(chunks))
         try:
             verdict = await judge.ask(f"{prefix}_precision", messages, schema)

@@ -37,7 +37,7 @@ from pydantic import BaseModel
 
 from ..judge import Judge, JudgeError
 from ..prompts import delimit, render
-from .context import ChunkVerdict, RecallReply, _numbered, context_recall, numbered_schema
+from .context import ChunkVerdict, _numbered, ask_recall, context_recall, numbered_schema
 
 __all__ = [
     "RAGAS_EPSILON",
@@ -135,15 +135,8 @@ async def context_recall_metric(
             "context_recall_reason": "no contexts were retrieved",
             "context_recall_cost": 0.0,
         }
-    trusted = {"chunks": _numbered(contexts)}
-    messages = [
-        {
-            "role": "user",
-            "content": render("context_recall", trusted, question=question, reference=reference),
-        }
-    ]
     try:
-        verdict = await judge.ask("context_recall", messages, RecallReply)
+        verdict = await ask_recall(judge, "context_recall", question, reference, contexts)
     except JudgeError as e:
         return {"context_recall_error": str(e)}
     statements = verdict.value.statements
