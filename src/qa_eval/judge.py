@@ -44,6 +44,7 @@ __all__ = [
     "Usage",
     "Verdict",
     "extract_json",
+    "total_cost",
 ]
 
 T = TypeVar("T", bound=BaseModel)
@@ -112,6 +113,11 @@ class Verdict(Generic[T]):
     completion_tokens: int
     cost: float | None
     cached: bool
+
+
+def total_cost(*costs: float | None) -> float | None:
+    """The sum of a metric's call costs; ``None`` when any one of them is unknown."""
+    return None if any(c is None for c in costs) else sum(costs)  # type: ignore[arg-type]
 
 
 @dataclass

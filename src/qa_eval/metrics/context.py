@@ -26,7 +26,7 @@ from typing import Annotated, Any
 import orjson
 from pydantic import AfterValidator, BaseModel, Field, create_model
 
-from ..judge import Judge, JudgeError, Verdict
+from ..judge import Judge, JudgeError, Verdict, total_cost
 from ..prompts import delimit, render
 from . import ranking
 from .correctness import f1
@@ -173,6 +173,7 @@ async def retrieval_metrics(
             out[f"{prefix}_{name}_cost"] = cost
     if r is not None and p is not None:
         out[f"{prefix}_f1"] = f1(r, p)
-        if costs.get("recall") is not None and costs.get("precision") is not None:
-            out[f"{prefix}_f1_cost"] = costs["recall"] + costs["precision"]  # type: ignore[operator]
+        cost = total_cost(costs.get("recall"), costs.get("precision"))
+        if cost is not None:
+            out[f"{prefix}_f1_cost"] = cost
     return out

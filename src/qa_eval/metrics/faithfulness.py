@@ -34,7 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..judge import Judge, JudgeError
+from ..judge import Judge, JudgeError, total_cost
 from ..prompts import delimit, render
 from .context import numbered_schema
 
@@ -83,10 +83,6 @@ def _numbered(statements: Sequence[str]) -> str:
     )
 
 
-def _total(*costs: float | None) -> float | None:
-    return None if any(c is None for c in costs) else sum(costs)  # type: ignore[arg-type]
-
-
 async def faithfulness(
     judge: Judge, question: str, answer: str, contexts: Sequence[str]
 ) -> dict[str, Any]:
@@ -131,7 +127,7 @@ async def faithfulness(
             for s, ok, v in zip(statements, supported, ordered)
         ],
     }
-    cost = _total(extracted.cost, judged.cost)
+    cost = total_cost(extracted.cost, judged.cost)
     if cost is not None:
         out["faithfulness_cost"] = cost
     return out

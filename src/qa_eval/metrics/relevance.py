@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ..embeddings import Embedder
-from ..judge import Judge, JudgeError
+from ..judge import Judge, JudgeError, total_cost
 from ..prompts import render
 
 __all__ = ["GeneratedQuestion", "RelevanceReply", "answer_relevance", "answer_relevancy", "cosine"]
@@ -90,6 +90,7 @@ async def answer_relevance(
         "answer_relevance": score,
         "answer_relevance_questions": [q.question for q in kept],
     }
-    if verdict.cost is not None and embed_cost is not None:
-        out["answer_relevance_cost"] = verdict.cost + embed_cost
+    cost = total_cost(verdict.cost, embed_cost)
+    if cost is not None:
+        out["answer_relevance_cost"] = cost
     return out
