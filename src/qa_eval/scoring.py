@@ -65,6 +65,14 @@ _ANSWER_METRICS = (
 )
 
 
+_CHUNK_METRICS = (
+    "retrieval_answer",
+    "retrieval_context",
+    "faithfulness",
+    "context_precision",
+    "context_recall",
+)
+"""The metrics that read the chunk texts of the retrieval steps."""
 _NOT_ASKED = (str(BudgetExceeded()), str(DryRunSkip()))
 """Errors that mean the judge was not asked: no reason to fall back to the rubric."""
 
@@ -87,15 +95,19 @@ def retrieval_chunks(steps: list[Any]) -> dict[int, list[str] | ValueError]:
     return chunks
 
 
-def contexts_of(
-    steps: list[Any], chunks: dict[int, list[str] | ValueError] | None = None
-) -> list[str] | None:
-    """The chunk texts of the successful ``retrieval`` steps, in order; ``None`` when the
-    response has no retrieval step at all. ``ValueError`` for an output of another shape."""
-    if not any(isinstance(s, Mapping) and s.get("name") == "retrieval" for s in steps):
+def has_retrieval(steps: list[Any]) -> bool:
+    """Whether the response has a ``retrieval`` step at all (successful or not)."""
+    return any(isinstance(s, Mapping) and s.get("name") == "retrieval" for s in steps)
+
+
+def contexts_of(steps: list[Any], chunks: dict[int, list[str] | ValueError]) -> list[str] | None:
+    """The chunk texts (``chunks``, from ``retrieval_chunks``) of the successful ``retrieval``
+    steps, in order; ``None`` when the response has no retrieval step at all. ``ValueError``
+    for an output of another shape."""
+    if not has_retrieval(steps):
         return None
     contexts: list[str] = []
-    for texts in (retrieval_chunks(steps) if chunks is None else chunks).values():
+    for texts in chunks.values():
         if isinstance(texts, ValueError):
             raise texts
         contexts.extend(texts)
@@ -147,10 +159,7 @@ class AnswerScorer:
             return True
         if "actual_answer" in result and any(self.on[m] for m in _ANSWER_METRICS):
             return True
-        has_retrieval = any(
-            isinstance(s, Mapping) and s.get("name") == "retrieval" for s in result["actual_steps"]
-        )
-        return has_retrieval and any(
+        return has_retrieval(result["actual_steps"]) and any(
             self.on[m]
             for m in (
                 "retrieval_answer",
@@ -168,7 +177,8 @@ class AnswerScorer:
         reference = result.get("reference_answer")
         answer = result.get("actual_answer")
         steps = result["actual_steps"]
-        chunks = retrieval_chunks(steps)
+        # Only these metrics read the chunks: otherwise the retrieval outputs are not parsed.
+        chunks = retrieval_chunks(steps) if any(self.on[m] for m in _CHUNK_METRICS) else {}
         jobs: list[Coroutine[Any, Any, dict[str, Any]]] = []
         if isinstance(answer, str):
             jobs.extend(self._answer_jobs(question, reference, answer))
@@ -385,7 +395,9 @@ async def _merged(parts: list[Coroutine[Any, Any, dict[str, Any]]]) -> dict[str,
 
 
 async def _failed(prefixes: list[str], message: str) -> dict[str, Any]:
-    return {f"{p}_{m}_error": message for p in prefixes for m in ("recall", "precision")}
+    return await _failed_keys(
+        [f"{p}_{m}_error" for p in prefixes for m in ("recall", "precision")], message
+    )
 
 
 async def _failed_keys(keys: list[str], message: str) -> dict[str, Any]:
