@@ -39,10 +39,9 @@ class EmbeddingUnavailable(QaEvalError):
 
 
 class Embedder:
-    """Turns texts into vectors; ``cost`` adds up what the calls cost (``None``: unknown)."""
+    """Turns texts into vectors."""
 
     name = "embedder"
-    cost: float | None = 0.0
 
     async def embed(self, texts: Sequence[str]) -> tuple[list[list[float]], float | None]:
         """One vector per text, and what the call cost (``None``: unknown)."""
@@ -123,38 +122,17 @@ class OpenAIEmbedder(Embedder):
         self.name = f"{config.provider}:{config.model}"
         self.timeout = timeout
         self.price = price_of(config.model)
-        self.cost = 0.0 if self.price is not None else None
         self._client: Any = None
-
-    def _make(self) -> Any:
-        if self.config.provider == "azure":
-            from openai import AsyncAzureOpenAI
-
-            return AsyncAzureOpenAI(
-                api_key=self.config.api_key,
-                azure_endpoint=self.config.base_url,
-                api_version=self.config.api_version,
-                timeout=self.timeout,
-            )
-        from openai import AsyncOpenAI
-
-        return AsyncOpenAI(
-            api_key=self.config.api_key or "not-needed",
-            base_url=self.config.base_url,
-            timeout=self.timeout,
-        )
 
     async def embed(self, texts: Sequence[str]) -> tuple[list[list[float]], float | None]:
         """One request for all texts (the SDK retries 429/5xx twice itself)."""
         if self._client is None:
-            self._client = self._make()
+            from .judge import sdk_client
+
+            self._client = sdk_client(self.config, self.timeout, max_retries=2)
         reply = await self._client.embeddings.create(model=self.config.model, input=list(texts))
         tokens = getattr(getattr(reply, "usage", None), "prompt_tokens", 0) or 0
         spent = usd(self.price, tokens, 0)
-        if spent is not None and self.cost is not None:
-            self.cost += spent
-        else:
-            self.cost = None
         return [d.embedding for d in sorted(reply.data, key=lambda d: d.index)], spent
 
 
@@ -172,10 +150,6 @@ class CachingEmbedder(Embedder):
         self.name = inner.name
         self.cache = cache
         self.slot = slot
-
-    @property
-    def cost(self) -> float | None:  # type: ignore[override]
-        return self.inner.cost
 
     def _key(self, text: str) -> str:
         return hashlib.sha256(f"{self.name}\0{text}".encode()).hexdigest()

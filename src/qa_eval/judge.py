@@ -31,7 +31,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from .cache import CachedReply, ReplyCache, request_key
-from .config import EvalConfig, GenerationConfig
+from .config import SDK_PROVIDERS, EmbeddingConfig, EvalConfig, GenerationConfig
 from .errors import QaEvalError
 from .pricing import price_of, usd
 
@@ -191,26 +191,33 @@ def _response_format(mode: str, schema: type[BaseModel]) -> dict[str, Any] | Non
 
 
 def _make_client(gen: GenerationConfig, timeout: float) -> Any:
-    """The SDK client for a generation config (imported here: the SDK takes a second to load)."""
-    if gen.provider == "azure":
+    """The client for a generation config: the official SDK for OpenAI and Azure (no retries of
+    its own: the judge retries), litellm for any other provider."""
+    if gen.provider not in SDK_PROVIDERS:
+        return _LiteLLMClient(gen)
+    return sdk_client(gen, timeout, max_retries=0)
+
+
+def sdk_client(config: GenerationConfig | EmbeddingConfig, timeout: float, max_retries: int) -> Any:
+    """The official SDK's async client for an OpenAI or Azure config (imported here: the SDK
+    takes a second to load)."""
+    if config.provider == "azure":
         from openai import AsyncAzureOpenAI
 
         return AsyncAzureOpenAI(
-            api_key=gen.api_key,
-            azure_endpoint=gen.base_url,
-            api_version=gen.api_version,
+            api_key=config.api_key,
+            azure_endpoint=config.base_url,
+            api_version=config.api_version,
             timeout=timeout,
-            max_retries=0,
+            max_retries=max_retries,
         )
-    if gen.provider != "openai":
-        return _LiteLLMClient(gen)
     from openai import AsyncOpenAI
 
     return AsyncOpenAI(
-        api_key=gen.api_key or "not-needed",
-        base_url=gen.base_url,
+        api_key=config.api_key or "not-needed",
+        base_url=config.base_url,
         timeout=timeout,
-        max_retries=0,
+        max_retries=max_retries,
     )
 
 
