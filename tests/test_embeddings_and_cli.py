@@ -45,8 +45,12 @@ def test_offline_similarity_orders_sentences_by_meaning(offline: OfflineEmbedder
 
 def test_offline_model_file_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(embeddings, "OFFLINE_MODEL_SHA256", hashlib.sha256(b"other").hexdigest())
-    with pytest.raises(EmbeddingUnavailable, match="SHA-256"):
-        OfflineEmbedder().embed_sync(["x"])
+    embeddings._offline_model.cache_clear()  # the model is loaded (and checked) once a process
+    try:
+        with pytest.raises(EmbeddingUnavailable, match="SHA-256"):
+            OfflineEmbedder().embed_sync(["x"])
+    finally:
+        embeddings._offline_model.cache_clear()
 
 
 def _config(tmp_path: Path, url: str, extra: str = "") -> Path:

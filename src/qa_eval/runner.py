@@ -9,6 +9,7 @@ with ``matches``, and share the (unchanged) actual step dicts.
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import os
 import threading
@@ -314,15 +315,24 @@ def metric_names(names: Iterable[str], verb: str) -> frozenset[str]:
 
 def _bertscorer(settings: EvalConfig) -> Any:
     """The BERTScore model the config names; ``QaEvalError`` when PyTorch is not installed."""
-    from .metrics.bertscore import BertScorer, require_torch
+    from .metrics.bertscore import require_torch
 
     require_torch()
-    scorer = BertScorer(
-        model=settings.option("bertscore", "model", "all-MiniLM-L6-v2"),
-        layer=settings.option("bertscore", "layer"),
+    scorer = _shared_bertscorer(
+        settings.option("bertscore", "model", "all-MiniLM-L6-v2"),
+        settings.option("bertscore", "layer"),
     )
     scorer.info()  # finds the model and checks the layer now, not at the first question
     return scorer
+
+
+@functools.cache
+def _shared_bertscorer(model: str, layer: int | None) -> Any:
+    """One scorer (and so one loaded model) per model and layer for the whole process: the runs
+    of several systems, or of repeated API calls, share it."""
+    from .metrics.bertscore import BertScorer
+
+    return BertScorer(model=model, layer=layer)
 
 
 async def _score_all(
