@@ -15,13 +15,14 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .cache import open_cache
-from .config import EvalConfig, load_config
 from .errors import InputError, QaEvalError
-from .judge import Judge
-from .metrics.correctness import answer_correctness
+
+if TYPE_CHECKING:  # the judge side (SDK, pydantic) is imported when the command runs, not
+    # when the CLI's parser is built for every other command
+    from .config import EvalConfig
+    from .judge import Judge
 
 __all__ = ["COLUMNS", "OUTPUT_COLUMNS", "evaluate_tsv", "main"]
 
@@ -63,6 +64,8 @@ async def evaluate_tsv(
     progress: Callable[[int, int], None] | None = None,
 ) -> None:
     """Judge every row concurrently; ``write`` gets the output rows in input order."""
+    from .metrics.correctness import answer_correctness
+
     done: dict[int, list[Any]] = {}
     next_row = 0
     finished = 0
@@ -111,6 +114,9 @@ def run_tsv(
         raise QaEvalError("answer_correctness is disabled in the config")
     out = Path(output_path)
     out.parent.mkdir(parents=True, exist_ok=True)
+    from .cache import open_cache
+    from .judge import Judge
+
     store = open_cache(cache)
     judge = Judge(config, cache=store)
     try:
@@ -169,6 +175,8 @@ def handle(args: Any) -> int:
 
     if args.concurrency is not None and args.concurrency < 1:
         raise QaEvalError("--concurrency must be at least 1")
+    from .config import load_config
+
     config = load_config(args.config).with_options(concurrency=args.concurrency)
     progress = Progress(sys.stderr, "judging", enabled=False if args.quiet else None)
     try:
