@@ -29,7 +29,14 @@ from typing import Any
 
 from .steps.outputs import OutputParseError, loads
 
-__all__ = ["METRICS", "STEP_METRICS", "compute_aggregates", "describe", "empty_result"]
+__all__ = [
+    "METRICS",
+    "STEP_METRICS",
+    "compute_aggregates",
+    "describe",
+    "empty_result",
+    "is_error",
+]
 
 METRICS: tuple[str, ...] = (
     "answer_recall",
@@ -99,6 +106,13 @@ _BINDINGS_KEY = '"bindings"'
 def is_number(value: Any) -> bool:
     """Whether a value is an int or a float (booleans are not numbers here)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_error(result: Mapping[str, Any]) -> bool:
+    """Whether a result is an error response (``status: error``, or an ``error`` key when it
+    has no status)."""
+    status = result.get("status")
+    return status == "error" if status is not None else "error" in result
 
 
 def is_finite_number(value: Any) -> bool:
@@ -188,9 +202,7 @@ class _Group:
         return series
 
     def add(self, result: Mapping[str, Any], metrics: Iterable[str]) -> None:
-        status = result.get("status")
-        is_error = status == "error" if status is not None else "error" in result
-        if is_error:
+        if is_error(result):
             self.errors += 1
         else:
             self.successes += 1

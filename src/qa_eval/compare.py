@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .aggregate import METRICS, STEP_METRICS, is_finite_number, is_number
+from .aggregate import METRICS, STEP_METRICS, is_error, is_finite_number, is_number
 
 __all__ = ["compare_runs", "default_metrics", "format_table", "lower_is_better"]
 
@@ -46,11 +46,6 @@ _STEP_METRIC_NAMES = {m: step for step, names in STEP_METRICS.items() for m in n
 def lower_is_better(metric: str) -> bool:
     """Whether smaller values of ``metric`` are better (costs, tokens, times)."""
     return metric.lower().endswith(_LOWER_SUFFIXES)
-
-
-def _is_error(result: Mapping[str, Any]) -> bool:
-    status = result.get("status")
-    return status == "error" if status is not None else "error" in result
 
 
 def default_metrics(*runs: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -236,7 +231,7 @@ def compare_runs(
     used: list[tuple[Any, Mapping[str, Any], Mapping[str, Any]]] = []
     for key in common:
         ra, rb = index_a[key], index_b[key]
-        err_a, err_b = _is_error(ra), _is_error(rb)
+        err_a, err_b = is_error(ra), is_error(rb)
         questions["errors_a"] += err_a
         questions["errors_b"] += err_b
         if ra.get("template_id") != rb.get("template_id"):

@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from .aggregate import SCORES, describe, empty_result
+from .aggregate import SCORES, describe, empty_result, is_error
 from .aggregate import is_finite_number as _is_number
 
 __all__ = ["Run", "build_report", "load_run", "run_labels", "write_report"]
@@ -211,11 +211,6 @@ def _records(results: Iterable[Any]) -> list[Mapping[str, Any]]:
 def _template(result: Mapping[str, Any]) -> str:
     value = result.get("template_id")
     return "(no template)" if value is None else str(value)
-
-
-def _is_error(result: Mapping[str, Any]) -> bool:
-    status = result.get("status")
-    return status == "error" if status is not None else "error" in result
 
 
 def _actual_steps(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -570,8 +565,8 @@ def _totals_section(stats: Sequence[_RunStats]) -> str:
     rows: list[tuple[str, list[Any]]] = [
         ("questions", [len(st.records) for st in stats]),
         ("templates", [len(st.templates) for st in stats]),
-        ("successful answers", [sum(not _is_error(r) for r in st.records) for st in stats]),
-        ("error answers", [sum(_is_error(r) for r in st.records) for st in stats]),
+        ("successful answers", [sum(not is_error(r) for r in st.records) for st in stats]),
+        ("error answers", [sum(is_error(r) for r in st.records) for st in stats]),
         (
             "questions with a metric error",
             [
@@ -629,7 +624,7 @@ def _templates_section(
                 _e(template) if template else "<b>all questions</b>",
                 *([_e(st.run.label)] if several else []),
                 _num_cell(len(records)),
-                _num_cell(sum(_is_error(r) for r in records)),
+                _num_cell(sum(is_error(r) for r in records)),
             ]
             for metric in metrics:
                 values = st.values.get(metric, {}).get(template, [])
@@ -976,7 +971,7 @@ def _questions_section(stats: Sequence[_RunStats], metrics: Sequence[str]) -> st
                 f"<td>{c}</td>" if key is None else f'<td data-sort="{key}">{c}</td>'
                 for c, key in cells
             )
-            css = "q-row error-row" if _is_error(result) else "q-row"
+            css = "q-row error-row" if is_error(result) else "q-row"
             rows.append(
                 f'<tr class="{css}" data-run="{_e(st.run.label)}" '
                 f'data-template="{_e(_template(result))}">{tds}</tr>'
