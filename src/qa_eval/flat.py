@@ -47,7 +47,6 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "question_type": ("question_type",),
     "template_id": ("template_id",),
 }
-_LIST_FIELDS = ("contexts", "ground_truth")
 
 
 def read_flat_rows(path: str | os.PathLike[str]) -> list[tuple[int, dict[str, Any]]]:

@@ -17,7 +17,14 @@ import yaml
 
 from .errors import InputError
 
-__all__ = ["read_data", "read_reference", "read_responses", "read_results", "write_data"]
+__all__ = [
+    "dump_json",
+    "read_data",
+    "read_reference",
+    "read_responses",
+    "read_results",
+    "write_data",
+]
 
 try:
     _Loader: Any = yaml.CSafeLoader
@@ -143,7 +150,8 @@ def _check_suffix(path: Path) -> str:
     return suffix
 
 
-def _dump_json(data: Any) -> bytes:
+def dump_json(data: Any) -> bytes:
+    """JSON bytes of data as the writers store it (non-string keys and other values as text)."""
     return orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS, default=str)
 
 
@@ -167,7 +175,7 @@ def write_data(path: str | os.PathLike[str], data: Any) -> None:
         records: Iterable[Any] = data if isinstance(data, list) else [data]
         with file.open("wb") as out:
             for record in records:
-                out.write(_dump_json(record) + b"\n")
+                out.write(dump_json(record) + b"\n")
 
 
 def check_output_path(path: str | os.PathLike[str]) -> None:

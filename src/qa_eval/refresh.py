@@ -43,6 +43,7 @@ import yaml
 
 from .errors import InputError, QaEvalError
 from .io import YAML_SUFFIXES, check_output_path, read_data, write_data
+from .records import SPARQL_JSON
 from .steps.sparql import SparqlResultError, parse_sparql_json
 
 if TYPE_CHECKING:
@@ -62,7 +63,6 @@ __all__ = [
     "write_reference",
 ]
 
-SPARQL_JSON = "application/sparql-results+json"
 XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
 RDF_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
 DEFAULT_TIMEOUT = 30.0
