@@ -250,7 +250,7 @@ class _RunStats:
 
     run: Run
     records: list[Mapping[str, Any]]
-    templates: list[str]
+    by_template: dict[str, list[Mapping[str, Any]]]  # in the order templates first appear
     # metric -> template -> values; "" is every question of the run
     values: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     step_metrics: set[str] = field(default_factory=set)
@@ -263,12 +263,15 @@ class _RunStats:
 
 def _collect(run: Run) -> _RunStats:
     records = _records(run.results)
-    templates = list(dict.fromkeys(_template(r) for r in records))
-    stats = _RunStats(run, records, templates)
-    top_level = {k for r in records for k in _question_metrics(r)}
+    by_template: dict[str, list[Mapping[str, Any]]] = {}
     for result in records:
+        by_template.setdefault(_template(result), []).append(result)
+    stats = _RunStats(run, records, by_template)
+    metrics = [_question_metrics(r) for r in records]
+    top_level = {k for found in metrics for k in found}
+    for result, found in zip(records, metrics):
         template = _template(result)
-        for metric, value in _question_metrics(result).items():
+        for metric, value in found.items():
             stats.add(metric, template, value)
         for step in _actual_steps(result):
             for key, value in step.items():
@@ -564,7 +567,7 @@ def _totals_section(stats: Sequence[_RunStats]) -> str:
 
     rows: list[tuple[str, list[Any]]] = [
         ("questions", [len(st.records) for st in stats]),
-        ("templates", [len(st.templates) for st in stats]),
+        ("templates", [len(st.by_template) for st in stats]),
         ("successful answers", [sum(not is_error(r) for r in st.records) for st in stats]),
         ("error answers", [sum(is_error(r) for r in st.records) for st in stats]),
         (
@@ -605,7 +608,7 @@ def _totals_section(stats: Sequence[_RunStats]) -> str:
 def _templates_section(
     go: Any, figures: _Figures, stats: Sequence[_RunStats], metrics: Sequence[str]
 ) -> str:
-    templates = list(dict.fromkeys(t for st in stats for t in st.templates))
+    templates = list(dict.fromkeys(t for st in stats for t in st.by_template))
     several = len(stats) > 1
     headers = [
         "template",
@@ -617,7 +620,7 @@ def _templates_section(
     rows = []
     for template in [*templates, ""]:
         for st in stats:
-            records = [r for r in st.records if not template or _template(r) == template]
+            records = st.by_template.get(template, []) if template else st.records
             if template and not records:
                 continue
             cells = [
@@ -978,7 +981,7 @@ def _questions_section(stats: Sequence[_RunStats], metrics: Sequence[str]) -> st
                 f'<tr class="q-detail" hidden><td colspan="{len(headers)}"><div class="detail">'
                 f"{_details(result, shown)}</div></td></tr>"
             )
-    templates = list(dict.fromkeys(t for st in stats for t in st.templates))
+    templates = list(dict.fromkeys(t for st in stats for t in st.by_template))
     template_options = "".join(f'<option value="{_e(t)}">{_e(t)}</option>' for t in templates)
     run_select = ""
     if several:
