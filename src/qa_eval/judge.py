@@ -299,6 +299,11 @@ class Judge:
             self._client = _make_client(self.gen, self.config.timeout)
         return self._client
 
+    def _count(self, usage: Usage, counter: str) -> None:
+        """Add one to a counter (cached, retries, failures) of a metric's usage and the total."""
+        for u in (usage, self.total):
+            setattr(u, counter, getattr(u, counter) + 1)
+
     def _usage(self, metric: str) -> Usage:
         if metric not in self.usage:
             self.usage[metric] = Usage(cost_known=self.price is not None)
@@ -332,8 +337,7 @@ class Judge:
                 except (ValueError, ValidationError):
                     value = None
                 if value is not None:
-                    usage.cached += 1
-                    self.total.cached += 1
+                    self._count(usage, "cached")
                     if self.dry_run:
                         self.plan.cached[metric] = self.plan.cached.get(metric, 0) + 1
                     cost = usd(self.price, hit.prompt_tokens, hit.completion_tokens)
@@ -344,8 +348,7 @@ class Judge:
         shared = self._in_flight_asks.get(key)
         if shared is not None:
             verdict = await asyncio.shield(shared)
-            usage.cached += 1
-            self.total.cached += 1
+            self._count(usage, "cached")
             return Verdict(
                 verdict.value, verdict.prompt_tokens, verdict.completion_tokens, verdict.cost, True
             )
@@ -395,8 +398,7 @@ class Judge:
                     data = extract_json(content)
                 except ValueError as second:
                     if attempts < self.config.max_attempts:
-                        usage.retries += 1
-                        self.total.retries += 1
+                        self._count(usage, "retries")
                         continue
                     failure: Exception = second
                     break
@@ -407,8 +409,7 @@ class Judge:
                     failure = second
                     break
             if value is None:
-                usage.failures += 1
-                self.total.failures += 1
+                self._count(usage, "failures")
                 raise JudgeError(f"invalid judge reply, twice: {_short(failure)}") from None
         if self.cache is not None:
             self.cache.put(
@@ -484,8 +485,7 @@ class Judge:
                         )
                         raise self._fatal from None
                     if status < 500 and status not in (408, 409):
-                        usage.failures += 1
-                        self.total.failures += 1
+                        self._count(usage, "failures")
                         raise JudgeError(f"judge call failed ({status}): {_message(e)}") from None
                     failure = f"{status} from the judge: {_message(e)}"
                 except (openai.APITimeoutError, openai.APIConnectionError) as e:
@@ -495,11 +495,9 @@ class Judge:
                 finally:
                     self.in_flight -= 1
             attempt += 1
-            usage.retries += 1
-            self.total.retries += 1
+            self._count(usage, "retries")
             if attempt >= self.config.max_attempts:
-                usage.failures += 1
-                self.total.failures += 1
+                self._count(usage, "failures")
                 raise JudgeError(f"gave up after {attempt} attempts; last: {failure}")
             await self._sleep(delay if delay is not None else self._backoff(attempt))
 
