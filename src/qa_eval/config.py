@@ -287,10 +287,7 @@ def _switch(top: _Reader, key: str, extra: tuple[str, ...] = ()) -> tuple[bool |
         return top.data[key], _Reader(None, top.source, key)
     block = top.sub(key)
     block.check_keys(("enabled", *extra))
-    value = block.data.get("enabled")
-    if value is not None and not isinstance(value, bool):
-        raise block._fail("enabled", "must be true or false")
-    return value, block
+    return _flag(block, "enabled"), block
 
 
 def _read_prompt(block: _Reader, source: str) -> str | None:
