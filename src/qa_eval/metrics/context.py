@@ -27,7 +27,7 @@ import orjson
 from pydantic import AfterValidator, BaseModel, Field, create_model
 
 from ..judge import Judge, JudgeError, Verdict, total_cost
-from ..prompts import delimit, render
+from ..prompts import numbered_blocks, render
 from . import ranking
 from .correctness import f1
 
@@ -90,7 +90,7 @@ def chunk_texts(output: Any) -> list[str]:
 
 
 def _numbered(chunks: Sequence[str]) -> str:
-    return "\n".join(f'<chunk id="{i}">\n{delimit(c)}\n</chunk>' for i, c in enumerate(chunks, 1))
+    return numbered_blocks(chunks, "chunk")
 
 
 @functools.lru_cache(maxsize=128)

@@ -35,7 +35,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ..judge import Judge, JudgeError, total_cost
-from ..prompts import delimit, render
+from ..prompts import numbered_blocks, render
 from .context import numbered_schema
 
 __all__ = [
@@ -78,9 +78,7 @@ def faithfulness_score(verdicts: Sequence[bool]) -> float | None:
 
 
 def _numbered(statements: Sequence[str]) -> str:
-    return "\n".join(
-        f'<statement id="{i}">\n{delimit(s)}\n</statement>' for i, s in enumerate(statements, 1)
-    )
+    return numbered_blocks(statements, "statement")
 
 
 async def faithfulness(

@@ -12,10 +12,11 @@ from __future__ import annotations
 import hashlib
 import re
 import string
+from collections.abc import Sequence
 from functools import cache
 from importlib import resources
 
-__all__ = ["delimit", "prompt_hash", "prompt_names", "prompt_text", "render"]
+__all__ = ["delimit", "numbered_blocks", "prompt_hash", "prompt_names", "prompt_text", "render"]
 
 
 @cache
@@ -42,6 +43,11 @@ _TAG = re.compile(r"</\s*([A-Za-z_][\w-]*)\s*>")
 def delimit(text: str) -> str:
     """Untrusted text made safe to put between tags: closing tags become ``< /tag>``."""
     return _TAG.sub(lambda m: f"< /{m.group(1)}>", text)
+
+
+def numbered_blocks(items: Sequence[str], tag: str) -> str:
+    """Untrusted texts as ``<tag id="1">...</tag>`` blocks, numbered from 1, one after another."""
+    return "\n".join(f'<{tag} id="{i}">\n{delimit(x)}\n</{tag}>' for i, x in enumerate(items, 1))
 
 
 def render(name: str, trusted: dict[str, str] | None = None, **values: str) -> str:
