@@ -39,6 +39,7 @@ enumeration of every permutation of every column subset.
 
 from __future__ import annotations
 
+import functools
 import gc
 import math
 from collections import Counter
@@ -83,6 +84,7 @@ _NUMBER = "number"
 _BOOLEAN = "boolean"
 _BNODE = "bnode"
 _UNBOUND = "unbound"
+_UNBOUND_PAIR = (_UNBOUND, None)
 _MIXED = "mixed"
 _VALUE = itemgetter("value")
 _TYPE = itemgetter("type")
@@ -225,7 +227,7 @@ def _column(bindings: Sequence[Mapping[str, Any]], var: str) -> tuple[Hashable, 
     kinds: set[Hashable] = set()
     pairs: list[tuple[Hashable, Value]] = []
     for cell in cells:
-        pair = (_UNBOUND, None) if cell is None else _term(cell)
+        pair = _UNBOUND_PAIR if cell is None else _term(cell)
         kinds.add(pair[0])
         pairs.append(pair)
     if len(kinds) == 1:
@@ -367,22 +369,13 @@ def _sampled_candidates(
     the columns that can match are read in full later."""
     head = act.bindings[:_SAMPLE]
     samples = {
-        var: [(_UNBOUND, None) if b.get(var) is None else _term(b.get(var)) for b in head]
+        var: [_UNBOUND_PAIR if (cell := b.get(var)) is None else _term(cell) for b in head]
         for var in pool
     }
-    sets: dict[int, frozenset[Value]] = {}
-
-    def members(i: int) -> Callable[[], frozenset[Value]]:
-        def found() -> frozenset[Value]:
-            if i not in sets:
-                sets[i] = frozenset(ref_cols[i][1])
-            return sets[i]
-
-        return found
-
     candidates: list[list[str]] = []
-    for i, (kind, values) in enumerate(ref_cols):
-        fits = [v for v in pool if _sample_fits(values, members(i), kind, samples[v], ordered)]
+    for kind, values in ref_cols:
+        members = functools.cache(functools.partial(frozenset, values))  # built on first use
+        fits = [v for v in pool if _sample_fits(values, members, kind, samples[v], ordered)]
         if not fits:
             return None
         candidates.append(fits)
