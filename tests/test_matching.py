@@ -10,7 +10,13 @@ from hypothesis import strategies as st
 
 from qa_eval.records import prepare_reference
 from qa_eval.steps.compare import StepScorer
-from qa_eval.steps.matching import best_matches, greedy_matches, match_steps, steps_score
+from qa_eval.steps.matching import (
+    best_matches,
+    greedy_matches,
+    match_steps,
+    steps_score,
+    upper_bound,
+)
 
 
 def groups_of(spec: list[list[str]]):
@@ -168,3 +174,5 @@ def test_matching_is_optimal_and_never_below_greedy(seed: int) -> None:
     assert abs(best - expected) < 1e-9
     assert abs(chosen - expected) < 1e-9
     assert chosen >= greedy - 1e-12
+    # The bound that lets match_steps skip the search is never below the best matching.
+    assert upper_bound(groups, scorer, scorer.successful()) >= expected - 1e-9

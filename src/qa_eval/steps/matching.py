@@ -18,7 +18,10 @@ matching under the same rules, and keeps the greedy one unless the best one scor
 agrees with the original wherever the original was already optimal.
 
 The best matching is found by dynamic programming over (group, boundary): for each group, a
-subset DP over its reference steps scans the candidate actual steps from the boundary down.
+subset DP over its reference steps scans the candidate actual steps from the boundary down. The
+search runs only when the greedy score is below an upper bound (each reference step's best score
+over the steps the ordering leaves it, steps shared), so the usual imperfect answer - a missing
+SPARQL row, a retrieval recall below 1 - costs no search.
 """
 
 from __future__ import annotations
@@ -28,7 +31,14 @@ from collections.abc import Sequence
 from ..records import ReferenceStep
 from .compare import StepScorer
 
-__all__ = ["Match", "best_matches", "greedy_matches", "match_steps", "steps_score"]
+__all__ = [
+    "Match",
+    "best_matches",
+    "greedy_matches",
+    "match_steps",
+    "steps_score",
+    "upper_bound",
+]
 
 Match = tuple[int, int, int, float]
 """(group index, step index in the group, actual step index, score)."""
@@ -128,6 +138,38 @@ def best_matches(
     return list(solve(len(groups) - 1, len(scorer.actual))[1])
 
 
+def upper_bound(
+    groups: Sequence[Sequence[ReferenceStep]], scorer: StepScorer, candidates: Sequence[int]
+) -> float:
+    """A bound no matching's ``steps_score`` exceeds: from the last group back, each reference
+    step counts its best score over the actual steps the ordering leaves it, as if the steps
+    could be shared, and a group some step of which scores 0 everywhere ends the count."""
+    if not groups:
+        return 0.0
+    total = 0.0
+    upto = len(scorer.actual)
+    for g in range(len(groups) - 1, -1, -1):
+        group = groups[g]
+        usable = [a for a in candidates if a < upto]
+        group_total = 0.0
+        complete = True
+        latest = -1  # the latest actual step that scores above 0 for this group
+        for ref in group:
+            best = 0.0
+            for a in usable:
+                score = scorer.score(ref, a)
+                if score > 0.0:
+                    best = max(best, score)
+                    latest = max(latest, a)
+            group_total += best
+            complete = complete and best > 0.0
+        total += group_total / len(group)
+        if not complete:
+            break
+        upto = latest  # a later group's steps all come after the earlier groups' steps
+    return total / len(groups)
+
+
 def match_steps(
     groups: Sequence[Sequence[ReferenceStep]], scorer: StepScorer
 ) -> tuple[list[Match], float]:
@@ -137,6 +179,8 @@ def match_steps(
     greedy_score = steps_score(groups, greedy)
     if greedy_score >= 1.0 - _EPSILON or not candidates:
         return greedy, greedy_score
+    if greedy_score >= upper_bound(groups, scorer, candidates) - _EPSILON:
+        return greedy, greedy_score  # nothing can score higher: skip the search
     best = best_matches(groups, scorer, candidates)
     best_score = steps_score(groups, best)
     if best_score > greedy_score + 1e-9:
