@@ -101,6 +101,7 @@ _STEP_COUNTERS = ("total", "once_per_sample", "empty_results", "errors")
 # After a "bindings" key: an empty array, or the start of something else.
 _AFTER_BINDINGS_KEY = re.compile(r"\s*:\s*(\[\s*\])?")
 _BINDINGS_KEY = '"bindings"'
+_INF = math.inf
 
 
 def is_number(value: Any) -> bool:
@@ -193,6 +194,7 @@ class _Group:
         self.successes = 0
         self.series: dict[str, _Series] = {}
         self.steps: dict[str, dict[str, int]] = {c: {} for c in _STEP_COUNTERS}
+        self._counters = tuple(self.steps[c] for c in _STEP_COUNTERS)
         self.labels: dict[str, dict[str, int]] = {}
 
     def _series(self, metric: str) -> _Series:
@@ -201,14 +203,23 @@ class _Group:
             series = self.series[metric] = _Series()
         return series
 
-    def add(self, result: Mapping[str, Any], metrics: Iterable[str]) -> None:
+    def add(self, result: Mapping[str, Any], metrics: frozenset[str]) -> None:
         if is_error(result):
             self.errors += 1
         else:
             self.successes += 1
-        for metric in metrics:
-            if metric in result:
-                self._series(metric).add(result[metric])
+        series = self.series
+        for key in result:  # a result has fewer keys than there are metrics
+            if key in metrics:
+                found = series.get(key)
+                if found is None:
+                    found = series[key] = _Series()
+                value = result[key]
+                kind = type(value)
+                if (kind is float and -_INF < value < _INF) or kind is int:  # finite; not NaN
+                    found.values.append(value)
+                else:
+                    found.add(value)
         for key in CATEGORIES:
             label = result.get(key)
             if isinstance(label, str):
@@ -216,23 +227,29 @@ class _Group:
                 if counts is None:
                     counts = self.labels[key] = dict.fromkeys(CATEGORIES[key], 0)
                 counts[label] = counts.get(label, 0) + 1
-        steps = result.get("actual_steps") or []
+        steps = result.get("actual_steps")
+        if not steps:
+            return
+        total, once, empty, errors = self._counters
         seen: set[str] = set()
         for step in steps:
             if not isinstance(step, dict):
                 continue
-            name = str(step.get("name"))
-            _bump(self.steps["total"], name)
+            name = step.get("name")
+            if type(name) is not str:
+                name = str(name)
+            total[name] = total.get(name, 0) + 1
             if name not in seen:
                 seen.add(name)
-                _bump(self.steps["once_per_sample"], name)
+                once[name] = once.get(name, 0) + 1
             if step.get("status") == "error":
-                _bump(self.steps["errors"], name)
+                errors[name] = errors.get(name, 0) + 1
             elif empty_result(step.get("output")):
-                _bump(self.steps["empty_results"], name)
-            for metric in STEP_METRICS.get(name, ()):
-                if metric in step:
-                    self._series(metric).add(step[metric])
+                empty[name] = empty.get(name, 0) + 1
+            if name in STEP_METRICS:
+                for metric in STEP_METRICS[name]:
+                    if metric in step:
+                        self._series(metric).add(step[metric])
 
     def summary(self, metrics: Iterable[str]) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -269,10 +286,6 @@ class _Group:
                 mine_counts[label] = mine_counts.get(label, 0) + count
 
 
-def _bump(counter: dict[str, int], key: str) -> None:
-    counter[key] = counter.get(key, 0) + 1
-
-
 def compute_aggregates(
     results: Iterable[Mapping[str, Any]],
     extra_metrics: Iterable[str] = (),
@@ -286,6 +299,7 @@ def compute_aggregates(
     templates: dict[Any, _Group] = {}
     tagged: dict[str, dict[Any, _Group]] = {tag: {} for tag in tags}
     overall = _Group()
+    metric_set = frozenset(metrics)
     for position, result in enumerate(results):
         if not isinstance(result, dict):
             raise TypeError(f"result [{position}] must be a mapping, got {type(result).__name__}")
@@ -293,7 +307,7 @@ def compute_aggregates(
         group = templates.get(template_id)
         if group is None:
             group = templates[template_id] = _Group()
-        group.add(result, metrics)
+        group.add(result, metric_set)
         for tag in tags:
             value = result.get(tag)
             if value is None or isinstance(value, (dict, list)):
@@ -301,7 +315,7 @@ def compute_aggregates(
             groups = tagged[tag]
             if value not in groups:
                 groups[value] = _Group()
-            groups[value].add(result, metrics)
+            groups[value].add(result, metric_set)
     for group in templates.values():
         overall.merge(group)
     per_template = {tid: group.summary(metrics) for tid, group in templates.items()}
