@@ -122,6 +122,16 @@ def test_invalid_reference_output_json() -> None:
     assert "reference_steps[0][0].output: not a SPARQL JSON result: not valid JSON" in message
 
 
+def test_invalid_term_in_a_reference_column_is_found_on_load() -> None:
+    # The required columns of a reference result are read when the dataset is loaded, so a
+    # bad term is the reference's problem, not a 0 charged to the response's step.
+    output = json.dumps(
+        {"head": {"vars": ["x"]}, "results": {"bindings": [{"x": {"type": "iri", "value": "a"}}]}}
+    )
+    message = error_message(reference([[dict(SPARQL_STEP, output=output)]]))
+    assert "reference_steps[0][0].output: unknown term type 'iri'" in message
+
+
 def test_all_problems_are_counted_in_one_line() -> None:
     ref = reference([[]])
     ref[0]["questions"].append({"id": "q2"})

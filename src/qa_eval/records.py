@@ -15,6 +15,7 @@ from typing import Any
 from .errors import InputError
 from .steps.outputs import OutputParseError, loads
 from .steps.sparql import SparqlResultError, parse_sparql_json
+from .steps.sparql import prepare_reference as prepare_sparql_reference
 
 __all__ = [
     "SPARQL_JSON",
@@ -34,7 +35,9 @@ _ID_TYPES = (str, int)
 # and response, and a frozen dataclass is built three times slower (object.__setattr__ per field).
 @dataclass(slots=True)
 class ReferenceStep:
-    """One reference step with its output parsed once (None when compared as text)."""
+    """One reference step with its output parsed once (None when compared as text): a
+    ``SparqlReference`` for SPARQL JSON, the context ids for retrieval, the JSON value for
+    ``application/json``."""
 
     group: int
     index: int
@@ -131,14 +134,22 @@ def _prepare_step(
                 "missing (a SPARQL step with JSON results must list the columns that have "
                 "to match)",
             )
+            columns = []
         elif not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
             problems.add(
                 record, f"{_where(group, index)}.required_columns", "must be a list of column names"
             )
+            columns = []
         try:
-            parsed = parse_sparql_json(output if isinstance(output, dict) else loads(output))
+            result = parse_sparql_json(output if isinstance(output, dict) else loads(output))
         except (OutputParseError, SparqlResultError) as e:
             problems.add(record, f"{_where(group, index)}.output", f"not a SPARQL JSON result: {e}")
+        else:
+            # Only the required columns are kept, read once; the parsed JSON is let go now.
+            try:
+                parsed = prepare_sparql_reference(result, columns)
+            except SparqlResultError as e:
+                problems.add(record, f"{_where(group, index)}.output", str(e))
     elif name == "retrieval" and output:
         try:
             parsed = _context_ids(output if isinstance(output, list) else loads(output))

@@ -113,7 +113,6 @@ class StepScorer:
                 return compare_sparql_results(
                     ref.parsed,
                     actual_result,
-                    ref.raw.get("required_columns") or [],
                     ordered=ref.raw.get("ordered", False),
                     ignore_duplicates=ref.raw.get("ignore_duplicates", True),
                 )

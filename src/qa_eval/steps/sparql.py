@@ -47,7 +47,14 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
-__all__ = ["FLOAT_DECIMALS", "SparqlResultError", "compare_sparql_results", "parse_sparql_json"]
+__all__ = [
+    "FLOAT_DECIMALS",
+    "SparqlReference",
+    "SparqlResultError",
+    "compare_sparql_results",
+    "parse_sparql_json",
+    "prepare_reference",
+]
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 FLOAT_DECIMALS = 8
@@ -272,60 +279,93 @@ def _rows(columns: Sequence[list[Value]], ordered: bool, ignore_duplicates: bool
     return Counter(rows)
 
 
+class SparqlReference:
+    """A reference result reduced to what the comparison reads: the ASK boolean, or the number
+    of rows and the required columns read once (kind and canonical values). The reference's
+    parsed JSON need not be kept: a prepared dataset holds only these vectors."""
+
+    __slots__ = ("boolean", "columns", "required", "rows")
+
+    def __init__(
+        self,
+        boolean: bool | None,
+        rows: int,
+        required: list[str],
+        columns: list[tuple[Hashable, list[Value]]],
+    ) -> None:
+        self.boolean = boolean
+        self.rows = rows
+        self.required = required
+        self.columns = columns
+
+
+def prepare_reference(
+    reference: Mapping[str, Any], required_columns: Sequence[str]
+) -> SparqlReference:
+    """Read a checked reference result (see ``parse_sparql_json``) for comparisons;
+    ``SparqlResultError`` when a required column holds a term that is not valid."""
+    required = list(dict.fromkeys(required_columns))
+    if "boolean" in reference:
+        return SparqlReference(reference["boolean"], 0, required, [])
+    bindings = reference["results"]["bindings"]
+    table = _Table(bindings)
+    columns = [table.column(v) for v in required] if bindings and required else []
+    return SparqlReference(None, len(bindings), required, columns)
+
+
 def compare_sparql_results(
-    reference: Mapping[str, Any],
+    reference: Mapping[str, Any] | SparqlReference,
     actual: Mapping[str, Any],
-    required_columns: Sequence[str],
+    required_columns: Sequence[str] = (),
     ordered: bool = False,
     ignore_duplicates: bool = True,
 ) -> float:
-    """Score an actual SPARQL JSON result against the reference: 1.0 if they match, else 0.0."""
+    """Score an actual SPARQL JSON result against the reference: 1.0 if they match, else 0.0.
+
+    ``reference`` is a parsed result with ``required_columns``, or a ``SparqlReference``
+    (which carries its required columns)."""
     # Reading columns allocates a value per cell and no cycles: with the collector paused a
     # 100k-row table compares about a quarter faster.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _compare(reference, actual, required_columns, ordered, ignore_duplicates)
+        if not isinstance(reference, SparqlReference):
+            reference = prepare_reference(reference, required_columns)
+        return _compare(reference, actual, ordered, ignore_duplicates)
     finally:
         if collecting:
             gc.enable()
 
 
 def _compare(
-    reference: Mapping[str, Any],
+    reference: SparqlReference,
     actual: Mapping[str, Any],
-    required_columns: Sequence[str],
     ordered: bool,
     ignore_duplicates: bool,
 ) -> float:
-    if "boolean" in reference:
-        return float("boolean" in actual and actual["boolean"] == reference["boolean"])
+    if reference.boolean is not None:
+        return float("boolean" in actual and actual["boolean"] == reference.boolean)
     if "boolean" in actual:
         return 0.0
-    ref_bindings = reference["results"]["bindings"]
+    ref_rows = reference.rows
     act_bindings = actual.get("results", {}).get("bindings", [])
     act_vars = list(dict.fromkeys(actual.get("head", {}).get("vars", [])))
-    required = list(dict.fromkeys(required_columns))
-    if not ref_bindings and not act_bindings:
+    required = reference.required
+    if not ref_rows and not act_bindings:
         return float(len(act_vars) >= len(required))
-    if not ref_bindings or not act_bindings:
+    if not ref_rows or not act_bindings:
         return 0.0
     if len(required) > len(act_vars):
         return 0.0
     if not required:
         return 1.0
-    if ignore_duplicates is False and not ordered and len(ref_bindings) != len(act_bindings):
+    if ignore_duplicates is False and not ordered and ref_rows != len(act_bindings):
         return 0.0
-    if ordered and len(ref_bindings) != len(act_bindings):
+    if ordered and ref_rows != len(act_bindings):
         return 0.0
     try:
         mapping = _find_mapping(
-            _Table(ref_bindings),
-            required,
-            _Table(act_bindings),
-            act_vars,
-            ordered,
-            ignore_duplicates,
+            reference.columns, required, _Table(act_bindings), act_vars, ordered, ignore_duplicates
         )
     except TypeError:  # an unhashable 'value' (a JSON array or object)
         raise SparqlResultError("a term's 'value' must be a string") from None
@@ -383,7 +423,7 @@ def _sampled_candidates(
 
 
 def _find_mapping(
-    ref: _Table,
+    ref_cols: list[tuple[Hashable, list[Value]]],
     ref_vars: list[str],
     act: _Table,
     act_vars: list[str],
@@ -391,7 +431,6 @@ def _find_mapping(
     ignore_duplicates: bool,
 ) -> list[str] | None:
     """Return actual column names for ``ref_vars`` under which the results match, or None."""
-    ref_cols = [ref.column(v) for v in ref_vars]
     ref_kinds = {kind for kind, _ in ref_cols}
     pool = [v for v in act_vars if _MIXED in ref_kinds or act.first_kind(v) in ref_kinds]
     rows: Callable[[Sequence[list[Value]]], Any] = lambda cols: _rows(  # noqa: E731
