@@ -96,6 +96,10 @@ _MIXED = "mixed"
 _VALUE = itemgetter("value")
 _TYPE = itemgetter("type")
 _DATATYPE = itemgetter("datatype")
+_URI_ONLY = {"uri"}
+_LITERAL_ONLY = {"literal"}
+_TWO = {2}
+_THREE = {3}
 
 Value = Hashable
 
@@ -213,24 +217,24 @@ def _column(bindings: Sequence[Mapping[str, Any]], var: str) -> tuple[Hashable, 
         cells = [b.get(var) for b in bindings]
     except TypeError:
         raise SparqlResultError("every binding must be an object") from None
-    # Fast path, all in C-level passes: a column of IRIs or of plain literals only.
+    # Fast path, all in C-level passes: a column of IRIs (other keys do not matter), of plain
+    # literals (no key but type and value) or of literals of one datatype.
     try:
-        values = list(map(_VALUE, cells))
         types = set(map(_TYPE, cells))
-        sizes = set(map(len, cells))
+        values = list(map(_VALUE, cells))
     except (TypeError, KeyError):
         pass
     else:
-        if sizes == {2} and len(types) == 1:
-            head_type = next(iter(types))
-            if head_type == "uri":
-                return _IRI, values
-            if head_type == "literal":
+        if types == _URI_ONLY:
+            return _IRI, values
+        if types == _LITERAL_ONLY:
+            sizes = set(map(len, cells))
+            if sizes == _TWO:
                 return _LITERAL, values
-        elif sizes == {3} and types == {"literal"}:
-            typed = _typed_column(cells, values)
-            if typed is not None:
-                return typed
+            if sizes == _THREE:
+                typed = _typed_column(cells, values)
+                if typed is not None:
+                    return typed
     kinds: set[Hashable] = set()
     pairs: list[tuple[Hashable, Value]] = []
     for cell in cells:
@@ -432,7 +436,9 @@ def _find_mapping(
 ) -> list[str] | None:
     """Return actual column names for ``ref_vars`` under which the results match, or None."""
     ref_kinds = {kind for kind, _ in ref_cols}
-    pool = [v for v in act_vars if _MIXED in ref_kinds or act.first_kind(v) in ref_kinds]
+    mixed = _MIXED in ref_kinds
+    first = {} if mixed else {v: act.first_kind(v) for v in act_vars}
+    pool = act_vars if mixed else [v for v in act_vars if first[v] in ref_kinds]
     rows: Callable[[Sequence[list[Value]]], Any] = lambda cols: _rows(  # noqa: E731
         cols, ordered, ignore_duplicates
     )
@@ -441,6 +447,12 @@ def _find_mapping(
         sampled = _sampled_candidates(ref_cols, act, pool, ordered)
         if sampled is None:
             return None
+    elif not mixed:
+        # A column of one kind can only be the column whose first cell has that kind.
+        sampled = [[v for v in pool if first[v] == kind] for kind, _ in ref_cols]
+        if not all(sampled):
+            return None
+    if sampled is not None:
         # The common case: one candidate per column, all different - one projection decides.
         if all(len(c) == 1 for c in sampled) and len({c[0] for c in sampled}) == len(ref_vars):
             chosen = [c[0] for c in sampled]
