@@ -36,6 +36,26 @@ def test_inputs_are_not_mutated() -> None:
     )
 
 
+def test_results_used_as_the_reference_give_the_same_results() -> None:
+    # Results carry "matches" in their reference steps; evaluated again as a reference, the
+    # stale annotations are dropped and the matches found anew.
+    reference, responses = load_examples()
+    first = run_evaluation(reference, responses)
+    by_id = {r["question_id"]: r for r in first}
+    again = copy.deepcopy(reference)
+    for template in again:
+        for question in template["questions"]:
+            if "reference_steps" in question:
+                question["reference_steps"] = copy.deepcopy(
+                    by_id[question["id"]]["reference_steps"]
+                )
+                for group in question["reference_steps"]:
+                    for step in group:
+                        step["matches"] = "stale"
+    second = run_evaluation(again, responses)
+    assert second == first
+
+
 def test_response_shapes_give_the_same_results(tmp_path: Path) -> None:
     reference, responses = load_examples()
     as_list = run_evaluation(reference, responses)

@@ -28,6 +28,15 @@ __all__ = [
 
 SPARQL_JSON = "application/sparql-results+json"
 APPLICATION_JSON = "application/json"
+# How a reference step is compared (see steps.compare), decided once when the dataset loads.
+COMPARE_IRI = "iri_discovery"
+COMPARE_SPARQL = "sparql"
+COMPARE_RETRIEVAL = "retrieval"
+COMPARE_TIME_SERIES = "time_series"
+COMPARE_DATA_POINTS = "data_points"
+COMPARE_JSON = "json"
+COMPARE_ARGS = "args"
+COMPARE_TEXT = "text"
 _ID_TYPES = (str, int)
 
 
@@ -45,6 +54,8 @@ class ReferenceStep:
     name: str
     media_type: str | None
     parsed: Any = None
+    kind: str = ""
+    """How the step is compared: one of the ``COMPARE_*`` names, chosen once at load."""
 
 
 @dataclass(slots=True)
@@ -56,6 +67,9 @@ class Question:
     raw: Mapping[str, Any]
     groups: tuple[tuple[ReferenceStep, ...], ...] | None
     record: str
+    has_matches_key: bool = False
+    """Whether a reference step carries a ``matches`` key (e.g. results used as a reference),
+    which the copies in a result drop."""
 
 
 @dataclass(slots=True)
@@ -125,7 +139,16 @@ def _prepare_step(
             )
     output = raw.get("output")
     parsed: Any = None
-    if name == "sparql_query" and media_type == SPARQL_JSON:
+    if name == "iri_discovery":
+        kind = COMPARE_IRI
+        if isinstance(output, str):
+            parsed = output.strip()
+        else:
+            problems.add(
+                record, f"{_where(group, index)}.output", "must be the IRI to discover, as a string"
+            )
+    elif name == "sparql_query" and media_type == SPARQL_JSON:
+        kind = COMPARE_SPARQL
         columns = raw.get("required_columns")
         if columns is None:
             problems.add(
@@ -151,20 +174,26 @@ def _prepare_step(
             except SparqlResultError as e:
                 problems.add(record, f"{_where(group, index)}.output", str(e))
     elif name == "retrieval" and output:
+        kind = COMPARE_RETRIEVAL
         try:
             parsed = _context_ids(output if isinstance(output, list) else loads(output))
         except (OutputParseError, ValueError) as e:
             problems.add(record, f"{_where(group, index)}.output", str(e))
+    elif name == "retrieve_time_series":
+        kind = COMPARE_TIME_SERIES  # compared by arguments: the output is not read
+    elif name == "retrieve_data_points":
+        kind = COMPARE_DATA_POINTS
     elif media_type == APPLICATION_JSON and output is not None:
+        kind = COMPARE_JSON
         try:
             parsed = output if not isinstance(output, str) else loads(output)
         except OutputParseError as e:
             problems.add(record, f"{_where(group, index)}.output", str(e))
-    elif name == "iri_discovery" and not isinstance(output, str):
-        problems.add(
-            record, f"{_where(group, index)}.output", "must be the IRI to discover, as a string"
-        )
-    return ReferenceStep(group, index, raw, name, media_type, parsed)
+    elif output is None:
+        kind = COMPARE_ARGS
+    else:
+        kind = COMPARE_TEXT
+    return ReferenceStep(group, index, raw, name, media_type, parsed, kind)
 
 
 def _context_ids(contexts: Any) -> list[Any]:
@@ -223,7 +252,10 @@ def prepare_reference(data: Any, source: str = "reference") -> list[Question]:
             if answer is not None and not isinstance(answer, str):
                 problems.add(record, "reference_answer", "must be a string")
             groups = _prepare_groups(question, record, problems)
-            questions.append(Question(template_id, qid, question, groups, record))
+            has_matches = groups is not None and any(
+                "matches" in step.raw for group in groups for step in group
+            )
+            questions.append(Question(template_id, qid, question, groups, record, has_matches))
     problems.raise_if_any()
     return questions
 
@@ -248,8 +280,12 @@ def _prepare_groups(
                 record, f"reference_steps[{g}]", "a group must be a non-empty list of steps"
             )
             continue
-        steps = [_prepare_step(step, g, i, record, problems) for i, step in enumerate(group)]
-        groups.append(tuple(s for s in steps if s is not None))
+        steps = []
+        for i, step in enumerate(group):
+            prepared = _prepare_step(step, g, i, record, problems)
+            if prepared is not None:
+                steps.append(prepared)
+        groups.append(tuple(steps))
     return tuple(groups)
 
 

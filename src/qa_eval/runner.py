@@ -72,22 +72,19 @@ def evaluate_question(
     if question.groups is not None:
         scorer = StepScorer(actual_steps)
         matches, score = match_steps(question.groups, scorer)
-        matched = {(g, i): a for g, i, a, _ in matches}
-        annotated = []
-        for group in question.groups:
-            copies = []
-            for ref in group:
-                step = dict(ref.raw)
-                a = matched.get((ref.group, ref.index))
-                if a is not None:
-                    step_id = actual_steps[a].get("id")
-                    step["matches"] = step_id if step_id is not None else a
-                    if matched_out is not None:
-                        matched_out.append((step, a))
-                else:
+        # Copies of the reference steps (a prepared question keeps every step, in place, so a
+        # match's (group, index) is its position), without any "matches" the input carried.
+        annotated = [[dict(ref.raw) for ref in group] for group in question.groups]
+        if question.has_matches_key:
+            for copies in annotated:
+                for step in copies:
                     step.pop("matches", None)
-                copies.append(step)
-            annotated.append(copies)
+        for g, i, a, _ in sorted(matches):
+            step = annotated[g][i]
+            step_id = actual_steps[a].get("id")
+            step["matches"] = step_id if step_id is not None else a
+            if matched_out is not None:
+                matched_out.append((step, a))
         result["reference_steps"] = annotated
         result["steps_score"] = score
         if scorer.problems:
