@@ -26,7 +26,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..metrics.ranking import spec_recall_at_k
-from ..records import APPLICATION_JSON, SPARQL_JSON, ReferenceStep
+from ..records import (
+    COMPARE_ARGS,
+    COMPARE_DATA_POINTS,
+    COMPARE_IRI,
+    COMPARE_JSON,
+    COMPARE_RETRIEVAL,
+    COMPARE_SPARQL,
+    COMPARE_TIME_SERIES,
+    ReferenceStep,
+)
 from .outputs import OutputParseError, iri_found, json_equal, loads
 from .sparql import SparqlResultError, compare_sparql_results, parse_sparql_json
 from .timeseries import StepArgumentError, compare_data_points_steps, compare_time_series_steps
@@ -34,6 +43,7 @@ from .timeseries import StepArgumentError, compare_data_points_steps, compare_ti
 __all__ = ["StepScorer"]
 
 _MISSING = object()
+_IRI_STEPS = ("autocomplete_search", "sparql_query")
 
 
 class _StepProblem(Exception):
@@ -93,18 +103,19 @@ class StepScorer:
     def _compare(self, ref: ReferenceStep, act_index: int) -> float:
         act = self.actual[act_index]
         name = act.get("name")
-        if ref.name == "iri_discovery":
-            if name not in ("autocomplete_search", "sparql_query"):
+        kind = ref.kind
+        if kind == COMPARE_IRI:
+            if name not in _IRI_STEPS:
                 return 0.0
             output = self._output(act_index)
             try:
                 parsed = self._parsed(act_index)
             except _StepProblem:
                 parsed = None  # e.g. a DESCRIBE result: look for the IRI as a token
-            return float(iri_found(str(ref.raw.get("output", "")).strip(), parsed, output))
+            return float(iri_found(ref.parsed, parsed, output))
         if name != ref.name:
             return 0.0
-        if ref.name == "sparql_query" and ref.media_type == SPARQL_JSON:
+        if kind == COMPARE_SPARQL:
             try:
                 actual_result = parse_sparql_json(self._parsed(act_index))
             except SparqlResultError as e:
@@ -118,18 +129,18 @@ class StepScorer:
                 )
             except SparqlResultError as e:
                 raise _StepProblem(f"output: {e}") from None
-        if ref.name == "retrieval" and ref.parsed is not None:
+        if kind == COMPARE_RETRIEVAL:
             return self._retrieval(ref, act_index)
-        if ref.name == "retrieve_time_series":
+        if kind == COMPARE_TIME_SERIES:
             return compare_time_series_steps(ref.raw, act)
-        if ref.name == "retrieve_data_points":
+        if kind == COMPARE_DATA_POINTS:
             try:
                 return compare_data_points_steps(ref.raw, act)
             except StepArgumentError as e:
                 raise _StepProblem(str(e)) from None
-        if ref.media_type == APPLICATION_JSON and ref.parsed is not None:
+        if kind == COMPARE_JSON:
             return float(json_equal(ref.parsed, self._parsed(act_index)))
-        if "output" not in ref.raw or ref.raw["output"] is None:
+        if kind == COMPARE_ARGS:
             return float(json_equal(ref.raw.get("args"), act.get("args")))
         return float(ref.raw["output"] == self._output(act_index))
 

@@ -53,15 +53,29 @@ def greedy_matches(
     """The original library's greedy matching (last group first, latest actual step first)."""
     matches: list[Match] = []
     upto = len(scorer.actual)
+    latest_first = candidates[::-1]
+    score_of = scorer.score
     for g in range(len(groups) - 1, -1, -1):
         group = groups[g]
+        if len(group) == 1:  # the usual group: one step, the latest actual step that scores
+            ref = group[0]
+            for a in latest_first:
+                if a < upto:
+                    score = score_of(ref, a)
+                    if score > 0.0:
+                        matches.append((g, ref.index, a, score))
+                        upto = a
+                        break
+            else:
+                break  # the group is not matched: matching ends
+            continue
         used: set[int] = set()
         found: list[Match] = []
         for ref in reversed(group):
-            for a in reversed(candidates):
+            for a in latest_first:
                 if a >= upto or a in used:
                     continue
-                score = scorer.score(ref, a)
+                score = score_of(ref, a)
                 if score > 0.0:
                     found.append((g, ref.index, a, score))
                     used.add(a)
@@ -69,7 +83,7 @@ def greedy_matches(
         matches.extend(found)
         if len(found) < len(group):
             break
-        upto = min(a for _, _, a, _ in found)
+        upto = min(used)
     return matches
 
 
