@@ -67,19 +67,35 @@ class Question:
     raw: Mapping[str, Any]
     groups: tuple[tuple[ReferenceStep, ...], ...] | None
     record: str
-    has_matches_key: bool = False
+    has_matches: bool = False
     """Whether a reference step carries a ``matches`` key (e.g. results used as a reference),
     which the copies in a result drop."""
 
 
 @dataclass(slots=True)
 class Response:
-    """One response of the evaluated system, with the record name used in messages."""
+    """One response of the evaluated system: its question id, the response as given, whether
+    it is an error response, and the indexes of its successful actual steps."""
 
     question_id: Any
     raw: Mapping[str, Any]
-    record: str
+    place: tuple[str, Any]
+    """Where it was read: ("line", number), ("response", position) or ("key", question id)."""
     is_error: bool
+    successful: list[int] | None = None
+
+    @property
+    def record(self) -> str:
+        """The record's name in messages, e.g. ``line 3 (question_id 'q1')``."""
+        return _response_record(self.place, self.question_id)
+
+
+def _response_record(place: tuple[str, Any], qid: Any) -> str:
+    kind, where = place
+    if kind == "key":
+        return f"question_id {where!r}"
+    name = f"line {where}" if kind == "line" else f"response [{where}]"
+    return name if qid is None else f"{name} (question_id {qid!r})"
 
 
 @dataclass
@@ -130,13 +146,14 @@ def _prepare_step(
             record, f"{_where(group, index)}.args", f"must be a mapping, got {_type_name(args)}"
         )
     media_type = raw.get("output_media_type")
-    for flag in ("ordered", "ignore_duplicates"):
-        if flag in raw and not isinstance(raw[flag], bool):
-            problems.add(
-                record,
-                f"{_where(group, index)}.{flag}",
-                f"must be true or false, got {raw[flag]!r}",
-            )
+    if "ordered" in raw or "ignore_duplicates" in raw:
+        for flag in ("ordered", "ignore_duplicates"):
+            if flag in raw and not isinstance(raw[flag], bool):
+                problems.add(
+                    record,
+                    f"{_where(group, index)}.{flag}",
+                    f"must be true or false, got {raw[flag]!r}",
+                )
     output = raw.get("output")
     parsed: Any = None
     if name == "iri_discovery":
@@ -233,13 +250,16 @@ def prepare_reference(data: Any, source: str = "reference") -> list[Question]:
             problems.add(t_record, "questions", f"must be a list, got {_type_name(items)}")
             continue
         for q_pos, question in enumerate(items):
-            record = f"{t_record} question [{q_pos}]"
             if not isinstance(question, dict):
-                problems.add(record, None, f"must be a mapping, got {_type_name(question)}")
+                problems.add(
+                    f"{t_record} question [{q_pos}]",
+                    None,
+                    f"must be a mapping, got {_type_name(question)}",
+                )
                 continue
             qid = question.get("id")
             if not isinstance(qid, _ID_TYPES) or isinstance(qid, bool):
-                problems.add(record, "id", "missing or not a string")
+                problems.add(f"{t_record} question [{q_pos}]", "id", "missing or not a string")
                 continue
             record = f"{t_record} question {qid!r}"
             if qid in seen:
@@ -251,10 +271,7 @@ def prepare_reference(data: Any, source: str = "reference") -> list[Question]:
             answer = question.get("reference_answer")
             if answer is not None and not isinstance(answer, str):
                 problems.add(record, "reference_answer", "must be a string")
-            groups = _prepare_groups(question, record, problems)
-            has_matches = groups is not None and any(
-                "matches" in step.raw for group in groups for step in group
-            )
+            groups, has_matches = _prepare_groups(question, record, problems)
             questions.append(Question(template_id, qid, question, groups, record, has_matches))
     problems.raise_if_any()
     return questions
@@ -262,9 +279,11 @@ def prepare_reference(data: Any, source: str = "reference") -> list[Question]:
 
 def _prepare_groups(
     question: Mapping[str, Any], record: str, problems: _Problems
-) -> tuple[tuple[ReferenceStep, ...], ...] | None:
+) -> tuple[tuple[tuple[ReferenceStep, ...], ...] | None, bool]:
+    """The prepared step groups (None without ``reference_steps``), and whether some step
+    carries a ``matches`` key."""
     if "reference_steps" not in question:
-        return None
+        return None, False
     raw_groups = question["reference_steps"]
     if not isinstance(raw_groups, list) or not raw_groups:
         problems.add(
@@ -272,8 +291,9 @@ def _prepare_groups(
             "reference_steps",
             "must be a non-empty list of step groups (leave the key out when there are none)",
         )
-        return None
+        return None, False
     groups = []
+    has_matches = False
     for g, group in enumerate(raw_groups):
         if not isinstance(group, list) or not group:
             problems.add(
@@ -285,37 +305,47 @@ def _prepare_groups(
             prepared = _prepare_step(step, g, i, record, problems)
             if prepared is not None:
                 steps.append(prepared)
+                if "matches" in step:
+                    has_matches = True
         groups.append(tuple(steps))
-    return tuple(groups)
+    return tuple(groups), has_matches
 
 
-def _check_steps(steps: Any, record: str, problems: _Problems) -> None:
+def _check_steps(steps: Any, record: str, problems: _Problems) -> list[int]:
+    """Check the actual steps; returns the indexes of the successful ones."""
     if not isinstance(steps, list):
         problems.add(record, "actual_steps", f"must be a list, got {_type_name(steps)}")
-        return
+        return []
+    successful = []
     for i, step in enumerate(steps):
         if not isinstance(step, dict):
             problems.add(record, f"actual_steps[{i}]", f"must be a mapping, got {_type_name(step)}")
-        elif not isinstance(step.get("name"), str):
+            continue
+        status = step.get("status", "success")
+        if status == "success":
+            successful.append(i)
+        if not isinstance(step.get("name"), str):
             problems.add(record, f"actual_steps[{i}].name", "missing or not a string")
-        elif "status" in step and not isinstance(step["status"], str):
+        elif not isinstance(status, str):
             problems.add(record, f"actual_steps[{i}].status", "must be a string")
         elif "args" in step and step["args"] is not None and not isinstance(step["args"], dict):
             problems.add(record, f"actual_steps[{i}].args", "must be a mapping")
+    return successful
 
 
-def _numbered(data: Any, problems: _Problems) -> Iterable[tuple[str, Any, Any]]:
-    """Yield (record, key, response) for a list, a dict keyed by question id, or JSONL lines."""
+def _numbered(data: Any, problems: _Problems) -> Iterable[tuple[tuple[str, Any], Any, Any]]:
+    """Yield (place, key, response) for a list, a dict keyed by question id, or JSONL lines."""
     if isinstance(data, dict):
         for key, response in data.items():
-            yield f"question_id {key!r}", key, response
+            yield ("key", key), key, response
     elif isinstance(data, list):
         line_numbers = getattr(data, "line_numbers", None)
-        for position, response in enumerate(data):
-            if line_numbers is not None:
-                yield f"line {line_numbers[position]}", None, response
-            else:
-                yield f"response [{position}]", None, response
+        if line_numbers is not None:
+            for position, response in enumerate(data):
+                yield ("line", line_numbers[position]), None, response
+        else:
+            for position, response in enumerate(data):
+                yield ("response", position), None, response
     else:
         problems.add(
             None,
@@ -325,6 +355,9 @@ def _numbered(data: Any, problems: _Problems) -> Iterable[tuple[str, Any, Any]]:
         )
 
 
+_TOKEN_KEYS = ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec")
+
+
 def prepare_responses(
     data: Any, questions: Iterable[Question], source: str = "responses"
 ) -> dict[Any, Response]:
@@ -332,40 +365,63 @@ def prepare_responses(
     problems = _Problems(source)
     known = {q.question_id for q in questions}
     responses: dict[Any, Response] = {}
-    for record, key, response in _numbered(data, problems):
+    for place, key, response in _numbered(data, problems):
         if not isinstance(response, dict):
-            problems.add(record, None, f"a response must be a mapping, got {_type_name(response)}")
+            problems.add(
+                _response_record(place, None),
+                None,
+                f"a response must be a mapping, got {_type_name(response)}",
+            )
             continue
         qid = response.get("question_id", key)
         if key is not None and "question_id" in response and response["question_id"] != key:
-            problems.add(record, "question_id", f"{response['question_id']!r} differs from its key")
+            problems.add(
+                _response_record(place, None),
+                "question_id",
+                f"{response['question_id']!r} differs from its key",
+            )
             continue
         if not isinstance(qid, _ID_TYPES) or isinstance(qid, bool):
-            problems.add(record, "question_id", "missing or not a string")
+            problems.add(_response_record(place, None), "question_id", "missing or not a string")
             continue
-        if key is None:
-            record = f"{record} (question_id {qid!r})"
         if qid not in known:
-            problems.add(record, "question_id", "no question with this id in the reference dataset")
+            problems.add(
+                _response_record(place, qid),
+                "question_id",
+                "no question with this id in the reference dataset",
+            )
             continue
         if qid in responses:
             problems.add(
-                record, "question_id", f"duplicate response (also {responses[qid].record})"
+                _response_record(place, qid),
+                "question_id",
+                f"duplicate response (also {responses[qid].record})",
             )
             continue
         status = response.get("status")
         if status is not None and status not in ("success", "error"):
-            problems.add(record, "status", f"must be 'success' or 'error', got {status!r}")
+            problems.add(
+                _response_record(place, qid),
+                "status",
+                f"must be 'success' or 'error', got {status!r}",
+            )
             continue
         is_error = status == "error" or (status is None and "error" in response)
+        successful = None
         if "actual_steps" in response:
-            _check_steps(response["actual_steps"], record, problems)
-        for key_name in ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec"):
+            before = len(problems.items)
+            successful = _check_steps(response["actual_steps"], "", problems)
+            if len(problems.items) > before:  # name the record now that there is a problem
+                record = _response_record(place, qid)
+                problems.items[before:] = [(record, f, m) for _, f, m in problems.items[before:]]
+        for key_name in _TOKEN_KEYS:
             value = response.get(key_name)
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, (int, float))
             ):
-                problems.add(record, key_name, f"must be a number, got {value!r}")
-        responses[qid] = Response(qid, response, record, is_error)
+                problems.add(
+                    _response_record(place, qid), key_name, f"must be a number, got {value!r}"
+                )
+        responses[qid] = Response(qid, response, place, is_error, successful)
     problems.raise_if_any()
     return responses

@@ -70,12 +70,12 @@ def evaluate_question(
     # A new list of the same step dicts: nothing here changes them.
     result["actual_steps"] = list(actual_steps)
     if question.groups is not None:
-        scorer = StepScorer(actual_steps)
+        scorer = StepScorer(actual_steps, response.successful if response is not None else None)
         matches, score = match_steps(question.groups, scorer)
         # Copies of the reference steps (a prepared question keeps every step, in place, so a
         # match's (group, index) is its position), without any "matches" the input carried.
         annotated = [[dict(ref.raw) for ref in group] for group in question.groups]
-        if question.has_matches_key:
+        if question.has_matches:
             for copies in annotated:
                 for step in copies:
                     step.pop("matches", None)

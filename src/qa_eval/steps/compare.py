@@ -53,15 +53,22 @@ class _StepProblem(Exception):
 class StepScorer:
     """Scores reference steps against the actual steps of one response, with caches."""
 
-    def __init__(self, actual_steps: Sequence[Mapping[str, Any]]) -> None:
+    def __init__(
+        self, actual_steps: Sequence[Mapping[str, Any]], successful: list[int] | None = None
+    ) -> None:
         self.actual = actual_steps
         self.problems: dict[int, str] = {}
         self._json: dict[int, Any] = {}
         self._scores: dict[tuple[int, int, int], float] = {}
+        self._successful = successful  # found while the responses were checked, when given
 
     def successful(self) -> list[int]:
         """Indexes of the actual steps that may be matched (status success)."""
-        return [i for i, s in enumerate(self.actual) if s.get("status", "success") == "success"]
+        if self._successful is None:
+            self._successful = [
+                i for i, s in enumerate(self.actual) if s.get("status", "success") == "success"
+            ]
+        return self._successful
 
     def score(self, ref: ReferenceStep, act_index: int) -> float:
         """Score of ``ref`` against actual step ``act_index`` (memoised)."""

@@ -94,7 +94,10 @@ def steps_score(groups: Sequence[Sequence[ReferenceStep]], matches: Sequence[Mat
     per_group = [0.0] * len(groups)
     for g, _, _, score in matches:
         per_group[g] += score
-    return sum(total / len(groups[g]) for g, total in enumerate(per_group)) / len(groups)
+    total = 0.0
+    for g, group in enumerate(groups):
+        total += per_group[g] / len(group)
+    return total / len(groups)
 
 
 def best_matches(
