@@ -26,11 +26,14 @@ Where qa-eval is stricter or more exact than the original (see docs/compatibilit
   equals NaN here, since the two results hold the same term.
 * Blank nodes are scoped to one result, so any blank node equals any other.
 
-Algorithm: each column is read at most once into a vector of canonical values. An actual column is
-first tried on its first 16 cells: each must have the reference column's kind (IRI, number, ...)
-and occur in the reference column (at the same row, when ordered), or the column cannot match and
-is never read in full. When that leaves one candidate per reference column, all different (the
-common case), one projection of the candidates decides. Otherwise a reference column can only map
+Algorithm: each column is read at most once into a vector of canonical values; a reference's
+required columns are read when the dataset loads (``prepare_reference``). In a result of more than
+64 rows an actual column is first tried on its first 16 cells: each must have the reference
+column's kind (IRI, number, ...) and occur in the reference column (at the same row, when
+ordered), or the column cannot match and is never read in full. In a smaller result the
+candidates for a reference column are the actual columns whose first cell has its kind. When that
+leaves one candidate per reference column, all different (the common case), one projection of
+the candidates decides. Otherwise a reference column can only map
 to a candidate whose whole column has the same sequence (ordered), set (set semantics) or multiset
 (bag semantics) of values, and the mapping is found by backtracking over those, checking the
 partial projection after each step: O(rows x columns) overall, instead of the original's
