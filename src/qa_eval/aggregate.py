@@ -101,7 +101,9 @@ _STEP_COUNTERS = ("total", "once_per_sample", "empty_results", "errors")
 # After a "bindings" key: an empty array, or the start of something else.
 _AFTER_BINDINGS_KEY = re.compile(r"\s*:\s*(\[\s*\])?")
 _BINDINGS_KEY = '"bindings"'
+_ROWS_FOLLOW = (": [{", ":[{")  # a "bindings" key with a first row after it
 _INF = math.inf
+_INT_ONLY = {int}
 
 
 def is_number(value: Any) -> bool:
@@ -128,7 +130,7 @@ def describe(values: list[int | float], skipped: int = 0) -> dict[str, Any]:
         stats: dict[str, Any] = {"sum": 0, "mean": 0, "median": 0, "min": 0, "max": 0, "n": 0}
     else:
         ordered = sorted(values)
-        exact_ints = all(type(v) is int for v in values)
+        exact_ints = set(map(type, values)) == _INT_ONLY
         total = sum(values) if exact_ints else math.fsum(values)
         middle = n // 2
         median = ordered[middle] if n % 2 else (ordered[middle - 1] + ordered[middle]) / 2
@@ -170,11 +172,15 @@ def empty_result(output: Any) -> bool:
         return False
     start = output.find(_BINDINGS_KEY)
     while start != -1:
-        after = _AFTER_BINDINGS_KEY.match(output, start + len(_BINDINGS_KEY))
-        if after is not None and (start == 0 or output[start - 1] != "\\"):
-            if after.group(1) is None:
+        if start == 0 or output[start - 1] != "\\":
+            end = start + len(_BINDINGS_KEY)
+            if output.startswith(_ROWS_FOLLOW, end):  # the usual case, without the regex
                 return False
-            break
+            after = _AFTER_BINDINGS_KEY.match(output, end)
+            if after is not None:
+                if after.group(1) is None:
+                    return False
+                break
         start = output.find(_BINDINGS_KEY, start + 1)
     if start == -1:
         return False
