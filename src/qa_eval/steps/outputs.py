@@ -25,11 +25,11 @@ class OutputParseError(ValueError):
 
 def loads(text: Any) -> Any:
     """Parse JSON text quickly; accepts NaN/Infinity as Python's json module writes them."""
-    if not isinstance(text, (str, bytes)):
-        raise OutputParseError(f"expected JSON text, got {type(text).__name__}")
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError as fast_error:
+        if not isinstance(text, (str, bytes)):
+            raise OutputParseError(f"expected JSON text, got {type(text).__name__}") from None
         try:
             return json.loads(text)
         except (ValueError, RecursionError):
