@@ -117,11 +117,16 @@ class StepScorer:
             if name not in _IRI_STEPS:
                 return 0.0
             output = self._output(act_index)
+            iri = ref.parsed
+            if iri and isinstance(output, str) and iri not in output and "\\" not in output:
+                # Without escapes every JSON string is in the text as it is: an IRI absent
+                # from the text is neither bound in the result nor a token of it. No parse.
+                return 0.0
             try:
                 parsed = self._parsed(act_index)
             except _StepProblem:
                 parsed = None  # e.g. a DESCRIBE result: look for the IRI as a token
-            return float(iri_found(ref.parsed, parsed, output))
+            return float(iri_found(iri, parsed, output))
         if name != ref.name:
             return 0.0
         if kind == COMPARE_SPARQL:
