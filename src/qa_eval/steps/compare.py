@@ -97,9 +97,7 @@ class StepScorer:
     def _parsed(self, act_index: int) -> Any:
         value = self._json.get(act_index, _MISSING)
         if value is _MISSING:
-            output = self.actual[act_index].get("output")
-            if output is None:
-                raise _StepProblem("output: missing in a successful step")
+            output = self._output(act_index)
             try:
                 value = output if isinstance(output, (dict, list)) else loads(output)
             except OutputParseError as e:
