@@ -101,7 +101,6 @@ _STEP_COUNTERS = ("total", "once_per_sample", "empty_results", "errors")
 # After a "bindings" key: an empty array, or the start of something else.
 _AFTER_BINDINGS_KEY = re.compile(r"\s*:\s*(\[\s*\])?")
 _BINDINGS_KEY = '"bindings"'
-_ROWS_FOLLOW = (": [{", ":[{")  # a "bindings" key with a first row after it
 _INF = math.inf
 _INT_ONLY = {int}
 
@@ -155,7 +154,9 @@ class _Series:
         self.skipped = 0
 
     def add(self, value: Any) -> None:
-        if is_finite_number(value):
+        kind = type(value)
+        # int and float first (the usual values); comparisons with inf also rule out NaN.
+        if kind is int or (kind is float and -_INF < value < _INF) or is_finite_number(value):
             self.values.append(value)
         elif value is not None:
             self.skipped += 1
@@ -172,15 +173,11 @@ def empty_result(output: Any) -> bool:
         return False
     start = output.find(_BINDINGS_KEY)
     while start != -1:
-        if start == 0 or output[start - 1] != "\\":
-            end = start + len(_BINDINGS_KEY)
-            if output.startswith(_ROWS_FOLLOW, end):  # the usual case, without the regex
+        after = _AFTER_BINDINGS_KEY.match(output, start + len(_BINDINGS_KEY))
+        if after is not None and (start == 0 or output[start - 1] != "\\"):
+            if after.group(1) is None:
                 return False
-            after = _AFTER_BINDINGS_KEY.match(output, end)
-            if after is not None:
-                if after.group(1) is None:
-                    return False
-                break
+            break
         start = output.find(_BINDINGS_KEY, start + 1)
     if start == -1:
         return False
@@ -200,7 +197,6 @@ class _Group:
         self.successes = 0
         self.series: dict[str, _Series] = {}
         self.steps: dict[str, dict[str, int]] = {c: {} for c in _STEP_COUNTERS}
-        self._counters = tuple(self.steps[c] for c in _STEP_COUNTERS)
         self.labels: dict[str, dict[str, int]] = {}
 
     def _series(self, metric: str) -> _Series:
@@ -214,18 +210,9 @@ class _Group:
             self.errors += 1
         else:
             self.successes += 1
-        series = self.series
         for key in result:  # a result has fewer keys than there are metrics
             if key in metrics:
-                found = series.get(key)
-                if found is None:
-                    found = series[key] = _Series()
-                value = result[key]
-                kind = type(value)
-                if (kind is float and -_INF < value < _INF) or kind is int:  # finite; not NaN
-                    found.values.append(value)
-                else:
-                    found.add(value)
+                self._series(key).add(result[key])
         for key in CATEGORIES:
             label = result.get(key)
             if isinstance(label, str):
@@ -236,7 +223,9 @@ class _Group:
         steps = result.get("actual_steps")
         if not steps:
             return
-        total, once, empty, errors = self._counters
+        counters = self.steps
+        total, once = counters["total"], counters["once_per_sample"]
+        empty, errors = counters["empty_results"], counters["errors"]
         seen: set[str] = set()
         for step in steps:
             if not isinstance(step, dict):
