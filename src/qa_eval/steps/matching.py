@@ -57,18 +57,6 @@ def greedy_matches(
     score_of = scorer.score
     for g in range(len(groups) - 1, -1, -1):
         group = groups[g]
-        if len(group) == 1:  # the usual group: one step, the latest actual step that scores
-            ref = group[0]
-            for a in latest_first:
-                if a < upto:
-                    score = score_of(ref, a)
-                    if score > 0.0:
-                        matches.append((g, ref.index, a, score))
-                        upto = a
-                        break
-            else:
-                break  # the group is not matched: matching ends
-            continue
         used: set[int] = set()
         found: list[Match] = []
         for ref in reversed(group):
