@@ -146,14 +146,13 @@ def _prepare_step(
             record, f"{_where(group, index)}.args", f"must be a mapping, got {_type_name(args)}"
         )
     media_type = raw.get("output_media_type")
-    if "ordered" in raw or "ignore_duplicates" in raw:
-        for flag in ("ordered", "ignore_duplicates"):
-            if flag in raw and not isinstance(raw[flag], bool):
-                problems.add(
-                    record,
-                    f"{_where(group, index)}.{flag}",
-                    f"must be true or false, got {raw[flag]!r}",
-                )
+    for flag in ("ordered", "ignore_duplicates"):
+        if flag in raw and not isinstance(raw[flag], bool):
+            problems.add(
+                record,
+                f"{_where(group, index)}.{flag}",
+                f"must be true or false, got {raw[flag]!r}",
+            )
     output = raw.get("output")
     parsed: Any = None
     if name == "iri_discovery":
@@ -311,25 +310,30 @@ def _prepare_groups(
     return tuple(groups), has_matches
 
 
-def _check_steps(steps: Any, record: str, problems: _Problems) -> list[int]:
-    """Check the actual steps; returns the indexes of the successful ones."""
+def _check_steps(steps: Any, place: tuple[str, Any], qid: Any, problems: _Problems) -> list[int]:
+    """Check the actual steps of the response read at ``place``; returns the indexes of the
+    successful ones."""
     if not isinstance(steps, list):
-        problems.add(record, "actual_steps", f"must be a list, got {_type_name(steps)}")
+        message = f"must be a list, got {_type_name(steps)}"
+        problems.add(_response_record(place, qid), "actual_steps", message)
         return []
     successful = []
     for i, step in enumerate(steps):
         if not isinstance(step, dict):
-            problems.add(record, f"actual_steps[{i}]", f"must be a mapping, got {_type_name(step)}")
-            continue
-        status = step.get("status", "success")
-        if status == "success":
-            successful.append(i)
-        if not isinstance(step.get("name"), str):
-            problems.add(record, f"actual_steps[{i}].name", "missing or not a string")
-        elif not isinstance(status, str):
-            problems.add(record, f"actual_steps[{i}].status", "must be a string")
-        elif "args" in step and step["args"] is not None and not isinstance(step["args"], dict):
-            problems.add(record, f"actual_steps[{i}].args", "must be a mapping")
+            field_path, message = f"actual_steps[{i}]", f"must be a mapping, got {_type_name(step)}"
+        else:
+            status = step.get("status", "success")
+            if status == "success":
+                successful.append(i)
+            if not isinstance(step.get("name"), str):
+                field_path, message = f"actual_steps[{i}].name", "missing or not a string"
+            elif not isinstance(status, str):
+                field_path, message = f"actual_steps[{i}].status", "must be a string"
+            elif "args" in step and step["args"] is not None and not isinstance(step["args"], dict):
+                field_path, message = f"actual_steps[{i}].args", "must be a mapping"
+            else:
+                continue
+        problems.add(_response_record(place, qid), field_path, message)
     return successful
 
 
@@ -409,11 +413,7 @@ def prepare_responses(
         is_error = status == "error" or (status is None and "error" in response)
         successful = None
         if "actual_steps" in response:
-            before = len(problems.items)
-            successful = _check_steps(response["actual_steps"], "", problems)
-            if len(problems.items) > before:  # name the record now that there is a problem
-                record = _response_record(place, qid)
-                problems.items[before:] = [(record, f, m) for _, f, m in problems.items[before:]]
+            successful = _check_steps(response["actual_steps"], place, qid, problems)
         for key_name in _TOKEN_KEYS:
             value = response.get(key_name)
             if value is not None and (
