@@ -445,26 +445,26 @@ def _find_mapping(
     rows: Callable[[Sequence[list[Value]]], Any] = lambda cols: _rows(  # noqa: E731
         cols, ordered, ignore_duplicates
     )
-    sampled: list[list[str]] | None = None
+    shortlist: list[list[str]] | None = None  # candidates per reference column
     if len(act.bindings) > _SAMPLE_ABOVE:
-        sampled = _sampled_candidates(ref_cols, act, pool, ordered)
-        if sampled is None:
+        shortlist = _sampled_candidates(ref_cols, act, pool, ordered)
+        if shortlist is None:
             return None
     elif not mixed:
         # A column of one kind can only be the column whose first cell has that kind.
-        sampled = [[v for v in pool if first[v] == kind] for kind, _ in ref_cols]
-        if not all(sampled):
+        shortlist = [[v for v in pool if first[v] == kind] for kind, _ in ref_cols]
+        if not all(shortlist):
             return None
-    if sampled is not None:
+    if shortlist is not None:
         # The common case: one candidate per column, all different - one projection decides.
-        if all(len(c) == 1 for c in sampled) and len({c[0] for c in sampled}) == len(ref_vars):
-            chosen = [c[0] for c in sampled]
+        if all(len(c) == 1 for c in shortlist) and len({c[0] for c in shortlist}) == len(ref_vars):
+            chosen = [c[0] for c in shortlist]
             columns = [act.column(v) for v in chosen]
             if any(a[0] != r[0] for a, r in zip(columns, ref_cols)):
                 return None
             same = rows([values for _, values in ref_cols]) == rows([v for _, v in columns])
             return chosen if same else None
-        pool = list(dict.fromkeys(v for found in sampled for v in found))
+        pool = list(dict.fromkeys(v for found in shortlist for v in found))
     # Keep the candidates whose whole column has the reference column's values.
     by_signature: dict[tuple[Hashable, Hashable], list[str]] = {}
     for var in pool:
@@ -475,8 +475,8 @@ def _find_mapping(
     candidates: list[list[str]] = []
     for i, (kind, values) in enumerate(ref_cols):
         found = by_signature.get((kind, _signature(values, ordered, ignore_duplicates)), [])
-        if sampled is not None:
-            found = [v for v in found if v in sampled[i]]
+        if shortlist is not None:
+            found = [v for v in found if v in shortlist[i]]
         if not found:
             return None
         candidates.append(found)
