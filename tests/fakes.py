@@ -1,5 +1,6 @@
 """In-process fakes for metric arithmetic: a judge answering from queued replies and an embedder
-answering from a table. (The judge itself is tested over real HTTP in test_judge.py.)"""
+answering from a table (the judge itself is tested over real HTTP in test_judge.py); and the
+prepared step groups of a one-question dataset."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from qa_eval.judge import JudgeError, Verdict
+from qa_eval.records import ReferenceStep, prepare_reference
 
 
 class FakeJudge:
@@ -92,3 +94,11 @@ class FailingEmbedder(FakeEmbedder):
 def run(coro: Any) -> Any:
     """Run a coroutine to completion."""
     return asyncio.run(coro)
+
+
+def prepared_groups(steps: list[list[dict]]) -> tuple[tuple[ReferenceStep, ...], ...]:
+    """The prepared reference step groups of a dataset with one question that has ``steps``."""
+    question = {"id": "q", "question_text": "?", "reference_steps": steps}
+    groups = prepare_reference([{"template_id": "t", "questions": [question]}])[0].groups
+    assert groups is not None
+    return groups

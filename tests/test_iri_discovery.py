@@ -8,28 +8,16 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qa_eval.records import prepare_reference
+from fakes import prepared_groups
+from qa_eval.records import ReferenceStep
 from qa_eval.steps.compare import StepScorer
 
 IRI = "urn:grid:sub/OSLO"
 
 
-def reference_step(iri: str = IRI):
-    data = [
-        {
-            "template_id": "t",
-            "questions": [
-                {
-                    "id": "q",
-                    "question_text": "?",
-                    "reference_steps": [
-                        [{"name": "iri_discovery", "output": iri, "output_media_type": "text/uri"}]
-                    ],
-                }
-            ],
-        }
-    ]
-    return prepare_reference(data)[0].groups[0][0]
+def reference_step(iri: str = IRI) -> ReferenceStep:
+    step = {"name": "iri_discovery", "output": iri, "output_media_type": "text/uri"}
+    return prepared_groups([[step]])[0][0]
 
 
 def result(*terms: dict) -> str:

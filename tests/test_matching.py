@@ -8,7 +8,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qa_eval.records import prepare_reference
+from fakes import prepared_groups
 from qa_eval.steps.compare import StepScorer
 from qa_eval.steps.matching import (
     best_matches,
@@ -21,21 +21,7 @@ from qa_eval.steps.matching import (
 
 def groups_of(spec: list[list[str]]):
     """Reference groups of text steps named 'tool' whose outputs are the given strings."""
-    data = [
-        {
-            "template_id": "t",
-            "questions": [
-                {
-                    "id": "q",
-                    "question_text": "?",
-                    "reference_steps": [
-                        [{"name": "tool", "output": out} for out in group] for group in spec
-                    ],
-                }
-            ],
-        }
-    ]
-    return prepare_reference(data)[0].groups
+    return prepared_groups([[{"name": "tool", "output": out} for out in group] for group in spec])
 
 
 def actual(outputs: list[str | None], failed: tuple[int, ...] = ()) -> list[dict]:
