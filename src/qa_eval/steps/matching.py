@@ -57,20 +57,17 @@ def greedy_matches(
     score_of = scorer.score
     for g in range(len(groups) - 1, -1, -1):
         group = groups[g]
-        used: set[int] = set()
-        found: list[Match] = []
+        used: list[int] = []  # the actual steps this group took (a group is small)
         for ref in reversed(group):
             for a in latest_first:
-                if a >= upto or a in used:
-                    continue
-                score = score_of(ref, a)
-                if score > 0.0:
-                    found.append((g, ref.index, a, score))
-                    used.add(a)
-                    break
-        matches.extend(found)
-        if len(found) < len(group):
-            break
+                if a < upto and a not in used:
+                    score = score_of(ref, a)
+                    if score > 0.0:
+                        matches.append((g, ref.index, a, score))
+                        used.append(a)
+                        break
+        if len(used) < len(group):
+            break  # a group not fully matched ends the matching; its matches count
         upto = min(used)
     return matches
 
