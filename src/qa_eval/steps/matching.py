@@ -109,7 +109,8 @@ def best_matches(
         full = (1 << size) - 1
         # dp[mask] = (sum of scores, matches) using candidates scanned so far (from upto down).
         dp: dict[int, tuple[float, tuple[Match, ...]]] = {0: (0.0, ())}
-        best_total, best_plan = 0.0, ()
+        best_total: float = 0.0
+        best_plan: tuple[Match, ...] = ()
         for a in reversed([c for c in candidates if c < upto]):
             scores = [scorer.score(ref, a) for ref in group]
             if not any(s > 0.0 for s in scores):

@@ -48,7 +48,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from operator import itemgetter
-from typing import Any
+from typing import Any, cast
 
 __all__ = [
     "FLOAT_DECIMALS",
@@ -185,7 +185,7 @@ def _reals(texts: list[str]) -> list[Value]:
     return [int(r) if r.is_integer() else r for r in rounded]
 
 
-def _typed_column(cells: list[Any], values: list[str]) -> tuple[Hashable, list[Value]] | None:
+def _typed_column(cells: list[Any], values: list[Any]) -> tuple[Hashable, list[Value]] | None:
     """A column of literals that all have the same datatype, read in bulk; ``None`` when it
     is not one (a language tag, mixed datatypes, an ill-typed value): the caller reads it term
     by term."""
@@ -246,7 +246,7 @@ def _column(bindings: Sequence[Mapping[str, Any]], var: str) -> tuple[Hashable, 
         pairs.append(pair)
     if len(kinds) == 1:
         return kinds.pop(), [value for _, value in pairs]
-    return _MIXED, pairs
+    return _MIXED, cast(list[Value], pairs)  # the (kind, value) pairs are the values
 
 
 class _Table:
@@ -421,7 +421,9 @@ def _sampled_candidates(
     }
     candidates: list[list[str]] = []
     for kind, values in ref_cols:
-        members = functools.cache(functools.partial(frozenset, values))  # built on first use
+        members: Callable[[], frozenset[Value]] = functools.cache(  # built on first use
+            functools.partial(frozenset, values)
+        )
         fits = [v for v in pool if _sample_fits(values, members, kind, samples[v], ordered)]
         if not fits:
             return None
@@ -458,12 +460,12 @@ def _find_mapping(
     if shortlist is not None:
         # The common case: one candidate per column, all different - one projection decides.
         if all(len(c) == 1 for c in shortlist) and len({c[0] for c in shortlist}) == len(ref_vars):
-            chosen = [c[0] for c in shortlist]
-            columns = [act.column(v) for v in chosen]
+            picked = [c[0] for c in shortlist]
+            columns = [act.column(v) for v in picked]
             if any(a[0] != r[0] for a, r in zip(columns, ref_cols)):
                 return None
             same = rows([values for _, values in ref_cols]) == rows([v for _, v in columns])
-            return chosen if same else None
+            return picked if same else None
         pool = list(dict.fromkeys(v for found in shortlist for v in found))
     # Keep the candidates whose whole column has the reference column's values.
     by_signature: dict[tuple[Hashable, Hashable], list[str]] = {}

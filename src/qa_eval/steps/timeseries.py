@@ -159,10 +159,10 @@ def _times_equal(reference: Any, actual: Any, anchor: Any) -> bool:
         if act_time is None:
             return False
         return abs((ref_time - act_time).total_seconds()) <= TOLERANCE_SECONDS
-    ref_time, act_time = parse_instant(reference), parse_instant(actual)
-    if ref_time is None or act_time is None:
+    ref_instant, act_instant = parse_instant(reference), parse_instant(actual)
+    if ref_instant is None or act_instant is None:
         return reference == actual
-    return ref_time == act_time
+    return ref_instant == act_instant
 
 
 def _args(step: Mapping[str, Any]) -> Mapping[str, Any]:
