@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from .steps.outputs import OutputParseError, loads
 
@@ -105,7 +105,7 @@ _INF = math.inf
 _INT_ONLY = {int}
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: Any) -> TypeGuard[int | float]:
     """Whether a value is an int or a float (booleans are not numbers here)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -117,7 +117,7 @@ def is_error(result: Mapping[str, Any]) -> bool:
     return status == "error" if status is not None else "error" in result
 
 
-def is_finite_number(value: Any) -> bool:
+def is_finite_number(value: Any) -> TypeGuard[int | float]:
     """Whether a value is a number that is neither NaN nor infinite."""
     return is_number(value) and math.isfinite(value)
 

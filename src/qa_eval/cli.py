@@ -283,7 +283,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         # The contexts of a flat row are a made-up retrieval step: the retrieval step metrics
         # would only repeat context precision and recall on it.
         disable += [s for s in ("retrieval_answer", "retrieval_context") if s not in enable]
-        runs = [(None, args.input, responses)]
+        runs: list[tuple[str | None, str, Any]] = [(None, args.input, responses)]
     else:
         reference = read_reference(args.reference)
         runs = [(name, path, read_responses(path)) for name, path in systems]
@@ -396,9 +396,9 @@ def _evaluate_system(
         print(f"\n{len(results)} questions evaluated in {elapsed:.2f}s", end="")
         written = [p for p in (output, aggregates_path) if p]
         print(f"; wrote {', '.join(written)}" if written else "")
-        line = _usage_summary(results.signature)
-        if line:
-            print(line)
+        usage = _usage_summary(results.signature)
+        if usage:
+            print(usage)
     _warnings(results)
     return results, aggregates
 

@@ -218,6 +218,7 @@ def _generation(r: _Reader) -> GenerationConfig:
     )
     provider = r.str_("provider", "openai") or "openai"
     base_url = r.str_("base_url") or r.str_("api_base")
+    api_version: str | None
     if provider == "azure":
         api_key = r.str_("api_key") or _env("AZURE_OPENAI_API_KEY")
         base_url = base_url or _env("AZURE_OPENAI_ENDPOINT")

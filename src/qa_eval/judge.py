@@ -206,7 +206,7 @@ def sdk_client(config: GenerationConfig | EmbeddingConfig, timeout: float, max_r
 
         return AsyncAzureOpenAI(
             api_key=config.api_key,
-            azure_endpoint=config.base_url,
+            azure_endpoint=config.base_url,  # type: ignore[arg-type]  # the config requires it
             api_version=config.api_version,
             timeout=timeout,
             max_retries=max_retries,
@@ -415,6 +415,7 @@ class Judge:
             self.cache.put(
                 key, self.gen.model, CachedReply(content, prompt_tokens, completion_tokens)
             )
+        assert value is not None  # the re-ask above either validated a reply or raised
         cost = usd(self.price, prompt_tokens, completion_tokens)
         return Verdict(value, prompt_tokens, completion_tokens, cost, False)
 

@@ -194,7 +194,7 @@ def _term_json(term: Any) -> dict[str, Any]:
 def store_runner(store: pyoxigraph.Store | str | os.PathLike[str]) -> QueryRunner:
     """A query runner over a pyoxigraph store, or over an RDF file loaded into a new one."""
     ox = _pyoxigraph()
-    if not isinstance(store, ox.Store):
+    if isinstance(store, (str, os.PathLike)):
         store = load_store(store)
     union = next(iter(store.named_graphs()), None) is not None
 
@@ -336,7 +336,7 @@ def sparql_json_text(result: Mapping[str, Any], ordered: bool = False) -> str:
 
 
 def _row_key(row: Mapping[str, Any], names: Sequence[str]) -> tuple[Any, ...]:
-    key = []
+    key: list[tuple[str, ...]] = []
     for name in names:
         term = row.get(name)
         if term is not None and term.get("type") == "bnode":

@@ -467,9 +467,12 @@ def _comparison_figure(go: Any, rows: Sequence[Mapping[str, Any]]) -> Any | None
     plus, minus = [], []
     for p in points:
         ci = p.get("ci")
-        ok = isinstance(ci, (list, tuple)) and len(ci) == 2 and all(_is_number(c) for c in ci)
-        plus.append(max(ci[1] - p["delta"], 0) if ok else 0)
-        minus.append(max(p["delta"] - ci[0], 0) if ok else 0)
+        if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(_is_number(c) for c in ci):
+            plus.append(max(ci[1] - p["delta"], 0))
+            minus.append(max(p["delta"] - ci[0], 0))
+        else:
+            plus.append(0)
+            minus.append(0)
     fig = go.Figure(
         layout=_layout(
             "difference b − a with confidence interval",
@@ -883,18 +886,18 @@ def _details(result: Mapping[str, Any], shown: set[str]) -> str:
         k: v for k, v in result.items() if isinstance(k, str) and k.endswith("_reason") and v
     }
     if reasons:
-        items = "".join(f"<dt>{_e(k)}</dt><dd>{_e(_as_text(v))}</dd>" for k, v in reasons.items())
-        parts.append(f'<h4>Judge reasons</h4><dl class="facts">{items}</dl>')
+        facts = "".join(f"<dt>{_e(k)}</dt><dd>{_e(_as_text(v))}</dd>" for k, v in reasons.items())
+        parts.append(f'<h4>Judge reasons</h4><dl class="facts">{facts}</dl>')
     errors = {
         k: v
         for k, v in result.items()
         if isinstance(k, str) and (k == "error" or k.endswith("_error")) and v
     }
     if errors:
-        items = "".join(
+        facts = "".join(
             f'<dt>{_e(k)}</dt><dd class="bad">{_e(_as_text(v))}</dd>' for k, v in errors.items()
         )
-        parts.append(f'<h4>Errors</h4><dl class="facts">{items}</dl>')
+        parts.append(f'<h4>Errors</h4><dl class="facts">{facts}</dl>')
     rest = {
         k: v
         for k, v in result.items()
@@ -906,11 +909,11 @@ def _details(result: Mapping[str, Any], shown: set[str]) -> str:
         and k not in _TEXT_KEYS
     }
     if rest:
-        items = "".join(
+        facts = "".join(
             f"<dt>{_e(k)}</dt><dd>{_e(_fmt(v) if _is_number(v) else _truncate(_as_text(v)))}</dd>"
             for k, v in rest.items()
         )
-        parts.append(f'<h4>Other values</h4><dl class="facts">{items}</dl>')
+        parts.append(f'<h4>Other values</h4><dl class="facts">{facts}</dl>')
     return "".join(parts)
 
 

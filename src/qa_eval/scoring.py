@@ -367,10 +367,11 @@ class AnswerScorer:
         self, question: str, reference: Any, ref_step: Mapping[str, Any] | None, chunks: list[str]
     ) -> Coroutine[Any, Any, dict[str, Any]] | None:
         parts: list[Coroutine[Any, Any, dict[str, Any]]] = []
+        judge = self.judge
+        if judge is None:  # never so: the LLM switches are on only with a judge
+            return None
         if self.on["retrieval_answer"] and isinstance(reference, str) and reference.strip():
-            parts.append(
-                retrieval_metrics(self.judge, "retrieval_answer", question, reference, chunks)
-            )
+            parts.append(retrieval_metrics(judge, "retrieval_answer", question, reference, chunks))
         if self.on["retrieval_context"] and ref_step is not None:
             try:
                 reference_text = "\n".join(chunk_texts(ref_step["output"]))
@@ -378,9 +379,7 @@ class AnswerScorer:
                 parts.append(_failed(["retrieval_context"], f"reference step: {e}"))
             else:
                 parts.append(
-                    retrieval_metrics(
-                        self.judge, "retrieval_context", question, reference_text, chunks
-                    )
+                    retrieval_metrics(judge, "retrieval_context", question, reference_text, chunks)
                 )
         if not parts:
             return None

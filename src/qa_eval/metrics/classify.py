@@ -48,8 +48,8 @@ __all__ = [
     "uncertainty_phrase",
 ]
 
-CORRECT = "CORRECT"
-WRONG = "WRONG"
+CORRECT: Literal["CORRECT"] = "CORRECT"
+WRONG: Literal["WRONG"] = "WRONG"
 DONT_KNOW = "DON'T KNOW"
 CLASSES = (CORRECT, WRONG, DONT_KNOW)
 

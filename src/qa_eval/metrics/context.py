@@ -161,11 +161,11 @@ async def retrieval_metrics(
         messages = [{"role": "user", "content": text}]
         schema = _precision_schema(len(chunks))
         try:
-            verdict = await judge.ask(f"{prefix}_precision", messages, schema)
-            ordered = sorted(verdict.value.verdicts, key=lambda v: v.chunk)  # type: ignore[attr-defined]
+            answer = await judge.ask(f"{prefix}_precision", messages, schema)
+            ordered = sorted(answer.value.verdicts, key=lambda v: v.chunk)  # type: ignore[attr-defined]
             p = average_precision([v.relevant for v in ordered])
             out[f"{prefix}_precision"] = p
-            costs["precision"] = verdict.cost
+            costs["precision"] = answer.cost
         except JudgeError as e:
             out[f"{prefix}_precision_error"] = str(e)
     for name, cost in costs.items():

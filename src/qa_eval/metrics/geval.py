@@ -118,7 +118,8 @@ def _record(
     weights: Sequence[float],
     cutoffs: Mapping[str, float],
 ) -> dict[str, Any]:
-    value = factual_accuracy(*(scores[c] for c in CRITERIA), weights=weights)
+    correctness, completeness, consistency = (scores[c] for c in CRITERIA)
+    value = factual_accuracy(correctness, completeness, consistency, weights=weights)
     out: dict[str, Any] = {
         "factual_accuracy": value / 100,
         "factual_accuracy_grade": letter_grade(value, cutoffs),
