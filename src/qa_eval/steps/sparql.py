@@ -47,6 +47,7 @@ import gc
 import math
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, cast
 
@@ -286,24 +287,16 @@ def _rows(columns: Sequence[list[Value]], ordered: bool, ignore_duplicates: bool
     return Counter(rows)
 
 
+@dataclass(slots=True)
 class SparqlReference:
     """A reference result reduced to what the comparison reads: the ASK boolean, or the number
     of rows and the required columns read once (kind and canonical values). The reference's
     parsed JSON need not be kept: a prepared dataset holds only these vectors."""
 
-    __slots__ = ("boolean", "columns", "required", "rows")
-
-    def __init__(
-        self,
-        boolean: bool | None,
-        rows: int,
-        required: list[str],
-        columns: list[tuple[Hashable, list[Value]]],
-    ) -> None:
-        self.boolean = boolean
-        self.rows = rows
-        self.required = required
-        self.columns = columns
+    boolean: bool | None
+    rows: int
+    required: list[str]
+    columns: list[tuple[Hashable, list[Value]]]
 
 
 def prepare_reference(
