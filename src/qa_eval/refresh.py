@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from .errors import InputError, QaEvalError
+from .errors import InputError
+from .extras import require
 from .io import YAML_SUFFIXES, check_output_path, read_data, write_data
 from .records import SPARQL_JSON
 from .steps.sparql import SparqlResultError, parse_sparql_json
@@ -133,13 +134,7 @@ class RefreshResult:
 
 
 def _pyoxigraph() -> Any:
-    try:
-        import pyoxigraph
-    except ImportError:  # pragma: no cover - depends on the environment
-        raise QaEvalError(
-            "refreshing from an RDF file needs pyoxigraph: pip install pyoxigraph"
-        ) from None
-    return pyoxigraph
+    return require("pyoxigraph", "refreshing from an RDF file")
 
 
 def load_store(graph_path: str | os.PathLike[str]) -> pyoxigraph.Store:

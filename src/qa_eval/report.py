@@ -26,7 +26,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ import yaml
 
 from .aggregate import SCORES, describe, empty_result, is_error
 from .aggregate import is_finite_number as _is_number
+from .extras import require
 
 __all__ = ["Run", "build_report", "load_run", "run_labels", "write_report"]
 
@@ -42,6 +43,7 @@ DEFAULT_TITLE = "qa-eval report"
 
 # Keys that are numbers but not metrics, or that the report shows in their own place.
 _NOT_METRICS = frozenset({"template_id", "question_id"})
+
 _TEXT_KEYS = (
     "template_id",
     "question_id",
@@ -1106,8 +1108,7 @@ def build_report(
 ) -> str:
     """The text of a self-contained HTML report of ``runs`` (each a :class:`Run` or a tuple
     ``(label, results, signature)``), with a comparison section when ``comparison`` is given."""
-    import plotly.graph_objects as go
-
+    go = require("plotly.graph_objects", "the HTML report")
     all_runs = [_as_run(r, i) for i, r in enumerate(runs)]
     stats = [_collect(run) for run in all_runs]
     metrics = _order_metrics(m for st in stats for m in st.values)
@@ -1141,7 +1142,7 @@ def build_report(
         "TITLE": _e(title),
         "SUBTITLE": _e(
             f"{runs_text} · {sum(len(st.records) for st in stats)} questions · "
-            f"generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC"
+            f"generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
         ),
         "NAV": nav_html,
         "BODY": body,
