@@ -946,3 +946,20 @@ def test_answer_scorer_skips_error_results(status: str | None) -> None:
     assert scorer.applies(result) is False
     result["status"] = "success"
     assert scorer.applies(result) is True
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["retrieval_recall", "retrieval_precision", "retrieval_reason", "answer_quality", "my_score"],
+)
+def test_custom_output_names_the_original_allows_are_accepted(name: str) -> None:
+    metric = parse_custom_metric(_with(outputs={name: "x"}), "config.yaml", 0)
+    assert list(metric.outputs) == [name]
+
+
+@pytest.mark.parametrize(
+    "name", ["faithfulness", "ragas_score", "llm_cost", "context_recall", "answer_relevance_cost"]
+)
+def test_custom_output_that_collides_names_the_key(name: str) -> None:
+    with pytest.raises(InputError, match=f"'{name}' would overwrite a result key"):
+        parse_custom_metric(_with(outputs={name: "x"}), "config.yaml", 0)

@@ -23,6 +23,7 @@ confirm an empty SPARQL result, which a text scan finds first.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeGuard
@@ -135,7 +136,9 @@ def describe(values: list[int | float], skipped: int = 0) -> dict[str, Any]:
         median = ordered[middle] if n % 2 else (ordered[middle - 1] + ordered[middle]) / 2
         stats = {
             "sum": total,
-            "mean": total / n,
+            # statistics.mean's type, as the original writes it: an int when every value is
+            # an int and the mean is whole, else a float.
+            "mean": total // n if exact_ints and total % n == 0 else total / n,
             "median": median,
             "min": ordered[0],
             "max": ordered[-1],
@@ -144,6 +147,14 @@ def describe(values: list[int | float], skipped: int = 0) -> dict[str, Any]:
     if skipped:
         stats["skipped"] = skipped
     return stats
+
+
+def _mean_like_statistics(values: list[int | float]) -> int | float:
+    """The mean with statistics.mean's type: an int when all are ints and the mean is whole."""
+    if set(map(type, values)) == _INT_ONLY:
+        total = sum(values)
+        return total // len(values) if total % len(values) == 0 else total / len(values)
+    return math.fsum(values) / len(values)
 
 
 class _Series:
@@ -246,7 +257,11 @@ class _Group:
                     if metric in step:
                         self._series(metric).add(step[metric])
 
-    def summary(self, metrics: Iterable[str]) -> dict[str, Any]:
+    def summary(
+        self, metrics: Iterable[str], numeric_only: frozenset[str] = frozenset()
+    ) -> dict[str, Any]:
+        """The group's statistics; a metric of ``numeric_only`` (custom outputs, which may be
+        text such as a reason) is left out when none of its values is a number."""
         out: dict[str, Any] = {
             "number_of_error_samples": self.errors,
             "number_of_success_samples": self.successes,
@@ -256,7 +271,9 @@ class _Group:
             out["steps"] = counters
         for metric in metrics:
             series = self.series.get(metric)
-            if series is not None and (series.values or series.skipped):
+            if series is not None and (
+                series.values or (series.skipped and metric not in numeric_only)
+            ):
                 out[metric] = describe(series.values, series.skipped)
             elif metric in ALWAYS_PRESENT:
                 out[metric] = describe([])
@@ -281,13 +298,38 @@ class _Group:
                 mine_counts[label] = mine_counts.get(label, 0) + count
 
 
+def custom_metric_names(config: Any) -> list[str]:
+    """The output names of a config's custom metrics (a YAML path, a mapping or an EvalConfig)."""
+    from .config import EvalConfig, load_config, parse_config
+
+    if config is None:
+        return []
+    if isinstance(config, Mapping):
+        config = parse_config(config, "config")
+    elif not isinstance(config, EvalConfig):
+        config = load_config(config)
+    return [str(name) for m in config.custom_metrics for name in (m.get("outputs") or {})]
+
+
 def compute_aggregates(
     results: Iterable[Mapping[str, Any]],
-    extra_metrics: Iterable[str] = (),
+    config_file_path: Any = None,
     by: Iterable[str] = DEFAULT_TAGS,
+    *,
+    extra_metrics: Iterable[str] = (),
 ) -> dict[str, Any]:
     """Aggregate per-question results into ``per_template``, ``micro`` and ``macro``, and
-    ``per_tag`` for each key of ``by`` (e.g. ``question_type``) that some result has."""
+    ``per_tag`` for each key of ``by`` (e.g. ``question_type``) that some result has.
+
+    ``config_file_path`` (the original's second argument: a YAML path, or a mapping or
+    EvalConfig) adds its custom metrics' numeric outputs; a list of names adds those names."""
+    if isinstance(config_file_path, (str, os.PathLike, Mapping)) or hasattr(
+        config_file_path, "custom_metrics"
+    ):
+        extra_metrics = [*extra_metrics, *custom_metric_names(config_file_path)]
+    elif config_file_path is not None:
+        extra_metrics = [*extra_metrics, *(str(m) for m in config_file_path)]
+    numeric_only = frozenset(extra_metrics) - frozenset(METRICS)
     step_metrics = [m for names in STEP_METRICS.values() for m in names]
     metrics = list(dict.fromkeys([*METRICS, *step_metrics, *extra_metrics]))
     tags = list(dict.fromkeys(by))
@@ -313,21 +355,23 @@ def compute_aggregates(
             groups[value].add(result, metric_set)
     for group in templates.values():
         overall.merge(group)
-    per_template = {tid: group.summary(metrics) for tid, group in templates.items()}
+    per_template = {
+        tid: group.summary(metrics, numeric_only) for tid, group in templates.items()
+    }
     macro: dict[str, Any] = {}
     for metric in metrics:
         means = [s[metric]["mean"] for s in per_template.values() if s.get(metric, {}).get("n")]
         if means:
-            macro[metric] = {"mean": math.fsum(means) / len(means), "n": len(means)}
+            macro[metric] = {"mean": _mean_like_statistics(means), "n": len(means)}
         elif metric in ALWAYS_PRESENT or any(metric in s for s in per_template.values()):
             macro[metric] = {"mean": 0, "n": 0}
     out: dict[str, Any] = {
         "per_template": per_template,
-        "micro": overall.summary(metrics),
+        "micro": overall.summary(metrics, numeric_only),
         "macro": macro,
     }
     per_tag = {
-        tag: {value: group.summary(metrics) for value, group in groups.items()}
+        tag: {value: group.summary(metrics, numeric_only) for value, group in groups.items()}
         for tag, groups in tagged.items()
         if groups
     }

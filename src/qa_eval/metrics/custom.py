@@ -64,7 +64,33 @@ RESERVED = frozenset(
         "reason",
     }
 )
+BUILT_IN_PREFIXES = (
+    "answer_correctness",
+    "answer_relevance",
+    "faithfulness",
+    "context_precision",
+    "context_recall",
+    "ragas_score",
+    "factual_accuracy",
+    "semantic_similarity",
+    "bertscore",
+    "answer_class",
+    "llm_cost",
+    "retrieval_answer",
+    "retrieval_context",
+)
+"""Result keys of qa-eval's own metrics: each name, and the name + ``_...`` (its reason, cost,
+error, grade, components, ...). ``retrieval_answer_*`` and ``retrieval_context_*`` are written
+into the steps but aggregated by name, so they are taken too; a custom ``retrieval_recall`` (as
+graphrag-eval's own test config has) collides with nothing."""
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def collides(key: str) -> bool:
+    """Whether a custom output named ``key`` would overwrite a key qa-eval writes itself."""
+    return key in RESERVED or any(
+        key == name or key.startswith(name + "_") for name in BUILT_IN_PREFIXES
+    )
 
 
 @dataclass(frozen=True)
@@ -106,8 +132,8 @@ def parse_custom_metric(data: Mapping[str, Any], source: str, index: int) -> Cus
     for out in outputs:
         if not isinstance(out, str) or not _NAME.match(out):
             raise fail("outputs", f"{out!r} is not a name of letters, digits and underscores")
-        if out in RESERVED or out.startswith(("retrieval_", "answer_")):
-            raise fail("outputs", f"{out!r} would overwrite a result key of qa-eval")
+        if collides(out) or out in (f"{name}_error", f"{name}_cost"):
+            raise fail("outputs", f"{out!r} would overwrite a result key that qa-eval writes")
         if not isinstance(outputs[out], str):
             raise fail(f"outputs.{out}", "the description must be a string")
     uses_steps = any(i.endswith("_steps") for i in inputs)

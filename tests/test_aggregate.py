@@ -1,0 +1,80 @@
+"""compute_aggregates: the original's call forms and number types."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from statistics import mean, median
+from typing import Any
+
+import pytest
+
+from qa_eval import compute_aggregates
+
+CONFIG = """\
+llm:
+  generation: {provider: openai, model: gpt-4o-mini, api_key: x}
+custom_evaluations:
+  - name: retrieval
+    inputs: [question, actual_answer]
+    instructions: Judge it.
+    outputs:
+      retrieval_recall: a number from 0 to 1
+      retrieval_reason: why
+"""
+
+
+def _result(template: str, qid: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "template_id": template,
+        "question_id": qid,
+        "status": "success",
+        "steps_score": 1,
+        **extra,
+    }
+
+
+RESULTS = [
+    _result("t1", "a", retrieval_recall=1, retrieval_reason="all there", input_tokens=10),
+    _result("t1", "b", retrieval_recall=0.5, retrieval_reason="half", input_tokens=20),
+    _result("t2", "c", retrieval_recall=0, retrieval_reason="none", input_tokens=31),
+]
+
+
+@pytest.mark.parametrize("form", ["str", "path", "mapping", "names"])
+def test_custom_outputs_are_aggregated_from_every_config_form(tmp_path: Path, form: str) -> None:
+    import yaml
+
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG, encoding="utf-8")
+    arg: Any = {
+        "str": str(path),
+        "path": path,
+        "mapping": yaml.safe_load(CONFIG),
+        "names": ["retrieval_recall", "retrieval_reason"],
+    }[form]
+    aggregates = compute_aggregates(RESULTS, arg)
+    micro = aggregates["micro"]
+    assert micro["retrieval_recall"]["mean"] == pytest.approx(0.5)
+    assert micro["retrieval_recall"]["n"] == 3
+    # a text output is not a statistic, as in the original
+    assert "retrieval_reason" not in micro
+    assert aggregates["macro"]["retrieval_recall"]["mean"] == pytest.approx((0.75 + 0) / 2)
+    # keyword form of the original
+    assert compute_aggregates(RESULTS, config_file_path=arg)["micro"] == micro
+
+
+def test_without_config_custom_outputs_are_not_aggregated() -> None:
+    assert "retrieval_recall" not in compute_aggregates(RESULTS)["micro"]
+
+
+def test_number_types_follow_statistics_mean() -> None:
+    micro = compute_aggregates(RESULTS)["micro"]
+    tokens = [10, 20, 31]
+    assert micro["input_tokens"]["sum"] == sum(tokens)
+    assert type(micro["input_tokens"]["mean"]) is type(mean(tokens))  # 61/3: float
+    assert micro["input_tokens"]["median"] == median(tokens)
+    assert type(micro["steps_score"]["mean"]) is type(mean([1, 1, 1])) is int
+    per_t1 = compute_aggregates(RESULTS)["per_template"]["t1"]["input_tokens"]
+    assert per_t1["mean"] == 15 and type(per_t1["mean"]) is int  # mean([10, 20]) == 15
+    macro = compute_aggregates(RESULTS)["macro"]["steps_score"]["mean"]
+    assert macro == 1 and type(macro) is int
