@@ -7,8 +7,11 @@ class QaEvalError(Exception):
     """Base class of the errors the CLI reports as one line (exit code 2)."""
 
 
-class InputError(QaEvalError):
-    """Bad input data: names where it is (file, record, field) and what is wrong."""
+class InputError(QaEvalError, ValueError):
+    """Bad input data: names where it is (file, record, field) and what is wrong.
+
+    A ``ValueError`` too, as graphrag-eval's config and input errors are, so callers'
+    ``except ValueError`` keeps working."""
 
     def __init__(
         self,
