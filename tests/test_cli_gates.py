@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 import yaml
-from openai_stub import StubServer, completion, error, oracle_content, prompt_text
 
+from openai_stub import StubServer, completion, error, oracle_content, prompt_text
 from qa_eval import cli
 from qa_eval.cli import main
 from qa_eval.gates import (
