@@ -388,6 +388,25 @@ def test_strict_fails_on_metric_errors_and_the_reports_hold_hostile_text(
     assert "\\[l\\]\\(http\\:" in problem and "\\*\\*x\\*\\*" in problem
 
 
+def test_strict_fails_when_the_budget_stops_the_judge(
+    files: dict[str, str], tmp_path: Path, stub: StubServer, capsys: Any
+) -> None:
+    config = tmp_path / "judge.yaml"
+    config.write_text(
+        "llm:\n  generation: {provider: openai, model: gpt-4o-mini, "
+        f"base_url: '{stub.url}', api_key: x}}\n",
+        encoding="utf-8",
+    )
+    common = ["-c", str(config), "--disable", "answer_relevance", "--concurrency", "1"]
+    assert evaluate(files, "good", *common, "--strict", "--no-cache") == 0  # no budget: complete
+    capsys.readouterr()
+    budget = ["--max-cost", "0.0000001", "--no-cache", "--strict"]
+    assert evaluate(files, "good", *common, *budget) == 3
+    err = capsys.readouterr().err
+    assert "gate FAILED: strict" in err and "answer_correctness_error" in err
+    assert "budget exceeded" in err
+
+
 # ------------------------------------------------------------------------------- exit codes
 
 

@@ -318,7 +318,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         if outcome is None:  # a dry run
             continue
         done.append((name, path, *outcome))
-    comparisons = [_comparison(done[0], other) for other in done[1:]]
+    shown = args.format == "json" or not args.quiet
+    comparisons = [_comparison(done[0], o) for o in done[1:]] if shown or regressions else []
     if args.format == "json" and done:
         if len(done) == 1 and done[0][0] is None:
             report: Any = done[0][3]
