@@ -393,3 +393,15 @@ def test_evaluate_by_checks_the_questions_and_copies_their_key(tmp_path: Path, c
     assert set(per_tag["difficulty"]) == {"hard", "easy"}
     assert set(per_tag["status"]) == {"success", "error"}
     assert main(base) == 0  # the default question_type is absent: fine
+
+
+def test_results_that_are_not_records_are_bad_input(tmp_path: Path, capsys: Any) -> None:
+    lines = tmp_path / "odd.jsonl"
+    lines.write_text(json.dumps(SPEC_RESULT) + "\n\n" + json.dumps("text") + "\n")
+    for command in ("aggregate", "compare", "report"):
+        argv = [command, str(lines)] + ([str(lines)] if command == "compare" else [])
+        argv += ["-o", str(tmp_path / "x.html")] if command == "report" else []
+        _refused(argv, capsys, "odd.jsonl: line 3: a result must be a mapping, got str")
+    twice = _jsonl(tmp_path / "twice.jsonl", [SPEC_RESULT, SPEC_RESULT])
+    assert main(["report", twice, twice, "-o", str(tmp_path / "r.html")]) == 2
+    assert "appears more than once" in capsys.readouterr().err  # after a note: no signature

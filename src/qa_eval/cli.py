@@ -566,9 +566,13 @@ def _report(args: argparse.Namespace) -> int:
     if len(runs) >= 2 and not args.no_compare:
         first, second = runs[:2]
         _check_same_reference(args.results[:2], [first.signature, second.signature], args)
-        comparison = report_rows(
-            compare_runs(first.results, second.results, labels=(first.label, second.label))
-        )
+        try:
+            compared = compare_runs(
+                first.results, second.results, labels=(first.label, second.label)
+            )
+        except ValueError as e:  # e.g. a question id twice in one run
+            raise QaEvalError(str(e)) from None
+        comparison = report_rows(compared)
     target.write_text(build_report(runs, comparison, args.title), encoding="utf-8")
     size = target.stat().st_size / 1e6
     print(f"wrote {target} ({size:.1f} MB, {len(runs)} run(s)); open it in a browser")
@@ -641,6 +645,12 @@ def _read_results(path: str, command: str) -> list[Any]:
     filekind.require(data, str(path), (filekind.RESULTS,), expected)
     if not isinstance(data, list):
         raise InputError(f"results must be a list, got {type(data).__name__}", source=str(path))
+    for position, record in enumerate(data):
+        if not isinstance(record, dict):
+            lines = getattr(data, "line_numbers", None)
+            where = f"line {lines[position]}" if lines else f"result [{position}]"
+            message = f"a result must be a mapping, got {type(record).__name__}"
+            raise InputError(message, source=str(path), record=where)
     return data
 
 
