@@ -477,20 +477,26 @@ def test_question_checks_sort_errors_from_failures() -> None:
     result = {
         "status": "error",
         "error": "no response for this question",
-        "answer_eval_error": "dup",  # graphrag-eval's copy of answer_correctness_error
+        "answer_correctness_error": "judge down",
+        "answer_eval_error": "judge down",  # qa-eval writes graphrag-eval's name as well
         "actual_steps": [{"name": "retrieval", "retrieval_context_recall_error": "timeout"}],
         "step_errors": ["actual_steps[0]: output: not JSON"],
     }
     errors, failures = question_checks(result)
     assert errors == [
+        "answer_correctness_error: judge down",
         "retrieval_context_recall_error: timeout",
         "step not compared: actual_steps[0]: output: not JSON",
     ]
     assert failures == ["no response for this question"]
-    problems = problems_of([result])
-    assert problems.no_response == [None] and problems.metric_error_count == 1
+    graphrag_eval = {"question_id": "g", "answer_eval_error": "judge down"}  # its name only
+    assert question_checks(graphrag_eval) == (["answer_eval_error: judge down"], [])
+    problems = problems_of([result, graphrag_eval])
+    assert problems.no_response == [None] and problems.metric_error_count == 3
+    assert len(problems.step_errors) == 1
     gate = strict_gate(problems)
-    assert not gate.passed and "1 metric value not computed" in gate.detail
+    assert not gate.passed and "3 metric values not computed" in gate.detail
+    assert strict_gate(problems_of([{"question_id": "ok", "status": "success"}])).passed
 
 
 def test_markdown_escapes_untrusted_text() -> None:

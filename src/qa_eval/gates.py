@@ -49,8 +49,8 @@ __all__ = [
 ]
 
 _STEP_METRIC_NAMES = frozenset(m for names in STEP_METRICS.values() for m in names)
-_DUPLICATE_ERRORS = frozenset({"answer_eval_error"})
-"""graphrag-eval's copy of ``answer_correctness_error``: counted once, under the latter."""
+_COPIED_ERROR = "answer_eval_error"
+"""graphrag-eval's name for ``answer_correctness_error``; qa-eval writes both: counted once."""
 
 
 @dataclass
@@ -74,7 +74,7 @@ class Gate:
         return f"{self.kind} {self.target}{where}"
 
     def line(self) -> str:
-        """One line for the terminal: ``gate failed: fail-under ...: detail``."""
+        """One line for the terminal: ``gate FAILED: fail-under ...: detail``."""
         return f"gate {'passed' if self.passed else 'FAILED'}: {self.name}: {self.detail}"
 
 
@@ -237,8 +237,9 @@ def metric_errors_of(result: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(``*_error`` key, message) of every metric value of one result that was not computed:
     the result's own ``*_error`` keys and the retrieval metrics' on its steps."""
     found = []
+    copy = "answer_correctness_error" in result
     for key, value in result.items():
-        if key.endswith("_error") and value and key not in _DUPLICATE_ERRORS:
+        if key.endswith("_error") and value and not (copy and key == _COPIED_ERROR):
             found.append((key, str(value)))
     for step in result.get("actual_steps") or ():
         if not isinstance(step, Mapping):
