@@ -511,9 +511,16 @@ def test_markdown_escapes_untrusted_text() -> None:
     comparison = {
         "labels": {"a": evil, "b": "b"},
         "questions": {},
-        "metrics": [{"metric": evil, "overall": {"n": 3, "delta": -0.5, "better": "a"}}],
-    }
-    text += markdown_compare(comparison, [gate], [evil])
+        "metrics": [
+            {"metric": evil, "overall": {"n": 3, "delta": -0.5, "better": "a"}},
+            {"metric": "m2", "overall": {"n": 2, "delta": 0.1, "p_value": 0.5, "p_adjusted": 1.0,
+                                         "testable": False, "better": None}},
+        ],
+    }  # fmt: skip
+    compared = markdown_compare(comparison, [gate], [evil])
+    assert "| adjusted p |" in compared and "| too few questions to test |" in compared
+    assert "| 0.500 | 1.000 |" in compared
+    text += compared
     assert "<img" not in text and "`c`" not in text
     tables: list[list[str]] = []
     previous = ""
