@@ -1,6 +1,18 @@
 """The ``qa-eval`` command: parses arguments, calls the public API, formats the output.
 
-Exit codes: 0 success, 2 bad input or usage (one line on stderr), 1 unexpected failure.
+Exit codes (the same table is in README.md and docs/ci.md):
+
+====  ==========================================================================================
+code  meaning
+====  ==========================================================================================
+0     success (every quality gate passed, or none was set)
+1     unexpected failure: one line on stderr (``QA_EVAL_DEBUG=1`` shows the traceback)
+2     bad input or usage: one line on stderr naming the file, record and field, or the option
+3     a quality gate failed (``--fail-under``, ``--fail-on-regression``, ``--strict``); the
+      results, aggregates, comparison, JUnit and Markdown files were written first
+130   interrupted (Ctrl-C)
+141   stdout was closed early (``qa-eval ... | head``)
+====  ==========================================================================================
 """
 
 from __future__ import annotations
@@ -16,16 +28,17 @@ from typing import Any, NoReturn, TextIO
 
 import orjson
 
-from . import __version__
-from .aggregate import CATEGORIES, DEFAULT_TAGS, SCORES, compute_aggregates
+from . import __version__, filekind
+from . import gates as quality
+from .aggregate import CATEGORIES, DEFAULT_TAGS, METRICS, SCORES, STEP_METRICS, compute_aggregates
 from .config import GROUPS, SWITCHES
-from .errors import QaEvalError
+from .errors import InputError, QaEvalError
 from .io import (
     check_output_path,
     dump_json,
+    read_data,
     read_reference,
     read_responses,
-    read_results,
     signature_path,
     write_data,
 )
@@ -268,11 +281,20 @@ def _evaluate(args: argparse.Namespace) -> int:
         for path in (args.output, args.aggregates):
             if path:
                 check_output_path(_for_system(path, system))  # type: ignore[arg-type]
+    _check_report_paths(args)
+    bars = quality.parse_bars(args.fail_under or ())
+    regressions = quality.parse_regressions(getattr(args, "fail_on_regression", None) or ())
+    if regressions and len(systems) < 2:
+        raise QaEvalError(
+            "--fail-on-regression on evaluate compares each --system with the first: give two "
+            "systems or more (or compare two results files with 'qa-eval compare')"
+        )
     if args.concurrency is not None and args.concurrency < 1:
         raise QaEvalError("--concurrency must be at least 1")
     if args.max_cost is not None and args.max_cost <= 0:
         raise QaEvalError("--max-cost must be a positive number of US dollars")
     config = load_config(args.config).with_options(concurrency=args.concurrency)
+    _check_gate_metrics(config, bars, regressions)
     disable = list(args.disable or ())
     enable = list(args.enable or ())
     if getattr(args, "input", None) is not None:
@@ -285,8 +307,9 @@ def _evaluate(args: argparse.Namespace) -> int:
         disable += [s for s in ("retrieval_answer", "retrieval_context") if s not in enable]
         runs: list[tuple[str | None, str, Any]] = [(None, args.input, responses)]
     else:
-        reference = read_reference(args.reference)
-        runs = [(name, path, read_responses(path)) for name, path in systems]
+        reference = _read_input(args.reference, read_reference, "REFERENCE")
+        runs = [(n, path, _read_input(path, read_responses, "RESPONSES")) for n, path in systems]
+    _check_by_reference(reference, args.by or (), args.reference)
     done: list[tuple[str | None, str, list[dict[str, Any]], dict[str, Any]]] = []
     for name, path, responses in runs:
         if name is not None and not args.quiet and args.format != "json":
@@ -295,22 +318,26 @@ def _evaluate(args: argparse.Namespace) -> int:
         if outcome is None:  # a dry run
             continue
         done.append((name, path, *outcome))
+    shown = args.format == "json" or not args.quiet
+    comparisons = [_comparison(done[0], o) for o in done[1:]] if shown or regressions else []
     if args.format == "json" and done:
         if len(done) == 1 and done[0][0] is None:
             report: Any = done[0][3]
         else:
             report = {"systems": {n: agg for n, _, _, agg in done}}
             if len(done) > 1:
-                report["comparisons"] = [_comparison(done[0], other) for other in done[1:]]
+                report["comparisons"] = comparisons
         sys.stdout.write(orjson.dumps(report, default=str, option=orjson.OPT_INDENT_2).decode())
         sys.stdout.write("\n")
     elif len(done) > 1 and not args.quiet:
         from .compare import format_table
 
-        for other in done[1:]:
+        for other, comparison in zip(done[1:], comparisons):
             print(f"\n== {done[0][0]} vs {other[0]}")
-            print(format_table(_comparison(done[0], other)))
-    return 0
+            print(format_table(comparison))
+    if not done:  # a dry run: nothing was evaluated, so there is nothing to gate
+        return 0
+    return _evaluation_gates(args, done, comparisons, bars, regressions)
 
 
 def _comparison(a: tuple[Any, ...], b: tuple[Any, ...]) -> dict[str, Any]:
@@ -378,6 +405,7 @@ def _evaluate_system(
         print(plan_table(judge))
         print("\ndry run: no judge call was made and nothing was written")
         return None
+    _copy_tags(results, reference, args.by or ())
     aggregates = compute_aggregates(results, by=_tags(args))
     aggregates["signature"] = results.signature
     if system is not None:
@@ -489,14 +517,18 @@ def _compare(args: argparse.Namespace) -> int:
 
     if args.resamples < 1:
         raise QaEvalError("--resamples must be at least 1")
-    runs = [read_results(path) for path in (args.results_a, args.results_b)]
+    _check_report_paths(args)
+    regressions = quality.parse_regressions(args.fail_on_regression or ())
+    paths = (args.results_a, args.results_b)
+    runs = [_read_results(path, "compare") for path in paths]
+    notes = _check_same_reference(paths, [_read_signature(p) for p in paths], args)
     default_a, default_b = (Path(p).stem for p in (args.results_a, args.results_b))
     labels = (args.label_a or default_a, args.label_b or default_b)
     try:
         comparison = compare_runs(
             runs[0],
             runs[1],
-            metrics=args.metric or None,
+            metrics=_compared_metrics(args.metric, runs, regressions),
             resamples=args.resamples,
             seed=args.seed,
             labels=labels,
@@ -510,23 +542,37 @@ def _compare(args: argparse.Namespace) -> int:
         sys.stdout.write(orjson.dumps(comparison, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         print(format_table(comparison))
-    return 0
+    gates = quality.regression_gates(comparison, regressions)
+    if args.junit:
+        Path(args.junit).write_bytes(quality.junit_xml(gates, name="qa-eval compare"))
+    if args.summary_md:
+        summary = quality.markdown_compare(comparison, gates, notes)
+        Path(args.summary_md).write_text(summary, encoding="utf-8")
+    return _gate_outcome(gates, quiet=False)
 
 
 def _report(args: argparse.Namespace) -> int:
     from .compare import compare_runs, report_rows
-    from .report import build_report, load_run, run_labels
+    from .report import Run, build_report, run_labels
 
     target = Path(args.output)
     if not target.parent.is_dir():
         raise QaEvalError(f"{args.output}: the folder does not exist")
-    runs = [load_run(p, label) for p, label in zip(args.results, run_labels(args.results))]
+    runs = [
+        Run(label, _read_results(p, "report"), _read_signature(p))
+        for p, label in zip(args.results, run_labels(args.results))
+    ]
     comparison = None
     if len(runs) >= 2 and not args.no_compare:
         first, second = runs[:2]
-        comparison = report_rows(
-            compare_runs(first.results, second.results, labels=(first.label, second.label))
-        )
+        _check_same_reference(args.results[:2], [first.signature, second.signature], args)
+        try:
+            compared = compare_runs(
+                first.results, second.results, labels=(first.label, second.label)
+            )
+        except ValueError as e:  # e.g. a question id twice in one run
+            raise QaEvalError(str(e)) from None
+        comparison = report_rows(compared)
     target.write_text(build_report(runs, comparison, args.title), encoding="utf-8")
     size = target.stat().st_size / 1e6
     print(f"wrote {target} ({size:.1f} MB, {len(runs)} run(s)); open it in a browser")
@@ -550,7 +596,8 @@ def _column_mapping(pairs: Sequence[str]) -> dict[str, str]:
 def _aggregate(args: argparse.Namespace) -> int:
     if args.output:
         check_output_path(args.output)
-    results = read_results(args.results)
+    results = _read_results(args.results, "aggregate")
+    _check_by_results(results, args.by or (), args.results)
     try:
         aggregates = compute_aggregates(results, by=_tags(args))
     except TypeError as e:
@@ -562,6 +609,303 @@ def _aggregate(args: argparse.Namespace) -> int:
 
         print(yaml.safe_dump(aggregates, sort_keys=False, allow_unicode=True), end="")
     return 0
+
+
+# ---------------------------------------------------------------- wrong inputs, gates, CI files
+
+_EVALUATE_INPUTS: dict[str, tuple[tuple[str, ...], str, bool]] = {
+    "REFERENCE": (
+        (filekind.REFERENCE,),
+        "`qa-eval evaluate` expects a reference dataset (a list of templates with questions) "
+        "as REFERENCE",
+        False,
+    ),
+    "RESPONSES": (
+        (filekind.RESPONSES,),
+        "`qa-eval evaluate` expects responses (records with question_id and actual_answer, "
+        "actual_steps or error) as RESPONSES",
+        True,
+    ),
+}
+
+
+def _read_input(path: str, reader: Any, role: str) -> Any:
+    """Read REFERENCE or RESPONSES of ``evaluate``, refusing another kind of qa-eval file."""
+    data = reader(path)
+    accept, expected, weak_ok = _EVALUATE_INPUTS[role]
+    filekind.require(data, str(path), accept, expected, weak_results_ok=weak_ok)
+    return data
+
+
+def _read_results(path: str, command: str) -> list[Any]:
+    """Read a results file for ``command``, refusing a reference dataset, responses,
+    aggregates and the like (they would be "aggregated" into made-up numbers)."""
+    data = read_data(path)
+    expected = f"`qa-eval {command}` expects results written by `qa-eval evaluate -o`"
+    filekind.require(data, str(path), (filekind.RESULTS,), expected)
+    if not isinstance(data, list):
+        raise InputError(f"results must be a list, got {type(data).__name__}", source=str(path))
+    for position, record in enumerate(data):
+        if not isinstance(record, dict):
+            lines = getattr(data, "line_numbers", None)
+            where = f"line {lines[position]}" if lines else f"result [{position}]"
+            message = f"a result must be a mapping, got {type(record).__name__}"
+            raise InputError(message, source=str(path), record=where)
+    return data
+
+
+def _read_signature(results_path: str) -> dict[str, Any] | None:
+    """The run signature beside a results file (``RESULTS.signature.yaml``), if there is one."""
+    sig_file = signature_path(results_path)
+    if not sig_file.is_file():
+        return None
+    signature = read_data(sig_file)
+    if signature is None:
+        return None
+    return dict(signature) if isinstance(signature, dict) else {"signature": signature}
+
+
+def _fingerprint(signature: Any) -> str | None:
+    reference = signature.get("reference") if isinstance(signature, dict) else None
+    value = reference.get("fingerprint") if isinstance(reference, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _check_same_reference(
+    paths: Sequence[str], signatures: Sequence[Any], args: argparse.Namespace
+) -> list[str]:
+    """Refuse two runs evaluated against different reference datasets (their questions would be
+    paired by accidental id matches) unless ``--allow-different-references``; returns the notes
+    printed (a run without a fingerprint cannot be checked)."""
+    fingerprints = [_fingerprint(s) for s in signatures]
+    notes = []
+    missing = [p for p, f in zip(paths, fingerprints) if f is None]
+    if missing:
+        notes.append(
+            f"{', '.join(missing)}: no reference fingerprint (no RESULTS.signature.yaml, or one "
+            "written before qa-eval recorded it), so it is not checked that the runs used the "
+            "same reference dataset"
+        )
+    elif fingerprints[0] != fingerprints[1]:
+        a, b = fingerprints
+        message = (
+            f"{paths[0]} and {paths[1]} were evaluated against different reference datasets "
+            f"(fingerprints {str(a)[:19]}... and {str(b)[:19]}...): their questions would be "
+            "paired by matching ids only"
+        )
+        if not getattr(args, "allow_different_references", False):
+            raise QaEvalError(f"{message}; pass --allow-different-references to compare anyway")
+        notes.append(f"{message} (--allow-different-references)")
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    return notes
+
+
+def _compared_metrics(
+    chosen: Sequence[str] | None, runs: Sequence[Sequence[Any]], regressions: Sequence[Any]
+) -> list[str] | None:
+    """The metrics to compare: ``--metric``s plus the gated ones; a gated metric neither run
+    has is a usage error listing the metrics they have."""
+    if not regressions:
+        return list(chosen) if chosen else None
+    from .compare import default_metrics
+
+    available = default_metrics(*([r for r in run if isinstance(r, dict)] for run in runs))
+    for metric, _ in regressions:
+        if metric not in available:
+            raise QaEvalError(
+                f"--fail-on-regression {metric}: no such metric in these runs (metrics: "
+                f"{', '.join(available) or 'none'})"
+            )
+    if not chosen:
+        return None
+    return [*chosen, *(m for m, _ in regressions if m not in chosen)]
+
+
+def _known_metrics(config: Any) -> list[str]:
+    steps = [m for names in STEP_METRICS.values() for m in names]
+    custom = [o for m in config.custom_metrics for o in (m.get("outputs") or {})]
+    return list(dict.fromkeys([*METRICS, *steps, *custom]))
+
+
+def _check_gate_metrics(config: Any, bars: Sequence[Any], regressions: Sequence[Any]) -> None:
+    """Before the run: a gate on a metric qa-eval does not compute is a usage error."""
+    known = _known_metrics(config)
+    for option, specs in (("--fail-under", bars), ("--fail-on-regression", regressions)):
+        for metric, _ in specs:
+            if metric not in known:
+                raise QaEvalError(
+                    f"{option} {metric}: unknown metric (metrics: {', '.join(known)})"
+                )
+
+
+def _check_report_paths(args: argparse.Namespace) -> None:
+    """Fail before a long run on a JUnit or Markdown path that cannot be written."""
+    for path in (getattr(args, "junit", None), getattr(args, "summary_md", None)):
+        if path is None:
+            continue
+        file = Path(path)
+        if file.is_dir():
+            raise InputError("is a directory, not a file", source=path)
+        if not file.parent.is_dir():
+            raise InputError("the folder does not exist", source=path)
+
+
+_RESULT_TAGS = ("template_id", "question_id", "question_text", "status", "error", *CATEGORIES)
+"""Keys results have that do not come from the question: always fine for ``--by``."""
+
+
+def _reference_questions(reference: Any) -> list[dict[str, Any]]:
+    questions: list[dict[str, Any]] = []
+    for template in reference if isinstance(reference, list) else ():
+        items = template.get("questions") if isinstance(template, dict) else None
+        questions += [q for q in items or () if isinstance(q, dict)]
+    return questions
+
+
+def _is_tag(value: Any) -> bool:
+    return value is not None and not isinstance(value, (dict, list))
+
+
+def _check_by_reference(reference: Any, keys: Sequence[str], source: str) -> None:
+    """An explicit ``--by KEY`` that no reference question has is a usage error."""
+    questions = _reference_questions(reference)
+    for key in dict.fromkeys(keys):
+        if key in _RESULT_TAGS or any(_is_tag(q.get(key)) for q in questions):
+            continue
+        have = sorted(
+            {k for q in questions for k, v in q.items() if _is_tag(v)}
+            - {"id", "question_text", "reference_answer"}
+        )
+        raise InputError(
+            f"--by {key}: no question has this key (question keys: "
+            f"{', '.join([*have, 'template_id', 'status'])})",
+            source=source,
+        )
+
+
+def _copy_tags(results: Sequence[dict[str, Any]], reference: Any, keys: Sequence[str]) -> None:
+    """Copy the question keys named by ``--by`` into the results that lack them, so they can be
+    aggregated (a result copies only ``question_type`` from its question)."""
+    wanted = [k for k in dict.fromkeys(keys) if k not in _RESULT_TAGS]
+    if not wanted or all(all(k in r for k in wanted) for r in results):
+        return
+    by_id = {q.get("id"): q for q in _reference_questions(reference)}
+    for result in results:
+        question = by_id.get(result.get("question_id"))
+        for key in wanted:
+            if question is not None and key not in result and key in question:
+                result[key] = question[key]
+
+
+def _check_by_results(results: Sequence[Any], keys: Sequence[str], source: str) -> None:
+    """An explicit ``--by KEY`` that no result has a value for is a usage error."""
+    records = [r for r in results if isinstance(r, dict)]
+    if not records:
+        return
+    for key in dict.fromkeys(keys):
+        if not any(_is_tag(r.get(key)) for r in records):
+            raise InputError(f"--by {key}: no result has a value for this key", source=source)
+
+
+def _evaluation_gates(
+    args: argparse.Namespace,
+    done: Sequence[tuple[str | None, str, list[dict[str, Any]], dict[str, Any]]],
+    comparisons: Sequence[dict[str, Any]],
+    bars: Sequence[tuple[str, float]],
+    regressions: Sequence[tuple[str, float]],
+) -> int:
+    """Check the gates of an evaluation, write the JUnit and Markdown files, return the exit
+    code (3 when a gate failed). The results were written before."""
+    gates: list[quality.Gate] = []
+    for name, _, results, aggregates in done:
+        gates += quality.fail_under_gates(aggregates, results, bars, name)
+        if args.strict:
+            gates.append(quality.strict_gate(quality.problems_of(results), name))
+    for other, comparison in zip(done[1:], comparisons):
+        gates += quality.regression_gates(comparison, regressions, f"{done[0][0]} vs {other[0]}")
+    if args.junit:
+        runs = [(name, results) for name, _, results, _ in done]
+        Path(args.junit).write_bytes(quality.junit_xml(gates, runs, name="qa-eval evaluate"))
+    if args.summary_md:
+        summary = quality.markdown_evaluate([(n, r, a) for n, _, r, a in done], gates)
+        Path(args.summary_md).write_text(summary, encoding="utf-8")
+    return _gate_outcome(gates, quiet=args.quiet)
+
+
+def _gate_outcome(gates: Sequence[quality.Gate], quiet: bool) -> int:
+    """Print each gate (failed ones even when quiet) on stderr; 3 when one failed, else 0."""
+    for gate in gates:
+        if not gate.passed or not quiet:
+            print(gate.line(), file=sys.stderr)
+    failed = sum(not gate.passed for gate in gates)
+    if failed:
+        print(f"{PROG}: {failed} of {len(gates)} quality gate(s) failed", file=sys.stderr)
+        return 3
+    return 0
+
+
+def _report_options(group: Any) -> None:
+    group.add_argument(
+        "--junit",
+        metavar="FILE",
+        help="write a JUnit XML file: a test case per gate (and per question for evaluate)",
+    )
+    group.add_argument(
+        "--summary-md",
+        metavar="FILE",
+        help='write a Markdown summary for a CI job page (e.g. "$GITHUB_STEP_SUMMARY")',
+    )
+
+
+_REGRESSION_HELP = (
+    "exit 3 when B is significantly worse than A on METRIC (adjusted p) by more than MARGIN "
+    "(default 0); repeatable, several metrics at once"
+)
+
+
+def _gate_options(command: argparse.ArgumentParser, regression: bool) -> None:
+    group = command.add_argument_group("CI gates (exit 3 when one fails; see docs/ci.md)")
+    group.add_argument(
+        "--fail-under",
+        nargs="+",
+        action="extend",
+        metavar="METRIC=VALUE",
+        help="exit 3 when the micro mean of METRIC is below VALUE (scores on 0-1); with "
+        "--system, for each system",
+    )
+    if regression:
+        group.add_argument(
+            "--fail-on-regression",
+            nargs="+",
+            action="extend",
+            metavar="METRIC[:MARGIN]",
+            help=_REGRESSION_HELP.replace("B is", "a --system is").replace(" A ", " the first "),
+        )
+    group.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 3 when a metric value could not be computed (judge failure, budget, parse "
+        "error), a step could not be compared or a question had no response",
+    )
+    _report_options(group)
+
+
+def _compare_gate_options(compare: argparse.ArgumentParser) -> None:
+    compare.add_argument(
+        "--allow-different-references",
+        action="store_true",
+        help="compare runs whose signatures show different reference datasets",
+    )
+    group = compare.add_argument_group("CI gates (exit 3 when one fails; see docs/ci.md)")
+    group.add_argument(
+        "--fail-on-regression",
+        nargs="+",
+        action="extend",
+        metavar="METRIC[:MARGIN]",
+        help=_REGRESSION_HELP,
+    )
+    _report_options(group)
 
 
 _BY_HELP = "also aggregate per value of this result key (repeatable; default: question_type)"
@@ -641,6 +985,7 @@ def _commands(commands: Any) -> None:
         "go to RESULTS.NAME.ext, and each system is compared with the first",
     )
     _run_options(evaluate)
+    _gate_options(evaluate, regression=True)
     evaluate.set_defaults(handler=_evaluate)
 
     flat = commands.add_parser(
@@ -659,6 +1004,7 @@ def _commands(commands: Any) -> None:
         "template_id) from COLUMN (repeatable)",
     )
     _run_options(flat)
+    _gate_options(flat, regression=False)
     flat.set_defaults(handler=_evaluate, reference=None, responses=None)
 
     aggregate = commands.add_parser(
@@ -713,6 +1059,7 @@ def _commands(commands: Any) -> None:
     )
     compare.add_argument("-o", "--output", help="also write the comparison (.yaml, .json)")
     compare.add_argument("--format", choices=("text", "json"), default="text")
+    _compare_gate_options(compare)
     compare.set_defaults(handler=_compare)
 
     report = commands.add_parser(
@@ -727,6 +1074,12 @@ def _commands(commands: Any) -> None:
     report.add_argument("--title", default="qa-eval report", help="the page title")
     report.add_argument(
         "--no-compare", action="store_true", help="leave out the comparison of the first two runs"
+    )
+    report.add_argument(
+        "--allow-different-references",
+        action="store_true",
+        help="compare the first two runs even when their signatures show different reference "
+        "datasets",
     )
     report.set_defaults(handler=_report)
 

@@ -11,10 +11,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import gc
+import hashlib
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from .cache import ReplyCache, open_cache
 from .config import GROUPS, OFFLINE_SWITCHES, SWITCHES, EvalConfig, load_config, parse_config
@@ -293,7 +296,27 @@ async def arun_evaluation(
     results.signature = _signature(
         settings, judge, embedder, options, NO_JUDGE if needs_judge else None
     )
+    results.signature["reference"] = {
+        "fingerprint": reference_fingerprint(questions),
+        "templates": len({q.template_id for q in questions}),
+        "questions": len(questions),
+    }
     return results
+
+
+def reference_fingerprint(questions: Iterable[Question]) -> str:
+    """A stable hash of a reference dataset's content: ``sha256:`` and 64 hex digits.
+
+    Each question (its template id and every key it has: text, reference answer, reference steps,
+    tags) is written as JSON with sorted keys and hashed; the sorted hashes are hashed again. So
+    the fingerprint does not depend on key order, template order or question order, or on the
+    file format (YAML or JSON), and changes with any change to a question's content."""
+    option = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+    digests = sorted(
+        hashlib.sha256(orjson.dumps([q.template_id, q.raw], option=option, default=str)).digest()
+        for q in questions
+    )
+    return "sha256:" + hashlib.sha256(b"".join(digests)).hexdigest()
 
 
 def metric_names(names: Iterable[str], verb: str) -> frozenset[str]:
