@@ -301,7 +301,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         else:
             report = {"systems": {n: agg for n, _, _, agg in done}}
             if len(done) > 1:
-                report["comparisons"] = [_comparison(done[0], other) for other in done[1:]]
+                report["comparisons"] = [_comparison(args, done[0], other) for other in done[1:]]
         sys.stdout.write(orjson.dumps(report, default=str, option=orjson.OPT_INDENT_2).decode())
         sys.stdout.write("\n")
     elif len(done) > 1 and not args.quiet:
@@ -309,14 +309,20 @@ def _evaluate(args: argparse.Namespace) -> int:
 
         for other in done[1:]:
             print(f"\n== {done[0][0]} vs {other[0]}")
-            print(format_table(_comparison(done[0], other)))
+            print(format_table(_comparison(args, done[0], other)))
     return 0
 
 
-def _comparison(a: tuple[Any, ...], b: tuple[Any, ...]) -> dict[str, Any]:
+def _comparison(args: argparse.Namespace, a: tuple[Any, ...], b: tuple[Any, ...]) -> dict[str, Any]:
     from .compare import compare_runs
 
-    return compare_runs(a[2], b[2], labels=(a[0], b[0]))
+    exclude = getattr(args, "exclude_errors", False)
+    try:
+        return compare_runs(
+            a[2], b[2], labels=(a[0], b[0]), errors="exclude" if exclude else "fail"
+        )
+    except ValueError as e:
+        raise QaEvalError(f"comparing {a[0]} with {b[0]}: {e}") from None
 
 
 def _evaluate_system(
@@ -485,10 +491,15 @@ def _refresh(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .compare import compare_runs, format_table
+    from .compare import MAX_RESAMPLES, compare_runs, format_table
 
-    if args.resamples < 1:
-        raise QaEvalError("--resamples must be at least 1")
+    if not 1 <= args.resamples <= MAX_RESAMPLES:
+        raise QaEvalError(f"--resamples must be between 1 and {MAX_RESAMPLES:,}")
+    if args.include_errors:
+        raise QaEvalError(
+            "--include-errors was removed: errors now count as failed answers by default; "
+            "--exclude-errors leaves out the questions that are an error in either run"
+        )
     runs = [read_results(path) for path in (args.results_a, args.results_b)]
     default_a, default_b = (Path(p).stem for p in (args.results_a, args.results_b))
     labels = (args.label_a or default_a, args.label_b or default_b)
@@ -500,7 +511,7 @@ def _compare(args: argparse.Namespace) -> int:
             resamples=args.resamples,
             seed=args.seed,
             labels=labels,
-            errors="include" if args.include_errors else "exclude",
+            errors="exclude" if args.exclude_errors else "fail",
         )
     except ValueError as e:
         raise QaEvalError(str(e)) from None
@@ -524,9 +535,16 @@ def _report(args: argparse.Namespace) -> int:
     comparison = None
     if len(runs) >= 2 and not args.no_compare:
         first, second = runs[:2]
-        comparison = report_rows(
-            compare_runs(first.results, second.results, labels=(first.label, second.label))
-        )
+        try:
+            compared = compare_runs(
+                first.results,
+                second.results,
+                labels=(first.label, second.label),
+                errors="exclude" if args.exclude_errors else "fail",
+            )
+        except ValueError as e:
+            raise QaEvalError(f"comparing {first.label} with {second.label}: {e}") from None
+        comparison = report_rows(compared)
     target.write_text(build_report(runs, comparison, args.title), encoding="utf-8")
     size = target.stat().st_size / 1e6
     print(f"wrote {target} ({size:.1f} MB, {len(runs)} run(s)); open it in a browser")
@@ -565,6 +583,10 @@ def _aggregate(args: argparse.Namespace) -> int:
 
 
 _BY_HELP = "also aggregate per value of this result key (repeatable; default: question_type)"
+_EXCLUDE_ERRORS_HELP = (
+    "compare only the questions neither run got an error on (default: an error is a failed "
+    "answer, 0 on quality metrics)"
+)
 
 
 def _run_options(command: argparse.ArgumentParser) -> None:
@@ -641,6 +663,7 @@ def _commands(commands: Any) -> None:
         "go to RESULTS.NAME.ext, and each system is compared with the first",
     )
     _run_options(evaluate)
+    evaluate.add_argument("--exclude-errors", action="store_true", help=_EXCLUDE_ERRORS_HELP)
     evaluate.set_defaults(handler=_evaluate)
 
     flat = commands.add_parser(
@@ -694,7 +717,7 @@ def _commands(commands: Any) -> None:
 
     compare = commands.add_parser(
         "compare",
-        help="compare two runs: deltas, paired bootstrap CI and p-value, wins/losses/ties",
+        help="compare two runs: deltas, paired permutation test (Holm-adjusted), wins/losses",
         description="Compare the results of system B with those of system A on the questions "
         "both answered, per metric and per template (see docs/compare.md).",
     )
@@ -703,14 +726,15 @@ def _commands(commands: Any) -> None:
     compare.add_argument("--label-a", help="name of system A (default: the file name)")
     compare.add_argument("--label-b", help="name of system B (default: the file name)")
     compare.add_argument("--metric", action="append", help="compare only this metric (repeatable)")
-    compare.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples")
-    compare.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     compare.add_argument(
-        "--include-errors",
-        action="store_true",
-        help="count error responses with their own values (steps_score 0) instead of leaving "
-        "those questions out",
+        "--resamples",
+        type=int,
+        default=10_000,
+        help="random sign flips per row of more than 16 questions (default 10000, at most 1e6)",
     )
+    compare.add_argument("--seed", type=int, default=0, help="seed of the sign flips (default 0)")
+    compare.add_argument("--exclude-errors", action="store_true", help=_EXCLUDE_ERRORS_HELP)
+    compare.add_argument("--include-errors", action="store_true", help=argparse.SUPPRESS)
     compare.add_argument("-o", "--output", help="also write the comparison (.yaml, .json)")
     compare.add_argument("--format", choices=("text", "json"), default="text")
     compare.set_defaults(handler=_compare)
@@ -728,6 +752,7 @@ def _commands(commands: Any) -> None:
     report.add_argument(
         "--no-compare", action="store_true", help="leave out the comparison of the first two runs"
     )
+    report.add_argument("--exclude-errors", action="store_true", help=_EXCLUDE_ERRORS_HELP)
     report.set_defaults(handler=_report)
 
     from . import tsv
