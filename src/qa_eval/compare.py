@@ -13,7 +13,8 @@ Hypotheses*, §3.5; multiplicity by Holm 1979, *Scand. J. Statist.* 6:65-70):
   ``-d_i`` (A and B exchangeable within a question), so the statistic ``|sum d_i|`` is compared
   with ``|sum s_i d_i|`` over sign vectors ``s``: all ``2**n`` of them when ``n <= 16`` (exact),
   else ``resamples`` random ones plus the observed one, ``p = (1 + #extreme) / (resamples + 1)``.
-  Ties count as extreme (relative tolerance ``1e-9``); differences within ``1e-12`` count as 0.
+  Ties up to rounding (``1e-9`` times the largest ``|d_i|``) count as extreme; differences
+  within ``1e-12`` count as 0.
 - Confidence interval: every shift ``theta`` that the same test, applied to ``d - theta``, does
   not reject at ``alpha = 1 - confidence`` (an interval, so it contains 0 exactly when
   ``p >= alpha``); when no ``theta`` can be rejected (small ``n``) it is unbounded (``None``).
@@ -53,6 +54,7 @@ __all__ = [
     "format_table",
     "lower_is_better",
     "sign_flip_test",
+    "smallest_p",
 ]
 
 TIE_TOLERANCE = 1e-12
