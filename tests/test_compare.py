@@ -537,6 +537,10 @@ def test_bad_arguments() -> None:
         compare.sign_flip_test([])
     with pytest.raises(ValueError, match="finite"):
         compare.sign_flip_test([1.0, math.nan])
+    with pytest.raises(ValueError, match="confidence"):
+        compare.sign_flip_test([1.0, 2.0], confidence=95)
+    with pytest.raises(ValueError, match="resamples"):
+        compare.sign_flip_test([1.0, 2.0], resamples=-5)
 
 
 # ---------------------------------------------------------------- output

@@ -154,8 +154,8 @@ def _rng(seed: int, metric: str, template: Any) -> np.random.Generator:
 
 def _sign_sums(
     deltas: np.ndarray, resamples: int, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray, bool]:
-    """``sum s_i d_i`` and ``sum s_i`` for the sign vectors of the test, and whether exact.
+) -> tuple[np.ndarray, np.ndarray]:
+    """``sum s_i d_i`` and ``sum s_i`` for the sign vectors of the test.
 
     Exact: all ``2**n`` vectors, built by doubling (each new pair adds ``+d`` and ``-d``).
     Monte Carlo: ``resamples`` random vectors (fair coins, drawn in chunks of the same stream)
@@ -167,7 +167,7 @@ def _sign_sums(
         for value in deltas:
             sums = np.concatenate((sums + value, sums - value))
             counts = np.concatenate((counts + 1, counts - 1))
-        return sums, counts, True
+        return sums, counts
     total = float(deltas.sum())
     sums = np.empty(resamples + 1)
     counts = np.empty(resamples + 1, dtype=np.int64)
@@ -179,7 +179,18 @@ def _sign_sums(
         counts[start : start + rows] = n - 2 * np.count_nonzero(flipped, axis=1)
     sums[resamples] = total
     counts[resamples] = n
-    return sums, counts, False
+    return sums, counts
+
+
+def _check_options(resamples: int, confidence: float) -> None:
+    if isinstance(resamples, bool) or not isinstance(resamples, int):
+        raise ValueError(f"resamples must be an integer, got {resamples!r}")
+    if not 1 <= resamples <= MAX_RESAMPLES:
+        raise ValueError(f"resamples must be between 1 and {MAX_RESAMPLES:,}, got {resamples:,}")
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
+        raise ValueError(f"confidence must be a number between 0 and 1, got {confidence!r}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence!r}")
 
 
 def _alpha(confidence: float) -> float:
@@ -207,14 +218,15 @@ def sign_flip_test(
 
     The interval holds every shift ``theta`` the test of ``deltas - theta`` does not reject at
     ``1 - confidence``; it is ``(None, None)`` when no shift can be rejected."""
-    d = np.asarray(deltas, dtype=float)
+    _check_options(resamples, confidence)
+    d = np.asarray(deltas, dtype=float).ravel()
     n = d.size
     if n == 0:
         raise ValueError("the sign-flip test needs at least one difference")
     if not np.all(np.isfinite(d)):
         raise ValueError("differences must be finite numbers")
     d = np.where(np.abs(d) <= TIE_TOLERANCE, 0.0, d)
-    sums, counts, _ = _sign_sums(d, resamples, rng or np.random.default_rng(0))
+    sums, counts = _sign_sums(d, resamples, rng if rng is not None else np.random.default_rng(0))
     total_vectors = sums.size
     total = math.fsum(d.tolist())
     # For a sign vector s (A = sum s_i d_i, k = sum s_i) the shifted statistic is extreme,
@@ -352,12 +364,7 @@ def compare_runs(
     lower_better: Iterable[str] = (),
 ) -> dict[str, Any]:
     """Compare run B with run A on the questions both answered; JSON-ready dict (see docs)."""
-    if isinstance(resamples, bool) or not isinstance(resamples, int):
-        raise ValueError(f"resamples must be an integer, got {resamples!r}")
-    if not 1 <= resamples <= MAX_RESAMPLES:
-        raise ValueError(f"resamples must be between 1 and {MAX_RESAMPLES:,}, got {resamples:,}")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be between 0 and 1, got {confidence!r}")
+    _check_options(resamples, confidence)
     if errors not in _ERROR_MODES:
         raise ValueError(f"errors must be 'fail', 'exclude' or 'include', got {errors!r}")
     by_template = _pair_key_mode(a, b)
