@@ -263,15 +263,20 @@ def test_regression_gate_unknown_metric_lists_the_metrics(
     assert "metrics: steps_score" in err
 
 
-def test_regression_gate_adds_its_metric_to_an_explicit_metric_list(
-    runs: dict[str, str], capsys: Any
-) -> None:
+def test_regression_gate_and_explicit_metric_list(runs: dict[str, str], capsys: Any) -> None:
+    # a gated metric that is also listed is compared once
     code = compare(
-        runs, "good", "bad", "--metric", "elapsed_sec", "--fail-on-regression", "steps_score"
+        runs, "good", "bad", "--metric", "steps_score", "--fail-on-regression", "steps_score"
     )
     assert code == 3
     data = json.loads(capsys.readouterr().out)
-    assert [m["metric"] for m in data["metrics"]] == ["elapsed_sec", "steps_score"]
+    assert [m["metric"] for m in data["metrics"]] == ["steps_score"]
+    # a listed metric the runs do not have is refused, gate or not
+    code = compare(
+        runs, "good", "bad", "--metric", "elapsed_sec", "--fail-on-regression", "steps_score"
+    )
+    assert code == 2
+    assert "elapsed_sec" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("spec", ["steps_score:", "steps_score:-0.1", "steps_score:x", ":0.1"])

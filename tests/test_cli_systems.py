@@ -32,8 +32,9 @@ def _systems(tmp_path: Path, *extra: str) -> list[str]:
 
 
 def test_evaluate_several_systems_writes_one_run_each_and_compares(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("COLUMNS", "120")  # the table fits the terminal
     assert main(_systems(tmp_path)) == 0
     printed = capsys.readouterr().out
     assert "== system good" in printed and "== good vs flawed" in printed
@@ -42,12 +43,20 @@ def test_evaluate_several_systems_writes_one_run_each_and_compares(
     assert len(good) == len(flawed) == 11
     aggregates = yaml.safe_load((tmp_path / "aggregates.flawed.yaml").read_text())
     assert aggregates["system"] == "flawed"
-    # the compare row of steps_score printed under the two systems' names
+    # the compare row of steps_score printed under the two systems' names; flawed's error
+    # counts as a failed answer (0)
+    assert sum(r["status"] == "error" for r in flawed) == 1
     row = next(line for line in printed.splitlines() if line.startswith("steps_score"))
+    mean_flawed = sum(r.get("steps_score", 0.0) for r in flawed) / 11
+    mean_good = sum(r["steps_score"] for r in good) / 11
+    delta = f"{mean_flawed - mean_good:+.4f}"
+    assert row.split()[1:6] == ["11", f"{mean_good:.4f}", f"{mean_flawed:.4f}", delta, "0/1"]
+    # --exclude-errors: the comparison leaves out the question flawed got an error on
+    assert main(_systems(tmp_path, "--exclude-errors")) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("steps_"))
     paired = {r["question_id"] for r in flawed if r["status"] == "success"}
     mean_flawed = sum(r["steps_score"] for r in flawed if r["question_id"] in paired) / len(paired)
-    mean_good = sum(r["steps_score"] for r in good if r["question_id"] in paired) / len(paired)
-    assert row.split()[1:4] == [str(len(paired)), f"{mean_good:.4f}", f"{mean_flawed:.4f}"]
+    assert row.split()[1:4] == [str(len(paired)), "1.0000", f"{mean_flawed:.4f}"]
 
 
 def test_format_json_prints_only_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,6 +14,7 @@ import pytest
 
 from qa_eval import compare
 from qa_eval.aggregate import METRICS
+from qa_eval.cli import main
 from qa_eval.compare import compare_runs, default_metrics, format_table, lower_is_better
 
 
@@ -70,19 +73,48 @@ def test_lower_better_option_marks_other_metrics() -> None:
     assert found["overall"]["wins"] == 2
 
 
-def test_two_pairs_bootstrap_distribution_by_hand() -> None:
-    # deltas (0, 1): resampled means are 0, 0.5, 1 with chances 1/4, 1/2, 1/4.
+def test_two_pairs_exact_test_by_hand() -> None:
+    # deltas (1, 0.5): the four sign vectors give sums 1.5, 0.5, -0.5, -1.5; two reach |1.5|.
     a = run("t1", "steps_score", [0.0, 0.0])
-    b = run("t1", "steps_score", [0.0, 1.0])
-    row = overall(compare_runs(a, b, resamples=20_000, seed=3), "steps_score")
-    assert row["delta"] == 0.5
-    assert (row["ci_low"], row["ci_high"]) == (0.0, 1.0)
-    # |m* - 0.5| >= 0.5 exactly when m* is 0 or 1: half the resamples.
-    assert row["p_value"] == pytest.approx(0.5, abs=0.02)
+    b = run("t1", "steps_score", [1.0, 0.5])
+    row = overall(compare_runs(a, b), "steps_score")
+    assert row["delta"] == 0.75
+    assert row["p_value"] == 0.5  # the smallest p two questions can give
+    assert row["testable"] is False and row["p_adjusted"] is None and row["better"] is None
+    assert (row["ci_low"], row["ci_high"]) == (None, None)  # no shift can be rejected
+    single = overall(compare_runs(a[:1], b[:1]), "steps_score")
+    assert (single["n"], single["p_value"], single["testable"]) == (1, 1.0, False)
+
+
+def test_six_pairs_exact_test_by_hand() -> None:
+    # deltas 1..6 all positive: only s = +-1 reach |21| of the 64 sign vectors, p = 2/64.
+    a = run("t1", "answer_f1", [0.0] * 6)
+    b = run("t1", "answer_f1", [v / 8 for v in range(1, 7)])
+    row = overall(compare_runs(a, b), "answer_f1")
+    assert row["p_value"] == 2 / 64
+    assert row["testable"] is True
+    assert row["p_adjusted"] == 2 / 64  # a family of one
+    assert row["better"] == "b"
+    # deltas -1, 2, 3, 4, 5, 6 (eighths): |sum| = 19; extreme: +-(all) with 21, +-(flip 1) 19,
+    # so p = 4 / 64, not significant at 5%.
+    b[0]["answer_f1"] = -1 / 8
+    row = overall(compare_runs(a, b), "answer_f1")
+    assert row["p_value"] == 4 / 64
     assert row["better"] is None
+    assert row["ci_low"] is not None and row["ci_low"] <= 0 <= row["ci_high"]
 
 
-# ---------------------------------------------------------------- the bootstrap
+def test_ties_and_rounding_do_not_change_an_exact_p() -> None:
+    # 0.1 + 0.2 != 0.3 in binary: deltas within 1e-12 are ties; a zero mean gives p = 1.
+    a = run("t1", "answer_f1", [0.3, 0.3, 0.0, 0.6, 0.2, 0.1, 0.4, 0.0])
+    b = run("t1", "answer_f1", [0.1 + 0.2, 0.1 + 0.2, 0.0, 0.7, 0.1, 0.1, 0.4, 0.0])
+    row = overall(compare_runs(a, b), "answer_f1")
+    assert row["ties"] == 6 and row["wins"] == 1 and row["losses"] == 1
+    assert row["p_value"] == 1.0
+    assert row["ci_low"] <= 0.0 <= row["ci_high"]
+
+
+# ---------------------------------------------------------------- the permutation test
 
 
 def shifted_runs(n: int, shift: float, noise: float, seed: int) -> tuple[list, list]:
@@ -90,6 +122,59 @@ def shifted_runs(n: int, shift: float, noise: float, seed: int) -> tuple[list, l
     base = rng.uniform(0, 1, n)
     other = base + shift + rng.normal(0, noise, n)
     return run("t1", "answer_f1", base.tolist()), run("t1", "answer_f1", other.tolist())
+
+
+def scipy_p(deltas: np.ndarray, resamples: float = np.inf) -> float:
+    stats = pytest.importorskip("scipy.stats")
+    result = stats.permutation_test(
+        (deltas, np.zeros(deltas.size)),
+        lambda x, y, axis: np.mean(x - y, axis=axis),
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=resamples,
+        alternative="two-sided",
+    )
+    return float(result.pvalue)
+
+
+def test_exact_p_values_match_scipy() -> None:
+    # Values on a 1/64 grid: every sum is exact in binary, so scipy's own tie rule is exact too.
+    rng = np.random.default_rng(17)
+    for trial in range(60):
+        n = int(rng.integers(2, 13))
+        if trial % 2:
+            deltas = rng.integers(-64, 65, n) / 64
+        else:  # Bernoulli scores: many ties and zeros
+            deltas = (rng.integers(0, 2, n) - rng.integers(0, 2, n)).astype(float)
+        p, _, _ = compare.sign_flip_test(deltas)
+        assert p == pytest.approx(scipy_p(deltas), abs=1e-12), deltas
+
+
+def test_interval_is_the_inverted_test() -> None:
+    # theta inside the interval: scipy's exact test of d - theta does not reject; outside: it does.
+    rng = np.random.default_rng(5)
+    for _ in range(12):
+        n = int(rng.integers(6, 11))
+        deltas = rng.integers(-40, 60, n) / 64
+        p, low, high = compare.sign_flip_test(deltas)
+        assert low is not None and high is not None
+        assert (low <= 0 <= high) == (p >= 0.05)
+        for theta in np.linspace(low - 0.5, high + 0.5, 15):
+            if min(abs(theta - low), abs(theta - high)) < 1e-9:
+                continue
+            assert (scipy_p(deltas - theta) >= 0.05) == (low < theta < high), (deltas, theta)
+
+
+def test_monte_carlo_p_is_close_to_the_exact_p() -> None:
+    n = compare.EXACT_MAX_N + 2
+    deltas = np.random.default_rng(3).integers(-20, 40, n) / 64
+    signs = 1 - 2 * ((np.arange(2**n)[:, None] >> np.arange(n)) & 1)
+    exact = np.mean(np.abs(signs @ deltas) >= abs(deltas.sum()) - 1e-12)
+    resamples = 20_000
+    p, low, high = compare.sign_flip_test(deltas, resamples=resamples, rng=np.random.default_rng(1))
+    assert p >= 1 / (resamples + 1)
+    assert abs(p - exact) <= 4 * math.sqrt(exact * (1 - exact) / resamples) + 1e-4
+    assert low is not None and high is not None and low < deltas.mean() < high
 
 
 def test_ci_contains_true_delta_and_is_deterministic() -> None:
@@ -110,7 +195,7 @@ def test_identical_runs_give_zero_delta_and_p_one() -> None:
     row = overall(comparison, "answer_f1")
     assert row["delta"] == 0.0
     assert (row["ci_low"], row["ci_high"]) == (0.0, 0.0)
-    assert row["p_value"] == 1.0
+    assert row["p_value"] == 1.0 and row["p_adjusted"] == 1.0
     assert (row["wins"], row["losses"], row["ties"]) == (0, 0, 30)
     assert row["better"] is None
 
@@ -119,8 +204,7 @@ def test_clear_improvement_is_significant() -> None:
     a, b = shifted_runs(50, 0.3, 0.1, seed=5)
     comparison = compare_runs(a, b)
     row = overall(comparison, "answer_f1")
-    assert row["p_value"] < 0.01
-    assert row["p_value"] >= 1 / (10_000 + 1)
+    assert row["p_value"] == 1 / (10_000 + 1)  # Monte Carlo: no random flip is as extreme
     assert row["ci_low"] > 0
     assert row["better"] == "b"
     reverse = overall(compare_runs(b, a), "answer_f1")
@@ -137,38 +221,101 @@ def test_lower_cost_in_b_is_b_better() -> None:
     assert row["wins"] == 20
 
 
-def test_ci_matches_scipy_percentile_bootstrap() -> None:
-    stats = pytest.importorskip("scipy.stats")
-    a, b = shifted_runs(40, 0.05, 0.4, seed=21)
-    deltas = np.array([y["answer_f1"] - x["answer_f1"] for x, y in zip(a, b)])
-    reference = stats.bootstrap(
-        (deltas,),
-        np.mean,
-        n_resamples=20_000,
-        method="percentile",
-        confidence_level=0.95,
-        rng=np.random.default_rng(2),
-    ).confidence_interval
-    row = overall(compare_runs(a, b, resamples=20_000, seed=4), "answer_f1")
-    standard_error = deltas.std(ddof=1) / math.sqrt(deltas.size)
-    assert row["ci_low"] == pytest.approx(reference.low, abs=0.1 * standard_error)
-    assert row["ci_high"] == pytest.approx(reference.high, abs=0.1 * standard_error)
-
-
-def test_chunked_resampling_gives_the_same_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_chunked_sign_flips_give_the_same_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     a, b = shifted_runs(37, 0.1, 0.3, seed=9)
     whole = compare_runs(a, b, resamples=1000)
     monkeypatch.setattr(compare, "_CHUNK_ELEMENTS", 100)
     assert compare_runs(a, b, resamples=1000) == whole
 
 
-def test_a_row_does_not_depend_on_the_other_metrics() -> None:
+def test_a_row_does_not_depend_on_the_other_metrics_but_its_adjustment_does() -> None:
     a, b = shifted_runs(25, 0.1, 0.3, seed=2)
     for ra, rb, i in zip(a, b, range(25)):
         ra["steps_score"], rb["steps_score"] = i / 25, (i % 5) / 5
-    both = compare_runs(a, b, resamples=2000)
-    alone = compare_runs(a, b, resamples=2000, metrics=["answer_f1"])
-    assert overall(both, "answer_f1") == overall(alone, "answer_f1")
+    both = overall(compare_runs(a, b, resamples=2000), "answer_f1")
+    alone = overall(compare_runs(a, b, resamples=2000, metrics=["answer_f1"]), "answer_f1")
+    own = ("p_adjusted", "better")
+    assert {k: v for k, v in both.items() if k not in own} == {
+        k: v for k, v in alone.items() if k not in own
+    }
+    assert alone["p_adjusted"] == alone["p_value"]
+    assert both["p_adjusted"] >= both["p_value"]
+
+
+# ---------------------------------------------------------------- Holm and the mark
+
+
+def test_holm_adjustment_by_hand() -> None:
+    # Three metrics, each with six positive deltas: p = 2/64 each, 3 * 2/64 > 0.05 adjusted.
+    a = [result(f"q{i}", m1=0.0, m2=0.0, m3=0.0, m4=0.0) for i in range(6)]
+    b = [result(f"q{i}", m1=0.5, m2=0.25 * (i + 1), m3=1.0, m4=0.0) for i in range(6)]
+    b[0]["m4"] = 1.0  # one win, five ties: p = 1
+    comparison = compare_runs(a, b)
+    rows = {m: overall(comparison, m) for m in ("m1", "m2", "m3", "m4")}
+    for name in ("m1", "m2", "m3"):
+        assert rows[name]["p_value"] == 2 / 64
+        assert rows[name]["p_adjusted"] == pytest.approx(4 * 2 / 64)
+        assert rows[name]["better"] is None  # significant alone, not in a family of four
+    assert rows["m4"]["p_value"] == 1.0 and rows["m4"]["p_adjusted"] == 1.0
+    alone = overall(compare_runs(a, b, metrics=["m1"]), "m1")
+    assert alone["p_adjusted"] == 2 / 64 and alone["better"] == "b"
+
+
+def test_holm_matches_a_direct_implementation_and_marks_follow_adjusted_p() -> None:
+    rng = np.random.default_rng(8)
+    a, b = [], []
+    for t in range(6):
+        n = 4 + 3 * t
+        shift = 0.3 if t % 2 else 0.0
+        for i in range(n):
+            x = float(rng.uniform())
+            a.append(result(f"t{t}q{i}", f"t{t}", f1=x, g=float(rng.uniform())))
+            b.append(
+                result(
+                    f"t{t}q{i}",
+                    f"t{t}",
+                    f1=x + shift + float(rng.normal(0, 0.2)),
+                    g=float(rng.uniform()),
+                )
+            )
+    comparison = compare_runs(a, b, resamples=2000)
+    alpha = comparison["method"]["alpha"]
+    assert alpha == pytest.approx(0.05)
+    for family in (
+        [e["overall"] for e in comparison["metrics"]],
+        [r for e in comparison["metrics"] for r in e["per_template"]],
+    ):
+        tested = sorted((r for r in family if r["testable"]), key=lambda r: r["p_value"])
+        expected, running = [], 0.0
+        for rank, row in enumerate(tested):
+            running = max(running, min(1.0, (len(tested) - rank) * row["p_value"]))
+            expected.append(running)
+        assert [r["p_adjusted"] for r in tested] == pytest.approx(expected)
+        for row in family:
+            assert row["testable"] == (row["n"] >= 6)  # exact up to 16, so 2^(1-n) < 0.05
+            if not row["testable"]:
+                assert row["p_adjusted"] is None and row["better"] is None
+            significant = row["p_adjusted"] is not None and row["p_adjusted"] < alpha
+            assert (row["better"] is not None) == significant
+            if significant:
+                assert row["better"] == ("b" if row["delta"] > 0 else "a")
+            if row["ci_low"] is not None:
+                assert (row["ci_low"] <= 0 <= row["ci_high"]) == (row["p_value"] >= alpha)
+    assert any(r["better"] == "b" for e in comparison["metrics"] for r in e["per_template"])
+
+
+def test_testable_depends_on_the_level() -> None:
+    a = run("t1", "answer_f1", [0.0] * 5)
+    b = run("t1", "answer_f1", [1.0] * 5)
+    strict = overall(compare_runs(a, b), "answer_f1")
+    assert strict["testable"] is False and strict["p_value"] == 2 / 32
+    loose = overall(compare_runs(a, b, confidence=0.9), "answer_f1")
+    assert loose["testable"] is True and loose["better"] == "b"
+    assert (loose["ci_low"], loose["ci_high"]) == (1.0, 1.0)
+    # beyond the exact range the Monte Carlo floor 1 / (resamples + 1) decides
+    a, b = run("t1", "answer_f1", [0.0] * 20), run("t1", "answer_f1", [1.0] * 20)
+    assert overall(compare_runs(a, b, resamples=19), "answer_f1")["testable"] is False
+    assert overall(compare_runs(a, b, resamples=20), "answer_f1")["testable"] is True
 
 
 # ---------------------------------------------------------------- pairing and edge cases
@@ -214,39 +361,98 @@ def test_n_zero_and_n_one() -> None:
     empty = overall(comparison, "answer_f1")
     assert empty["n"] == 0
     assert empty["missing_b"] == 1
-    for key in ("mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "better"):
+    for key in ("mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "p_adjusted"):
         assert empty[key] is None
+    assert empty["better"] is None and empty["testable"] is False
     assert (empty["wins"], empty["losses"], empty["ties"]) == (0, 0, 0)
     single = overall(comparison, "steps_score")
     assert (single["n"], single["delta"], single["losses"]) == (1, -0.5, 1)
-    assert single["ci_low"] is None and single["p_value"] is None
-    no_pairs = compare_runs([], [], resamples=10, metrics=["answer_f1"])
-    assert overall(no_pairs, "answer_f1")["n"] == 0
-    assert no_pairs["questions"]["paired"] == 0
-    assert "metric" in format_table(no_pairs)
+    assert single["p_value"] == 1.0 and single["ci_low"] is None and not single["testable"]
+    # the table leaves out the row without values
+    lines = format_table(comparison, width=100).splitlines()
+    assert any(line.startswith("steps_score ") for line in lines)
+    assert not any(line.startswith("answer_f1") for line in lines)
 
 
-def test_error_results_are_excluded_by_default_or_included() -> None:
+def test_no_paired_questions_is_an_error() -> None:
+    with pytest.raises(ValueError, match="no question is in both runs"):
+        compare_runs([], [], metrics=["answer_f1"])
+    a = run("t1", "answer_f1", [0.5, 0.6])
+    b = run("t1", "answer_f1", [0.5, 0.6], start=2)
+    with pytest.raises(ValueError, match=r"A: 2 questions, B: 2"):
+        compare_runs(a, b)
+    errors = [result(f"q{i}", status="error") for i in range(2)]
+    with pytest.raises(ValueError, match="all 2 paired questions are an error"):
+        compare_runs(a, errors, errors="exclude")
+
+
+def test_unknown_metric_is_an_error_listing_the_metrics() -> None:
+    a = [result("q0", steps_score=1.0, answer_f1=0.5)]
+    with pytest.raises(ValueError, match="unknown metric 'steps_scor'; the runs have: answer_f1"):
+        compare_runs(a, a, metrics=["steps_scor"])
+    with pytest.raises(ValueError, match="unknown metrics 'x', 'y'"):
+        compare_runs(a, a, metrics=["steps_score", "x", "y"])
+    with pytest.raises(ValueError, match="nothing to compare"):
+        compare_runs([result("q0")], [result("q0")])
+    with pytest.raises(ValueError, match="nothing to compare"):
+        compare_runs(a, a, metrics=[])
+
+
+def test_errors_count_as_failures_by_default() -> None:
+    # The candidate errors on 8 of 11 questions: excluding them hides it, failing them shows it.
+    a = [result(f"q{i}", answer_f1=0.8, input_tokens=100) for i in range(11)]
+    b = [result(f"q{i}", answer_f1=0.8, input_tokens=100) for i in range(3)]
+    b += [result(f"q{i}", status="error", error="timeout") for i in range(3, 11)]
+    failed = compare_runs(a, b)
+    row = overall(failed, "answer_f1")
+    assert (row["n"], row["errors_a"], row["errors_b"]) == (11, 0, 8)
+    assert row["mean_b"] == pytest.approx(0.8 * 3 / 11)
+    assert row["delta"] == pytest.approx(-0.8 * 8 / 11)
+    assert (row["wins"], row["losses"], row["ties"]) == (0, 8, 3)
+    assert row["better"] == "a" and row["p_value"] == 2 / 2**8
+    # lower-is-better usage metrics keep the values an error carries: none here
+    tokens = overall(failed, "input_tokens")
+    assert (tokens["n"], tokens["missing_b"], tokens["errors_b"]) == (3, 8, 8)
+    assert failed["method"]["errors"] == "fail"
+    excluded = compare_runs(a, b, errors="exclude")
+    row = overall(excluded, "answer_f1")
+    assert (row["n"], row["delta"], row["p_value"]) == (3, 0.0, 1.0)
+    assert (row["errors_a"], row["errors_b"]) == (0, 8)  # still shown
+    assert excluded["questions"]["excluded"] == 8
+
+
+def test_error_results_in_each_mode() -> None:
     a = [
         result("q0", steps_score=1.0),
-        result("q1", steps_score=1.0),
+        result("q1", steps_score=1.0, input_tokens=10),
         result("q2", steps_score=0.5),
+        result("q3", status="error", steps_score=0.0),
+        result("q4", status="error"),
     ]
     b = [
         result("q0", steps_score=1.0),
-        result("q1", status="error", steps_score=0.0),
+        result("q1", status="error", steps_score=0.0, input_tokens=40),
         result("q2", steps_score=1.0),
+        result("q3", status="error", steps_score=0.0),
+        result("q4", status="error"),
     ]
-    excluded = compare_runs(a, b, resamples=100)
-    assert excluded["questions"]["excluded"] == 1
-    assert excluded["questions"]["errors_b"] == 1
+    failed = compare_runs(a, b)
+    row = overall(failed, "steps_score")
+    # q3: both errors carrying the metric, a tie at 0; q4: neither carries it, missing
+    assert (row["n"], row["wins"], row["losses"], row["ties"]) == (4, 1, 1, 2)
+    assert (row["missing_a"], row["missing_b"], row["errors_a"], row["errors_b"]) == (1, 1, 2, 3)
+    assert row["delta"] == pytest.approx(-0.5 / 4)
+    tokens = overall(failed, "input_tokens")  # lower is better: the error's own 40 tokens
+    assert (tokens["n"], tokens["delta"]) == (1, 30.0)
+    excluded = compare_runs(a, b, errors="exclude")
+    assert excluded["questions"]["excluded"] == 3
+    assert excluded["questions"]["errors_b"] == 3
     row = overall(excluded, "steps_score")
     assert (row["n"], row["delta"], row["wins"], row["losses"]) == (2, 0.25, 1, 0)
-    included = compare_runs(a, b, resamples=100, errors="include")
+    included = compare_runs(a, b, errors="include")
     assert included["questions"]["excluded"] == 0
     row = overall(included, "steps_score")
-    assert (row["n"], row["wins"], row["losses"]) == (3, 1, 1)
-    assert row["delta"] == pytest.approx(-0.5 / 3)
+    assert (row["n"], row["wins"], row["losses"]) == (4, 1, 1)
     # without a status, an "error" key marks an error result
     no_status = [{"template_id": "t1", "question_id": "q0", "error": "boom"}]
     assert compare_runs(no_status, a[:1], resamples=10)["questions"]["errors_a"] == 1
@@ -315,6 +521,10 @@ def test_bad_arguments() -> None:
     a = run("t1", "answer_f1", [0.5])
     with pytest.raises(ValueError, match="resamples"):
         compare_runs(a, a, resamples=0)
+    with pytest.raises(ValueError, match="between 1 and 1,000,000"):
+        compare_runs(a, a, resamples=1_000_001)
+    with pytest.raises(ValueError, match="resamples must be an integer"):
+        compare_runs(a, a, resamples=10.0)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="confidence"):
         compare_runs(a, a, confidence=1.0)
     with pytest.raises(ValueError, match="errors"):
@@ -323,6 +533,14 @@ def test_bad_arguments() -> None:
         compare_runs([1], a)  # type: ignore[list-item]
     with pytest.raises(ValueError, match="question_id"):
         compare_runs([{"template_id": "t1"}], a)
+    with pytest.raises(ValueError, match="at least one"):
+        compare.sign_flip_test([])
+    with pytest.raises(ValueError, match="finite"):
+        compare.sign_flip_test([1.0, math.nan])
+    with pytest.raises(ValueError, match="confidence"):
+        compare.sign_flip_test([1.0, 2.0], confidence=95)
+    with pytest.raises(ValueError, match="resamples"):
+        compare.sign_flip_test([1.0, 2.0], resamples=-5)
 
 
 # ---------------------------------------------------------------- output
@@ -337,43 +555,194 @@ def sample_comparison() -> dict:
     return compare_runs(a, b, resamples=1000, labels=("baseline", "candidate"))
 
 
+ROW_KEYS = {
+    "n", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "p_adjusted", "better",
+    "testable", "wins", "losses", "ties", "errors_a", "errors_b", "questions", "missing_a",
+    "missing_b", "skipped_a", "skipped_b",
+}  # fmt: skip
+
+
 def test_output_is_plain_json() -> None:
     comparison = sample_comparison()
     assert json.loads(json.dumps(comparison, allow_nan=False)) == comparison
     assert orjson.loads(orjson.dumps(comparison)) == comparison
     assert set(comparison) == {"labels", "method", "questions", "templates", "metrics"}
     assert set(comparison["metrics"][0]) == {"metric", "direction", "overall", "per_template"}
+    for entry in comparison["metrics"]:
+        assert set(entry["overall"]) == ROW_KEYS
+        for row in entry["per_template"]:
+            assert set(row) == ROW_KEYS | {"template_id"}
+    assert comparison["method"]["alpha"] == 0.05
 
 
 def test_format_table() -> None:
     comparison = sample_comparison()
-    text = format_table(comparison)
+    text = format_table(comparison, width=100)
     lines = text.splitlines()
     assert max(len(line) for line in lines) <= 100
     assert lines[0] == "A = baseline" and lines[1] == "B = candidate"
     header = next(line for line in lines if line.startswith("metric"))
-    for column in ("n", "mean A", "mean B", "delta", "95% CI", "p", "W/L/T"):
+    columns = ("n", "mean A", "mean B", "delta", "err A/B", "95% CI", "p", "p adj", "better")
+    for column in (*columns, "W/L/T"):
         assert column in header
     row = overall(comparison, "answer_f1")
+    assert row["better"] == "b"
     f1 = next(line for line in lines if line.startswith("answer_f1 "))
     assert f"{row['delta']:+.4f}" in f1
     assert f"{row['wins']}/{row['losses']}/{row['ties']}" in f1
-    assert f1.index("answer_f1") >= 0 and "*" in f1  # CI excludes 0
+    assert f1.split()[-2:] == ["B", "12/0/0"]
     assert any(line.startswith("input_tokens (-)") for line in lines)
-    # overall rows first, then the per-template block
+    # overall rows first, then the per-template block; 6 pairs per template are testable
     assert lines.index(f1) < lines.index(next(x for x in lines if x.startswith("per template")))
-    assert any(line.startswith("  t2 ") for line in lines)
+    t2 = next(line for line in lines if line.startswith("  t2 "))
+    assert "n<6" not in t2
     # a name longer than the column gets a line of its own
     long_name = lines.index("retrieval_context_precision")
     assert lines[long_name + 1].lstrip().startswith("12 ")
+    start = lines.index(next(x for x in lines if x.startswith("delta =")))
+    legend = " ".join(lines[start:])
+    for words in ("sign-flip permutation test", "Holm", "p adj < 0.05", "1,000 random"):
+        assert words in legend
     relabelled = format_table(comparison, labels=("x.json", "y.json"))
     assert relabelled.splitlines()[:2] == ["A = x.json", "B = y.json"]
+
+
+def test_format_table_fits_any_width() -> None:
+    comparison = sample_comparison()
+    comparison["labels"]["a"] = "a-label-that-is-much-longer-than-the-narrowest-terminal " * 2
+    for width in (20, 40, 60, 80, 100, 140, 200):
+        text = format_table(comparison, width=width)
+        assert max(len(line) for line in text.splitlines()) <= width, width
+        assert "answer_f1" in text and "+0.2018" in text
+    wide = format_table(comparison, width=200)
+    assert "mean A" in wide and "W/L/T" in wide
+    narrow = format_table(comparison, width=80).splitlines()
+    header = next(line for line in narrow if line.startswith("metric"))
+    assert "mean A" not in header and "p adj" in header and "err A/B" in header
+    assert any("--format json has them all" in line for line in narrow)
+    records = format_table(comparison, width=40)
+    assert "p adj" in records and "mean A 0.3857" in records
+
+
+def test_format_table_small_templates_are_too_small_to_test() -> None:
+    a = run("t1", "answer_f1", [0.0, 0.0]) + run("t2", "answer_f1", [0.0] * 8, start=2)
+    b = run("t1", "answer_f1", [1.0, 1.0]) + run("t2", "answer_f1", [1.0] * 8, start=2)
+    comparison = compare_runs(a, b)
+    lines = format_table(comparison, width=120).splitlines()
+    t1 = next(line for line in lines if line.startswith("  t1 "))
+    t2 = next(line for line in lines if line.startswith("  t2 "))
+    assert "n<6" in t1 and "0.500" not in t1 and t1.split()[-2] != "B"
+    assert t2.split()[-2] == "B"  # 8 wins: p = 2/256, Holm over the testable rows
+    assert any(line.startswith("n<6: too few pairs") for line in lines)
 
 
 def test_format_table_single_template_and_missing_values() -> None:
     a = [result("q0", answer_f1=0.5), result("q1", answer_f1=0.5)]
     b = [result("q0"), result("q1", answer_f1=1.0)]
-    text = format_table(compare_runs(a, b, resamples=10))
+    text = format_table(compare_runs(a, b, resamples=10), width=120)
     assert "per template" not in text
     f1 = next(line for line in text.splitlines() if line.startswith("answer_f1"))
-    assert f1.split()[1:] == ["1", "0.5000", "1.0000", "+0.5000", "-", "-", "1/0/0"]
+    assert f1.split()[1:] == ["1", "0.5000", "1.0000", "+0.5000", "0/0", "-", "n<6", "-", "1/0/0"]
+
+
+def test_report_rows() -> None:
+    comparison = sample_comparison()
+    flat = compare.report_rows(comparison)
+    assert flat["a"] == "baseline" and "Holm" in flat["method"]
+    first = flat["metrics"][0]
+    for key in ("p_value", "p_adjusted", "better", "testable", "errors_a", "errors_b", "ci"):
+        assert key in first
+
+
+# ---------------------------------------------------------------- the command line
+
+
+def write_runs(tmp_path: Path) -> tuple[str, str]:
+    def template(i: int) -> str:
+        return "t1" if i < 4 else "t2"
+
+    a = [result(f"q{i}", template(i), answer_f1=0.5, steps_score=1.0) for i in range(10)]
+    b = [result(f"q{i}", template(i), answer_f1=0.75, steps_score=1.0) for i in range(7)]
+    b += [result(f"q{i}", "t2", status="error", steps_score=0.0) for i in range(7, 10)]
+    pa, pb = tmp_path / "a.json", tmp_path / "b.json"
+    pa.write_text(json.dumps(a))
+    pb.write_text(json.dumps(b))
+    return str(pa), str(pb)
+
+
+def test_cli_compare_counts_errors_unless_excluded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = write_runs(tmp_path)
+    assert main(["compare", a, b, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    row = overall(data, "answer_f1")
+    assert (row["n"], row["errors_b"], row["losses"], row["wins"]) == (10, 3, 3, 7)
+    assert data["method"]["errors"] == "fail"
+    assert main(["compare", a, b, "--format", "json", "--exclude-errors"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    row = overall(data, "answer_f1")
+    assert (row["n"], row["errors_b"], row["wins"], row["better"]) == (7, 3, 7, "b")
+    assert data["method"]["errors"] == "exclude"
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--metric", "steps_scor"], "unknown metric 'steps_scor'; the runs have: answer_f1, "),
+        (["--resamples", "0"], "--resamples must be between 1 and 1,000,000"),
+        (["--resamples", "2000000"], "--resamples must be between 1 and 1,000,000"),
+        (["--include-errors"], "--include-errors was removed"),
+    ],
+)
+def test_cli_compare_refuses_bad_options(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    a, b = write_runs(tmp_path)
+    assert main(["compare", a, b, *extra]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_compare_without_paired_questions_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, _ = write_runs(tmp_path)
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps([result("x1", answer_f1=1.0)]))
+    assert main(["compare", a, str(other)]) == 2
+    assert "no question is in both runs" in capsys.readouterr().err
+
+
+def test_cli_compare_table_fits_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = write_runs(tmp_path)
+    for columns in ("60", "100", "160"):
+        monkeypatch.setenv("COLUMNS", columns)
+        assert main(["compare", a, b]) == 0
+        text = capsys.readouterr().out
+        assert max(len(line) for line in text.splitlines()) <= int(columns)
+        assert "Holm" in text and "err A/B" in text
+
+
+def test_report_comparison_counts_errors_unless_excluded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = write_runs(tmp_path)
+    out = tmp_path / "report.html"
+    assert main(["report", a, b, "-o", str(out)]) == 0
+    html = out.read_text()
+    section = html[html.index('<section id="comparison">') : html.index('<section id="questions">')]
+    headers = re.findall(r"<th>([^<]*)</th>", section)
+    assert headers[:11] == [
+        "metric", "template", "n", "mean_a", "mean_b", "delta", "errors_a", "errors_b", "ci",
+        "p_value", "p_adjusted",
+    ]  # fmt: skip
+    assert "<dt>errors</dt><dd>fail</dd>" in section
+    assert main(["report", a, b, "-o", str(out), "--exclude-errors"]) == 0
+    assert "<dt>errors</dt><dd>exclude</dd>" in out.read_text()
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps([result("x1", answer_f1=1.0)]))
+    assert main(["report", a, str(other), "-o", str(out)]) == 2
+    assert "no question is in both runs" in capsys.readouterr().err

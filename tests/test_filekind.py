@@ -237,14 +237,17 @@ def test_legitimate_inputs_are_not_refused(
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     assert main(["aggregate", str(empty)]) == 0
-    assert main(["compare", str(empty), str(empty)]) == 0
+    # an empty run is a legitimate file, but there is nothing to compare (one line, exit 2)
+    assert main(["compare", str(empty), str(empty)]) == 2
+    assert "no question" in capsys.readouterr().err.lower()
     # results of a run with no reference steps and no judge: only ids, text and answers
     ref = [{"template_id": "t", "questions": [{"id": "q1", "question_text": "?"}]}]
     plain = list(run_evaluation(ref, [{"question_id": "q1", "actual_answer": "a"}]))
     assert "steps_score" not in plain[0]
     path = _jsonl(tmp_path / "plain.jsonl", plain)
     assert main(["aggregate", path]) == 0
-    assert main(["compare", path, path]) == 0
+    assert main(["compare", path, path]) == 2  # read fine, but no metric to compare
+    assert "no numeric metric" in capsys.readouterr().err
     # responses that carry template_id and question_text are still responses to evaluate
     ref_path = tmp_path / "ref.yaml"
     ref_path.write_text(yaml.safe_dump(ref))

@@ -319,7 +319,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             continue
         done.append((name, path, *outcome))
     shown = args.format == "json" or not args.quiet
-    comparisons = [_comparison(done[0], o) for o in done[1:]] if shown or regressions else []
+    comparisons = [_comparison(args, done[0], o) for o in done[1:]] if shown or regressions else []
     if args.format == "json" and done:
         if len(done) == 1 and done[0][0] is None:
             report: Any = done[0][3]
@@ -340,10 +340,16 @@ def _evaluate(args: argparse.Namespace) -> int:
     return _evaluation_gates(args, done, comparisons, bars, regressions)
 
 
-def _comparison(a: tuple[Any, ...], b: tuple[Any, ...]) -> dict[str, Any]:
+def _comparison(args: argparse.Namespace, a: tuple[Any, ...], b: tuple[Any, ...]) -> dict[str, Any]:
     from .compare import compare_runs
 
-    return compare_runs(a[2], b[2], labels=(a[0], b[0]))
+    exclude = getattr(args, "exclude_errors", False)
+    try:
+        return compare_runs(
+            a[2], b[2], labels=(a[0], b[0]), errors="exclude" if exclude else "fail"
+        )
+    except ValueError as e:
+        raise QaEvalError(f"comparing {a[0]} with {b[0]}: {e}") from None
 
 
 def _evaluate_system(
@@ -513,10 +519,15 @@ def _refresh(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .compare import compare_runs, format_table
+    from .compare import MAX_RESAMPLES, compare_runs, format_table
 
-    if args.resamples < 1:
-        raise QaEvalError("--resamples must be at least 1")
+    if not 1 <= args.resamples <= MAX_RESAMPLES:
+        raise QaEvalError(f"--resamples must be between 1 and {MAX_RESAMPLES:,}")
+    if args.include_errors:
+        raise QaEvalError(
+            "--include-errors was removed: errors now count as failed answers by default; "
+            "--exclude-errors leaves out the questions that are an error in either run"
+        )
     _check_report_paths(args)
     regressions = quality.parse_regressions(args.fail_on_regression or ())
     paths = (args.results_a, args.results_b)
@@ -532,7 +543,7 @@ def _compare(args: argparse.Namespace) -> int:
             resamples=args.resamples,
             seed=args.seed,
             labels=labels,
-            errors="include" if args.include_errors else "exclude",
+            errors="exclude" if args.exclude_errors else "fail",
         )
     except ValueError as e:
         raise QaEvalError(str(e)) from None
@@ -548,6 +559,7 @@ def _compare(args: argparse.Namespace) -> int:
     if args.summary_md:
         summary = quality.markdown_compare(comparison, gates, notes)
         Path(args.summary_md).write_text(summary, encoding="utf-8")
+    _print_notes(notes)
     return _gate_outcome(gates, quiet=False)
 
 
@@ -563,19 +575,26 @@ def _report(args: argparse.Namespace) -> int:
         for p, label in zip(args.results, run_labels(args.results))
     ]
     comparison = None
+    notes: list[str] = []
     if len(runs) >= 2 and not args.no_compare:
         first, second = runs[:2]
-        _check_same_reference(args.results[:2], [first.signature, second.signature], args)
+        notes = _check_same_reference(
+            args.results[:2], [first.signature, second.signature], args
+        )
         try:
             compared = compare_runs(
-                first.results, second.results, labels=(first.label, second.label)
+                first.results,
+                second.results,
+                labels=(first.label, second.label),
+                errors="exclude" if args.exclude_errors else "fail",
             )
         except ValueError as e:  # e.g. a question id twice in one run
-            raise QaEvalError(str(e)) from None
+            raise QaEvalError(f"comparing {first.label} with {second.label}: {e}") from None
         comparison = report_rows(compared)
     target.write_text(build_report(runs, comparison, args.title), encoding="utf-8")
     size = target.stat().st_size / 1e6
     print(f"wrote {target} ({size:.1f} MB, {len(runs)} run(s)); open it in a browser")
+    _print_notes(notes)
     return 0
 
 
@@ -676,7 +695,7 @@ def _check_same_reference(
 ) -> list[str]:
     """Refuse two runs evaluated against different reference datasets (their questions would be
     paired by accidental id matches) unless ``--allow-different-references``; returns the notes
-    printed (a run without a fingerprint cannot be checked)."""
+    to print once the command succeeded (a run without a fingerprint cannot be checked)."""
     fingerprints = [_fingerprint(s) for s in signatures]
     notes = []
     missing = [p for p, f in zip(paths, fingerprints) if f is None]
@@ -696,9 +715,12 @@ def _check_same_reference(
         if not getattr(args, "allow_different_references", False):
             raise QaEvalError(f"{message}; pass --allow-different-references to compare anyway")
         notes.append(f"{message} (--allow-different-references)")
+    return notes
+
+
+def _print_notes(notes: Sequence[str]) -> None:
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    return notes
 
 
 def _compared_metrics(
@@ -909,6 +931,10 @@ def _compare_gate_options(compare: argparse.ArgumentParser) -> None:
 
 
 _BY_HELP = "also aggregate per value of this result key (repeatable; default: question_type)"
+_EXCLUDE_ERRORS_HELP = (
+    "compare only the questions neither run got an error on (default: an error is a failed "
+    "answer, 0 on quality metrics)"
+)
 
 
 def _run_options(command: argparse.ArgumentParser) -> None:
@@ -986,6 +1012,7 @@ def _commands(commands: Any) -> None:
     )
     _run_options(evaluate)
     _gate_options(evaluate, regression=True)
+    evaluate.add_argument("--exclude-errors", action="store_true", help=_EXCLUDE_ERRORS_HELP)
     evaluate.set_defaults(handler=_evaluate)
 
     flat = commands.add_parser(
@@ -1040,7 +1067,7 @@ def _commands(commands: Any) -> None:
 
     compare = commands.add_parser(
         "compare",
-        help="compare two runs: deltas, paired bootstrap CI and p-value, wins/losses/ties",
+        help="compare two runs: deltas, paired permutation test (Holm-adjusted), wins/losses",
         description="Compare the results of system B with those of system A on the questions "
         "both answered, per metric and per template (see docs/compare.md).",
     )
@@ -1049,14 +1076,15 @@ def _commands(commands: Any) -> None:
     compare.add_argument("--label-a", help="name of system A (default: the file name)")
     compare.add_argument("--label-b", help="name of system B (default: the file name)")
     compare.add_argument("--metric", action="append", help="compare only this metric (repeatable)")
-    compare.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples")
-    compare.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     compare.add_argument(
-        "--include-errors",
-        action="store_true",
-        help="count error responses with their own values (steps_score 0) instead of leaving "
-        "those questions out",
+        "--resamples",
+        type=int,
+        default=10_000,
+        help="random sign flips per row of more than 16 questions (default 10000, at most 1e6)",
     )
+    compare.add_argument("--seed", type=int, default=0, help="seed of the sign flips (default 0)")
+    compare.add_argument("--exclude-errors", action="store_true", help=_EXCLUDE_ERRORS_HELP)
+    compare.add_argument("--include-errors", action="store_true", help=argparse.SUPPRESS)
     compare.add_argument("-o", "--output", help="also write the comparison (.yaml, .json)")
     compare.add_argument("--format", choices=("text", "json"), default="text")
     _compare_gate_options(compare)
@@ -1081,6 +1109,7 @@ def _commands(commands: Any) -> None:
         help="compare the first two runs even when their signatures show different reference "
         "datasets",
     )
+    report.add_argument("--exclude-errors", action="store_true", help=_EXCLUDE_ERRORS_HELP)
     report.set_defaults(handler=_report)
 
     from . import tsv

@@ -1,31 +1,43 @@
-"""Compare two runs question by question: paired differences with bootstrap intervals and p-values.
+"""Compare two runs question by question: paired sign-flip permutation tests, Holm-adjusted.
 
-Method (paired design; Efron & Tibshirani 1993, *An Introduction to the Bootstrap*, Chapman &
-Hall: ch. 13 for the percentile interval, §16.4 for the one-sample test by shifting the data):
+Method (paired design; the one-sample permutation test of Fisher 1935, *The Design of
+Experiments*, §21, in its Monte Carlo form per Phipson & Smyth 2010, *Stat. Appl. Genet. Mol.
+Biol.* 9(1):39; interval by test inversion, Lehmann & Romano 2005, *Testing Statistical
+Hypotheses*, §3.5; multiplicity by Holm 1979, *Scand. J. Statist.* 6:65-70):
 
 - The two runs are paired by question: by ``question_id`` (unique in a reference dataset), or by
   ``(template_id, question_id)`` when a run repeats a question id across templates. For a metric,
   a pair counts when both results carry a finite number; ``d_i = B_i - A_i``.
 - ``delta`` is the mean of ``d`` (= mean B - mean A over the same questions).
-- ``resamples`` bootstrap samples of ``d`` (``n`` indices drawn with replacement, vectorised in
-  chunks) give resampled means ``m*``. The confidence interval is the percentile interval of
-  ``m*`` (quantiles ``(1 - confidence) / 2`` and ``(1 + confidence) / 2``).
-- The two-sided p-value tests "mean difference = 0" with the shifted-null bootstrap: the deltas
-  are shifted to mean 0 (``d - delta``, whose resampled means are ``m* - delta``), and
-  ``p = (1 + #{|m* - delta| >= |delta|}) / (resamples + 1)``; so ``p`` lies in
-  ``[1 / (resamples + 1), 1]`` and is 1 when every delta is 0.
-- wins / losses / ties count the questions where B is better / worse / equal (``|d| <= 1e-12``);
-  "better" follows the metric's direction: lower is better for costs, tokens and times.
+- p-value (two-sided, "mean difference = 0"): under the null each ``d_i`` is as likely to be
+  ``-d_i`` (A and B exchangeable within a question), so the statistic ``|sum d_i|`` is compared
+  with ``|sum s_i d_i|`` over sign vectors ``s``: all ``2**n`` of them when ``n <= 16`` (exact),
+  else ``resamples`` random ones plus the observed one, ``p = (1 + #extreme) / (resamples + 1)``.
+  Ties up to rounding (``1e-9`` times the largest ``|d_i|``) count as extreme; differences
+  within ``1e-12`` count as 0.
+- Confidence interval: every shift ``theta`` that the same test, applied to ``d - theta``, does
+  not reject at ``alpha = 1 - confidence`` (an interval, so it contains 0 exactly when
+  ``p >= alpha``); when no ``theta`` can be rejected (small ``n``) it is unbounded (``None``).
+- Holm's step-down adjustment over a family of rows: the overall rows (one per metric) are one
+  family, the per-template rows (metrics x templates) another. A row is ``testable`` when some
+  outcome of ``n`` pairs could reach ``p < alpha`` (``2**(1 - n) < alpha`` when exact); other
+  rows cannot be rejected and are left out of the family (``p_adjusted`` None).
+- ``better`` is ``"a"`` or ``"b"`` exactly when ``p_adjusted < alpha``: the run the delta favours
+  in the metric's direction ("lower is better" for costs, tokens and times).
+- wins / losses / ties count the questions where B is better / worse / equal (``|d| <= 1e-12``).
 
-Questions that are an error in either run are left out of the pairs (``errors="exclude"``,
-default) and counted; ``errors="include"`` uses whatever values their results carry, as
-:func:`qa_eval.aggregate.compute_aggregates` does (an error's ``steps_score`` is 0.0).
-Everything returned is plain JSON data (dicts, lists, str, int, float, bool, None).
+Errors (``errors=``): ``"fail"`` (default) scores an error result as a failed answer, 0 on every
+higher-is-better metric, and keeps the values it carries for lower-is-better ones (tokens, cost,
+time); ``"exclude"`` leaves out questions that are an error in either run; ``"include"`` uses the
+values error results carry. Every row counts the errors among its questions (``errors_a``,
+``errors_b``). Everything returned is plain JSON data (dicts, lists, str, int, float, bool, None).
 """
 
 from __future__ import annotations
 
 import math
+import shutil
+import textwrap
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
@@ -34,13 +46,29 @@ import numpy as np
 
 from .aggregate import METRICS, STEP_METRICS, is_error, is_finite_number, is_number
 
-__all__ = ["compare_runs", "default_metrics", "format_table", "lower_is_better"]
+__all__ = [
+    "EXACT_MAX_N",
+    "MAX_RESAMPLES",
+    "compare_runs",
+    "default_metrics",
+    "format_table",
+    "lower_is_better",
+    "sign_flip_test",
+    "smallest_p",
+]
 
 TIE_TOLERANCE = 1e-12
+EXACT_MAX_N = 16
+"""Rows with at most this many pairs enumerate all 2**n sign vectors (65,536 at 16)."""
+MAX_RESAMPLES = 1_000_000
+"""The most random sign vectors a row may draw."""
+_RELATIVE_TOLERANCE = 1e-9
 _ID_KEYS = frozenset({"template_id", "question_id"})
 _LOWER_SUFFIXES = ("cost", "tokens", "_sec", "_seconds", "_ms", "elapsed", "latency")
-_CHUNK_ELEMENTS = 1 << 21  # indices per resampling chunk (16 MiB of int64)
+_CHUNK_ELEMENTS = 1 << 21  # random signs per chunk (16 MiB of float64)
 _STEP_METRIC_NAMES = {m: step for step, names in STEP_METRICS.items() for m in names}
+ErrorMode = Literal["fail", "exclude", "include"]
+_ERROR_MODES = ("fail", "exclude", "include")
 
 
 def lower_is_better(metric: str) -> bool:
@@ -124,15 +152,124 @@ def _rng(seed: int, metric: str, template: Any) -> np.random.Generator:
     return np.random.default_rng([seed, tag])
 
 
-def _bootstrap_means(deltas: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+def _sign_sums(
+    deltas: np.ndarray, resamples: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """``sum s_i d_i`` and ``sum s_i`` for the sign vectors of the test.
+
+    Exact: all ``2**n`` vectors, built by doubling (each new pair adds ``+d`` and ``-d``).
+    Monte Carlo: ``resamples`` random vectors (fair coins, drawn in chunks of the same stream)
+    and the observed one (all ``+1``) last."""
     n = deltas.size
+    if n <= EXACT_MAX_N:
+        sums = np.zeros(1)
+        counts = np.zeros(1, dtype=np.int64)
+        for value in deltas:
+            sums = np.concatenate((sums + value, sums - value))
+            counts = np.concatenate((counts + 1, counts - 1))
+        return sums, counts
+    total = float(deltas.sum())
+    sums = np.empty(resamples + 1)
+    counts = np.empty(resamples + 1, dtype=np.int64)
     chunk = max(1, min(resamples, _CHUNK_ELEMENTS // n))
-    means = np.empty(resamples)
     for start in range(0, resamples, chunk):
         rows = min(chunk, resamples - start)
-        idx = rng.integers(0, n, size=(rows, n))
-        means[start : start + rows] = deltas[idx].mean(axis=1)
-    return means
+        flipped = rng.random((rows, n)) < 0.5
+        sums[start : start + rows] = total - 2.0 * (flipped @ deltas)
+        counts[start : start + rows] = n - 2 * np.count_nonzero(flipped, axis=1)
+    sums[resamples] = total
+    counts[resamples] = n
+    return sums, counts
+
+
+def _check_options(resamples: int, confidence: float) -> None:
+    if isinstance(resamples, bool) or not isinstance(resamples, int):
+        raise ValueError(f"resamples must be an integer, got {resamples!r}")
+    if not 1 <= resamples <= MAX_RESAMPLES:
+        raise ValueError(f"resamples must be between 1 and {MAX_RESAMPLES:,}, got {resamples:,}")
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
+        raise ValueError(f"confidence must be a number between 0 and 1, got {confidence!r}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence!r}")
+
+
+def _alpha(confidence: float) -> float:
+    """``1 - confidence`` without the binary rounding error (0.95 gives 0.05, not 0.05000...04)."""
+    return round(1.0 - confidence, 12)
+
+
+def smallest_p(n: int, resamples: int) -> float:
+    """The smallest p-value the test can give with ``n`` pairs (1 when ``n < 2``)."""
+    if n < 2:
+        return 1.0
+    if n <= EXACT_MAX_N:
+        return 2.0 ** (1 - n)
+    return 1.0 / (resamples + 1)
+
+
+def sign_flip_test(
+    deltas: Sequence[float] | np.ndarray,
+    *,
+    confidence: float = 0.95,
+    resamples: int = 10_000,
+    rng: np.random.Generator | None = None,
+) -> tuple[float, float | None, float | None]:
+    """Two-sided paired sign-flip test of mean ``deltas`` = 0: ``(p, ci_low, ci_high)``.
+
+    The interval holds every shift ``theta`` the test of ``deltas - theta`` does not reject at
+    ``1 - confidence``; it is ``(None, None)`` when no shift can be rejected."""
+    _check_options(resamples, confidence)
+    d = np.asarray(deltas, dtype=float).ravel()
+    n = d.size
+    if n == 0:
+        raise ValueError("the sign-flip test needs at least one difference")
+    if not np.all(np.isfinite(d)):
+        raise ValueError("differences must be finite numbers")
+    d = np.where(np.abs(d) <= TIE_TOLERANCE, 0.0, d)
+    sums, counts = _sign_sums(d, resamples, rng if rng is not None else np.random.default_rng(0))
+    total_vectors = sums.size
+    total = math.fsum(d.tolist())
+    # For a sign vector s (A = sum s_i d_i, k = sum s_i) the shifted statistic is extreme,
+    # |A - k theta| >= |S - n theta|, exactly when theta lies between the roots
+    # (S - A) / (n - k) and (S + A) / (n + k); for k = +-n it is extreme for every theta.
+    # Every such interval contains the mean S / n (where the right side is 0), so below the
+    # mean p(theta) only grows and above it only falls: the kept set is an interval, bounded by
+    # order statistics of the roots.
+    always = np.abs(counts) == n
+    base = int(np.count_nonzero(always))
+    a, k = sums[~always], counts[~always].astype(float)
+    first = (total - a) / (n - k)
+    second = (total + a) / (n + k)
+    low, high = np.minimum(first, second), np.maximum(first, second)
+    # Ties that rounding split count as extreme (conservative): widen by a relative tolerance.
+    slack = _RELATIVE_TOLERANCE * float(np.max(np.abs(d)))
+    covered = base + int(np.count_nonzero((low <= slack) & (high >= -slack)))
+    p_value = min(1.0, covered / total_vectors)
+    alpha = _alpha(confidence)
+    # theta is kept when p(theta) = covered(theta) / N >= alpha, i.e. covered(theta) >= need.
+    need = max(1, math.ceil(alpha * total_vectors * (1 - 1e-12)))
+    if base >= need:
+        return p_value, None, None
+    rank = need - base - 1
+    ci_low = float(np.partition(low, rank)[rank])
+    ci_high = float(-np.partition(-high, rank)[rank])
+    if p_value >= alpha:  # 0 is kept: a root that rounding put just past 0 is 0
+        ci_low, ci_high = min(ci_low, 0.0), max(ci_high, 0.0)
+    mean = total / n
+    return p_value, min(ci_low, mean), max(ci_high, mean)
+
+
+def _holm(rows: Sequence[dict[str, Any]]) -> None:
+    """Set ``p_adjusted`` (Holm's step-down) on the testable rows of one family, in place."""
+    tested = sorted(
+        (r for r in rows if r["testable"] and r["p_value"] is not None),
+        key=lambda r: r["p_value"],
+    )
+    size = len(tested)
+    running = 0.0
+    for rank, row in enumerate(tested):
+        running = max(running, min(1.0, (size - rank) * row["p_value"]))
+        row["p_adjusted"] = running
 
 
 def _stats(
@@ -152,10 +289,12 @@ def _stats(
         "ci_low": None,
         "ci_high": None,
         "p_value": None,
+        "p_adjusted": None,
+        "better": None,
+        "testable": smallest_p(n, resamples) < _alpha(confidence),
         "wins": 0,
         "losses": 0,
         "ties": 0,
-        "better": None,
         **counts,
     }
     if n == 0:
@@ -163,35 +302,53 @@ def _stats(
     a = [p[0] for p in pairs]
     b = [p[1] for p in pairs]
     deltas = np.array([y - x for x, y in pairs])
-    delta = math.fsum(deltas.tolist()) / n
     row["mean_a"] = math.fsum(a) / n
     row["mean_b"] = math.fsum(b) / n
-    row["delta"] = delta
+    row["delta"] = math.fsum(deltas.tolist()) / n
     improved = -deltas if lower else deltas
     row["wins"] = int(np.count_nonzero(improved > TIE_TOLERANCE))
     row["losses"] = int(np.count_nonzero(improved < -TIE_TOLERANCE))
     row["ties"] = n - row["wins"] - row["losses"]
-    if n < 2:
-        return row
-    means = _bootstrap_means(deltas, resamples, rng)
-    tail = (1.0 - confidence) / 2.0
-    low, high = np.quantile(means, [tail, 1.0 - tail])
-    # Values within rounding of delta (e.g. every delta equal) belong to the interval's ends.
-    slack = 1e-12 * max(1.0, abs(delta))
-    row["ci_low"] = delta if abs(low - delta) <= slack else float(low)
-    row["ci_high"] = delta if abs(high - delta) <= slack else float(high)
-    extreme = np.count_nonzero(np.abs(means - delta) >= abs(delta) - slack)
-    row["p_value"] = min(1.0, (1 + int(extreme)) / (resamples + 1))
-    if row["ci_low"] > 0 or row["ci_high"] < 0:
-        b_higher = row["ci_low"] > 0
-        row["better"] = "b" if b_higher != lower else "a"
+    p_value, ci_low, ci_high = sign_flip_test(
+        deltas, confidence=confidence, resamples=resamples, rng=rng
+    )
+    row["p_value"] = p_value
+    if ci_low is not None and ci_high is not None:
+        row["ci_low"] = min(ci_low, row["delta"])
+        row["ci_high"] = max(ci_high, row["delta"])
     return row
+
+
+def _mark(row: dict[str, Any], lower: bool, alpha: float) -> None:
+    adjusted = row["p_adjusted"]
+    if adjusted is not None and adjusted < alpha and row["delta"]:
+        row["better"] = "b" if (row["delta"] > 0) != lower else "a"
 
 
 def _jsonable_id(value: Any) -> Any:
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     return str(value)
+
+
+def _values(
+    ra: Mapping[str, Any],
+    rb: Mapping[str, Any],
+    metric: str,
+    lower: bool,
+    errors: ErrorMode,
+) -> tuple[tuple[str, float], tuple[str, float]]:
+    """The two sides' values for one question; with ``errors="fail"`` an error side of a
+    higher-is-better metric is 0 when either side carries the metric."""
+    value_a, value_b = _value(ra, metric), _value(rb, metric)
+    if errors != "fail" or lower:
+        return value_a, value_b
+    if value_a[0] != "missing" or value_b[0] != "missing":
+        if is_error(ra):
+            value_a = ("ok", 0.0)
+        if is_error(rb):
+            value_b = ("ok", 0.0)
+    return value_a, value_b
 
 
 def compare_runs(
@@ -203,20 +360,34 @@ def compare_runs(
     seed: int = 0,
     confidence: float = 0.95,
     labels: tuple[str, str] = ("A", "B"),
-    errors: Literal["exclude", "include"] = "exclude",
+    errors: ErrorMode = "fail",
     lower_better: Iterable[str] = (),
 ) -> dict[str, Any]:
     """Compare run B with run A on the questions both answered; JSON-ready dict (see docs)."""
-    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
-        raise ValueError(f"resamples must be a positive integer, got {resamples!r}")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be between 0 and 1, got {confidence!r}")
-    if errors not in ("exclude", "include"):
-        raise ValueError(f"errors must be 'exclude' or 'include', got {errors!r}")
+    _check_options(resamples, confidence)
+    if errors not in _ERROR_MODES:
+        raise ValueError(f"errors must be 'fail', 'exclude' or 'include', got {errors!r}")
     by_template = _pair_key_mode(a, b)
     index_a = _index(a, labels[0], by_template)
     index_b = _index(b, labels[1], by_template)
     common = [key for key in index_a if key in index_b]
+    if not common:
+        raise ValueError(
+            f"no question is in both runs ({labels[0]}: {len(index_a)} questions, "
+            f"{labels[1]}: {len(index_b)}; paired by "
+            f"{'template_id and question_id' if by_template else 'question_id'})"
+        )
+    available = default_metrics(a, b)
+    if metrics is not None:
+        unknown = [m for m in metrics if m not in available]
+        if unknown:
+            raise ValueError(
+                f"unknown metric{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}"
+                f"; the runs have: {', '.join(available) or 'no numeric metric'}"
+            )
+    names = list(dict.fromkeys(metrics)) if metrics is not None else available
+    if not names:
+        raise ValueError("nothing to compare: the runs have no numeric metric")
     questions = {
         "a": len(index_a),
         "b": len(index_b),
@@ -229,31 +400,40 @@ def compare_runs(
         "template_mismatch": 0,
     }
     used: list[tuple[Any, Mapping[str, Any], Mapping[str, Any]]] = []
+    error_counts: dict[Any, list[int]] = {}
     for key in common:
         ra, rb = index_a[key], index_b[key]
         err_a, err_b = is_error(ra), is_error(rb)
+        template = ra.get("template_id")
+        tally = error_counts.setdefault(template, [0, 0])
+        tally[0] += err_a
+        tally[1] += err_b
         questions["errors_a"] += err_a
         questions["errors_b"] += err_b
-        if ra.get("template_id") != rb.get("template_id"):
+        if template != rb.get("template_id"):
             questions["template_mismatch"] += 1
         if errors == "exclude" and (err_a or err_b):
             questions["excluded"] += 1
             continue
-        used.append((ra.get("template_id"), ra, rb))
-    templates = list(dict.fromkeys(t for t, _, _ in used))
-    names = list(metrics) if metrics is not None else default_metrics(a, b)
+        used.append((template, ra, rb))
+    if not used:
+        raise ValueError(
+            f"all {len(common)} paired questions are an error in {labels[0]} or {labels[1]}; "
+            "without errors='exclude' (--exclude-errors) they count as failed answers"
+        )
+    templates = list(error_counts)
     lower_names = set(lower_better)
+    alpha = _alpha(confidence)
     out_metrics: list[dict[str, Any]] = []
     for metric in names:
         lower = metric in lower_names or lower_is_better(metric)
         groups: dict[Any, tuple[list[tuple[float, float]], dict[str, int]]] = {
-            t: ([], _zero_counts()) for t in templates
+            t: ([], _zero_counts(*error_counts[t])) for t in templates
         }
         for template, ra, rb in used:
             pairs, counts = groups[template]
             counts["questions"] += 1
-            kind_a, value_a = _value(ra, metric)
-            kind_b, value_b = _value(rb, metric)
+            (kind_a, value_a), (kind_b, value_b) = _values(ra, rb, metric, lower, errors)
             if kind_a != "ok":
                 counts[f"{kind_a}_a"] += 1
             if kind_b != "ok":
@@ -283,14 +463,24 @@ def compare_runs(
                 "per_template": per_template,
             }
         )
+    _holm([entry["overall"] for entry in out_metrics])
+    _holm([row for entry in out_metrics for row in entry["per_template"]])
+    for entry in out_metrics:
+        lower = entry["direction"] == "lower"
+        for row in (entry["overall"], *entry["per_template"]):
+            _mark(row, lower, alpha)
     return {
         "labels": {"a": str(labels[0]), "b": str(labels[1])},
         "method": {
             "design": "paired",
             "paired_by": "template_id+question_id" if by_template else "question_id",
             "statistic": "mean difference B - A",
-            "ci": "bootstrap percentile",
-            "p_value": "two-sided shifted-null bootstrap",
+            "p_value": "two-sided paired sign-flip permutation test",
+            "exact_max_n": EXACT_MAX_N,
+            "ci": "inverted sign-flip test",
+            "adjustment": "holm",
+            "families": ["overall", "per_template"],
+            "alpha": alpha,
             "resamples": resamples,
             "seed": seed,
             "confidence": confidence,
@@ -303,15 +493,25 @@ def compare_runs(
     }
 
 
-def _zero_counts() -> dict[str, int]:
-    return {"questions": 0, "missing_a": 0, "missing_b": 0, "skipped_a": 0, "skipped_b": 0}
+def _zero_counts(errors_a: int = 0, errors_b: int = 0) -> dict[str, int]:
+    return {
+        "errors_a": errors_a,
+        "errors_b": errors_b,
+        "questions": 0,
+        "missing_a": 0,
+        "missing_b": 0,
+        "skipped_a": 0,
+        "skipped_b": 0,
+    }
 
 
 # ---------------------------------------------------------------- the console table
 
-_NUMERIC_HEADERS = ("n", "mean A", "mean B", "delta", "{pct}% CI", "p", "W/L/T")
-_WIDTHS = (5, 9, 9, 9, 22, 7, 9)
-_TABLE_WIDTH = 100
+_OPTIONAL_COLUMNS = (("mean A", "mean B"), ("W/L/T",), ("p",))
+"""Columns left out, in this order, while the names would get fewer than _MIN_NAME columns."""
+_MIN_NAME = 14
+_MIN_WIDTH = 20
+_DEFAULT_WIDTH = 100  # when the output is not a terminal
 
 
 def _decimals(entry: Mapping[str, Any]) -> int | None:
@@ -341,89 +541,187 @@ def _num(value: float | None, decimals: int | None, signed: bool = False) -> str
     return f"{value:{sign}.{decimals}f}"
 
 
-def _p(value: float | None, better: str | None) -> str:
+def _p(value: float | None) -> str:
     if value is None:
         return "-"
-    text = "<0.001" if value < 0.001 else f"{value:.3f}"
-    return text + ("*" if better else "")
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
-def _cells(row: Mapping[str, Any], decimals: int | None) -> list[str]:
-    if row["ci_low"] is None:
+def _fewest_testable(alpha: float) -> int | None:
+    """The fewest pairs whose exact test can reach p < alpha (None: only with Monte Carlo)."""
+    for n in range(2, EXACT_MAX_N + 1):
+        if 2.0 ** (1 - n) < alpha:
+            return n
+    return None
+
+
+def _cells(row: Mapping[str, Any], decimals: int | None, too_few: str) -> dict[str, str]:
+    if row["ci_low"] is None or row["ci_high"] is None:
         ci = "-"
     else:
         low, high = _num(row["ci_low"], decimals, True), _num(row["ci_high"], decimals, True)
         ci = f"[{low}, {high}]"
-    return [
-        str(row["n"]),
-        _num(row["mean_a"], decimals),
-        _num(row["mean_b"], decimals),
-        _num(row["delta"], decimals, True),
-        ci,
-        _p(row["p_value"], row["better"]),
-        f"{row['wins']}/{row['losses']}/{row['ties']}",
-    ]
+    testable = row["testable"]
+    return {
+        "n": str(row["n"]),
+        "mean A": _num(row["mean_a"], decimals),
+        "mean B": _num(row["mean_b"], decimals),
+        "delta": _num(row["delta"], decimals, True),
+        "err A/B": f"{row['errors_a']}/{row['errors_b']}",
+        "CI": ci,
+        "p": _p(row["p_value"]) if testable else too_few,
+        "p adj": _p(row["p_adjusted"]) if testable else "-",
+        "better": (row["better"] or "").upper(),
+        "W/L/T": f"{row['wins']}/{row['losses']}/{row['ties']}",
+    }
 
 
-def format_table(comparison: Mapping[str, Any], *, labels: tuple[str, str] | None = None) -> str:
-    """A plain-text table of a :func:`compare_runs` result: overall rows, then per template."""
+def _wrap(text: str, width: int, indent: str = "") -> list[str]:
+    return textwrap.wrap(
+        text, width, subsequent_indent=indent, break_long_words=True, break_on_hyphens=False
+    ) or [""]
+
+
+def format_table(
+    comparison: Mapping[str, Any],
+    *,
+    labels: tuple[str, str] | None = None,
+    width: int | None = None,
+) -> str:
+    """A text table of a :func:`compare_runs` result, at most ``width`` columns (default: the
+    terminal's): overall rows, then per template; rows without values are left out."""
+    if width is None:
+        width = shutil.get_terminal_size((_DEFAULT_WIDTH, 24)).columns
+    width = max(_MIN_WIDTH, int(width))
     label_a, label_b = labels or (comparison["labels"]["a"], comparison["labels"]["b"])
     method = comparison["method"]
     q = comparison["questions"]
+    alpha = float(method.get("alpha", 1.0 - method["confidence"]))
     pct = f"{method['confidence'] * 100:g}"
-    name_width = _TABLE_WIDTH - sum(_WIDTHS) - len(_WIDTHS)
-    headers = [h.format(pct=pct) for h in _NUMERIC_HEADERS]
-
-    def lines(name: str, cells: Sequence[str]) -> list[str]:
-        head: list[str] = []
-        if len(name) > name_width:  # a long name gets a line of its own
-            head, name = [name], ""
-        parts = [name.ljust(name_width), *(c.rjust(w) for c, w in zip(cells, _WIDTHS))]
-        return [*head, " ".join(parts).rstrip()]
+    fewest = _fewest_testable(alpha)
+    too_few = f"n<{fewest}" if fewest is not None else "too few"
 
     def metric_name(entry: Mapping[str, Any]) -> str:
-        return entry["metric"] + (" (-)" if entry["direction"] == "lower" else "")
+        return str(entry["metric"]) + (" (-)" if entry["direction"] == "lower" else "")
 
-    excluded = ""
-    if q["excluded"]:
-        excluded = f"; {q['excluded']} excluded (error in A: {q['errors_a']}, B: {q['errors_b']})"
+    # (name, cells): cells None for a metric heading in the per-template block
+    overall_rows: list[tuple[str, dict[str, str] | None]] = []
+    template_rows: list[tuple[str, dict[str, str] | None]] = []
+    untestable = False
+    for entry in comparison["metrics"]:
+        decimals = _decimals(entry)
+        if entry["overall"]["n"]:
+            overall_rows.append((metric_name(entry), _cells(entry["overall"], decimals, too_few)))
+            untestable |= not entry["overall"]["testable"]
+        rows = [r for r in entry["per_template"] if r["n"]]
+        if len(comparison["templates"]) > 1 and rows:
+            template_rows.append((metric_name(entry), None))
+            for row in rows:
+                template_rows.append((f"  {row['template_id']}", _cells(row, decimals, too_few)))
+                untestable |= not row["testable"]
+
+    headers = {"CI": f"{pct}% CI"}
+    columns = ["n", "mean A", "mean B", "delta", "err A/B", "CI", "p", "p adj", "better", "W/L/T"]
+    filled = [cells for _, cells in overall_rows + template_rows if cells is not None]
+    widths = {
+        c: max([len(headers.get(c, c)), *(len(cells[c]) for cells in filled)]) for c in columns
+    }
+
+    def name_room(kept: list[str]) -> int:
+        return width - sum(widths[c] + 1 for c in kept)
+
+    for group in _OPTIONAL_COLUMNS:
+        if name_room(columns) >= _MIN_NAME:
+            break
+        columns = [c for c in columns if c not in group]
+    names = [name for name, _ in overall_rows + template_rows] + ["per template"]
+    name_width = min(max(len(name) for name in names), name_room(columns))
+    tabular = name_width >= _MIN_NAME or name_room(columns) >= max(len(n) for n in names)
+    if not tabular:  # records wrap, so they can hold every column
+        columns = list(widths)
+
+    def block(title: str, rows: list[tuple[str, dict[str, str] | None]]) -> list[str]:
+        if not tabular:  # too narrow for columns: one record per row, wrapped
+            lines = [title, "-" * min(width, len(title))]
+            for name, cells in rows:
+                lines += _wrap(name, width, "    ")
+                if cells is not None:
+                    fields = " · ".join(
+                        f"{headers.get(c, c)} {cells[c].replace(', ', ',') or '-'}" for c in columns
+                    )
+                    lines += _wrap("    " + fields, width, "    ")
+            return lines
+
+        def line(name: str, values: Sequence[str]) -> str:
+            parts = [name.ljust(name_width), *(v.rjust(widths[c]) for c, v in zip(columns, values))]
+            return " ".join(parts).rstrip()
+
+        lines = [line(title, [headers.get(c, c) for c in columns])]
+        lines.append("-" * len(lines[0]))
+        for name, cells in rows:
+            if cells is None or len(name) > name_width:  # a heading or a long name: own line(s)
+                lines += _wrap(name, width, "  ")
+                name = ""
+            if cells is not None:
+                lines.append(line(name, [cells[c] for c in columns]))
+        return lines
+
+    excluded = f"; {q['excluded']} left out" if q.get("excluded") else ""
     out = [
-        f"A = {label_a}",
-        f"B = {label_b}",
-        f"questions: A {q['a']}, B {q['b']}, paired {q['paired']} "
-        f"(only A {q['only_a']}, only B {q['only_b']}){excluded}",
-        f"delta = mean B - mean A over paired questions; paired bootstrap, "
-        f"{method['resamples']} resamples, seed {method['seed']}",
-        "",
-        *lines("metric", headers),
-        "-" * _TABLE_WIDTH,
+        *_wrap(f"A = {label_a}", width, "    "),
+        *_wrap(f"B = {label_b}", width, "    "),
+        *_wrap(
+            f"questions: A {q['a']}, B {q['b']}, paired {q['paired']} (only A {q['only_a']}, "
+            f"only B {q['only_b']}); errors among the paired: A {q['errors_a']}, "
+            f"B {q['errors_b']}{excluded}",
+            width,
+            "  ",
+        ),
     ]
-    entries = comparison["metrics"]
-    for entry in entries:
-        out += lines(metric_name(entry), _cells(entry["overall"], _decimals(entry)))
-    if len(comparison["templates"]) > 1:
-        out += ["", *lines("per template", headers), "-" * _TABLE_WIDTH]
-        for entry in entries:
-            out.append(metric_name(entry))
-            decimals = _decimals(entry)
-            for row in entry["per_template"]:
-                out += lines(f"  {row['template_id']}", _cells(row, decimals))
-    out += [
-        "",
-        f"W/L/T: questions where B is better / worse / tied; (-) lower is better; "
-        f"* {pct}% CI excludes 0",
+    if overall_rows:
+        out += ["", *block("metric", overall_rows)]
+    if template_rows:
+        out += ["", *block("per template", template_rows)]
+    errors_text = {
+        "fail": "scored as failed answers (0 on higher-is-better metrics)",
+        "exclude": "left out (exclude errors)",
+        "include": "counted with the values they carry",
+    }.get(str(method.get("errors")), "")
+    legend = [
+        f"delta = mean B - mean A over the paired questions; err A/B: error results among "
+        f"them, {errors_text}.",
+        f"p: two-sided paired sign-flip permutation test of the mean difference (exact up to "
+        f"{EXACT_MAX_N} pairs, else {method['resamples']:,} random sign flips, seed "
+        f"{method['seed']}); {pct}% CI: the shifts that test does not reject.",
+        f"p adj: Holm-adjusted within each table (overall rows one family, per-template rows "
+        f"another); better: the run that is significantly better (p adj < {alpha:g}); blank: "
+        "no significant difference.",
     ]
+    if untestable:
+        legend.append(
+            f"{too_few}: too few pairs for any p < {alpha:g} (with n pairs the smallest p is "
+            "2^(1-n)): not tested, no CI."
+        )
+    legend.append("W/L/T: questions where B is better / worse / tied; (-) lower is better.")
+    if len(columns) < len(widths):
+        legend.append(f"Columns left out to fit {width} characters; --format json has them all.")
+    out.append("")
+    for text in legend:
+        out += _wrap(text, width)
     return "\n".join(out)
 
 
 def report_rows(comparison: Mapping[str, Any]) -> dict[str, Any]:
     """The comparison as flat rows (overall first, then per template) for the HTML report."""
     labels = comparison.get("labels", {})
+    method = comparison.get("method", {})
     rows: list[dict[str, Any]] = []
     for entry in comparison.get("metrics", []):
         parts = [("", entry["overall"])]
         parts += [(str(r["template_id"]), r) for r in entry.get("per_template", [])]
         for template, row in parts:
+            if not row["n"]:
+                continue
             rows.append(
                 {
                     "metric": entry["metric"],
@@ -432,20 +730,28 @@ def report_rows(comparison: Mapping[str, Any]) -> dict[str, Any]:
                     "mean_a": row["mean_a"],
                     "mean_b": row["mean_b"],
                     "delta": row["delta"],
+                    "errors_a": row.get("errors_a"),
+                    "errors_b": row.get("errors_b"),
                     "ci": [row["ci_low"], row["ci_high"]]
                     if row["ci_low"] is not None and row["ci_high"] is not None
                     else None,
                     "p_value": row["p_value"],
+                    "p_adjusted": row.get("p_adjusted"),
+                    "testable": row.get("testable"),
+                    "better": row["better"],
                     "wins": row["wins"],
                     "losses": row["losses"],
                     "ties": row["ties"],
-                    "better": row["better"],
                 }
             )
+    alpha = method.get("alpha")
     return {
         "a": labels.get("a"),
         "b": labels.get("b"),
         "delta": "mean b - mean a over the questions both answered",
-        "method": comparison.get("method", {}).get("statistic", "paired bootstrap"),
+        "method": "paired sign-flip permutation test; p_adjusted: Holm within the overall rows "
+        "and within the per-template rows; better: p_adjusted < alpha"
+        + (f" ({alpha:g})" if isinstance(alpha, float) else ""),
+        "errors": method.get("errors"),
         "metrics": rows,
     }
