@@ -328,26 +328,73 @@ def oracle_content(request: dict[str, Any]) -> str:
     return json.dumps({"reason": "unknown prompt"})
 
 
-def oracle(latency: float = 0.0, fault_rate: float = 0.0, seed: int = 1) -> Script:
+FAULTS = ("429", "500", "garbage")
+"""The fault kinds ``oracle`` injects by default."""
+TRANSPORT_FAULTS = (
+    "429",
+    "500",
+    "bad-retry-after",
+    "html",
+    "not-json",
+    "truncated",
+    "reset",
+    "drop",
+    "no-choices",
+)
+"""Faults that carry no judge text: a run that retries them gets the values of a clean run."""
+
+
+def fault_reply(kind: str, latency: float = 0.0) -> Reply:
+    """One injected fault: ``429`` (Retry-After 0.05), ``500``, ``garbage`` (a completion whose
+    text is not JSON), ``bad-retry-after`` (429 with ``Retry-After: soon``), ``html`` (an HTML
+    page with status 200), ``not-json`` (status 200, JSON content type, a body cut mid-object
+    with a matching length), ``truncated`` (the body cut short under its full length, then the
+    connection closed), ``reset`` (a TCP reset mid-body), ``drop`` (no reply at all),
+    ``no-choices`` (JSON that is not a chat completion)."""
+    if kind == "429":
+        return error(429, "slow down", {"Retry-After": "0.05"})
+    if kind == "500":
+        return Reply(status=500, body={"error": {"message": "internal error"}}, delay=latency)
+    if kind == "garbage":
+        reply = completion("I think the answer is fine.", 50, 10)
+    elif kind == "bad-retry-after":
+        reply = error(429, "slow down", {"Retry-After": "soon"})
+    elif kind == "html":
+        reply = html_page(200)
+    elif kind == "not-json":
+        reply = Reply(raw='{"id": "chatcmpl-stub", "choices": [{"index": 0, "mess')
+    elif kind == "truncated":
+        reply = truncated(completion('{"reason": "cut"}'))
+    elif kind == "reset":
+        reply = reset_mid_body(completion('{"reason": "reset"}'))
+    elif kind == "drop":
+        reply = dropped()
+    elif kind == "no-choices":
+        reply = Reply(body={"object": "error", "detail": "upstream timed out"})
+    else:
+        raise ValueError(f"unknown fault kind {kind!r}")
+    reply.delay = latency
+    return reply
+
+
+def oracle(
+    latency: float = 0.0,
+    fault_rate: float = 0.0,
+    seed: int = 1,
+    faults: tuple[str, ...] = FAULTS,
+) -> Script:
     """The benchmark script: correct replies after ``latency`` seconds; with ``fault_rate``,
-    that share of calls fails (429 with Retry-After, 500, or text that is not JSON)."""
+    that share of calls fails with one of ``faults`` (see :func:`fault_reply`; by default 429
+    with Retry-After, 500, or text that is not JSON)."""
     rng = random.Random(seed)
     lock = threading.Lock()
 
     def script(request: dict[str, Any], number: int) -> Reply:
         with lock:
             roll = rng.random()
-            kind = rng.randrange(3)
+            kind = rng.randrange(len(faults))
         if roll < fault_rate:
-            if kind == 0:
-                return error(429, "slow down", {"Retry-After": "0.05"})
-            if kind == 1:
-                return Reply(
-                    status=500, body={"error": {"message": "internal error"}}, delay=latency
-                )
-            reply = completion("I think the answer is fine.", 50, 10)
-            reply.delay = latency
-            return reply
+            return fault_reply(faults[kind], latency)
         text = prompt_text(request)
         reply = completion(
             oracle_content(request), prompt_tokens=len(text) // 4, completion_tokens=40
@@ -363,8 +410,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--fault-rate", type=float, default=0.0)
+    parser.add_argument(
+        "--faults",
+        default=",".join(FAULTS),
+        help=f"comma-separated fault kinds (default {','.join(FAULTS)}; also "
+        f"{','.join(k for k in TRANSPORT_FAULTS if k not in FAULTS)})",
+    )
     args = parser.parse_args()
-    server = StubServer(oracle(args.latency, args.fault_rate))
+    kinds = tuple(k.strip() for k in args.faults.split(",") if k.strip())
+    server = StubServer(oracle(args.latency, args.fault_rate, faults=kinds))
     with server:
         print(server.port, flush=True)
         try:
