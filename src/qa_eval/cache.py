@@ -82,6 +82,10 @@ CLOSE_WAIT = 2.0
 """Seconds ``close`` waits for a locked database to store the replies still kept in memory."""
 _MAX_PENDING = 100_000
 _READ_ONLY_NOTE = "is read-only: stored replies are used, new ones are not stored"
+_LOCKED_NOTE = (
+    "is locked by another process: stored replies are read while it is free, and new replies "
+    "are kept in memory until it is (at the latest when the run ends)"
+)
 
 
 class CacheError(QaEvalError):
@@ -140,6 +144,10 @@ class ReplyCache:
         self._lock = threading.RLock()
         self._pending: list[tuple[str, tuple[Any, ...]]] = []
         self._warned: set[str] = set()
+        self._unchecked = False
+        """Opened while locked: its tables are checked at the first access that gets in."""
+        self._impatient = False
+        """A read waited in vain once: later ones do not wait until one gets in."""
         self._open()
 
     # --- opening and checking -------------------------------------------------------------
@@ -201,21 +209,25 @@ class ReplyCache:
             self._open_immutable(e)
             return
         try:
-            problem = self._integrity(db)
+            problem = self._retry_busy(lambda: self._integrity(db))
+            if problem is None:
+                self._retry_busy(lambda: self._check_schema(db))
+        except _Busy:
+            # Locked by a writer in exclusive mode: not even readable now. Checked, and read,
+            # once it is free; until then reads are misses and new replies are kept.
+            self._db = db
+            self._unchecked = True
+            self._warn("locked", _LOCKED_NOTE)
+            return
         except sqlite3.Error as e:
             if _name(e) in ("SQLITE_CANTOPEN", *_READ_ONLY):
                 db.close()
                 self._open_immutable(e)
                 return
             problem = str(e)
-        if problem is None:
-            try:
-                self._check_schema(db)
-            except sqlite3.Error as e:
-                problem = str(e)
-            except CacheError:
-                db.close()
-                raise
+        except CacheError:
+            db.close()
+            raise
         if problem is not None:
             db.close()
             self._set_aside(problem)
@@ -223,19 +235,24 @@ class ReplyCache:
         self._db = db
         self._test_write()
 
-    def _integrity(self, db: sqlite3.Connection) -> str | None:
-        """What is wrong with a database's pages (``PRAGMA quick_check``), or None."""
-        deadline = time.monotonic() + 0.5
+    @staticmethod
+    def _retry_busy(op: Callable[[], R], wait: float = 0.5) -> R:
+        """Run ``op``, retrying for ``wait`` seconds while the database is busy; ``_Busy``
+        after that (used only while the cache is opened, before the run's calls)."""
+        deadline = time.monotonic() + wait
         while True:
             try:
-                rows = db.execute("PRAGMA quick_check").fetchall()
-                break
+                return op()
             except sqlite3.OperationalError as e:
-                if _name(e) not in _BUSY or time.monotonic() > deadline:
-                    if _name(e) in _BUSY:
-                        return None  # locked meanwhile: the test write says so
+                if _name(e) not in _BUSY:
                     raise
+                if time.monotonic() > deadline:
+                    raise _Busy() from None
                 time.sleep(0.02)
+
+    def _integrity(self, db: sqlite3.Connection) -> str | None:
+        """What is wrong with a database's pages (``PRAGMA quick_check``), or None."""
+        rows = db.execute("PRAGMA quick_check").fetchall()
         if rows == [("ok",)]:
             return None
         return "; ".join(str(r[0]) for r in rows[:3])
@@ -265,42 +282,39 @@ class ReplyCache:
     def _test_write(self) -> None:
         """Make the tables (if missing) in a write transaction: a test that writes work."""
         assert self._db is not None
-        deadline = time.monotonic() + 0.5
-        while True:
-            try:
-                self._ensure_tables(self._db)
-                return
-            except sqlite3.Error as e:
-                kind = _name(e)
-                if kind in _BUSY:
-                    if time.monotonic() < deadline:
-                        time.sleep(0.02)
-                        continue
-                    self._warn(
-                        "locked",
-                        "is locked by another process: stored replies are used, and new "
-                        "replies are kept in memory until it is free (at the latest when the "
-                        "run ends)",
-                    )
-                    return
-                if kind in _READ_ONLY or kind == "SQLITE_CANTOPEN":
-                    self.read_only = True
-                    self._warn("read-only", _READ_ONLY_NOTE)
-                    return
+        db = self._db
+        try:
+            self._retry_busy(lambda: self._ensure_tables(db))
+        except _Busy:
+            self._warn("locked", _LOCKED_NOTE)
+        except sqlite3.Error as e:
+            if _name(e) in _READ_ONLY or _name(e) == "SQLITE_CANTOPEN":
+                self.read_only = True
+                self._warn("read-only", _READ_ONLY_NOTE)
+            else:
                 self._fail(e)
-                return
 
     def _ensure_tables(self, db: sqlite3.Connection) -> None:
+        """Make the tables that are missing; when none is, a test write that is rolled back (so
+        the file is not changed, e.g. by a dry run)."""
         with contextlib.suppress(sqlite3.Error):
-            db.execute("PRAGMA journal_mode=WAL")  # a write of its own; fine to fail here
+            db.execute("PRAGMA journal_mode=WAL")  # no write when it is WAL already
         db.execute("PRAGMA synchronous=NORMAL")
+        existing = {
+            str(r[0]) for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
         db.execute("BEGIN IMMEDIATE")
         try:
-            for statement in _CREATE:
+            missing = [sql for name, sql in zip(_TABLES, _CREATE) if name not in existing]
+            for statement in missing:
                 db.execute(statement)
-            if int(db.execute("PRAGMA user_version").fetchone()[0]) < SCHEMA_VERSION:
+            if missing and not existing:
                 db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            db.execute("COMMIT")
+            if missing:
+                db.execute("COMMIT")
+                return
+            db.execute("INSERT OR REPLACE INTO vectors VALUES ('qa-eval test write', x'00', NULL)")
+            db.execute("ROLLBACK")
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
                 db.execute("ROLLBACK")
@@ -391,13 +405,29 @@ class ReplyCache:
 
     # --- reading ----------------------------------------------------------------------------
 
+    def _checked(self, db: sqlite3.Connection) -> bool:
+        """Check the tables of a cache opened while locked (``_Busy`` while it still is);
+        False (and the cache off) when it is not a qa-eval cache after all."""
+        if self._unchecked:
+            try:
+                self._check_schema(db)
+            except CacheError as e:
+                self._give_up(str(e).removeprefix(f"cache {self.path}: "))
+                return False
+            self._unchecked = False
+        return True
+
     def _read(self, op: Callable[[sqlite3.Connection], R], empty: R) -> R:
         """Run a read; ``_Busy`` when locked; ``empty`` when the cache is off or failed."""
         with self._lock:
             if self.off or self._db is None:
                 return empty
             try:
-                return op(self._db)
+                if not self._checked(self._db):
+                    return empty
+                found = op(self._db)
+                self._impatient = False
+                return found
             except sqlite3.Error as e:
                 if _name(e) in _BUSY:
                     raise _Busy() from None
@@ -406,14 +436,18 @@ class ReplyCache:
                 self._fail(e)
                 return empty
 
+    def _gave_up_waiting(self) -> None:
+        self._impatient = True
+        self._warn("read-locked", "stayed locked: some stored replies were not read")
+
     async def _aread(self, op: Callable[[sqlite3.Connection], R], empty: R) -> R:
         delay, waited = 0.002, 0.0
         while True:
             try:
                 return self._read(op, empty)
             except _Busy:
-                if waited >= READ_WAIT:
-                    self._warn("read-locked", "stayed locked: some stored replies were not read")
+                if waited >= READ_WAIT or self._impatient:
+                    self._gave_up_waiting()
                     return empty
                 await asyncio.sleep(delay)
                 waited += delay
@@ -425,8 +459,8 @@ class ReplyCache:
             try:
                 return self._read(op, empty)
             except _Busy:
-                if waited >= READ_WAIT:
-                    self._warn("read-locked", "stayed locked: some stored replies were not read")
+                if waited >= READ_WAIT or self._impatient:
+                    self._gave_up_waiting()
                     return empty
                 time.sleep(delay)
                 waited += delay
@@ -512,6 +546,8 @@ class ReplyCache:
             deadline = time.monotonic() + wait
             while self._pending:
                 try:
+                    if not self._checked(db):
+                        return
                     db.execute("BEGIN IMMEDIATE")
                     try:
                         for statement, values in self._pending:
@@ -527,11 +563,7 @@ class ReplyCache:
                         if time.monotonic() < deadline:
                             time.sleep(0.02)
                             continue
-                        self._warn(
-                            "locked",
-                            "is locked by another process: new replies are kept in memory "
-                            "until it is free",
-                        )
+                        self._warn("locked", _LOCKED_NOTE)
                         return
                     if "no such table" in str(e):
                         try:

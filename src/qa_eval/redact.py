@@ -66,7 +66,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], Any], ...] = (
     (
         re.compile(
             r"(?i)(\bauthorization[\"']?\s*[:=]\s*[\"']?)(?:(bearer|basic|token)\s+)?"
-            r"(?!\[redacted\])[^\s\"',;}]+"
+            r"(?!\[redacted\])(?!(?:bearer|basic|token)\s)[^\s\"',;}]+"
         ),
         lambda m: f"{m.group(1)}{m.group(2) + ' ' if m.group(2) else ''}{REDACTED}",
     ),

@@ -95,6 +95,8 @@ async def answer_relevance(
         verdict = await judge.ask("answer_relevance", messages, RelevanceReply)
     except JudgeError as e:
         return {"answer_relevance_error": str(e)}
+    if getattr(judge, "dry_run", False):  # a dry run calls nothing, not even the embedder
+        return {"answer_relevance_error": str(DryRunSkip())}
     kept = [q for q in verdict.value.questions if q.question.strip()]
     embed_cost: float | None = 0.0
     try:
