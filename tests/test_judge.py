@@ -848,3 +848,35 @@ def test_twenty_percent_transport_faults_give_the_values_of_a_clean_run() -> Non
             assert a == b
     assert sum(1 for r in faulty if any(k.endswith("_error") for k in r)) <= 1
     assert faulty.signature["usage"]["total"]["retries"] > 0
+
+
+def test_a_refused_connection_is_retried_then_the_metric_error() -> None:
+    with StubServer(lambda req, n: completion(GOOD)) as server:
+        url = server.url
+    # The server is gone: nothing listens on its port any more.
+    sleeps = Sleeps()
+    judge = Judge(judge_config(url, max_attempts=3), sleep=sleeps)
+    (outcome,) = ask_in_turn(judge, [QUESTION])
+    assert isinstance(outcome, JudgeError)
+    assert str(outcome).startswith("gave up after 3 attempts; last: APIConnectionError")
+    assert len(sleeps.calls) == 2
+
+
+@pytest.mark.parametrize("kind", ["not-json", "html", "reset"])
+def test_a_run_whose_every_reply_is_unreadable_finishes_with_errors(
+    tmp_path: Path, kind: str
+) -> None:
+    reference, responses = dataset(3)
+    with StubServer(lambda req, n: fault_reply(kind)) as server:
+        results = run_evaluation(
+            reference,
+            responses,
+            config=run_config(server.url, max_attempts=2),
+            cache=tmp_path / "c.sqlite3",
+        )
+    for result in results:
+        assert result["answer_correctness_error"].startswith("gave up after 2 attempts")
+        assert result["answer_relevance_error"].startswith("gave up after 2 attempts")
+        assert "answer_recall" not in result and "answer_relevance" not in result
+    assert len(ReplyCache(tmp_path / "c.sqlite3")) == 0  # nothing cached
+    write_data(tmp_path / "results.json", results)
