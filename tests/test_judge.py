@@ -880,3 +880,31 @@ def test_a_run_whose_every_reply_is_unreadable_finishes_with_errors(
         assert "answer_recall" not in result and "answer_relevance" not in result
     assert len(ReplyCache(tmp_path / "c.sqlite3")) == 0  # nothing cached
     write_data(tmp_path / "results.json", results)
+
+
+@pytest.mark.parametrize(
+    ("content", "ok"),
+    [
+        (
+            [{"type": "text", "text": '{"score": 7, '}, {"type": "text", "text": '"reason": "x"}'}],
+            True,
+        ),
+        (7, False),
+        ({"text": GOOD}, False),
+    ],
+)
+def test_message_content_that_is_not_a_string(content: Any, ok: bool) -> None:
+    """Content parts (a list of texts) are joined; any other non-text content is a fault."""
+
+    def script(request: dict[str, Any], number: int) -> Reply:
+        reply = completion(GOOD)
+        if number == 0:
+            reply.body["choices"][0]["message"]["content"] = content
+        return reply
+
+    with StubServer(script) as server:
+        judge = Judge(judge_config(server.url), sleep=Sleeps())
+        verdict = ask(judge)
+    assert verdict.value.score == 7
+    assert len(server.chat_requests) == (1 if ok else 2)
+    assert judge.total.retries == (0 if ok else 1)

@@ -652,6 +652,12 @@ def _completion(reply: Any) -> tuple[str, int, int]:
     content = getattr(message, "content", None)
     if content is None:
         content = ""
+    if isinstance(content, list):  # content parts, as some servers send them: their text
+        texts = [
+            p.get("text") if isinstance(p, dict) else getattr(p, "text", None) for p in content
+        ]
+        if all(isinstance(t, str) for t in texts):
+            content = "".join(texts)  # type: ignore[arg-type]
     if not isinstance(content, str):
         raise _ReplyFault(f"the message content is a {type(content).__name__}, not text")
     if _SURROGATE.search(content):  # not storable as UTF-8 (the cache, the results)
