@@ -503,3 +503,25 @@ def test_interrupted_without_output_or_cache_says_so(tmp_path: Path) -> None:
         "used (--no-cache): a rerun makes every judge call again"
     )
     assert interrupted_message(None) == "interrupted"
+
+
+def test_two_runs_can_share_a_cache_that_neither_has_made_yet(tmp_path: Path) -> None:
+    path = tmp_path / "new" / "judge.sqlite3"
+    first, second = ReplyCache(path), ReplyCache(path)
+    assert not path.exists()
+    first.put("a" * 64, "m", CachedReply(GOOD, 1, 1))
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # the first run's next write, say
+    with pytest.warns(CacheWarning, match="is locked by another process"):
+        second.put("b" * 64, "m", CachedReply(GOOD, 2, 2))  # checked, then waits its turn
+    assert second.pending == 1
+    holder.execute("COMMIT")
+    holder.close()
+    second.put("c" * 64, "m", CachedReply(GOOD, 3, 3))
+    assert second.pending == 0
+    first.close()
+    second.close()
+    again = ReplyCache(path)
+    assert len(again) == 3
+    assert again.get("b" * 64) == CachedReply(GOOD, 2, 2)
+    again.close()

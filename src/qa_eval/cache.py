@@ -153,6 +153,12 @@ class ReplyCache:
     # --- opening and checking -------------------------------------------------------------
 
     def _open(self) -> None:
+        try:
+            self._open_path()
+        except OSError as e:  # a folder on the way that cannot be entered, and the like
+            self._give_up(f"cannot be opened ({e.strerror or e})")
+
+    def _open_path(self) -> None:
         path = self.path
         if path.is_dir():
             raise CacheError(
@@ -367,14 +373,19 @@ class ReplyCache:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             existed = self.path.exists()
             db = self._connect()
-            if existed:
-                self._check_schema(db)
-            self._ensure_tables(db)
-        except (OSError, sqlite3.Error, CacheError) as e:
+        except (OSError, sqlite3.Error) as e:
             self._give_up(f"cannot be created ({e})")
             return False
         self._db = db
-        return True
+        self._unchecked = existed  # made meanwhile by another run: check it before writing
+        try:
+            if self._checked(db):
+                self._ensure_tables(db)
+        except sqlite3.Error as e:
+            if _name(e) not in _BUSY:  # busy: another run is writing; the write waits its turn
+                self._give_up(f"cannot be created ({e})")
+                return False
+        return not self.off
 
     # --- warnings and failures --------------------------------------------------------------
 
