@@ -908,3 +908,33 @@ def test_message_content_that_is_not_a_string(content: Any, ok: bool) -> None:
     assert verdict.value.score == 7
     assert len(server.chat_requests) == (1 if ok else 2)
     assert judge.total.retries == (0 if ok else 1)
+
+
+def test_any_other_client_failure_is_a_retried_fault() -> None:
+    """A client other than the SDK (litellm) may raise its own exceptions: faults too."""
+    from qa_eval.judge import sdk_client
+
+    with StubServer(lambda req, n: completion(GOOD)) as server:
+        config = judge_config(server.url)
+        assert config.generation is not None
+        real = sdk_client(config.generation, 5.0, max_retries=0)
+        calls = []
+
+        class Flaky:
+            """The SDK client's shape; its first call fails with an exception of its own."""
+
+            def __init__(self) -> None:
+                self.chat = self
+                self.completions = self
+
+            async def create(self, **kwargs: Any) -> Any:
+                calls.append(kwargs)
+                if len(calls) == 1:
+                    raise KeyError("choices")
+                return await real.chat.completions.create(**kwargs)
+
+        judge = Judge(config, client=Flaky(), sleep=Sleeps())
+        verdict = ask(judge)
+    assert verdict.value.score == 7
+    assert len(calls) == 2 and len(server.chat_requests) == 1
+    assert judge.total.retries == 1

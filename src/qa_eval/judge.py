@@ -599,6 +599,8 @@ class Judge:
                     # A body that is not JSON (a proxy's HTML page, a cut or garbled body):
                     # the SDK raises the parser's error; a fault like a 500.
                     failure = f"unreadable reply: {type(e).__name__}: {_clip(str(e))}"
+                except Exception as e:  # any other client failure (litellm's, say): a fault too
+                    failure = f"the call failed: {type(e).__name__}: {_clip(str(e))}"
                 else:
                     return self._account(metric, content, prompt_tokens, completion_tokens)
                 finally:
