@@ -595,3 +595,18 @@ def test_every_configured_key_is_redacted(monkeypatch: pytest.MonkeyPatch) -> No
     # A short placeholder key is not a secret worth blanking every occurrence of.
     parse_config({"llm": {"generation": {"api_key": "x"}}})
     assert redact("a text with x in it") == "a text with x in it"
+
+
+def test_redact_data_for_writers() -> None:
+    """The helper a writer can use as its last line of defence: every string of plain data."""
+    from qa_eval.redact import redact_data
+
+    GenerationConfig(api_key="writer-key-000999")
+    data = {"a": ["x", {"b": "key writer-key-000999 here"}], "n": 1, "t": ("writer-key-000999",)}
+    assert redact_data(data) == {
+        "a": ["x", {"b": "key [redacted] here"}],
+        "n": 1,
+        "t": ("[redacted]",),
+    }
+    clean = {"a": ["x", {"b": "nothing"}], "n": 1.5}
+    assert redact_data(clean) is clean  # nothing to redact: not copied
