@@ -568,10 +568,12 @@ def test_every_configured_key_is_redacted(monkeypatch: pytest.MonkeyPatch) -> No
     from qa_eval.redact import REDACTED, redact
 
     monkeypatch.setenv("AZURE_OPENAI_API_KEY", "azure-env-key-0001")
+    monkeypatch.setenv("OPENAI_API_KEY", "openai-env-key-0008")
     parse_config(copy.deepcopy(DOCUMENTED))
     GenerationConfig(api_key="made-directly-0002")
     text = (
         f"keys: {SECRET}, {EMBED_SECRET}, azure-env-key-0001, made-directly-0002; "
+        "openai-env-key-0008; "
         "Authorization: Bearer tok.en-0003; authorization=Basic dXNlcjpwYXNz; "
         '{"api-key": "hdr-0004"}; https://u:pw-0005@h/v1?token=tok-0006; '
         "sk-proj-abcdefghijklmnop0007"
@@ -588,9 +590,10 @@ def test_every_configured_key_is_redacted(monkeypatch: pytest.MonkeyPatch) -> No
         "pw-0005",
         "tok-0006",
         "abcdefghijklmnop0007",
+        "openai-env-key-0008",
     ):
         assert secret not in clean, secret
-    assert clean.count(REDACTED) == 10
+    assert clean.count(REDACTED) == 11
     assert "Authorization: Bearer [redacted]" in clean
     # A short placeholder key is not a secret worth blanking every occurrence of.
     parse_config({"llm": {"generation": {"api_key": "x"}}})
