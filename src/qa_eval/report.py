@@ -35,7 +35,6 @@ import yaml
 
 from .aggregate import SCORES, describe, empty_result, is_error
 from .aggregate import is_finite_number as _is_number
-from .redact import redact
 
 __all__ = ["Run", "build_report", "load_run", "run_labels", "write_report"]
 
@@ -1149,6 +1148,8 @@ def build_report(
         "DATA": script_json({"figures": figures.figures, "template": figures.template}),
         "PLOTLY_JS": _plotly_js(),
     }
+    from .redact import redact
+
     for name in ("TITLE", "SUBTITLE", "BODY", "DATA"):  # no API key reaches the page
         values[name] = redact(values[name])
     # One pass: text put in is never scanned for placeholders again.
