@@ -28,7 +28,6 @@ validate → cost.
 from __future__ import annotations
 
 import asyncio
-import datetime
 import email.utils
 import functools
 import json
@@ -261,10 +260,12 @@ def _retry_after(headers: Any) -> float | None:
         wait = _seconds(value)
         if wait is not None:
             return wait
-        parsed = email.utils.parsedate_to_datetime(str(value))
-        if parsed.tzinfo is None:  # an HTTP date is in GMT
-            parsed = parsed.replace(tzinfo=datetime.timezone.utc)
-        delay = parsed.timestamp() - time.time()
+        parsed = email.utils.parsedate_tz(str(value))
+        if parsed is None:
+            return None
+        if parsed[9] is None:  # an HTTP date is in GMT
+            parsed = (*parsed[:9], 0)
+        delay = email.utils.mktime_tz(parsed) - time.time()
     except (TypeError, ValueError, IndexError, OverflowError, OSError, AttributeError):
         return None  # a malformed header: back off instead
     if not math.isfinite(delay):
