@@ -5,8 +5,14 @@ and ``POST /v1/embeddings``. What a chat call gets back is decided by a *script*
 the parsed request and the call's number that returns a :class:`Reply` (status, body, headers,
 delay). The server records every request and the peak number of requests in flight.
 
+A reply can also be a transport fault: a body that is not JSON (``raw``, e.g. an HTML page from a
+proxy, with ``content_type``), a body cut short (``truncate``: only that many bytes of it are sent,
+under the full ``Content-Length``, then the connection is closed), a connection reset mid-body
+(``reset``: TCP RST) or a connection closed before any reply (``drop``).
+
 Run as a program (for benchmarks) it prints its port and serves the ``oracle`` script with a fixed
-latency and an optional rate of injected faults (429 with Retry-After, 500, garbage text).
+latency and an optional rate of injected faults (429 with Retry-After, 500, garbage text; more
+kinds with ``--faults``).
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ import json
 import math
 import random
 import re
+import socket
+import struct
 import sys
 import threading
 import time
@@ -29,13 +37,18 @@ from typing import Any
 
 @dataclass
 class Reply:
-    """One scripted answer: a JSON body (or raw text) with a status, headers and a delay."""
+    """One scripted answer: a JSON body (or raw text) with a status, headers and a delay; or a
+    transport fault (``truncate``, ``reset``, ``drop``)."""
 
     status: int = 200
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     raw: str | None = None
+    content_type: str = "application/json"
+    truncate: int | None = None
+    reset: bool = False
+    drop: bool = False
 
 
 def completion(content: str, prompt_tokens: int = 100, completion_tokens: int = 20) -> Reply:
@@ -67,6 +80,32 @@ def error(status: int, message: str, headers: dict[str, str] | None = None) -> R
     return Reply(
         status=status, body={"error": {"message": message, "type": "stub"}}, headers=headers or {}
     )
+
+
+def html_page(status: int = 200, title: str = "502 Bad Gateway") -> Reply:
+    """An HTML error page, as a proxy in front of the endpoint sends it (not JSON)."""
+    page = f"<html><head><title>{title}</title></head><body><h1>{title}</h1><hr>nginx</body></html>"
+    return Reply(status=status, raw=page, content_type="text/html")
+
+
+def truncated(reply: Reply, keep: int | None = None) -> Reply:
+    """``reply`` with its body cut after ``keep`` bytes (default: half), then the connection
+    closed: the client reads a short body (or fails to read the rest)."""
+    data = reply.raw if reply.raw is not None else json.dumps(reply.body)
+    reply.truncate = len(data.encode()) // 2 if keep is None else keep
+    return reply
+
+
+def reset_mid_body(reply: Reply, keep: int | None = None) -> Reply:
+    """``reply`` cut after ``keep`` bytes (default: half) by a TCP reset."""
+    truncated(reply, keep)
+    reply.reset = True
+    return reply
+
+
+def dropped() -> Reply:
+    """No reply at all: the connection is closed as soon as the request is read."""
+    return Reply(drop=True)
 
 
 def embedding_of(text: str, dim: int = 32) -> list[float]:
@@ -143,18 +182,38 @@ class StubServer:
                         reply = stub.script(payload, number)
                     if reply.delay:
                         time.sleep(reply.delay)
+                    if reply.drop:
+                        self._abort(reset=reply.reset)
+                        return
                     data = (reply.raw if reply.raw is not None else json.dumps(reply.body)).encode()
                     self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", reply.content_type)
                     self.send_header("Content-Length", str(len(data)))
                     for k, v in reply.headers.items():
                         self.send_header(k, v)
                     self.end_headers()
+                    if reply.truncate is not None:
+                        data = data[: reply.truncate]
                     with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                         self.wfile.write(data)
+                        if reply.truncate is not None:
+                            self.wfile.flush()
+                            self._abort(reset=reply.reset)
                 finally:
                     with stub._lock:
                         stub.in_flight -= 1
+
+            def _abort(self, reset: bool) -> None:
+                """Close the connection now; with ``reset``, by a TCP RST (SO_LINGER 0)."""
+                self.close_connection = True
+                with contextlib.suppress(OSError):
+                    if reset:
+                        self.connection.setsockopt(
+                            socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                        )
+                    else:
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    self.connection.close()
 
         self.httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
@@ -269,26 +328,73 @@ def oracle_content(request: dict[str, Any]) -> str:
     return json.dumps({"reason": "unknown prompt"})
 
 
-def oracle(latency: float = 0.0, fault_rate: float = 0.0, seed: int = 1) -> Script:
+FAULTS = ("429", "500", "garbage")
+"""The fault kinds ``oracle`` injects by default."""
+TRANSPORT_FAULTS = (
+    "429",
+    "500",
+    "bad-retry-after",
+    "html",
+    "not-json",
+    "truncated",
+    "reset",
+    "drop",
+    "no-choices",
+)
+"""Faults that carry no judge text: a run that retries them gets the values of a clean run."""
+
+
+def fault_reply(kind: str, latency: float = 0.0) -> Reply:
+    """One injected fault: ``429`` (Retry-After 0.05), ``500``, ``garbage`` (a completion whose
+    text is not JSON), ``bad-retry-after`` (429 with ``Retry-After: soon``), ``html`` (an HTML
+    page with status 200), ``not-json`` (status 200, JSON content type, a body cut mid-object
+    with a matching length), ``truncated`` (the body cut short under its full length, then the
+    connection closed), ``reset`` (a TCP reset mid-body), ``drop`` (no reply at all),
+    ``no-choices`` (JSON that is not a chat completion)."""
+    if kind == "429":
+        return error(429, "slow down", {"Retry-After": "0.05"})
+    if kind == "500":
+        return Reply(status=500, body={"error": {"message": "internal error"}}, delay=latency)
+    if kind == "garbage":
+        reply = completion("I think the answer is fine.", 50, 10)
+    elif kind == "bad-retry-after":
+        reply = error(429, "slow down", {"Retry-After": "soon"})
+    elif kind == "html":
+        reply = html_page(200)
+    elif kind == "not-json":
+        reply = Reply(raw='{"id": "chatcmpl-stub", "choices": [{"index": 0, "mess')
+    elif kind == "truncated":
+        reply = truncated(completion('{"reason": "cut"}'))
+    elif kind == "reset":
+        reply = reset_mid_body(completion('{"reason": "reset"}'))
+    elif kind == "drop":
+        reply = dropped()
+    elif kind == "no-choices":
+        reply = Reply(body={"object": "error", "detail": "upstream timed out"})
+    else:
+        raise ValueError(f"unknown fault kind {kind!r}")
+    reply.delay = latency
+    return reply
+
+
+def oracle(
+    latency: float = 0.0,
+    fault_rate: float = 0.0,
+    seed: int = 1,
+    faults: tuple[str, ...] = FAULTS,
+) -> Script:
     """The benchmark script: correct replies after ``latency`` seconds; with ``fault_rate``,
-    that share of calls fails (429 with Retry-After, 500, or text that is not JSON)."""
+    that share of calls fails with one of ``faults`` (see :func:`fault_reply`; by default 429
+    with Retry-After, 500, or text that is not JSON)."""
     rng = random.Random(seed)
     lock = threading.Lock()
 
     def script(request: dict[str, Any], number: int) -> Reply:
         with lock:
             roll = rng.random()
-            kind = rng.randrange(3)
+            kind = rng.randrange(len(faults))
         if roll < fault_rate:
-            if kind == 0:
-                return error(429, "slow down", {"Retry-After": "0.05"})
-            if kind == 1:
-                return Reply(
-                    status=500, body={"error": {"message": "internal error"}}, delay=latency
-                )
-            reply = completion("I think the answer is fine.", 50, 10)
-            reply.delay = latency
-            return reply
+            return fault_reply(faults[kind], latency)
         text = prompt_text(request)
         reply = completion(
             oracle_content(request), prompt_tokens=len(text) // 4, completion_tokens=40
@@ -304,8 +410,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--fault-rate", type=float, default=0.0)
+    parser.add_argument(
+        "--faults",
+        default=",".join(FAULTS),
+        help=f"comma-separated fault kinds (default {','.join(FAULTS)}; also "
+        f"{','.join(k for k in TRANSPORT_FAULTS if k not in FAULTS)})",
+    )
     args = parser.parse_args()
-    server = StubServer(oracle(args.latency, args.fault_rate))
+    kinds = tuple(k.strip() for k in args.faults.split(",") if k.strip())
+    server = StubServer(oracle(args.latency, args.fault_rate, faults=kinds))
     with server:
         print(server.port, flush=True)
         try:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from qa_eval.config import (
     AZURE_API_VERSION,
@@ -282,7 +283,13 @@ def test_bad_switches_are_rejected(block: Any) -> None:
 
 @pytest.mark.parametrize(
     "prompt",
-    ["Compare {question} with {foo}", "An unbalanced { brace {actual_answer}"],
+    [
+        "Compare {question} with {foo}",
+        "An unbalanced { brace {actual_answer}",
+        "A format spec pads forever: {actual_answer:>999999999}",
+        "A conversion shows the repr: {actual_answer!r}",
+        "An attribute: {question.__class__}",
+    ],
 )
 def test_bad_correctness_prompts_are_rejected(prompt: str) -> None:
     with pytest.raises(InputError) as info:
@@ -475,3 +482,134 @@ def test_api_keys_never_show(monkeypatch: pytest.MonkeyPatch) -> None:
     assert public["generation"]["max_tokens"] == 8192
     # the keys are still there for the client
     assert configs[0].generation is not None and configs[0].generation.api_key == SECRET
+
+
+@pytest.mark.parametrize(
+    ("url", "shown", "secrets"),
+    [
+        (
+            "https://bob:KEY-in-userinfo-1@judge.example/v1",
+            "https://judge.example/v1",
+            ["KEY-in-userinfo-1", "bob"],
+        ),
+        (
+            "https://KEY-as-user-only-2@judge.example:8443/v1",
+            "https://judge.example:8443/v1",
+            ["KEY-as-user-only-2"],
+        ),
+        (
+            "https://judge.example/v1?api-key=KEY-in-query-3&x=1",
+            "https://judge.example/v1",
+            ["KEY-in-query-3"],
+        ),
+        (
+            "https://judge.example/v1?key=KEY-4&token=TOKEN-5#frag",
+            "https://judge.example/v1",
+            ["KEY-4", "TOKEN-5"],
+        ),
+        ("http://[::1]:8080/v1?access_token=TOKEN-6", "http://[::1]:8080/v1", ["TOKEN-6"]),
+        ("http://127.0.0.1:11434/v1", "http://127.0.0.1:11434/v1", []),
+    ],
+)
+def test_credentials_in_base_url_never_show(url: str, shown: str, secrets: list[str]) -> None:
+    from qa_eval.judge import Judge
+    from qa_eval.redact import redact
+
+    config = parse_config(
+        {
+            "llm": {
+                "generation": {"base_url": url, "api_key": "k"},
+                "embedding": {"provider": "openai", "base_url": url},
+            }
+        }
+    )
+    assert config.generation is not None and config.generation.base_url == url  # for the client
+    public = config.public()
+    assert public["generation"]["base_url"] == shown
+    assert public["embedding"]["base_url"] == shown
+    judge = Judge(config)
+    assert judge.signature()["base_url"] == shown
+    request = judge.request([{"role": "user", "content": "x"}], _Reply)
+    assert request["base_url"] == shown  # cache keys hold no credentials either
+    text = repr(public) + repr(judge.signature()) + repr(request)
+    for secret in secrets:
+        assert secret not in text
+        if len(secret) >= 8:  # and it is redacted wherever it is echoed
+            assert secret not in redact(f"error from {url}: {secret}")
+    if not secrets:
+        assert redact(f"error from {url}") == f"error from {url}"
+
+
+class _Reply(BaseModel):
+    x: int = 0
+
+
+def test_cache_keys_do_not_depend_on_credentials_in_the_url() -> None:
+    from qa_eval.cache import request_key
+    from qa_eval.judge import Judge
+
+    messages = [{"role": "user", "content": "x"}]
+    keys = {
+        request_key(
+            Judge(parse_config({"llm": {"generation": {"base_url": url}}})).request(
+                messages, _Reply
+            )
+        )
+        for url in (
+            "https://judge.example/v1",
+            "https://bob:one@judge.example/v1",
+            "https://judge.example/v1?api-key=two",
+        )
+    }
+    assert len(keys) == 1
+
+
+def test_every_configured_key_is_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    from qa_eval.redact import REDACTED, redact
+
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", "azure-env-key-0001")
+    monkeypatch.setenv("OPENAI_API_KEY", "openai-env-key-0008")
+    parse_config(copy.deepcopy(DOCUMENTED))
+    GenerationConfig(api_key="made-directly-0002")
+    text = (
+        f"keys: {SECRET}, {EMBED_SECRET}, azure-env-key-0001, made-directly-0002; "
+        "openai-env-key-0008; "
+        "Authorization: Bearer tok.en-0003; authorization=Basic dXNlcjpwYXNz; "
+        '{"api-key": "hdr-0004"}; https://u:pw-0005@h/v1?token=tok-0006; '
+        "sk-proj-abcdefghijklmnop0007"
+    )
+    clean = redact(text)
+    for secret in (
+        SECRET,
+        EMBED_SECRET,
+        "azure-env-key-0001",
+        "made-directly-0002",
+        "tok.en-0003",
+        "dXNlcjpwYXNz",
+        "hdr-0004",
+        "pw-0005",
+        "tok-0006",
+        "abcdefghijklmnop0007",
+        "openai-env-key-0008",
+    ):
+        assert secret not in clean, secret
+    assert clean.count(REDACTED) == 11
+    assert "Authorization: Bearer [redacted]" in clean
+    # A short placeholder key is not a secret worth blanking every occurrence of.
+    parse_config({"llm": {"generation": {"api_key": "x"}}})
+    assert redact("a text with x in it") == "a text with x in it"
+
+
+def test_redact_data_for_writers() -> None:
+    """The helper a writer can use as its last line of defence: every string of plain data."""
+    from qa_eval.redact import redact_data
+
+    GenerationConfig(api_key="writer-key-000999")
+    data = {"a": ["x", {"b": "key writer-key-000999 here"}], "n": 1, "t": ("writer-key-000999",)}
+    assert redact_data(data) == {
+        "a": ["x", {"b": "key [redacted] here"}],
+        "n": 1,
+        "t": ("[redacted]",),
+    }
+    clean = {"a": ["x", {"b": "nothing"}], "n": 1.5}
+    assert redact_data(clean) is clean  # nothing to redact: not copied

@@ -17,12 +17,24 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field
 
-from openai_stub import Reply, StubServer, completion, error, oracle, oracle_content, prompt_text
+from openai_stub import (
+    TRANSPORT_FAULTS,
+    Reply,
+    StubServer,
+    completion,
+    error,
+    fault_reply,
+    oracle,
+    oracle_content,
+    prompt_text,
+)
 from qa_eval import run_evaluation
 from qa_eval.cache import ReplyCache, request_key
 from qa_eval.config import EvalConfig, parse_config
-from qa_eval.judge import Judge, JudgeError, JudgeUnavailable, Verdict
+from qa_eval.io import dump_json, write_data
+from qa_eval.judge import MAX_DEPTH, Judge, JudgeError, JudgeUnavailable, Verdict
 from qa_eval.metrics.correctness import CorrectnessReply
+from qa_eval.metrics.custom import _reply_model
 from qa_eval.metrics.relevance import RelevanceReply
 
 GOOD = json.dumps({"score": 7, "reason": "fine"})
@@ -564,3 +576,365 @@ def test_api_key_is_never_stored(tmp_path: Path) -> None:
     assert secret not in str(results.signature)
     assert secret not in json.dumps(results.signature, default=str)
     assert secret not in repr(parse_config(config))
+
+
+# --- what a hostile or broken server sends -----------------------------------------------------
+
+
+def _first_then(kind: str) -> Any:
+    """A script: the first call gets the fault ``kind``, every later one a good reply."""
+
+    def script(request: dict[str, Any], number: int) -> Reply:
+        return fault_reply(kind) if number == 0 else completion(GOOD)
+
+    return script
+
+
+@pytest.mark.parametrize("kind", TRANSPORT_FAULTS)
+def test_every_transport_fault_is_retried(kind: str) -> None:
+    sleeps = Sleeps()
+    with StubServer(_first_then(kind)) as server:
+        judge = Judge(judge_config(server.url), sleep=sleeps)
+        verdict = ask(judge)
+    assert verdict.value.score == 7
+    assert len(server.chat_requests) == 2
+    assert judge.total.retries == 1 and judge.total.failures == 0
+    assert judge.total.calls == 1  # the fault is not a call that answered
+    assert len(sleeps.calls) == 1
+    # A bad Retry-After backs off instead (uniform(0, retry_base * 2)), never waits "soon".
+    assert 0 <= sleeps.calls[0] <= (0.05 if kind == "429" else 0.002)
+
+
+@pytest.mark.parametrize("kind", TRANSPORT_FAULTS)
+def test_a_fault_on_every_attempt_is_the_metric_error(kind: str) -> None:
+    with StubServer(lambda req, n: fault_reply(kind)) as server:
+        judge = Judge(judge_config(server.url, max_attempts=3), sleep=Sleeps())
+        outcomes = ask_in_turn(judge, [QUESTION])
+    (outcome,) = outcomes
+    assert isinstance(outcome, JudgeError), outcome
+    assert str(outcome).startswith("gave up after 3 attempts; last: ")
+    assert len(server.chat_requests) == 3
+    assert judge.usage["score"].failures == 1
+
+
+def test_a_body_that_is_not_json_is_named_in_the_error() -> None:
+    with StubServer(lambda req, n: fault_reply("not-json")) as server:
+        judge = Judge(judge_config(server.url, max_attempts=2), sleep=Sleeps())
+        (outcome,) = ask_in_turn(judge, [QUESTION])
+    assert "unreadable reply: JSONDecodeError" in str(outcome)
+    with StubServer(lambda req, n: fault_reply("html")) as server:
+        judge = Judge(judge_config(server.url, max_attempts=2), sleep=Sleeps())
+        (outcome,) = ask_in_turn(judge, [QUESTION])
+    assert "not a chat completion" in str(outcome) and "text, not JSON" in str(outcome)
+
+
+@pytest.mark.parametrize(
+    ("value", "wait"),
+    [
+        ("soon", None),
+        ("123abc", None),
+        ("Wed, 99 Foo 2024 25:61:00 GMT", None),
+        ("-5", None),
+        ("nan", None),
+        ("", None),
+        ("0x10", None),
+        ("1e400", 120.0),
+        ("99999999999", 120.0),
+        ("Fri, 31 Dec 9999 23:59:59 GMT", 120.0),
+        ("Thu, 01 Jan 1970 00:00:00 GMT", 0.0),
+        ("3", 3.0),
+    ],
+)
+def test_retry_after_that_is_not_a_delay_backs_off(value: str, wait: float | None) -> None:
+    def script(request: dict[str, Any], number: int) -> Reply:
+        return error(429, "slow down", {"Retry-After": value}) if number == 0 else completion(GOOD)
+
+    sleeps = Sleeps()
+    with StubServer(script) as server:
+        judge = Judge(judge_config(server.url), sleep=sleeps)
+        verdict = ask(judge)
+    assert verdict.value.score == 7
+    (slept,) = sleeps.calls
+    if wait is None:  # backoff: uniform(0, retry_base * 2^1)
+        assert 0 <= slept <= 0.002
+    else:
+        assert slept == wait
+
+
+@pytest.mark.parametrize(
+    "header", [{"retry-after-ms": "soon"}, {"retry-after-ms": "-1"}, {"retry-after-ms": "nan"}]
+)
+def test_malformed_retry_after_ms_backs_off(header: dict[str, str]) -> None:
+    def script(request: dict[str, Any], number: int) -> Reply:
+        return error(429, "slow down", header) if number == 0 else completion(GOOD)
+
+    sleeps = Sleeps()
+    with StubServer(script) as server:
+        judge = Judge(judge_config(server.url), sleep=sleeps)
+        assert ask(judge).value.score == 7
+    (slept,) = sleeps.calls
+    assert 0 <= slept <= 0.002
+
+
+BIG = 10**30
+CLAIMS_OK = {
+    "reference_claims_count": 2,
+    "actual_claims_count": 1,
+    "matching_claims_count": 1,
+    "reason": "ok",
+}
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        json.dumps({**CLAIMS_OK, "reference_claims_count": BIG}),
+        json.dumps({**CLAIMS_OK, "actual_claims_count": 10**18}),
+        '{"reference_claims_count": NaN, "actual_claims_count": 1, "matching_claims_count": 0}',
+        '{"reference_claims_count": 1e400, "actual_claims_count": 1, "matching_claims_count": 0}',
+        '{"reference_claims_count": 2, "actual_claims_count": 1, "matching_claims_count": 0, '
+        '"reason": ' + "[" * 5000 + "]" * 5000 + "}",
+    ],
+    ids=["10^30", "10^18", "NaN", "Infinity", "5000-deep"],
+)
+def test_reply_values_are_checked_before_they_are_used_or_cached(tmp_path: Path, bad: str) -> None:
+    good = json.dumps(CLAIMS_OK)
+
+    def script(request: dict[str, Any], number: int) -> Reply:
+        return completion(bad if number == 0 else good)
+
+    messages = [{"role": "user", "content": "count the claims"}]
+    with StubServer(script) as server:
+        cache = ReplyCache(tmp_path / "c.sqlite3")
+        judge = Judge(judge_config(server.url), cache=cache, sleep=Sleeps())
+        verdict = asyncio.run(judge.ask("answer_correctness", messages, CorrectnessReply))
+        assert verdict.value.reference_claims_count == 2
+        assert len(server.chat_requests) == 2  # the bad reply was re-asked, with its problem
+        assert server.chat_requests[1]["messages"][-1]["content"].startswith(
+            "That reply could not be used"
+        )
+        stored = cache.get(request_key(judge.request(messages, CorrectnessReply)))
+        assert stored is not None and json.loads(stored.content) == CLAIMS_OK
+        cache.close()
+    # Persistently bad: the metric's error, nothing cached.
+    with StubServer(lambda req, n: completion(bad)) as server:
+        cache = ReplyCache(tmp_path / "d.sqlite3")
+        judge = Judge(judge_config(server.url), cache=cache, sleep=Sleeps())
+        with pytest.raises(JudgeError, match="invalid judge reply"):
+            asyncio.run(judge.ask("answer_correctness", messages, CorrectnessReply))
+        assert len(cache) == 0
+        cache.close()
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        (12345678901234567890123, "an integer beyond 64 bits"),
+        (-(2**63) - 1, "an integer beyond 64 bits"),
+        (float("nan"), "not a finite number"),
+        (float("-inf"), "not a finite number"),
+    ],
+)
+def test_custom_outputs_must_be_writable(value: Any, problem: str) -> None:
+    from qa_eval.judge import parse_reply
+
+    schema = _reply_model("ids", ("id",))
+    with pytest.raises(ValueError, match=problem):
+        parse_reply(json.dumps({"id": value, "reason": "r"}), schema)
+    deep: Any = 1
+    for _ in range(MAX_DEPTH + 1):
+        deep = [deep]
+    with pytest.raises(ValueError, match="nested deeper than"):
+        parse_reply(json.dumps({"id": deep}), schema)
+    # The largest values that can be written are kept as they are; lone surrogates become U+FFFD.
+    ok = parse_reply(json.dumps({"id": [2**63 - 1, -(2**63)], "reason": "a\ud800b"}), schema)
+    assert ok.model_dump() == {"id": [2**63 - 1, -(2**63)], "reason": "a\ufffdb"}
+    dump_json(ok.model_dump())
+
+
+def test_a_run_with_hostile_custom_outputs_writes_its_results(tmp_path: Path) -> None:
+    reference, responses = dataset(3)
+    replies = [
+        '{"item_id": 12345678901234567890123, "reason": "20-digit id"}',
+        '{"item_id": NaN, "reason": "nan"}',
+        '{"item_id": ' + "[" * 300 + "]" * 300 + ', "reason": "deep"}',
+    ]
+
+    def script(request: dict[str, Any], number: int) -> Reply:
+        text = prompt_text(request)
+        for i, reply in enumerate(replies):
+            if f"What is item {i}?" in text:
+                return completion(reply)
+        return completion('{"reason": "?"}')
+
+    config = run_config("") | {
+        "custom_evaluations": [
+            {
+                "name": "ids",
+                "inputs": ["question", "actual_answer"],
+                "instructions": "Give the item's id.",
+                "outputs": {"item_id": "the id"},
+            }
+        ]
+    }
+    with StubServer(script) as server:
+        config["llm"]["generation"]["base_url"] = server.url
+        config["llm"]["embedding"]["base_url"] = server.url
+        results = run_evaluation(
+            reference,
+            responses,
+            config=config,
+            disable=["answer_correctness", "answer_relevance"],
+            cache=tmp_path / "c.sqlite3",
+        )
+    assert [r["item_id"] for r in results] == [None, None, None]
+    assert all(r["ids_error"].startswith("invalid judge reply, twice") for r in results)
+    for suffix in ("json", "jsonl", "yaml"):
+        write_data(tmp_path / f"results.{suffix}", results)
+        assert (tmp_path / f"results.{suffix}").stat().st_size > 0
+
+
+def test_a_bad_cached_reply_is_a_miss_not_a_crash(tmp_path: Path) -> None:
+    reference, responses = dataset(4)
+    cache_path = tmp_path / "c.sqlite3"
+    with StubServer(oracle()) as server:
+        config = run_config(server.url)
+        clean = run_evaluation(reference, responses, config=config, cache=cache_path)
+        calls = len(server.chat_requests)
+        assert calls == 8
+        # Spoil every stored reply, each a different way (as a bad writer or a bad day would).
+        db = sqlite3.connect(cache_path)
+        keys = [row[0] for row in db.execute("SELECT key FROM replies ORDER BY key")]
+        spoilt = [
+            ("content", json.dumps({**CLAIMS_OK, "reference_claims_count": BIG})),
+            ("content", '{"questions": [{"question": "q", "noncommittal": NaN}]}'),
+            ("content", "[" * 100_000 + "]" * 100_000),
+            ("content", b"\x00\xff binary"),
+            ("prompt_tokens", "many"),
+            ("completion_tokens", -1),
+            ("prompt_tokens", 2**62),
+            ("content", "no JSON at all"),
+        ]
+        for key, (column, value) in zip(keys, spoilt):
+            db.execute(f"UPDATE replies SET {column} = ? WHERE key = ?", (value, key))
+        db.commit()
+        db.close()
+        again = run_evaluation(reference, responses, config=config, cache=cache_path)
+        assert len(server.chat_requests) == 2 * calls  # every spoilt entry was asked again
+        assert again == clean
+        # ... and replaced: a third run makes no call.
+        third = run_evaluation(reference, responses, config=config, cache=cache_path)
+        assert len(server.chat_requests) == 2 * calls
+        assert third == clean
+
+
+def test_twenty_percent_transport_faults_give_the_values_of_a_clean_run() -> None:
+    reference, responses = dataset(60)
+    with StubServer(oracle()) as server:
+        clean = run_evaluation(
+            reference, responses, config=run_config(server.url, concurrency=8), cache=False
+        )
+    with StubServer(oracle(fault_rate=0.2, seed=7, faults=TRANSPORT_FAULTS)) as server:
+        faulty = run_evaluation(
+            reference, responses, config=run_config(server.url, concurrency=8), cache=False
+        )
+        requests = len(server.chat_requests)
+    assert requests > len(clean) * 2  # faults happened and were retried
+    for a, b in zip(clean, faulty):
+        errors = {k: v for k, v in b.items() if k.endswith("_error")}
+        if errors:  # only after max_attempts (6) faults in a row: an explicit error
+            assert all(str(v).startswith("gave up after 6 attempts") for v in errors.values())
+        else:
+            assert a == b
+    assert sum(1 for r in faulty if any(k.endswith("_error") for k in r)) <= 1
+    assert faulty.signature["usage"]["total"]["retries"] > 0
+
+
+def test_a_refused_connection_is_retried_then_the_metric_error() -> None:
+    with StubServer(lambda req, n: completion(GOOD)) as server:
+        url = server.url
+    # The server is gone: nothing listens on its port any more.
+    sleeps = Sleeps()
+    judge = Judge(judge_config(url, max_attempts=3), sleep=sleeps)
+    (outcome,) = ask_in_turn(judge, [QUESTION])
+    assert isinstance(outcome, JudgeError)
+    assert str(outcome).startswith("gave up after 3 attempts; last: APIConnectionError")
+    assert len(sleeps.calls) == 2
+
+
+@pytest.mark.parametrize("kind", ["not-json", "html", "reset"])
+def test_a_run_whose_every_reply_is_unreadable_finishes_with_errors(
+    tmp_path: Path, kind: str
+) -> None:
+    reference, responses = dataset(3)
+    with StubServer(lambda req, n: fault_reply(kind)) as server:
+        results = run_evaluation(
+            reference,
+            responses,
+            config=run_config(server.url, max_attempts=2),
+            cache=tmp_path / "c.sqlite3",
+        )
+    for result in results:
+        assert result["answer_correctness_error"].startswith("gave up after 2 attempts")
+        assert result["answer_relevance_error"].startswith("gave up after 2 attempts")
+        assert "answer_recall" not in result and "answer_relevance" not in result
+    assert len(ReplyCache(tmp_path / "c.sqlite3")) == 0  # nothing cached
+    write_data(tmp_path / "results.json", results)
+
+
+@pytest.mark.parametrize(
+    ("content", "ok"),
+    [
+        (
+            [{"type": "text", "text": '{"score": 7, '}, {"type": "text", "text": '"reason": "x"}'}],
+            True,
+        ),
+        (7, False),
+        ({"text": GOOD}, False),
+    ],
+)
+def test_message_content_that_is_not_a_string(content: Any, ok: bool) -> None:
+    """Content parts (a list of texts) are joined; any other non-text content is a fault."""
+
+    def script(request: dict[str, Any], number: int) -> Reply:
+        reply = completion(GOOD)
+        if number == 0:
+            reply.body["choices"][0]["message"]["content"] = content
+        return reply
+
+    with StubServer(script) as server:
+        judge = Judge(judge_config(server.url), sleep=Sleeps())
+        verdict = ask(judge)
+    assert verdict.value.score == 7
+    assert len(server.chat_requests) == (1 if ok else 2)
+    assert judge.total.retries == (0 if ok else 1)
+
+
+def test_any_other_client_failure_is_a_retried_fault() -> None:
+    """A client other than the SDK (litellm) may raise its own exceptions: faults too."""
+    from qa_eval.judge import sdk_client
+
+    with StubServer(lambda req, n: completion(GOOD)) as server:
+        config = judge_config(server.url)
+        assert config.generation is not None
+        real = sdk_client(config.generation, 5.0, max_retries=0)
+        calls = []
+
+        class Flaky:
+            """The SDK client's shape; its first call fails with an exception of its own."""
+
+            def __init__(self) -> None:
+                self.chat = self
+                self.completions = self
+
+            async def create(self, **kwargs: Any) -> Any:
+                calls.append(kwargs)
+                if len(calls) == 1:
+                    raise KeyError("choices")
+                return await real.chat.completions.create(**kwargs)
+
+        judge = Judge(config, client=Flaky(), sleep=Sleeps())
+        verdict = ask(judge)
+    assert verdict.value.score == 7
+    assert len(calls) == 2 and len(server.chat_requests) == 1
+    assert judge.total.retries == 1

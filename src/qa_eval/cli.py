@@ -18,11 +18,15 @@ code  meaning
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
@@ -42,6 +46,7 @@ from .io import (
     signature_path,
     write_data,
 )
+from .redact import redact
 from .runner import NO_RESPONSE, run_evaluation
 
 __all__ = ["main"]
@@ -1124,39 +1129,120 @@ def _commands(commands: Any) -> None:
     correctness.set_defaults(handler=tsv.handle)
 
 
-def run_command(argv: Sequence[str] | None, prog: str = PROG, only: str | None = None) -> int:
-    """Parse and run a command line; errors become one line on stderr and an exit code."""
-    try:
-        if only == "answer-correctness":
-            from . import tsv
+def interrupted_message(args: argparse.Namespace | None) -> str:
+    """The line printed on Ctrl-C or SIGTERM: where the finished results are (the partial file
+    of ``-o``) and whether a rerun reuses the judge cache."""
+    if args is None or getattr(args, "handler", None) is not _evaluate:
+        return "interrupted"
+    if getattr(args, "dry_run", False):
+        return "interrupted (dry run: nothing was written)"
+    parts = ["interrupted"]
+    output = getattr(args, "output", None)
+    if output:
+        try:
+            systems = [name for name, _ in _systems(args)]
+        except QaEvalError:
+            systems = [None]
+        found = []
+        for system in systems:
+            partial = Path(f"{_for_system(output, system)}.partial.jsonl")
+            with contextlib.suppress(OSError):
+                with partial.open("rb") as f:
+                    count = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+                found.append(f"{partial} ({count} question(s))")
+        if found:
+            parts.append(f"the finished results are in {', '.join(found)}")
+        else:
+            parts.append("no result was finished yet")
+    else:
+        parts.append("no -o was given, so no per-question results were written")
+    if getattr(args, "no_cache", False):
+        parts.append("no cache was used (--no-cache): a rerun makes every judge call again")
+    else:
+        from .cache import default_cache_path
 
-            parser = _Parser(
-                prog=prog,
-                description="Judge the answer correctness of each row "
-                "of a TSV file (Question, Reference answer, Actual answer).",
-            )
-            tsv.add_arguments(parser)
-            return tsv.handle(parser.parse_args(argv))
-        args = build_parser().parse_args(argv)
-        return int(args.handler(args))
-    except QaEvalError as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:  # the reader went away (``| head``): stop quietly, as cat does
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
-    except Exception as e:  # an unexpected failure: one line, the traceback on request
-        if os.environ.get("QA_EVAL_DEBUG"):
-            traceback.print_exc()
-        print(
-            f"{prog}: unexpected error: {type(e).__name__}: {e} "
-            "(set QA_EVAL_DEBUG=1 for a traceback)",
-            file=sys.stderr,
+        cache = getattr(args, "cache", None) or default_cache_path()
+        parts.append(
+            f"a rerun reuses the judge replies stored in the cache {cache}, so the finished "
+            "judge calls are not made (or paid) again"
         )
-        return 1
+    return "; ".join(parts)
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM does what Ctrl-C does: inside asyncio.run, its SIGINT handler cancels the run
+    (which ends in KeyboardInterrupt); elsewhere, KeyboardInterrupt at once."""
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler) and handler is not _on_sigterm:
+        handler(signal.SIGINT, frame)
+    else:
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _signals_and_warnings(prog: str) -> Iterator[None]:
+    """SIGTERM handled like SIGINT (main thread only), and qa-eval's warnings as one line each."""
+    from .cache import CacheWarning
+
+    previous: Any = None
+    main_thread = threading.current_thread() is threading.main_thread()
+    if main_thread:
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    default_show = warnings.showwarning
+
+    def show(message: Any, category: Any, *rest: Any, **more: Any) -> None:
+        if isinstance(category, type) and issubclass(category, CacheWarning):
+            print(f"{prog}: warning: {redact(str(message))}", file=sys.stderr)
+        else:
+            default_show(message, category, *rest, **more)
+
+    try:
+        with warnings.catch_warnings():
+            warnings.showwarning = show
+            yield
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def run_command(argv: Sequence[str] | None, prog: str = PROG, only: str | None = None) -> int:
+    """Parse and run a command line; errors become one line on stderr and an exit code.
+
+    Ctrl-C and SIGTERM exit with 130 and say where the finished results are. Whatever is printed
+    is redacted of API keys."""
+    args: argparse.Namespace | None = None
+    with _signals_and_warnings(prog):
+        try:
+            if only == "answer-correctness":
+                from . import tsv
+
+                parser = _Parser(
+                    prog=prog,
+                    description="Judge the answer correctness of each row "
+                    "of a TSV file (Question, Reference answer, Actual answer).",
+                )
+                tsv.add_arguments(parser)
+                return tsv.handle(parser.parse_args(argv))
+            args = build_parser().parse_args(argv)
+            return int(args.handler(args))
+        except QaEvalError as e:
+            print(f"{prog}: error: {redact(str(e))}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            print(f"{prog}: {interrupted_message(args)}", file=sys.stderr)
+            return 130
+        except BrokenPipeError:  # the reader went away (``| head``): stop quietly, as cat does
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 141
+        except Exception as e:  # an unexpected failure: one line, the traceback on request
+            if os.environ.get("QA_EVAL_DEBUG"):
+                print(redact(traceback.format_exc()), end="", file=sys.stderr)
+            print(
+                f"{prog}: unexpected error: {type(e).__name__}: {redact(str(e))} "
+                "(set QA_EVAL_DEBUG=1 for a traceback)",
+                file=sys.stderr,
+            )
+            return 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:

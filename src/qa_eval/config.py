@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
+from .redact import public_url, register_secret, register_url
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -57,12 +58,22 @@ OFFLINE_SWITCHES = ("semantic_similarity", "bertscore")
 
 
 class _Endpoint:
-    """A model endpoint whose settings may be shown, all but its key."""
+    """A model endpoint whose settings may be shown, all but its key (and any credentials in
+    its URL)."""
+
+    api_key: str | None
+    base_url: str | None
+
+    def __post_init__(self) -> None:
+        # Whatever qa-eval prints or writes later is redacted of this key (see redact.py).
+        register_secret(self.api_key)
+        register_url(self.base_url)
 
     def public(self) -> dict[str, Any]:
-        """Every setting but the API key."""
+        """Every setting but the API key; the base URL without user info or query string."""
         data = asdict(self)  # type: ignore[call-overload]
         data.pop("api_key")
+        data["base_url"] = public_url(data.get("base_url"))
         return data
 
 

@@ -172,7 +172,7 @@ class CachingEmbedder(Embedder):
     async def embed(self, texts: Sequence[str]) -> tuple[list[list[float]], float | None]:
         """Vectors from the cache where stored; one call for the rest."""
         keys = [self._key(t) for t in texts]
-        found = self.cache.get_vectors(keys) if self.cache is not None else {}
+        found = await self.cache.aget_vectors(keys) if self.cache is not None else {}
         missing = {k: t for k, t in zip(keys, texts) if k not in found}
         if missing:
             if self.slot is not None:

@@ -2,8 +2,11 @@
 validate → cost.
 
 - One semaphore bounds the calls in flight for the whole run (``llm.concurrency``).
-- 429 waits as long as ``Retry-After`` (or ``retry-after-ms``) says; 5xx, timeouts and connection
-  errors back off exponentially with full jitter; ``llm.max_attempts`` tries in all.
+- 429 waits as long as ``Retry-After`` (or ``retry-after-ms``) says (at most 120 s; a value that is
+  not a number of seconds or an HTTP date backs off instead); 5xx, timeouts, connection errors
+  and replies that cannot be read (a body that is not JSON, cut short or reset, or JSON that is
+  not a chat completion) back off exponentially with full jitter; ``llm.max_attempts`` tries in
+  all, then that metric's ``*_error``.
 - Structured output is asked for with ``json_schema``; an endpoint that rejects it (a 400/422, or a
   5xx whose message names the schema or ``response_format``, as llama.cpp's server answers) is
   asked again with ``json_object``, then with plain text, and the first mode that works is kept for
@@ -12,8 +15,14 @@ validate → cost.
   :class:`JudgeError`, which the metric records as its ``*_error`` for that question. A re-ask
   that brings back no JSON at all is a fault, like a 500, and is asked again (``max_attempts``).
 - Identical requests in flight at the same time share one call.
+- Reply values are checked before a reply is used or cached: integers within 64 bits, finite
+  numbers, nesting at most 64 deep (lone surrogates become U+FFFD), so every value can be written
+  to JSON; a reply that breaks this is re-asked like one that breaks its schema. A stored reply is
+  checked the same way when it is read: one that fails is a miss (asked again), never a crash.
 - Replies are stored in the cache as they arrive; cached replies cost nothing in this run, but
   keep the tokens they took, so a metric's ``*_cost`` is the same on a rerun.
+- Error messages are redacted of API keys at the source (``redact.py``); the base URL goes into
+  cache keys and signatures without credentials.
 """
 
 from __future__ import annotations
@@ -22,7 +31,9 @@ import asyncio
 import email.utils
 import functools
 import json
+import math
 import random
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +45,7 @@ from .cache import CachedReply, ReplyCache, request_key
 from .config import SDK_PROVIDERS, EmbeddingConfig, EvalConfig, GenerationConfig
 from .errors import QaEvalError
 from .pricing import price_of, usd
+from .redact import public_url, redact
 
 __all__ = [
     "BudgetExceeded",
@@ -44,7 +56,9 @@ __all__ = [
     "Usage",
     "Verdict",
     "extract_json",
+    "parse_reply",
     "total_cost",
+    "writable",
 ]
 
 T = TypeVar("T", bound=BaseModel)
@@ -52,12 +66,24 @@ MODES = ("json_schema", "json_object", "text")
 _SCHEMA_WORDS = ("schema", "response_format", "grammar", "json_object")
 _RETRY_AFTER_CAP = 120.0
 _BACKOFF_CAP = 30.0
+MAX_DEPTH = 64
+"""How deep a reply's JSON may nest (orjson writes at most 255 levels, results add a few)."""
+_INT64 = (-(2**63), 2**63 - 1)
+_MAX_TOKENS = 10**9
+"""More tokens than this in one reply's usage is not a count: the reply is a fault."""
+_JSON_STARTS = 32
+"""How many ``{`` a reply's text is searched from for a JSON object."""
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 DRY_RUN_COMPLETION_TOKENS = 150
 """Completion tokens a dry run assumes for a call when ``max_tokens`` is not set."""
 
 
 class JudgeError(Exception):
-    """The judge could not give a usable reply for one metric of one question."""
+    """The judge could not give a usable reply for one metric of one question (the message is
+    redacted of API keys: it goes into results)."""
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(redact(message))
 
 
 class BudgetExceeded(JudgeError):
@@ -76,6 +102,13 @@ class DryRunSkip(JudgeError):
 
 class JudgeUnavailable(QaEvalError):
     """The endpoint refuses every call (bad key, unknown model, wrong URL): the run stops."""
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(redact(message))
+
+
+class _ReplyFault(Exception):
+    """A reply that arrived but cannot be read as a chat completion: retried like a 500."""
 
 
 @dataclass
@@ -132,7 +165,8 @@ class _Plan:
 
 def extract_json(text: str) -> Any:
     """The JSON object in a reply: the whole text, inside a code fence, or the first ``{...}``
-    that parses; raises ``ValueError`` when there is none."""
+    that parses; raises ``ValueError`` when there is none (also for JSON nested too deep to
+    parse)."""
     stripped = text.strip()
     if stripped.startswith("```"):
         stripped = stripped.split("\n", 1)[1] if "\n" in stripped else ""
@@ -141,36 +175,102 @@ def extract_json(text: str) -> Any:
         return json.loads(stripped)
     except ValueError:
         pass
+    except RecursionError:
+        raise ValueError("the reply's JSON is nested too deep") from None
     decoder = json.JSONDecoder()
     start = stripped.find("{")
-    while start != -1:
+    tries = 0
+    while start != -1 and tries < _JSON_STARTS:
+        tries += 1
         try:
             value, _ = decoder.raw_decode(stripped, start)
             return value
         except ValueError:
             start = stripped.find("{", start + 1)
+        except RecursionError:
+            raise ValueError("the reply's JSON is nested too deep") from None
     raise ValueError("the reply holds no JSON object")
 
 
+def writable(value: Any, where: str = "reply", depth: int = 0) -> Any:
+    """``value`` (parsed JSON) as the result writers can store it: ``ValueError`` naming the
+    place for an integer beyond 64 bits, a number that is not finite (NaN, Infinity) or nesting
+    deeper than :data:`MAX_DEPTH`; lone surrogates in strings become U+FFFD."""
+    if depth > MAX_DEPTH:
+        raise ValueError(f"{where}: nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        if not _INT64[0] <= value <= _INT64[1]:
+            raise ValueError(f"{where}: an integer beyond 64 bits ({len(str(abs(value)))} digits)")
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{where}: {value} is not a finite number")
+        return value
+    if isinstance(value, dict):
+        return {
+            writable(k, where, depth + 1): writable(v, f"{where}.{_label(k)}", depth + 1)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [writable(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
+    raise ValueError(f"{where}: a {type(value).__name__} is not JSON")
+
+
+def _label(key: Any) -> str:
+    text = str(key)
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
+def parse_reply(content: str, schema: type[T]) -> T:
+    """A reply's text as ``schema``: its JSON object, checked to be writable, then validated;
+    ``ValueError`` (or pydantic's ``ValidationError``, also a ``ValueError``) if it is not."""
+    return schema.model_validate(writable(extract_json(content)))
+
+
+def _seconds(text: Any, unit: float = 1.0) -> float | None:
+    """A non-negative number (of ``unit`` seconds) in a header value, as seconds capped at
+    120; None if it is not one."""
+    try:
+        value = float(str(text).strip())
+    except (TypeError, ValueError):
+        return None
+    if math.isnan(value) or value < 0:
+        return None
+    return min(value * unit, _RETRY_AFTER_CAP)
+
+
 def _retry_after(headers: Any) -> float | None:
+    """How long a 429 asks to wait (``retry-after-ms``, ``Retry-After`` in seconds or as an HTTP
+    date), at most 120 s; None (back off instead) when it says nothing usable."""
     if headers is None:
         return None
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return min(float(ms) / 1000, _RETRY_AFTER_CAP)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
     try:
-        return min(max(float(value), 0.0), _RETRY_AFTER_CAP)
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value)
+        ms = headers.get("retry-after-ms")
+        if ms:
+            wait = _seconds(ms, unit=0.001)
+            if wait is not None:
+                return wait
+        value = headers.get("retry-after")
+        if not value:
+            return None
+        wait = _seconds(value)
+        if wait is not None:
+            return wait
+        parsed = email.utils.parsedate_tz(str(value))
         if parsed is None:
             return None
-        return min(max(parsed.timestamp() - time.time(), 0.0), _RETRY_AFTER_CAP)
+        if parsed[9] is None:  # an HTTP date is in GMT
+            parsed = (*parsed[:9], 0)
+        delay = email.utils.mktime_tz(parsed) - time.time()
+    except (TypeError, ValueError, IndexError, OverflowError, OSError, AttributeError):
+        return None  # a malformed header: back off instead
+    if not math.isfinite(delay):
+        return None
+    return min(max(delay, 0.0), _RETRY_AFTER_CAP)
 
 
 @functools.lru_cache(maxsize=256)
@@ -285,6 +385,8 @@ class Judge:
         self.peak_in_flight = 0
         self._fatal: JudgeUnavailable | None = None
         self._in_flight_asks: dict[str, asyncio.Future[Verdict[Any]]] = {}
+        if dry_run and cache is not None:
+            cache.stop_writing()  # a dry run writes nothing, not even embeddings
 
     def slot(self) -> asyncio.Semaphore:
         """The run's concurrency bound, for other calls to the same service (embeddings)."""
@@ -313,7 +415,7 @@ class Judge:
         """The canonical request a cache key is made from (no API key, no response mode)."""
         return {
             "provider": self.gen.provider,
-            "base_url": self.gen.base_url,
+            "base_url": public_url(self.gen.base_url),
             "model": self.gen.model,
             "temperature": self.gen.temperature,
             "max_tokens": self.gen.max_tokens,
@@ -330,11 +432,11 @@ class Judge:
         key = request_key(self.request(messages, schema))
         usage = self._usage(metric)
         if self.cache is not None:
-            hit = self.cache.get(key)
+            hit = await self.cache.aget(key)
             if hit is not None:
                 try:
-                    value = schema.model_validate(extract_json(hit.content))
-                except (ValueError, ValidationError):
+                    value: T | None = parse_reply(hit.content, schema)
+                except Exception:  # a stored reply that fails now is a miss, asked again
                     value = None
                 if value is not None:
                     self._count(usage, "cached")
@@ -373,7 +475,7 @@ class Judge:
         usage = self._usage(metric)
         content, prompt_tokens, completion_tokens = await self._call(metric, messages, schema)
         try:
-            value = schema.model_validate(extract_json(content))
+            value = parse_reply(content, schema)
         except (ValueError, ValidationError) as first:
             value = None
             problem = _short(first)
@@ -403,9 +505,9 @@ class Judge:
                     failure: Exception = second
                     break
                 try:
-                    value = schema.model_validate(data)
+                    value = schema.model_validate(writable(data))
                     break
-                except ValidationError as second:
+                except (ValueError, ValidationError) as second:
                     failure = second
                     break
             if value is None:
@@ -466,6 +568,7 @@ class Judge:
                     reply = await self.client.chat.completions.create(
                         **kwargs, timeout=self.config.timeout
                     )
+                    content, prompt_tokens, completion_tokens = _completion(reply)
                 except openai.RateLimitError as e:
                     delay = _retry_after(getattr(e.response, "headers", None))
                     if delay is None:
@@ -490,9 +593,17 @@ class Judge:
                         raise JudgeError(f"judge call failed ({status}): {_message(e)}") from None
                     failure = f"{status} from the judge: {_message(e)}"
                 except (openai.APITimeoutError, openai.APIConnectionError) as e:
-                    failure = f"{type(e).__name__}: {e}"
+                    failure = f"{type(e).__name__}: {e}{_cause(e)}"
+                except _ReplyFault as e:
+                    failure = f"unusable reply: {e}"
+                except (openai.APIError, ValueError, RecursionError, OSError, EOFError) as e:
+                    # A body that is not JSON (a proxy's HTML page, a cut or garbled body):
+                    # the SDK raises the parser's error; a fault like a 500.
+                    failure = f"unreadable reply: {type(e).__name__}: {_clip(str(e))}"
+                except Exception as e:  # any other client failure (litellm's, say): a fault too
+                    failure = f"the call failed: {type(e).__name__}: {_clip(str(e))}"
                 else:
-                    return self._account(metric, reply)
+                    return self._account(metric, content, prompt_tokens, completion_tokens)
                 finally:
                     self.in_flight -= 1
             attempt += 1
@@ -508,12 +619,9 @@ class Judge:
         if MODES.index(following) > MODES.index(self.mode):
             self.mode = following
 
-    def _account(self, metric: str, reply: Any) -> tuple[str, int, int]:
-        choice = reply.choices[0] if getattr(reply, "choices", None) else None
-        content = (choice.message.content if choice is not None else None) or ""
-        usage = getattr(reply, "usage", None)
-        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+    def _account(
+        self, metric: str, content: str, prompt_tokens: int, completion_tokens: int
+    ) -> tuple[str, int, int]:
         cost = usd(self.price, prompt_tokens, completion_tokens) or 0.0
         for u in (self._usage(metric), self.total):
             u.calls += 1
@@ -529,9 +637,59 @@ class Judge:
             "provider": self.gen.provider,
             "temperature": self.gen.temperature,
             "max_tokens": self.gen.max_tokens,
-            "base_url": self.gen.base_url,
+            "base_url": public_url(self.gen.base_url),
             "response_mode": self.mode,
         }
+
+
+def _completion(reply: Any) -> tuple[str, int, int]:
+    """The text and token counts of a chat completion; ``_ReplyFault`` when the reply is not
+    one (an HTML page the SDK returned as text, JSON of another shape, absurd usage)."""
+    choices = getattr(reply, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        kind = type(reply).__name__ if not isinstance(reply, str) else "text, not JSON"
+        raise _ReplyFault(f"not a chat completion (no choices; the body was {kind})")
+    message = getattr(choices[0], "message", None)
+    if message is None:
+        raise _ReplyFault("not a chat completion (its choice has no message)")
+    content = getattr(message, "content", None)
+    if content is None:
+        content = ""
+    if isinstance(content, list):  # content parts, as some servers send them: their text
+        texts = [
+            p.get("text") if isinstance(p, dict) else getattr(p, "text", None) for p in content
+        ]
+        if all(isinstance(t, str) for t in texts):
+            content = "".join(texts)  # type: ignore[arg-type]
+    if not isinstance(content, str):
+        raise _ReplyFault(f"the message content is a {type(content).__name__}, not text")
+    if _SURROGATE.search(content):  # not storable as UTF-8 (the cache, the results)
+        content = _SURROGATE.sub("\ufffd", content)
+    usage = getattr(reply, "usage", None)
+    return content, _token_count(usage, "prompt_tokens"), _token_count(usage, "completion_tokens")
+
+
+def _token_count(usage: Any, name: str) -> int:
+    value = getattr(usage, name, None) if usage is not None else None
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _ReplyFault(f"usage.{name} is not a number")
+    if not (math.isfinite(value) and 0 <= value <= _MAX_TOKENS):
+        raise _ReplyFault(f"usage.{name} is not a token count")
+    return int(value)
+
+
+def _cause(e: BaseException) -> str:
+    cause = e.__cause__ or e.__context__
+    if cause is None:
+        return ""
+    return f" ({type(cause).__name__}: {_clip(str(cause), 200)})"
+
+
+def _clip(text: str, limit: int = 300) -> str:
+    text = redact(text)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _message(e: Exception) -> str:
@@ -539,15 +697,15 @@ def _message(e: Exception) -> str:
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict) and inner.get("message"):
-            return str(inner["message"])[:300]
+            return _clip(str(inner["message"]))
         if isinstance(inner, str):
-            return inner[:300]
-    return str(getattr(e, "message", e))[:300]
+            return _clip(inner)
+    return _clip(str(getattr(e, "message", e)))
 
 
 def _short(e: Exception) -> str:
     if isinstance(e, ValidationError):
         first = e.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "reply"
-        return f"{where}: {first.get('msg')} ({e.error_count()} problem(s))"
-    return str(e)
+        where = ".".join(_label(p) for p in first.get("loc", ())) or "reply"
+        return _clip(f"{where}: {first.get('msg')} ({e.error_count()} problem(s))")
+    return _clip(str(e))

@@ -1153,5 +1153,9 @@ def build_report(
         "DATA": script_json({"figures": figures.figures, "template": figures.template}),
         "PLOTLY_JS": _plotly_js(),
     }
+    from .redact import redact
+
+    for name in ("TITLE", "SUBTITLE", "BODY", "DATA"):  # no API key reaches the page
+        values[name] = redact(values[name])
     # One pass: text put in is never scanned for placeholders again.
     return re.sub(r"\{\{([A-Z_]+)\}\}", lambda m: values[m.group(1)], _template_text())

@@ -23,8 +23,9 @@ The GraphRAG set (off unless switched on; contexts are the chunk texts of the su
   uncertainty phrase fires).
 - ``ragas_score``: after the others, from whichever of faithfulness, context precision, context
   recall and answer relevance the question has.
-- ``answer_relevance`` falls back to the direct rubric score when question generation fails
-  (``answer_relevance.rubric_fallback``, on by default): ``answer_relevance_method: rubric``.
+- when ``answer_relevance``'s question generation fails, the direct rubric score is added under its
+  own key ``answer_relevance_rubric`` (``answer_relevance.rubric_fallback``, on by default);
+  ``answer_relevance`` itself is then an error, never the rubric score.
 
 ``semantic_similarity`` and ``bertscore`` run without a judge. Error responses get no metric.
 Each family can be switched on or off in the config or the CLI.
@@ -39,7 +40,7 @@ from typing import Any
 
 from .config import OFFLINE_SWITCHES, SWITCHES, EvalConfig
 from .embeddings import Embedder
-from .judge import BudgetExceeded, DryRunSkip, Judge
+from .judge import Judge
 from .metrics.classify import DEFAULT_UNCERTAINTY_PHRASES, classify_answer
 from .metrics.composite import ragas_score
 from .metrics.context import chunk_texts, retrieval_metrics
@@ -48,8 +49,7 @@ from .metrics.correctness import answer_correctness
 from .metrics.custom import CustomMetric, custom_metric, parse_custom_metric
 from .metrics.faithfulness import faithfulness
 from .metrics.geval import DEFAULT_CUTOFFS, DEFAULT_WEIGHTS, factual_accuracy_metric
-from .metrics.relevance import answer_relevance
-from .metrics.rubric import answer_relevance_rubric
+from .metrics.relevance import answer_relevance, answer_relevance_with_fallback
 from .metrics.similarity import semantic_similarity_metric
 
 __all__ = ["AnswerScorer", "contexts_of"]
@@ -73,8 +73,6 @@ _CHUNK_METRICS = (
     "context_recall",
 )
 """The metrics that read the chunk texts of the retrieval steps."""
-_NOT_ASKED = (str(BudgetExceeded()), str(DryRunSkip()))
-"""Errors that mean the judge was not asked: no reason to fall back to the rubric."""
 
 
 def retrieval_chunks(steps: list[Any]) -> dict[int, list[str] | ValueError]:
@@ -261,25 +259,10 @@ class AnswerScorer:
     async def _relevance(
         self, judge: Judge, embedder: Embedder, question: str, answer: str
     ) -> dict[str, Any]:
-        keys = await answer_relevance(
-            judge, embedder, question, answer, self.config.relevance_questions
-        )
-        error = keys.get("answer_relevance_error")
-        if (
-            error is None
-            or error in _NOT_ASKED
-            or not self.config.option("answer_relevance", "rubric_fallback", True)
-        ):
-            return keys
-        rubric = await answer_relevance_rubric(judge, question, answer)
-        if "answer_relevance_rubric" not in rubric:
-            return {**keys, **rubric}
-        return {
-            **rubric,
-            "answer_relevance": rubric["answer_relevance_rubric"],
-            "answer_relevance_method": "rubric",
-            "answer_relevance_fallback_reason": keys["answer_relevance_error"],
-        }
+        count = self.config.relevance_questions
+        if not self.config.option("answer_relevance", "rubric_fallback", True):
+            return await answer_relevance(judge, embedder, question, answer, count)
+        return await answer_relevance_with_fallback(judge, embedder, question, answer, count)
 
     def _context_jobs(
         self,

@@ -10,7 +10,13 @@ which asks the judge for ``reference_claims_count``, ``actual_claims_count``,
 
 An empty answer, or one the judge finds no claims in (a refusal), scores 0: it is counted, not
 dropped as an error, so it cannot inflate the mean. The judge's counts are checked
-(reference >= 1, actual >= 0, matching <= both) and a reply that breaks them is asked again once.
+(reference >= 1, actual >= 0, matching <= both, none above 10,000) and a reply that breaks them is
+asked again once.
+
+A prompt from the config (``answer_correctness.prompt``) has its ``{question}``,
+``{reference_answer}`` and ``{actual_answer}`` filled with the texts delimited as the built-in
+prompt's are (closing tags and their look-alikes broken up, see ``prompts``), so an answer cannot
+close the block the template puts it in.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel, Field, model_validator
 
 from ..judge import Judge, JudgeError
-from ..prompts import prompt_text, render
+from ..prompts import delimit, prompt_text, render
 
 __all__ = [
     "PLACEHOLDERS",
@@ -30,9 +36,12 @@ __all__ = [
     "check_prompt",
     "correctness_scores",
     "f1",
+    "fill_prompt",
 ]
 
 PLACEHOLDERS = ("question", "reference_answer", "actual_answer")
+MAX_CLAIMS = 10_000
+"""More claims than this in one answer is not a count (a reply of 10^30 claims is re-asked)."""
 
 
 class CorrectnessReply(BaseModel):
@@ -45,6 +54,9 @@ class CorrectnessReply(BaseModel):
 
     @model_validator(mode="after")
     def _matching_fits(self) -> CorrectnessReply:
+        # Checked here, not as a Field bound: the JSON schema (and so every cache key) is as it was.
+        if max(self.reference_claims_count, self.actual_claims_count) > MAX_CLAIMS:
+            raise ValueError(f"a claim count above {MAX_CLAIMS:,} is not a count of claims")
         if self.matching_claims_count > min(self.reference_claims_count, self.actual_claims_count):
             raise ValueError("matching_claims_count is larger than one of the claim counts")
         return self
@@ -70,19 +82,31 @@ def correctness_scores(reference: int, actual: int, matching: int) -> tuple[floa
 
 def check_prompt(template: str) -> None:
     """Raise ``ValueError`` unless the template's placeholders are among
-    ``{question}``, ``{reference_answer}``, ``{actual_answer}`` (``{{``/``}}`` are braces)."""
+    ``{question}``, ``{reference_answer}``, ``{actual_answer}`` (``{{``/``}}`` are braces), each
+    without a conversion or format spec."""
     try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+        parts = [p for p in string.Formatter().parse(template) if p[1] is not None]
     except ValueError as e:
         raise ValueError(
             f"the prompt does not parse: {e} (write a brace as {{{{ or }}}})"
         ) from None
-    unknown = sorted({f for f in fields if f not in PLACEHOLDERS})
+    unknown = sorted({str(f) for _, f, _, _ in parts if f not in PLACEHOLDERS})
     if unknown:
         raise ValueError(
             f"unknown placeholder(s) {', '.join('{' + f + '}' for f in unknown)}; "
             f"allowed: {', '.join('{' + p + '}' for p in PLACEHOLDERS)}"
         )
+    for _, name, spec, conversion in parts:
+        if spec or conversion:
+            raise ValueError(
+                f"placeholder {{{name}}} takes no conversion or format spec (write {{{name}}})"
+            )
+
+
+def fill_prompt(template: str, **values: str) -> str:
+    """A config prompt with its placeholders filled: each value delimited (closing tags and
+    their look-alikes broken up) as the built-in prompts' are, inserted once, never parsed."""
+    return template.format(**{name: delimit(value) for name, value in values.items()})
 
 
 def _messages(question: str, reference: str, actual: str, template: str | None) -> list[dict]:
@@ -94,8 +118,8 @@ def _messages(question: str, reference: str, actual: str, template: str | None) 
             actual_answer=actual,
         )
     else:
-        text = "[qa-eval:answer-correctness]\n" + template.format(
-            question=question, reference_answer=reference, actual_answer=actual
+        text = "[qa-eval:answer-correctness]\n" + fill_prompt(
+            template, question=question, reference_answer=reference, actual_answer=actual
         )
     return [{"role": "user", "content": text + prompt_text("answer_correctness_output")}]
 

@@ -12,6 +12,13 @@ would answer, each with a ``noncommittal`` flag; questions that come back empty 
 with cos(a, b) = a·b / (|a| |b|). Unlike ragas, which makes N judge calls with the same prompt,
 qa-eval asks for the N questions in one call (same formula, a third of the prompt tokens). An empty
 answer scores 0 without a call.
+
+When question generation fails (the judge's reply is unusable after its re-asks and retries), the
+metric is an error - ``answer_relevance_error`` - and never another method's score under the same
+key: with the rubric fallback on (``answer_relevance.rubric_fallback``, the default),
+:func:`answer_relevance_with_fallback` adds the direct rubric score under its own key,
+``answer_relevance_rubric`` (see ``rubric.py``; a 5-level scale, not a cosine), so the mean of
+``answer_relevance`` never mixes the two scales.
 """
 
 from __future__ import annotations
@@ -23,10 +30,22 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ..embeddings import Embedder
-from ..judge import Judge, JudgeError, total_cost
+from ..judge import BudgetExceeded, DryRunSkip, Judge, JudgeError, total_cost
 from ..prompts import render
+from ..redact import redact
+from .rubric import answer_relevance_rubric
 
-__all__ = ["GeneratedQuestion", "RelevanceReply", "answer_relevance", "answer_relevancy", "cosine"]
+__all__ = [
+    "GeneratedQuestion",
+    "RelevanceReply",
+    "answer_relevance",
+    "answer_relevance_with_fallback",
+    "answer_relevancy",
+    "cosine",
+]
+
+_NOT_ASKED = (str(BudgetExceeded()), str(DryRunSkip()))
+"""Errors that mean the judge was not asked: no reason to fall back to the rubric."""
 
 
 class GeneratedQuestion(BaseModel):
@@ -76,13 +95,15 @@ async def answer_relevance(
         verdict = await judge.ask("answer_relevance", messages, RelevanceReply)
     except JudgeError as e:
         return {"answer_relevance_error": str(e)}
+    if getattr(judge, "dry_run", False):  # a dry run calls nothing, not even the embedder
+        return {"answer_relevance_error": str(DryRunSkip())}
     kept = [q for q in verdict.value.questions if q.question.strip()]
     embed_cost: float | None = 0.0
     try:
         if kept:
             vectors, embed_cost = await embedder.embed([question, *(q.question for q in kept)])
     except Exception as e:  # an embedding endpoint's failure is this metric's, not the run's
-        return {"answer_relevance_error": f"embedding failed: {type(e).__name__}: {e}"}
+        return {"answer_relevance_error": redact(f"embedding failed: {type(e).__name__}: {e}")}
     score = (
         answer_relevancy(vectors[0], vectors[1:], [q.noncommittal for q in kept]) if kept else 0.0
     )
@@ -94,3 +115,15 @@ async def answer_relevance(
     if cost is not None:
         out["answer_relevance_cost"] = cost
     return out
+
+
+async def answer_relevance_with_fallback(
+    judge: Judge, embedder: Embedder, question: str, answer: str, count: int = 3
+) -> dict[str, Any]:
+    """:func:`answer_relevance`; when its question generation fails, also the direct rubric
+    score under its own keys (``answer_relevance_rubric*``), beside ``answer_relevance_error``."""
+    keys = await answer_relevance(judge, embedder, question, answer, count)
+    error = keys.get("answer_relevance_error")
+    if error is None or error in _NOT_ASKED or str(error).startswith("embedding failed"):
+        return keys
+    return {**keys, **await answer_relevance_rubric(judge, question, answer)}

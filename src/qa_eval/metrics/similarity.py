@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..embeddings import Embedder
+from ..redact import redact
 from .relevance import cosine
 
 __all__ = ["semantic_similarity", "semantic_similarity_metric"]
@@ -44,7 +45,7 @@ async def semantic_similarity_metric(
         vectors, cost = await embedder.embed([answer, reference])
         score = semantic_similarity(vectors[0], vectors[1])
     except Exception as e:  # an embedding endpoint's failure is this metric's, not the run's
-        return {"semantic_similarity_error": f"embedding failed: {type(e).__name__}: {e}"}
+        return {"semantic_similarity_error": redact(f"embedding failed: {type(e).__name__}: {e}")}
     out: dict[str, Any] = {"semantic_similarity": score}
     if cost is not None:
         out["semantic_similarity_cost"] = cost

@@ -4,7 +4,11 @@ Each prompt is a ``*.md`` file in this folder, read with ``importlib.resources``
 text is its version, which goes into the run signature (and, through the rendered messages, into
 every cache key). Placeholders are ``$name`` (``string.Template``): values are inserted once and
 never parsed again, so a ``$`` or ``{`` in an answer is just text. Untrusted text is placed between
-tags, and a closing tag inside it is broken up so it cannot end its block early.
+tags, and a closing tag inside it is broken up so it cannot end its block early (``</x>`` becomes
+``< /x>``) - also its look-alikes: with attributes or spaces, with zero-width or other invisible
+characters inside, with fullwidth or small-form brackets and slashes, HTML-escaped (``&lt;/x&gt;``,
+``&#60;/x>``, ``&amp;lt;/x``) or JSON-escaped (``\u003c/x``); and self-closing tags (``<x/>``)
+become ``< x/>``. The same delimiting applies to the values a user's prompt template inserts.
 """
 
 from __future__ import annotations
@@ -38,11 +42,32 @@ def prompt_hash(text: str) -> str:
 
 
 _TAG = re.compile(r"</\s*([A-Za-z_][\w-]*)\s*>")
+_INVISIBLE = (
+    "[\\s\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]"
+)
+"""Characters a reader does not see: spaces, zero-width and direction marks, variation selectors."""
+_OPEN = (
+    r"(?:<|\uff1c|\ufe64|\u2039|\u3008|\u27e8|&(?:amp;)*(?:lt;?|#0*60;?|#x0*3c;?)|\\u003c|\\x3c)"
+)
+_SLASH = r"(?:/|\uff0f|\u2044|\u2215|&(?:amp;)*(?:sol;|#0*47;?|#x0*2f;?)|\\/|\\u002f)"
+_NAME_START = r"[^\W\d]"
+_LOOKALIKE_CLOSER = re.compile(
+    f"{_OPEN}{_INVISIBLE}*{_SLASH}(?={_INVISIBLE}*{_NAME_START})", re.IGNORECASE
+)
+_SELF_CLOSING = re.compile(
+    f"{_OPEN}(?=(?! ){_INVISIBLE}*{_NAME_START}[^<>\\n\uff1c\uff1e]{{0,200}}?{_SLASH}{_INVISIBLE}*"
+    r"(?:>|\uff1e|\ufe65|&(?:amp;)*(?:gt;?|#0*62;?|#x0*3e;?)))",
+    re.IGNORECASE,
+)
 
 
 def delimit(text: str) -> str:
-    """Untrusted text made safe to put between tags: closing tags become ``< /tag>``."""
-    return _TAG.sub(lambda m: f"< /{m.group(1)}>", text)
+    """Untrusted text made safe to put between tags: closing tags become ``< /tag>``, and so do
+    their look-alikes (see the module docstring); self-closing tags become ``< tag/>``."""
+    text = _TAG.sub(lambda m: f"< /{m.group(1)}>", text)
+    text = _LOOKALIKE_CLOSER.sub("< /", text)
+    return _SELF_CLOSING.sub("< ", text)
 
 
 def numbered_blocks(items: Sequence[str], tag: str) -> str:
