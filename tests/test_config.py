@@ -230,7 +230,8 @@ def test_default_config_with_environment(monkeypatch: pytest.MonkeyPatch) -> Non
     ("data", "field"),
     [
         ({"llm": {"generation": {"modle": "gpt-4o"}}}, "llm.generation.modle"),
-        ({"llm": {"embedding": {"provider": "openai", "dims": 3}}}, "llm.embedding.dims"),
+        ({"llm": {"embedding": {"provider": "openai", "modl": "x"}}}, "llm.embedding.modl"),
+        ({"llm": {"generation": {"temperture": 0.5}}}, "llm.generation.temperture"),
         ({"llm": {"concurency": 2}}, "llm.concurency"),
         ({"lm": {}}, "lm"),
         ({"answer_correctness": {"enabled": False, "promt": "x"}}, "answer_correctness.promt"),
@@ -353,7 +354,7 @@ def test_missing_correctness_prompt_file(tmp_path: Path) -> None:
         ({"llm": {"max_attempts": 0}}, "llm.max_attempts"),
         ({"llm": {"relevance_questions": 0}}, "llm.relevance_questions"),
         ({"llm": {"prices": {"m": {"input": "cheap"}}}}, "llm.prices.m.input"),
-        ({"llm": {"embedding": {"provider": "cohere"}}}, "llm.embedding.provider"),
+        ({"llm": {"embedding": {"provider": "  "}}}, "llm.embedding.provider"),
         ({"llm": {"generation": "gpt-4o"}}, "llm.generation"),
         ({"llm": []}, "llm"),
     ],

@@ -8,11 +8,14 @@ form that goes into a run signature.
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from .errors import InputError
 from .redact import public_url, register_secret, register_url
@@ -88,6 +91,9 @@ class GenerationConfig(_Endpoint):
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     api_version: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Other ``llm.generation`` keys (``seed``, ``top_p``, ...), sent with every judge call as
+    graphrag-eval passes them on."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +105,8 @@ class EmbeddingConfig(_Endpoint):
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     api_version: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Other ``llm.embedding`` keys, passed to the embedding call."""
 
 
 @dataclass(frozen=True)
@@ -214,19 +222,40 @@ def _env(*names: str) -> str | None:
     return None
 
 
+_GENERATION_KEYS = (
+    "provider",
+    "model",
+    "temperature",
+    "max_tokens",
+    "base_url",
+    "api_base",
+    "api_key",
+    "api_version",
+)
+_EMBEDDING_KEYS = ("provider", "model", "base_url", "api_base", "api_key", "api_version")
+
+
+def _extra(r: _Reader, known: tuple[str, ...]) -> dict[str, Any]:
+    """The keys a block has besides ``known``: passed on to the model call, as graphrag-eval
+    does; their values must be plain JSON (they go into each request and its cache key)."""
+    extra: dict[str, Any] = {}
+    for key, value in r.data.items():
+        if key in known:
+            continue
+        if not isinstance(key, str) or not key.isidentifier():
+            raise r._fail(str(key), "must be a parameter name of letters, digits and underscores")
+        close = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
+        if close:  # a typo of a key qa-eval reads would otherwise be sent to the model
+            raise r._fail(key, f"unknown key; did you mean {close[0]!r}?")
+        try:
+            orjson.dumps(value)
+        except TypeError:
+            raise r._fail(key, f"must be plain JSON data, not {type(value).__name__}") from None
+        extra[key] = value
+    return extra
+
+
 def _generation(r: _Reader) -> GenerationConfig:
-    r.check_keys(
-        (
-            "provider",
-            "model",
-            "temperature",
-            "max_tokens",
-            "base_url",
-            "api_base",
-            "api_key",
-            "api_version",
-        )
-    )
     provider = r.str_("provider", "openai") or "openai"
     base_url = r.str_("base_url") or r.str_("api_base")
     api_version: str | None
@@ -243,26 +272,29 @@ def _generation(r: _Reader) -> GenerationConfig:
         base_url = base_url or _env("OPENAI_BASE_URL")
         api_version = r.str_("api_version")
     max_tokens = r.integer("max_tokens", None)
+    temperature = r.number("temperature", 0.0) or 0.0
+    if temperature > 2.0:
+        raise r._fail("temperature", f"must be between 0 and 2, not {temperature:g}")
     return GenerationConfig(
         provider=provider,
         model=r.str_("model", DEFAULT_MODEL) or DEFAULT_MODEL,
-        temperature=r.number("temperature", 0.0) or 0.0,
+        temperature=temperature,
         max_tokens=max_tokens,
         base_url=base_url,
         api_key=api_key,
         api_version=api_version,
+        extra=_extra(r, _GENERATION_KEYS),
     )
 
 
 def _embedding(r: _Reader, generation: GenerationConfig | None) -> EmbeddingConfig:
     if not r.data:
         return EmbeddingConfig()
-    r.check_keys(("provider", "model", "base_url", "api_base", "api_key", "api_version"))
     provider = r.str_("provider", "openai") or "openai"
-    if provider not in EMBEDDING_PROVIDERS:
-        raise r._fail(
-            "provider", f"must be one of {', '.join(EMBEDDING_PROVIDERS)}, not {provider!r}"
-        )
+    if not provider.strip():
+        raise r._fail("provider", "must not be empty")
+    # openai and azure go through the official SDK, offline is the bundled model; any other
+    # provider name (ollama, cohere, ...) goes through litellm, as in graphrag-eval.
     if provider == "offline":
         return EmbeddingConfig()
     same = generation if generation and generation.provider == provider else None
@@ -279,18 +311,26 @@ def _embedding(r: _Reader, generation: GenerationConfig | None) -> EmbeddingConf
         base_url=r.str_("base_url") or r.str_("api_base") or (same.base_url if same else None),
         api_key=api_key,
         api_version=api_version,
+        extra=_extra(r, _EMBEDDING_KEYS),
     )
+
+
+_PRICE_KEYS = ("input", "output", "cached_input", "batch_input", "batch_output")
 
 
 def _prices(r: _Reader) -> dict[str, dict[str, float]]:
     prices: dict[str, dict[str, float]] = {}
     for model in r.data:
         entry = r.sub(str(model))
-        entry.check_keys(("input", "output"))
+        entry.check_keys(_PRICE_KEYS)
         prices[str(model)] = {
             "input": entry.number("input", 0.0) or 0.0,
             "output": entry.number("output", 0.0) or 0.0,
         }
+        for key in _PRICE_KEYS[2:]:  # optional rates: cached prompt tokens, batch API
+            value = entry.number(key, None)
+            if value is not None:
+                prices[str(model)][key] = value
     return prices
 
 
@@ -443,12 +483,32 @@ def parse_config(data: Any, source: str = "config") -> EvalConfig:
     custom = data.get("custom_evaluations") if isinstance(data, Mapping) else None
     if custom is None:
         custom = []
-    if not isinstance(custom, list) or not all(isinstance(m, Mapping) for m in custom):
+    elif not isinstance(custom, list) or not all(isinstance(m, Mapping) for m in custom):
         raise InputError("must be a list of mappings", source=source, field="custom_evaluations")
+    elif not custom:
+        raise InputError(
+            "must list at least one metric (leave the key out for none)",
+            source=source,
+            field="custom_evaluations",
+        )
     from .metrics.custom import parse_custom_metric
 
     for i, entry in enumerate(custom):
         parse_custom_metric(entry, source, i)
+    if data and not llm.data:
+        # As graphrag-eval: a config that asks for an LLM metric must say which LLM.
+        if custom:
+            raise InputError(
+                "an llm section is required when custom_evaluations are given",
+                source=source,
+                field="llm",
+            )
+        if switches.get("answer_correctness"):
+            raise InputError(
+                "an llm section is required when answer_correctness is enabled",
+                source=source,
+                field="llm",
+            )
     return EvalConfig(
         generation=generation,
         embedding=_embedding(llm.sub("embedding"), generation),

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .cache import ReplyCache
-from .config import EmbeddingConfig
+from .config import SDK_PROVIDERS, EmbeddingConfig
 from .errors import QaEvalError
 from .extras import require
 from .pricing import price_of, usd
@@ -29,6 +29,7 @@ from .pricing import price_of, usd
 __all__ = [
     "CachingEmbedder",
     "Embedder",
+    "LiteLLMEmbedder",
     "OfflineEmbedder",
     "OpenAIEmbedder",
     "make_embedder",
@@ -145,7 +146,10 @@ class OpenAIEmbedder(Embedder):
             from .judge import sdk_client
 
             self._client = sdk_client(self.config, self.timeout, max_retries=2)
-        reply = await self._client.embeddings.create(model=self.config.model, input=list(texts))
+        extra = {"extra_body": dict(self.config.extra)} if self.config.extra else {}
+        reply = await self._client.embeddings.create(
+            model=self.config.model, input=list(texts), **extra
+        )
         tokens = getattr(getattr(reply, "usage", None), "prompt_tokens", 0) or 0
         spent = usd(self.price, tokens, 0)
         return [d.embedding for d in sorted(reply.data, key=lambda d: d.index)], spent
@@ -190,8 +194,41 @@ class CachingEmbedder(Embedder):
         return [found[k][0] for k in keys], total
 
 
+class LiteLLMEmbedder(Embedder):
+    """Any other provider (``ollama``, ``cohere``, ...) through litellm, as graphrag-eval routes
+    them (the ``litellm`` extra, imported at the first call)."""
+
+    def __init__(self, config: EmbeddingConfig, timeout: float = 60.0) -> None:
+        self.config = config
+        self.name = f"{config.provider}:{config.model}"
+        self.timeout = timeout
+        self.price = price_of(config.model, provider=config.provider)
+
+    async def embed(self, texts: Sequence[str]) -> tuple[list[list[float]], float | None]:
+        """One ``litellm.aembedding`` call for all texts."""
+        litellm = require("litellm", f"embedding provider {self.config.provider!r}")
+        kwargs: dict[str, Any] = dict(self.config.extra)
+        if self.config.base_url:
+            kwargs["api_base"] = self.config.base_url
+        if self.config.api_key:
+            kwargs["api_key"] = self.config.api_key
+        reply = await litellm.aembedding(
+            model=f"{self.config.provider}/{self.config.model}",
+            input=list(texts),
+            timeout=self.timeout,
+            **kwargs,
+        )
+        usage = getattr(reply, "usage", None)
+        tokens = getattr(usage, "prompt_tokens", 0) or 0
+        data = sorted(reply.data, key=lambda d: d["index"] if isinstance(d, dict) else d.index)
+        vectors = [d["embedding"] if isinstance(d, dict) else d.embedding for d in data]
+        return vectors, usd(self.price, tokens, 0)
+
+
 def make_embedder(config: EmbeddingConfig, timeout: float = 60.0) -> Embedder:
     """The embedder a config names (nothing is loaded until the first texts arrive)."""
     if config.provider == "offline":
         return OfflineEmbedder()
-    return OpenAIEmbedder(config, timeout)
+    if config.provider in SDK_PROVIDERS:
+        return OpenAIEmbedder(config, timeout)
+    return LiteLLMEmbedder(config, timeout)

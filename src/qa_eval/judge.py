@@ -342,6 +342,7 @@ class _LiteLLMClient:
     async def create(self, **kwargs: Any) -> Any:
         """``litellm.acompletion`` with the model as ``provider/model``."""
         kwargs["model"] = f"{self._gen.provider}/{self._gen.model}"
+        kwargs.update(kwargs.pop("extra_body", None) or {})
         if self._gen.base_url:
             kwargs["api_base"] = self._gen.base_url
         if self._gen.api_key:
@@ -419,6 +420,7 @@ class Judge:
             "model": self.gen.model,
             "temperature": self.gen.temperature,
             "max_tokens": self.gen.max_tokens,
+            **({"extra": dict(self.gen.extra)} if self.gen.extra else {}),
             "messages": messages,
             "schema": json_schema(schema),
         }
@@ -559,6 +561,8 @@ class Judge:
                 }
                 if self.gen.max_tokens:
                     kwargs["max_tokens"] = self.gen.max_tokens
+                if self.gen.extra:  # seed, top_p, ...: into the request body as they are
+                    kwargs["extra_body"] = dict(self.gen.extra)
                 response_format = _response_format(mode, schema)
                 if response_format is not None:
                     kwargs["response_format"] = response_format
@@ -639,6 +643,7 @@ class Judge:
             "max_tokens": self.gen.max_tokens,
             "base_url": public_url(self.gen.base_url),
             "response_mode": self.mode,
+            **({"extra": dict(self.gen.extra)} if self.gen.extra else {}),
         }
 
 
