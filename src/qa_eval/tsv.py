@@ -176,7 +176,10 @@ def handle(args: Any) -> int:
     if args.concurrency is not None and args.concurrency < 1:
         raise QaEvalError("--concurrency must be at least 1")
     from .config import load_config
+    from .extras import require
 
+    require("openai", "the answer-correctness command (an LLM judge)")
+    require("pydantic", "the answer-correctness command (an LLM judge)")
     config = load_config(args.config).with_options(concurrency=args.concurrency)
     progress = Progress(sys.stderr, "judging", enabled=False if args.quiet else None)
     try:
