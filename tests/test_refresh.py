@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import copy
+import difflib
 import json
+import os
+import shutil
 import socket
 import threading
 import time
@@ -14,16 +17,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 pyoxigraph = pytest.importorskip("pyoxigraph")
 
 from qa_eval import InputError, run_evaluation  # noqa: E402
+from qa_eval.cli import main  # noqa: E402
 from qa_eval.io import read_data  # noqa: E402
 from qa_eval.refresh import (  # noqa: E402
+    RefreshRefused,
+    change_limit,
     endpoint_runner,
     load_store,
     refresh_reference,
     refresh_reference_file,
+    safety_issues,
     sparql_json_text,
     store_runner,
 )
@@ -365,3 +373,439 @@ def test_demo_systems_step_scores(responses: str, expected: dict[str, float]) ->
     errors = {q for q, status in statuses.items() if status == "error"}
     assert errors == (set() if "good" in responses else {"transformers-kristiansand"})
     assert all("step_errors" not in r for r in results)
+
+
+# --- Writing the file back: nothing but the changed outputs ----------------------------------
+
+PREFIXES = (
+    "PREFIX g: <https://example.org/grid#> PREFIX r: <https://example.org/grid/resource/> "
+    "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>"
+)
+OSLO_QUERY = (
+    f"{PREFIXES} SELECT ?transformer ?name WHERE "
+    "{ ?transformer g:substation r:sub-OSLO ; rdfs:label ?name }"
+)
+BERGEN_QUERY = (
+    f"{PREFIXES} SELECT ?transformer ?name WHERE "
+    "{ ?transformer g:substation r:sub-BERGEN ; rdfs:label ?name }"
+)
+HALDEN_QUERY = f"{PREFIXES} ASK {{ r:line-OSLO-HALDEN g:toSubstation r:sub-HALDEN }}"
+
+
+def _current(query: str, graph: Path = GRAPH) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads(sparql_json_text(store_runner(graph)(query)))
+    return result
+
+
+def _gold_yaml(oslo_output: list[str], halden_output: list[str]) -> str:
+    """A hand-written reference: comments, 4-space indentation, an indented-JSON literal block,
+    a one-line quoted output and a step without an output."""
+    bergen = json.dumps(_current(BERGEN_QUERY)).replace("'", "''")
+    lines = [
+        "# Gold reference of the grid assistant: reviewed by hand, keep the comments.",
+        "-   template_id: transformers  # one template",
+        "    questions:",
+        "    -   id: oslo",
+        "        question_text: Which transformers are at OSLO?",
+        "        reference_steps:",
+        "        -   -   name: sparql_query  # the query of record",
+        "                args:",
+        f"                    query: '{OSLO_QUERY}'",
+        *oslo_output,
+        "                output_media_type: application/sparql-results+json",
+        "",
+        "    # BERGEN is up to date",
+        "    -   id: bergen",
+        "        reference_steps:",
+        "        -   -   name: sparql_query",
+        "                args: {query: '" + BERGEN_QUERY + "'}",
+        f"                output: '{bergen}'   # checked 2024-05-01",
+        "    -   id: halden",
+        "        reference_steps:",
+        "        -   -   name: sparql_query",
+        "                args:",
+        f"                    query: '{HALDEN_QUERY}'",
+        "                required_columns: []",
+        *halden_output,
+        "# end of file",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _literal(value: dict[str, Any], indent: int = 20) -> list[str]:
+    return ["                output: |-"] + [
+        " " * indent + line for line in json.dumps(value, indent=4).split("\n")
+    ]
+
+
+def _stale_oslo() -> dict[str, Any]:
+    stale = _current(OSLO_QUERY)
+    stale["results"]["bindings"] = stale["results"]["bindings"][:1]  # OSLO T2 and T3 missing
+    return stale
+
+
+def _halden_line() -> list[str]:
+    return ["                output: '" + json.dumps(_current(HALDEN_QUERY)) + "'"]
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_a_current_file_is_not_written(tmp_path: Path, newline: str) -> None:
+    reference = tmp_path / "gold.yaml"
+    text = _gold_yaml(_literal(_current(OSLO_QUERY)), _halden_line()).replace("\n", newline)
+    reference.write_bytes(text.encode("utf-8"))
+    os.utime(reference, ns=(1_000_000_000, 1_000_000_000))
+    result = refresh_reference_file(reference, store=GRAPH, output=reference)
+    assert (result.changes, result.steps_run, result.written) == ([], 3, None)
+    assert reference.read_bytes() == text.encode("utf-8")
+    assert reference.stat().st_mtime_ns == 1_000_000_000  # not even rewritten with the same bytes
+    copy_to = tmp_path / "copy.yaml"  # another output: a copy, byte for byte
+    assert refresh_reference_file(reference, store=GRAPH, output=copy_to).written == str(copy_to)
+    assert copy_to.read_bytes() == text.encode("utf-8")
+
+
+def test_only_the_changed_outputs_are_rewritten(tmp_path: Path) -> None:
+    reference = tmp_path / "gold.yaml"
+    reference.write_text(_gold_yaml(_literal(_stale_oslo()), []), encoding="utf-8")
+    result = refresh_reference_file(reference, store=GRAPH, output=reference)
+    assert [(c.question_id, c.kind) for c in result.changes] == [
+        ("oslo", "changed"),
+        ("halden", "filled"),
+    ]
+    oslo = result.changes[0]
+    assert (oslo.added, oslo.removed, oslo.emptied) == (2, 0, False)
+    assert result.written == str(reference)
+    expected = _gold_yaml(
+        _literal(_current(OSLO_QUERY)),  # indented JSON stays indented JSON, 4 spaces
+        _halden_line(),
+    )
+    assert reference.read_text(encoding="utf-8") == expected
+    assert read_data(reference) == result.data
+    assert refresh_reference_file(reference, store=GRAPH, output=reference).changes == []
+
+
+def _replaced_lines(old: str, new: str) -> set[int]:
+    """Numbers (0-based) of the lines of ``old`` that ``new`` replaces or deletes."""
+    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
+    return {
+        line
+        for tag, i1, i2, _, _ in matcher.get_opcodes()
+        if tag != "equal"
+        for line in range(i1, max(i2, i1 + 1))
+    }
+
+
+def _output_lines(text: str, question_ids: set[str]) -> set[int]:
+    """The lines of the output values of the named questions' steps (and the line after)."""
+    lines: set[int] = set()
+    for template in yaml.compose(text).value:
+        questions = dict((k.value, v) for k, v in template.value)["questions"]
+        for question in questions.value:
+            fields = dict((k.value, v) for k, v in question.value)
+            if fields["id"].value not in question_ids:
+                continue
+            for group in fields["reference_steps"].value:
+                for step in group.value:
+                    value = dict((k.value, v) for k, v in step.value)["output"]
+                    lines.update(range(value.start_mark.line, value.end_mark.line + 2))
+    return lines
+
+
+@pytest.mark.parametrize("indent", [2, 4])
+def test_a_reindented_demo_changes_only_in_its_changed_outputs(tmp_path: Path, indent: int) -> None:
+    reference = tmp_path / "reference.yaml"
+    text = yaml.dump(read_data(REFERENCE), indent=indent, sort_keys=False, width=90)
+    text = "# the power-grid gold file\n" + text.replace("\n-", "\n# --\n-")
+    reference.write_text(text, encoding="utf-8")
+    assert refresh_reference_file(reference, store=GRAPH, output=reference).written is None
+    assert reference.read_text(encoding="utf-8") == text
+
+    graph = tmp_path / "grid.ttl"
+    graph.write_text(GRAPH.read_text(encoding="utf-8") + EXTRA_SUBSTATION, encoding="utf-8")
+    result = refresh_reference_file(reference, store=graph, output=reference)
+    changed = {c.question_id for c in result.changes}
+    assert changed == {"capacity-no1", "longest-lines-nordnett"}
+    new = reference.read_text(encoding="utf-8")
+    assert read_data(reference) == result.data
+    replaced = _replaced_lines(text, new)
+    assert replaced and replaced <= _output_lines(text, changed)
+    assert new.count("\n# --\n") == text.count("\n# --\n") == 3
+    assert new.startswith("# the power-grid gold file\n")
+
+
+def test_crlf_and_byte_order_mark_are_kept(tmp_path: Path) -> None:
+    reference = tmp_path / "gold.yaml"
+    text = _gold_yaml(_literal(_stale_oslo()), _halden_line()).replace("\n", "\r\n")
+    reference.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    result = refresh_reference_file(reference, store=GRAPH, output=reference)
+    assert [c.question_id for c in result.changes] == ["oslo"]
+    raw = reference.read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbf")
+    assert raw.count(b"\n") == raw.count(b"\r\n")
+    expected = _gold_yaml(_literal(_current(OSLO_QUERY)), _halden_line()).replace("\n", "\r\n")
+    assert raw[3:].decode("utf-8") == expected
+
+
+def test_json_reference_keeps_its_indentation(tmp_path: Path) -> None:
+    data = read_data(REFERENCE)
+    reference = tmp_path / "reference.json"
+    text = json.dumps(data, indent=4, ensure_ascii=False) + "\n"
+    reference.write_text(text, encoding="utf-8")
+    os.utime(reference, ns=(1_000_000_000, 1_000_000_000))
+    assert refresh_reference_file(reference, store=GRAPH, output=reference).written is None
+    assert reference.stat().st_mtime_ns == 1_000_000_000
+
+    graph = tmp_path / "grid.ttl"
+    graph.write_text(GRAPH.read_text(encoding="utf-8") + EXTRA_SUBSTATION, encoding="utf-8")
+    result = refresh_reference_file(reference, store=graph, output=reference)
+    assert len(result.changes) == 2
+    new = reference.read_text(encoding="utf-8")
+    assert new == json.dumps(result.data, indent=4, ensure_ascii=False) + "\n"
+    assert len(_replaced_lines(text, new)) == 2  # the two output lines, nothing else
+
+
+def test_output_as_a_mapping_stays_a_mapping(tmp_path: Path) -> None:
+    reference = tmp_path / "gold.yaml"
+    stale = yaml.safe_dump(_stale_oslo(), indent=2, sort_keys=False)
+    block = "\n".join("                    " + line for line in stale.splitlines())
+    text = _gold_yaml(["                output:", block], _halden_line())
+    reference.write_text(text, encoding="utf-8")
+    assert isinstance(
+        read_data(reference)[0]["questions"][0]["reference_steps"][0][0]["output"], dict
+    )
+    result = refresh_reference_file(reference, store=GRAPH, output=reference)
+    assert [c.question_id for c in result.changes] == ["oslo"]
+    data = read_data(reference)
+    assert data[0]["questions"][0]["reference_steps"][0][0]["output"] == _current(OSLO_QUERY)
+    assert data == result.data
+    new = reference.read_text(encoding="utf-8")
+    assert _replaced_lines(text, new) <= _output_lines(text, {"oslo"})
+
+
+@pytest.mark.parametrize(
+    "oslo_output",
+    [
+        # an anchor on the value: replaced in place it would change what an alias means
+        ['                output: &old \'{"head": {"vars": []}, "results": {"bindings": []}}\''],
+        # an explicit indentation indicator on a block scalar
+        [
+            "                output: |4-",
+            '                        {"head": {"vars": []},',
+            '                         "results": {"bindings": []}}',
+        ],
+    ],
+)
+def test_values_that_cannot_be_replaced_in_place_go_through_ruamel(
+    tmp_path: Path, oslo_output: list[str]
+) -> None:
+    pytest.importorskip("ruamel.yaml")
+    reference = tmp_path / "gold.yaml"
+    text = _gold_yaml(oslo_output, _halden_line())
+    reference.write_text(text, encoding="utf-8")
+    result = refresh_reference_file(reference, store=GRAPH, output=reference, force=True)
+    assert [c.question_id for c in result.changes] == ["oslo"]
+    new = reference.read_text(encoding="utf-8")
+    assert read_data(reference) == result.data
+    for comment in (
+        "# Gold reference",
+        "# one template",
+        "# the query of record",
+        "# BERGEN is up to date",
+        "# checked 2024-05-01",
+        "# end of file",
+    ):
+        assert comment in new
+
+
+def test_flow_style_step_without_output_is_filled(tmp_path: Path) -> None:
+    pytest.importorskip("ruamel.yaml")
+    reference = tmp_path / "gold.yaml"
+    text = (
+        "# flow style\n- template_id: t\n  questions:\n  - id: q\n    reference_steps:\n"
+        f"    - [{{name: sparql_query, args: {{query: '{HALDEN_QUERY}'}}}}]  # one step\n"
+    )
+    reference.write_text(text, encoding="utf-8")
+    result = refresh_reference_file(reference, store=GRAPH, output=reference)
+    assert [c.kind for c in result.changes] == ["filled"]
+    assert read_data(reference) == result.data
+    assert "# flow style" in reference.read_text(encoding="utf-8")
+
+
+# --- Refusing a refresh that looks wrong -----------------------------------------------------
+
+EMPTY_GRAPH = "@prefix g: <https://example.org/grid#> .\ng:something g:else g:entirely .\n"
+
+
+def test_the_wrong_graph_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    reference = tmp_path / "reference.yaml"
+    shutil.copy(REFERENCE, reference)
+    graph = tmp_path / "other.ttl"
+    graph.write_text(EMPTY_GRAPH, encoding="utf-8")
+    with pytest.raises(RefreshRefused) as caught:
+        refresh_reference_file(reference, store=graph, output=reference)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "5 of 11 SPARQL outputs would become empty" in message
+    assert "10 of 11 SPARQL outputs would change, more than --max-changes 50%" in message
+    assert "--force" in message
+    assert reference.read_bytes() == REFERENCE.read_bytes()
+    refused = caught.value.result
+    assert refused.written is None and len(refused.changes) == 10
+    emptied = {c.question_id for c in refused.changes if c.emptied}
+    assert emptied == {
+        "transformers-oslo",
+        "transformers-bergen",
+        "transformers-kristiansand",
+        "longest-lines-nordnett",
+        "longest-lines-vestkraft",
+    }  # the COUNT questions get a row of zero, the ASK ones false: changed, not emptied
+
+    forced = refresh_reference_file(reference, store=graph, output=reference, force=True)
+    assert forced.written == str(reference) and forced.issues == refused.issues
+    assert read_data(reference) == forced.data
+
+
+def test_one_emptied_output_is_enough_to_stop(tmp_path: Path) -> None:
+    reference = tmp_path / "reference.yaml"
+    shutil.copy(REFERENCE, reference)
+    graph = tmp_path / "grid.ttl"
+    graph.write_text(
+        GRAPH.read_text(encoding="utf-8").replace("g:substation r:sub-BERGEN", "g:substation r:x"),
+        encoding="utf-8",
+    )
+    with pytest.raises(
+        RefreshRefused,
+        match=r"1 of 11 SPARQL outputs would become empty, e\.g\. "
+        r"template 'transformers_at_substation_SUBSTATION' question "
+        r"'transformers-bergen' reference_steps\[1\]\[0\] \(2 rows",
+    ):
+        refresh_reference_file(reference, store=graph, output=reference, max_changes=11)
+    assert reference.read_bytes() == REFERENCE.read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("max_changes", "refused"),
+    [(1, True), ("1", True), (2, False), ("18%", True), ("19%", False), ("100%", False)],
+)
+def test_max_changes(tmp_path: Path, max_changes: int | str, refused: bool) -> None:
+    reference = tmp_path / "reference.yaml"
+    shutil.copy(REFERENCE, reference)
+    graph = tmp_path / "grid.ttl"  # two outputs change: 2 of 11 steps is 18.2%
+    graph.write_text(GRAPH.read_text(encoding="utf-8") + EXTRA_SUBSTATION, encoding="utf-8")
+    if refused:
+        with pytest.raises(RefreshRefused, match=rf"2 of 11 .* --max-changes {max_changes} allows"):
+            refresh_reference_file(
+                reference, store=graph, output=reference, max_changes=max_changes
+            )
+        assert reference.read_bytes() == REFERENCE.read_bytes()
+    else:
+        result = refresh_reference_file(
+            reference, store=graph, output=reference, max_changes=max_changes
+        )
+        assert result.written and not result.issues
+
+
+@pytest.mark.parametrize("bad", [-1, "-1", "x", "150%", "%", True, "1.5"])
+def test_max_changes_must_be_a_count_or_a_percentage(bad: Any) -> None:
+    with pytest.raises(InputError, match=r"a count .* or a percentage"):
+        refresh_reference_file(REFERENCE, store=GRAPH, max_changes=bad)
+
+
+def test_filling_missing_outputs_is_not_a_change(tmp_path: Path) -> None:
+    data = read_data(REFERENCE)
+    for template in data:
+        for question in template["questions"]:
+            for group in question["reference_steps"]:
+                for step in group:
+                    if step["name"] == "sparql_query":
+                        del step["output"]
+    reference = tmp_path / "new.json"
+    reference.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    result = refresh_reference_file(reference, store=GRAPH, output=reference)
+    assert len(result.changes) == 11 and {c.kind for c in result.changes} == {"filled"}
+    assert not result.issues and read_data(reference) == read_data(REFERENCE)
+
+
+def test_safety_issues_of_a_plain_refresh() -> None:
+    data = read_data(REFERENCE)
+    result = refresh_reference(data, store_runner(GRAPH))
+    assert safety_issues(result) == ()
+    assert change_limit("50%", 11) == 5.5 and change_limit(3, 11) == 3.0
+
+
+# --- The command -----------------------------------------------------------------------------
+
+
+def test_command_dry_run_shows_the_rows_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reference = tmp_path / "reference.yaml"
+    shutil.copy(REFERENCE, reference)
+    graph = tmp_path / "grid.ttl"
+    graph.write_text(GRAPH.read_text(encoding="utf-8") + EXTRA_SUBSTATION, encoding="utf-8")
+    args = ["refresh-references", str(reference), "--store", str(graph), "--dry-run"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert reference.read_bytes() == REFERENCE.read_bytes()
+    assert (
+        "template 'longest_lines_of_operator_OPERATOR' question 'longest-lines-nordnett' "
+        "reference_steps[0][0]: 3 rows [line, name, lengthKm] -> 3 rows [line, name, lengthKm] "
+        "(+1 added, -1 removed)\n"
+        "    - line=<https://example.org/grid/resource/line-OSLO-HALDEN>, "
+        'name="LN 420 OSLO-HALDEN", lengthKm=118.2\n'
+        "    + line=<https://example.org/grid/resource/line-DRAMMEN-KVILLDAL>, "
+        'name="LN 300 DRAMMEN-KVILLDAL", lengthKm=301.5\n'
+    ) in out
+    assert "    + transformers=7, totalMVA=4300.75\n" in out
+    assert out.endswith("11 SPARQL steps run, 2 changed; dry run, nothing written\n")
+
+    assert main([*args, "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["written"] is None and report["refused"] is False and report["issues"] == []
+    capacity = next(c for c in report["changes"] if c["question_id"] == "capacity-no1")
+    assert capacity["rows_added"] == ["transformers=7, totalMVA=4300.75"]
+    assert capacity["rows_removed"] == ["transformers=6, totalMVA=3800.75"]
+    assert capacity["kind"] == "changed" and capacity["emptied"] is False
+
+
+def test_command_refuses_the_wrong_graph_with_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reference = tmp_path / "reference.yaml"
+    shutil.copy(REFERENCE, reference)
+    graph = tmp_path / "other.ttl"
+    graph.write_text(EMPTY_GRAPH, encoding="utf-8")
+    args = ["refresh-references", str(reference), "--store", str(graph)]
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    assert captured.out.count("\n") == 10  # each change, then the error
+    assert "[EMPTIED]" in captured.out
+    err = captured.err.strip()
+    assert err.startswith(f"qa-eval: error: {reference}: not written: 5 of 11")
+    assert "pass --force" in err and "\n" not in err
+    assert reference.read_bytes() == REFERENCE.read_bytes()
+
+    assert main([*args, "--dry-run"]) == 0  # shows what a run would do, and that it would stop
+    out = capsys.readouterr().out
+    assert "without --dry-run this refresh would stop: 5 of 11" in out
+    assert main([*args, "--format", "json"]) == 2
+    report = json.loads(capsys.readouterr().out)
+    assert report["refused"] is True and len(report["issues"]) == 2 and report["written"] is None
+
+    assert main([*args, "--force"]) == 0
+    assert f"10 changed; wrote {reference}" in capsys.readouterr().out
+    assert read_data(reference) != read_data(REFERENCE)
+
+
+def test_command_options_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["refresh-references", str(REFERENCE), "--dry-run"]
+    assert main([*base, "--store", str(GRAPH), "--max-changes", "lots"]) == 2
+    assert "max changes must be a count" in capsys.readouterr().err
+    assert main([*base, "--store", str(GRAPH), "--header", "Authorization: Bearer s3cret"]) == 2
+    err = capsys.readouterr().err
+    assert "--header applies to --endpoint only" in err and "s3cret" not in err
+    assert main([*base, "--endpoint", "http://127.0.0.1:9/", "--header", "Bearer s3cret"]) == 2
+    err = capsys.readouterr().err
+    assert "a header must be 'Name: value'" in err and "s3cret" not in err
+    assert main([*base, "--store", str(GRAPH), "--default-graph-uri", "not an iri"]) == 2
+    assert "is not an absolute IRI" in capsys.readouterr().err
