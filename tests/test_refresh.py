@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import difflib
 import json
@@ -29,6 +30,7 @@ from qa_eval.refresh import (  # noqa: E402
     change_limit,
     endpoint_runner,
     load_store,
+    parse_header,
     refresh_reference,
     refresh_reference_file,
     safety_issues,
@@ -194,10 +196,22 @@ def test_serialisation_is_stable() -> None:
 
 
 class _Endpoint:
-    def __init__(self, store: Any, delay: float = 0.0) -> None:
+    """A SPARQL 1.1 protocol endpoint over a pyoxigraph store. With ``auth`` it answers 401
+    (echoing the Authorization header it got, as some servers do) unless that exact header
+    comes; with ``redirect`` it answers 302 to that URL."""
+
+    def __init__(
+        self,
+        store: Any,
+        delay: float = 0.0,
+        auth: str | None = None,
+        redirect: str | None = None,
+    ) -> None:
         self.store = store
         self.delay = delay
-        self.requests: list[dict[str, str]] = []
+        self.auth = auth
+        self.redirect = redirect
+        self.requests: list[dict[str, Any]] = []
 
 
 def _handler(endpoint: _Endpoint) -> type[BaseHTTPRequestHandler]:
@@ -205,17 +219,33 @@ def _handler(endpoint: _Endpoint) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))
             form = urllib.parse.parse_qs(self.rfile.read(length).decode("utf-8"))
+            query_string = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+            graphs = form.get("default-graph-uri", []) + query_string.get("default-graph-uri", [])
             endpoint.requests.append(
                 {
                     "accept": self.headers.get("Accept", ""),
                     "content_type": self.headers.get("Content-Type", ""),
                     "path": self.path,
+                    "authorization": self.headers.get("Authorization"),
+                    "headers": {k.lower(): v for k, v in self.headers.items()},
+                    "default_graph_uris": graphs,
                 }
             )
+            if endpoint.redirect:
+                self.send_response(302)
+                self.send_header("Location", endpoint.redirect)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            if endpoint.auth is not None and self.headers.get("Authorization") != endpoint.auth:
+                got = self.headers.get("Authorization")
+                self._send(401, "text/plain", f"Unauthorized: got Authorization {got}".encode())
+                return
             if endpoint.delay:
                 time.sleep(endpoint.delay)
+            options = {"default_graph": [pyoxigraph.NamedNode(g) for g in graphs]} if graphs else {}
             try:
-                results = endpoint.store.query(form["query"][0])
+                results = endpoint.store.query(form["query"][0], **options)
             except SyntaxError as e:
                 self._send(400, "text/plain", f"Parse error: {e}\nmore details".encode())
                 return
@@ -809,3 +839,198 @@ def test_command_options_are_checked(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "a header must be 'Name: value'" in err and "s3cret" not in err
     assert main([*base, "--store", str(GRAPH), "--default-graph-uri", "not an iri"]) == 2
     assert "is not an absolute IRI" in capsys.readouterr().err
+
+
+# --- A secured endpoint: headers, basic auth, default-graph-uri ------------------------------
+
+GRID_GRAPH = "https://example.org/grid/graphs/current"
+USER, PASSWORD = "grid-reader", "pa55-W0rd/ÆØ"
+BASIC = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+TOKEN = "Bearer eyJhbGciOi.s3cret-t0ken"
+
+
+def _graph_store() -> Any:
+    """The demo graph in a named graph only: the store's default graph is empty, as in a
+    GraphDB repository where the data sits in a named graph."""
+    store = pyoxigraph.Store()
+    store.load(
+        path=str(GRAPH),
+        format=pyoxigraph.RdfFormat.TURTLE,
+        to_graph=pyoxigraph.NamedNode(GRID_GRAPH),
+    )
+    return store
+
+
+@pytest.fixture
+def secured() -> Iterator[tuple[_Endpoint, str]]:
+    endpoint = _Endpoint(_graph_store(), auth=BASIC)
+    for url in _serve(endpoint):
+        yield endpoint, url
+
+
+def _no_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("QA_EVAL_SPARQL_USER", raising=False)
+    monkeypatch.delenv("QA_EVAL_SPARQL_PASSWORD", raising=False)
+
+
+def test_basic_auth_from_the_environment_and_default_graph(
+    secured: tuple[_Endpoint, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    endpoint, url = secured
+    monkeypatch.setenv("QA_EVAL_SPARQL_USER", USER)
+    monkeypatch.setenv("QA_EVAL_SPARQL_PASSWORD", PASSWORD)
+    result = refresh_reference_file(REFERENCE, endpoint=url, default_graph_uris=[GRID_GRAPH])
+    assert (result.changes, result.steps_run) == ([], 11)
+    assert len(endpoint.requests) == 11
+    assert all(r["authorization"] == BASIC for r in endpoint.requests)
+    assert all(r["default_graph_uris"] == [GRID_GRAPH] for r in endpoint.requests)
+
+    # Without default-graph-uri the queries read the empty default graph: every output would
+    # empty or change, and the refresh is refused.
+    result = refresh_reference_file(REFERENCE, endpoint=url)
+    assert len(result.changes) == 10 and len(result.issues) == 2
+
+
+def test_missing_or_wrong_credentials_are_a_clear_error_without_secrets(
+    secured: tuple[_Endpoint, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, url = secured
+    _no_credentials(monkeypatch)
+    with pytest.raises(InputError) as caught:
+        refresh_reference_file(REFERENCE, endpoint=url)
+    message = str(caught.value)
+    assert f"SPARQL endpoint {url} answered HTTP 401" in message
+    assert "credentials sent: none" in message and "QA_EVAL_SPARQL_USER" in message
+    assert "\n" not in message
+
+    wrong = "n0t-the-pa55word"
+    monkeypatch.setenv("QA_EVAL_SPARQL_USER", USER)
+    monkeypatch.setenv("QA_EVAL_SPARQL_PASSWORD", wrong)
+    with pytest.raises(InputError) as caught:
+        refresh_reference_file(REFERENCE, endpoint=url)
+    message = str(caught.value)
+    token = base64.b64encode(f"{USER}:{wrong}".encode()).decode()
+    assert "Unauthorized: got Authorization Basic ***" in message  # the server echoed it
+    assert wrong not in message and token not in message
+    assert "credentials sent: basic auth (QA_EVAL_SPARQL_USER, QA_EVAL_SPARQL_PASSWORD)" in message
+
+    monkeypatch.delenv("QA_EVAL_SPARQL_PASSWORD")
+    with pytest.raises(InputError, match="QA_EVAL_SPARQL_PASSWORD is not set"):
+        refresh_reference_file(REFERENCE, endpoint=url)
+    # An Authorization header given explicitly does not need (or read) the environment.
+    headers = {"Authorization": BASIC}
+    result = refresh_reference_file(
+        REFERENCE, endpoint=url, headers=headers, default_graph_uris=[GRID_GRAPH]
+    )
+    assert result.changes == []
+
+
+def test_command_sends_headers_and_never_prints_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _no_credentials(monkeypatch)
+    endpoint = _Endpoint(_graph_store(), auth=TOKEN)
+    reference = tmp_path / "reference.yaml"
+    shutil.copy(REFERENCE, reference)
+    for url in _serve(endpoint):
+        args = ["refresh-references", str(reference), "--endpoint", url]
+        graph = ["--default-graph-uri", GRID_GRAPH]
+        good = ["--header", f"Authorization: {TOKEN}", "--header", "X-Request-Source: qa-eval"]
+        assert main([*args, *graph, *good]) == 0
+        assert f"0 changed; {reference} is up to date" in capsys.readouterr().out
+        assert endpoint.requests[0]["headers"]["x-request-source"] == "qa-eval"
+        assert endpoint.requests[0]["authorization"] == TOKEN
+        assert endpoint.requests[0]["accept"] == "application/sparql-results+json"
+
+        monkeypatch.setenv("QA_EVAL_SPARQL_USER", USER)  # the header given wins over these
+        monkeypatch.setenv("QA_EVAL_SPARQL_PASSWORD", PASSWORD)
+        assert main([*args, *graph, *good, "--dry-run"]) == 0
+        assert endpoint.requests[-1]["authorization"] == TOKEN
+        capsys.readouterr()
+
+        wrong = "Bearer eyJhbGciOi.wr0ng-t0ken"
+        assert main([*args, *graph, "--header", f"Authorization: {wrong}"]) == 2
+        captured = capsys.readouterr()
+        assert "HTTP 401" in captured.err
+        assert "credentials sent: the Authorization header given" in captured.err
+        assert "wr0ng-t0ken" not in captured.err + captured.out
+        assert reference.read_bytes() == REFERENCE.read_bytes()
+
+        assert main([*args, *good]) == 2  # the default graph is empty: refused
+        captured = capsys.readouterr()
+        assert "would become empty" in captured.err and "s3cret-t0ken" not in captured.err
+        assert reference.read_bytes() == REFERENCE.read_bytes()
+
+
+def test_credentials_in_the_url_are_used_and_not_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    _no_credentials(monkeypatch)
+    endpoint = _Endpoint(_graph_store(), auth=BASIC)
+    for url in _serve(endpoint):
+        quoted = urllib.parse.quote(PASSWORD, safe="")
+        with_user = url.replace("http://", f"http://{USER}:{quoted}@")
+        result = refresh_reference_file(
+            REFERENCE, endpoint=with_user, default_graph_uris=[GRID_GRAPH]
+        )
+        assert result.changes == [] and endpoint.requests[-1]["authorization"] == BASIC
+        data = read_data(REFERENCE)
+        _step(data, "connected-sima-aurland")["args"]["query"] = "ASK { ?s ?p }"
+        with pytest.raises(InputError) as caught:
+            refresh_reference(data, endpoint_runner(with_user), source="demo.yaml")
+        message = str(caught.value)
+        assert f"SPARQL endpoint {url} answered HTTP 400" in message
+        assert PASSWORD not in message and quoted not in message and USER not in message
+
+
+def test_redirects_are_not_followed_with_the_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    _no_credentials(monkeypatch)
+    elsewhere = _Endpoint(_graph_store())
+    for target in _serve(elsewhere):
+        moved = _Endpoint(_graph_store(), redirect=target)
+        for url in _serve(moved):
+            with pytest.raises(InputError) as caught:
+                refresh_reference_file(REFERENCE, endpoint=url, headers={"Authorization": TOKEN})
+            message = str(caught.value)
+            assert f"redirected (HTTP 302) to {target}" in message
+            assert "s3cret" not in message
+    assert len(moved.requests) == 1 and elsewhere.requests == []
+
+
+@pytest.mark.parametrize(
+    ("header", "problem"),
+    [
+        ("Authorization Bearer abc123", "no ':' found"),
+        ("Bad Name: abc123", "with a token as its name"),
+        ("Host: abc123", "set by qa-eval"),
+        ("X-Key: abc\r\n123", "line break"),
+    ],
+)
+def test_bad_headers_are_refused_without_showing_the_value(header: str, problem: str) -> None:
+    with pytest.raises(InputError) as caught:
+        endpoint_runner("http://127.0.0.1:9/sparql", headers=[header])
+    assert problem in str(caught.value) and "abc" not in str(caught.value)
+    assert parse_header("  Authorization :  Bearer x y ") == ("Authorization", "Bearer x y")
+
+
+def test_default_graph_of_an_rdf_dataset_file(tmp_path: Path) -> None:
+    store = _graph_store()
+    draft = pyoxigraph.NamedNode("https://example.org/grid/graphs/draft")
+    store.load(
+        input="@prefix g: <https://example.org/grid#> . "
+        "@prefix r: <https://example.org/grid/resource/> . "
+        "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> . "
+        "@prefix xsd: <http://www.w3.org/2001/XMLSchema#> . r:tr-OSLO-T9 a g:Transformer ; "
+        'g:substation r:sub-OSLO ; rdfs:label "OSLO T9" ; g:ratedMVA "5"^^xsd:decimal .',
+        format=pyoxigraph.RdfFormat.TURTLE,
+        to_graph=draft,
+    )
+    trig = tmp_path / "grid.trig"
+    store.dump(str(trig), pyoxigraph.RdfFormat.TRIG)
+    only = refresh_reference_file(REFERENCE, store=trig, default_graph_uris=[GRID_GRAPH])
+    assert only.changes == []  # the draft graph is not read
+    union = refresh_reference_file(REFERENCE, store=trig)  # all graphs: the draft's T9 too
+    oslo = next(c for c in union.changes if c.question_id == "transformers-oslo")
+    assert (oslo.added, oslo.removed) == (1, 0) and "OSLO T9" in oslo.rows_added[0]
+    both = refresh_reference_file(
+        REFERENCE, store=trig, default_graph_uris=[GRID_GRAPH, draft.value]
+    )
+    assert {c.question_id for c in both.changes} == {c.question_id for c in union.changes}

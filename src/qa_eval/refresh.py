@@ -440,37 +440,34 @@ def endpoint_runner(
         url = _without_userinfo(url)
     else:
         url_auth = None
-    user, password = env.get(ENV_USER), env.get(ENV_PASSWORD)
-    if (user is None) != (password is None):
-        missing = ENV_PASSWORD if password is None else ENV_USER
-        raise InputError(
-            f"{missing} is not set: basic auth needs both {ENV_USER} and {ENV_PASSWORD}"
-        )
-    env_auth = (user or "", password or "") if user is not None else None
     request_headers = {
         "Accept": SPARQL_JSON,
         "Content-Type": "application/x-www-form-urlencoded; charset=utf-8",
     }
     credentials = "none"
-    basic = auth or url_auth or env_auth
-    if basic is not None:
-        token = base64.b64encode(f"{basic[0]}:{basic[1]}".encode()).decode("ascii")
+    if any(name.lower() == "authorization" for name, _ in extra):
+        credentials = "the Authorization header given"
+    elif auth is not None or url_auth is not None:
+        user, password = auth or url_auth or ("", "")
+        credentials = "basic auth (auth argument)" if auth else "basic auth (user in the URL)"
+    elif env.get(ENV_USER) is not None or env.get(ENV_PASSWORD) is not None:
+        env_user, env_password = env.get(ENV_USER), env.get(ENV_PASSWORD)
+        if env_user is None or env_password is None:
+            missing = ENV_USER if env_user is None else ENV_PASSWORD
+            raise InputError(
+                f"{missing} is not set: basic auth needs both {ENV_USER} and {ENV_PASSWORD}"
+            )
+        user, password = env_user, env_password
+        credentials = f"basic auth ({ENV_USER}, {ENV_PASSWORD})"
+    if credentials.startswith("basic auth"):
+        token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
         request_headers["Authorization"] = f"Basic {token}"
-        secrets += [basic[1], token, f"Basic {token}"]
-        credentials = (
-            "basic auth (auth argument)"
-            if auth
-            else "basic auth (user in the URL)"
-            if url_auth
-            else f"basic auth ({ENV_USER}, {ENV_PASSWORD})"
-        )
+        secrets += [password, token]
     for name, value in extra:
         for known in list(request_headers):
             if known.lower() == name.lower():
                 del request_headers[known]
         request_headers[name] = value
-        if name.lower() == "authorization":
-            credentials = "the Authorization header given"
     redact = _redactor(secrets)
     opener = urllib.request.build_opener(_NoRedirect())
 
