@@ -23,6 +23,7 @@ import yaml
 pyoxigraph = pytest.importorskip("pyoxigraph")
 
 from qa_eval import InputError, run_evaluation  # noqa: E402
+from qa_eval import refresh as refresh_module  # noqa: E402
 from qa_eval.cli import main  # noqa: E402
 from qa_eval.io import read_data  # noqa: E402
 from qa_eval.refresh import (  # noqa: E402
@@ -36,6 +37,7 @@ from qa_eval.refresh import (  # noqa: E402
     safety_issues,
     sparql_json_text,
     store_runner,
+    updated_text,
 )
 
 DEMO = Path(__file__).resolve().parent.parent / "examples" / "powergrid"
@@ -1034,3 +1036,36 @@ def test_default_graph_of_an_rdf_dataset_file(tmp_path: Path) -> None:
         REFERENCE, store=trig, default_graph_uris=[GRID_GRAPH, draft.value]
     )
     assert {c.question_id for c in both.changes} == {c.question_id for c in union.changes}
+
+
+@pytest.mark.parametrize(
+    ("indent", "width", "style", "flow"),
+    [(2, 80, None, False), (4, 40, None, None), (3, 1000, "'", False), (2, 60, '"', None)],
+)
+def test_every_layout_is_updated_in_place(
+    monkeypatch: pytest.MonkeyPatch, indent: int, width: int, style: str | None, flow: bool | None
+) -> None:
+    """Stale, missing and null outputs, in files PyYAML wrote with other indentation, widths,
+    quoting and flow styles, are replaced in place, and the file reads back as the result."""
+    monkeypatch.setattr(
+        refresh_module, "_roundtrip_yaml", lambda *a: pytest.fail("not replaced in place")
+    )
+    data = read_data(REFERENCE)
+    stale = {"head": {"vars": ["x"]}, "results": {"bindings": [{"x": {"type": "literal",
+             "value": "ø'\""}}]}}  # fmt: skip
+    for n, question in enumerate(q for t in data for q in t["questions"]):
+        step = question["reference_steps"][-1][0]
+        if n % 4 == 0:
+            step["output"] = json.dumps(stale, indent=2 if n % 8 else None)
+        elif n % 4 == 1:
+            del step["output"]
+        elif n % 4 == 2:
+            step["output"] = None
+    text = yaml.dump(data, indent=indent, width=width, default_style=style,
+                     default_flow_style=flow, allow_unicode=True, sort_keys=False)  # fmt: skip
+    result = refresh_reference(yaml.safe_load(text), store_runner(GRAPH))
+    assert len(result.changes) == 9
+    for newline in ("\n", "\r\n"):
+        new = updated_text(text.replace("\n", newline), ".yaml", result)
+        assert yaml.safe_load(new) == result.data
+        assert new.count("\n") == new.count(newline)

@@ -1008,8 +1008,13 @@ def _output_edit(text: str, step: Any, value: Any) -> tuple[int, int, str] | Non
     key, node = pair
     start, end = node.start_mark.index, node.end_mark.index
     between = text[key.end_mark.index : start]
-    if not re.fullmatch(r"[ \t]*:(?:\s|#[^\n]*)*", between) or text[start : start + 1] in "&!*":
-        return None  # an alias, an anchor or a tag: leave it to the round-trip dumper
+    if not re.fullmatch(r"[ \t]*:(?:\s|#[^\n]*)*", between):
+        return None  # an alias: leave it to the round-trip dumper
+    null = node.tag == "tag:yaml.org,2002:null" and text.startswith("!!null ", start)
+    if text[start : start + 1] in "&!*" and not null:
+        return None  # an anchor or a tag: leave it to the round-trip dumper
+    if null:
+        return start, end, _one_line(value)
     if isinstance(node, yaml.ScalarNode):
         if start == end:  # an empty value (null)
             return start, end, " " + _one_line(value)
