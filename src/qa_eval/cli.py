@@ -537,6 +537,13 @@ def _refresh(args: argparse.Namespace) -> int:
     return 0
 
 
+def _schema(args: argparse.Namespace) -> int:
+    from .schemas import schema_text
+
+    sys.stdout.write(schema_text(args.name))
+    return 0
+
+
 def _compare(args: argparse.Namespace) -> int:
     from .compare import MAX_RESAMPLES, compare_runs, format_table
 
@@ -1116,6 +1123,15 @@ def _commands(commands: Any) -> None:
     )
     refresh.add_argument("--format", choices=("text", "json"), default="text")
     refresh.set_defaults(handler=_refresh)
+
+    schema = commands.add_parser(
+        "schema",
+        help="print the JSON Schema of the reference, responses or results format",
+        description="Print the JSON Schema (draft 2020-12) of a qa-eval file format, e.g. to "
+        "validate what an agent emits (see docs/integrations.md).",
+    )
+    schema.add_argument("name", choices=("reference", "responses", "results"))
+    schema.set_defaults(handler=_schema)
 
     compare = commands.add_parser(
         "compare",
