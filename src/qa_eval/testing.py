@@ -1,0 +1,218 @@
+"""A pytest helper: fail a test when evaluation scores are below their thresholds.
+
+``assert_scores(results, steps_score=0.9, answer_f1=0.7)`` checks the micro mean of each metric
+(over every question that has a value, as ``compute_aggregates`` and ``--fail-under`` compute
+it; an error response's ``steps_score`` of 0 counts). A threshold is a minimum for a score and a
+maximum for a metric where lower is better (costs, tokens, times: ``total_tokens=5000`` means
+at most 5000 on average; ``qa_eval.compare.lower_is_better``). A metric no question has a value
+of fails: a misspelt name or a metric the run did not compute never passes silently.
+
+``per_template=True`` also checks the mean of every template; ``templates={"t1": {...}}`` sets
+thresholds for some templates only. The ``AssertionError`` lists every failed check and, under
+each, the worst questions (lowest score, or highest cost) with their value, their error when the
+response was one, and the first reason a reference step did not match when the results say it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .aggregate import compute_aggregates, is_error, is_finite_number
+from .compare import lower_is_better
+
+__all__ = ["ScoreCheck", "assert_scores", "check_scores"]
+
+
+@dataclass(frozen=True)
+class ScoreCheck:
+    """One threshold checked: where (``micro`` or a template), the mean found, pass or fail."""
+
+    metric: str
+    threshold: float
+    scope: str
+    """``micro``, or ``template 'ID'``."""
+    mean: float | None
+    n: int
+    passed: bool
+    lower_is_better: bool
+
+    def describe(self) -> str:
+        """One line, e.g. ``steps_score: micro mean 0.5227 < 0.9 (n = 11)``."""
+        if self.mean is None:
+            return (
+                f"{self.metric}: {self.scope}: no question has a value (not computed in this "
+                "run, or a misspelt metric name)"
+            )
+        if self.lower_is_better:
+            relation = "<=" if self.passed else ">"
+        else:
+            relation = ">=" if self.passed else "<"
+        return (
+            f"{self.metric}: {self.scope} mean {self.mean:.4g} {relation} {self.threshold:g} "
+            f"(n = {self.n})"
+        )
+
+
+def _load(results: Any) -> list[Mapping[str, Any]]:
+    if isinstance(results, (str, os.PathLike)):
+        from .io import read_results
+
+        results = read_results(results)
+    rows = list(results)
+    for position, result in enumerate(rows):
+        if not isinstance(result, Mapping):
+            raise TypeError(f"result [{position}] must be a mapping, got {type(result).__name__}")
+    return rows
+
+
+def _mean(block: Any, rows: Sequence[Mapping[str, Any]], metric: str) -> tuple[float | None, int]:
+    """(mean, n) from an aggregates block, or from the results for keys the aggregates do not
+    have (custom metric outputs)."""
+    if isinstance(block, Mapping) and "n" in block:
+        n = int(block.get("n") or 0)
+        return (float(block["mean"]) if n else None), n
+    values = [float(r[metric]) for r in rows if is_finite_number(r.get(metric))]
+    return (math.fsum(values) / len(values) if values else None), len(values)
+
+
+def _thresholds(given: Mapping[str, Any], where: str) -> dict[str, float]:
+    checked: dict[str, float] = {}
+    for metric, value in given.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"{where}{metric}: the threshold must be a number, got {value!r}")
+        if not math.isfinite(value):
+            raise ValueError(f"{where}{metric}: the threshold must be a finite number")
+        checked[str(metric)] = float(value)
+    return checked
+
+
+def _check(metric: str, threshold: float, scope: str, mean: float | None, n: int) -> ScoreCheck:
+    lower = lower_is_better(metric)
+    passed = mean is not None and (mean <= threshold if lower else mean >= threshold)
+    return ScoreCheck(metric, threshold, scope, mean, n, passed, lower)
+
+
+def check_scores(
+    results: Iterable[Mapping[str, Any]] | str | os.PathLike[str],
+    thresholds: Mapping[str, float] | None = None,
+    *,
+    per_template: bool = False,
+    templates: Mapping[Any, Mapping[str, float]] | None = None,
+    **metrics: float,
+) -> list[ScoreCheck]:
+    """Every check ``assert_scores`` makes, passed or not (results: a list or a results file)."""
+    overall = _thresholds({**(thresholds or {}), **metrics}, "")
+    by_template = {
+        template: _thresholds(given, f"templates[{template!r}].")
+        for template, given in (templates or {}).items()
+    }
+    if not overall and not any(by_template.values()):
+        raise ValueError(
+            "give at least one threshold, e.g. assert_scores(results, steps_score=0.9)"
+        )
+    rows = _load(results)
+    extra = [m for given in (overall, *by_template.values()) for m in given]
+    aggregates = compute_aggregates(rows, extra_metrics=extra)
+    checks = []
+    for metric, threshold in overall.items():
+        mean, n = _mean(aggregates["micro"].get(metric), rows, metric)
+        checks.append(_check(metric, threshold, "micro", mean, n))
+    per = aggregates["per_template"]
+    for template in per if per_template else ():
+        members = [r for r in rows if r.get("template_id") == template]
+        for metric, threshold in overall.items():
+            mean, n = _mean(per[template].get(metric), members, metric)
+            checks.append(_check(metric, threshold, f"template {template!r}", mean, n))
+    for template, given in by_template.items():
+        members = [r for r in rows if r.get("template_id") == template]
+        if template not in per:
+            known = ", ".join(repr(t) for t in per) or "none"
+            raise ValueError(f"templates: no result has template_id {template!r} (known: {known})")
+        for metric, threshold in given.items():
+            mean, n = _mean(per[template].get(metric), members, metric)
+            checks.append(_check(metric, threshold, f"template {template!r}", mean, n))
+    return checks
+
+
+def _first_mismatch(result: Mapping[str, Any]) -> str | None:
+    """The first ``mismatch`` of a reference step, or the first step error, when recorded."""
+    for group in result.get("reference_steps") or []:
+        for step in group if isinstance(group, list) else []:
+            if isinstance(step, Mapping) and isinstance(step.get("mismatch"), str):
+                return str(step["mismatch"])
+    errors = result.get("step_errors")
+    if isinstance(errors, list) and errors:
+        return str(errors[0])
+    return None
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _short(text: Any, limit: int = 100) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _worst(rows: Sequence[Mapping[str, Any]], check: ScoreCheck, count: int) -> list[str]:
+    """Lines naming the questions that pull the mean the wrong way, worst first."""
+    if check.scope == "micro":
+        members = rows
+    else:
+        members = [r for r in rows if f"template {r.get('template_id')!r}" == check.scope]
+    valued = [r for r in members if is_finite_number(r.get(check.metric))]
+    valued.sort(key=lambda r: float(r[check.metric]), reverse=check.lower_is_better)
+    lines = []
+    for result in valued[:count]:
+        value = float(result[check.metric])
+        if value >= check.threshold if not check.lower_is_better else value <= check.threshold:
+            break  # the rest meet the threshold themselves
+        line = f"      {check.metric} = {value:.4g}: question {result.get('question_id')!r}"
+        if check.scope == "micro":
+            line += f" (template {result.get('template_id')!r})"
+        if is_error(result):
+            line += f"; error response: {_short(result.get('error', ''))}"
+        else:
+            why = _first_mismatch(result)
+            if why:
+                line += f"; {_short(why)}"
+        lines.append(line)
+    return lines
+
+
+def assert_scores(
+    results: Iterable[Mapping[str, Any]] | str | os.PathLike[str],
+    thresholds: Mapping[str, float] | None = None,
+    *,
+    per_template: bool = False,
+    templates: Mapping[Any, Mapping[str, float]] | None = None,
+    worst: int = 5,
+    **metrics: float,
+) -> list[ScoreCheck]:
+    """Raise ``AssertionError`` listing each metric whose mean misses its threshold, with the
+    worst questions; returns the checks when all pass."""
+    rows = _load(results)
+    checks = check_scores(
+        rows, thresholds, per_template=per_template, templates=templates, **metrics
+    )
+    failed = [c for c in checks if not c.passed]
+    if not failed:
+        return checks
+    errors = sum(1 for r in rows if is_error(r))
+    lines = [
+        f"{len(failed)} of {len(checks)} score check{'s' if len(checks) != 1 else ''} failed "
+        f"({_plural(len(rows), 'question')}, {_plural(errors, 'error response')}):"
+    ]
+    for check in failed:
+        lines.append(f"  {check.describe()}")
+        if check.mean is not None and worst > 0:
+            worst_lines = _worst(rows, check, worst)
+            if worst_lines:
+                lines.append("    worst questions:")
+                lines.extend(worst_lines)
+    raise AssertionError("\n".join(lines))
