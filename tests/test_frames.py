@@ -177,3 +177,15 @@ def test_html_summary_escapes_and_truncates(flawed: Any) -> None:
     frame = summary.to_pandas()
     assert len(frame) == 11 and "signature" in frame.attrs
     assert "0 questions" in results_html([])
+
+
+def test_results_of_run_evaluation_have_to_pandas_and_html() -> None:
+    pytest.importorskip("pandas")
+    from qa_eval import run_evaluation
+
+    reference = [{"template_id": "<i>t</i>", "questions": [{"id": "q", "question_text": "?"}]}]
+    results = run_evaluation(reference, [{"question_id": "q", "actual_answer": "a"}])
+    frame = results.to_pandas()
+    assert list(frame["question_id"]) == ["q"]
+    html = results._repr_html_()
+    assert "&lt;i&gt;t&lt;/i&gt;" in html and "<i>t</i>" not in html

@@ -113,6 +113,18 @@ class Results(list):  # type: ignore[type-arg]
 
     signature: dict[str, Any]
 
+    def to_pandas(self) -> Any:
+        """One row per question, metric columns, steps as JSON (qa_eval.frames; needs pandas)."""
+        from .frames import results_to_pandas
+
+        return results_to_pandas(self)
+
+    def _repr_html_(self) -> str:
+        """An HTML summary for Jupyter (qa_eval.frames.results_html)."""
+        from .frames import results_html
+
+        return results_html(self)
+
 
 ResultCallback = Callable[[dict[str, Any]], None]
 """Called with each question's finished result, in the order questions finish."""
