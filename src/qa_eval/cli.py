@@ -298,7 +298,13 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise QaEvalError("--concurrency must be at least 1")
     if args.max_cost is not None and args.max_cost <= 0:
         raise QaEvalError("--max-cost must be a positive number of US dollars")
-    config = load_config(args.config).with_options(concurrency=args.concurrency)
+    from .config import MAX_REPEATS
+
+    if args.repeats is not None and not 1 <= args.repeats <= MAX_REPEATS:
+        raise QaEvalError(f"--repeats must be between 1 and {MAX_REPEATS}")
+    config = load_config(args.config).with_options(
+        concurrency=args.concurrency, repeats=args.repeats
+    )
     _check_gate_metrics(config, bars, regressions)
     disable = list(args.disable or ())
     enable = list(args.enable or ())
@@ -996,6 +1002,13 @@ def _run_options(command: argparse.ArgumentParser) -> None:
     )
     judge.add_argument(
         "--max-cost", type=float, metavar="USD", help="start no judge call once this much was spent"
+    )
+    judge.add_argument(
+        "--repeats",
+        type=int,
+        metavar="N",
+        help="ask every LLM metric N times per question: mean, sd and flips show the judge's "
+        "own noise (default 1, or llm.repeats)",
     )
     judge.add_argument(
         "--disable",

@@ -100,8 +100,11 @@ def default_metrics(*runs: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _judge_spread(result: Mapping[str, Any], key: str) -> bool:
-    """Whether ``key`` is the standard deviation of a repeated metric (``<metric>_sd``)."""
-    return key.endswith("_sd") and MARKER in result and f"{key[:-3]}_repeats" in result
+    """Whether ``key`` is the count of repeats or the standard deviation of a repeated metric
+    (``<metric>_sd``), not a metric."""
+    if MARKER not in result:
+        return False
+    return key == MARKER or (key.endswith("_sd") and f"{key[:-3]}_repeats" in result)
 
 
 def _judge_variance(result: Mapping[str, Any], metric: str) -> tuple[float | None, int]:
