@@ -55,6 +55,8 @@ class BatchStubServer(StubServer):
         self.answered: list[tuple[str, str, dict[str, Any]]] = []
         """(batch id, custom id, request body) of every request a batch answered."""
         self.retrieves = 0
+        self.api_paths: list[str] = []
+        """The path of every files or batches request, in order."""
         self.batch_lock = threading.Lock()
         self.httpd.RequestHandlerClass = self._handler(self.httpd.RequestHandlerClass)
 
@@ -89,6 +91,7 @@ class BatchStubServer(StubServer):
                 if parts[:1] not in (["files"], ["batches"]):
                     super().do_POST()
                     return
+                stub.api_paths.append(self.path)
                 length = int(self.headers.get("Content-Length", "0"))
                 data = self.rfile.read(length)
                 if parts == ["files"]:
@@ -103,6 +106,7 @@ class BatchStubServer(StubServer):
 
             def do_GET(self) -> None:
                 parts = self._parts()
+                stub.api_paths.append(self.path)
                 if parts == ["batches"]:
                     self._json(200, stub._list())
                 elif len(parts) == 2 and parts[0] == "batches":
