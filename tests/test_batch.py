@@ -388,3 +388,30 @@ def test_options_that_do_not_go_together(
     other = parse_config({"llm": {"generation": {"provider": "anthropic", "model": "claude"}}})
     with pytest.raises(QaEvalError, match="provider openai or azure"):
         prefill([(REFERENCE, RESPONSES)], config=other, cache=tmp_path / "c.sqlite3")
+
+
+def test_several_systems_share_their_batches(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = _files(tmp_path, "http://unused")
+    flawed = tmp_path / "flawed.jsonl"
+    flawed.write_text("\n".join(json.dumps(r | {"actual_answer": "T9 only."}) for r in RESPONSES))
+    out = tmp_path / "results.json"
+    with BatchStubServer(oracle()) as server:
+        (tmp_path / "judge.yaml").write_text(yaml.safe_dump(settings(server.url)))
+        args = [files[0], "--system", f"good={files[1]}", "--system", f"flawed={flawed}"]
+        args += files[2:] + ["-o", str(out), "--batch", "--format", "json"]
+        assert main(["evaluate", *args]) == 0
+        assert server.chat_requests == []
+        first = server.contents[server.batches["batch_1"]["input_file_id"]].decode()
+        assert "Substation 0 has T0" in first and "T9 only." in first  # both systems
+    assert json.loads(capsys.readouterr().out)["systems"].keys() == {"good", "flawed"}
+    for name in ("good", "flawed"):
+        assert len(json.loads((tmp_path / f"results.{name}.json").read_text())) == 5
+
+
+def test_the_interrupted_line_says_batches_are_picked_up() -> None:
+    from qa_eval.cli import build_parser, interrupted_message
+
+    args = build_parser().parse_args(["evaluate", "ref.yaml", "resp.jsonl", "--batch"])
+    assert "a rerun collects them instead of submitting them again" in interrupted_message(args)

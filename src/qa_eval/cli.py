@@ -405,7 +405,8 @@ def _prefill(
         print(
             f"batch: {len(report.waiting)} batch(es) in flight ({', '.join(report.waiting)}); "
             "nothing was written yet: run the same command again to collect them and finish "
-            "(with --no-wait it looks once and exits again while they run)"
+            "(with --no-wait it looks once and exits again while they run)",
+            file=sys.stderr if args.format == "json" else sys.stdout,
         )
     elif not quiet:
         print(report.line(), file=sys.stderr)
