@@ -400,7 +400,7 @@ def test_several_systems_share_their_batches(
     with BatchStubServer(oracle()) as server:
         (tmp_path / "judge.yaml").write_text(yaml.safe_dump(settings(server.url)))
         args = [files[0], "--system", f"good={files[1]}", "--system", f"flawed={flawed}"]
-        args += files[2:] + ["-o", str(out), "--batch", "--format", "json"]
+        args += [*files[2:], "-o", str(out), "--batch", "--format", "json"]
         assert main(["evaluate", *args]) == 0
         assert server.chat_requests == []
         first = server.contents[server.batches["batch_1"]["input_file_id"]].decode()
@@ -415,3 +415,37 @@ def test_the_interrupted_line_says_batches_are_picked_up() -> None:
 
     args = build_parser().parse_args(["evaluate", "ref.yaml", "resp.jsonl", "--batch"])
     assert "a rerun collects them instead of submitting them again" in interrupted_message(args)
+
+
+def test_the_batch_tables_are_checked_like_the_others(tmp_path: Path) -> None:
+    import sqlite3
+
+    from qa_eval.cache import CacheError, ReplyCache
+
+    path = tmp_path / "cache.sqlite3"
+    ReplyCache(path).put_batch_tokens("k", 1, 2)  # made at first use, in a new file too
+    db = sqlite3.connect(path)
+    assert {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")} >= {
+        "replies",
+        "reply_batch_tokens",
+    }
+    db.execute("DROP TABLE reply_batch_tokens")
+    db.execute("CREATE TABLE reply_batch_tokens (key TEXT, other TEXT)")
+    db.commit()
+    db.close()
+    with pytest.raises(CacheError, match="reply_batch_tokens"):
+        ReplyCache(path)
+
+
+def test_batch_needs_a_cache_it_can_write(tmp_path: Path) -> None:
+    from qa_eval.cache import ReplyCache
+    from test_cache import read_only
+
+    path = tmp_path / "cache.sqlite3"
+    cache = ReplyCache(path)
+    cache.put_batch_tokens("k", 1, 2)
+    cache.close()
+    with read_only(path), BatchStubServer(oracle()) as server, pytest.warns(UserWarning):
+        with pytest.raises(QaEvalError, match="needs a cache it can write"):
+            prefill([(REFERENCE, RESPONSES)], config=parse_config(settings(server.url)), cache=path)
+        assert server.batches == {}

@@ -537,16 +537,25 @@ class ReplyCache:
         return CachedReply(content, prompt_tokens, completion_tokens, bp, bc)
 
     def _select(self, key: str) -> Callable[[sqlite3.Connection], Any]:
-        if self._batch_tokens:
-            return lambda db: db.execute(
-                "SELECT r.content, r.prompt_tokens, r.completion_tokens, b.prompt_tokens, "
-                "b.completion_tokens FROM replies r LEFT JOIN reply_batch_tokens b "
-                "ON b.key = r.key WHERE r.key = ?",
+        def op(db: sqlite3.Connection) -> Any:
+            if self._batch_tokens:
+                try:
+                    return db.execute(
+                        "SELECT r.content, r.prompt_tokens, r.completion_tokens, b.prompt_tokens, "
+                        "b.completion_tokens FROM replies r LEFT JOIN reply_batch_tokens b "
+                        "ON b.key = r.key WHERE r.key = ?",
+                        (key,),
+                    ).fetchone()
+                except sqlite3.OperationalError as e:
+                    if "no such table" not in str(e) or "batch" not in str(e):
+                        raise
+                    self._batch_tokens = False  # not made after all: read without it
+            return db.execute(
+                "SELECT content, prompt_tokens, completion_tokens FROM replies WHERE key = ?",
                 (key,),
             ).fetchone()
-        return lambda db: db.execute(
-            "SELECT content, prompt_tokens, completion_tokens FROM replies WHERE key = ?", (key,)
-        ).fetchone()
+
+        return op
 
     def get(self, key: str) -> CachedReply | None:
         """The stored reply for a request key, if any (waits briefly if the file is locked)."""
@@ -674,7 +683,8 @@ class ReplyCache:
                 ),
             ]
         )
-        self._batch_tokens = True
+        if not (self.off or self.read_only or self._pending):
+            self._batch_tokens = True
 
     def write_now(self, statements: list[tuple[str, tuple[Any, ...]]], wait: float = 5.0) -> bool:
         """Run write statements (those of the batch tables) in one transaction, waiting up to
