@@ -279,6 +279,8 @@ def test_merge_rules_for_every_kind_of_key() -> None:
     assert merged["custom_label"] == "no" and merged["custom_label_flipped"] is True
     assert merged["factual_accuracy_grade"] == "B"
     assert merged["factual_accuracy_grade_flipped"] is False
+    # the same value each time: exactly no spread (not a rounding residue of the mean)
+    assert merge_repeats([{"x": 0.7}] * 3, ["x"])["x_sd"] == 0.0
     # every repeat failed: the error is kept
     failed = merge_repeats([{"x_error": "a"}, {"x_error": "b"}], ["x"])
     assert failed == {"x_error": "a"}

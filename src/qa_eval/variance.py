@@ -108,6 +108,8 @@ def sample_variance(values: Sequence[float]) -> float | None:
     n = len(values)
     if n < 2:
         return None
+    if min(values) == max(values):
+        return 0.0  # exactly: the rounding of the mean would make a tiny variance of nothing
     mean = math.fsum(values) / n
     return math.fsum((v - mean) ** 2 for v in values) / (n - 1)
 
