@@ -402,6 +402,12 @@ def test_compare_marks_rows_within_the_judges_noise() -> None:
     plain_a = [{k: v for k, v in r.items() if not k.startswith(("score_", "judge"))} for r in a]
     row = compare_runs(plain_a, plain, metrics=["score"], resamples=200)["metrics"][0]["overall"]
     assert "within_judge_noise" not in row
+    # an error scored as a failed answer (0) brings no judge noise of its own
+    failed = [{**same[0], "status": "error", "error": "timeout"}, *same[1:]]
+    row = compare_runs(a, failed, metrics=["score"], resamples=200)["metrics"][0]["overall"]
+    va = [sample_variance(r["score_repeats"]) for r in a]
+    vb = [sample_variance(r["score_repeats"]) for r in same]
+    assert row["judge_se"] == pytest.approx(math.sqrt(sum(va) / 3 + sum(vb[1:]) / 3) / 30)
     # the same scores again: delta 0, within the noise, and the table marks it
     twin = compare_runs(a, [dict(r, system="b") for r in a], metrics=["score"], resamples=200)
     assert twin["metrics"][0]["overall"]["within_judge_noise"] is True

@@ -109,9 +109,10 @@ def _judge_spread(result: Mapping[str, Any], key: str) -> bool:
 
 def _judge_variance(result: Mapping[str, Any], metric: str) -> tuple[float | None, int]:
     """(variance of one judge call, number of calls) of a question's value of ``metric``; an
-    error scored as a failed answer has none (0). A step metric is the mean of its steps."""
+    error scored as a failed answer has no judge noise (0 calls). A step metric is the mean of
+    its steps."""
     if is_error(result):
-        return 0.0, 1
+        return 0.0, 0
     step_name = _STEP_METRIC_NAMES.get(metric)
     if step_name is None or metric in result:
         return question_variance(result, metric)

@@ -323,13 +323,14 @@ def judge_noise(
     variances: Sequence[tuple[tuple[float | None, int], tuple[float | None, int]]],
 ) -> float | None:
     """The judge's standard error of ``mean_i (B_i - A_i)`` from each pair's (variance, count)
-    of A and of B (see the module docstring); None when neither run measured any variance."""
+    of A and of B (see the module docstring); a count of 0 is a value without judge noise (an
+    error scored 0). None when neither run measured any variance."""
     if not variances:
         return None
     pooled: list[float | None] = []
     for side in (0, 1):
-        measured = [pair[side][0] for pair in variances if pair[side][0] is not None]
-        pooled.append(_mean(measured) if measured else None)  # type: ignore[arg-type]
+        measured = [v for v, k in (pair[side] for pair in variances) if v is not None and k > 0]
+        pooled.append(_mean(measured) if measured else None)
     if pooled[0] is None and pooled[1] is None:
         return None
     fill = [p if p is not None else pooled[1 - i] for i, p in enumerate(pooled)]
@@ -337,7 +338,8 @@ def judge_noise(
     for pair in variances:
         for side in (0, 1):
             variance, k = pair[side]
-            total += (fill[side] if variance is None else variance) / k  # type: ignore[operator]
+            if k > 0:
+                total += (fill[side] if variance is None else variance) / k  # type: ignore[operator]
     return math.sqrt(total) / len(variances)
 
 
