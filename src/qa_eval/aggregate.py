@@ -15,6 +15,9 @@ are usually absent.
 
 qa-eval also counts labels (``factual_accuracy_grade``, ``answer_class``: ``{counts, n}``) and
 groups the questions by tags such as ``question_type`` (``per_tag``), with the same statistics.
+For results scored with ``--repeats``, each metric block of a group also has the judge's own
+noise beside the spread between questions (``judge_sd``, ``judge_se``, ``judge_n``, ``sd``) and the
+group has ``label_flips`` (see ``variance.py``).
 
 Pure functions over plain mappings; nothing here reads files or parses step outputs except to
 confirm an empty SPARQL result, which a text scan finds first.
@@ -29,6 +32,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TypeGuard
 
 from .steps.outputs import OutputParseError, loads
+from .variance import JudgeTally
 
 __all__ = [
     "METRICS",
@@ -209,6 +213,7 @@ class _Group:
         self.series: dict[str, _Series] = {}
         self.steps: dict[str, dict[str, int]] = {c: {} for c in _STEP_COUNTERS}
         self.labels: dict[str, dict[str, int]] = {}
+        self.judge = JudgeTally()
 
     def _series(self, metric: str) -> _Series:
         series = self.series.get(metric)
@@ -221,6 +226,7 @@ class _Group:
             self.errors += 1
         else:
             self.successes += 1
+        self.judge.add(result, metrics)
         for key in result:  # a result has fewer keys than there are metrics
             if key in metrics:
                 self._series(key).add(result[key])
@@ -279,12 +285,14 @@ class _Group:
                 out[metric] = describe([])
         for key, counts in self.labels.items():
             out[key] = {"counts": dict(counts), "n": sum(counts.values())}
+        self.judge.annotate(out, {m: s.values for m, s in self.series.items()})
         return out
 
     def merge(self, other: _Group) -> None:
         """Add another group's totals to this one."""
         self.errors += other.errors
         self.successes += other.successes
+        self.judge.merge(other.judge)
         for metric, series in other.series.items():
             mine = self._series(metric)
             mine.values.extend(series.values)

@@ -72,6 +72,44 @@ _CREATE = (
     "completion_tokens INTEGER NOT NULL, created REAL NOT NULL)",
     "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL, cost REAL)",
 )
+LAZY_TABLES = {
+    "reply_batch_tokens": ("key", "prompt_tokens", "completion_tokens"),
+    "batches": (
+        "id",
+        "submission",
+        "endpoint",
+        "model",
+        "base_url",
+        "status",
+        "requests",
+        "created",
+        "collected",
+    ),
+    "batch_requests": (
+        "key",
+        "batch_id",
+        "status",
+        "content",
+        "prompt_tokens",
+        "completion_tokens",
+        "error",
+        "body_bytes",
+    ),
+}
+"""Tables made only when a ``--batch`` run first needs them (``batch.py``): the tokens of a
+stored reply that a batch served (priced at batch rates), the batches submitted (``submission``
+is qa-eval's id, set before the batch exists, so a run killed while submitting finds it again),
+and each batched request with its outcome."""
+LAZY_CREATE = {
+    "reply_batch_tokens": "CREATE TABLE IF NOT EXISTS reply_batch_tokens (key TEXT PRIMARY KEY, "
+    "prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL)",
+    "batches": "CREATE TABLE IF NOT EXISTS batches (id TEXT PRIMARY KEY, submission TEXT NOT NULL, "
+    "endpoint TEXT NOT NULL, model TEXT NOT NULL, base_url TEXT, status TEXT NOT NULL, "
+    "requests INTEGER NOT NULL, created REAL NOT NULL, collected INTEGER NOT NULL)",
+    "batch_requests": "CREATE TABLE IF NOT EXISTS batch_requests (key TEXT PRIMARY KEY, "
+    "batch_id TEXT NOT NULL, status TEXT NOT NULL, content TEXT, prompt_tokens INTEGER, "
+    "completion_tokens INTEGER, error TEXT, body_bytes INTEGER)",
+}
 _HEADER = b"SQLite format 3\x00"
 _BUSY = frozenset({"SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_BUSY_SNAPSHOT", "SQLITE_BUSY_RECOVERY"})
 _READ_ONLY = frozenset({"SQLITE_READONLY", "SQLITE_READONLY_DIRECTORY", "SQLITE_READONLY_RECOVERY"})
@@ -112,11 +150,14 @@ def request_key(request: dict[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class CachedReply:
-    """A stored reply: the model's text and the tokens it took when it was made."""
+    """A stored reply: the model's text and the tokens it took when it was made (of them, the
+    ones a batch served, which are priced at batch rates)."""
 
     content: str
     prompt_tokens: int
     completion_tokens: int
+    batch_prompt_tokens: int = 0
+    batch_completion_tokens: int = 0
 
 
 class _Busy(Exception):
@@ -148,6 +189,8 @@ class ReplyCache:
         """Opened while locked: its tables are checked at the first access that gets in."""
         self._impatient = False
         """A read waited in vain once: later ones do not wait until one gets in."""
+        self._batch_tokens = False
+        """The file has the table of batch-served tokens: replies are read with them."""
         self._open()
 
     # --- opening and checking -------------------------------------------------------------
@@ -278,12 +321,14 @@ class ReplyCache:
             )
         if tables and not tables & set(_TABLES):
             raise CacheError(f"{where} (it has the tables {', '.join(sorted(tables))}); {advice}")
-        for table in tables & set(_TABLES):
+        known = {**_TABLES, **LAZY_TABLES}
+        for table in tables & set(known):
             columns = tuple(str(r[1]) for r in db.execute(f"PRAGMA table_info({table})"))
-            if columns != _TABLES[table]:
+            if columns != known[table]:
                 raise CacheError(
                     f"{where} (table {table} has the columns {', '.join(columns)}); {advice}"
                 )
+        self._batch_tokens = "reply_batch_tokens" in tables
 
     def _test_write(self) -> None:
         """Make the tables (if missing) in a write transaction: a test that writes work."""
@@ -481,18 +526,36 @@ class ReplyCache:
     def _row(row: Any) -> CachedReply | None:
         if row is None:
             return None
-        content, prompt_tokens, completion_tokens = row
+        content, prompt_tokens, completion_tokens, *batched = row
         if not isinstance(content, str) or not _tokens(prompt_tokens):
             return None  # a row this cache did not write: a miss
         if not _tokens(completion_tokens):
             return None
-        return CachedReply(content, prompt_tokens, completion_tokens)
+        bp, bc = batched if batched else (0, 0)
+        if not (_tokens(bp) and _tokens(bc) and bp <= prompt_tokens and bc <= completion_tokens):
+            bp = bc = 0  # no batch row (NULL), or one that does not fit: standard rates
+        return CachedReply(content, prompt_tokens, completion_tokens, bp, bc)
 
-    @staticmethod
-    def _select(key: str) -> Callable[[sqlite3.Connection], Any]:
-        return lambda db: db.execute(
-            "SELECT content, prompt_tokens, completion_tokens FROM replies WHERE key = ?", (key,)
-        ).fetchone()
+    def _select(self, key: str) -> Callable[[sqlite3.Connection], Any]:
+        def op(db: sqlite3.Connection) -> Any:
+            if self._batch_tokens:
+                try:
+                    return db.execute(
+                        "SELECT r.content, r.prompt_tokens, r.completion_tokens, b.prompt_tokens, "
+                        "b.completion_tokens FROM replies r LEFT JOIN reply_batch_tokens b "
+                        "ON b.key = r.key WHERE r.key = ?",
+                        (key,),
+                    ).fetchone()
+                except sqlite3.OperationalError as e:
+                    if "no such table" not in str(e) or "batch" not in str(e):
+                        raise
+                    self._batch_tokens = False  # not made after all: read without it
+            return db.execute(
+                "SELECT content, prompt_tokens, completion_tokens FROM replies WHERE key = ?",
+                (key,),
+            ).fetchone()
+
+        return op
 
     def get(self, key: str) -> CachedReply | None:
         """The stored reply for a request key, if any (waits briefly if the file is locked)."""
@@ -588,8 +651,12 @@ class ReplyCache:
     def put(self, key: str, model: str, reply: CachedReply) -> None:
         """Store a reply now (committed before this returns, unless the file is locked: then
         it is stored with the next write or at :meth:`close`). Never raises."""
+        stale: list[tuple[str, tuple[Any, ...]]] = []
+        if self._batch_tokens:  # a reply made anew: no batch served the one it replaces
+            stale = [("DELETE FROM reply_batch_tokens WHERE key = ?", (key,))]
         self._write(
             [
+                *stale,
                 (
                     "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?)",
                     (
@@ -600,9 +667,37 @@ class ReplyCache:
                         reply.completion_tokens,
                         time.time(),
                     ),
-                )
+                ),
             ]
         )
+
+    def put_batch_tokens(self, key: str, prompt_tokens: int, completion_tokens: int) -> None:
+        """Record that a batch served these tokens of the reply stored under ``key`` (so a
+        later read prices them at batch rates). Never raises."""
+        self._write(
+            [
+                (LAZY_CREATE["reply_batch_tokens"], ()),
+                (
+                    "INSERT OR REPLACE INTO reply_batch_tokens VALUES (?, ?, ?)",
+                    (key, prompt_tokens, completion_tokens),
+                ),
+            ]
+        )
+        if not (self.off or self.read_only or self._pending):
+            self._batch_tokens = True
+
+    def write_now(self, statements: list[tuple[str, tuple[Any, ...]]], wait: float = 5.0) -> bool:
+        """Run write statements (those of the batch tables) in one transaction, waiting up to
+        ``wait`` s for a lock; False when they could not be stored (a read-only, locked or
+        failed cache)."""
+        if self.off or self.read_only:
+            return False
+        self._write(statements, wait=wait)
+        return not (self._pending or self.off or self.read_only)
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Rows of a read (of the batch tables); empty when the table does not exist yet."""
+        return self._sync_read(lambda db: db.execute(sql, params).fetchall(), [])
 
     def put_vectors(self, items: list[tuple[str, list[float], float | None]]) -> None:
         """Store embeddings (key, vector, cost) in one transaction. Never raises."""

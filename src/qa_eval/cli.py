@@ -203,9 +203,14 @@ def _usage_summary(signature: dict[str, Any]) -> str | None:
     return f"{_usage_text(judge['model'], usage['total'])} (this run)"
 
 
-def plan_table(judge: Any) -> str:
-    """What a dry run would do, per metric: calls, cache hits, estimated tokens and cost."""
+def plan_table(judge: Any, batch: bool = False) -> str:
+    """What a dry run would do, per metric: calls, cache hits, estimated tokens and cost (at
+    batch rates with ``batch``)."""
+    from functools import partial
+
     from .pricing import usd
+
+    usd = partial(usd, batch=batch)  # type: ignore[assignment]
 
     plan = judge.plan
     metrics = sorted(set(plan.calls) | set(plan.cached))
@@ -243,7 +248,7 @@ def plan_table(judge: Any) -> str:
             "cached",
             "prompt tokens (est.)",
             "completion tokens (est.)",
-            "cost (est.)",
+            "cost (est., batch rates)" if batch else "cost (est.)",
         ],
         rows,
     )
@@ -298,7 +303,22 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise QaEvalError("--concurrency must be at least 1")
     if args.max_cost is not None and args.max_cost <= 0:
         raise QaEvalError("--max-cost must be a positive number of US dollars")
-    config = load_config(args.config).with_options(concurrency=args.concurrency)
+    from .config import MAX_REPEATS
+
+    if args.no_wait and not args.batch:
+        raise QaEvalError("--no-wait goes with --batch")
+    if args.batch and args.no_cache:
+        raise QaEvalError("--batch needs the cache (it records the batches): drop --no-cache")
+    if args.batch and args.max_cost is not None:
+        raise QaEvalError(
+            "--batch and --max-cost cannot be combined: a batch is priced when it ends (use "
+            "--dry-run --batch to see the estimated cost at batch rates)"
+        )
+    if args.repeats is not None and not 1 <= args.repeats <= MAX_REPEATS:
+        raise QaEvalError(f"--repeats must be between 1 and {MAX_REPEATS}")
+    config = load_config(args.config).with_options(
+        concurrency=args.concurrency, repeats=args.repeats
+    )
     _check_gate_metrics(config, bars, regressions)
     disable = list(args.disable or ())
     enable = list(args.enable or ())
@@ -315,11 +335,18 @@ def _evaluate(args: argparse.Namespace) -> int:
         reference = _read_input(args.reference, read_reference, "REFERENCE")
         runs = [(n, path, _read_input(path, read_responses, "RESPONSES")) for n, path in systems]
     _check_by_reference(reference, args.by or (), args.reference)
+    batched = None
+    if args.batch and not args.dry_run:
+        batched = _prefill(args, config, reference, runs, disable, enable)
+        if batched.waiting:
+            return 0
     done: list[tuple[str | None, str, list[dict[str, Any]], dict[str, Any]]] = []
     for name, path, responses in runs:
         if name is not None and not args.quiet and args.format != "json":
             print(f"\n== system {name} ({path})")
-        outcome = _evaluate_system(args, config, reference, responses, path, name, disable, enable)
+        outcome = _evaluate_system(
+            args, config, reference, responses, path, name, disable, enable, batched
+        )
         if outcome is None:  # a dry run
             continue
         done.append((name, path, *outcome))
@@ -345,6 +372,47 @@ def _evaluate(args: argparse.Namespace) -> int:
     return _evaluation_gates(args, done, comparisons, bars, regressions)
 
 
+def _prefill(
+    args: argparse.Namespace,
+    config: Any,
+    reference: Any,
+    runs: Sequence[tuple[str | None, str, Any]],
+    disable: list[str],
+    enable: list[str],
+) -> Any:
+    """``--batch``: fill the cache through the provider's Batch API (qa_eval.batch); with
+    ``--no-wait`` the batches may still be in flight when this returns (then it says so)."""
+    from .batch import prefill
+
+    quiet = args.quiet or args.format == "json"
+
+    def say(line: str) -> None:
+        if not quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    cache: Any = args.cache or True
+    report = prefill(
+        [(reference, responses) for _, _, responses in runs],
+        config=config,
+        cache=cache,
+        enable=enable,
+        disable=disable,
+        no_wait=args.no_wait,
+        report=say,
+        reference_source=args.reference,
+    )
+    if report.waiting:
+        print(
+            f"batch: {len(report.waiting)} batch(es) in flight ({', '.join(report.waiting)}); "
+            "nothing was written yet: run the same command again to collect them and finish "
+            "(with --no-wait it looks once and exits again while they run)",
+            file=sys.stderr if args.format == "json" else sys.stdout,
+        )
+    elif not quiet:
+        print(report.line(), file=sys.stderr)
+    return report
+
+
 def _comparison(args: argparse.Namespace, a: tuple[Any, ...], b: tuple[Any, ...]) -> dict[str, Any]:
     from .compare import compare_runs
 
@@ -366,6 +434,7 @@ def _evaluate_system(
     system: str | None,
     disable: list[str],
     enable: list[str],
+    batched: Any = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
     output = _for_system(args.output, system)
     aggregates_path = _for_system(args.aggregates, system)
@@ -378,6 +447,10 @@ def _evaluate_system(
         from .judge import Judge
 
         judge = Judge(config, cache=open_cache(cache), dry_run=True)
+    elif batched is not None:
+        from .batch import final_judge
+
+        judge = final_judge(config, cache)  # the batches' replies; anything else synchronously
     quiet = args.quiet or args.format == "json"
     progress = Progress(sys.stderr, "evaluating", enabled=False if quiet else None)
     partial = Path(f"{output}.partial.jsonl") if output else None
@@ -408,13 +481,17 @@ def _evaluate_system(
         progress.close()
         if stream is not None:
             stream.close()
-    elapsed = time.monotonic() - started
-    if judge is not None:
-        if judge.cache is not None:
+        if judge is not None and judge.cache is not None:
             judge.cache.close()
-        print(plan_table(judge))
+    elapsed = time.monotonic() - started
+    if args.dry_run and judge is not None:
+        print(plan_table(judge, batch=getattr(args, "batch", False)))
         print("\ndry run: no judge call was made and nothing was written")
         return None
+    if batched is not None:
+        results.signature["batch"] = batched.as_dict()
+        if judge is not None and judge.cache is not None:
+            results.signature["options"]["cache"] = str(judge.cache.path)
     _copy_tags(results, reference, args.by or ())
     aggregates = compute_aggregates(results, by=_tags(args))
     aggregates["signature"] = results.signature
@@ -998,6 +1075,24 @@ def _run_options(command: argparse.ArgumentParser) -> None:
         "--max-cost", type=float, metavar="USD", help="start no judge call once this much was spent"
     )
     judge.add_argument(
+        "--repeats",
+        type=int,
+        metavar="N",
+        help="ask every LLM metric N times per question: mean, sd and flips show the judge's "
+        "own noise (default 1, or llm.repeats)",
+    )
+    judge.add_argument(
+        "--batch",
+        action="store_true",
+        help="send the judge calls through the provider's Batch API (OpenAI, Azure OpenAI) at "
+        "half the price, then finish from the cache; a rerun picks up batches in flight",
+    )
+    judge.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="with --batch: submit (or check) the batches and exit; a later run collects them",
+    )
+    judge.add_argument(
         "--disable",
         action="append",
         choices=SWITCHES,
@@ -1223,6 +1318,11 @@ def interrupted_message(args: argparse.Namespace | None) -> str:
             parts.append("no result was finished yet")
     else:
         parts.append("no -o was given, so no per-question results were written")
+    if getattr(args, "batch", False) and not getattr(args, "no_cache", False):
+        parts.append(
+            "batches already submitted are recorded in the cache: a rerun collects them instead "
+            "of submitting them again"
+        )
     if getattr(args, "no_cache", False):
         parts.append("no cache was used (--no-cache): a rerun makes every judge call again")
     else:

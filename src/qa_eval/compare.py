@@ -30,7 +30,10 @@ Errors (``errors=``): ``"fail"`` (default) scores an error result as a failed an
 higher-is-better metric, and keeps the values it carries for lower-is-better ones (tokens, cost,
 time); ``"exclude"`` leaves out questions that are an error in either run; ``"include"`` uses the
 values error results carry. Every row counts the errors among its questions (``errors_a``,
-``errors_b``). Everything returned is plain JSON data (dicts, lists, str, int, float, bool, None).
+``errors_b``). When either run was scored with ``--repeats``, a row of a judged metric also has
+``judge_se`` (the standard error of ``delta`` that the judge's own noise causes) and
+``within_judge_noise`` (``|delta| < 2 judge_se``; see ``variance.py``). Everything returned
+is plain JSON data (dicts, lists, str, int, float, bool, None).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .aggregate import METRICS, STEP_METRICS, is_error, is_finite_number, is_number
+from .variance import MARKER, judge_noise, question_variance, within_noise
 
 __all__ = [
     "EXACT_MAX_N",
@@ -84,7 +88,7 @@ def default_metrics(*runs: Sequence[Mapping[str, Any]]) -> list[str]:
     for run in runs:
         for result in run:
             for key, value in result.items():
-                if key in _ID_KEYS or not is_number(value):
+                if key in _ID_KEYS or not is_number(value) or _judge_spread(result, key):
                     continue
                 found.add(key)
                 if key not in _STEP_METRIC_NAMES and key not in METRICS:
@@ -93,6 +97,35 @@ def default_metrics(*runs: Sequence[Mapping[str, Any]]) -> list[str]:
                 if isinstance(step, Mapping) and step.get("name") in STEP_METRICS:
                     found.update(m for m in STEP_METRICS[step["name"]] if is_number(step.get(m)))
     return [m for m in known if m in found] + list(extra)
+
+
+def _judge_spread(result: Mapping[str, Any], key: str) -> bool:
+    """Whether ``key`` is the count of repeats or the standard deviation of a repeated metric
+    (``<metric>_sd``), not a metric."""
+    if MARKER not in result:
+        return False
+    return key == MARKER or (key.endswith("_sd") and f"{key[:-3]}_repeats" in result)
+
+
+def _judge_variance(result: Mapping[str, Any], metric: str) -> tuple[float | None, int]:
+    """(variance of one judge call, number of calls) of a question's value of ``metric``; an
+    error scored as a failed answer has no judge noise (0 calls). A step metric is the mean of
+    its steps."""
+    if is_error(result):
+        return 0.0, 0
+    step_name = _STEP_METRIC_NAMES.get(metric)
+    if step_name is None or metric in result:
+        return question_variance(result, metric)
+    parts = [
+        question_variance(step, metric)
+        for step in result.get("actual_steps") or ()
+        if isinstance(step, Mapping)
+        and step.get("name") == step_name
+        and is_finite_number(step.get(metric))
+    ]
+    if not parts or any(v is None for v, _ in parts):
+        return None, 1
+    return math.fsum(v / k for v, k in parts) / len(parts) ** 2, 1  # type: ignore[operator]
 
 
 def _value(result: Mapping[str, Any], metric: str) -> tuple[str, float]:
@@ -424,12 +457,14 @@ def compare_runs(
     templates = list(error_counts)
     lower_names = set(lower_better)
     alpha = _alpha(confidence)
+    repeated = any(MARKER in r for _, ra, rb in used for r in (ra, rb))
     out_metrics: list[dict[str, Any]] = []
     for metric in names:
         lower = metric in lower_names or lower_is_better(metric)
         groups: dict[Any, tuple[list[tuple[float, float]], dict[str, int]]] = {
             t: ([], _zero_counts(*error_counts[t])) for t in templates
         }
+        noise: dict[Any, list[Any]] = {t: [] for t in templates}
         for template, ra, rb in used:
             pairs, counts = groups[template]
             counts["questions"] += 1
@@ -440,6 +475,10 @@ def compare_runs(
                 counts[f"{kind_b}_b"] += 1
             if kind_a == "ok" and kind_b == "ok":
                 pairs.append((value_a, value_b))
+                if repeated:
+                    noise[template].append(
+                        (_judge_variance(ra, metric), _judge_variance(rb, metric))
+                    )
         all_pairs = [p for t in templates for p in groups[t][0]]
         all_counts = _zero_counts()
         for _, counts in groups.values():
@@ -455,6 +494,10 @@ def compare_runs(
             }
             for t in templates
         ]
+        if repeated:
+            _add_noise(overall, [v for t in templates for v in noise[t]])
+            for t, row in zip(templates, per_template):
+                _add_noise(row, noise[t])
         out_metrics.append(
             {
                 "metric": metric,
@@ -491,6 +534,17 @@ def compare_runs(
         "templates": [_jsonable_id(t) for t in templates],
         "metrics": out_metrics,
     }
+
+
+def _add_noise(row: dict[str, Any], variances: list[Any]) -> None:
+    """``judge_se`` and ``within_judge_noise`` of a row, when a run measured the judge's
+    variance for its questions."""
+    if row["delta"] is None:
+        return
+    judge_se = judge_noise(variances)
+    if judge_se is not None:
+        row["judge_se"] = judge_se
+        row["within_judge_noise"] = within_noise(row["delta"], judge_se)
 
 
 def _zero_counts(errors_a: int = 0, errors_b: int = 0) -> dict[str, int]:
@@ -566,7 +620,8 @@ def _cells(row: Mapping[str, Any], decimals: int | None, too_few: str) -> dict[s
         "n": str(row["n"]),
         "mean A": _num(row["mean_a"], decimals),
         "mean B": _num(row["mean_b"], decimals),
-        "delta": _num(row["delta"], decimals, True),
+        "delta": _num(row["delta"], decimals, True)
+        + ("~" if row.get("within_judge_noise") else ""),
         "err A/B": f"{row['errors_a']}/{row['errors_b']}",
         "CI": ci,
         "p": _p(row["p_value"]) if testable else too_few,
@@ -608,6 +663,11 @@ def format_table(
     overall_rows: list[tuple[str, dict[str, str] | None]] = []
     template_rows: list[tuple[str, dict[str, str] | None]] = []
     untestable = False
+    noisy = any(
+        row.get("within_judge_noise")
+        for entry in comparison["metrics"]
+        for row in (entry["overall"], *entry["per_template"])
+    )
     for entry in comparison["metrics"]:
         decimals = _decimals(entry)
         if entry["overall"]["n"]:
@@ -703,6 +763,11 @@ def format_table(
             "2^(1-n)): not tested, no CI."
         )
     legend.append("W/L/T: questions where B is better / worse / tied; (-) lower is better.")
+    if noisy:
+        legend.append(
+            "~: |delta| is less than 2 judge standard errors: the judge's own noise (measured "
+            "with --repeats) could make a difference this large."
+        )
     if len(columns) < len(widths):
         legend.append(f"Columns left out to fit {width} characters; --format json has them all.")
     out.append("")
@@ -742,6 +807,7 @@ def report_rows(comparison: Mapping[str, Any]) -> dict[str, Any]:
                     "wins": row["wins"],
                     "losses": row["losses"],
                     "ties": row["ties"],
+                    **{k: row[k] for k in ("judge_se", "within_judge_noise") if k in row},
                 }
             )
     alpha = method.get("alpha")

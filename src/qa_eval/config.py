@@ -124,6 +124,9 @@ class EvalConfig:
     custom_metrics: tuple[Mapping[str, Any], ...] = ()
     answer_correctness_prompt: str | None = None
     relevance_questions: int = 3
+    repeats: int = 1
+    """How many times every LLM metric is asked per question (``llm.repeats``, ``--repeats``;
+    see ``variance.py``)."""
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     source: str = "config"
 
@@ -160,6 +163,7 @@ class EvalConfig:
             "metrics": {s: self.enabled(s) for s in SWITCHES},
             "custom_metrics": [m.get("name") for m in self.custom_metrics],
             "relevance_questions": self.relevance_questions,
+            "repeats": self.repeats,
             "metric_options": {k: dict(v) for k, v in self.options.items()},
         }
 
@@ -441,7 +445,8 @@ def parse_config(data: Any, source: str = "config") -> EvalConfig:
     ``answer_correctness: {enabled, prompt}``, ``answer_relevance: {enabled}``,
     ``custom_evaluations``) mean what they mean there; qa-eval adds ``llm.concurrency``,
     ``llm.timeout``, ``llm.max_attempts``, ``llm.retry_base``, ``llm.prices``,
-    ``llm.relevance_questions``, ``retrieval_answer`` / ``retrieval_context: {enabled}`` and the
+    ``llm.relevance_questions``, ``llm.repeats``, ``retrieval_answer`` /
+    ``retrieval_context: {enabled}`` and the
     GraphRAG metric blocks (``faithfulness``, ``context_precision``, ``context_recall``,
     ``ragas_score: {weights}``, ``factual_accuracy: {weights, cutoffs}``, ``semantic_similarity``,
     ``answer_class: {phrases}``, ``bertscore: {model, layer}``), each ``{enabled: ...}`` or just
@@ -460,6 +465,7 @@ def parse_config(data: Any, source: str = "config") -> EvalConfig:
             "retry_base",
             "prices",
             "relevance_questions",
+            "repeats",
         )
     )
     generation = _generation(llm.sub("generation")) if llm.data or not data else None
@@ -521,9 +527,21 @@ def parse_config(data: Any, source: str = "config") -> EvalConfig:
         custom_metrics=tuple(dict(m) for m in custom),
         answer_correctness_prompt=prompt,
         relevance_questions=llm.integer("relevance_questions", 3) or 3,
+        repeats=_repeats(llm),
         options=options,
         source=source,
     )
+
+
+MAX_REPEATS = 100
+"""The most times a metric may be asked per question (``llm.repeats``)."""
+
+
+def _repeats(llm: _Reader) -> int:
+    repeats = llm.integer("repeats", 1) or 1
+    if repeats > MAX_REPEATS:
+        raise llm._fail("repeats", f"must be at most {MAX_REPEATS}, not {repeats}")
+    return repeats
 
 
 def default_config() -> EvalConfig:

@@ -28,6 +28,7 @@ validate → cost.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import email.utils
 import functools
 import json
@@ -46,9 +47,11 @@ from .config import SDK_PROVIDERS, EmbeddingConfig, EvalConfig, GenerationConfig
 from .errors import QaEvalError
 from .pricing import price_of, usd
 from .redact import public_url, redact
+from .variance import REPEAT
 
 __all__ = [
     "BudgetExceeded",
+    "Deferred",
     "DryRunSkip",
     "Judge",
     "JudgeError",
@@ -76,6 +79,10 @@ _JSON_STARTS = 32
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 DRY_RUN_COMPLETION_TOKENS = 150
 """Completion tokens a dry run assumes for a call when ``max_tokens`` is not set."""
+_BATCHED: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
+    "qa_eval_batched", default=None
+)
+"""Prompt and completion tokens of the current ask that were served by a batch (``batch.py``)."""
 
 
 class JudgeError(Exception):
@@ -98,6 +105,11 @@ class DryRunSkip(JudgeError):
 
     def __init__(self) -> None:
         super().__init__("not computed (dry run)")
+
+
+class Deferred(DryRunSkip):
+    """A batch planning pass records the request for a batch instead of making it
+    (``batch.py``); like a dry run's skip, it is not a failure of the judge."""
 
 
 class JudgeUnavailable(QaEvalError):
@@ -386,6 +398,9 @@ class Judge:
         self.peak_in_flight = 0
         self._fatal: JudgeUnavailable | None = None
         self._in_flight_asks: dict[str, asyncio.Future[Verdict[Any]]] = {}
+        self.batch: Any = None
+        """A ``batch.Outbox`` while a ``--batch`` run plans or completes: it serves replies
+        that came from a batch, and records (or leaves to a synchronous call) the others."""
         if dry_run and cache is not None:
             cache.stop_writing()  # a dry run writes nothing, not even embeddings
 
@@ -413,7 +428,9 @@ class Judge:
         return self.usage[metric]
 
     def request(self, messages: list[dict[str, str]], schema: type[BaseModel]) -> dict[str, Any]:
-        """The canonical request a cache key is made from (no API key, no response mode)."""
+        """The canonical request a cache key is made from (no API key, no response mode; the
+        repeat index when above 0)."""
+        repeat = REPEAT.get()
         return {
             "provider": self.gen.provider,
             "base_url": public_url(self.gen.base_url),
@@ -423,7 +440,27 @@ class Judge:
             **({"extra": dict(self.gen.extra)} if self.gen.extra else {}),
             "messages": messages,
             "schema": json_schema(schema),
+            **({"repeat": repeat} if repeat else {}),
         }
+
+    def body(
+        self, messages: list[dict[str, str]], schema: type[BaseModel], mode: str | None = None
+    ) -> dict[str, Any]:
+        """The keyword arguments of the chat completion call for ``messages`` in ``mode``
+        (default: the run's current mode); a batch sends the same body."""
+        kwargs: dict[str, Any] = {
+            "model": self.gen.model,
+            "messages": messages,
+            "temperature": self.gen.temperature,
+        }
+        if self.gen.max_tokens:
+            kwargs["max_tokens"] = self.gen.max_tokens
+        if self.gen.extra:  # seed, top_p, ...: into the request body as they are
+            kwargs["extra_body"] = dict(self.gen.extra)
+        response_format = _response_format(mode or self.mode, schema)
+        if response_format is not None:
+            kwargs["response_format"] = response_format
+        return kwargs
 
     async def ask(self, metric: str, messages: list[dict[str, str]], schema: type[T]) -> Verdict[T]:
         """A validated reply of ``schema`` to ``messages``, from the cache or the judge.
@@ -444,7 +481,7 @@ class Judge:
                     self._count(usage, "cached")
                     if self.dry_run:
                         self.plan.cached[metric] = self.plan.cached.get(metric, 0) + 1
-                    cost = usd(self.price, hit.prompt_tokens, hit.completion_tokens)
+                    cost = self.reply_cost(hit)
                     return Verdict(value, hit.prompt_tokens, hit.completion_tokens, cost, True)
         if self.dry_run:
             self._plan(metric, messages, schema)
@@ -459,7 +496,7 @@ class Judge:
         future: asyncio.Future[Verdict[Any]] = asyncio.get_running_loop().create_future()
         self._in_flight_asks[key] = future
         try:
-            verdict = await self._ask_judge(metric, key, messages, schema)
+            verdict = await self._ask_judge_batched(metric, key, messages, schema)
         except BaseException as e:
             if not future.done():
                 future.set_exception(e)
@@ -470,6 +507,41 @@ class Judge:
             return verdict
         finally:
             del self._in_flight_asks[key]
+
+    def reply_cost(self, reply: CachedReply) -> float | None:
+        """What a stored reply cost: its batch-served tokens at batch rates, the rest at
+        standard rates; ``None`` when the price is unknown."""
+        bp, bc = reply.batch_prompt_tokens, reply.batch_completion_tokens
+        standard = usd(self.price, reply.prompt_tokens - bp, reply.completion_tokens - bc)
+        if standard is None or not (bp or bc):
+            return standard
+        return standard + (usd(self.price, bp, bc, batch=True) or 0.0)
+
+    async def _ask_judge_batched(
+        self, metric: str, key: str, messages: list[dict[str, str]], schema: type[T]
+    ) -> Verdict[T]:
+        """:meth:`_ask_judge`, noting which of its tokens a batch served: they are stored with
+        the reply and priced at batch rates."""
+        if self.batch is None:
+            return await self._ask_judge(metric, key, messages, schema)
+        batched = [0, 0]
+        token = _BATCHED.set(batched)
+        try:
+            verdict = await self._ask_judge(metric, key, messages, schema)
+        finally:
+            _BATCHED.reset(token)
+        if not any(batched):
+            return verdict
+        reply = CachedReply("", verdict.prompt_tokens, verdict.completion_tokens, *batched)
+        if self.cache is not None:
+            self.cache.put_batch_tokens(key, *batched)
+        return Verdict(
+            verdict.value,
+            verdict.prompt_tokens,
+            verdict.completion_tokens,
+            self.reply_cost(reply),
+            False,
+        )
 
     async def _ask_judge(
         self, metric: str, key: str, messages: list[dict[str, str]], schema: type[T]
@@ -541,6 +613,13 @@ class Judge:
         """One successful completion (with retries); its text and tokens, counted and priced."""
         import openai
 
+        if self.batch is not None:  # a --batch run: a batch's reply, or one recorded for a batch
+            served = self.batch.serve(
+                request_key(self.request(messages, schema)), self.body(messages, schema)
+            )
+            if served is not None:
+                content, prompt_tokens, completion_tokens = served
+                return self._account(metric, content, prompt_tokens, completion_tokens, batch=True)
         semaphore = self.slot()
         usage = self._usage(metric)
         attempt = 0
@@ -554,18 +633,7 @@ class Judge:
                 if self.max_cost is not None and self.total.cost >= self.max_cost:
                     raise BudgetExceeded()
                 mode = self.mode
-                kwargs: dict[str, Any] = {
-                    "model": self.gen.model,
-                    "messages": messages,
-                    "temperature": self.gen.temperature,
-                }
-                if self.gen.max_tokens:
-                    kwargs["max_tokens"] = self.gen.max_tokens
-                if self.gen.extra:  # seed, top_p, ...: into the request body as they are
-                    kwargs["extra_body"] = dict(self.gen.extra)
-                response_format = _response_format(mode, schema)
-                if response_format is not None:
-                    kwargs["response_format"] = response_format
+                kwargs = self.body(messages, schema, mode)
                 self.in_flight += 1
                 self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
                 try:
@@ -624,9 +692,18 @@ class Judge:
             self.mode = following
 
     def _account(
-        self, metric: str, content: str, prompt_tokens: int, completion_tokens: int
+        self,
+        metric: str,
+        content: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        batch: bool = False,
     ) -> tuple[str, int, int]:
-        cost = usd(self.price, prompt_tokens, completion_tokens) or 0.0
+        cost = usd(self.price, prompt_tokens, completion_tokens, batch=batch) or 0.0
+        batched = _BATCHED.get() if batch else None
+        if batched is not None:
+            batched[0] += prompt_tokens
+            batched[1] += completion_tokens
         for u in (self._usage(metric), self.total):
             u.calls += 1
             u.prompt_tokens += prompt_tokens

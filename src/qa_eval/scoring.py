@@ -29,6 +29,9 @@ The GraphRAG set (off unless switched on; contexts are the chunk texts of the su
 
 ``semantic_similarity`` and ``bertscore`` run without a judge. Error responses get no metric.
 Each family can be switched on or off in the config or the CLI.
+
+With ``llm.repeats`` above 1 the judge's metrics run that many times per question and their
+values are merged (mean, standard deviation, flips; see ``variance.py``).
 """
 
 from __future__ import annotations
@@ -170,7 +173,25 @@ class AnswerScorer:
     async def score(
         self, result: dict[str, Any], matched: list[tuple[Mapping[str, Any], int]]
     ) -> None:
-        """Compute this question's metrics and write their keys into ``result``."""
+        """Compute this question's metrics and write their keys into ``result`` (the judge's
+        ``llm.repeats`` times, merged as ``variance.py`` says)."""
+        if self.config.repeats > 1 and self.judge is not None:
+            from .aggregate import METRICS, STEP_METRICS
+            from .variance import score_repeated
+
+            values = [*METRICS, *(m for names in STEP_METRICS.values() for m in names)]
+            values += [name for metric in self.custom for name in metric.outputs]
+            await score_repeated(self._score_once, result, matched, self.config.repeats, values)
+            return
+        await self._score_once(result, matched)
+
+    async def _score_once(
+        self,
+        result: dict[str, Any],
+        matched: list[tuple[Mapping[str, Any], int]],
+        offline: bool = True,
+    ) -> None:
+        """One computation of the question's metrics (``offline``: also those without a judge)."""
         question = str(result.get("question_text") or "")
         reference = result.get("reference_answer")
         answer = result.get("actual_answer")
@@ -179,7 +200,7 @@ class AnswerScorer:
         chunks = retrieval_chunks(steps) if any(self.on[m] for m in _CHUNK_METRICS) else {}
         jobs: list[Coroutine[Any, Any, dict[str, Any]]] = []
         if isinstance(answer, str):
-            jobs.extend(self._answer_jobs(question, reference, answer))
+            jobs.extend(self._answer_jobs(question, reference, answer, offline))
         jobs.extend(self._context_jobs(steps, chunks, question, reference, answer))
         for metric in self.custom:
             jobs.append(
@@ -218,7 +239,7 @@ class AnswerScorer:
             result["llm_cost"] = math.fsum(costs)
 
     def _answer_jobs(
-        self, question: str, reference: Any, answer: str
+        self, question: str, reference: Any, answer: str, offline: bool = True
     ) -> list[Coroutine[Any, Any, dict[str, Any]]]:
         on, judge, config = self.on, self.judge, self.config
         has_reference = isinstance(reference, str)
@@ -250,6 +271,8 @@ class AnswerScorer:
                         judge, question, reference if has_reference else "", answer, phrases
                     )
                 )
+        if not offline:
+            return jobs
         if on["semantic_similarity"] and has_reference and self.embedder is not None:
             jobs.append(semantic_similarity_metric(self.embedder, answer, reference))
         if on["bertscore"] and has_reference:
