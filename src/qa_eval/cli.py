@@ -6,6 +6,7 @@ Exit codes: 0 success, 2 bad input or usage (one line on stderr), 1 unexpected f
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -270,8 +271,8 @@ def _evaluate(args: argparse.Namespace) -> int:
                 check_output_path(_for_system(path, system))  # type: ignore[arg-type]
     if args.concurrency is not None and args.concurrency < 1:
         raise QaEvalError("--concurrency must be at least 1")
-    if args.max_cost is not None and args.max_cost <= 0:
-        raise QaEvalError("--max-cost must be a positive number of US dollars")
+    if args.max_cost is not None and not (math.isfinite(args.max_cost) and args.max_cost > 0):
+        raise QaEvalError("--max-cost must be a positive, finite number of US dollars")
     config = load_config(args.config).with_options(concurrency=args.concurrency)
     disable = list(args.disable or ())
     enable = list(args.enable or ())

@@ -27,6 +27,8 @@ from typing import Any
 
 from dateutil import parser as date_parser
 
+from ..errors import short_repr
+
 __all__ = [
     "StepArgumentError",
     "compare_data_points_steps",
@@ -150,7 +152,7 @@ def _times_equal(reference: Any, actual: Any, anchor: Any) -> bool:
         if anchor_time is None:
             raise StepArgumentError(
                 "a relative time needs the actual step's 'execution_timestamp' as an ISO 8601 "
-                f"time, got {anchor!r}"
+                f"time, got {short_repr(anchor)}"
             )
         ref_time = _resolve_relative(reference, anchor_time)
         if act_relative:
