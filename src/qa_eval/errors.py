@@ -59,6 +59,11 @@ _SHORT = _ShortRepr()
 def short_repr(value: Any, limit: int = _REPR_LIMIT) -> str:
     """``repr()`` of a value for a message, at most about ``limit`` characters: large, deep or
     shared (YAML alias) structures are cut off before they are written out, never expanded."""
+    kind = type(value)
+    if (kind is str and len(value) <= limit) or (kind is int and value.bit_length() < 64):
+        text = repr(value)  # the common case, an id: quick
+        if len(text) <= limit:
+            return text
     try:
         text = _SHORT.repr(value)
     except Exception:  # a value whose repr fails (a user-defined type given to the API)

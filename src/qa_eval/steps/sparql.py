@@ -48,7 +48,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain, repeat
+from itertools import repeat
 from operator import itemgetter
 from typing import Any, cast
 
@@ -58,7 +58,6 @@ __all__ = [
     "FLOAT_DECIMALS",
     "SparqlReference",
     "SparqlResultError",
-    "check_terms",
     "compare_sparql_results",
     "parse_sparql_json",
     "prepare_reference",
@@ -350,18 +349,6 @@ def prepare_reference(
     table = _Table(bindings)
     columns = [table.column(v) for v in required] if bindings and required else []
     return SparqlReference(None, len(bindings), required, columns)
-
-
-def check_terms(result: Mapping[str, Any], skip: Sequence[str] = ()) -> None:
-    """Read every column of a checked result (see ``parse_sparql_json``) but those in ``skip``
-    (read already): ``SparqlResultError`` naming the first term that is not valid."""
-    if "boolean" in result:
-        return
-    bindings = result["results"]["bindings"]
-    done = set(skip)
-    for var in dict.fromkeys(chain.from_iterable(bindings)):
-        if var not in done:
-            _column(bindings, var)
 
 
 def compare_sparql_results(
