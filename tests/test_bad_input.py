@@ -677,3 +677,22 @@ def test_unwritable_values_are_refused_before_any_judge_call(
         )
         assert code == 2 and "nested more than 200 levels deep" in err
         assert server.requests == []
+
+
+def test_one_writer_writes_what_orjson_cannot(tmp_path: Path) -> None:
+    from qa_eval.io import dump_json, write_data
+
+    # Values a caller of the API can hand over: integers beyond 64 bits, deep nesting, keys of
+    # other types. orjson refuses them; the writer falls back to the standard library.
+    deep: object = "x"
+    for _ in range(300):
+        deep = [deep]
+    record = {"question_id": "q1", "big": 2**70, "deep": deep, (1, 2): "tuple key"}
+    line = dump_json(record)
+    assert b'"big": 1180591620717411303424' in line and b'"(1, 2)": "tuple key"' in line
+    assert json.loads(line)["deep"] == deep
+    for suffix in (".json", ".jsonl"):
+        write_data(tmp_path / f"out{suffix}", [record])
+        text = (tmp_path / f"out{suffix}").read_text(encoding="utf-8")
+        assert "1180591620717411303424" in text
+    assert dump_json({"a": 1}) == b'{"a":1}'  # the usual case: orjson, compact
