@@ -1,10 +1,11 @@
 """Property-based fuzzing of the input readers through the command line, in process.
 
-Mutated reference datasets, responses and results (structure: type swaps, deletions, duplicate
-keys, huge integers, deep nesting, YAML aliases and alias bombs, malformed SPARQL results; bytes:
-truncation, stray and control characters, other encodings) go through ``evaluate``,
-``aggregate``, ``compare`` and ``report``. Every run must end with exit 0, or exit 2 and exactly
-one line on stderr; and what ``evaluate`` writes must read back with exit 0.
+Mutated reference datasets, responses, results and flat rows (structure: type swaps, deletions,
+duplicate keys, huge integers, deep nesting, YAML aliases and alias bombs, malformed SPARQL
+results; bytes: truncation, stray and control characters, other encodings) go through
+``evaluate``, ``evaluate-flat``, ``aggregate``, ``compare`` and ``report``. Every run must end
+with exit 0, or exit 2 and exactly one line on stderr; and what ``evaluate`` writes must read
+back with exit 0.
 
 The CI run is derandomised and small (``FUZZ_EXAMPLES`` per command, well under a minute in
 all). For a longer, random search set ``QA_EVAL_FUZZ_EXAMPLES``, e.g. to 2000.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import csv
 import io
 import json
 import math
@@ -116,6 +118,19 @@ REFERENCE: list[dict[str, Any]] = [
         ],
     },
     {"template_id": "t2", "questions": [{"id": "q3", "question_text": "Third?"}]},
+]
+
+FLAT_ROWS: list[dict[str, Any]] = [
+    {
+        "id": "1",
+        "question": "Which?",
+        "answer": "A",
+        "contexts": ["c1", "c2"],
+        "ground_truth": "A",
+        "question_type": "x",
+    },
+    {"id": "2", "question": "Other?", "answer": "B", "contexts": "['c']"},
+    {"question": "Third?", "ground_truth": ["a", "b"]},
 ]
 
 RESPONSES: list[dict[str, Any]] = [
@@ -343,7 +358,23 @@ def _plain(value: Any) -> bool:
     return not isinstance(value, float) or math.isfinite(value)
 
 
+def _csv_text(data: Any) -> str:
+    rows = data if isinstance(data, list) else [data]
+    header = list(dict.fromkeys(k for r in rows if isinstance(r, dict) for k in r))
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(header)
+    for row in rows:
+        cells = row if isinstance(row, dict) else {}
+        writer.writerow(
+            [v if isinstance(v := cells.get(k, ""), str) else _json_text(v, False) for k in header]
+        )
+    return out.getvalue()
+
+
 def _serialise(data: Any, suffix: str, block: bool, ascii_only: bool) -> str:
+    if suffix == ".csv":
+        return _csv_text(data)
     if suffix in (".yaml", ".yml"):
         if block and _plain(data):
             return yaml.safe_dump(data, sort_keys=False, allow_unicode=not ascii_only)
@@ -559,3 +590,15 @@ def test_report_never_crashes(seeds: Any, mutation: st.DataObject, signature: bo
             suffix, raw = mutation.draw(_mutated_file(seed_data, [".jsonl", ".json", ".yaml"]))
             path = _write(here, "results", suffix, raw)
         _check(["report", path, "-o", str(here / "report.html")])
+
+
+@_SETTINGS
+@given(mutation=st.data())
+def test_evaluate_flat_never_crashes(mutation: st.DataObject) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        here = Path(folder)
+        suffix, raw = mutation.draw(_mutated_file(FLAT_ROWS, [".jsonl", ".csv"]))
+        rows = _write(here, "rows", suffix, raw)
+        output = here / "results.jsonl"
+        if _check(["evaluate-flat", rows, "-q", "-o", str(output)]) == 0:
+            assert _run(["aggregate", str(output)])[0] == 0

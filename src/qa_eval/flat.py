@@ -35,7 +35,7 @@ from typing import Any
 import orjson
 
 from .errors import InputError, short_repr
-from .io import _json, _lines
+from .io import _json, _lines, _text
 
 __all__ = ["FIELDS", "flat_to_dataset", "read_flat", "read_flat_rows"]
 
@@ -53,14 +53,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
 def read_flat_rows(path: str | os.PathLike[str]) -> list[tuple[int, dict[str, Any]]]:
     """The rows of a JSONL or CSV file with their line numbers (by extension: .csv is CSV)."""
     source = str(path)
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", source=source) from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise InputError(f"not UTF-8 (byte {e.start})", source=source) from None
+    text = _text(Path(path))
     rows: list[tuple[int, dict[str, Any]]] = []
     if Path(path).suffix.lower() in (".csv", ".tsv"):
         delimiter = "\t" if Path(path).suffix.lower() == ".tsv" else ","

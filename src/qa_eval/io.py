@@ -329,8 +329,8 @@ def _strict_json(
             f"duplicate key {short_repr(e.args[0])}", source=source, record=record
         ) from None
     except (ValueError, RecursionError) as e:
-        if fast_error is None:  # orjson read it: only a duplicate key can fail here
-            raise
+        if fast_error is None:  # orjson read it (a duplicate key was looked for): keep that
+            return None
         problem = fast_error.msg
         if isinstance(e, RecursionError):
             problem = "nested too deeply"
