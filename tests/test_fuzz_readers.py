@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from qa_eval.cli import run_command
 
 _LONG = os.environ.get("QA_EVAL_FUZZ_EXAMPLES")
-FUZZ_EXAMPLES = int(_LONG) if _LONG else 40
+FUZZ_EXAMPLES = int(_LONG) if _LONG else 100
 _SETTINGS = settings(
     max_examples=FUZZ_EXAMPLES,
     deadline=None,
