@@ -392,11 +392,14 @@ def test_yaml_integer_of_many_digits_is_refused_without_converting(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # 20,000 digits: int() refuses more than 4,300; sexagesimal text converts slowly.
-    for value in ("1" + "0" * 20_000, ":".join(["59"] * 50_000)):
+    for value, problem in (
+        ("1" + "0" * 20_000, "integer beyond 64 bits (of 20,001 digits)"),
+        (":".join(["59"] * 50_000), "not a 64-bit integer (149,999 characters)"),
+    ):
         code, err = _evaluate_responses(
             tmp_path, "r.yaml", _yaml_responses(f"  custom: {{id: {value}}}\n"), capsys
         )
-        assert code == 2 and "integer beyond 64 bits" in err and len(err) < 300
+        assert code == 2 and problem in err and len(err) < 300
 
 
 def test_64_bit_integers_are_kept(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -696,3 +699,23 @@ def test_one_writer_writes_what_orjson_cannot(tmp_path: Path) -> None:
         text = (tmp_path / f"out{suffix}").read_text(encoding="utf-8")
         assert "1180591620717411303424" in text
     assert dump_json({"a": 1}) == b'{"a":1}'  # the usual case: orjson, compact
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("!!int abc", "cannot read 'abc' as int"),
+        ("!!float x", "cannot read 'x' as float"),
+        ("!!bool maybe", "cannot read 'maybe' as bool"),
+        ("!!timestamp nope", "cannot read 'nope' as timestamp"),
+        ("2024-02-30", "cannot read '2024-02-30' as timestamp (day is out of range for month)"),
+        ("!!int " + "z" * 10_000, "not a 64-bit integer (10,000 characters)"),
+    ],
+    ids=["int", "float", "bool", "timestamp", "date", "long"],
+)
+def test_yaml_scalars_that_do_not_read_as_their_type(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, problem: str
+) -> None:
+    text = f"- question_id: q1\n  x: {value}\n"
+    code, err = _evaluate_responses(tmp_path, "r.yaml", text, capsys)
+    assert code == 2 and f"r.yaml: line 2, column 6: {problem}" in err and len(err) < 400

@@ -228,6 +228,16 @@ _YAML_SPECIALS = [
     YamlOnly("1_000_000_000_000_000_000_000"),
     YamlOnly("[" * 60_000 + "]" * 60_000),
     YamlOnly("- " * 300 + "x"),
+    YamlOnly("!!int abc"),
+    YamlOnly("!!int ''"),
+    YamlOnly("!!float x"),
+    YamlOnly("!!bool maybe"),
+    YamlOnly("!!timestamp nope"),
+    YamlOnly("2024-02-30"),
+    YamlOnly("!!binary '!!!'"),
+    YamlOnly("!!str [a]"),
+    YamlOnly("!!omap [a]"),
+    YamlOnly("!local x"),
 ]
 
 _MALFORMED_SPARQL = [

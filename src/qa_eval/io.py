@@ -152,19 +152,50 @@ class _StrictLoader(_Loader):  # type: ignore[misc, valid-type]
         # The text of a 64-bit integer is short (0b and 64 digits at most): a longer one is
         # refused before it is converted, which can take long (e.g. sexagesimal 1:2:3:...).
         text = self.construct_scalar(node).replace("_", "")
-        value: int | None = super().construct_yaml_int(node) if len(text) <= 70 else None
-        if value is None or not _INT_MIN <= value <= _INT_MAX:
-            shown = short_repr(value, 40) if value is not None else f"of {len(text):,} digits"
+        if len(text) > 70:
+            shown = (
+                f"integer beyond 64 bits (of {len(text):,} digits)"
+                if text.lstrip("+-").isdigit()
+                else f"not a 64-bit integer ({len(text):,} characters)"
+            )
+            raise _YamlRefused(None, None, f"{shown}: quote it to keep it as text", node.start_mark)
+        value: int = super().construct_yaml_int(node)
+        if not _INT_MIN <= value <= _INT_MAX:
             raise _YamlRefused(
                 None,
                 None,
-                f"integer beyond 64 bits ({shown}): quote it to keep it as text",
+                f"integer beyond 64 bits ({value}): quote it to keep it as text",
                 node.start_mark,
             )
         return value
 
 
-_StrictLoader.add_constructor("tag:yaml.org,2002:int", _StrictLoader.construct_yaml_int)
+def _guarded(constructor: Any) -> Any:
+    """A scalar constructor whose failure on a bad text (``!!int abc``, an implicit date such
+    as 2024-02-30, ``!!bool maybe``) is a located YAML error instead of a Python exception."""
+
+    def construct(loader: Any, node: Any) -> Any:
+        try:
+            return constructor(loader, node)
+        except (ValueError, KeyError, IndexError, AttributeError, TypeError, OverflowError) as e:
+            tag = str(node.tag).rsplit(":", 1)[-1]
+            reason = _one_line(str(e))
+            reason = reason if len(reason) <= 60 else reason[:59] + "…"
+            problem = f"cannot read {short_repr(node.value)} as {tag} ({reason}); quote it for text"
+            raise _YamlRefused(None, None, problem, node.start_mark) from None
+
+    return construct
+
+
+for _tag, _constructor in (
+    ("int", _StrictLoader.construct_yaml_int),
+    ("float", _StrictLoader.construct_yaml_float),
+    ("bool", _StrictLoader.construct_yaml_bool),
+    ("null", _StrictLoader.construct_yaml_null),
+    ("timestamp", _StrictLoader.construct_yaml_timestamp),
+    ("binary", _StrictLoader.construct_yaml_binary),
+):
+    _StrictLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _guarded(_constructor))
 
 
 def _scan_yaml(text: str) -> None:
