@@ -719,3 +719,34 @@ def test_yaml_scalars_that_do_not_read_as_their_type(
     text = f"- question_id: q1\n  x: {value}\n"
     code, err = _evaluate_responses(tmp_path, "r.yaml", text, capsys)
     assert code == 2 and f"r.yaml: line 2, column 6: {problem}" in err and len(err) < 400
+
+
+@pytest.mark.parametrize(
+    ("start", "timestamp", "problem"),
+    [
+        ("99999999999d-ago", "2025-01-03T00:00:00Z", "'99999999999d-ago' from the actual step"),
+        ("9" * 5000 + "d-ago", "2025-01-03T00:00:00Z", "is out of range"),
+        ("99999d-ahead", "9999-12-31T00:00:00Z", "'99999d-ahead' from the actual step"),
+        ("1d-ago", "0001-01-01T00:00:00+05:00", "'execution_timestamp' as an ISO 8601 time"),
+    ],
+    ids=["far past", "5000 digits", "beyond 9999", "anchor before year 1 in UTC"],
+)
+def test_times_out_of_range_are_that_steps_error(start: str, timestamp: str, problem: str) -> None:
+    ref, responses = _data_points("2025-01-01T00:00:30Z", timestamp)
+    responses[0]["actual_steps"][0]["args"]["start"] = start
+    result = run_evaluation(ref, responses)[0]
+    assert result["steps_score"] == 0.0
+    (error,) = result["step_errors"]
+    assert problem in error and len(error) < 300
+
+
+def test_absolute_times_out_of_range_in_utc_compare_as_text() -> None:
+    # Year 1 at +05:00 is before year 1 in UTC: such a time is compared as text, as any
+    # text that is not a time is.
+    far = "0001-01-01T00:00:00+05:00"
+    ref, responses = _data_points(far, "2025-01-03T00:00:00Z")
+    ref[0]["questions"][0]["reference_steps"][0][0]["args"]["start"] = far
+    assert run_evaluation(ref, responses)[0]["steps_score"] == 1.0
+    responses[0]["actual_steps"][0]["args"]["start"] = "0001-01-01T00:00:00+06:00"
+    result = run_evaluation(ref, responses)[0]
+    assert result["steps_score"] == 0.0 and "step_errors" not in result

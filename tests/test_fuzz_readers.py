@@ -117,7 +117,32 @@ REFERENCE: list[dict[str, Any]] = [
             },
         ],
     },
-    {"template_id": "t2", "questions": [{"id": "q3", "question_text": "Third?"}]},
+    {
+        "template_id": "t2",
+        "questions": [
+            {"id": "q3", "question_text": "Third?"},
+            {
+                "id": "q4",
+                "question_text": "When?",
+                "reference_steps": [
+                    [
+                        {
+                            "name": "retrieve_data_points",
+                            "args": {"external_id": "m1", "start": "2d-ago", "end": "now"},
+                        },
+                        {"name": "retrieve_time_series", "args": {"mrid": ["a", "b"], "limit": 5}},
+                    ],
+                    [
+                        {
+                            "name": "lookup",
+                            "output": '{"a": [1, 2.5, true]}',
+                            "output_media_type": "application/json",
+                        }
+                    ],
+                ],
+            },
+        ],
+    },
 ]
 
 FLAT_ROWS: list[dict[str, Any]] = [
@@ -171,6 +196,20 @@ RESPONSES: list[dict[str, Any]] = [
         ],
     },
     {"question_id": "q3", "status": "error", "error": "timeout"},
+    {
+        "question_id": "q4",
+        "actual_answer": "Then.",
+        "actual_steps": [
+            {
+                "name": "retrieve_data_points",
+                "status": "success",
+                "execution_timestamp": "2025-01-03T00:00:00Z",
+                "args": {"external_id": ["m1"], "start": "2025-01-01T00:00:30Z", "end": "now"},
+            },
+            {"name": "retrieve_time_series", "args": {"mrid": ["b", "a"], "limit": 5}},
+            {"name": "lookup", "output": '{"a": [1.0, 2.5, true]}'},
+        ],
+    },
 ]
 
 
@@ -266,6 +305,12 @@ _MALFORMED_SPARQL = [
 
 _TEXTS = [
     "",
+    "now",
+    "99999999999d-ago",
+    "1d-ahead",
+    "0001-01-01T00:00:00+05:00",
+    "9999-12-31T23:59:59-05:00",
+    "2025-02-30T00:00:00Z",
     " ",
     "\u2028",
     "a\u2029b\u0085c",
