@@ -750,3 +750,14 @@ def test_absolute_times_out_of_range_in_utc_compare_as_text() -> None:
     responses[0]["actual_steps"][0]["args"]["start"] = "0001-01-01T00:00:00+06:00"
     result = run_evaluation(ref, responses)[0]
     assert result["steps_score"] == 0.0 and "step_errors" not in result
+
+
+@pytest.mark.parametrize("bad_id", [["d1"], {"a": 1}, None])
+def test_retrieval_context_ids_must_be_strings_or_numbers(bad_id: object) -> None:
+    step = {"name": "retrieval", "args": {"k": 2}, "output": [{"id": "d1"}, {"id": "d2"}]}
+    actual = dict(step, id="r", status="success", output=[{"id": bad_id}, {"id": "d2"}])
+    results = run_evaluation(reference([[step]]), [{"question_id": "q1", "actual_steps": [actual]}])
+    assert results[0]["steps_score"] == 0.0
+    assert "'id' (a string or a number)" in results[0]["step_errors"][0]
+    message = error_message(reference([[dict(step, output=[{"id": bad_id}])]]))
+    assert "reference_steps[0][0].output: retrieval output item [0]: 'id' must be" in message

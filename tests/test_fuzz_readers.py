@@ -177,7 +177,7 @@ RESPONSES: list[dict[str, Any]] = [
                 "id": "s2",
                 "status": "success",
                 "args": {"k": 2},
-                "output": json.dumps([{"id": "d2", "text": "x"}]),
+                "output": [{"id": "d2", "text": "x"}],  # a list, as YAML and JSON allow
             },
         ],
     },

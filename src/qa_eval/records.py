@@ -38,6 +38,8 @@ COMPARE_JSON = "json"
 COMPARE_ARGS = "args"
 COMPARE_TEXT = "text"
 _ID_TYPES = (str, int)
+CONTEXT_ID_TYPES = (str, int, float)
+"""What a retrieval context's ``id`` may be: the ids are compared as sets."""
 
 
 # Records are read-only by convention, not frozen: a run makes one per reference step, question
@@ -225,6 +227,11 @@ def _context_ids(contexts: Any) -> list[Any]:
     for position, context in enumerate(contexts):
         if not isinstance(context, dict) or "id" not in context:
             raise ValueError(f"retrieval output item [{position}] has no 'id'")
+        if not isinstance(context["id"], CONTEXT_ID_TYPES):
+            raise ValueError(
+                f"retrieval output item [{position}]: 'id' must be a string or a number, got "
+                f"{_type_name(context['id'])}"
+            )
         ids.append(context["id"])
     return ids
 

@@ -35,6 +35,7 @@ from ..records import (
     COMPARE_RETRIEVAL,
     COMPARE_SPARQL,
     COMPARE_TIME_SERIES,
+    CONTEXT_ID_TYPES,
     ReferenceStep,
 )
 from .outputs import OutputParseError, iri_found, json_equal, loads
@@ -171,10 +172,11 @@ class StepScorer:
     def _retrieval(self, ref: ReferenceStep, act_index: int) -> float:
         contexts = self._parsed(act_index)
         if not isinstance(contexts, list) or not all(
-            isinstance(c, dict) and "id" in c for c in contexts
+            isinstance(c, dict) and isinstance(c.get("id"), CONTEXT_ID_TYPES) for c in contexts
         ):
             raise _StepProblem(
-                "output: a retrieval output must be a JSON list of objects with 'id'"
+                "output: a retrieval output must be a JSON list of objects with an 'id' (a "
+                "string or a number)"
             )
         args = self.actual[act_index].get("args") or {}
         k = args.get("k")
