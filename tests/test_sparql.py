@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -395,3 +396,154 @@ def test_long_tables_whose_columns_differ_only_after_the_first_rows(
     expected = _brute_force(ref_table, vars_, act_table, ordered, ignore_duplicates)
     got = cmp(ref_table, act_table, vars_, ordered=ordered, ignore_duplicates=ignore_duplicates)
     assert got == expected
+
+
+# Malformed results: an actual one is that step's error, a reference one a located InputError.
+def _one_row(term: object, var: str = "x", vars_: object = None) -> dict:
+    return {
+        "head": {"vars": [var] if vars_ is None else vars_},
+        "results": {"bindings": [{var: term}]},
+    }
+
+
+MALFORMED = {
+    "binding not an object": (
+        {"head": {"vars": ["x"]}, "results": {"bindings": [0.5]}},
+        "results.bindings[0]: a binding must be an object, got float",
+    ),
+    "variable not a string": (
+        _one_row(uri("urn:a"), vars_=["x", 1]),
+        "head.vars[1]: a variable name must be a string, got int",
+    ),
+    "variable a mapping": (
+        _one_row(uri("urn:a"), vars_=[{"a": 1}]),
+        "head.vars[0]: a variable name must be a string, got dict",
+    ),
+    "term not an object": (_one_row("urn:a"), "results.bindings[0].x: a term must be an object"),
+    "type missing": (_one_row({"value": "a"}), "'type' must be a string, got null"),
+    "type unknown": (_one_row({"type": "iri", "value": "a"}), "unknown term type 'iri'"),
+    "type a list": (_one_row({"type": ["uri"], "value": "a"}), "'type' must be a string"),
+    "value missing": (_one_row({"type": "uri"}), "'value' must be a string, got null"),
+    "value a number": (_one_row({"type": "uri", "value": 1}), "'value' must be a string, got int"),
+    "value a list": (
+        _one_row({"type": "literal", "value": ["a"]}),
+        "'value' must be a string, got list",
+    ),
+    "xml:lang a number": (
+        _one_row({"type": "literal", "value": "a", "xml:lang": 5}),
+        "'xml:lang' must be a string, got int",
+    ),
+    "datatype a list": (
+        _one_row({"type": "literal", "value": "1", "datatype": ["x"]}),
+        "'datatype' must be a string, got list",
+    ),
+    "datatype a mapping": (
+        _one_row({"type": "typed-literal", "value": "1", "datatype": {}}),
+        "'datatype' must be a string, got dict",
+    ),
+}
+
+
+def _reference(output: object, required: list[str]) -> list[dict]:
+    return [
+        {
+            "template_id": "t1",
+            "questions": [
+                {
+                    "id": qid,
+                    "question_text": "Which?",
+                    "reference_steps": [
+                        [
+                            {
+                                "name": "sparql_query",
+                                "args": {"query": "SELECT"},
+                                "output": output,
+                                "output_media_type": "application/sparql-results+json",
+                                "required_columns": required,
+                            }
+                        ]
+                    ],
+                }
+                for qid in ("q1", "q2")
+            ],
+        }
+    ]
+
+
+def _response(qid: str, output: object) -> dict:
+    step = {"name": "sparql_query", "id": "s", "status": "success", "output": output}
+    return {"question_id": qid, "actual_steps": [step]}
+
+
+@pytest.mark.parametrize("as_text", [True, False])
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_malformed_actual_result_is_that_steps_error(case: str, as_text: bool) -> None:
+    import json
+
+    from qa_eval import run_evaluation
+
+    bad, expected = MALFORMED[case]
+    good = _one_row(uri("urn:a"))
+    responses = [
+        _response("q1", json.dumps(bad) if as_text else bad),
+        _response("q2", json.dumps(good)),
+    ]
+    results = run_evaluation(_reference(json.dumps(good), ["x"]), responses)
+    assert results[0]["steps_score"] == 0.0
+    (error,) = results[0]["step_errors"]
+    assert error.startswith("actual_steps[0] (id s): output: ") and expected in error
+    assert results[1]["steps_score"] == 1.0 and "step_errors" not in results[1]
+
+
+@pytest.mark.parametrize("rows", [3, 100])  # 100: the sampled path for large results
+def test_bad_term_deep_in_a_large_actual_column(rows: int) -> None:
+    from qa_eval import run_evaluation
+
+    reference = table(["x"], [[uri(f"urn:{i}")] for i in range(rows)])
+    actual = table(["y"], [[uri(f"urn:{i}")] for i in range(rows)])
+    actual["results"]["bindings"][rows - 1]["y"] = {"type": "uri", "value": 7}
+    results = run_evaluation(_reference(reference, ["x"]), [_response("q1", actual)])
+    assert results[0]["steps_score"] == 0.0
+    assert (
+        f"results.bindings[{rows - 1}].y: a term's 'value' must be a string"
+        in (results[0]["step_errors"][0])
+    )
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_malformed_reference_result_names_file_question_step_and_field(case: str) -> None:
+    from qa_eval import InputError, run_evaluation
+
+    bad, expected = MALFORMED[case]
+    with pytest.raises(InputError) as caught:
+        run_evaluation(_reference(bad, ["x"]), [], reference_source="ref.yaml")
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(
+        "ref.yaml: template 't1' question 'q1': reference_steps[0][0].output: "
+    ), message
+    assert expected in message
+
+
+def test_compare_checks_both_results() -> None:
+    good = table(["x"], [[uri("urn:a")]])
+    for bad, expected in MALFORMED.values():
+        with pytest.raises(SparqlResultError, match=re.escape(expected)):
+            compare_sparql_results(good, bad, ["x"])
+        with pytest.raises(SparqlResultError, match=re.escape(expected)):
+            compare_sparql_results(bad, good, ["x"])
+
+
+def test_reference_columns_that_are_not_compared_are_not_read() -> None:
+    # Only the required columns are read (when the dataset loads); the shape of the whole
+    # result is checked, the terms of other columns are never looked at.
+    from qa_eval import InputError, run_evaluation
+
+    bad_term = table(["x", "y"], [[uri("urn:a"), {"type": "uri", "value": ["v"]}]])
+    results = run_evaluation(
+        _reference(bad_term, ["x"]), [_response("q1", table(["x"], [[uri("urn:a")]]))]
+    )
+    assert results[0]["steps_score"] == 1.0
+    bad_shape = {"head": {"vars": ["x", 2]}, "results": {"bindings": [{"x": uri("urn:a")}]}}
+    with pytest.raises(InputError, match=r"output: not a SPARQL JSON result: head\.vars\[1\]"):
+        run_evaluation(_reference(bad_shape, ["x"]), [])

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import signal
 import sys
@@ -39,6 +40,7 @@ from .config import GROUPS, SWITCHES
 from .errors import InputError, QaEvalError
 from .io import (
     check_output_path,
+    check_results,
     dump_json,
     read_data,
     read_reference,
@@ -301,8 +303,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         )
     if args.concurrency is not None and args.concurrency < 1:
         raise QaEvalError("--concurrency must be at least 1")
-    if args.max_cost is not None and args.max_cost <= 0:
-        raise QaEvalError("--max-cost must be a positive number of US dollars")
+    if args.max_cost is not None and not (math.isfinite(args.max_cost) and args.max_cost > 0):
+        raise QaEvalError("--max-cost must be a positive, finite number of US dollars")
     from .config import MAX_REPEATS
 
     if args.no_wait and not args.batch:
@@ -769,15 +771,7 @@ def _read_results(path: str, command: str) -> list[Any]:
     data = read_data(path)
     expected = f"`qa-eval {command}` expects results written by `qa-eval evaluate -o`"
     filekind.require(data, str(path), (filekind.RESULTS,), expected)
-    if not isinstance(data, list):
-        raise InputError(f"results must be a list, got {type(data).__name__}", source=str(path))
-    for position, record in enumerate(data):
-        if not isinstance(record, dict):
-            lines = getattr(data, "line_numbers", None)
-            where = f"line {lines[position]}" if lines else f"result [{position}]"
-            message = f"a result must be a mapping, got {type(record).__name__}"
-            raise InputError(message, source=str(path), record=where)
-    return data
+    return check_results(data, str(path))
 
 
 def _read_signature(results_path: str) -> dict[str, Any] | None:

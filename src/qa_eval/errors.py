@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import reprlib
+from typing import Any
+
 
 class QaEvalError(Exception):
     """Base class of the errors the CLI reports as one line (exit code 2)."""
@@ -32,3 +35,40 @@ def format_location(source: str | None, record: str | None, field: str | None, m
     """Join a location and a problem into one line: ``file: record: field: problem``."""
     parts = [p for p in (source, record, field) if p]
     return ": ".join([*parts, message])
+
+
+_REPR_LIMIT = 80
+
+
+class _ShortRepr(reprlib.Repr):
+    """``reprlib`` with room for ids and short texts; a huge integer is described, not written
+    out (its digits alone can take seconds, or exceed Python's limit on integer text)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel = 3
+        self.maxstring = self.maxother = self.maxlong = _REPR_LIMIT
+        self.maxdict = self.maxlist = self.maxtuple = self.maxset = self.maxfrozenset = 6
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > 256:
+            return f"<integer of {x.bit_length()} bits>"
+        return super().repr_int(x, level)
+
+
+_SHORT = _ShortRepr()
+
+
+def short_repr(value: Any, limit: int = _REPR_LIMIT) -> str:
+    """``repr()`` of a value for a message, at most about ``limit`` characters: large, deep or
+    shared (YAML alias) structures are cut off before they are written out, never expanded."""
+    kind = type(value)
+    if (kind is str and len(value) <= limit) or (kind is int and value.bit_length() < 64):
+        text = repr(value)  # the common case, an id: quick
+        if len(text) <= limit:
+            return text
+    try:
+        text = _SHORT.repr(value)
+    except Exception:  # a value whose repr fails (a user-defined type given to the API)
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -34,7 +34,8 @@ from typing import Any
 
 import orjson
 
-from .errors import InputError
+from .errors import InputError, short_repr
+from .io import _json, _lines, _text
 
 __all__ = ["FIELDS", "flat_to_dataset", "read_flat", "read_flat_rows"]
 
@@ -52,28 +53,15 @@ FIELDS: dict[str, tuple[str, ...]] = {
 def read_flat_rows(path: str | os.PathLike[str]) -> list[tuple[int, dict[str, Any]]]:
     """The rows of a JSONL or CSV file with their line numbers (by extension: .csv is CSV)."""
     source = str(path)
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", source=source) from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise InputError(f"not UTF-8 (byte {e.start})", source=source) from None
+    text = _text(Path(path))
     rows: list[tuple[int, dict[str, Any]]] = []
     if Path(path).suffix.lower() in (".csv", ".tsv"):
         delimiter = "\t" if Path(path).suffix.lower() == ".tsv" else ","
-        reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
-        for row in reader:
-            rows.append((reader.line_num, {k: v for k, v in row.items() if k is not None}))
-        return rows
-    for number, line in enumerate(text.splitlines(), 1):
+        return _csv_rows(text, delimiter, source)
+    for number, line in _lines(text):
         if not line.strip():
             continue
-        try:
-            row = orjson.loads(line)
-        except orjson.JSONDecodeError as e:
-            raise InputError(f"invalid JSON: {e}", source=source, record=f"line {number}") from None
+        row = _json(line, source, f"line {number}")
         if not isinstance(row, dict):
             raise InputError(
                 f"must be a JSON object, not {type(row).__name__}",
@@ -81,6 +69,35 @@ def read_flat_rows(path: str | os.PathLike[str]) -> list[tuple[int, dict[str, An
                 record=f"line {number}",
             )
         rows.append((number, row))
+    return rows
+
+
+def _csv_rows(text: str, delimiter: str, source: str) -> list[tuple[int, dict[str, Any]]]:
+    """The rows of CSV text by line number; a cell may be as long as the file (the csv
+    module's own limit, 131,072 characters, is lifted while it is read)."""
+    rows: list[tuple[int, dict[str, Any]]] = []
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
+    limit = csv.field_size_limit()
+    csv.field_size_limit(max(limit, len(text)))
+    try:
+        header = reader.fieldnames or []
+        seen: set[str] = set()
+        for name in header:
+            if name in seen:
+                raise InputError(
+                    f"the column {short_repr(name)} appears twice in the header",
+                    source=source,
+                    record="line 1",
+                )
+            seen.add(name)
+        for row in reader:
+            rows.append((reader.line_num, {k: v for k, v in row.items() if k is not None}))
+    except csv.Error as e:
+        raise InputError(
+            f"CSV does not parse: {e}", source=source, record=f"line {reader.line_num}"
+        ) from None
+    finally:
+        csv.field_size_limit(limit)
     return rows
 
 
@@ -160,7 +177,7 @@ def flat_to_dataset(
         qid = str(raw_id) if raw_id is not None else f"row-{line}"
         if qid in seen:
             raise InputError(
-                f"duplicate question id {qid!r} (first at {seen[qid]})",
+                f"duplicate question id {short_repr(qid)} (first at {seen[qid]})",
                 source=source,
                 record=record,
                 field=columns["question_id"],

@@ -2,22 +2,49 @@
 
 YAML is read with PyYAML's safe loader (the C one when available); JSON with orjson. The format
 is chosen by the file's extension (``.yaml``/``.yml``, ``.json``, ``.jsonl``/``.ndjson``).
+
+What is read can be written back (results copy the inputs), and nothing read can make a run
+blow up, so every reader refuses, with a one-line error naming the place:
+
+* nesting deeper than ``MAX_DEPTH`` (200) levels, and (YAML) integers beyond 64 bits - the
+  writers' limits, checked once on the whole document;
+* a key given twice in one mapping or object (``<<`` merge keys may be overridden);
+* (YAML) an alias inside the collection it names (a recursive structure), and aliases that
+  together repeat more than the file's own size plus a million characters (an "alias bomb":
+  each repeated node counts 1 plus the length of its text). Aliases within that budget, and
+  merge keys, are read as usual. Depth and aliases are counted on PyYAML's event stream before
+  anything is built, so a hostile file costs no more than reading it.
+
+JSON Lines are split at ``\n`` only (``\r\n`` too): U+2028, U+2029 and U+0085 are ordinary
+characters inside a JSON string. JSON numbers are read as orjson reads them: an integer beyond
+64 bits becomes a float, one beyond the float range is an error.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 import yaml
+from yaml.events import (
+    AliasEvent,
+    DocumentStartEvent,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+)
 
-from .errors import InputError
+from .errors import InputError, QaEvalError, short_repr
 
 __all__ = [
+    "MAX_DEPTH",
     "dump_json",
     "read_data",
     "read_reference",
@@ -64,41 +91,374 @@ def _text(path: Path) -> str:
         ) from None
 
 
+MAX_DEPTH = 200
+"""Deepest nesting of lists and mappings a document (or a JSON Lines record) may have: results
+copy the inputs, and orjson writes at most 254 levels."""
+YAML_ALIAS_ALLOWANCE = 1_000_000
+"""What the aliases of a YAML file may repeat beyond the file's own size (see the module doc)."""
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # the integers orjson writes
+_OPTIONS = orjson.OPT_NON_STR_KEYS
+
+
+def _lines(text: str) -> Iterator[tuple[int, str]]:
+    """(line number, line) of JSON Lines text, split at ``\\n`` (and ``\\r\\n``) only."""
+    for number, line in enumerate(text.split("\n"), start=1):
+        yield number, line[:-1] if line.endswith("\r") else line
+
+
+def _mark(mark: Any) -> str | None:
+    return f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else None
+
+
+def _position(text: str, offset: int, in_bytes: bool) -> str:
+    """``line L, column C`` of a character offset (or a UTF-8 byte offset) in ``text``."""
+    before = text.encode("utf-8")[:offset].decode("utf-8", "replace") if in_bytes else text[:offset]
+    line_start = before.rfind("\n") + 1
+    return f"line {before.count(chr(10)) + 1}, column {len(before) - line_start + 1}"
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
+
+
+# YAML ----------------------------------------------------------------------------------------
+class _YamlRefused(yaml.MarkedYAMLError):
+    pass
+
+
+class _StrictLoader(_Loader):  # type: ignore[misc, valid-type]
+    """The safe loader, refusing a key given twice in one mapping and integers beyond 64 bits."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        own = None
+        if isinstance(node, yaml.MappingNode):
+            merges = sum(1 for key, _ in node.value if key.tag == "tag:yaml.org,2002:merge")
+            if merges:  # keys merged in may be overridden: only the mapping's own must differ
+                own = len(node.value) - merges
+        mapping = super().construct_mapping(node, deep=deep)
+        pairs = node.value if own is None else node.value[len(node.value) - own :]
+        if len(mapping) != len(node.value) or own is not None:
+            seen: set[Any] = set()
+            for key_node, _ in pairs:
+                key = self.construct_object(key_node, deep=True)  # built already: a lookup
+                if key in seen:
+                    raise _YamlRefused(
+                        None, None, f"duplicate key {short_repr(key)}", key_node.start_mark
+                    )
+                seen.add(key)
+        return mapping
+
+    def construct_yaml_int(self, node: Any) -> int:
+        # The text of a 64-bit integer is short (0b and 64 digits at most): a longer one is
+        # refused before it is converted, which can take long (e.g. sexagesimal 1:2:3:...).
+        text = self.construct_scalar(node).replace("_", "")
+        if len(text) > 70:
+            shown = (
+                f"integer beyond 64 bits (of {len(text):,} digits)"
+                if text.lstrip("+-").isdigit()
+                else f"not a 64-bit integer ({len(text):,} characters)"
+            )
+            raise _YamlRefused(None, None, f"{shown}: quote it to keep it as text", node.start_mark)
+        value: int = super().construct_yaml_int(node)
+        if not _INT_MIN <= value <= _INT_MAX:
+            raise _YamlRefused(
+                None,
+                None,
+                f"integer beyond 64 bits ({value}): quote it to keep it as text",
+                node.start_mark,
+            )
+        return value
+
+
+def _guarded(constructor: Any) -> Any:
+    """A scalar constructor whose failure on a bad text (``!!int abc``, an implicit date such
+    as 2024-02-30, ``!!bool maybe``) is a located YAML error instead of a Python exception."""
+
+    def construct(loader: Any, node: Any) -> Any:
+        try:
+            return constructor(loader, node)
+        except (ValueError, KeyError, IndexError, AttributeError, TypeError, OverflowError) as e:
+            tag = str(node.tag).rsplit(":", 1)[-1]
+            reason = _one_line(str(e))
+            reason = reason if len(reason) <= 60 else reason[:59] + "…"
+            problem = f"cannot read {short_repr(node.value)} as {tag} ({reason}); quote it for text"
+            raise _YamlRefused(None, None, problem, node.start_mark) from None
+
+    return construct
+
+
+for _tag, _constructor in (
+    ("int", _StrictLoader.construct_yaml_int),
+    ("float", _StrictLoader.construct_yaml_float),
+    ("bool", _StrictLoader.construct_yaml_bool),
+    ("null", _StrictLoader.construct_yaml_null),
+    ("timestamp", _StrictLoader.construct_yaml_timestamp),
+    ("binary", _StrictLoader.construct_yaml_binary),
+):
+    _StrictLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _guarded(_constructor))
+
+
+def _scan_yaml(text: str) -> None:
+    """Refuse, before anything is built, YAML nested deeper than ``MAX_DEPTH`` (aliases
+    expanded), recursive aliases, and aliases repeating more than the allowance."""
+    allowance = len(text) + YAML_ALIAS_ALLOWANCE
+    repeated = 0
+    cost = 0  # nodes + characters so far, aliases expanded
+    anchors: dict[str, tuple[int, int]] = {}  # anchor -> (cost, height) of its node
+    stack: list[list[Any]] = []  # open collections: [anchor, cost before it, children height]
+    open_anchors: set[str] = set()
+    loader = _Loader(text)
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            kind = type(event)
+            if kind is ScalarEvent:
+                size = 1 + len(event.value)
+                cost += size
+                if event.anchor is not None:
+                    anchors[event.anchor] = (size, 0)
+            elif kind is SequenceStartEvent or kind is MappingStartEvent:
+                if len(stack) >= MAX_DEPTH:
+                    raise _YamlRefused(
+                        None, None, f"nested more than {MAX_DEPTH} levels deep", event.start_mark
+                    )
+                stack.append([event.anchor, cost, 0])
+                cost += 1
+                if event.anchor is not None:
+                    open_anchors.add(event.anchor)
+            elif kind is SequenceEndEvent or kind is MappingEndEvent:
+                anchor, before, children = stack.pop()
+                height = children + 1
+                if stack and height > stack[-1][2]:
+                    stack[-1][2] = height
+                if anchor is not None:
+                    anchors[anchor] = (cost - before, height)
+                    open_anchors.discard(anchor)
+            elif kind is AliasEvent:
+                name = event.anchor
+                if name in open_anchors:
+                    raise _YamlRefused(
+                        None,
+                        None,
+                        f"recursive alias *{short_repr(name)[1:-1]} (inside the collection it "
+                        "names)",
+                        event.start_mark,
+                    )
+                found = anchors.get(name)
+                if found is None:
+                    raise _YamlRefused(None, None, "found undefined alias", event.start_mark)
+                size, height = found
+                cost += size
+                repeated += size
+                if repeated > allowance:
+                    raise _YamlRefused(
+                        None,
+                        None,
+                        f"aliases repeat more than {allowance:,} characters (an alias bomb?)",
+                        event.start_mark,
+                    )
+                if len(stack) + height > MAX_DEPTH:
+                    raise _YamlRefused(
+                        None,
+                        None,
+                        f"nested more than {MAX_DEPTH} levels deep (through an alias)",
+                        event.start_mark,
+                    )
+                if stack and height > stack[-1][2]:
+                    stack[-1][2] = height
+            elif kind is DocumentStartEvent:
+                anchors.clear()
+    finally:
+        loader.dispose()
+
+
 def _yaml(text: str, source: str) -> Any:
     try:
-        return yaml.load(text, Loader=_Loader)
+        _scan_yaml(text)
+        data = yaml.load(text, Loader=_StrictLoader)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
+        problem = e.problem or e.context or "not valid YAML"
+        prefix = "" if isinstance(e, _YamlRefused) else "YAML does not parse: "
+        raise InputError(prefix + _one_line(problem), source=source, record=_mark(mark)) from None
+    except yaml.reader.ReaderError as e:  # a character YAML does not allow
+        where = _position(text, e.position, in_bytes=_Loader is not yaml.SafeLoader)
         raise InputError(
-            f"YAML does not parse: {e.problem or e}", source=source, record=where
+            f"YAML does not parse: {_one_line(e.reason)} (#x{e.character:04x})"
+            if isinstance(e.character, int)
+            else f"YAML does not parse: {_one_line(e.reason)}",
+            source=source,
+            record=where,
         ) from None
     except yaml.YAMLError as e:
-        raise InputError(f"YAML does not parse: {e}", source=source) from None
+        raise InputError(f"YAML does not parse: {_one_line(str(e))}", source=source) from None
+    except RecursionError:  # complex keys built deep; bounded by MAX_DEPTH, kept as a guard
+        raise InputError(f"nested more than {MAX_DEPTH} levels deep", source=source) from None
+    _check_writable(data, source)
+    return data
+
+
+# JSON ----------------------------------------------------------------------------------------
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    mapping = dict(pairs)
+    if len(mapping) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return mapping
+
+
+def _json_int(text: str) -> int | float:
+    """An integer as orjson reads it: beyond 64 bits, a float."""
+    if len(text) < 19:
+        return int(text)
+    if len(text) <= 21:
+        value = int(text)
+        if _INT_MIN <= value <= _INT_MAX:
+            return value
+    number = float(text)
+    if number in (float("inf"), float("-inf")):
+        raise ValueError("number is infinity when parsed as double")
+    return number
+
+
+_STRICT_JSON = json.JSONDecoder(object_pairs_hook=_unique_pairs, parse_int=_json_int)
 
 
 def _json(text: str, source: str, record: str | None = None) -> Any:
+    """Parse one JSON document (a file, or a JSON Lines record named ``record``)."""
     try:
-        return orjson.loads(text)
+        data = orjson.loads(text)
     except orjson.JSONDecodeError as fast_error:
-        try:  # NaN / Infinity as Python writes them
-            return json.loads(text)
-        except json.JSONDecodeError:
-            where = record or f"line {fast_error.lineno}, column {fast_error.colno}"
-            raise InputError(
-                f"JSON does not parse: {fast_error.msg}", source=source, record=where
-            ) from None
+        # NaN / Infinity as Python writes them: the standard library reads them.
+        data = _strict_json(text, source, record, fast_error)
+        _check_writable(data, source, record)
+        return data
+    out = _check_writable(data, source, record)
+    # A key given twice is dropped from the data, and with it its colon: outside strings a
+    # colon follows each key, inside them it is kept as it is. Unless a colon was written as
+    # an escape (\u003a), equal counts mean no key was lost; else parse again to find it.
+    if text.count(":") != out.count(b":") or "\\u003" in text:
+        _strict_json(text, source, record, None)
+    return data
+
+
+def _strict_json(
+    text: str, source: str, record: str | None, fast_error: orjson.JSONDecodeError | None
+) -> Any:
+    """The standard library's reading of ``text``, refusing duplicate keys."""
+    try:
+        return _STRICT_JSON.decode(text)
+    except _DuplicateKey as e:
+        raise InputError(
+            f"duplicate key {short_repr(e.args[0])}", source=source, record=record
+        ) from None
+    except (ValueError, RecursionError) as e:
+        if fast_error is None:  # orjson read it (a duplicate key was looked for): keep that
+            return None
+        problem = fast_error.msg
+        if isinstance(e, RecursionError):
+            problem = "nested too deeply"
+        elif "infinity" in str(e):
+            problem = str(e)
+        where = record
+        if where is None and not isinstance(e, RecursionError):
+            where = f"line {fast_error.lineno}, column {fast_error.colno}"
+        raise InputError(f"JSON does not parse: {problem}", source=source, record=where) from None
 
 
 def _jsonl(text: str, source: str) -> LineList:
     records = LineList()
     records.line_numbers = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in _lines(text):
         if not line.strip():
             continue
         records.append(_json(line, source, f"line {number}"))
         records.line_numbers.append(number)
     return records
+
+
+# What the writers can write ------------------------------------------------------------------
+_nest = threading.local()
+
+
+def _check_writable(data: Any, source: str, record: str | None = None) -> bytes:
+    """orjson's JSON of ``data`` nested in ``254 - MAX_DEPTH`` lists (so it fails beyond
+    ``MAX_DEPTH`` levels); ``InputError`` naming the first value the writers cannot write."""
+    try:
+        outer, inner = _nest.chain
+    except AttributeError:
+        inner = [None]
+        outer = inner
+        for _ in range(253 - MAX_DEPTH):
+            outer = [outer]
+        _nest.chain = outer, inner
+    inner[0] = data
+    try:
+        return orjson.dumps(outer, option=_OPTIONS, default=str)
+    except orjson.JSONEncodeError:
+        field, problem = _unwritable(data)
+        raise InputError(problem, source=source, record=record, field=field or None) from None
+    finally:
+        inner[0] = None
+
+
+def _path(parts: list[Any]) -> str:
+    text = ""
+    if len(parts) > 8:  # a deep place: its start and how deep it is
+        return f"{_path(parts[:4])}… ({len(parts)} levels down)"
+    for part in parts:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif isinstance(part, str) and part.isidentifier():
+            text += f".{part}" if text else part
+        else:
+            text += f"[{short_repr(part, 40)}]"
+    return text
+
+
+def _unwritable(data: Any) -> tuple[str, str]:
+    """(field path, problem) of the first value the writers cannot write."""
+    keys = (str, int, float, bool, type(None))
+    todo: list[tuple[Any, list[Any]]] = [(data, [])]
+    while todo:
+        value, parts = todo.pop()
+        if isinstance(value, (dict, list)):
+            if len(parts) >= MAX_DEPTH:
+                return _path(parts), f"nested more than {MAX_DEPTH} levels deep"
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            children = []
+            for key, item in items:
+                if isinstance(key, str) and not _utf8(key):
+                    return _path(parts), "a key with a lone surrogate (an unpaired escape)"
+                if isinstance(value, dict) and not isinstance(key, keys):
+                    try:
+                        orjson.dumps({key: None}, option=_OPTIONS)
+                    except orjson.JSONEncodeError:
+                        return _path(parts), f"a key of type {type(key).__name__} is not allowed"
+                children.append((item, [*parts, key]))
+            todo.extend(reversed(children))
+        elif isinstance(value, str) and not _utf8(value):
+            return _path(parts), "text with a lone surrogate (an unpaired \\ud800-\\udfff escape)"
+        elif isinstance(value, int) and not _INT_MIN <= value <= _INT_MAX:
+            return _path(parts), (
+                f"integer beyond 64 bits ({short_repr(value, 40)}): write it as a string"
+            )
+    return "", "cannot be written as JSON"
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def read_data(path: str | os.PathLike[str]) -> Any:
@@ -114,10 +474,12 @@ def read_data(path: str | os.PathLike[str]) -> Any:
         return _yaml(text, str(file))
     # No known extension: JSON, else JSON Lines, else YAML.
     try:
-        return orjson.loads(text)
+        orjson.loads(text)
     except orjson.JSONDecodeError:
         pass
-    lines = [line for line in text.splitlines() if line.strip()]
+    else:
+        return _json(text, str(file))
+    lines = [line for _, line in _lines(text) if line.strip()]
     if lines and all(line.lstrip().startswith("{") for line in lines):
         return _jsonl(text, str(file))
     return _yaml(text, str(file))
@@ -134,11 +496,52 @@ def read_responses(path: str | os.PathLike[str]) -> Any:
 
 
 def read_results(path: str | os.PathLike[str]) -> list[Any]:
-    """Read evaluation results written by ``write_data`` (YAML, JSON or JSON Lines)."""
-    data = read_data(path)
+    """Read evaluation results written by ``write_data`` (YAML, JSON or JSON Lines): a list of
+    mappings, each with a ``question_id`` (string or integer), a ``template_id`` (string,
+    integer or null) and ``actual_steps`` (if any, a list of mappings with a string ``name``),
+    as qa-eval writes them; ``InputError`` naming the first result that is not so."""
+    return check_results(read_data(path), str(path))
+
+
+def check_results(data: Any, source: str) -> list[Any]:
+    """``data`` (as read from ``source``) if it has the shape of results; else an
+    ``InputError`` naming the first result that does not (see :func:`read_results`)."""
     if not isinstance(data, list):
-        raise InputError(f"results must be a list, got {type(data).__name__}", source=str(path))
+        raise InputError(f"results must be a list, got {_type_name(data)}", source=source)
+    line_numbers = getattr(data, "line_numbers", None)
+    for position, result in enumerate(data):
+        record = f"line {line_numbers[position]}" if line_numbers else f"result [{position}]"
+        if not isinstance(result, dict):
+            problem = f"a result must be a mapping, got {_type_name(result)}"
+            raise InputError(problem, source=source, record=record)
+        for key in ("question_id", "template_id"):
+            value = result.get(key)
+            if value is None and key == "template_id":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (str, int)):
+                problem = f"must be a string or integer, got {_type_name(value)}"
+                raise InputError(problem, source=source, record=record, field=key)
+        steps = result.get("actual_steps")
+        if steps is None:
+            continue
+        if not isinstance(steps, list):
+            problem = f"must be a list, got {_type_name(steps)}"
+            raise InputError(problem, source=source, record=record, field="actual_steps")
+        for index, step in enumerate(steps):
+            if not isinstance(step, dict):
+                problem = f"must be a mapping, got {_type_name(step)}"
+                field = f"actual_steps[{index}]"
+            elif not isinstance(step.get("name"), str):
+                problem = f"must be a string, got {_type_name(step.get('name'))}"
+                field = f"actual_steps[{index}].name"
+            else:
+                continue
+            raise InputError(problem, source=source, record=record, field=field)
     return data
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
 
 
 def _check_suffix(path: Path) -> str:
@@ -150,9 +553,36 @@ def _check_suffix(path: Path) -> str:
     return suffix
 
 
-def dump_json(data: Any) -> bytes:
-    """JSON bytes of data as the writers store it (non-string keys and other values as text)."""
-    return orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS, default=str)
+def dump_json(data: Any, indent: bool = False) -> bytes:
+    """JSON bytes of data as every writer stores it (results, the partial stream, aggregates):
+    orjson, non-string keys and other values as text; what orjson refuses (integers beyond 64
+    bits, nesting deeper than 254 levels, keys of other types, lone surrogates) is written by
+    the standard library instead, as it is. ``QaEvalError`` when neither can write it."""
+    try:
+        return orjson.dumps(
+            data, option=_OPTIONS | orjson.OPT_INDENT_2 if indent else _OPTIONS, default=str
+        )
+    except orjson.JSONEncodeError:
+        pass
+    try:
+        text = json.dumps(_text_keys(data), default=str, indent=2 if indent else None)
+    except (ValueError, RecursionError) as e:
+        raise QaEvalError(f"cannot be written as JSON: {_one_line(str(e))}") from None
+    return text.encode("ascii")
+
+
+def _text_keys(value: Any) -> Any:
+    """``value`` with every mapping key the standard library cannot write turned into text."""
+    if isinstance(value, dict):
+        return {
+            key if isinstance(key, (str, int, float, bool, type(None))) else str(key): _text_keys(
+                item
+            )
+            for key, item in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [_text_keys(item) for item in value]
+    return value
 
 
 def write_data(path: str | os.PathLike[str], data: Any) -> None:
@@ -167,10 +597,7 @@ def write_data(path: str | os.PathLike[str], data: Any) -> None:
         text = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
         file.write_text(text, encoding="utf-8")
     elif suffix in JSON_SUFFIXES:
-        file.write_bytes(
-            orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str)
-            + b"\n"
-        )
+        file.write_bytes(dump_json(data, indent=True) + b"\n")
     else:
         records: Iterable[Any] = data if isinstance(data, list) else [data]
         with file.open("wb") as out:

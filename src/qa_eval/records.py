@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import InputError
+from .errors import InputError, short_repr
 from .steps.outputs import OutputParseError, loads
 from .steps.sparql import SparqlResultError, parse_sparql_json
 from .steps.sparql import prepare_reference as prepare_sparql_reference
@@ -38,6 +38,8 @@ COMPARE_JSON = "json"
 COMPARE_ARGS = "args"
 COMPARE_TEXT = "text"
 _ID_TYPES = (str, int)
+CONTEXT_ID_TYPES = (str, int, float)
+"""What a retrieval context's ``id`` may be: the ids are compared as sets."""
 
 
 # Records are read-only by convention, not frozen: a run makes one per reference step, question
@@ -93,9 +95,9 @@ class Response:
 def _response_record(place: tuple[str, Any], qid: Any) -> str:
     kind, where = place
     if kind == "key":
-        return f"question_id {where!r}"
+        return f"question_id {short_repr(where)}"
     name = f"line {where}" if kind == "line" else f"response [{where}]"
-    return name if qid is None else f"{name} (question_id {qid!r})"
+    return name if qid is None else f"{name} (question_id {short_repr(qid)})"
 
 
 @dataclass
@@ -146,12 +148,17 @@ def _prepare_step(
             record, f"{_where(group, index)}.args", f"must be a mapping, got {_type_name(args)}"
         )
     media_type = raw.get("output_media_type")
+    if media_type is not None and not isinstance(media_type, str):
+        problems.add(
+            record, f"{_where(group, index)}.output_media_type", "must be a string (a media type)"
+        )
+        media_type = None
     for flag in ("ordered", "ignore_duplicates"):
         if flag in raw and not isinstance(raw[flag], bool):
             problems.add(
                 record,
                 f"{_where(group, index)}.{flag}",
-                f"must be true or false, got {raw[flag]!r}",
+                f"must be true or false, got {short_repr(raw[flag])}",
             )
     output = raw.get("output")
     parsed: Any = None
@@ -220,6 +227,11 @@ def _context_ids(contexts: Any) -> list[Any]:
     for position, context in enumerate(contexts):
         if not isinstance(context, dict) or "id" not in context:
             raise ValueError(f"retrieval output item [{position}] has no 'id'")
+        if not isinstance(context["id"], CONTEXT_ID_TYPES):
+            raise ValueError(
+                f"retrieval output item [{position}]: 'id' must be a string or a number, got "
+                f"{_type_name(context['id'])}"
+            )
         ids.append(context["id"])
     return ids
 
@@ -243,7 +255,7 @@ def prepare_reference(data: Any, source: str = "reference") -> list[Question]:
         if not isinstance(template_id, _ID_TYPES) or isinstance(template_id, bool):
             problems.add(t_record, "template_id", "missing or not a string")
             continue
-        t_record = f"template {template_id!r}"
+        t_record = f"template {short_repr(template_id)}"
         items = template.get("questions")
         if not isinstance(items, list):
             problems.add(t_record, "questions", f"must be a list, got {_type_name(items)}")
@@ -260,7 +272,7 @@ def prepare_reference(data: Any, source: str = "reference") -> list[Question]:
             if not isinstance(qid, _ID_TYPES) or isinstance(qid, bool):
                 problems.add(f"{t_record} question [{q_pos}]", "id", "missing or not a string")
                 continue
-            record = f"{t_record} question {qid!r}"
+            record = f"{t_record} question {short_repr(qid)}"
             if qid in seen:
                 problems.add(record, "id", f"duplicate question id (also in {seen[qid]})")
                 continue
@@ -382,7 +394,7 @@ def prepare_responses(
             problems.add(
                 _response_record(place, None),
                 "question_id",
-                f"{response['question_id']!r} differs from its key",
+                f"{short_repr(response['question_id'])} differs from its key",
             )
             continue
         if not isinstance(qid, _ID_TYPES) or isinstance(qid, bool):
@@ -407,7 +419,7 @@ def prepare_responses(
             problems.add(
                 _response_record(place, qid),
                 "status",
-                f"must be 'success' or 'error', got {status!r}",
+                f"must be 'success' or 'error', got {short_repr(status)}",
             )
             continue
         is_error = status == "error" or (status is None and "error" in response)
@@ -420,7 +432,9 @@ def prepare_responses(
                 isinstance(value, bool) or not isinstance(value, (int, float))
             ):
                 problems.add(
-                    _response_record(place, qid), key_name, f"must be a number, got {value!r}"
+                    _response_record(place, qid),
+                    key_name,
+                    f"must be a number, got {short_repr(value)}",
                 )
         responses[qid] = Response(qid, response, place, is_error, successful)
     problems.raise_if_any()

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..errors import short_repr
 from ..metrics.ranking import spec_recall_at_k
 from ..records import (
     COMPARE_ARGS,
@@ -34,6 +35,7 @@ from ..records import (
     COMPARE_RETRIEVAL,
     COMPARE_SPARQL,
     COMPARE_TIME_SERIES,
+    CONTEXT_ID_TYPES,
     ReferenceStep,
 )
 from .outputs import OutputParseError, iri_found, json_equal, loads
@@ -59,6 +61,7 @@ class StepScorer:
         self.actual = actual_steps
         self.problems: dict[int, str] = {}
         self._json: dict[int, Any] = {}
+        self._checked: dict[int, Any] = {}  # SPARQL outputs checked, or their problem
         self._scores: dict[tuple[int, int, int], float] = {}
         self._successful = successful  # found while the responses were checked, when given
 
@@ -107,6 +110,19 @@ class StepScorer:
             raise _StepProblem(f"output: {value}")
         return value
 
+    def _sparql(self, act_index: int) -> Mapping[str, Any]:
+        """The actual step's output, checked once as a SPARQL JSON result."""
+        value = self._checked.get(act_index, _MISSING)
+        if value is _MISSING:
+            try:
+                value = parse_sparql_json(self._parsed(act_index))
+            except SparqlResultError as e:
+                value = _StepProblem(f"output: not a SPARQL JSON result: {e}")
+            self._checked[act_index] = value
+        if isinstance(value, _StepProblem):
+            raise value
+        return value  # type: ignore[no-any-return]
+
     def _compare(self, ref: ReferenceStep, act_index: int) -> float:
         act = self.actual[act_index]
         name = act.get("name")
@@ -129,15 +145,12 @@ class StepScorer:
             return 0.0
         if kind == COMPARE_SPARQL:
             try:
-                actual_result = parse_sparql_json(self._parsed(act_index))
-            except SparqlResultError as e:
-                raise _StepProblem(f"output: not a SPARQL JSON result: {e}") from None
-            try:
                 return compare_sparql_results(
                     ref.parsed,
-                    actual_result,
+                    self._sparql(act_index),
                     ordered=ref.raw.get("ordered", False),
                     ignore_duplicates=ref.raw.get("ignore_duplicates", True),
+                    checked=True,
                 )
             except SparqlResultError as e:
                 raise _StepProblem(f"output: {e}") from None
@@ -159,13 +172,14 @@ class StepScorer:
     def _retrieval(self, ref: ReferenceStep, act_index: int) -> float:
         contexts = self._parsed(act_index)
         if not isinstance(contexts, list) or not all(
-            isinstance(c, dict) and "id" in c for c in contexts
+            isinstance(c, dict) and isinstance(c.get("id"), CONTEXT_ID_TYPES) for c in contexts
         ):
             raise _StepProblem(
-                "output: a retrieval output must be a JSON list of objects with 'id'"
+                "output: a retrieval output must be a JSON list of objects with an 'id' (a "
+                "string or a number)"
             )
         args = self.actual[act_index].get("args") or {}
         k = args.get("k")
         if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
-            raise _StepProblem(f"args.k: must be a positive integer, got {k!r}")
+            raise _StepProblem(f"args.k: must be a positive integer, got {short_repr(k)}")
         return spec_recall_at_k(ref.parsed, [c["id"] for c in contexts], k)

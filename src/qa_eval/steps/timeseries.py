@@ -27,6 +27,8 @@ from typing import Any
 
 from dateutil import parser as date_parser
 
+from ..errors import short_repr
+
 __all__ = [
     "StepArgumentError",
     "compare_data_points_steps",
@@ -99,9 +101,13 @@ def _utc(moment: datetime) -> datetime:
 
 
 def parse_instant(value: Any) -> datetime | None:
-    """Parse an absolute time (datetime or ISO 8601 text) to an aware UTC datetime, else None."""
+    """Parse an absolute time (datetime or ISO 8601 text) to an aware UTC datetime, else None
+    (also for a time that is out of range in UTC, e.g. 0001-01-01T00:00+05:00)."""
     if isinstance(value, datetime):
-        return _utc(value)
+        try:
+            return _utc(value)
+        except OverflowError:
+            return None
     if isinstance(value, str):
         return _instant_text(value)
     return None
@@ -112,6 +118,8 @@ def _instant_text(value: str) -> datetime | None:
     text = value.strip()
     try:
         return _utc(datetime.fromisoformat(text))  # fast; Python 3.11+ reads most ISO forms
+    except OverflowError:  # a valid time that is out of range in UTC
+        return None
     except ValueError:
         pass
     try:
@@ -134,9 +142,18 @@ def _resolve_relative(value: str, anchor: datetime) -> datetime:
     assert match is not None
     if match.group(1) is None:
         return anchor
+    out_of_range = StepArgumentError(
+        f"the relative time {short_repr(value)} from the actual step's 'execution_timestamp' "
+        f"{anchor.isoformat()} is out of range"
+    )
+    if len(match.group(1)) > 12:  # beyond any date from any anchor (and int() would refuse)
+        raise out_of_range
     seconds = int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
     sign = 1 if match.group(3) == "ahead" else -1
-    return anchor + sign * timedelta(seconds=seconds)
+    try:
+        return anchor + sign * timedelta(seconds=seconds)
+    except OverflowError:
+        raise out_of_range from None
 
 
 def _times_equal(reference: Any, actual: Any, anchor: Any) -> bool:
@@ -150,7 +167,7 @@ def _times_equal(reference: Any, actual: Any, anchor: Any) -> bool:
         if anchor_time is None:
             raise StepArgumentError(
                 "a relative time needs the actual step's 'execution_timestamp' as an ISO 8601 "
-                f"time, got {anchor!r}"
+                f"time, got {short_repr(anchor)}"
             )
         ref_time = _resolve_relative(reference, anchor_time)
         if act_relative:
