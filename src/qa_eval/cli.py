@@ -438,7 +438,7 @@ class _PartialFile:
                     + (" (its judge replies are in the reply cache)" if self.cached else ""),
                     file=sys.stderr,
                 )
-            self.file = self.path.open("wb")
+            self.file = self.path.open("wb", buffering=1 << 20)
         self.file.write(dump_json(result) + b"\n")
         self.count += 1
         if flush:
@@ -498,20 +498,22 @@ def _evaluate_streamed(
 def _notable(result: dict[str, Any]) -> dict[str, Any] | None:
     """The keys of a result ``_warnings`` reads (no response, step errors, metric errors),
     or None when it has none of them."""
-    keys = {
-        k: v
-        for k, v in result.items()
-        if k in ("question_id", "error", "step_errors") or k.endswith("_error")
-    }
-    steps = [
-        {k: v for k, v in step.items() if k.endswith("_error")}
-        for step in result.get("actual_steps") or []
-        if isinstance(step, dict)
-    ]
-    steps = [s for s in steps if s]
+    keys = None
+    for key in result:
+        if key == "error" or key == "step_errors" or key.endswith("_error"):
+            keys = keys or {"question_id": result.get("question_id")}
+            keys[key] = result[key]
+    steps = None
+    for step in result.get("actual_steps") or ():
+        if isinstance(step, dict):
+            errors = {k: v for k, v in step.items() if k.endswith("_error")}
+            if errors:
+                steps = steps or []
+                steps.append(errors)
     if steps:
+        keys = keys or {"question_id": result.get("question_id")}
         keys["actual_steps"] = steps
-    return keys if len(keys) > 1 else None
+    return keys
 
 
 def _warnings(results: Sequence[dict[str, Any]]) -> None:
@@ -638,7 +640,10 @@ def _report(args: argparse.Namespace) -> int:
         comparison = report_rows(
             compare_runs(first.results, second.results, labels=(first.label, second.label))
         )
-    target.write_text(build_report(runs, comparison, args.title), encoding="utf-8")
+    if args.max_questions < 0:
+        raise QaEvalError("--max-questions must be 0 (every question) or more")
+    limit = args.max_questions or None
+    target.write_text(build_report(runs, comparison, args.title, limit), encoding="utf-8")
     size = target.stat().st_size / 1e6
     print(f"wrote {target} ({size:.1f} MB, {len(runs)} run(s)); open it in a browser")
     return 0
@@ -838,6 +843,16 @@ def _commands(commands: Any) -> None:
     report.add_argument("--title", default="qa-eval report", help="the page title")
     report.add_argument(
         "--no-compare", action="store_true", help="leave out the comparison of the first two runs"
+    )
+    from .report import DEFAULT_MAX_QUESTIONS
+
+    report.add_argument(
+        "--max-questions",
+        type=int,
+        default=DEFAULT_MAX_QUESTIONS,
+        metavar="N",
+        help=f"list at most N questions of each run in the drill-down table (default "
+        f"{DEFAULT_MAX_QUESTIONS:,}; 0: every one); the other sections count every question",
     )
     report.set_defaults(handler=_report)
 

@@ -589,7 +589,7 @@ async def _pipeline(
             if sink.full():
                 await paused(sink.room())
         while running:
-            await paused(asyncio.wait(list(running)))
+            await paused(asyncio.wait(list(running), return_when=asyncio.FIRST_EXCEPTION))
             if failures:
                 raise failures[0]
     except BaseException:
