@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,7 @@ def _dataset(n: int, templates: int = 3) -> tuple[list[dict[str, Any]], list[dic
         responses.append(
             {
                 "question_id": f"q{q}",
-                "actual_answer": f"It holds {q * 7} units.",
+                "actual_answer": f"item-{q} holds {q * 7} units.",
                 "total_tokens": 10 + q,
             }
         )
@@ -103,6 +104,9 @@ def test_questions_in_flight_stay_within_twice_the_concurrency(tmp_path: Path) -
         )
     assert len(started) == n and len(done) == n
     assert all("answer_f1" in r and "answer_relevance" in r for r in results)
+    assert not any(k.endswith("_error") or k.endswith("_method") for r in results for k in r)
+    usage = results.signature["usage"]["total"]
+    assert usage["retries"] == usage["failures"] == 0 and usage["calls"] == 2 * n
     assert 1 <= peak[0] <= 2 * concurrency
     assert results.signature["usage"]["peak_concurrency"] <= concurrency
 
@@ -146,6 +150,43 @@ def test_results_stream_as_they_finish_and_return_in_reference_order(tmp_path: P
     assert order.index("q0") > 0
     assert [r["question_id"] for r in streamed] == expected
     assert [r["answer_f1"] for r in streamed] == [r["answer_f1"] for r in results]
+
+
+def test_a_stream_holds_a_bounded_number_of_results_behind_a_slow_question(
+    tmp_path: Path,
+) -> None:
+    """The first question's judge call takes 2 s; the others are instant. A stream gives the
+    results in reference order, so everything after the first waits: the run reads no further
+    question once max(256, 16 x concurrency) results wait, instead of judging all 700 and holding
+    them."""
+    n, concurrency = 700, 2
+    first_done = threading.Event()
+    before_first: list[int] = []
+
+    def script(request: dict[str, Any], number: int) -> Reply:
+        item = _item(request)
+        if item == 0:
+            time.sleep(2.0)
+            first_done.set()
+        elif not first_done.is_set():
+            before_first.append(item)
+        return completion(oracle_content(request))
+
+    reference, responses = _dataset(n, templates=1)
+    with StubServer(script) as server:
+        stream = iter_evaluation(
+            reference,
+            responses,
+            config=_settings(server.url, concurrency),
+            cache=tmp_path / "cache.sqlite3",
+            disable=["answer_relevance"],
+        )
+        with stream:
+            results = list(stream)
+    assert [r["question_id"] for r in results] == [f"q{i}" for i in range(n)]
+    assert all("answer_f1" in r for r in results)
+    limit, window = max(256, 16 * concurrency), 2 * concurrency
+    assert window < len(before_first) <= limit + window
 
 
 def test_on_progress_counts_judge_calls_and_questions(stub: StubServer, tmp_path: Path) -> None:
