@@ -222,13 +222,13 @@ class ProgressDisplay:
         if judge:
             self._calls = self._progress.add_task("judge calls", total=None, detail="")
         self._questions = self._progress.add_task(self.label, total=None, detail="")
-        self._progress.start()
 
     def update(self, status: RunProgress) -> None:
         """Show what the run has done so far."""
         if not self.enabled:
             return
-        if self._progress is None:
+        starting = self._progress is None
+        if starting:
             if time.monotonic() - self.start < self.delay:
                 return
             self._begin(bool(status.judge))
@@ -251,6 +251,8 @@ class ProgressDisplay:
             completed=status.questions_done,
             total=max(status.questions_total, 1),
         )
+        if starting:
+            progress.start()
 
     def close(self) -> None:
         """Stop redrawing; the last state stays on the screen."""

@@ -196,36 +196,36 @@ _ASKS: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
 
 
 class _Tracker:
-    """Counts the finished questions and the judge's asks, and estimates the asks to come: the
-    questions sent to the scorer so far (and the same share of those not read yet) times the
-    mean asks of a finished question (before one finishes, the number of judge metrics on)."""
+    """Counts the finished questions and the judge's asks, and estimates the asks to come: each
+    question sent to the scorer is expected to ask once per judge metric that applies to it
+    (``_expected_asks``), the questions not read yet as many as those read so far on average, all
+    of it scaled by how many asks the finished questions made for what they were expected to
+    (re-asks, shared duplicate calls, metrics that needed no call)."""
 
     def __init__(
         self,
         judge: Judge | None,
-        prior: int,
         progress: ProgressCallback | None,
         on_progress: StatusCallback | None,
     ) -> None:
         self.judge = judge
-        self.prior = max(1, prior)
         self.progress = progress
         self.on_progress = on_progress
         self.total = 0
         self.done = 0
         self.produced = 0
-        self.scheduled = 0
-        self.judged_done = 0
-        self.judged_asks = 0
+        self.expected = 0
+        self.finished_expected = 0
+        self.finished_asks = 0
         self.asks_started = 0
         self.asks_done = 0
         self.last = 0.0
 
-    def finished(self, asks: int | None) -> None:
+    def finished(self, asks: int | None, expected: int = 0) -> None:
         self.done += 1
         if asks is not None:
-            self.judged_done += 1
-            self.judged_asks += asks
+            self.finished_asks += asks
+            self.finished_expected += expected
         if self.progress is not None:
             self.progress(self.done, self.total)
         if self.on_progress is not None:
@@ -234,12 +234,12 @@ class _Tracker:
                 self.report(now)
 
     def planned(self) -> int:
-        if not self.scheduled:
+        if not self.produced:
             return self.asks_started
-        share = self.scheduled / max(self.produced, 1)
-        judged = self.scheduled + (self.total - self.produced) * share
-        per_question = self.judged_asks / self.judged_done if self.judged_done else self.prior
-        return max(self.asks_started, round(judged * per_question))
+        expected = self.expected + (self.total - self.produced) * self.expected / self.produced
+        if self.finished_expected:
+            expected *= self.finished_asks / self.finished_expected
+        return max(self.asks_started, round(expected))
 
     def report(self, now: float | None = None) -> None:
         if self.on_progress is None:
@@ -282,12 +282,39 @@ class _CountingJudge:
             self._tracker.asks_done += 1
 
 
-def _judge_prior(scorer: AnswerScorer | None) -> int:
-    """Asks per question before any question finished: the judge metrics switched on."""
-    if scorer is None:
+def _expected_asks(
+    scorer: AnswerScorer, result: Mapping[str, Any], matched: list[tuple[Mapping[str, Any], int]]
+) -> int:
+    """How many judge asks the scorer's schedule (``scoring.py``) makes for this result, for the
+    progress display's estimate: one per answer metric, faithfulness two, two per retrieval
+    step and reference kind, one per custom metric. An estimate: a faithfulness answer with no
+    statement, a re-ask or an uncertainty phrase changes it, which the finished questions
+    correct."""
+    if scorer.judge is None:
         return 0
-    on = [s for s, v in scorer.on.items() if v and s not in OFFLINE_SWITCHES and s != "custom"]
-    return len(on) + len(scorer.custom)
+    on = scorer.on
+    answer = isinstance(result.get("actual_answer"), str)
+    reference = isinstance(result.get("reference_answer"), str)
+    steps = result.get("actual_steps") or []
+    retrieval = [
+        i
+        for i, s in enumerate(steps)
+        if isinstance(s, Mapping) and s.get("name") == "retrieval"
+    ]
+    asks = len(scorer.custom)
+    if answer:
+        asks += on["answer_correctness"] and reference
+        asks += on["answer_relevance"] and scorer.embedder is not None
+        asks += on["factual_accuracy"] and reference
+        asks += on["answer_class"]
+    if retrieval:
+        asks += 2 * (on["faithfulness"] and answer)
+        asks += on["context_precision"] + (on["context_recall"] and reference)
+    matched_steps = {a for ref, a in matched if ref.get("name") == "retrieval"}
+    for index in retrieval:
+        asks += 2 * (on["retrieval_answer"] and reference)
+        asks += 2 * (on["retrieval_context"] and index in matched_steps)
+    return int(asks)
 
 
 class _Lookup:
@@ -460,14 +487,13 @@ async def _execute(
                 judge.slot if remote and judge is not None else None,
             )
         bertscorer = _bertscorer(settings) if wanted("bertscore") else None
-        tracker = _Tracker(judge, 0, progress, on_progress)
+        tracker = _Tracker(judge, progress, on_progress)
         scorer: AnswerScorer | None = None
         if judge is not None or offline:
             counted = judge
             if judge is not None and on_progress is not None:
                 counted = cast("Judge", _CountingJudge(judge, tracker))
             scorer = AnswerScorer(settings, counted, embedder, disabled, enabled, bertscorer)
-            tracker.prior = max(1, _judge_prior(scorer))
         tracker.total = len(questions)
         # At most this many questions are scored at once: each question's judge calls then
         # finish close together, and results follow the judge's work instead of all finishing
@@ -516,11 +542,11 @@ async def _pipeline(
     without LLM metrics because there is no judge."""
     needs_judge = False
 
-    def finish(index: int, result: dict[str, Any], asks: int | None) -> None:
+    def finish(index: int, result: dict[str, Any], asks: int | None, expected: int = 0) -> None:
         sink.put(index, result)
         if on_result is not None:
             on_result(result)
-        tracker.finished(asks)
+        tracker.finished(asks, expected)
 
     async def paused(waiting: Awaitable[Any]) -> Any:
         """Await with the garbage collector on: the judge's tasks run meanwhile."""
@@ -544,6 +570,7 @@ async def _pipeline(
                     await sink.room()
         return needs_judge
 
+    track = tracker.on_progress is not None
     slots = asyncio.Semaphore(window)
     running: set[asyncio.Task[None]] = set()
     failures: list[BaseException] = []
@@ -554,7 +581,7 @@ async def _pipeline(
         if not task.cancelled() and task.exception() is not None:
             failures.append(task.exception())  # type: ignore[arg-type]
 
-    async def one(index: int, result: dict[str, Any], matched: Any) -> None:
+    async def one(index: int, result: dict[str, Any], matched: Any, expected: int) -> None:
         assert scorer is not None
         asks = [0]
         _ASKS.set(asks)
@@ -562,7 +589,7 @@ async def _pipeline(
             await scorer.score(result, matched)
         finally:
             slots.release()
-        finish(index, result, asks[0])
+        finish(index, result, asks[0], expected)
 
     try:
         for index, question in enumerate(questions):
@@ -570,14 +597,15 @@ async def _pipeline(
             result = evaluate_question(question, lookup.get(index, question), matched)
             tracker.produced += 1
             if scorer.applies(result):
-                tracker.scheduled += 1
+                expected = _expected_asks(scorer, result, matched) if track else 0
+                tracker.expected += expected
                 if slots.locked():
                     await paused(slots.acquire())
                 else:
                     await slots.acquire()  # free: returns at once
                 if failures:
                     raise failures[0]
-                task = asyncio.ensure_future(one(index, result, matched))
+                task = asyncio.ensure_future(one(index, result, matched, expected))
                 running.add(task)
                 task.add_done_callback(ended)
             else:
