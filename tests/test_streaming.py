@@ -297,7 +297,7 @@ def _aggregates() -> dict[str, Any]:
     return compute_aggregates(results)
 
 
-@pytest.mark.parametrize("width", [160, 80, 60, 40])
+@pytest.mark.parametrize("width", [160, 80, 60, 40, 20])
 def test_summary_table_fits_the_width_and_keeps_every_value(width: int) -> None:
     aggregates = _aggregates()
     text = summary_table(aggregates, width)
@@ -310,8 +310,9 @@ def test_summary_table_fits_the_width_and_keeps_every_value(width: int) -> None:
         if re.fullmatch(r"[\d.]+", cell)
     ]
     assert values and all(v in text for v in values)
-    for header in ("steps_score", "answer_f1", "answer_relevance", "total_tokens"):
-        assert header in text
+    if width >= 40:  # narrower, a long header folds too
+        for header in ("steps_score", "answer_f1", "answer_relevance", "total_tokens"):
+            assert header in text
     # Elapsed time: no question has it, so its column (all "-") is left out.
     assert "elapsed_sec" not in text and "elapsed_sec" not in whole
 
