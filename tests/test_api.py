@@ -13,7 +13,7 @@ import yaml
 
 import qa_eval
 from qa_eval import arun_evaluation, compute_aggregates, run_evaluation
-from qa_eval.cli import Progress, main
+from qa_eval.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -239,33 +239,6 @@ def test_cli_unexpected_failure_exits_1(
     assert code == 1
     err = capsys.readouterr().err
     assert "unexpected error: RuntimeError: disk on fire" in err and "Traceback" not in err
-
-
-class _Terminal:
-    def __init__(self) -> None:
-        self.text = ""
-
-    def isatty(self) -> bool:
-        return True
-
-    def write(self, text: str) -> None:
-        self.text += text
-
-    def flush(self) -> None:
-        pass
-
-
-def test_progress_bar_draws_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = iter([0.0, 1.0, 1.05, 2.0])
-    monkeypatch.setattr("qa_eval.cli.time.monotonic", lambda: next(clock))
-    terminal = _Terminal()
-    progress = Progress(terminal, "evaluating")  # type: ignore[arg-type]
-    progress(1, 4)  # at 1.0 s: drawn
-    progress(2, 4)  # 50 ms later: skipped
-    progress(4, 4)  # the end is always drawn
-    progress.close()
-    assert terminal.text.count("\r") == 2 and "4/4" in terminal.text
-    assert terminal.text.endswith("\n")
 
 
 @pytest.mark.parametrize(

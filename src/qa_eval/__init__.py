@@ -7,7 +7,7 @@ The compatible API is ``run_evaluation(reference_qas, chat_responses)`` (and its
 from .aggregate import compute_aggregates
 from .errors import InputError, QaEvalError
 from .io import read_reference, read_responses, read_results, write_data
-from .runner import arun_evaluation, run_evaluation
+from .runner import arun_evaluation, iter_evaluation, run_evaluation
 
 __version__ = "0.1.0"
 
@@ -17,6 +17,7 @@ __all__ = [
     "__version__",
     "arun_evaluation",
     "compute_aggregates",
+    "iter_evaluation",
     "read_reference",
     "read_responses",
     "read_results",

@@ -39,6 +39,7 @@ from .aggregate import CATEGORIES, DEFAULT_TAGS, METRICS, SCORES, STEP_METRICS, 
 from .config import GROUPS, SWITCHES
 from .errors import InputError, QaEvalError
 from .io import (
+    JSONL_SUFFIXES,
     check_output_path,
     check_results,
     dump_json,
@@ -66,67 +67,51 @@ class _Parser(argparse.ArgumentParser):
 
 
 class Progress:
-    """A one-line progress bar on a terminal; silent when the stream is not a terminal."""
+    """The run's progress on a terminal, redrawn in place (rich): judge calls done of planned with
+    tokens and cost so far, questions done, time elapsed and left; every line fits the terminal.
+    Silent when the stream is not a terminal (or ``enabled`` is False)."""
 
-    def __init__(self, stream: TextIO, label: str, enabled: bool | None = None) -> None:
-        self.stream = stream
-        self.label = label
-        self.enabled = stream.isatty() if enabled is None else enabled
-        self.start = time.monotonic()
-        self.last_draw = 0.0
-        self.drawn = False
+    def __init__(
+        self,
+        stream: TextIO,
+        label: str = "questions",
+        enabled: bool | None = None,
+        console: Any = None,
+    ) -> None:
+        from .console import ProgressDisplay
+
+        self.display = ProgressDisplay(stream, label=label, enabled=enabled, console=console)
 
     def __call__(self, done: int, total: int) -> None:
-        """Redraw at most ten times a second, and only once the run has lasted half a second."""
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if done < total and (now - self.last_draw < 0.1 or now - self.start < 0.5):
-            return
-        self.last_draw = now
-        width = 30
-        filled = width * done // max(total, 1)
-        elapsed = now - self.start
-        eta = elapsed / done * (total - done) if done else 0.0
-        self.stream.write(
-            f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} "
-            f"{100 * done / max(total, 1):5.1f}%  {elapsed:5.1f}s elapsed, ~{eta:4.0f}s left"
-        )
-        self.stream.flush()
-        self.drawn = True
+        """Show ``done`` of ``total`` questions (the ``progress`` callback of a run)."""
+        from .runner import RunProgress
+
+        self.display.update(RunProgress(done, total))
+
+    def update(self, status: Any) -> None:
+        """Show a ``RunProgress`` (the ``on_progress`` callback of a run)."""
+        self.display.update(status)
 
     def close(self) -> None:
-        """End the progress line."""
-        if self.drawn:
-            self.stream.write("\n")
-            self.stream.flush()
+        """Stop redrawing; the last state stays on the screen."""
+        self.display.close()
 
 
-def _format_number(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.3f}" if abs(value) < 100 else f"{value:.1f}"
-    return str(value)
+def format_table(
+    headers: Sequence[str], rows: Sequence[Sequence[Any]], width: int | None = None
+) -> str:
+    """A plain text table with right-aligned numbers (None shown as ``-``); columns and rows
+    with no value are left out. With ``width``, it fits that many columns (blocks of columns,
+    folded cells); without, it keeps its natural width."""
+    from .console import render_table
+
+    return render_table(headers, rows, width)
 
 
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A plain text table with right-aligned numbers."""
-    cells = [[_format_number(v) if v is not None else "-" for v in row] for row in rows]
-    widths = [
-        max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)
-    ]
-    lines = [
-        "  ".join(
-            h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(headers, widths))
-        )
-    ]
-    lines.append("  ".join("-" * w for w in widths))
-    for row in cells:
-        lines.append(
-            "  ".join(
-                c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))
-            )
-        )
-    return "\n".join(lines)
+def _stdout_width() -> int | None:
+    from .console import terminal_width
+
+    return terminal_width(sys.stdout)
 
 
 _SUMMARY_METRICS = (
@@ -161,8 +146,8 @@ def label_lines(aggregates: dict[str, Any]) -> list[str]:
     return lines
 
 
-def summary_table(aggregates: dict[str, Any]) -> str:
-    """The terminal summary: one row per template, then micro and macro."""
+def summary_table(aggregates: dict[str, Any], width: int | None = None) -> str:
+    """The terminal summary: one row per template, then micro and macro; fits ``width``."""
     metrics = [m for m in _SUMMARY_METRICS if m in aggregates["micro"]]
     headers = ["template", "questions", "errors", *(_header(m) for m in metrics)]
 
@@ -181,7 +166,7 @@ def summary_table(aggregates: dict[str, Any]) -> str:
             *(_mean(macro, m) for m in metrics),
         ]
     )
-    return format_table(headers, rows)
+    return format_table(headers, rows, width)
 
 
 def _usage_text(model: str, total: dict[str, Any]) -> str:
@@ -205,9 +190,9 @@ def _usage_summary(signature: dict[str, Any]) -> str | None:
     return f"{_usage_text(judge['model'], usage['total'])} (this run)"
 
 
-def plan_table(judge: Any, batch: bool = False) -> str:
+def plan_table(judge: Any, width: int | None = None, batch: bool = False) -> str:
     """What a dry run would do, per metric: calls, cache hits, estimated tokens and cost (at
-    batch rates with ``batch``)."""
+    batch rates with ``batch``); fits ``width``."""
     from functools import partial
 
     from .pricing import usd
@@ -253,6 +238,7 @@ def plan_table(judge: Any, batch: bool = False) -> str:
             "cost (est., batch rates)" if batch else "cost (est.)",
         ],
         rows,
+        width,
     )
 
 
@@ -335,14 +321,18 @@ def _evaluate(args: argparse.Namespace) -> int:
         runs: list[tuple[str | None, str, Any]] = [(None, args.input, responses)]
     else:
         reference = _read_input(args.reference, read_reference, "REFERENCE")
-        runs = [(n, path, _read_input(path, read_responses, "RESPONSES")) for n, path in systems]
+        stream = len(systems) == 1 and _streamed(args.output)
+        runs = [
+            (n, path, _read_input(path, lambda p: _responses_input(p, stream), "RESPONSES"))
+            for n, path in systems
+        ]
     _check_by_reference(reference, args.by or (), args.reference)
     batched = None
     if args.batch and not args.dry_run:
         batched = _prefill(args, config, reference, runs, disable, enable)
         if batched.waiting:
             return 0
-    done: list[tuple[str | None, str, list[dict[str, Any]], dict[str, Any]]] = []
+    done: list[tuple[str | None, str, Sequence[dict[str, Any]], dict[str, Any]]] = []
     for name, path, responses in runs:
         if name is not None and not args.quiet and args.format != "json":
             print(f"\n== system {name} ({path})")
@@ -437,7 +427,7 @@ def _evaluate_system(
     disable: list[str],
     enable: list[str],
     batched: Any = None,
-) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
+) -> tuple[Sequence[dict[str, Any]], dict[str, Any]] | None:
     output = _for_system(args.output, system)
     aggregates_path = _for_system(args.aggregates, system)
     cache: Any = False if args.no_cache else (args.cache or True)
@@ -454,70 +444,188 @@ def _evaluate_system(
 
         judge = final_judge(config, cache)  # the batches' replies; anything else synchronously
     quiet = args.quiet or args.format == "json"
-    progress = Progress(sys.stderr, "evaluating", enabled=False if quiet else None)
-    partial = Path(f"{output}.partial.jsonl") if output else None
+    progress = Progress(sys.stderr, "questions", enabled=False if quiet else None)
+    partial = _PartialFile(output, cache is not False) if output and not args.dry_run else None
     started = time.monotonic()
-    stream = partial.open("wb") if partial is not None and not args.dry_run else None
-
-    def on_result(result: dict[str, Any]) -> None:
-        if stream is not None:
-            stream.write(dump_json(result) + b"\n")
-            stream.flush()
-
+    options: dict[str, Any] = {
+        "config": config,
+        "cache": cache,
+        "max_cost": args.max_cost,
+        "disable": disable,
+        "enable": enable,
+        "judge": judge,
+        "on_progress": progress.update,
+        "reference_source": args.reference,
+        "responses_source": responses_source,
+    }
+    results: Sequence[dict[str, Any]]
+    aggregates: dict[str, Any] | None = None
     try:
-        results = run_evaluation(
-            reference,
-            responses,
-            config=config,
-            cache=cache,
-            max_cost=args.max_cost,
-            disable=disable,
-            enable=enable,
-            judge=judge,
-            progress=progress,
-            on_result=on_result,
-            reference_source=args.reference,
-            responses_source=responses_source,
-        )
-    finally:
+        if partial is not None and _streamed(output):
+            results, aggregates, notable = _evaluate_streamed(
+                reference, responses, options, partial, _tags(args)
+            )
+        else:
+            results = notable = run_evaluation(
+                reference,
+                responses,
+                on_result=partial.write if partial is not None else None,
+                **options,
+            )
+    except BaseException:
         progress.close()
-        if stream is not None:
-            stream.close()
+        if partial is not None:
+            partial.close()  # run_command's interrupt line says where its results are
         if judge is not None and judge.cache is not None:
             judge.cache.close()
+        raise
+    progress.close()
+    if partial is not None:
+        partial.close()
+    if judge is not None and judge.cache is not None:
+        judge.cache.close()
     elapsed = time.monotonic() - started
     if args.dry_run and judge is not None:
-        print(plan_table(judge, batch=getattr(args, "batch", False)))
+        print(plan_table(judge, _stdout_width(), batch=getattr(args, "batch", False)))
         print("\ndry run: no judge call was made and nothing was written")
         return None
+    signature: dict[str, Any] = getattr(results, "signature", {})
     if batched is not None:
-        results.signature["batch"] = batched.as_dict()
+        signature["batch"] = batched.as_dict()
         if judge is not None and judge.cache is not None:
-            results.signature["options"]["cache"] = str(judge.cache.path)
-    _copy_tags(results, reference, args.by or ())
-    aggregates = compute_aggregates(results, by=_tags(args))
-    aggregates["signature"] = results.signature
+            signature["options"]["cache"] = str(judge.cache.path)
+    if aggregates is None:
+        _copy_tags(results, reference, args.by or ())
+        aggregates = compute_aggregates(results, by=_tags(args))
+    aggregates["signature"] = signature
     if system is not None:
         aggregates["system"] = system
-    if output:
+    if output and not _streamed(output):
         write_data(output, results)
-        write_data(signature_path(output), results.signature)
+    if output:
+        write_data(signature_path(output), signature)
         if partial is not None:
-            partial.unlink(missing_ok=True)
+            partial.path.unlink(missing_ok=True)
     if aggregates_path:
         write_data(aggregates_path, aggregates)
     if not quiet:
-        print(summary_table(aggregates))
+        print(summary_table(aggregates, _stdout_width()))
         for line in label_lines(aggregates):
             print(line)
         print(f"\n{len(results)} questions evaluated in {elapsed:.2f}s", end="")
         written = [p for p in (output, aggregates_path) if p]
         print(f"; wrote {', '.join(written)}" if written else "")
-        usage = _usage_summary(results.signature)
+        usage = _usage_summary(signature)
         if usage:
             print(usage)
-    _warnings(results)
+    _warnings(notable)
     return results, aggregates
+
+
+def _streamed(output: str | None) -> bool:
+    """Whether the results of a run go to a JSON Lines file as they finish (in reference order)
+    instead of being held until the end: so memory does not grow with the questions."""
+    return output is not None and Path(output).suffix.lower() in JSONL_SUFFIXES
+
+
+def _responses_input(path: str, stream: bool) -> Any:
+    """The responses of one system: a JSON Lines file read as a stream when the run streams
+    (see ``_streamed``), else the file's data."""
+    if stream and Path(path).suffix.lower() in JSONL_SUFFIXES:
+        from .stream import JsonLinesResponses
+
+        return JsonLinesResponses(path)
+    return read_responses(path)
+
+
+class _PartialFile:
+    """``OUTPUT.partial.jsonl``: each result as it finishes, one JSON line, flushed, so a run
+    that stops keeps what it finished. Opened at the first result: a run that fails before
+    that (bad input, exit 2) leaves the file of an earlier run as it was."""
+
+    def __init__(self, output: str, cached: bool) -> None:
+        self.path = Path(f"{output}.partial.jsonl")
+        self.cached = cached
+        self.file: Any = None
+        self.count = 0
+
+    def write(self, result: dict[str, Any], flush: bool = True) -> None:
+        """Append one result (flushed to the file unless ``flush`` is False)."""
+        if self.file is None:
+            if self.path.is_file() and self.path.stat().st_size:
+                print(
+                    f"note: replacing {self.path}, left by an earlier run that did not finish"
+                    + (" (its judge replies are in the reply cache)" if self.cached else ""),
+                    file=sys.stderr,
+                )
+            self.file = self.path.open("wb", buffering=1 << 20)
+        self.file.write(dump_json(result) + b"\n")
+        self.count += 1
+        if flush:
+            self.file.flush()
+
+    def close(self) -> None:
+        """Close the file (when it was opened)."""
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+
+
+
+def _evaluate_streamed(
+    reference: Any,
+    responses: Any,
+    options: dict[str, Any],
+    partial: _PartialFile,
+    tags: list[str],
+) -> tuple[Sequence[dict[str, Any]], dict[str, Any], Sequence[dict[str, Any]]]:
+    """Run with the results streamed: each goes to the partial file in reference order as soon
+    as it and those before it finished, and into the aggregates; none is held. The partial file
+    becomes the output at the end. Returns the results (read back from the output on demand),
+    the aggregates and the few keys of the results that the warnings read."""
+    from .runner import Results, iter_evaluation
+    from .stream import ResultsFile
+
+    stream = iter_evaluation(reference, responses, **options)
+    notable = Results()
+
+    def results() -> Any:
+        for result in stream:
+            partial.write(result, flush=not stream.ready())
+            slim = _notable(result)
+            if slim is not None:
+                notable.append(slim)
+            yield result
+
+    with stream:
+        aggregates = compute_aggregates(results(), by=tags)
+    partial.close()
+    output = partial.path.with_name(partial.path.name[: -len(".partial.jsonl")])
+    os.replace(partial.path, output)
+    signature = stream.signature or {}
+    notable.signature = signature
+    return ResultsFile(output, partial.count, signature), aggregates, notable
+
+
+def _notable(result: dict[str, Any]) -> dict[str, Any] | None:
+    """The keys of a result ``_warnings`` reads (no response, step errors, metric errors),
+    or None when it has none of them."""
+    keys = None
+    for key in result:
+        if key == "error" or key == "step_errors" or key.endswith("_error"):
+            keys = keys or {"question_id": result.get("question_id")}
+            keys[key] = result[key]
+    steps = None
+    for step in result.get("actual_steps") or ():
+        if isinstance(step, dict):
+            errors = {k: v for k, v in step.items() if k.endswith("_error")}
+            if errors:
+                steps = steps or []
+                steps.append(errors)
+    if steps:
+        keys = keys or {"question_id": result.get("question_id")}
+        keys["actual_steps"] = steps
+    return keys
 
 
 def _warnings(results: Sequence[dict[str, Any]]) -> None:
@@ -700,7 +808,10 @@ def _report(args: argparse.Namespace) -> int:
         except ValueError as e:  # e.g. a question id twice in one run
             raise QaEvalError(f"comparing {first.label} with {second.label}: {e}") from None
         comparison = report_rows(compared)
-    target.write_text(build_report(runs, comparison, args.title), encoding="utf-8")
+    if args.max_questions < 0:
+        raise QaEvalError("--max-questions must be 0 (every question) or more")
+    limit = args.max_questions or None
+    target.write_text(build_report(runs, comparison, args.title, limit), encoding="utf-8")
     size = target.stat().st_size / 1e6
     print(f"wrote {target} ({size:.1f} MB, {len(runs)} run(s)); open it in a browser")
     _print_notes(notes)
@@ -933,7 +1044,7 @@ def _check_by_results(results: Sequence[Any], keys: Sequence[str], source: str) 
 
 def _evaluation_gates(
     args: argparse.Namespace,
-    done: Sequence[tuple[str | None, str, list[dict[str, Any]], dict[str, Any]]],
+    done: Sequence[tuple[str | None, str, Sequence[dict[str, Any]], dict[str, Any]]],
     comparisons: Sequence[dict[str, Any]],
     bars: Sequence[tuple[str, float]],
     regressions: Sequence[tuple[str, float]],
@@ -1271,6 +1382,16 @@ def _commands(commands: Any) -> None:
         "datasets",
     )
     report.add_argument("--exclude-errors", action="store_true", help=_EXCLUDE_ERRORS_HELP)
+    from .report import DEFAULT_MAX_QUESTIONS
+
+    report.add_argument(
+        "--max-questions",
+        type=int,
+        default=DEFAULT_MAX_QUESTIONS,
+        metavar="N",
+        help=f"list at most N questions of each run in the drill-down table (default "
+        f"{DEFAULT_MAX_QUESTIONS:,}; 0: every one); the other sections count every question",
+    )
     report.set_defaults(handler=_report)
 
     from . import tsv

@@ -8,7 +8,7 @@ them all. Reference step outputs that are compared structurally (SPARQL JSON, re
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -381,61 +381,79 @@ def prepare_responses(
     problems = _Problems(source)
     known = {q.question_id for q in questions}
     responses: dict[Any, Response] = {}
+
+    def earlier(qid: Any) -> str | None:
+        seen = responses.get(qid)
+        return None if seen is None else seen.record
+
     for place, key, response in _numbered(data, problems):
-        if not isinstance(response, dict):
-            problems.add(
-                _response_record(place, None),
-                None,
-                f"a response must be a mapping, got {_type_name(response)}",
-            )
-            continue
-        qid = response.get("question_id", key)
-        if key is not None and "question_id" in response and response["question_id"] != key:
-            problems.add(
-                _response_record(place, None),
-                "question_id",
-                f"{short_repr(response['question_id'])} differs from its key",
-            )
-            continue
-        if not isinstance(qid, _ID_TYPES) or isinstance(qid, bool):
-            problems.add(_response_record(place, None), "question_id", "missing or not a string")
-            continue
-        if qid not in known:
-            problems.add(
-                _response_record(place, qid),
-                "question_id",
-                "no question with this id in the reference dataset",
-            )
-            continue
-        if qid in responses:
-            problems.add(
-                _response_record(place, qid),
-                "question_id",
-                f"duplicate response (also {responses[qid].record})",
-            )
-            continue
-        status = response.get("status")
-        if status is not None and status not in ("success", "error"):
-            problems.add(
-                _response_record(place, qid),
-                "status",
-                f"must be 'success' or 'error', got {short_repr(status)}",
-            )
-            continue
-        is_error = status == "error" or (status is None and "error" in response)
-        successful = None
-        if "actual_steps" in response:
-            successful = _check_steps(response["actual_steps"], place, qid, problems)
-        for key_name in _TOKEN_KEYS:
-            value = response.get(key_name)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, (int, float))
-            ):
-                problems.add(
-                    _response_record(place, qid),
-                    key_name,
-                    f"must be a number, got {short_repr(value)}",
-                )
-        responses[qid] = Response(qid, response, place, is_error, successful)
+        checked = check_response(place, key, response, problems, known, earlier)
+        if checked is not None:
+            responses[checked.question_id] = checked
     problems.raise_if_any()
     return responses
+
+
+def check_response(
+    place: tuple[str, Any],
+    key: Any,
+    response: Any,
+    problems: _Problems,
+    known: Container[Any],
+    earlier: Callable[[Any], str | None],
+) -> Response | None:
+    """Check one response read at ``place`` (under ``key`` in a mapping); its problems go to
+    ``problems``. ``known`` holds the reference question ids, ``earlier(qid)`` names a response
+    already read for that question. The prepared response, or None when it is not usable."""
+    if not isinstance(response, dict):
+        problems.add(
+            _response_record(place, None),
+            None,
+            f"a response must be a mapping, got {_type_name(response)}",
+        )
+        return None
+    qid = response.get("question_id", key)
+    if key is not None and "question_id" in response and response["question_id"] != key:
+        problems.add(
+            _response_record(place, None),
+            "question_id",
+            f"{short_repr(response['question_id'])} differs from its key",
+        )
+        return None
+    if not isinstance(qid, _ID_TYPES) or isinstance(qid, bool):
+        problems.add(_response_record(place, None), "question_id", "missing or not a string")
+        return None
+    if qid not in known:
+        problems.add(
+            _response_record(place, qid),
+            "question_id",
+            "no question with this id in the reference dataset",
+        )
+        return None
+    seen = earlier(qid)
+    if seen is not None:
+        problems.add(
+            _response_record(place, qid),
+            "question_id",
+            f"duplicate response (also {seen})",
+        )
+        return None
+    status = response.get("status")
+    if status is not None and status not in ("success", "error"):
+        problems.add(
+            _response_record(place, qid),
+            "status",
+            f"must be 'success' or 'error', got {short_repr(status)}",
+        )
+        return None
+    is_error = status == "error" or (status is None and "error" in response)
+    successful = None
+    if "actual_steps" in response:
+        successful = _check_steps(response["actual_steps"], place, qid, problems)
+    for key_name in _TOKEN_KEYS:
+        value = response.get(key_name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            problems.add(
+                _response_record(place, qid), key_name, f"must be a number, got {short_repr(value)}"
+            )
+    return Response(qid, response, place, is_error, successful)

@@ -40,6 +40,9 @@ from .extras import require
 __all__ = ["Run", "build_report", "load_run", "run_labels", "write_report"]
 
 DEFAULT_TITLE = "qa-eval report"
+DEFAULT_MAX_QUESTIONS = 2000
+"""Questions of each run shown in the drill-down table by default (a page per question grows
+fast: 100,000 questions made a 216 MB page); the other sections count every question."""
 
 # Keys that are numbers but not metrics, or that the report shows in their own place.
 _NOT_METRICS = frozenset({"template_id", "question_id"})
@@ -118,6 +121,7 @@ def write_report(
     labels: Sequence[str] | None = None,
     comparison: Mapping[str, Any] | None = None,
     title: str = DEFAULT_TITLE,
+    max_questions: int | None = DEFAULT_MAX_QUESTIONS,
 ) -> Path:
     """Read result files (each with its signature, if beside it) and write the HTML report.
 
@@ -130,7 +134,7 @@ def write_report(
         labels = run_labels(paths)
     runs = [load_run(p, label) for p, label in zip(paths, labels)]
     target = Path(out)
-    target.write_text(build_report(runs, comparison, title), encoding="utf-8")
+    target.write_text(build_report(runs, comparison, title, max_questions), encoding="utf-8")
     return target
 
 
@@ -919,7 +923,9 @@ def _details(result: Mapping[str, Any], shown: set[str]) -> str:
     return "".join(parts)
 
 
-def _questions_section(stats: Sequence[_RunStats], metrics: Sequence[str]) -> str:
+def _questions_section(
+    stats: Sequence[_RunStats], metrics: Sequence[str], max_questions: int | None = None
+) -> str:
     several = len(stats) > 1
     top_level = [
         m for m in metrics if not _is_usage(m) and any(m in r for st in stats for r in st.records)
@@ -941,8 +947,13 @@ def _questions_section(stats: Sequence[_RunStats], metrics: Sequence[str]) -> st
         for i, h in enumerate(headers)
     )
     rows = []
+    left_out = []
     for st in stats:
-        for result in st.records:
+        records = st.records
+        if max_questions is not None and len(records) > max_questions:
+            left_out.append((st.run.label, max_questions, len(records)))
+            records = records[:max_questions]
+        for result in records:
             reference = _reference_steps(result)
             matched = sum(1 for s in reference if s.get("matches"))
             question = (
@@ -1006,13 +1017,19 @@ def _questions_section(stats: Sequence[_RunStats], metrics: Sequence[str]) -> st
         '<span id="q-count" class="muted"></span></div>'
     )
     empty = "" if rows else '<p class="muted">No questions.</p>'
+    capped = "".join(
+        f'<p class="muted">Only the first {shown:,} of the {total:,} questions'
+        f"{f' of {_e(label)}' if several else ''} are listed here (qa-eval report "
+        "--max-questions N; 0 lists every one); the sections above count every question.</p>"
+        for label, shown, total in left_out
+    )
     return (
         '<section id="questions"><h2>Questions</h2>'
         '<p class="muted">Click a column header to sort, type to filter (the text of the details '
         "too); ▸ opens a question's steps, claims and verdicts, judge reasons and errors.</p>"
         f'{controls}<div class="scroll"><table id="q-table" class="questions">'
         f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>{empty}"
-        "</section>"
+        f"{capped}</section>"
     )
 
 
@@ -1109,10 +1126,13 @@ def build_report(
     runs: Sequence[RunLike],
     comparison: Mapping[str, Any] | None = None,
     title: str = DEFAULT_TITLE,
+    max_questions: int | None = DEFAULT_MAX_QUESTIONS,
 ) -> str:
     """The text of a self-contained HTML report of ``runs`` (each a :class:`Run` or a tuple
-    ``(label, results, signature)``), with a comparison section when ``comparison`` is given."""
+    ``(label, results, signature)``), with a comparison section when ``comparison`` is given;
+    the drill-down lists at most ``max_questions`` questions of each run (None: all)."""
     go = require("plotly.graph_objects", "the HTML report")
+
     all_runs = [_as_run(r, i) for i, r in enumerate(runs)]
     stats = [_collect(run) for run in all_runs]
     metrics = _order_metrics(m for st in stats for m in st.values)
@@ -1137,7 +1157,7 @@ def build_report(
     if comparison is not None:
         sections.append(_comparison_section(go, figures, comparison))
         nav.insert(-1, ("comparison", "Comparison"))
-    sections.append(_questions_section(stats, metrics))
+    sections.append(_questions_section(stats, metrics, max_questions))
     body = "".join(sections)
     present = {m.group(1) for m in re.finditer(r'<section id="(\w+)"', body)}
     nav_html = "".join(f'<a href="#{key}">{text}</a>' for key, text in nav if key in present)
