@@ -122,8 +122,9 @@ def build_report(
     (B = the second); with ``None`` and two runs or more it is computed (errors count as failed
     answers), ``False`` leaves it out. The drill-down lists at most ``max_questions`` questions,
     worst first (``None``: all)."""
-    from .render import render_page
+    from .render import environment, render_page
 
+    environment()  # the jinja2 extra, before any work
     if max_questions is not None and (isinstance(max_questions, bool) or max_questions < 0):
         raise ValueError(f"max_questions must be a number >= 0 or None, got {max_questions!r}")
     all_runs = [_as_run(r, i) for i, r in enumerate(runs)]

@@ -30,8 +30,8 @@ LABEL_COLORS = {
 }
 GOOD, BAD, NEUTRAL = "#2e7d32", "#c62828", "#8a94a0"
 WIDTH = 420
-_LABEL_WIDTH = 170
-_LABEL_CHARS = 28
+_LABEL_WIDTH = 176
+_LABEL_CHARS = 26
 
 
 @dataclass(frozen=True)

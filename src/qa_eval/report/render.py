@@ -32,7 +32,8 @@ _REDACT_MIN = 6  # no pattern or registered secret fits in fewer characters
 
 
 @lru_cache(maxsize=1)
-def _environment() -> Any:
+def environment() -> Any:
+    """The templates' jinja2 environment (autoescaping on); needs the ``report`` extra."""
     from ..extras import require
 
     jinja2 = require("jinja2", "the HTML report")
@@ -205,7 +206,7 @@ def render_page(
     rows = [_question_row(q, i + 1, primary, runs, fail) for i, q in enumerate(visible)]
     anchors = {q.anchor for q in visible}
     question_metrics = [m for m in metrics if not m.step]
-    env = _environment()
+    env = environment()
     drill_template = env.get_template("drill.html.j2")
     drills = []
     for row in rows:
