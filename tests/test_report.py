@@ -15,6 +15,7 @@ import pytest
 
 from qa_eval.aggregate import compute_aggregates
 from qa_eval.compare import compare_runs, report_rows
+from qa_eval.errors import InputError
 from qa_eval.io import read_results, write_data
 from qa_eval.report import Run, build_report, load_run, write_report
 from qa_eval.report.drill import drill_down
@@ -643,3 +644,108 @@ def test_the_demo_report_is_small_and_explains_the_missing_row(tmp_path: Path) -
     assert main(["report", *runs, "-o", str(out), "--max-questions", "3"]) == 0
     assert len(drills(out.read_text(encoding="utf-8"))) == 3
     assert main(["report", *runs, "-o", str(out), "--max-questions", "-1"]) == 2
+
+
+# ------------------------------------------------------------------ any input
+
+
+def _strategies() -> Any:
+    from hypothesis import strategies as st
+
+    text = st.text(alphabet=st.characters(codec="utf-8"), max_size=12) | st.sampled_from(
+        ["<b>x</b>", "</script>", "&amp;", "", "error", "success", "q1", "t"]
+    )
+    scalar = (
+        st.none()
+        | st.booleans()
+        | st.integers(-(10**6), 10**6)
+        | st.floats(allow_nan=True, allow_infinity=True)
+        | text
+    )
+    json_value = st.recursive(
+        scalar,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text, inner, max_size=3),
+        max_leaves=6,
+    )
+    binding = st.dictionaries(
+        st.sampled_from(["a", "b", "c"]),
+        st.fixed_dictionaries(
+            {
+                "type": st.sampled_from(["uri", "literal", "bnode", "typed-literal", "odd"]),
+                "value": text,
+            }
+        )
+        | json_value,
+        max_size=3,
+    )
+    output = (
+        json_value
+        | st.builds(
+            lambda rows, vars_: json.dumps(
+                {"head": {"vars": vars_}, "results": {"bindings": rows}}
+            ),
+            st.lists(binding, max_size=4),
+            st.lists(st.sampled_from(["a", "b", "c", "d"]), max_size=3),
+        )
+        | st.builds(lambda b: json.dumps({"boolean": b}), st.booleans())
+        | st.builds(
+            json.dumps, st.lists(st.fixed_dictionaries({"id": text, "text": text}), max_size=3)
+        )
+    )
+    step = st.fixed_dictionaries(
+        {"name": st.sampled_from(["sparql_query", "retrieval", "x"]) | json_value},
+        optional={
+            "id": st.sampled_from(["c1", "c2"]) | json_value,
+            "args": json_value | st.fixed_dictionaries({"query": text}),
+            "output": output,
+            "status": st.sampled_from(["success", "error"]) | json_value,
+            "error": json_value,
+            "matches": st.sampled_from(["c1", "c2"]) | json_value,
+            "mismatch": json_value,
+            "required_columns": json_value | st.lists(st.sampled_from(["a", "b", "z"]), max_size=2),
+            "ordered": json_value,
+            "ignore_duplicates": json_value,
+            "retrieval_answer_recall": json_value,
+        },
+    )
+    result = st.fixed_dictionaries(
+        {"question_id": st.sampled_from(["q1", "q2", "q3"]) | json_value},
+        optional={
+            "template_id": st.sampled_from(["t1", "t2"]) | json_value,
+            "question_text": json_value,
+            "reference_answer": json_value,
+            "actual_answer": json_value,
+            "status": st.sampled_from(["success", "error"]) | json_value,
+            "error": json_value,
+            "reference_steps": st.lists(st.lists(step, max_size=2) | step, max_size=2) | json_value,
+            "actual_steps": st.lists(step, max_size=3) | json_value,
+            "steps_score": json_value,
+            "answer_f1": st.floats(0, 1),
+            "input_tokens": st.integers(0, 5000),
+            "answer_class": text,
+            "my_metric": json_value,
+            "faithfulness_statements": json_value,
+        },
+    )
+    return st.lists(result, max_size=4)
+
+
+def test_any_results_make_a_safe_page() -> None:
+    """Random results of every shape a user could write: the page is built and stays safe, or
+    a result whose ids or step lists the statistics cannot read is refused in one line."""
+    from hypothesis import HealthCheck, given, settings
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(_strategies(), _strategies())
+    def check(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> None:
+        try:
+            page = build_report([Run("a", a), Run("b", b)])
+        except InputError as e:  # a shape the statistics cannot read: one line, where
+            assert str(e).startswith(("run a: result [", "run b: result [")), e
+            assert "\n" not in str(e)
+            return
+        assert_safe(page)
+        for html in drills(page):
+            assert_safe(html)
+
+    check()

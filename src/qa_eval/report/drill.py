@@ -297,15 +297,9 @@ def _row_cell(parsed: _Parsed, value: Any, names: Sequence[tuple[str, str]]) -> 
     return _cell("" if value is None else _text(value, MAX_CELL))
 
 
-@dataclass(frozen=True)
-class _Diff:
-    table: Table
-    cost: int
-
-
 def _diff(
     ref: _Parsed, act: _Parsed, step: Mapping[str, Any], names: Sequence[tuple[str, str]]
-) -> _Diff:
+) -> Table:
     """The actual table with extra rows marked and missing reference rows added."""
     columns = _compared_columns(ref, step)
     mapping = _map_columns(ref, act, columns)
@@ -360,7 +354,7 @@ def _diff(
         )
         shown.append(Row(cells, "missing"))
     keys = tuple(c if (c := reverse.get(a, "")) in columns else "" for a in act.columns)
-    table = Table(
+    return Table(
         act.columns,
         keys,
         tuple(shown),
@@ -371,7 +365,6 @@ def _diff(
         tuple(notes),
         act.sparql,
     )
-    return _Diff(table, len(missing_rows) + sum(extra_flags) + len(unmapped) * len(ref.rows))
 
 
 # ------------------------------------------------------------------ steps
@@ -488,7 +481,7 @@ def _beside(
     parsed = _parse(call.get("output")) if "output" in call else _Parsed()
     table = None
     if ref_parsed.tabular and parsed.tabular and ref_parsed.columns:
-        table = _diff(ref_parsed, parsed, ref_step, names).table
+        table = _diff(ref_parsed, parsed, ref_step, names)
     return _view(call, names, table, parsed)
 
 

@@ -25,6 +25,7 @@ from ..aggregate import (
     is_finite_number,
 )
 from ..compare import default_metrics, lower_is_better
+from ..errors import InputError
 
 __all__ = [
     "ComparisonRow",
@@ -219,8 +220,41 @@ def template_name(value: Any) -> str:
     return NO_TEMPLATE if value is None else str(value)
 
 
-def _records(results: Iterable[Any]) -> list[Mapping[str, Any]]:
-    return [r for r in results if isinstance(r, Mapping)]
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _records(label: str, results: Iterable[Any]) -> list[Mapping[str, Any]]:
+    """The results of a run, checked where the aggregates and the comparison rely on their
+    shape (everything else is only shown, whatever it holds)."""
+    out = []
+    for position, result in enumerate(results):
+        record = f"result [{position}]"
+        if not isinstance(result, Mapping):
+            raise InputError(
+                f"must be a mapping, got {type(result).__name__}",
+                source=f"run {label}",
+                record=record,
+            )
+        if isinstance(result.get("question_id"), _SCALARS):
+            record += f" (question {result.get('question_id')!r})"
+
+        def bad(field: str, problem: str, record: str = record) -> InputError:
+            return InputError(problem, source=f"run {label}", record=record, field=field)
+
+        for key in ("question_id", "template_id"):
+            if not isinstance(result.get(key), _SCALARS):
+                raise bad(key, f"must be text or a number, got {type(result[key]).__name__}")
+        steps = result.get("actual_steps")
+        if steps is not None and not isinstance(steps, list):
+            raise bad("actual_steps", f"must be a list, got {type(steps).__name__}")
+        for index, step in enumerate(steps or ()):
+            if not isinstance(step, Mapping) or not isinstance(step.get("name"), _SCALARS):
+                raise bad(f"actual_steps[{index}]", "must be a mapping with a text name")
+        groups = result.get("reference_steps")
+        if groups is not None and not isinstance(groups, list):
+            raise bad("reference_steps", f"must be a list, got {type(groups).__name__}")
+        out.append(result)
+    return out
 
 
 def metric_names(records: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -258,7 +292,7 @@ def summarize_run(
     label: str, results: Sequence[Any], signature: Mapping[str, Any] | None
 ) -> RunSummary:
     """A run's summary from compute_aggregates (and the values its histograms need)."""
-    records = _records(results)
+    records = _records(label, results)
     names = metric_names(records)
     extra = [m for m in names if m not in METRICS and m not in _STEP_METRIC_OWNER]
     aggregates = compute_aggregates(

@@ -29,6 +29,8 @@ from .model import Metric, QuestionRef, RunSummary, Verdict, paired_values
 __all__ = ["render_page"]
 
 _REDACT_MIN = 6  # no pattern or registered secret fits in fewer characters
+MAX_LISTED = 100
+"""Questions that got worse listed by name in the verdict (all are counted)."""
 
 
 @lru_cache(maxsize=1)
@@ -229,7 +231,7 @@ def render_page(
             )
         )
     if verdict is not None:
-        worse = [q for q in questions if q.worse]
+        worse = [q for q in questions if q.worse]  # already worst first
         better = sum(1 for q in questions if q.better)
     else:  # one run: the questions at the top of the worst-first order that are not perfect
         worse = [q for q in visible[:10] if _is_weak(q, primary)]
@@ -276,7 +278,8 @@ def render_page(
             primary=primary,
             verdict=verdict,
             comparison_note=comparison_note,
-            worse=worse,
+            worse=worse[:MAX_LISTED],
+            worse_count=len(worse),
             better_count=better,
             anchors=anchors,
             rows=rows,
