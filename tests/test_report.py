@@ -22,6 +22,7 @@ from qa_eval.report.drill import drill_down
 from qa_eval.report.figures import histogram, template_bars
 from qa_eval.report.model import metric_list, summarize_run, verdict_of
 from qa_eval.report.render import num
+from qa_eval.report.text import format_query
 
 XSS = "<script>alert(1)</script>"
 ROOT = Path(__file__).resolve().parent.parent
@@ -372,6 +373,29 @@ def test_drill_down_marks_missing_and_extra_rows_and_shows_the_mismatch() -> Non
     assert '<pre class="query">PREFIX r: &lt;urn:&gt;\nSELECT ?t ?mva WHERE {}</pre>' in html
 
 
+def test_one_line_queries_are_laid_out() -> None:
+    query = (
+        'PREFIX g: <urn:g#> SELECT ?t WHERE { ?t a g:T ; g:label "a . { b" . '
+        "FILTER(?x < 2.5) OPTIONAL { ?t g:y ?y . } } LIMIT 5"
+    )
+    assert format_query(query) == "\n".join(
+        [
+            "PREFIX g: <urn:g#>",
+            "SELECT ?t WHERE {",
+            "  ?t a g:T ;",
+            '    g:label "a . { b" .',
+            "  FILTER(?x < 2.5)",
+            "  OPTIONAL {",
+            "    ?t g:y ?y .",
+            "  }",
+            "}",
+            "LIMIT 5",
+        ]
+    )
+    written = "SELECT ?t\nWHERE { ?t ?p ?o . ?o ?q ?r . ?r ?s ?u . ?u ?v ?w }"
+    assert format_query(written) == written  # the author's layout is kept
+
+
 def test_two_runs_side_by_side_in_the_drill_down(two_runs: str) -> None:
     html = drills(two_runs)[0]
     assert html.count('<div class="rl"><i class="sw c0"></i>baseline</div>') >= 2
@@ -483,6 +507,7 @@ def hostile_runs() -> tuple[list[Run], list[str]]:
                             "output": json.dumps([{"id": h("doc id"), "text": h("doc text")}]),
                             "retrieval_answer_recall": 0.5 + shift,
                             "retrieval_answer_recall_error": h("step metric error"),
+                            h("step metric name"): 0.5,
                         },
                         {"name": "text_tool", "id": "t1", "output": h("text output")},
                     ],
@@ -491,7 +516,9 @@ def hostile_runs() -> tuple[list[Run], list[str]]:
                     "answer_class": h("label"),
                     "answer_correctness_reason": h("judge reason"),
                     "faithfulness_error": h("metric error"),
-                    "faithfulness_statements": [{"statement": h("statement"), "verdict": 0}],
+                    "faithfulness_statements": [
+                        {"statement": h("statement"), "verdict": 0, h("list column"): 1}
+                    ],
                     "notes_list": [h("list item")],
                     "extra_text": h("other value"),
                 }
@@ -505,6 +532,7 @@ def hostile_runs() -> tuple[list[Run], list[str]]:
         "llm_metrics": h("signature note"),
         "options": {"metrics": {h("enabled metric"): True}},
         "usage": {"total": {"calls": 3}},
+        "reference": {"fingerprint": h("reference fingerprint")},
         h("signature key"): h("signature value"),
     }
     runs = [Run(h("run label"), run(0.0), signature), Run(h("other run label"), run(0.3))]
@@ -513,8 +541,13 @@ def hostile_runs() -> tuple[list[Run], list[str]]:
 
 def test_every_text_field_stays_text() -> None:
     runs, marks = hostile_runs()
-    page = build_report(runs, title=h_title())
-    assert len(marks) > 40
+    comparison = compare_runs(
+        runs[0].results, runs[1].results, labels=(runs[0].label, runs[1].label)
+    )
+    marks.append(HOSTILE.format(n="method"))
+    comparison["method"]["note"] = marks[-1]
+    page = build_report(runs, comparison, title=h_title())
+    assert len({m.split(":<img")[0] for m in marks}) == 44
     texts = ["".join(assert_safe(page).text)]
     for html in drills(page):
         texts.append("".join(assert_safe(html).text))

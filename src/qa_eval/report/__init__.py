@@ -3,9 +3,10 @@
 ``build_report(runs)`` returns the text of one HTML file that opens offline and loads nothing:
 the numbers come from :func:`qa_eval.aggregate.compute_aggregates` (per run) and
 :func:`qa_eval.compare.compare_runs` (the first two runs), the charts are small SVG drawings
-computed in Python, and the page is rendered by jinja2 templates with autoescaping on. Three
-parts: :mod:`.model` (the numbers), :mod:`.figures` (chart geometry), :mod:`.drill` (a
-question's steps beside the reference) and :mod:`.render` (HTML).
+computed in Python, and the page is rendered by jinja2 templates with autoescaping on. Parts:
+:mod:`.model` (the numbers), :mod:`.questions` (pairing, worst first), :mod:`.figures` (chart
+geometry), :mod:`.drill` and :mod:`.text` (a question's steps beside the reference) and
+:mod:`.render` (HTML).
 """
 
 from __future__ import annotations
@@ -16,14 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .model import (
-    collect_questions,
-    headline_metrics,
-    metric_list,
-    order_questions,
-    summarize_run,
-    verdict_of,
-)
+from .model import headline_metrics, metric_list, summarize_run, verdict_of
+from .questions import collect_questions, order_questions
 
 __all__ = [
     "DEFAULT_MAX_QUESTIONS",

@@ -24,6 +24,7 @@ from typing import Any
 from ..aggregate import is_error, is_finite_number
 from ..steps.outputs import OutputParseError, loads
 from ..steps.sparql import SparqlResultError, _term
+from .text import clip, format_query, prefixes
 
 __all__ = ["Drill", "RefBlock", "RunAnswer", "StepView", "Table", "drill_down"]
 
@@ -34,7 +35,6 @@ MAX_TEXT = 2000
 MAX_OUTPUT = 1200
 """Characters shown of an output that is not a table."""
 _MAX_MAPPING_ROWS = 500
-_PREFIX = re.compile(r"(?im)^\s*PREFIX\s+([A-Za-z][\w.-]*)?:\s*<([^<>\s]*)>")
 _STEP_STRUCTURE = frozenset(
     {"name", "id", "args", "output", "status", "error", "output_media_type", "matches",
      "mismatch", "required_columns", "ordered", "ignore_duplicates"}
@@ -138,32 +138,13 @@ class Drill:
 
 
 def _text(value: Any, limit: int = MAX_TEXT) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        try:
-            value = json.dumps(value, ensure_ascii=False, indent=1, default=str)
-        except (TypeError, ValueError):
-            value = str(value)
-    if len(value) <= limit:
-        return value
-    return f"{value[:limit]}… ({len(value) - limit:,} more characters)"
+    return clip(value, limit)
 
 
 def _cell(text: str, full: str = "") -> Cell:
     if len(text) > MAX_CELL:
         return Cell(text[:MAX_CELL] + "…", _text(full or text, MAX_CELL * 4))
     return Cell(text, full)
-
-
-def prefixes(*queries: str) -> list[tuple[str, str]]:
-    """The ``PREFIX p: <ns>`` declarations of SPARQL queries, longest namespace first."""
-    found: dict[str, str] = {}
-    for query in queries:
-        for name, namespace in _PREFIX.findall(query or ""):
-            if namespace and namespace not in found:
-                found[namespace] = name or ""
-    return sorted(((ns, p) for ns, p in found.items()), key=lambda x: -len(x[0]))
 
 
 def _term_cell(term: Any, names: Sequence[tuple[str, str]]) -> Cell:
@@ -415,7 +396,7 @@ def _view(
         name=str(step.get("name")),
         status="" if step.get("status") is None else str(step["status"]),
         error=_text(step.get("error")) if step.get("error") else "",
-        query=_text(query, MAX_TEXT * 2),
+        query=_text(format_query(query), MAX_TEXT * 2),
         args=args,
         table=table,
         boolean=parsed.boolean,

@@ -5,13 +5,11 @@ template, step counters, label counts) and the verdict of two runs is
 :func:`qa_eval.compare.compare_runs` (paired sign-flip test, Holm-adjusted, direction per
 metric). This module computes no statistic of its own: it reads those two outputs, takes each
 metric's direction from the comparison (or :func:`qa_eval.compare.lower_is_better` without one),
-keeps the per-question values the histograms need, and orders the questions worst first.
+and keeps the per-question values the histograms need.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +19,6 @@ from ..aggregate import (
     SCORES,
     STEP_METRICS,
     compute_aggregates,
-    is_error,
     is_finite_number,
 )
 from ..compare import default_metrics, lower_is_better
@@ -31,13 +28,11 @@ __all__ = [
     "ComparisonRow",
     "Group",
     "Metric",
-    "QuestionRef",
     "RunSummary",
     "Stat",
     "StepCount",
     "Verdict",
     "metric_list",
-    "order_questions",
     "summarize_run",
     "verdict_of",
 ]
@@ -45,8 +40,8 @@ __all__ = [
 NO_TEMPLATE = "(no template)"
 HEADLINE_USAGE = ("total_tokens", "elapsed_sec", "llm_cost")
 """Lower-is-better metrics shown in the headline beside the scores (when present)."""
-_STEP_METRIC_OWNER = {m: step for step, names in STEP_METRICS.items() for m in names}
-_TIE = 1e-12
+STEP_METRIC_OWNER = {m: step for step, names in STEP_METRICS.items() for m in names}
+_TIE = 1e-12  # differences within this are ties (as in compare)
 _JUDGE_USAGE = (
     ("judge calls", "calls"),
     ("judge calls from the cache", "cached"),
@@ -188,21 +183,6 @@ class Verdict:
         return [r for r in self.overall if r.outcome == outcome]
 
 
-@dataclass(frozen=True)
-class QuestionRef:
-    """One question across the runs (a result per run, None where a run lacks it)."""
-
-    key: Any
-    anchor: str
-    template: str
-    question_id: str
-    text: str
-    results: tuple[Mapping[str, Any] | None, ...]
-    worse: bool = False  # B got worse than A (two runs)
-    better: bool = False
-    changes: tuple[tuple[str, float | None, float | None], ...] = ()  # metrics that got worse
-
-
 def _stat(value: Any) -> Stat | None:
     if not isinstance(value, Mapping) or "mean" not in value or not value.get("n"):
         return None
@@ -265,7 +245,7 @@ def metric_names(records: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def values_of(records: Sequence[Mapping[str, Any]], metric: str) -> list[float]:
     """Every finite value of a metric: one per question, or one per step for step metrics."""
-    owner = _STEP_METRIC_OWNER.get(metric)
+    owner = STEP_METRIC_OWNER.get(metric)
     if owner is None:
         return [float(r[metric]) for r in records if is_finite_number(r.get(metric))]
     out: list[float] = []
@@ -294,7 +274,7 @@ def summarize_run(
     """A run's summary from compute_aggregates (and the values its histograms need)."""
     records = _records(label, results)
     names = metric_names(records)
-    extra = [m for m in names if m not in METRICS and m not in _STEP_METRIC_OWNER]
+    extra = [m for m in names if m not in METRICS and m not in STEP_METRIC_OWNER]
     aggregates = compute_aggregates(
         [r if isinstance(r, dict) else dict(r) for r in records], extra_metrics=extra
     )
@@ -374,7 +354,7 @@ def metric_list(runs: Sequence[RunSummary], verdict: Verdict | None) -> list[Met
         direction = directions.get(name) or ("lower" if lower_is_better(name) else "higher")
         values = [v for run in runs for v in run.values.get(name, ())]
         unit = direction == "higher" and bool(values) and all(0.0 <= v <= 1.0 for v in values)
-        out.append(Metric(name, direction, unit, name in _STEP_METRIC_OWNER))
+        out.append(Metric(name, direction, unit, name in STEP_METRIC_OWNER))
     rank = {name: i for i, name in enumerate(SCORES)}
     return sorted(
         out,
@@ -472,131 +452,3 @@ def verdict_of(comparison: Mapping[str, Any]) -> Verdict:
         method=method if isinstance(method, Mapping) else {},
         paired_by=str((method or {}).get("paired_by") or "question_id"),
     )
-
-
-# ------------------------------------------------------------------ questions, worst first
-
-
-def _value(result: Mapping[str, Any] | None, metric: str) -> float | None:
-    if result is None:
-        return None
-    if metric in _STEP_METRIC_OWNER and metric not in result:
-        values = values_of([result], metric)
-        return math.fsum(values) / len(values) if values else None
-    value = result.get(metric)
-    return float(value) if is_finite_number(value) else None
-
-
-def paired_values(
-    a: Mapping[str, Any] | None, b: Mapping[str, Any] | None, metric: str, fail: bool
-) -> tuple[float | None, float | None]:
-    """A question's values in two runs; with ``fail`` (compare's default) an error result
-    scores 0 on a higher-is-better metric the other run has, as compare_runs counts it."""
-    va, vb = _value(a, metric), _value(b, metric)
-    if fail:
-        if va is None and vb is not None and a is not None and is_error(a):
-            va = 0.0
-        if vb is None and va is not None and b is not None and is_error(b):
-            vb = 0.0
-    return va, vb
-
-
-def question_key(result: Mapping[str, Any], by_template: bool) -> Any:
-    """The key that pairs a question across runs (as compare_runs pairs them)."""
-    qid = result.get("question_id")
-    return (result.get("template_id"), qid) if by_template else qid
-
-
-def _hashable(value: Any) -> Any:
-    try:
-        hash(value)
-    except TypeError:
-        return repr(value)
-    return value
-
-
-def collect_questions(runs: Sequence[RunSummary], by_template: bool) -> list[QuestionRef]:
-    """Every question of every run, one entry per question across runs (paired like compare),
-    in the order of first appearance; results without a question id stay apart."""
-    slots: dict[Any, list[Mapping[str, Any] | None]] = {}
-    for index, run in enumerate(runs):
-        for position, result in enumerate(run.records):
-            if result.get("question_id") is None:
-                key: Any = ("#", index, position)
-            else:
-                key = _hashable(question_key(result, by_template))
-            slot = slots.setdefault(key, [None] * len(runs))
-            if slot[index] is None:
-                slot[index] = result
-            else:  # a question twice in one run: kept, as its own entry
-                slots[("#", index, position)] = [
-                    result if i == index else None for i in range(len(runs))
-                ]
-    out = []
-    for number, (key, results) in enumerate(slots.items()):
-        first = next(r for r in results if r is not None)
-        out.append(
-            QuestionRef(
-                key=key,
-                anchor=f"q-{number + 1}",
-                template=template_name(first.get("template_id")),
-                question_id="" if first.get("question_id") is None else str(first["question_id"]),
-                text="" if first.get("question_text") is None else str(first["question_text"]),
-                results=tuple(results),
-            )
-        )
-    return out
-
-
-def _judge(question: QuestionRef, metrics: Sequence[Metric], fail: bool) -> QuestionRef:
-    a, b = question.results[0], question.results[1]
-    if a is None or b is None:
-        return question
-    changes = []
-    better = False
-    for metric in metrics:
-        if metric.lower:
-            continue
-        va, vb = paired_values(a, b, metric.name, fail)
-        if va is None or vb is None:
-            continue
-        if vb < va - _TIE:
-            changes.append((metric.name, va, vb))
-        elif vb > va + _TIE:
-            better = True
-    new_error = is_error(b) and not is_error(a)
-    worse = bool(changes) or new_error
-    return dataclasses.replace(
-        question, worse=worse, better=better and not worse, changes=tuple(changes)
-    )
-
-
-def order_questions(
-    questions: Sequence[QuestionRef],
-    metrics: Sequence[Metric],
-    primary: Metric | None,
-    two_runs: bool,
-    fail: bool = True,
-) -> list[QuestionRef]:
-    """Questions worst first. Two runs: those that got worse in B (a new error first, then the
-    largest fall of the primary score, then the most metrics fallen), then the rest by B's
-    primary score. One run: errors first, then the primary score ascending."""
-    judged = [_judge(q, metrics, fail) for q in questions] if two_runs else list(questions)
-
-    def worst_first(q: QuestionRef) -> tuple[Any, ...]:
-        last = next((r for r in reversed(q.results[:2] if two_runs else q.results[:1]) if r), None)
-        error = last is not None and is_error(last)
-        score = _value(last, primary.name) if primary else None
-        if primary and primary.lower and score is not None:
-            score = -score
-        if two_runs and q.worse:
-            a, b = q.results[0], q.results[1]
-            new_error = b is not None and a is not None and is_error(b) and not is_error(a)
-            fall = 0.0
-            if primary:
-                va, vb = paired_values(a, b, primary.name, fail)
-                fall = (va - vb) if va is not None and vb is not None else 0.0
-            return (0, not new_error, -fall, -len(q.changes), score is None, score or 0.0)
-        return (1, not error, score is None, score or 0.0)
-
-    return sorted(judged, key=worst_first)

@@ -24,7 +24,8 @@ from ..aggregate import is_finite_number
 from ..redact import _LITERALS, known_secrets, redact
 from . import figures
 from .drill import drill_down, metric_rows
-from .model import Metric, QuestionRef, RunSummary, Verdict, paired_values
+from .model import Metric, RunSummary, Verdict
+from .questions import QuestionRef, paired_values
 
 __all__ = ["render_page"]
 
