@@ -18,7 +18,7 @@ def test_require_imports_an_installed_module() -> None:
 @pytest.mark.parametrize(
     ("module", "extra"),
     [
-        ("plotly.graph_objects", "report"),
+        ("jinja2", "report"),
         ("pyoxigraph", "rdf"),
         ("openai", "judge"),
         ("onnxruntime", "embeddings"),

@@ -1,238 +1,90 @@
 """The HTML report in a real headless Chromium, driven over the Chrome DevTools Protocol.
 
-Checks that the page loads with no console error and no network request other than the report
-file itself, that every chart is drawn, that hostile text stays text (no dialog opens) and that
-the question table filters and sorts. Skipped when no Chromium is installed (``.ci/install-browser``
-installs one) or when ``websocket-client`` is missing.
+Checks that the page becomes ready (``window.__qaEvalReady``) with no console error and no
+network request other than the report file itself, that hostile text stays text in every field
+once every drill-down is open (no dialog, no image, no handler), that the verdict's links open
+their question and that the question list filters and sorts. Skipped when no Chromium is
+installed (``.ci/install-browser`` installs one) or when ``websocket-client`` is missing.
 
-Set ``QA_EVAL_REPORT_SCREENSHOT=/path/report.png`` to keep a screenshot of the page, and
-``QA_EVAL_CHROMIUM`` to choose the browser binary.
+Set ``QA_EVAL_REPORT_SCREENSHOT=/path/report.png`` to keep a screenshot of the first screen, and
+``QA_EVAL_CHROMIUM`` to choose the browser binary. Load times are measured by
+``benchmarks/report.py``, not asserted here.
 """
 
 from __future__ import annotations
 
 import base64
-import contextlib
-import json
 import os
-import shutil
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from qa_eval.report import Run, build_report
-from test_report import COMPARISON, SIGNATURE, XSS, sample_results
-
-websocket = pytest.importorskip(
+pytest.importorskip(
     "websocket", reason="websocket-client is not installed (pip install websocket-client)"
 )
 
+from cdp_browser import Browser, find_chromium
+from qa_eval.report import Run, build_report
+from test_report import SIGNATURE, XSS, hostile_runs, sample_results
 
-BROWSERS = (
-    "chromium-headless-shell",
-    "chromium",
-    "chromium-browser",
-    "headless_shell",
-    "google-chrome",
-    "google-chrome-stable",
+READY = "typeof window.__qaEvalReady === 'number'"
+OPEN_ALL = (
+    "(() => { const items = Array.from(document.querySelectorAll('details.q'));"
+    " items.forEach(d => { d.hidden = false; d.open = true; }); return items.length; })()"
 )
-HOSTILE_TEMPLATE = "<img src=x onerror=alert(3)>"
-TIMEOUT = 60.0
-
-
-def find_chromium() -> str | None:
-    chosen = os.environ.get("QA_EVAL_CHROMIUM")
-    if chosen:
-        return shutil.which(chosen) or (chosen if Path(chosen).is_file() else None)
-    for name in BROWSERS:
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
-
-
-class Browser:
-    """A headless Chromium and a minimal CDP client on one page (a flattened session)."""
-
-    def __init__(self, binary: str, profile: Path) -> None:
-        self.log = (profile.parent / "chromium.log").open("wb")
-        self.process = subprocess.Popen(
-            [
-                binary,
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--remote-debugging-port=0",
-                f"--user-data-dir={profile}",
-                "--no-first-run",
-                "--no-default-browser-check",
-                "--disable-extensions",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--window-size=1400,1000",
-                "about:blank",
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )
-        port_file = profile / "DevToolsActivePort"
-        deadline = time.monotonic() + 30
-        lines: list[str] = []
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"chromium exited with code {self.process.returncode}")
-            if port_file.is_file():
-                lines = port_file.read_text().split()
-                if len(lines) >= 2:
-                    break
-            time.sleep(0.05)
-        else:
-            self.close()
-            raise RuntimeError("chromium wrote no DevToolsActivePort in 30 s")
-        self.ws = websocket.create_connection(
-            f"ws://127.0.0.1:{lines[0]}{lines[1]}", timeout=TIMEOUT, suppress_origin=True
-        )
-        self.next_id = 0
-        self.events: list[dict[str, Any]] = []
-        target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
-        self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})[
-            "sessionId"
-        ]
-
-    def _receive(self) -> dict[str, Any]:
-        message = json.loads(self.ws.recv())
-        if "method" in message:
-            self.events.append(message)
-            if message["method"] == "Page.javascriptDialogOpening":
-                # Never leave a dialog open: it would block the page. The test fails on the event.
-                self.ws.send(
-                    json.dumps(
-                        {
-                            "id": -1,
-                            "sessionId": message.get("sessionId"),
-                            "method": "Page.handleJavaScriptDialog",
-                            "params": {"accept": False},
-                        }
-                    )
-                )
-        return message
-
-    def call(self, method: str, params: dict[str, Any] | None = None, page: bool = False) -> Any:
-        self.next_id += 1
-        request: dict[str, Any] = {"id": self.next_id, "method": method, "params": params or {}}
-        if page:
-            request["sessionId"] = self.session
-        self.ws.send(json.dumps(request))
-        deadline = time.monotonic() + TIMEOUT
-        while time.monotonic() < deadline:
-            message = self._receive()
-            if message.get("id") == self.next_id:
-                if "error" in message:
-                    raise RuntimeError(f"{method}: {message['error']}")
-                return message.get("result", {})
-        raise TimeoutError(method)
-
-    def page(self, method: str, params: dict[str, Any] | None = None) -> Any:
-        return self.call(method, params, page=True)
-
-    def wait_for(self, event: str, timeout: float = TIMEOUT) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        seen = len(self.events)
-        while time.monotonic() < deadline:
-            for message in self.events[seen:]:
-                if message["method"] == event:
-                    return message
-            seen = len(self.events)
-            self._receive()
-        raise TimeoutError(event)
-
-    def evaluate(self, expression: str) -> Any:
-        reply = self.page(
-            "Runtime.evaluate",
-            {"expression": expression, "returnByValue": True, "awaitPromise": True},
-        )
-        if "exceptionDetails" in reply:
-            raise RuntimeError(f"{expression}: {reply['exceptionDetails']}")
-        return reply["result"].get("value")
-
-    def poll(self, expression: str, timeout: float = TIMEOUT) -> Any:
-        deadline = time.monotonic() + timeout
-        while True:
-            value = self.evaluate(expression)
-            if value or time.monotonic() > deadline:
-                return value
-            time.sleep(0.1)
-
-    def close(self) -> None:
-        ws = getattr(self, "ws", None)
-        if ws is not None:
-            with contextlib.suppress(Exception):
-                self.call("Browser.close")
-            ws.close()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=10)
-        self.log.close()
+ALL_LOADED = (
+    "Array.from(document.querySelectorAll('details.q')).every(d => d.hasAttribute('data-loaded'))"
+)
 
 
 @pytest.fixture(scope="module")
-def loaded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Browser, str, float]]:
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
     binary = find_chromium()
     if binary is None:
         pytest.skip("no Chromium binary found (run .ci/install-browser, or set QA_EVAL_CHROMIUM)")
     folder = tmp_path_factory.mktemp("browser")
-    results = sample_results()
-    results[0]["template_id"] = HOSTILE_TEMPLATE
-    page_file = folder / "report.html"
-    page_file.write_text(
-        build_report(
-            [
-                Run("baseline", results, SIGNATURE),
-                Run("candidate", sample_results(shift=0.2), None),
-            ],
-            COMPARISON,
-        ),
-        encoding="utf-8",
-    )
-    browser = Browser(binary, folder / "profile")
+    chromium = Browser(binary, folder / "profile")
     try:
         for domain in ("Page", "Runtime", "Network", "Log"):
-            browser.page(f"{domain}.enable")
-        url = page_file.as_uri()
-        started = time.monotonic()
-        browser.page("Page.navigate", {"url": url})
-        browser.wait_for("Page.loadEventFired")
-        drawn = browser.poll(  # the page draws the charts one after another, after loading
-            "(() => { const charts = Array.from(document.querySelectorAll('[data-chart]'));"
-            " if (document.body.dataset.chartsDrawn !== String(charts.length)) return false;"
-            " return charts.length > 0 && charts.every(el => el.classList.contains("
-            "'js-plotly-plot') && el.querySelector('svg.main-svg')); })()"
-        )
-        assert drawn, "not every chart was drawn"
-        render_seconds = time.monotonic() - started
-        screenshot = os.environ.get("QA_EVAL_REPORT_SCREENSHOT")
-        if screenshot:
-            shot = browser.page(
-                "Page.captureScreenshot", {"format": "png", "captureBeyondViewport": False}
-            )
-            Path(screenshot).write_bytes(base64.b64decode(shot["data"]))
-        yield browser, url, render_seconds
+            chromium.page(f"{domain}.enable")
+        yield chromium
     finally:
-        browser.close()
+        chromium.close()
 
 
-def test_no_console_error_and_no_dialog(loaded: tuple[Browser, str, float]) -> None:
-    browser, _, _ = loaded
+def _load(browser: Browser, path: Path) -> list[dict[str, Any]]:
+    """Open a page and wait until it is ready; the DevTools events of this load."""
+    seen = len(browser.events)
+    browser.page("Page.navigate", {"url": path.as_uri()})
+    browser.wait_for("Page.loadEventFired")
+    assert browser.poll(READY), "the page never set window.__qaEvalReady"
+    return browser.events[seen:]
+
+
+@pytest.fixture(scope="module")
+def sample(
+    browser: Browser, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Browser, Path, list[dict[str, Any]]]:
+    page = tmp_path_factory.mktemp("sample") / "report.html"
+    candidate = sample_results(0.2)
+    candidate[5]["steps_score"] = 0.0  # one question got worse
+    page.write_text(
+        build_report([Run("baseline", sample_results(), SIGNATURE), Run("candidate", candidate)]),
+        encoding="utf-8",
+    )
+    events = _load(browser, page)
+    screenshot = os.environ.get("QA_EVAL_REPORT_SCREENSHOT")
+    if screenshot:
+        shot = browser.page("Page.captureScreenshot", {"format": "png"})
+        Path(screenshot).write_bytes(base64.b64decode(shot["data"]))
+    return browser, page, events
+
+
+def _problems(events: list[dict[str, Any]]) -> list[Any]:
     problems = []
-    for event in browser.events:
+    for event in events:
         method, params = event["method"], event.get("params", {})
         if method == "Runtime.exceptionThrown":
             problems.append(params["exceptionDetails"])
@@ -242,101 +94,135 @@ def test_no_console_error_and_no_dialog(loaded: tuple[Browser, str, float]) -> N
             problems.append(params["entry"])
         elif method == "Page.javascriptDialogOpening":
             problems.append(f"a dialog opened: {params.get('message')}")
-    assert problems == []
+    return problems
 
 
-def test_no_network_request(loaded: tuple[Browser, str, float]) -> None:
-    browser, url, _ = loaded
-    requests = [
-        e["params"]["request"]["url"]
-        for e in browser.events
-        if e["method"] == "Network.requestWillBeSent"
+def _requests(events: list[dict[str, Any]]) -> list[str]:
+    return [
+        e["params"]["request"]["url"] for e in events if e["method"] == "Network.requestWillBeSent"
     ]
-    assert requests == [url]
 
 
-def test_every_chart_is_drawn(loaded: tuple[Browser, str, float]) -> None:
-    browser, _, render_seconds = loaded
-    charts = browser.evaluate(
-        "Array.from(document.querySelectorAll('[data-chart]')).map(el => ["
-        "el.classList.contains('js-plotly-plot'), el.querySelectorAll('svg.main-svg').length, "
-        "el.querySelectorAll('g.trace, g.point').length])"
+def test_ready_with_no_console_error_and_no_network_request(
+    sample: tuple[Browser, Path, list[dict[str, Any]]],
+) -> None:
+    browser, page, events = sample
+    assert _problems(events) == []
+    assert _requests(events) == [page.as_uri()]
+    assert browser.evaluate("window.__qaEvalReady") > 0
+    # the first screen: the headline and the verdict
+    top = browser.evaluate(
+        "['headline', 'comparison'].map(id => document.getElementById(id)"
+        ".getBoundingClientRect().top)"
     )
-    figures = browser.evaluate(
-        "Object.keys(JSON.parse(document.getElementById('qa-report-data').textContent).figures)"
-        ".length"
-    )
-    assert len(charts) == figures > 20
-    assert all(plotly and svgs >= 1 and traces >= 1 for plotly, svgs, traces in charts), charts
-    assert render_seconds < 30
+    assert all(0 <= t < 1000 for t in top), top
+    assert browser.evaluate("document.querySelectorAll('svg').length") > 10
 
 
-def test_hostile_text_is_shown_as_text(loaded: tuple[Browser, str, float]) -> None:
-    browser, _, _ = loaded
-    answers = browser.evaluate(
-        "Array.from(document.querySelectorAll('#q-table td .text')).map(e => e.textContent)"
-    )
-    assert XSS in answers
-    assert browser.evaluate("document.scripts.length") == 3
-    assert browser.evaluate("document.images.length") == 0
-    # plotly shows the hostile template id as text in the axis labels, with no link or image
-    ticks = browser.evaluate(
-        "Array.from(document.querySelectorAll('.xtick text')).map(e => e.textContent)"
-    )
-    assert HOSTILE_TEMPLATE in ticks
-    assert browser.evaluate("document.querySelectorAll('.main-svg a, .main-svg image').length") == 0
+def test_details_open_and_close(sample: tuple[Browser, Path, list[dict[str, Any]]]) -> None:
+    browser, _, _ = sample
+    first = "document.querySelector('details.q:not([hidden])')"
+    assert browser.evaluate(f"{first}.open") is False
+    browser.evaluate(f"{first}.querySelector('summary').click()")
+    assert browser.poll(f"{first}.hasAttribute('data-loaded')")
+    text = browser.evaluate(f"{first}.querySelector('.drill').textContent")
+    assert "reference" in text and "baseline" in text and "candidate" in text
+    assert browser.evaluate(f"{first}.querySelectorAll('table.res').length") > 0
+    browser.evaluate(f"{first}.querySelector('summary').click()")
+    assert browser.evaluate(f"{first}.open") is False
 
 
-def test_filter_and_sort(loaded: tuple[Browser, str, float]) -> None:
-    browser, _, _ = loaded
-    visible = (
-        "Array.from(document.querySelectorAll('#q-table > tbody > tr.q-row'))"
-        ".filter(r => !r.hidden)"
+def test_the_verdict_links_open_their_question(
+    sample: tuple[Browser, Path, list[dict[str, Any]]],
+) -> None:
+    browser, _, _ = sample
+    browser.evaluate("document.querySelectorAll('details.q').forEach(d => { d.open = false; })")
+    target = browser.evaluate(
+        "(() => { const a = document.querySelector('.worse a[href^=\"#q-\"]');"
+        " a.click(); return a.getAttribute('href').slice(1); })()"
     )
-    assert browser.evaluate(f"{visible}.length") == 12
+    assert browser.poll(f"document.getElementById('{target}').hasAttribute('data-loaded')")
+    assert browser.evaluate(f"document.getElementById('{target}').open") is True
+    assert browser.evaluate(f"document.getElementById('{target}').classList.contains('worse')")
+
+
+def test_filter_and_sort(sample: tuple[Browser, Path, list[dict[str, Any]]]) -> None:
+    browser, _, _ = sample
+    visible = "Array.from(document.querySelectorAll('details.q')).filter(d => !d.hidden)"
+    count = "document.getElementById('q-count').textContent"
+    assert browser.evaluate(f"{visible}.length") == 6
+    assert browser.evaluate(count) == "6 of 6 questions"
+
+    def set_filter(text: str) -> None:
+        browser.evaluate(
+            "(() => { const f = document.getElementById('q-filter'); "
+            f"f.value = {text!r}; f.dispatchEvent(new Event('input')); }})()"
+        )
+
+    set_filter("question 3 about")
+    assert browser.poll(f"{count} === '1 of 6 questions'")
+    assert browser.evaluate(f"{visible}.map(d => d.dataset.qid)") == ["q3"]
+    set_filter("1998")  # text inside the drill-downs (a retrieved document) is searched too
+    assert browser.poll(f"{count} === '5 of 6 questions'")  # the error has no steps
+    set_filter("")
     browser.evaluate(
-        "(() => { const f = document.getElementById('q-filter'); f.value = 'question 3 about';"
-        " f.dispatchEvent(new Event('input')); })()"
-    )
-    # question 3 of each run
-    assert browser.evaluate(f"{visible}.map(r => r.dataset.run)") == ["baseline", "candidate"]
-    browser.evaluate(
-        "(() => { const f = document.getElementById('q-filter'); f.value = '';"
-        " f.dispatchEvent(new Event('input'));"
-        " const t = document.getElementById('q-template'); t.value = 'voltage';"
+        "(() => { const t = document.getElementById('q-template'); t.value = 'voltage';"
         " t.dispatchEvent(new Event('change')); })()"
     )
-    assert set(browser.evaluate(f"{visible}.map(r => r.dataset.template)")) == {"voltage"}
-    assert browser.evaluate("document.getElementById('q-count').textContent") == (
-        "4 of 12 questions"
+    assert set(browser.evaluate(f"{visible}.map(d => d.dataset.template)")) == {"voltage"}
+    assert browser.evaluate(count) == "2 of 6 questions"
+    browser.evaluate(
+        "(() => { const t = document.getElementById('q-template'); t.value = '';"
+        " t.dispatchEvent(new Event('change')); const e = document.getElementById('q-errors');"
+        " e.click(); })()"
     )
-    # sort by the steps_score column, ascending then descending
-    column = browser.evaluate(
-        "Array.from(document.querySelectorAll('#q-table thead th'))"
-        ".findIndex(th => th.textContent.trim() === 'steps_score')"
-    )
-    assert column > 0
-    values = (
-        f"Array.from(document.querySelectorAll('#q-table > tbody > tr.q-row'))"
-        f".map(r => Number(r.cells[{column}].dataset.sort))"
-    )
-    header = f"document.querySelectorAll('#q-table thead th')[{column}]"
-    browser.evaluate(f"{header}.click()")
-    ascending = browser.evaluate(values)
-    assert ascending == sorted(ascending)
-    browser.evaluate(f"{header}.click()")
-    descending = browser.evaluate(values)
+    assert browser.evaluate(f"{visible}.map(d => d.dataset.qid)") == ["q4"]
+    browser.evaluate("document.getElementById('q-errors').click()")
+    # sort by the candidate's score, ascending then descending; empty values last
+    values = "Array.from(document.querySelectorAll('details.q')).map(d => d.dataset.s1)"
+    button = "document.querySelector('.qh button[data-sort=\"s1\"]')"
+    browser.evaluate(f"{button}.click()")
+    ascending = [float(v) for v in browser.evaluate(values) if v != ""]
+    assert ascending == sorted(ascending) and len(ascending) >= 5
+    browser.evaluate(f"{button}.click()")
+    descending = [float(v) for v in browser.evaluate(values) if v != ""]
     assert descending == sorted(descending, reverse=True)
+    browser.evaluate("document.querySelector('.qh button[data-sort=\"rank\"]').click()")
+    ranks = browser.evaluate(
+        "Array.from(document.querySelectorAll('details.q')).map(d => Number(d.dataset.rank))"
+    )
+    assert ranks == sorted(ranks)
 
 
-def test_details_open_and_close(loaded: tuple[Browser, str, float]) -> None:
-    browser, _, _ = loaded
-    first = "document.querySelector('#q-table > tbody > tr.q-row:not([hidden])')"
-    detail = f"{first}.nextElementSibling"
-    assert browser.evaluate(f"{detail}.hidden") is True
-    browser.evaluate(f"{first}.querySelector('button.toggle').click()")
-    assert browser.evaluate(f"{detail}.hidden") is False
-    text = browser.evaluate(f"{detail}.textContent")
-    assert "Reference steps" in text and "Judge reasons" in text
-    browser.evaluate(f"{first}.querySelector('button.toggle').click()")
-    assert browser.evaluate(f"{detail}.hidden") is True
+def test_hostile_text_is_shown_as_text(
+    browser: Browser, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    runs, marks = hostile_runs()
+    page = tmp_path_factory.mktemp("hostile") / "report.html"
+    page.write_text(build_report(runs, title=XSS), encoding="utf-8")
+    events = _load(browser, page)
+    assert browser.evaluate(OPEN_ALL) == 3
+    assert browser.poll(ALL_LOADED)
+    browser.evaluate("document.querySelectorAll('section details').forEach(d => d.open = true)")
+    seen = len(browser.events)
+    browser.evaluate("new Promise(r => setTimeout(r, 300))")  # let anything that would run, run
+    events += browser.events[seen:]
+    assert _problems(events) == []
+    assert _requests(events) == [page.as_uri()]
+    assert browser.evaluate("document.images.length") == 0
+    assert browser.evaluate("document.scripts.length") == 2
+    handlers = browser.evaluate(
+        "Array.from(document.querySelectorAll('*')).flatMap(e => Array.from(e.attributes)"
+        ".filter(a => a.name.startsWith('on')).map(a => e.tagName + ' ' + a.name))"
+    )
+    assert handlers == []
+    text = browser.evaluate("document.body.textContent") + browser.evaluate("document.title")
+    assert [m for m in set(marks) if m not in text] == []
+    assert XSS in browser.evaluate("document.title")
+    # SVG labels: the hostile template id and metric names are text of <text>/<title>
+    svg_text = browser.evaluate(
+        "Array.from(document.querySelectorAll('svg text, svg title')).map(e => e.textContent)"
+        ".join('\\n')"
+    )
+    assert any(m.startswith("template id:") and m in svg_text for m in marks)
+    assert any(m.startswith("metric name:") and m in svg_text for m in marks)

@@ -538,27 +538,3 @@ def test_an_interrupted_run_says_where_its_results_are(
         order = [q["id"] for t in json.loads(ref.read_text()) for q in t["questions"]]
         assert [r["question_id"] for r in written] == order[:300]
         assert not [t for t in threading.enumerate() if t.name == "qa-eval"]
-
-
-# The report's question table is capped ---------------------------------------------------------
-def test_report_lists_at_most_max_questions_and_says_so(tmp_path: Path, capsys: Any) -> None:
-    from qa_eval.report import Run, build_report
-
-    reference, responses = _dataset(30)
-    results = run_evaluation(reference, responses)
-    page = build_report([Run("only", results, None)], max_questions=10)
-    assert page.count('<tr class="q-row') == 10
-    assert "Only the first 10 of the 30 questions are listed" in page
-    every = build_report([Run("only", results, None)], max_questions=None)
-    assert every.count('<tr class="q-row') == 30 and "Only the first" not in every
-    # The other sections still count every question.
-    assert "30 questions" in page
-    path = tmp_path / "results.jsonl"
-    _write_jsonl(path, list(results))
-    out = tmp_path / "report.html"
-    assert main(["report", str(path), "-o", str(out), "--max-questions", "5"]) == 0
-    assert out.read_text().count('<tr class="q-row') == 5
-    assert main(["report", str(path), "-o", str(out), "--max-questions", "0"]) == 0
-    assert out.read_text().count('<tr class="q-row') == 30
-    assert main(["report", str(path), "-o", str(out), "--max-questions", "-1"]) == 2
-    assert "--max-questions" in capsys.readouterr().err

@@ -781,17 +781,19 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .compare import compare_runs, report_rows
+    from .compare import compare_runs
     from .report import Run, build_report, run_labels
 
     target = Path(args.output)
     if not target.parent.is_dir():
         raise QaEvalError(f"{args.output}: the folder does not exist")
+    if args.max_questions < 0:
+        raise QaEvalError(f"--max-questions must be 0 (all) or more, got {args.max_questions}")
     runs = [
         Run(label, _read_results(p, "report"), _read_signature(p))
         for p, label in zip(args.results, run_labels(args.results))
     ]
-    comparison = None
+    comparison: Any = False
     notes: list[str] = []
     if len(runs) >= 2 and not args.no_compare:
         first, second = runs[:2]
@@ -807,11 +809,9 @@ def _report(args: argparse.Namespace) -> int:
             )
         except ValueError as e:  # e.g. a question id twice in one run
             raise QaEvalError(f"comparing {first.label} with {second.label}: {e}") from None
-        comparison = report_rows(compared)
-    if args.max_questions < 0:
-        raise QaEvalError("--max-questions must be 0 (every question) or more")
-    limit = args.max_questions or None
-    target.write_text(build_report(runs, comparison, args.title, limit), encoding="utf-8")
+        comparison = compared
+    page = build_report(runs, comparison, args.title, max_questions=args.max_questions or None)
+    target.write_text(page, encoding="utf-8")
     size = target.stat().st_size / 1e6
     print(f"wrote {target} ({size:.1f} MB, {len(runs)} run(s)); open it in a browser")
     _print_notes(notes)
@@ -1382,15 +1382,12 @@ def _commands(commands: Any) -> None:
         "datasets",
     )
     report.add_argument("--exclude-errors", action="store_true", help=_EXCLUDE_ERRORS_HELP)
-    from .report import DEFAULT_MAX_QUESTIONS
-
     report.add_argument(
         "--max-questions",
         type=int,
-        default=DEFAULT_MAX_QUESTIONS,
+        default=2000,
         metavar="N",
-        help=f"list at most N questions of each run in the drill-down table (default "
-        f"{DEFAULT_MAX_QUESTIONS:,}; 0: every one); the other sections count every question",
+        help="list at most N questions in the drill-down, worst first (default 2000; 0: all)",
     )
     report.set_defaults(handler=_report)
 

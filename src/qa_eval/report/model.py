@@ -1,0 +1,454 @@
+"""The numbers of the report, as small typed records built from what the library computes.
+
+Per run the statistics are :func:`qa_eval.aggregate.compute_aggregates` (micro, macro, per
+template, step counters, label counts) and the verdict of two runs is
+:func:`qa_eval.compare.compare_runs` (paired sign-flip test, Holm-adjusted, direction per
+metric). This module computes no statistic of its own: it reads those two outputs, takes each
+metric's direction from the comparison (or :func:`qa_eval.compare.lower_is_better` without one),
+and keeps the per-question values the histograms need.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..aggregate import (
+    METRICS,
+    SCORES,
+    STEP_METRICS,
+    compute_aggregates,
+    is_finite_number,
+)
+from ..compare import default_metrics, lower_is_better
+from ..errors import InputError
+
+__all__ = [
+    "ComparisonRow",
+    "Group",
+    "Metric",
+    "RunSummary",
+    "Stat",
+    "StepCount",
+    "Verdict",
+    "metric_list",
+    "summarize_run",
+    "verdict_of",
+]
+
+NO_TEMPLATE = "(no template)"
+HEADLINE_USAGE = ("total_tokens", "elapsed_sec", "llm_cost")
+"""Lower-is-better metrics shown in the headline beside the scores (when present)."""
+STEP_METRIC_OWNER = {m: step for step, names in STEP_METRICS.items() for m in names}
+_TIE = 1e-12  # differences within this are ties (as in compare)
+_JUDGE_USAGE = (
+    ("judge calls", "calls"),
+    ("judge calls from the cache", "cached"),
+    ("judge retries", "retries"),
+    ("judge failures", "failures"),
+    ("judge prompt tokens", "prompt_tokens"),
+    ("judge completion tokens", "completion_tokens"),
+    ("judge cost (USD)", "cost"),
+)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A metric shown in the report: its direction and whether its values are 0-1 scores."""
+
+    name: str
+    direction: str  # "higher" or "lower"
+    unit: bool  # every value lies in [0, 1]: charts use a 0-1 axis
+    step: bool = False  # one value per step (retrieval_*), not per question
+
+    @property
+    def lower(self) -> bool:
+        """Whether smaller values are better."""
+        return self.direction == "lower"
+
+
+@dataclass(frozen=True)
+class Stat:
+    """``describe`` of one metric in one group, as compute_aggregates writes it."""
+
+    mean: float
+    median: float
+    min: float
+    max: float
+    n: int
+
+
+@dataclass(frozen=True)
+class Group:
+    """One template (or all questions) of one run."""
+
+    name: str
+    questions: int
+    errors: int
+    stats: Mapping[str, Stat]
+
+
+@dataclass(frozen=True)
+class StepCount:
+    """Per step name: compute_aggregates' counters and the reference steps matched."""
+
+    name: str
+    total: int
+    once_per_sample: int
+    empty_results: int
+    errors: int
+    expected: int
+    matched: int
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What the report shows of one run."""
+
+    label: str
+    records: Sequence[Mapping[str, Any]]
+    signature: Mapping[str, Any] | None
+    questions: int
+    errors: int
+    micro: Group
+    macro: Mapping[str, tuple[float, int]]
+    templates: Sequence[Group]
+    labels: Mapping[str, Mapping[str, int]]
+    steps: Sequence[StepCount]
+    judge_usage: Sequence[tuple[str, Any]]
+    values: Mapping[str, Sequence[float]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    """One row of compare_runs (overall when ``template`` is None)."""
+
+    metric: str
+    template: str | None
+    direction: str
+    n: int
+    mean_a: float | None
+    mean_b: float | None
+    delta: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    p_adjusted: float | None
+    better: str | None
+    testable: bool
+    wins: int
+    losses: int
+    ties: int
+    errors_a: int
+    errors_b: int
+
+    @property
+    def outcome(self) -> str:
+        """B against A: "better", "worse", "same" (not significant) or "untestable"."""
+        if self.better == "b":
+            return "better"
+        if self.better == "a":
+            return "worse"
+        return "same" if self.testable else "untestable"
+
+    @property
+    def trend(self) -> str:
+        """Which way the delta points in the metric's direction: "up", "down" or "flat"."""
+        if self.delta is None or abs(self.delta) <= _TIE:
+            return "flat"
+        return "up" if (self.delta > 0) != (self.direction == "lower") else "down"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The comparison of the first two runs (B against A)."""
+
+    label_a: str
+    label_b: str
+    overall: Sequence[ComparisonRow]
+    per_template: Sequence[ComparisonRow]
+    questions: Mapping[str, Any]
+    method: Mapping[str, Any]
+    paired_by: str  # "question_id" or "template_id+question_id"
+
+    @property
+    def alpha(self) -> float:
+        """The significance level of the marks."""
+        value = self.method.get("alpha")
+        return float(value) if is_finite_number(value) else 0.05
+
+    def rows(self, outcome: str) -> list[ComparisonRow]:
+        """The overall rows with one outcome."""
+        return [r for r in self.overall if r.outcome == outcome]
+
+
+def _stat(value: Any) -> Stat | None:
+    if not isinstance(value, Mapping) or "mean" not in value or not value.get("n"):
+        return None
+    return Stat(value["mean"], value["median"], value["min"], value["max"], int(value["n"]))
+
+
+def _group(name: str, summary: Mapping[str, Any], metrics: Iterable[str]) -> Group:
+    stats = {m: s for m in metrics if (s := _stat(summary.get(m))) is not None}
+    errors = int(summary.get("number_of_error_samples", 0))
+    return Group(name, errors + int(summary.get("number_of_success_samples", 0)), errors, stats)
+
+
+def template_name(value: Any) -> str:
+    """The shown name of a template id (None as "(no template)")."""
+    return NO_TEMPLATE if value is None else str(value)
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _records(label: str, results: Iterable[Any]) -> list[Mapping[str, Any]]:
+    """The results of a run, checked where the aggregates and the comparison rely on their
+    shape (everything else is only shown, whatever it holds)."""
+    out = []
+    for position, result in enumerate(results):
+        record = f"result [{position}]"
+        if not isinstance(result, Mapping):
+            raise InputError(
+                f"must be a mapping, got {type(result).__name__}",
+                source=f"run {label}",
+                record=record,
+            )
+        if isinstance(result.get("question_id"), _SCALARS):
+            record += f" (question {result.get('question_id')!r})"
+
+        def bad(field: str, problem: str, record: str = record) -> InputError:
+            return InputError(problem, source=f"run {label}", record=record, field=field)
+
+        for key in ("question_id", "template_id"):
+            if not isinstance(result.get(key), _SCALARS):
+                raise bad(key, f"must be text or a number, got {type(result[key]).__name__}")
+        steps = result.get("actual_steps")
+        if steps is not None and not isinstance(steps, list):
+            raise bad("actual_steps", f"must be a list, got {type(steps).__name__}")
+        for index, step in enumerate(steps or ()):
+            if not isinstance(step, Mapping) or not isinstance(step.get("name"), _SCALARS):
+                raise bad(f"actual_steps[{index}]", "must be a mapping with a text name")
+        groups = result.get("reference_steps")
+        if groups is not None and not isinstance(groups, list):
+            raise bad("reference_steps", f"must be a list, got {type(groups).__name__}")
+        out.append(result)
+    return out
+
+
+def metric_names(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The metrics of a run, as compare names them (aggregate.METRICS, step metrics, then any
+    other numeric key such as a custom metric's outputs)."""
+    return default_metrics(records)
+
+
+def values_of(records: Sequence[Mapping[str, Any]], metric: str) -> list[float]:
+    """Every finite value of a metric: one per question, or one per step for step metrics."""
+    owner = STEP_METRIC_OWNER.get(metric)
+    if owner is None:
+        return [float(r[metric]) for r in records if is_finite_number(r.get(metric))]
+    out: list[float] = []
+    for result in records:
+        for step in result.get("actual_steps") or ():
+            if isinstance(step, Mapping) and step.get("name") == owner:
+                value = step.get(metric)
+                if is_finite_number(value):
+                    out.append(float(value))
+    return out
+
+
+def _reference_steps(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    groups = result.get("reference_steps")
+    out: list[Mapping[str, Any]] = []
+    for group in groups if isinstance(groups, list) else ():
+        for step in group if isinstance(group, list) else [group]:
+            if isinstance(step, Mapping):
+                out.append(step)
+    return out
+
+
+def summarize_run(
+    label: str, results: Sequence[Any], signature: Mapping[str, Any] | None
+) -> RunSummary:
+    """A run's summary from compute_aggregates (and the values its histograms need)."""
+    records = _records(label, results)
+    names = metric_names(records)
+    extra = [m for m in names if m not in METRICS and m not in STEP_METRIC_OWNER]
+    aggregates = compute_aggregates(
+        [r if isinstance(r, dict) else dict(r) for r in records], extra_metrics=extra
+    )
+    micro = aggregates["micro"]
+    metrics = [m for m in micro if _stat(micro.get(m)) is not None]
+    templates = [
+        _group(template_name(tid), summary, metrics)
+        for tid, summary in aggregates["per_template"].items()
+    ]
+    macro = {
+        m: (v["mean"], int(v["n"]))
+        for m, v in aggregates["macro"].items()
+        if isinstance(v, Mapping) and v.get("n")
+    }
+    labels = {
+        key: dict(value["counts"])
+        for key, value in micro.items()
+        if isinstance(value, Mapping) and "counts" in value and value.get("n")
+    }
+    return RunSummary(
+        label=label,
+        records=records,
+        signature=signature,
+        questions=len(records),
+        errors=int(micro.get("number_of_error_samples", 0)),
+        micro=_group("all questions", micro, metrics),
+        macro=macro,
+        templates=templates,
+        labels=labels,
+        steps=_step_counts(micro.get("steps") or {}, records),
+        judge_usage=_judge_usage(signature),
+        values={m: values_of(records, m) for m in metrics},
+    )
+
+
+def _step_counts(
+    counters: Mapping[str, Mapping[str, int]], records: Sequence[Mapping[str, Any]]
+) -> list[StepCount]:
+    expected: dict[str, int] = {}
+    matched: dict[str, int] = {}
+    for result in records:
+        for step in _reference_steps(result):
+            name = str(step.get("name"))
+            expected[name] = expected.get(name, 0) + 1
+            if step.get("matches"):
+                matched[name] = matched.get(name, 0) + 1
+    names = list(dict.fromkeys([*counters.get("total", {}), *expected]))
+    return [
+        StepCount(
+            name,
+            counters.get("total", {}).get(name, 0),
+            counters.get("once_per_sample", {}).get(name, 0),
+            counters.get("empty_results", {}).get(name, 0),
+            counters.get("errors", {}).get(name, 0),
+            expected.get(name, 0),
+            matched.get(name, 0),
+        )
+        for name in names
+    ]
+
+
+def _judge_usage(signature: Mapping[str, Any] | None) -> list[tuple[str, Any]]:
+    usage = signature.get("usage") if isinstance(signature, Mapping) else None
+    total = usage.get("total") if isinstance(usage, Mapping) else None
+    if not isinstance(total, Mapping):
+        return []
+    return [(name, total[key]) for name, key in _JUDGE_USAGE if total.get(key) is not None]
+
+
+def metric_list(runs: Sequence[RunSummary], verdict: Verdict | None) -> list[Metric]:
+    """Every metric with a value in some run: scores first (aggregate.SCORES order), then other
+    higher-is-better metrics, then lower-is-better ones; directions from the comparison."""
+    directions = {r.metric: r.direction for r in verdict.overall} if verdict else {}
+    seen = list(dict.fromkeys(m for run in runs for m in run.micro.stats))
+    out: list[Metric] = []
+    for name in seen:
+        direction = directions.get(name) or ("lower" if lower_is_better(name) else "higher")
+        values = [v for run in runs for v in run.values.get(name, ())]
+        unit = direction == "higher" and bool(values) and all(0.0 <= v <= 1.0 for v in values)
+        out.append(Metric(name, direction, unit, name in STEP_METRIC_OWNER))
+    rank = {name: i for i, name in enumerate(SCORES)}
+    return sorted(
+        out,
+        key=lambda m: (m.lower, rank.get(m.name, len(rank)), seen.index(m.name)),
+    )
+
+
+def headline_metrics(metrics: Sequence[Metric]) -> list[Metric]:
+    """The headline: every higher-is-better metric, then total tokens, time and cost."""
+    names = {m.name for m in metrics}
+    usage = [u for u in HEADLINE_USAGE if u in names]
+    if "total_tokens" not in names:
+        usage = [u for u in ("input_tokens", "output_tokens") if u in names] + usage
+    return [m for m in metrics if not m.lower] + [m for m in metrics if m.name in usage]
+
+
+# ------------------------------------------------------------------ the comparison
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if is_finite_number(value) else None
+
+
+def _row(
+    metric: str, direction: str, template: str | None, row: Mapping[str, Any]
+) -> ComparisonRow:
+    ci = row.get("ci")
+    low, high = row.get("ci_low"), row.get("ci_high")
+    if isinstance(ci, (list, tuple)) and len(ci) == 2:
+        low, high = ci
+    testable = row.get("testable")
+    if testable is None:
+        testable = row.get("p_value") is not None
+    better = row.get("better")
+    return ComparisonRow(
+        metric=str(metric),
+        template=template,
+        direction=direction,
+        n=int(row.get("n") or 0),
+        mean_a=_number(row.get("mean_a")),
+        mean_b=_number(row.get("mean_b")),
+        delta=_number(row.get("delta")),
+        ci_low=_number(low),
+        ci_high=_number(high),
+        p_value=_number(row.get("p_value")),
+        p_adjusted=_number(row.get("p_adjusted")),
+        better=better if better in ("a", "b") else None,
+        testable=bool(testable),
+        wins=int(row.get("wins") or 0),
+        losses=int(row.get("losses") or 0),
+        ties=int(row.get("ties") or 0),
+        errors_a=int(row.get("errors_a") or 0),
+        errors_b=int(row.get("errors_b") or 0),
+    )
+
+
+def verdict_of(comparison: Mapping[str, Any]) -> Verdict:
+    """The verdict from ``compare_runs`` output (or from ``compare.report_rows`` of it: flat
+    rows with ``metric`` and ``template``)."""
+    if not isinstance(comparison, Mapping) or not isinstance(comparison.get("metrics"), list):
+        raise TypeError("comparison must be what compare_runs returns (a mapping with 'metrics')")
+    entries = [e for e in comparison["metrics"] if isinstance(e, Mapping)]
+    overall: list[ComparisonRow] = []
+    per_template: list[ComparisonRow] = []
+    if all(isinstance(e.get("overall"), Mapping) for e in entries):  # compare_runs
+        labels = comparison.get("labels") or {}
+        for entry in entries:
+            metric = str(entry.get("metric"))
+            direction = entry.get("direction")
+            if direction not in ("higher", "lower"):
+                direction = "lower" if lower_is_better(metric) else "higher"
+            overall.append(_row(metric, direction, None, entry["overall"]))
+            for row in entry.get("per_template") or ():
+                if isinstance(row, Mapping):
+                    tid = template_name(row.get("template_id"))
+                    per_template.append(_row(metric, direction, tid, row))
+        method = comparison.get("method") or {}
+        label_a, label_b = labels.get("a", "A"), labels.get("b", "B")
+    else:  # report_rows: flat rows, no direction (the name decides, as compare does)
+        for row in entries:
+            name = str(row.get("metric"))
+            where = row.get("template")
+            template = None if where in (None, "") else str(where)
+            target = overall if template is None else per_template
+            target.append(_row(name, "lower" if lower_is_better(name) else "higher", template, row))
+        method = {"errors": comparison.get("errors")}
+        label_a, label_b = comparison.get("a", "A"), comparison.get("b", "B")
+    questions = comparison.get("questions")
+    return Verdict(
+        label_a=str(label_a),
+        label_b=str(label_b),
+        overall=[r for r in overall if r.n],
+        per_template=[r for r in per_template if r.n],
+        questions=questions if isinstance(questions, Mapping) else {},
+        method=method if isinstance(method, Mapping) else {},
+        paired_by=str((method or {}).get("paired_by") or "question_id"),
+    )
