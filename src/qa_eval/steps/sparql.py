@@ -745,9 +745,11 @@ def explain_sparql_results(
         return 0.0, f"no rows returned, expected {reference.rows}"
     parts: list[str] = []
     if len(required) > len(act_vars):
+        columns = ", ".join("?" + v for v in act_vars) or "none"
         parts.append(
-            f"the actual result has {len(act_vars)} columns, {len(required)} are required "
-            f"({named})"
+            f"the actual result has {len(act_vars)} column{'s' if len(act_vars) != 1 else ''} "
+            f"({columns}), "
+            f"{len(required)} are required ({named})"
         )
     try:
         return _explain_select(reference, act_bindings, act_vars, ordered, ignore_duplicates, parts)
@@ -788,13 +790,17 @@ def _explain_select(
     if missing_cols:
         for var in missing_cols:
             text = f"column ?{var} not found"
-            if var in act_cols and var not in taken:
-                kind, values = ref_cols[required.index(var)]
-                act_kind, act_values = act_cols[var]
+            kind, values = ref_cols[required.index(var)]
+            # The actual column of the same name, else the first unpaired one of the same kind.
+            free = [v for v in act_vars if v not in taken]
+            like = [v for v in free if v == var] or [v for v in free if act_cols[v][0] == kind]
+            if like:
+                act_kind, act_values = act_cols[like[0]]
                 text += (
-                    f" (the actual ?{var} holds {_show(act_kind, act_values[0])} where the "
+                    f" (the actual ?{like[0]} holds {_show(act_kind, act_values[0])} where the "
                     f"reference has {_show(kind, values[0])})"
                 )
+                taken.add(like[0])
             parts.append(text)
     found = sorted(paired)
     closeness = 0.5 * len(found) / len(required)
