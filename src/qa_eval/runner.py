@@ -106,7 +106,7 @@ def evaluate_question(
         # Why each unmatched step did not match (nothing to do when every step matched); a
         # reference taken from a results file may carry an old explanation: it never stays.
         for g, i, _, _ in matches:
-            annotated[g][i].pop("mismatch", None)
+            annotated[g][i].pop("mismatch", None)  # (a partly matched step gets a new one)
         error = result.get("error") if result["status"] == "error" else None
         for (g, i), why in explain_unmatched(question.groups, scorer, matches, error).items():
             annotated[g][i]["mismatch"] = why

@@ -11,6 +11,8 @@ precedence:
   ``sparql_query`` step);
 * ``the actual step X [i] has status error: ...`` for a same-named step that failed;
 * ``the actual X steps [i, j] come after the steps matched to group N+1`` - the ordering rule;
+* ``partly matched by actual step retrieval [0]: reference ids not in the top 2: ...`` for a
+  retrieval step matched with a recall@k below 1 (it has ``matches`` too);
 * otherwise the comparator's explanation against the closest candidate (the most columns and
   rows in common for SPARQL, the most reference ids for retrieval, else the latest step, the one
   the greedy matching tries first): ``actual step sparql_query [1] (id call_2): 1 row missing:
@@ -65,16 +67,22 @@ def explain_unmatched(
     """The ``mismatch`` text of every reference step ``matches`` leaves unmatched, keyed by
     (group index, step index); ``response_error``: the error of an error response, if any."""
     matched = {(g, i): a for g, i, a, _ in matches}
-    if len(matched) == sum(len(group) for group in groups):
+    partial = [(g, i, a) for g, i, a, score in matches if score < 1.0 - 1e-12]
+    if len(matched) == sum(len(group) for group in groups) and not partial:
         return {}
     steps = scorer.actual
+    out: dict[tuple[int, int], str] = {}
+    for g, i, a in partial:  # a retrieval step matched with recall@k below 1
+        _, text = scorer.explain(groups[g][i], a)
+        out[(g, i)] = f"partly matched by {_label(steps, a)}: {text}"
+    if len(matched) == sum(len(group) for group in groups):
+        return out
     used = {a: (g, i) for (g, i), a in matched.items()}
     complete = [all((g, ref.index) in matched for ref in group) for g, group in enumerate(groups)]
     stop = max(g for g in range(len(groups)) if not complete[g])
     later = [a for (g, _), a in matched.items() if g == stop + 1]
     upto = min(later) if later else len(steps)
     successful = set(scorer.successful())
-    out: dict[tuple[int, int], str] = {}
     for g in range(stop + 1):
         for ref in groups[g]:
             if (g, ref.index) in matched:
@@ -158,7 +166,9 @@ def _explain_step(
 
 _KINDS = (
     ("not evaluated", re.compile(r"^not evaluated: ")),
+    ("partly matched", re.compile(r"^partly matched by ")),
     ("no such step", re.compile(r"^(no actual step named|the response has no actual steps)")),
+    ("error response", re.compile(r"^the response is an error")),
     ("step error", re.compile(r"has status (?!success)")),
     ("out of order", re.compile(r"come after the steps matched to group")),
     ("column not found", re.compile(r"columns? \?\S+ not found|columns, \d+ are required")),
@@ -178,6 +188,7 @@ _KINDS = (
 def mismatch_kinds(text: str) -> list[str]:
     """The kinds of mismatch a ``mismatch`` text reports (for counting), ``other`` if none."""
     kinds = [name for name, pattern in _KINDS if pattern.search(text)]
-    if "not evaluated" in kinds:
-        return ["not evaluated"]
+    for alone in ("not evaluated", "partly matched", "error response"):
+        if alone in kinds:
+            return [alone]
     return kinds or ["other"]
