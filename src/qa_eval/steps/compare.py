@@ -162,7 +162,9 @@ class StepScorer:
         if kind == COMPARE_ARGS:
             found = json_difference(ref.raw.get("args"), act.get("args"), "args")
             return 0.0, f"arguments differ at {found}" if found else "the arguments differ"
-        return 0.0, "output differs at " + text_difference(ref.raw["output"], self._output(act_index))
+        return 0.0, "output differs at " + text_difference(
+            ref.raw["output"], self._output(act_index)
+        )
 
     def _describe(self, act_index: int, message: str) -> str:
         step_id = self.actual[act_index].get("id")

@@ -177,8 +177,13 @@ _KINDS = (
     ("row order", re.compile(r"rows in another order")),
     ("ASK value", re.compile(r"ASK result")),
     ("ids not retrieved", re.compile(r"reference ids not in the top")),
-    ("argument differs", re.compile(r"(mrid|limit|external_id|granularity|aggregates|start|end): "
-                                    r"|arguments differ")),
+    (
+        "argument differs",
+        re.compile(
+            r"(mrid|limit|external_id|granularity|aggregates|start|end): "
+            r"|arguments differ"
+        ),
+    ),
     ("output differs", re.compile(r"output differs at")),
     ("IRI not returned", re.compile(r"the IRI <")),
     ("output problem", re.compile(r"\b(output|args\.k): ")),

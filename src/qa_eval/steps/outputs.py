@@ -134,7 +134,7 @@ def json_difference(reference: Any, actual: Any, path: str = "$") -> str | None:
     if json_equal(reference, actual):
         return None
     if isinstance(reference, dict) and isinstance(actual, dict):
-        for key, value in reference.items():
+        for key in reference:
             if key not in actual:
                 return f"{path}: key {shown(key)} missing"
         for key in actual:

@@ -473,9 +473,7 @@ def _chains(columns: Sequence[tuple[Hashable, list[Value]]]) -> dict[Value, Valu
         numbers.update(_numbers(kind, values))
     if float not in set(map(type, numbers)):
         return {}  # integers (and NaN, INF) compare exactly
-    finite = sorted(
-        v for v in numbers if type(v) is int or (type(v) is float and math.isfinite(v))
-    )
+    finite = sorted(v for v in numbers if type(v) is int or (type(v) is float and math.isfinite(v)))
     remap: dict[Value, Value] = {}
     previous: Any = None
     first: Any = None
@@ -726,10 +724,12 @@ def explain_sparql_results(
         expected = "true" if reference.boolean else "false"
         if "boolean" not in actual:
             rows = len(actual.get("results", {}).get("bindings", []))
-            return 0.0, f"expected an ASK result ({expected}), got a SELECT result of {rows} rows"
-        return 0.5, f"ASK result is {'true' if actual['boolean'] else 'false'}, expected {expected}"
+            return 0.0, f"expected an ASK result ({expected}), got a SELECT result ({rows} rows)"
+        got = "true" if actual["boolean"] else "false"
+        return 0.5, f"ASK result is {got}, expected {expected}"
     if "boolean" in actual:
-        return 0.0, f"expected a SELECT result, got an ASK result ({str(actual['boolean']).lower()})"
+        got = "true" if actual["boolean"] else "false"
+        return 0.0, f"expected a SELECT result, got an ASK result ({got})"
     act_bindings = actual.get("results", {}).get("bindings", [])
     act_vars = list(dict.fromkeys(actual.get("head", {}).get("vars", [])))
     required = reference.required
