@@ -123,6 +123,8 @@ class StepScorer:
             return self._explain(ref, act_index)
         except _StepProblem as problem:
             return 0.0, str(problem)
+        except (SparqlResultError, StepArgumentError) as e:
+            return 0.0, f"output: {e}" if isinstance(e, SparqlResultError) else str(e)
 
     def _explain(self, ref: ReferenceStep, act_index: int) -> tuple[float, str]:
         act = self.actual[act_index]
