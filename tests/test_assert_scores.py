@@ -105,7 +105,8 @@ def test_per_template_and_template_thresholds(flawed: list[dict[str, Any]]) -> N
         "steps_score: template 'transformers_at_substation_SUBSTATION' mean 0.25 < 0.3 (n = 3)"
         in message
     )
-    assert "      steps_score = 0: question 'transformers-oslo'; actual step sparql_query" in message
+    oslo_line = "      steps_score = 0: question 'transformers-oslo'; actual step sparql_query"
+    assert oslo_line in message
 
     only = {"longest_lines_of_operator_OPERATOR": {"steps_score": 0.5}}
     assert [c.scope for c in assert_scores(flawed, templates=only)] == [
