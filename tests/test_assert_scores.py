@@ -33,9 +33,10 @@ def test_failure_lists_the_failing_metrics_and_the_worst_questions(
     assert lines[0] == "2 of 3 score checks failed (11 questions, 1 error response):"
     assert lines[1] == "  steps_score: micro mean 0.3409 < 0.9 (n = 11)"
     assert lines[2] == "    worst questions:"
-    assert lines[3] == (
+    assert lines[3].startswith(  # the reason of the step that was compared, not "not evaluated"
         "      steps_score = 0: question 'transformers-oslo' "
-        "(template 'transformers_at_substation_SUBSTATION')"
+        "(template 'transformers_at_substation_SUBSTATION'); actual step sparql_query [1] (id "
+        "call_102): 1 row missing"
     )
     assert lines[4].endswith(
         "question 'transformers-kristiansand' (template 'transformers_at_substation_SUBSTATION'); "
@@ -104,7 +105,8 @@ def test_per_template_and_template_thresholds(flawed: list[dict[str, Any]]) -> N
         "steps_score: template 'transformers_at_substation_SUBSTATION' mean 0.25 < 0.3 (n = 3)"
         in message
     )
-    assert "      steps_score = 0: question 'transformers-oslo'\n" in message + "\n"
+    oslo_line = "      steps_score = 0: question 'transformers-oslo'; actual step sparql_query"
+    assert oslo_line in message
 
     only = {"longest_lines_of_operator_OPERATOR": {"steps_score": 0.5}}
     assert [c.scope for c in assert_scores(flawed, templates=only)] == [
@@ -124,6 +126,9 @@ def test_worst_questions_say_why_a_step_did_not_match(flawed: list[dict[str, Any
     oslo["reference_steps"][1][0]["mismatch"] = '1 row missing: name="OSLO T3"'
     halden = next(r for r in results if r["question_id"] == "connected-oslo-halden")
     halden["step_errors"] = ["actual_steps[0]: output is not JSON"]
+    for group in halden["reference_steps"]:  # as in results written before 'mismatch' existed
+        for step in group:
+            step.pop("mismatch", None)
     with pytest.raises(AssertionError) as caught:
         assert_scores(results, steps_score=0.9)
     message = str(caught.value)

@@ -162,3 +162,133 @@ def test_matching_is_optimal_and_never_below_greedy(seed: int) -> None:
     assert chosen >= greedy - 1e-12
     # The bound that lets match_steps skip the search is never below the best matching.
     assert upper_bound(groups, scorer, scorer.successful()) >= expected - 1e-9
+
+
+# Why an unmatched reference step did not match (steps.explain).
+
+
+def why(steps: list[list[dict]], actual_steps: list[dict], error: object = None) -> dict:
+    from qa_eval.steps.explain import explain_unmatched
+
+    groups = prepared_groups(steps)
+    scorer = StepScorer(actual_steps)
+    matches, _ = match_steps(groups, scorer)
+    return explain_unmatched(groups, scorer, matches, error)
+
+
+def test_nothing_to_explain_when_every_step_matches() -> None:
+    assert why([[{"name": "tool", "output": "a"}]], actual(["a"])) == {}
+
+
+def test_not_evaluated_groups_and_the_stopping_group() -> None:
+    steps = [[{"name": "tool", "output": "a"}], [{"name": "tool", "output": "b"}]]
+    found = why(steps, actual(["a", "x"]))
+    assert found[(0, 0)] == (
+        "not evaluated: group 2 has no match, and matching stops there (on its own this step "
+        "would match actual step tool [0] (id c0))"
+    )
+    assert found[(1, 0)] == (
+        "closest of 2 candidates, actual step tool [1] (id c1): output differs at line 1: "
+        "reference b, actual x"
+    )
+
+
+def test_no_step_an_error_step_and_an_error_response() -> None:
+    step = [[{"name": "other", "output": "a"}]]
+    assert why(step, actual(["a"])) == {(0, 0): "no actual step named other"}
+    failed = [{"name": "tool", "id": "c0", "status": "error", "error": "Prefix not found: g"}]
+    assert why([[{"name": "tool", "output": "a"}]], failed) == {
+        (0, 0): "the actual step tool [0] (id c0) has status error: Prefix not found: g"
+    }
+    assert why([[{"name": "tool", "output": "a"}]], [], "timed out") == {
+        (0, 0): "the response is an error (timed out) with no actual steps"
+    }
+
+
+def test_order_and_a_step_taken_by_another_reference_step() -> None:
+    steps = [[{"name": "first", "output": "a"}], [{"name": "tool", "output": "b"}]]
+    late = [
+        {"name": "tool", "id": "c0", "status": "success", "output": "b"},
+        {"name": "first", "id": "c1", "status": "success", "output": "a"},
+    ]
+    assert why(steps, late)[(0, 0)] == (
+        "the actual first steps [1] come after the steps matched to group 2, and a step of "
+        "group 1 must come before them"
+    )
+    same = [[{"name": "tool", "output": "a"}, {"name": "tool", "output": "a"}]]
+    assert why(same, actual(["a"])) == {
+        (0, 0): "actual step tool [0] (id c0): it matches, but it is matched to step 2 of group 1"
+    }
+
+
+def test_the_closest_candidate_is_explained() -> None:
+    ref = {
+        "name": "lookup",
+        "output": '{"a": 1, "b": [1, 2]}',
+        "output_media_type": "application/json",
+    }
+    steps = [
+        {"name": "lookup", "id": f"c{i}", "status": "success", "output": out}
+        for i, out in enumerate(['{"a": 1, "b": [1, 3]}', '{"a": 2}'])
+    ]
+    text = why([[ref]], steps)[(0, 0)]
+    assert text.startswith("closest of 2 candidates, actual step lookup [")
+    assert "output differs at $" in text
+
+
+def test_retrieval_and_arguments() -> None:
+    retrieval = {"name": "retrieval", "args": {"k": 2}, "output": '[{"id": "d1"}, {"id": "d2"}]'}
+    got = [{"name": "retrieval", "args": {"k": 2}, "status": "success", "output": '[{"id": "d3"}]'}]
+    assert why([[retrieval]], got) == {
+        (0, 0): "actual step retrieval [0]: reference ids not in the top 2: d1, d2"
+    }
+    half = [dict(got[0], output='[{"id": "d1"}, {"id": "d9"}]')]
+    assert why([[retrieval]], half) == {
+        (0, 0): "partly matched by actual step retrieval [0]: reference ids not in the top 2: d2"
+    }
+    points = {
+        "name": "retrieve_data_points",
+        "args": {"external_id": "x", "granularity": "1h", "limit": 100, "start": "1d-ago"},
+    }
+    act = {
+        "name": "retrieve_data_points",
+        "status": "success",
+        "execution_timestamp": "2024-01-02T00:00:00Z",
+        "args": {"external_id": "x", "granularity": "2h", "limit": 50, "start": "2024-01-01"},
+    }
+    assert why([[points]], [act]) == {
+        (0, 0): "actual step retrieve_data_points [0]: granularity: reference 1h, actual 2h; "
+        "limit: reference 100, actual 50"
+    }
+    series = {"name": "retrieve_time_series", "args": {"mrid": ["a", "b"], "limit": 10}}
+    other = {
+        "name": "retrieve_time_series",
+        "status": "success",
+        "args": {"mrid": "a", "limit": 10},
+    }
+    assert why([[series]], [other]) == {
+        (0, 0): 'actual step retrieve_time_series [0]: mrid: reference ["a","b"], actual a'
+    }
+    plain = {"name": "tool", "args": {"q": "x", "n": 1}}
+    assert why([[plain]], [{"name": "tool", "status": "success", "args": {"q": "x", "n": 2}}]) == {
+        (0, 0): "actual step tool [0]: arguments differ at args.n: reference 1, actual 2"
+    }
+
+
+def test_problems_of_the_actual_step_are_the_reason() -> None:
+    ref = {"name": "lookup", "output": "{}", "output_media_type": "application/json"}
+    bad = [{"name": "lookup", "status": "success", "output": "{not json"}]
+    text = why([[ref]], bad)[(0, 0)]
+    assert text.startswith("actual step lookup [0]: output: not valid JSON")
+
+
+def test_mismatch_kinds() -> None:
+    from qa_eval.steps.explain import mismatch_kinds
+
+    assert mismatch_kinds("not evaluated: group 2 has no match, ...") == ["not evaluated"]
+    assert mismatch_kinds("actual step q [0]: column ?mva not found; 2 rows missing: x=1; y=2") == [
+        "column not found",
+        "rows missing",
+    ]
+    assert mismatch_kinds("actual step q [0]: ASK result is false, expected true") == ["ASK value"]
+    assert mismatch_kinds("something else") == ["other"]

@@ -547,3 +547,127 @@ def test_reference_columns_that_are_not_compared_are_not_read() -> None:
     bad_shape = {"head": {"vars": ["x", 2]}, "results": {"bindings": [{"x": uri("urn:a")}]}}
     with pytest.raises(InputError, match=r"output: not a SPARQL JSON result: head\.vars\[1\]"):
         run_evaluation(_reference(bad_shape, ["x"]), [])
+
+
+# Numbers within the tolerance (1e-8, or 1e-15 relative), also across the 8-decimal grid.
+
+
+@pytest.mark.parametrize(
+    ("ref_value", "act_value", "equal"),
+    [
+        ("80.123456789", "80.12345678", True),  # 9e-9 apart, different 8-decimal roundings
+        ("80.1234567", "80.12345678", False),  # 8e-8 apart
+        ("2", "2.00000001", True),  # an integer against a double 1e-8 away
+        ("2", "2.0000001", False),
+        ("123456789012.5", "123456789012.50003", True),  # relative 1e-15 * 1.2e11 = 1.2e-4
+        ("123456789012.5", "123456789012.6", False),
+        ("-0.000000004", "0.000000004", True),
+    ],
+)
+def test_numbers_within_tolerance(ref_value: str, act_value: str, equal: bool) -> None:
+    ref = table(["x"], [[lit(ref_value, "decimal")]])
+    act = table(["y"], [[lit(act_value, "double")]])
+    assert cmp(ref, act, ["x"]) == float(equal)
+
+
+def test_integers_compare_exactly_however_large() -> None:
+    big = 10**20
+    ref = table(["x"], [[lit(str(big), "integer")]])
+    assert cmp(ref, table(["x"], [[lit(str(big + 1), "integer")]]), ["x"]) == 0.0
+    assert cmp(ref, table(["x"], [[lit(str(big), "integer")]]), ["x"]) == 1.0
+
+
+@pytest.mark.parametrize("rows", [10, 300])  # both sides of the sampling shortcut (64 rows)
+@pytest.mark.parametrize("mode", [{}, {"ordered": True}, {"ignore_duplicates": False}])
+def test_tolerance_in_every_mode_and_size(rows: int, mode: dict) -> None:
+    rnd = random.Random(rows)
+    values = [rnd.uniform(-1000, 1000) for _ in range(rows)]
+    ref = table(
+        ["id", "v"], [[uri(f"urn:{i}"), lit(f"{v:.9f}", "decimal")] for i, v in enumerate(values)]
+    )
+    close = [[uri(f"urn:{i}"), lit(repr(v + 6e-9), "double")] for i, v in enumerate(values)]
+    far = [[uri(f"urn:{i}"), lit(repr(v + 6e-8), "double")] for i, v in enumerate(values)]
+    assert cmp(ref, table(["a", "b"], close), ["id", "v"], **mode) == 1.0
+    assert cmp(ref, table(["a", "b"], far), ["id", "v"], **mode) == 0.0
+
+
+def test_numbers_close_matches_a_direct_check() -> None:
+    from qa_eval.steps.sparql import numbers_close
+
+    rnd = random.Random(3)
+    for _ in range(2000):
+        a = rnd.choice([rnd.uniform(-10, 10), rnd.uniform(-1e12, 1e12)])
+        b = a + rnd.uniform(-3e-8, 3e-8) * rnd.choice([1, 1e4])
+        assert numbers_close(a, b) == (abs(a - b) <= max(1e-8, 1e-15 * max(abs(a), abs(b))))
+
+
+# Explanations of a result that does not match.
+
+
+def explain(ref: dict, act: dict, required: list[str], **options: bool) -> str:
+    from qa_eval.steps.sparql import explain_sparql_results, prepare_reference
+
+    assert cmp(ref, act, required, **options) == 0.0  # only mismatches are explained
+    return explain_sparql_results(prepare_reference(ref, required), act, **options)[1]
+
+
+OSLO = table(
+    ["tr", "name", "mva"],
+    [
+        [uri("urn:t1"), lit("OSLO T1"), lit("1000", "decimal")],
+        [uri("urn:t2"), lit("OSLO T2"), lit("1000", "decimal")],
+        [uri("urn:t3"), lit("OSLO T3"), lit("450.5", "decimal")],
+    ],
+)
+
+
+def test_explains_missing_and_extra_rows() -> None:
+    act = table(["t", "label"], [[uri("urn:t2"), lit("OSLO T2")], [uri("urn:t1"), lit("OSLO T1")]])
+    assert explain(OSLO, act, ["tr", "name"]) == '1 row missing: tr=<urn:t3> name="OSLO T3"'
+    extra = table(
+        ["t", "label"],
+        [[uri(f"urn:t{i}"), lit(f"OSLO T{i}")] for i in range(1, 9)],
+    )
+    assert explain(OSLO, extra, ["tr", "name"]) == (
+        '5 extra rows: tr=<urn:t4> name="OSLO T4"; tr=<urn:t5> name="OSLO T5"; '
+        'tr=<urn:t6> name="OSLO T6"; and 2 more'
+    )
+
+
+def test_explains_a_column_not_found() -> None:
+    act = table(
+        ["tr", "name", "mva"],
+        [[uri(f"urn:t{i}"), lit(f"OSLO T{i}"), lit("999", "integer")] for i in (1, 2, 3)],
+    )
+    assert explain(OSLO, act, ["tr", "name", "mva"]) == (
+        "column ?mva not found (the actual ?mva holds 999 where the reference has 1000)"
+    )
+    narrow = table(["t"], [[uri(f"urn:t{i}")] for i in (1, 2)])
+    assert explain(OSLO, narrow, ["tr", "name"]) == (
+        "the actual result has 1 column (?t), 2 are required (?tr, ?name); column ?name not "
+        "found; 1 row missing on the columns found: tr=<urn:t3>"
+    )
+
+
+def test_explains_order_duplicates_and_ask() -> None:
+    act = table(["tr", "name"], [[uri(f"urn:t{i}"), lit(f"OSLO T{i}")] for i in (2, 1, 3)])
+    assert explain(OSLO, act, ["tr", "name"], ordered=True) == (
+        'rows in another order (ordered): row 1 is tr=<urn:t2> name="OSLO T2", expected '
+        'tr=<urn:t1> name="OSLO T1"'
+    )
+    twice = table(["tr"], [[uri(f"urn:t{i}")] for i in (1, 2, 3, 3)])
+    assert explain(OSLO, twice, ["tr"], ignore_duplicates=False) == (
+        "1 extra row: tr=<urn:t3>; the same rows, repeated a different number of times"
+    )
+    ask = {"boolean": True}
+    assert explain(ask, {"boolean": False}, []) == "ASK result is false, expected true"
+    assert explain(ask, table(["x"], []), []) == (
+        "expected an ASK result (true), got a SELECT result (0 rows)"
+    )
+    assert explain(OSLO, table(["x"], []), ["tr"]) == "no rows returned, expected 3"
+
+
+def test_explanation_uses_the_tolerance_too() -> None:
+    ref = table(["v"], [[lit("1.5", "decimal")], [lit("2.5", "decimal")]])
+    act = table(["v"], [[lit("1.500000001", "double")], [lit("2.6", "double")]])
+    assert explain(ref, act, ["v"]) == "1 row missing: v=2.5; 1 extra row: v=2.6"

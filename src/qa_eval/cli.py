@@ -518,6 +518,9 @@ def _evaluate_system(
         usage = _usage_summary(signature)
         if usage:
             print(usage)
+        mismatches = _mismatch_summary(notable)
+        if mismatches:
+            print(mismatches)
     _warnings(notable)
     return results, aggregates
 
@@ -625,7 +628,40 @@ def _notable(result: dict[str, Any]) -> dict[str, Any] | None:
     if steps:
         keys = keys or {"question_id": result.get("question_id")}
         keys["actual_steps"] = steps
+    mismatches = _mismatches(result)
+    if mismatches:
+        keys = keys or {"question_id": result.get("question_id")}
+        keys["mismatches"] = mismatches
     return keys
+
+
+def _mismatches(result: dict[str, Any]) -> list[str]:
+    """The ``mismatch`` texts of a result's reference steps (or of a slim result's list)."""
+    if "mismatches" in result:
+        return list(result["mismatches"])
+    return [
+        step["mismatch"]
+        for group in result.get("reference_steps") or ()
+        if isinstance(group, list)
+        for step in group
+        if isinstance(step, dict) and isinstance(step.get("mismatch"), str)
+    ]
+
+
+def _mismatch_summary(results: Sequence[dict[str, Any]]) -> str | None:
+    """``mismatches (reference steps): 2 not evaluated, 1 rows missing, ...``, or None."""
+    from collections import Counter
+
+    from .steps.explain import mismatch_kinds
+
+    counts: Counter[str] = Counter()
+    for result in results:
+        for text in _mismatches(result):
+            counts.update(mismatch_kinds(text))
+    if not counts:
+        return None
+    kinds = ", ".join(f"{n} {kind}" for kind, n in counts.most_common())
+    return f"mismatches (reference steps; see 'mismatch' in the results): {kinds}"
 
 
 def _warnings(results: Sequence[dict[str, Any]]) -> None:

@@ -30,6 +30,7 @@ from .errors import QaEvalError
 from .extras import require
 from .records import Question, Response, prepare_reference, prepare_responses
 from .steps.compare import StepScorer
+from .steps.explain import explain_unmatched
 from .steps.matching import match_steps
 
 __all__ = [
@@ -102,6 +103,13 @@ def evaluate_question(
             step["matches"] = step_id if step_id is not None else a
             if matched_out is not None:
                 matched_out.append((step, a))
+        # Why each unmatched step did not match (nothing to do when every step matched); a
+        # reference taken from a results file may carry an old explanation: it never stays.
+        for g, i, _, _ in matches:
+            annotated[g][i].pop("mismatch", None)  # (a partly matched step gets a new one)
+        error = result.get("error") if result["status"] == "error" else None
+        for (g, i), why in explain_unmatched(question.groups, scorer, matches, error).items():
+            annotated[g][i]["mismatch"] = why
         result["reference_steps"] = annotated
         result["steps_score"] = score
         if scorer.problems:

@@ -139,11 +139,17 @@ def check_scores(
 
 
 def _first_mismatch(result: Mapping[str, Any]) -> str | None:
-    """The first ``mismatch`` of a reference step, or the first step error, when recorded."""
-    for group in result.get("reference_steps") or []:
-        for step in group if isinstance(group, list) else []:
-            if isinstance(step, Mapping) and isinstance(step.get("mismatch"), str):
-                return str(step["mismatch"])
+    """The first ``mismatch`` of a reference step (one that was compared, if any), or the
+    first step error, when recorded."""
+    texts = [
+        str(step["mismatch"])
+        for group in result.get("reference_steps") or []
+        for step in (group if isinstance(group, list) else [])
+        if isinstance(step, Mapping) and isinstance(step.get("mismatch"), str)
+    ]
+    compared = [t for t in texts if not t.startswith("not evaluated:")]
+    if texts:
+        return (compared or texts)[0]
     errors = result.get("step_errors")
     if isinstance(errors, list) and errors:
         return str(errors[0])

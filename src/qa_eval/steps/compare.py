@@ -38,9 +38,29 @@ from ..records import (
     CONTEXT_ID_TYPES,
     ReferenceStep,
 )
-from .outputs import OutputParseError, iri_found, json_equal, loads
-from .sparql import SparqlResultError, compare_sparql_results, parse_sparql_json
-from .timeseries import StepArgumentError, compare_data_points_steps, compare_time_series_steps
+from .outputs import (
+    OutputParseError,
+    iri_found,
+    json_difference,
+    json_equal,
+    loads,
+    shown,
+    text_difference,
+)
+from .sparql import (
+    SparqlReference,
+    SparqlResultError,
+    compare_sparql_results,
+    explain_sparql_results,
+    parse_sparql_json,
+)
+from .timeseries import (
+    StepArgumentError,
+    compare_data_points_steps,
+    compare_time_series_steps,
+    explain_data_points_steps,
+    explain_time_series_steps,
+)
 
 __all__ = ["StepScorer"]
 
@@ -85,6 +105,68 @@ class StepScorer:
                 cached = 0.0
             self._scores[key] = cached
         return cached
+
+    def would_match(self, ref: ReferenceStep, act_index: int) -> float:
+        """``score``, without recording a problem of the actual step (for explanations)."""
+        cached = self._scores.get((ref.group, ref.index, act_index))
+        if cached is not None:
+            return cached
+        try:
+            return self._compare(ref, act_index)
+        except _StepProblem:
+            return 0.0
+
+    def explain(self, ref: ReferenceStep, act_index: int) -> tuple[float, str]:
+        """Why ``ref`` does not match actual step ``act_index``, for a user, with a closeness
+        (0-1) to pick the closest of several candidates. Only read for unmatched steps."""
+        try:
+            return self._explain(ref, act_index)
+        except _StepProblem as problem:
+            return 0.0, str(problem)
+        except (SparqlResultError, StepArgumentError) as e:
+            return 0.0, f"output: {e}" if isinstance(e, SparqlResultError) else str(e)
+
+    def _explain(self, ref: ReferenceStep, act_index: int) -> tuple[float, str]:
+        act = self.actual[act_index]
+        kind = ref.kind
+        if kind == COMPARE_IRI:
+            self._output(act_index)
+            return 0.0, f"the IRI <{shown(ref.parsed)}> is not among the IRIs it returned"
+        if kind == COMPARE_SPARQL:
+            sparql = ref.parsed
+            checked = self._sparql(act_index)
+            if not isinstance(sparql, SparqlReference):  # prepared at load; this is a fallback
+                return 0.0, "the SPARQL results differ"
+            return explain_sparql_results(
+                sparql,
+                checked,
+                ordered=ref.raw.get("ordered", False),
+                ignore_duplicates=ref.raw.get("ignore_duplicates", True),
+            )
+        if kind == COMPARE_RETRIEVAL:
+            self._retrieval(ref, act_index)
+            k = (act.get("args") or {})["k"]
+            wanted = list(dict.fromkeys(ref.parsed[:k]))
+            got = {c["id"] for c in self._parsed(act_index)[:k]}
+            absent = [i for i in wanted if i not in got]
+            shown_ids = ", ".join(shown(i) for i in absent[:3])
+            more = f" and {len(absent) - 3} more" if len(absent) > 3 else ""
+            return 1.0 - len(absent) / max(len(wanted), 1), (
+                f"reference ids not in the top {k}: {shown_ids}{more}"
+            )
+        if kind == COMPARE_TIME_SERIES:
+            return 0.0, explain_time_series_steps(ref.raw, act)
+        if kind == COMPARE_DATA_POINTS:
+            return 0.0, explain_data_points_steps(ref.raw, act)
+        if kind == COMPARE_JSON:
+            found = json_difference(ref.parsed, self._parsed(act_index))
+            return 0.0, f"output differs at {found}" if found else "the outputs differ"
+        if kind == COMPARE_ARGS:
+            found = json_difference(ref.raw.get("args"), act.get("args"), "args")
+            return 0.0, f"arguments differ at {found}" if found else "the arguments differ"
+        return 0.0, "output differs at " + text_difference(
+            ref.raw["output"], self._output(act_index)
+        )
 
     def _describe(self, act_index: int, message: str) -> str:
         step_id = self.actual[act_index].get("id")

@@ -16,7 +16,15 @@ from typing import Any
 
 import orjson
 
-__all__ = ["OutputParseError", "iri_found", "json_equal", "loads"]
+__all__ = [
+    "OutputParseError",
+    "iri_found",
+    "json_difference",
+    "json_equal",
+    "loads",
+    "shown",
+    "text_difference",
+]
 
 
 class OutputParseError(ValueError):
@@ -89,3 +97,72 @@ def iri_found(iri: str, parsed_output: Any, raw_output: Any) -> bool:
         return False
     pattern = r"(?<![^\s<\"'(,\[])" + re.escape(iri) + r"(?![^\s>\"'),\]])"
     return re.search(pattern, raw_output) is not None
+
+
+_SHOWN_CHARS = 60
+
+
+def shown(value: Any, limit: int = _SHOWN_CHARS) -> str:
+    """A value on one short line for an explanation: text as is, other values as JSON."""
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = orjson.dumps(value).decode()
+        except (TypeError, orjson.JSONEncodeError):
+            text = repr(value)
+    text = " ".join(text.split()) if text.strip() else repr(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def json_difference(reference: Any, actual: Any, path: str = "$") -> str | None:
+    """The first place two parsed JSON values differ, for a user; ``None`` when equal."""
+    if json_equal(reference, actual):
+        return None
+    if isinstance(reference, dict) and isinstance(actual, dict):
+        for key in reference:
+            if key not in actual:
+                return f"{path}: key {shown(key)} missing"
+        for key in actual:
+            if key not in reference:
+                return f"{path}: extra key {shown(key)}"
+        for key, value in reference.items():
+            found = json_difference(value, actual[key], f"{path}.{key}")
+            if found is not None:
+                return found
+    if isinstance(reference, list) and isinstance(actual, list):
+        for i, (ref_item, act_item) in enumerate(zip(reference, actual)):
+            found = json_difference(ref_item, act_item, f"{path}[{i}]")
+            if found is not None:
+                return found
+        return f"{path}: {len(actual)} items, expected {len(reference)}"
+    if _json_kind(reference) != _json_kind(actual):
+        return f"{path}: {_json_kind(actual)}, expected {_json_kind(reference)}"
+    return f"{path}: reference {shown(reference)}, actual {shown(actual)}"
+
+
+def text_difference(reference: str, actual: Any) -> str:
+    """The first line where an actual output differs from the reference text, for a user."""
+    if not isinstance(actual, str):
+        return f"the output is {_json_kind(actual)}, expected text"
+    ref_lines, act_lines = reference.splitlines(), actual.splitlines()
+    for number, (ref_line, act_line) in enumerate(zip(ref_lines, act_lines), start=1):
+        if ref_line != act_line:
+            return f"line {number}: reference {shown(ref_line)}, actual {shown(act_line)}"
+    if len(ref_lines) != len(act_lines):
+        return f"the output has {len(act_lines)} lines, the reference {len(ref_lines)}"
+    return "the outputs differ in line endings or white space at the end"

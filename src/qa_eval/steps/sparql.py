@@ -21,9 +21,12 @@ Where qa-eval is stricter or more exact than the original (see docs/compatibilit
   equals only a literal with the same (case-insensitive) tag; a plain literal equals an
   ``xsd:string`` literal (RDF 1.1).
 * Numeric literals of every XSD numeric type compare by value, so ``1``^^xsd:integer equals
-  ``1.0``^^xsd:decimal; values are equal when they agree after rounding to 8 decimal places
-  (the README's 1e-8 precision). ``INF``, ``-INF`` and ``NaN`` are values like any other: NaN
-  equals NaN here, since the two results hold the same term.
+  ``1.0``^^xsd:decimal. A decimal, double or float value equals another number when they differ
+  by at most 1e-8 (the README's precision), or by at most 1e-15 of the larger magnitude, where
+  doubles cannot resolve 1e-8 (beyond 10^7); two integers compare exactly. Values closer than
+  that are chained within a column (single linkage), so equality stays an equivalence. ``INF``,
+  ``-INF`` and ``NaN`` are values like any other: NaN equals NaN here, since the two results hold
+  the same term.
 * Blank nodes are scoped to one result, so any blank node equals any other.
 
 Algorithm: each column is read at most once into a vector of canonical values; a reference's
@@ -38,6 +41,11 @@ to a candidate whose whole column has the same sequence (ordered), set (set sema
 (bag semantics) of values, and the mapping is found by backtracking over those, checking the
 partial projection after each step: O(rows x columns) overall, instead of the original's
 enumeration of every permutation of every column subset.
+
+Numbers are hashed by their exact value, so the search above is exact-value equality. Only when
+it finds no mapping and some non-integer number has a neighbour within the tolerance (one sort of
+the distinct numbers of both results) are the numbers of each chain of close values replaced by
+one representative and the search run again, without the sampling shortcut.
 """
 
 from __future__ import annotations
@@ -55,17 +63,23 @@ from typing import Any, cast
 from ..errors import short_repr
 
 __all__ = [
-    "FLOAT_DECIMALS",
+    "ABS_TOLERANCE",
+    "REL_TOLERANCE",
     "SparqlReference",
     "SparqlResultError",
     "compare_sparql_results",
+    "explain_sparql_results",
+    "numbers_close",
     "parse_sparql_json",
     "prepare_reference",
 ]
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
-FLOAT_DECIMALS = 8
-"""Numeric literals are equal when they agree after rounding to this many decimal places."""
+ABS_TOLERANCE = 1e-8
+"""Two numbers (not both integers) are equal when they differ by at most this much..."""
+REL_TOLERANCE = 1e-15
+"""... or by at most this share of the larger magnitude (beyond 10^7, where doubles are coarser
+than 1e-8)."""
 
 _INTEGER_TYPES = frozenset(
     XSD + t
@@ -155,9 +169,8 @@ def _real(text: str) -> Value:
         return _NAN
     if math.isinf(number):
         return number
-    rounded = round(number, FLOAT_DECIMALS)
     # An integral value is stored as int so that it equals and hashes like an xsd:integer.
-    return int(rounded) if rounded.is_integer() else rounded
+    return int(number) if number.is_integer() else number
 
 
 def _term(term: Any) -> tuple[Hashable, Value]:
@@ -218,8 +231,7 @@ def _reals(texts: list[str]) -> list[Value]:
     numbers = list(map(float, texts))
     if not all(map(math.isfinite, numbers)):
         return list(map(_real, texts))
-    rounded = [round(n, FLOAT_DECIMALS) for n in numbers]
-    return [int(r) if r.is_integer() else r for r in rounded]
+    return [int(n) if n.is_integer() else n for n in numbers]
 
 
 def _typed_column(cells: list[Any], values: list[Any]) -> tuple[Hashable, list[Value]] | None:
@@ -416,12 +428,99 @@ def _compare(
     if ordered and ref_rows != len(act_bindings):
         return 0.0
     try:
+        table = _Table(act_bindings)
         mapping = _find_mapping(
-            reference.columns, required, _Table(act_bindings), act_vars, ordered, ignore_duplicates
+            reference.columns, required, table, act_vars, ordered, ignore_duplicates
         )
+        if mapping is None:
+            tolerant = _tolerant(reference.columns, table, act_vars)
+            if tolerant is not None:
+                ref_cols, table = tolerant
+                mapping = _find_mapping(
+                    ref_cols, required, table, act_vars, ordered, ignore_duplicates, sample=False
+                )
     except TypeError:  # an unhashable 'value' (a JSON array or object)
         raise SparqlResultError("a term's 'value' must be a string") from None
     return float(mapping is not None)
+
+
+def numbers_close(a: Any, b: Any) -> bool:
+    """Whether two numbers are equal under the tolerance (``ABS_TOLERANCE`` or
+    ``REL_TOLERANCE``); two integers only when they are equal."""
+    if a == b:
+        return True
+    if type(a) is int and type(b) is int:
+        return False
+    try:
+        return bool(abs(a - b) <= max(ABS_TOLERANCE, REL_TOLERANCE * max(abs(a), abs(b))))
+    except (OverflowError, TypeError):  # an integer beyond the float range; not a number
+        return False
+
+
+def _numbers(kind: Hashable, values: list[Value]) -> list[Value]:
+    if kind == _NUMBER:
+        return values
+    if kind == _MIXED:
+        return [v for k, v in cast(list[tuple[Hashable, Value]], values) if k == _NUMBER]
+    return []
+
+
+def _chains(columns: Sequence[tuple[Hashable, list[Value]]]) -> dict[Value, Value]:
+    """For each number of the columns that has a neighbour within the tolerance, the first
+    number of its chain of close values (the numbers sorted); empty when no two are close."""
+    numbers: set[Value] = set()
+    for kind, values in columns:
+        numbers.update(_numbers(kind, values))
+    if float not in set(map(type, numbers)):
+        return {}  # integers (and NaN, INF) compare exactly
+    finite = sorted(v for v in numbers if type(v) is int or (type(v) is float and math.isfinite(v)))
+    remap: dict[Value, Value] = {}
+    previous: Any = None
+    first: Any = None
+    for value in finite:
+        if previous is not None and numbers_close(previous, value):
+            remap[previous] = first
+            remap[value] = first
+        else:
+            first = value
+        previous = value
+    return remap
+
+
+def _remapped(
+    column: tuple[Hashable, list[Value]], remap: Mapping[Value, Value]
+) -> tuple[Hashable, list[Value]]:
+    kind, values = column
+    get = remap.get
+    if kind == _NUMBER:
+        return kind, [get(v, v) for v in values]
+    if kind == _MIXED:
+        pairs = cast(list[tuple[Hashable, Value]], values)
+        return kind, cast(
+            list[Value], [(k, get(v, v)) if k == _NUMBER else (k, v) for k, v in pairs]
+        )
+    return column
+
+
+def _tolerant(
+    ref_cols: list[tuple[Hashable, list[Value]]], act: _Table, act_vars: list[str]
+) -> tuple[list[tuple[Hashable, list[Value]]], _Table] | None:
+    """The reference columns and the actual table with every chain of close numbers replaced
+    by one representative; ``None`` when that changes nothing (no two numbers are close)."""
+    ref_kinds = {kind for kind, _ in ref_cols}
+    if _NUMBER not in ref_kinds and _MIXED not in ref_kinds:
+        return None
+    if _MIXED in ref_kinds:
+        act_numeric = act_vars
+    else:  # only a column of numbers can pair with a column of numbers
+        act_numeric = [v for v in act_vars if act.first_kind(v) == _NUMBER]
+    act_cols = {v: act.column(v) for v in act_numeric}
+    remap = _chains([*ref_cols, *act_cols.values()])
+    if not remap:
+        return None
+    table = _Table(act.bindings)
+    table._columns = {v: _remapped(column, remap) for v, column in act_cols.items()}
+    return [_remapped(column, remap) for column in ref_cols], table
 
 
 _SAMPLE = 16
@@ -486,8 +585,10 @@ def _find_mapping(
     act_vars: list[str],
     ordered: bool,
     ignore_duplicates: bool,
+    sample: bool = True,
 ) -> list[str] | None:
-    """Return actual column names for ``ref_vars`` under which the results match, or None."""
+    """Return actual column names for ``ref_vars`` under which the results match, or None;
+    ``sample``: rule columns out on their first cells as read from the bindings."""
     ref_kinds = {kind for kind, _ in ref_cols}
     mixed = _MIXED in ref_kinds
     first = {} if mixed else {v: act.first_kind(v) for v in act_vars}
@@ -496,7 +597,7 @@ def _find_mapping(
         cols, ordered, ignore_duplicates
     )
     shortlist: list[list[str]] | None = None  # candidates per reference column
-    if len(act.bindings) > _SAMPLE_ABOVE:
+    if sample and len(act.bindings) > _SAMPLE_ABOVE:
         shortlist = _sampled_candidates(ref_cols, act, pool, ordered)
         if shortlist is None:
             return None
@@ -563,3 +664,201 @@ def _find_mapping(
     for position, index in enumerate(order):
         mapping[index] = chosen[position]
     return mapping
+
+
+# Explanations: why a result does not match (read only for reference steps left unmatched).
+
+_SHOWN_ROWS = 3
+_SHOWN_CHARS = 60
+
+
+def _shown(text: str) -> str:
+    text = " ".join(text.split())  # one line
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 1] + "…"
+
+
+def _show(kind: Hashable, value: Value) -> str:
+    """A canonical value as a user reads it: <iri>, "text", "text"@en, 12.5, true."""
+    if kind == _MIXED:
+        pair = cast(tuple[Hashable, Value], value)
+        return _show(pair[0], pair[1])
+    if kind == _IRI:
+        return "<" + _shown(str(value)) + ">"
+    if kind == _NUMBER:
+        return "NaN" if value == _NAN else repr(value)
+    if kind == _BOOLEAN:
+        return "true" if value else "false"
+    if kind == _BNODE:
+        return "_:blank"
+    if kind == _UNBOUND:
+        return "(unbound)"
+    text = '"' + _shown(str(value)) + '"'
+    if isinstance(kind, tuple) and kind[0] == "lang":
+        return f"{text}@{kind[1]}"
+    if isinstance(kind, tuple):  # typed or ill-typed literal
+        return f"{text}^^<{_shown(str(kind[1]))}>"
+    return text
+
+
+def _pairs(kind: Hashable, values: list[Value]) -> set[tuple[Hashable, Value]]:
+    if kind == _MIXED:
+        return set(cast(list[tuple[Hashable, Value]], values))
+    return {(kind, v) for v in set(values)}
+
+
+def _rows_list(count: int, what: str) -> str:
+    """``2 rows missing``, ``1 row missing``, ``1 extra row``."""
+    return f"{count} {what}" if count != 1 else f"1 {what.replace('rows', 'row')}"
+
+
+def explain_sparql_results(
+    reference: SparqlReference,
+    actual: Mapping[str, Any],
+    ordered: bool = False,
+    ignore_duplicates: bool = True,
+) -> tuple[float, str]:
+    """Why a checked actual result does not match the reference, for a user: the required
+    columns no actual column holds, rows missing and extra (the first few shown), order, ASK.
+    Returns (closeness 0-1, to pick the closest of several candidates, the text)."""
+    if reference.boolean is not None:
+        expected = "true" if reference.boolean else "false"
+        if "boolean" not in actual:
+            rows = len(actual.get("results", {}).get("bindings", []))
+            return 0.0, f"expected an ASK result ({expected}), got a SELECT result ({rows} rows)"
+        got = "true" if actual["boolean"] else "false"
+        return 0.5, f"ASK result is {got}, expected {expected}"
+    if "boolean" in actual:
+        got = "true" if actual["boolean"] else "false"
+        return 0.0, f"expected a SELECT result, got an ASK result ({got})"
+    act_bindings = actual.get("results", {}).get("bindings", [])
+    act_vars = list(dict.fromkeys(actual.get("head", {}).get("vars", [])))
+    required = reference.required
+    named = ", ".join("?" + v for v in required)
+    if not reference.rows and not act_bindings:
+        return 0.5, (
+            f"no rows on either side, but the actual result has {len(act_vars)} columns and "
+            f"{len(required)} are required ({named})"
+        )
+    if not reference.rows:
+        return 0.0, f"expected no rows, got {len(act_bindings)}"
+    if not act_bindings:
+        return 0.0, f"no rows returned, expected {reference.rows}"
+    parts: list[str] = []
+    if len(required) > len(act_vars):
+        columns = ", ".join("?" + v for v in act_vars) or "none"
+        parts.append(
+            f"the actual result has {len(act_vars)} column{'s' if len(act_vars) != 1 else ''} "
+            f"({columns}), "
+            f"{len(required)} are required ({named})"
+        )
+    try:
+        return _explain_select(reference, act_bindings, act_vars, ordered, ignore_duplicates, parts)
+    except TypeError:  # an unhashable 'value'
+        return 0.0, "a term's 'value' is not a string"
+
+
+def _explain_select(
+    reference: SparqlReference,
+    act_bindings: Sequence[Mapping[str, Any]],
+    act_vars: list[str],
+    ordered: bool,
+    ignore_duplicates: bool,
+    parts: list[str],
+) -> tuple[float, str]:
+    table = _Table(act_bindings)
+    ref_cols = reference.columns
+    act_cols = {v: table.column(v) for v in act_vars}
+    tolerant = _tolerant(ref_cols, table, act_vars)
+    if tolerant is not None:
+        ref_cols, table = tolerant
+        act_cols = {v: table.column(v) for v in act_vars}
+    required = reference.required
+    # Pair each reference column with the actual column sharing most of its values.
+    act_pairs = {v: _pairs(*column) for v, column in act_cols.items()}
+    ranked = sorted(
+        (share, same, position, i, var)
+        for i, column in enumerate(ref_cols)
+        for share, same, position, var in _options_for(i, column, act_vars, act_pairs, required)
+    )
+    paired: dict[int, str] = {}
+    taken: set[str] = set()
+    for _, _, _, i, var in ranked:
+        if i not in paired and var not in taken:
+            paired[i] = var
+            taken.add(var)
+    missing_cols = [required[i] for i in range(len(required)) if i not in paired]
+    if missing_cols:
+        for var in missing_cols:
+            text = f"column ?{var} not found"
+            kind, values = ref_cols[required.index(var)]
+            # The actual column of the same name, else the first unpaired one of the same kind.
+            free = [v for v in act_vars if v not in taken]
+            like = [v for v in free if v == var] or [v for v in free if act_cols[v][0] == kind]
+            if like:
+                act_kind, act_values = act_cols[like[0]]
+                text += (
+                    f" (the actual ?{like[0]} holds {_show(act_kind, act_values[0])} where the "
+                    f"reference has {_show(kind, values[0])})"
+                )
+                taken.add(like[0])
+            parts.append(text)
+    found = sorted(paired)
+    closeness = 0.5 * len(found) / len(required)
+    if found:
+        ref_rows = list(zip(*(ref_cols[i][1] for i in found)))
+        act_rows = list(zip(*(act_cols[paired[i]][1] for i in found)))
+        kinds = [ref_cols[i][0] for i in found]
+        names = [required[i] for i in found]
+
+        def show_row(row: tuple[Value, ...]) -> str:
+            return " ".join(f"{n}={_show(k, v)}" for n, k, v in zip(names, kinds, row))
+
+        on = " on the columns found" if missing_cols else ""
+
+        def listing(rows: list[tuple[Value, ...]], what: str) -> str:
+            shown = "; ".join(show_row(r) for r in rows[:_SHOWN_ROWS])
+            more = f"; and {len(rows) - _SHOWN_ROWS} more" if len(rows) > _SHOWN_ROWS else ""
+            return f"{_rows_list(len(rows), what)}{on}: {shown}{more}"
+
+        if ignore_duplicates and not ordered:
+            ref_set, act_set = set(ref_rows), set(act_rows)
+            missing = [r for r in dict.fromkeys(ref_rows) if r not in act_set]
+            extra = [r for r in dict.fromkeys(act_rows) if r not in ref_set]
+            common = len(ref_set & act_set) / max(len(ref_set), len(act_set))
+        else:
+            ref_count, act_count = Counter(ref_rows), Counter(act_rows)
+            missing = list((ref_count - act_count).elements())
+            extra = list((act_count - ref_count).elements())
+            common = sum((ref_count & act_count).values()) / max(len(ref_rows), len(act_rows))
+        closeness += 0.5 * common
+        if missing:
+            parts.append(listing(missing, "rows missing"))
+        if extra:
+            parts.append(listing(extra, "extra rows"))
+        row = next((r for r, (a, b) in enumerate(zip(ref_rows, act_rows)) if a != b), None)
+        if ordered and not missing and not extra and row is not None:
+            parts.append(
+                f"rows in another order (ordered): row {row + 1} is {show_row(act_rows[row])}, "
+                f"expected {show_row(ref_rows[row])}"
+            )
+        elif not ignore_duplicates and (missing or extra) and set(ref_rows) == set(act_rows):
+            parts.append("the same rows, repeated a different number of times")
+    if not parts:
+        parts.append("the rows differ")  # not expected: the columns found hold the same rows
+    return closeness, "; ".join(parts)
+
+
+def _options_for(
+    i: int,
+    column: tuple[Hashable, list[Value]],
+    act_vars: list[str],
+    act_pairs: Mapping[str, set[tuple[Hashable, Value]]],
+    required: list[str],
+) -> list[tuple[float, bool, int, str]]:
+    ref_pairs = _pairs(*column)
+    options = []
+    for position, var in enumerate(act_vars):
+        shared = len(ref_pairs & act_pairs[var])
+        if shared:
+            options.append((-shared / len(ref_pairs), var != required[i], position, var))
+    return options

@@ -28,11 +28,14 @@ from typing import Any
 from dateutil import parser as date_parser
 
 from ..errors import short_repr
+from .outputs import shown
 
 __all__ = [
     "StepArgumentError",
     "compare_data_points_steps",
     "compare_time_series_steps",
+    "explain_data_points_steps",
+    "explain_time_series_steps",
     "parse_instant",
 ]
 
@@ -215,3 +218,58 @@ def compare_data_points_steps(reference: Mapping[str, Any], actual: Mapping[str,
         _times_equal(ref.get("start"), act.get("start"), anchor)
         and _times_equal(ref.get("end"), act.get("end"), anchor)
     )
+
+
+def _differs(name: str, reference: Any, actual: Any) -> str:
+    ref = "(none)" if reference is None else shown(reference)
+    act = "(none)" if actual is None else shown(actual)
+    return f"{name}: reference {ref}, actual {act}"
+
+
+def explain_time_series_steps(reference: Mapping[str, Any], actual: Mapping[str, Any]) -> str:
+    """Which argument of a ``retrieve_time_series`` step differs, for a user."""
+    ref, act = _args(reference), _args(actual)
+    ref_mrid, ref_limit = ref.get("mrid"), ref.get("limit")
+    act_mrid, act_limit = act.get("mrid"), act.get("limit")
+    parts = []
+    if not ref_mrid:
+        if act_mrid is not None:
+            parts.append(_differs("mrid", None, act_mrid))
+        if ref_limit != act_limit:
+            parts.append(_differs("limit", ref_limit, act_limit))
+    else:
+        if _sorted_values(ref_mrid) != _sorted_values(act_mrid):
+            parts.append(_differs("mrid", ref_mrid, act_mrid))
+        if ref_limit and ref_limit != act_limit:
+            parts.append(_differs("limit", ref_limit, act_limit))
+    return "; ".join(parts) or "the arguments differ"
+
+
+def explain_data_points_steps(reference: Mapping[str, Any], actual: Mapping[str, Any]) -> str:
+    """Which argument of a ``retrieve_data_points`` step differs, for a user."""
+    ref, act = _args(reference), _args(actual)
+    anchor = actual.get("execution_timestamp")
+    parts = []
+    for name, same in (
+        ("external_id", _sorted_values),
+        ("granularity", _granularity),
+        ("aggregates", _sorted_values),
+    ):
+        if same(ref.get(name)) != same(act.get(name)):
+            parts.append(_differs(name, ref.get(name), act.get(name)))
+    if ref.get("limit") != act.get("limit"):
+        parts.append(_differs("limit", ref.get("limit"), act.get("limit")))
+    for name in ("start", "end"):
+        try:
+            equal = _times_equal(ref.get(name), act.get(name), anchor)
+        except StepArgumentError as e:
+            parts.append(f"{name}: {e}")
+            continue
+        if not equal:
+            text = _differs(name, ref.get(name), act.get(name))
+            if _is_relative(ref.get(name)) and not _is_relative(act.get(name)):
+                text += f" (more than {TOLERANCE_SECONDS} s apart from the execution_timestamp)"
+            elif _is_relative(act.get(name)) and not _is_relative(ref.get(name)):
+                text += " (a relative time never matches an absolute reference time)"
+            parts.append(text)
+    return "; ".join(parts) or "the arguments differ"

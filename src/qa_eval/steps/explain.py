@@ -1,0 +1,199 @@
+"""Why a reference step did not match: the ``mismatch`` text of an unmatched reference step.
+
+Computed after matching, only for the reference steps left unmatched, so a question whose steps
+all match costs nothing more. The text names the actual step it is about and says, in order of
+precedence:
+
+* ``not evaluated: matching stopped at group N, ...`` - the groups are matched from the last one
+  backwards and a group not fully matched ends the matching, so earlier groups are never compared
+  (with a hint when an actual step would match the step on its own);
+* ``no actual step named X`` (for ``iri_discovery``: no ``autocomplete_search`` or
+  ``sparql_query`` step);
+* ``the actual step X [i] has status error: ...`` for a same-named step that failed;
+* ``the actual X steps [i, j] come after the steps matched to group N+1`` - the ordering rule;
+* ``partly matched by actual step retrieval [0]: reference ids not in the top 2: ...`` for a
+  retrieval step matched with a recall@k below 1 (it has ``matches`` too);
+* otherwise the comparator's explanation against the closest candidate (the most columns and
+  rows in common for SPARQL, the most reference ids for retrieval, else the latest step, the one
+  the greedy matching tries first): ``actual step sparql_query [1] (id call_2): 1 row missing:
+  name="OSLO T3"``, ``closest of 2 candidates, ...`` when there were several.
+
+``mismatch_kinds`` sorts the texts into a few kinds for the CLI summary.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..records import COMPARE_IRI, ReferenceStep
+from .compare import StepScorer
+from .matching import Match
+from .outputs import shown
+
+__all__ = ["explain_unmatched", "mismatch_kinds"]
+
+_IRI_STEPS = ("autocomplete_search", "sparql_query")
+_MAX_CANDIDATES = 8  # explained against at most this many candidates (the latest ones)
+
+
+def _label(steps: Sequence[Mapping[str, Any]], a: int) -> str:
+    step = steps[a]
+    step_id = step.get("id")
+    label = f"actual step {shown(step.get('name'))} [{a}]"
+    return label + (f" (id {shown(step_id)})" if step_id is not None else "")
+
+
+def _named(ref: ReferenceStep, step: Mapping[str, Any]) -> bool:
+    if ref.kind == COMPARE_IRI:
+        return step.get("name") in _IRI_STEPS
+    return bool(step.get("name") == ref.name)
+
+
+def _step_error(steps: Sequence[Mapping[str, Any]], a: int) -> str:
+    step = steps[a]
+    error = step.get("error")
+    detail = f": {shown(error, 160)}" if error not in (None, "") else ""
+    return f"the {_label(steps, a)} has status {shown(step.get('status'))}{detail}"
+
+
+def explain_unmatched(
+    groups: Sequence[Sequence[ReferenceStep]],
+    scorer: StepScorer,
+    matches: Sequence[Match],
+    response_error: Any = None,
+) -> dict[tuple[int, int], str]:
+    """The ``mismatch`` text of every reference step ``matches`` leaves unmatched, keyed by
+    (group index, step index); ``response_error``: the error of an error response, if any."""
+    matched = {(g, i): a for g, i, a, _ in matches}
+    partial = [(g, i, a) for g, i, a, score in matches if score < 1.0 - 1e-12]
+    if len(matched) == sum(len(group) for group in groups) and not partial:
+        return {}
+    steps = scorer.actual
+    out: dict[tuple[int, int], str] = {}
+    for g, i, a in partial:  # a retrieval step matched with recall@k below 1
+        _, text = scorer.explain(groups[g][i], a)
+        out[(g, i)] = f"partly matched by {_label(steps, a)}: {text}"
+    if len(matched) == sum(len(group) for group in groups):
+        return out
+    used = {a: (g, i) for (g, i), a in matched.items()}
+    complete = [all((g, ref.index) in matched for ref in group) for g, group in enumerate(groups)]
+    stop = max(g for g in range(len(groups)) if not complete[g])
+    later = [a for (g, _), a in matched.items() if g == stop + 1]
+    upto = min(later) if later else len(steps)
+    successful = set(scorer.successful())
+    for g in range(stop + 1):
+        for ref in groups[g]:
+            if (g, ref.index) in matched:
+                continue
+            if g < stop:
+                out[(g, ref.index)] = _not_evaluated(g, stop, groups, matched, ref, scorer)
+            else:
+                why = _explain_step(ref, scorer, successful, upto, used, stop)
+                if response_error is not None and not steps:
+                    why = f"the response is an error ({shown(response_error)}) with no actual steps"
+                out[(g, ref.index)] = why
+    return out
+
+
+def _not_evaluated(
+    g: int,
+    stop: int,
+    groups: Sequence[Sequence[ReferenceStep]],
+    matched: Mapping[tuple[int, int], int],
+    ref: ReferenceStep,
+    scorer: StepScorer,
+) -> str:
+    size = len(groups[stop])
+    done = sum((stop, r.index) in matched for r in groups[stop])
+    why = "has no match" if done == 0 else f"matched only {done} of its {size} steps"
+    text = f"not evaluated: group {stop + 1} {why}, and matching stops there"
+    for a in reversed(scorer.successful()):
+        if scorer.would_match(ref, a) > 0.0:
+            return text + f" (on its own this step would match {_label(scorer.actual, a)})"
+    return text
+
+
+def _explain_step(
+    ref: ReferenceStep,
+    scorer: StepScorer,
+    successful: set[int],
+    upto: int,
+    used: Mapping[int, tuple[int, int]],
+    group: int,
+) -> str:
+    steps = scorer.actual
+    if not steps:
+        return f"the response has no actual steps (expected a {shown(ref.name)} step)"
+    named = [a for a, step in enumerate(steps) if _named(ref, step)]
+    if not named:
+        if ref.kind == COMPARE_IRI:
+            return "no actual step named autocomplete_search or sparql_query"
+        return f"no actual step named {shown(ref.name)}"
+    failed = [a for a in named if a not in successful]
+    ok = [a for a in named if a in successful]
+    in_order = [a for a in ok if a < upto]
+    parts: list[str] = []
+    if failed:
+        more = f" (and {len(failed) - 1} more such steps)" if len(failed) > 1 else ""
+        parts.append(_step_error(steps, failed[-1]) + more)
+    if ok and not in_order:
+        positions = ", ".join(str(a) for a in ok)
+        parts.append(
+            f"the actual {shown(ref.name)} steps [{positions}] come after the steps matched to "
+            f"group {group + 2}, and a step of group {group + 1} must come before them"
+        )
+    if in_order:
+        candidates = in_order[::-1][:_MAX_CANDIDATES]  # latest first, as the matching tries
+        best: tuple[float, int, str] | None = None
+        for a in candidates:
+            if a in used and scorer.would_match(ref, a) > 0.0:
+                g, i = used[a]
+                closeness = 1.0
+                text = f"it matches, but it is matched to step {i + 1} of group {g + 1}"
+            elif scorer.would_match(ref, a) > 0.0:
+                closeness, text = 1.0, "it matches, but the best matching left it out"
+            else:
+                closeness, text = scorer.explain(ref, a)
+            if best is None or closeness > best[0]:
+                best = (closeness, a, text)
+        assert best is not None
+        prefix = f"closest of {len(in_order)} candidates, " if len(in_order) > 1 else ""
+        parts.append(f"{prefix}{_label(steps, best[1])}: {best[2]}")
+    return "; ".join(parts)
+
+
+_KINDS = (
+    ("not evaluated", re.compile(r"^not evaluated: ")),
+    ("partly matched", re.compile(r"^partly matched by ")),
+    ("no such step", re.compile(r"^(no actual step named|the response has no actual steps)")),
+    ("error response", re.compile(r"^the response is an error")),
+    ("step error", re.compile(r"has status (?!success)")),
+    ("out of order", re.compile(r"come after the steps matched to group")),
+    ("column not found", re.compile(r"columns? \?\S+ not found|columns, \d+ are required")),
+    ("rows missing", re.compile(r"\d+ rows? missing")),
+    ("extra rows", re.compile(r"\d+ extra rows?")),
+    ("row order", re.compile(r"rows in another order")),
+    ("ASK value", re.compile(r"ASK result")),
+    ("ids not retrieved", re.compile(r"reference ids not in the top")),
+    (
+        "argument differs",
+        re.compile(
+            r"(mrid|limit|external_id|granularity|aggregates|start|end): "
+            r"|arguments differ"
+        ),
+    ),
+    ("output differs", re.compile(r"output differs at")),
+    ("IRI not returned", re.compile(r"the IRI <")),
+    ("output problem", re.compile(r"\b(output|args\.k): ")),
+)
+
+
+def mismatch_kinds(text: str) -> list[str]:
+    """The kinds of mismatch a ``mismatch`` text reports (for counting), ``other`` if none."""
+    kinds = [name for name, pattern in _KINDS if pattern.search(text)]
+    for alone in ("not evaluated", "partly matched", "error response"):
+        if alone in kinds:
+            return [alone]
+    return kinds or ["other"]
