@@ -1465,6 +1465,7 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 def _signals_and_warnings(prog: str) -> Iterator[None]:
     """SIGTERM handled like SIGINT (main thread only), and qa-eval's warnings as one line each."""
     from .cache import CacheWarning
+    from .errors import UnknownResponsesWarning
 
     previous: Any = None
     main_thread = threading.current_thread() is threading.main_thread()
@@ -1473,7 +1474,9 @@ def _signals_and_warnings(prog: str) -> Iterator[None]:
     default_show = warnings.showwarning
 
     def show(message: Any, category: Any, *rest: Any, **more: Any) -> None:
-        if isinstance(category, type) and issubclass(category, CacheWarning):
+        if isinstance(category, type) and issubclass(
+            category, (CacheWarning, UnknownResponsesWarning)
+        ):
             print(f"{prog}: warning: {redact(str(message))}", file=sys.stderr)
         else:
             default_show(message, category, *rest, **more)
