@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -239,3 +240,121 @@ def test_cli_warns_in_one_line_and_strict_fails(
     err = capsys.readouterr().err
     assert "gate FAILED: strict" in err
     assert "7 responses for question ids not in the reference ignored" in err
+
+
+# Item 10: no config, OPENAI_API_KEY set: the default judge is announced before its first call.
+
+
+def _answers_files(tmp_path: Path, count: int) -> tuple[Path, Path]:
+    questions = [
+        {"id": f"q{n}", "question_text": f"Capital number {n}?", "reference_answer": f"Paris {n}"}
+        for n in range(count)
+    ]
+    ref = tmp_path / "reference.json"
+    ref.write_text(json.dumps([{"template_id": "capitals", "questions": questions}]), "utf-8")
+    resp = tmp_path / "responses.jsonl"
+    resp.write_text(
+        "".join(
+            json.dumps({"question_id": f"q{n}", "actual_answer": f"It is Paris {n}"}) + "\n"
+            for n in range(count)
+        ),
+        encoding="utf-8",
+    )
+    return ref, resp
+
+
+def _note(err: str) -> str:
+    lines = [line for line in err.splitlines() if "OPENAI_API_KEY is set" in line]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def test_default_judge_is_announced_with_its_calls_and_cost(
+    tmp_path: Path,
+    stub: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", stub.url)
+    ref, resp = _answers_files(tmp_path, 3)
+    assert main(["evaluate", str(ref), str(resp), "-q", "--no-cache"]) == 0
+    note = _note(capsys.readouterr().err)
+    assert note.startswith("note: no --config and OPENAI_API_KEY is set, so the LLM metrics use")
+    assert "openai gpt-4o-mini" in note and "--no-judge" in note
+    assert "sk-test" not in note
+    # The estimate (all 3 questions planned: no scaling) is the number of calls then made.
+    assert f"about {len(stub.requests)} judge calls" in note and len(stub.requests) > 0
+    assert re.search(r"about \$0\.0\d\d[1-9] ", note)  # gpt-4o-mini's price is known
+
+
+def test_estimate_of_a_large_run_is_scaled_from_a_sample(
+    tmp_path: Path,
+    stub: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", stub.url)
+    ref, resp = _answers_files(tmp_path, 450)
+    assert main(["evaluate", str(ref), str(resp), "-q", "--no-cache"]) == 0
+    err = capsys.readouterr().err
+    note = _note(err)
+    assert "estimated from the first 200 of 450 questions" in note
+    assert f"about {len(stub.requests)} judge calls" in note  # every question alike: exact
+    assert "not in the reference" not in err  # the sample's left-out responses are not warned
+
+
+def test_no_judge_makes_no_call_and_no_announcement(
+    tmp_path: Path,
+    stub: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", stub.url)
+    ref, resp = _answers_files(tmp_path, 3)
+    out = tmp_path / "results.json"
+    assert main(["evaluate", str(ref), str(resp), "-o", str(out), "--no-judge"]) == 0
+    err = capsys.readouterr().err
+    assert stub.requests == []
+    assert "OPENAI_API_KEY is set" not in err
+    assert "note: LLM metrics not computed: switched off by --no-judge" in err
+    results = json.loads(out.read_text(encoding="utf-8"))
+    assert all("answer_f1" not in r for r in results)
+
+
+def test_no_judge_also_switches_off_a_configured_judge(
+    tmp_path: Path, stub: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "judge.yaml"
+    config.write_text(
+        f"llm:\n  generation:\n    model: gpt-4o-mini\n    base_url: {stub.url}\n    api_key: x\n",
+        encoding="utf-8",
+    )
+    ref, resp = _answers_files(tmp_path, 2)
+    assert main(["evaluate", str(ref), str(resp), "-c", str(config), "-q", "--no-judge"]) == 0
+    assert stub.requests == []
+    assert main(["evaluate", str(ref), str(resp), "-c", str(config), "-q", "--no-cache"]) == 0
+    assert stub.requests  # the same config without the flag does call it
+    assert "OPENAI_API_KEY is set" not in capsys.readouterr().err  # configured: no note
+
+
+def test_no_judge_on_evaluate_flat(
+    tmp_path: Path,
+    stub: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", stub.url)
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(
+        json.dumps({"question": "Capital?", "answer": "Paris", "ground_truth": "Paris"}) + "\n",
+        encoding="utf-8",
+    )
+    assert main(["evaluate-flat", str(rows), "-q", "--no-judge"]) == 0
+    assert stub.requests == []
+    assert main(["evaluate-flat", str(rows), "-q", "--no-cache"]) == 0
+    assert stub.requests
+    assert "OPENAI_API_KEY is set" in capsys.readouterr().err
