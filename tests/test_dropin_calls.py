@@ -358,3 +358,30 @@ def test_no_judge_on_evaluate_flat(
     assert main(["evaluate-flat", str(rows), "-q", "--no-cache"]) == 0
     assert stub.requests
     assert "OPENAI_API_KEY is set" in capsys.readouterr().err
+
+
+def test_steps_of_other_names_do_not_match_by_raw_output() -> None:
+    # graphrag-eval 6.6.1 scores this 1.0: before any type-specific comparison it matches an
+    # actual step of any name whose output equals the reference's (docs/compatibility.md, 12a).
+    reference = [
+        {
+            "template_id": "t",
+            "questions": [
+                {
+                    "id": "q",
+                    "question_text": "Power of T1 yesterday?",
+                    "reference_steps": [
+                        [{"name": "retrieve_time_series", "args": {"id": "T1"}, "output": "[]"}]
+                    ],
+                }
+            ],
+        }
+    ]
+    actual = {"name": "other_tool", "args": {"id": "T1"}, "output": "[]", "status": "success"}
+    responses = {"q": {"question_id": "q", "actual_steps": [{**actual, "id": "call_1"}]}}
+    result = run_evaluation(reference, responses)[0]
+    assert result["steps_score"] == 0.0
+    assert "matches" not in result["reference_steps"][0][0]
+    same_name = {**actual, "name": "retrieve_time_series", "id": "call_1"}
+    result = run_evaluation(reference, {"q": {"question_id": "q", "actual_steps": [same_name]}})[0]
+    assert result["steps_score"] == 1.0 and result["reference_steps"][0][0]["matches"] == "call_1"
