@@ -500,7 +500,7 @@ def test_a_bad_input_rerun_leaves_the_earlier_partial_file(
     earlier = b'{"question_id":"q0","status":"success"}\n'
     partial.write_bytes(earlier)
     bad = tmp_path / "bad.jsonl"
-    bad.write_bytes(b'{"question_id": "q0"}\n{"question_id": "unknown"}\n')
+    bad.write_bytes(b'{"question_id": "q0"}\n{"question_id": "q1", "status": "unknown"}\n')
     assert main(["evaluate", str(ref), str(bad), "-o", str(output), "-q"]) == 2
     assert "unknown" in capsys.readouterr().err
     assert partial.read_bytes() == earlier and not output.exists()

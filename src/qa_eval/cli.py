@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import math
 import os
 import signal
@@ -307,6 +308,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     config = load_config(args.config).with_options(
         concurrency=args.concurrency, repeats=args.repeats
     )
+    if args.no_judge:
+        if args.dry_run:
+            raise QaEvalError("--dry-run plans the judge's calls: it cannot go with --no-judge")
+        config = dataclasses.replace(config, generation=None)
     _check_gate_metrics(config, bars, regressions)
     disable = list(args.disable or ())
     enable = list(args.enable or ())
@@ -327,6 +332,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             for n, path in systems
         ]
     _check_by_reference(reference, args.by or (), args.reference)
+    _announce_default_judge(args, config, reference, runs, disable, enable)
     batched = None
     if args.batch and not args.dry_run:
         batched = _prefill(args, config, reference, runs, disable, enable)
@@ -362,6 +368,83 @@ def _evaluate(args: argparse.Namespace) -> int:
     if not done:  # a dry run: nothing was evaluated, so there is nothing to gate
         return 0
     return _evaluation_gates(args, done, comparisons, bars, regressions)
+
+
+ANNOUNCE_SAMPLE = 200
+"""The questions whose judge calls are planned (a dry run) to estimate a whole run's."""
+
+
+def _announce_default_judge(
+    args: argparse.Namespace,
+    config: Any,
+    reference: Any,
+    runs: Sequence[tuple[str | None, str, Any]],
+    disable: list[str],
+    enable: list[str],
+) -> None:
+    """Before the first call of a judge no config asked for (``OPENAI_API_KEY`` set, no
+    ``--config``): which judge, why, and the calls and cost to expect, from a dry run of the
+    first ``ANNOUNCE_SAMPLE`` questions scaled to all; on stderr, also with ``-q``."""
+    if config.source != "environment" or config.generation is None or args.dry_run:
+        return
+    from .cache import open_cache
+    from .errors import UnknownResponsesWarning
+    from .judge import Judge
+    from .pricing import usd
+
+    sample: list[Any] = []
+    total = taken = 0
+    for template in reference:
+        questions = template.get("questions") if isinstance(template, dict) else None
+        if not isinstance(questions, list):
+            continue
+        count = len(questions)
+        total += count
+        if count and taken < ANNOUNCE_SAMPLE:
+            sample.append({**template, "questions": questions[: ANNOUNCE_SAMPLE - taken]})
+            taken += len(sample[-1]["questions"])
+    calls = 0
+    cost: float | None = 0.0
+    for _, _, responses in runs:
+        store = open_cache(False if args.no_cache else (args.cache or True))
+        judge = Judge(config, cache=store, dry_run=True)
+        try:
+            with warnings.catch_warnings():  # the sample leaves most responses without question
+                warnings.simplefilter("ignore", UnknownResponsesWarning)
+                run_evaluation(
+                    sample,
+                    responses,
+                    config=config,
+                    judge=judge,
+                    cache=False,
+                    disable=disable,
+                    enable=enable,
+                    reference_source=args.reference,
+                )
+        finally:
+            if store is not None:
+                store.close()
+        plan = judge.plan
+        calls += sum(plan.calls.values())
+        prompt, completion = sum(plan.prompt_tokens.values()), sum(plan.completion_tokens.values())
+        spent = usd(judge.price, prompt, completion)
+        cost = None if cost is None or spent is None else cost + spent
+    scale = total / taken if taken else 0.0
+    price = "cost unknown (no price known)"
+    if cost is not None:
+        price = f"about ${cost * scale:.{2 if cost * scale >= 0.01 else 4}f}"
+    gen = config.generation
+    estimate = ""
+    if taken < total:
+        estimate = f"; estimated from the first {taken} of {total} questions"
+    print(
+        f"note: no --config and OPENAI_API_KEY is set, so the LLM metrics use qa-eval's default "
+        f"judge, {gen.provider} {gen.model}: about {round(calls * scale)} judge calls, {price} "
+        f"(cached replies not counted{estimate}); --no-judge switches the LLM metrics off, "
+        "--dry-run shows the plan",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _prefill(
@@ -490,6 +573,8 @@ def _evaluate_system(
         print("\ndry run: no judge call was made and nothing was written")
         return None
     signature: dict[str, Any] = getattr(results, "signature", {})
+    if args.no_judge and signature.get("llm_metrics"):
+        signature["llm_metrics"] = "LLM metrics not computed: switched off by --no-judge"
     if batched is not None:
         signature["batch"] = batched.as_dict()
         if judge is not None and judge.cache is not None:
@@ -1213,6 +1298,11 @@ def _run_options(command: argparse.ArgumentParser) -> None:
         help="print the judge calls, estimated tokens and cost; call nothing",
     )
     judge.add_argument(
+        "--no-judge",
+        action="store_true",
+        help="no LLM metrics: call no judge, even with OPENAI_API_KEY set or a config's llm",
+    )
+    judge.add_argument(
         "--max-cost", type=float, metavar="USD", help="start no judge call once this much was spent"
     )
     judge.add_argument(
@@ -1498,6 +1588,7 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 def _signals_and_warnings(prog: str) -> Iterator[None]:
     """SIGTERM handled like SIGINT (main thread only), and qa-eval's warnings as one line each."""
     from .cache import CacheWarning
+    from .errors import UnknownResponsesWarning
 
     previous: Any = None
     main_thread = threading.current_thread() is threading.main_thread()
@@ -1506,7 +1597,9 @@ def _signals_and_warnings(prog: str) -> Iterator[None]:
     default_show = warnings.showwarning
 
     def show(message: Any, category: Any, *rest: Any, **more: Any) -> None:
-        if isinstance(category, type) and issubclass(category, CacheWarning):
+        if isinstance(category, type) and issubclass(
+            category, (CacheWarning, UnknownResponsesWarning)
+        ):
             print(f"{prog}: warning: {redact(str(message))}", file=sys.stderr)
         else:
             default_show(message, category, *rest, **more)

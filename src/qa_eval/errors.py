@@ -31,6 +31,11 @@ class InputError(QaEvalError, ValueError):
         super().__init__(format_location(source, record, field, message))
 
 
+class UnknownResponsesWarning(UserWarning):
+    """Responses for question ids that are not in the reference dataset were left out of a
+    run (graphrag-eval ignores them silently; ``--strict`` makes them a failure)."""
+
+
 def format_location(source: str | None, record: str | None, field: str | None, message: str) -> str:
     """Join a location and a problem into one line: ``file: record: field: problem``."""
     parts = [p for p in (source, record, field) if p]

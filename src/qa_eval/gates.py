@@ -222,6 +222,9 @@ class Problems:
     """``*_error`` key -> (question id, message) of every value that could not be computed."""
     step_errors: list[tuple[Any, str]] = field(default_factory=list)
     """(question id, first problem) of each question with ``step_errors``."""
+    ignored_responses: int = 0
+    """Responses for question ids not in the reference, left out of the run (its signature's
+    ``ignored_responses``)."""
 
     @property
     def metric_error_count(self) -> int:
@@ -230,7 +233,9 @@ class Problems:
 
     def incomplete(self) -> bool:
         """Whether ``--strict`` fails on these problems."""
-        return bool(self.no_response or self.metric_errors or self.step_errors)
+        return bool(
+            self.no_response or self.metric_errors or self.step_errors or self.ignored_responses
+        )
 
 
 def metric_errors_of(result: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -253,6 +258,11 @@ def metric_errors_of(result: Mapping[str, Any]) -> list[tuple[str, str]]:
 def problems_of(results: Iterable[Mapping[str, Any]]) -> Problems:
     """Count what could not be evaluated: no responses, metric errors, uncomparable steps."""
     found = Problems()
+    signature = getattr(results, "signature", None)
+    if isinstance(signature, Mapping):
+        ignored = signature.get("ignored_responses")
+        if isinstance(ignored, Mapping) and isinstance(ignored.get("count"), int):
+            found.ignored_responses = ignored["count"]
     for result in results:
         found.questions += 1
         qid = result.get("question_id")
@@ -296,6 +306,11 @@ def strict_gate(problems: Problems, system: str | None = None) -> Gate:
         parts.append(
             f"{_plural(len(problems.step_errors), 'question')} with steps that could not be "
             f"compared (e.g. question {qid!r}: {_short(message)})"
+        )
+    if problems.ignored_responses:
+        parts.append(
+            f"{_plural(problems.ignored_responses, 'response')} for question ids not in the "
+            "reference ignored"
         )
     target = f"(all {problems.questions} questions evaluated completely)"
     if not parts:

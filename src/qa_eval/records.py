@@ -22,6 +22,7 @@ __all__ = [
     "Question",
     "ReferenceStep",
     "Response",
+    "Unknown",
     "prepare_reference",
     "prepare_responses",
 ]
@@ -374,10 +375,45 @@ def _numbered(data: Any, problems: _Problems) -> Iterable[tuple[tuple[str, Any],
 _TOKEN_KEYS = ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec")
 
 
+class Unknown:
+    """The responses whose question id is not in the reference dataset: left out of the run
+    (graphrag-eval ignores them), counted, and named in one warning."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.examples: list[Any] = []
+        """The first few ids, in the order read."""
+
+    def add(self, qid: Any) -> None:
+        """Count one response for an unknown question id."""
+        self.count += 1
+        if len(self.examples) < 5:
+            self.examples.append(qid)
+
+    def message(self, source: str) -> str:
+        """The warning's one line: how many were left out, and which ids (the first few)."""
+        shown = ", ".join(short_repr(q, 40) for q in self.examples)
+        more = ", ..." if self.count > len(self.examples) else ""
+        noun = "response" if self.count == 1 else "responses"
+        return (
+            f"{source}: {self.count} {noun} for question ids not in the reference dataset "
+            f"ignored ({shown}{more})"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """The signature's record of them."""
+        return {"count": self.count, "question_ids": list(self.examples)}
+
+
 def prepare_responses(
-    data: Any, questions: Iterable[Question], source: str = "responses"
+    data: Any,
+    questions: Iterable[Question],
+    source: str = "responses",
+    unknown: Unknown | None = None,
 ) -> dict[Any, Response]:
-    """Validate the responses and index them by question id; every id must be a known question."""
+    """Validate the responses and index them by question id. A response for a question id not
+    in the reference is counted in ``unknown`` and left out; without ``unknown`` it is an
+    error."""
     problems = _Problems(source)
     known = {q.question_id for q in questions}
     responses: dict[Any, Response] = {}
@@ -387,7 +423,7 @@ def prepare_responses(
         return None if seen is None else seen.record
 
     for place, key, response in _numbered(data, problems):
-        checked = check_response(place, key, response, problems, known, earlier)
+        checked = check_response(place, key, response, problems, known, earlier, unknown)
         if checked is not None:
             responses[checked.question_id] = checked
     problems.raise_if_any()
@@ -401,10 +437,12 @@ def check_response(
     problems: _Problems,
     known: Container[Any],
     earlier: Callable[[Any], str | None],
+    unknown: Unknown | None = None,
 ) -> Response | None:
     """Check one response read at ``place`` (under ``key`` in a mapping); its problems go to
     ``problems``. ``known`` holds the reference question ids, ``earlier(qid)`` names a response
-    already read for that question. The prepared response, or None when it is not usable."""
+    already read for that question; a response for another id is counted in ``unknown`` (a
+    problem without it). The prepared response, or None when it is not usable."""
     if not isinstance(response, dict):
         problems.add(
             _response_record(place, None),
@@ -424,6 +462,9 @@ def check_response(
         problems.add(_response_record(place, None), "question_id", "missing or not a string")
         return None
     if qid not in known:
+        if unknown is not None:
+            unknown.add(qid)
+            return None
         problems.add(
             _response_record(place, qid),
             "question_id",

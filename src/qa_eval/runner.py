@@ -18,7 +18,8 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+import warnings
+from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -26,9 +27,9 @@ import orjson
 
 from .cache import ReplyCache, open_cache
 from .config import GROUPS, OFFLINE_SWITCHES, SWITCHES, EvalConfig, load_config, parse_config
-from .errors import QaEvalError
+from .errors import QaEvalError, UnknownResponsesWarning
 from .extras import require
-from .records import Question, Response, prepare_reference, prepare_responses
+from .records import Question, Response, Unknown, prepare_reference, prepare_responses
 from .steps.compare import StepScorer
 from .steps.explain import explain_unmatched
 from .steps.matching import match_steps
@@ -122,9 +123,35 @@ def evaluate_question(
 
 class Results(list):  # type: ignore[type-arg]
     """The per-question results (a list, as in the original) with the run's ``signature``:
-    qa-eval version, judge model and parameters, prompt hashes, options, calls, tokens and cost."""
+    qa-eval version, judge model and parameters, prompt hashes, options, calls, tokens and cost.
+
+    The list is also an already finished coroutine: ``await results`` (and ``asyncio.run`` or
+    ``create_task`` of it) gives the list itself, so code written for graphrag-eval 6.x, whose
+    ``run_evaluation`` was a coroutine (``await run_evaluation(...)``), keeps working."""
 
     signature: dict[str, Any]
+
+    # Hashed by identity, as coroutines are, so ``asyncio.gather`` takes it (equality stays
+    # the list's).
+    __hash__ = object.__hash__  # type: ignore[assignment]
+
+    def __await__(self) -> Generator[Any, None, Results]:
+        return self
+        yield  # a generator that finishes at once, returning the list
+
+    def send(self, value: Any) -> Any:
+        """Coroutine protocol: finished at once, with the list as its value."""
+        raise StopIteration(self)
+
+    def throw(self, typ: Any, value: Any = None, traceback: Any = None) -> Any:
+        """Coroutine protocol: the exception is raised here (nothing is left to run)."""
+        if value is None:
+            value = typ() if isinstance(typ, type) else typ
+        raise value
+
+    def close(self) -> None:
+        """Coroutine protocol: nothing to close."""
+        return None
 
     def to_pandas(self) -> Any:
         """One row per question, metric columns, steps as JSON (qa_eval.frames; needs pandas)."""
@@ -137,6 +164,20 @@ class Results(list):  # type: ignore[type-arg]
         from .frames import results_html
 
         return results_html(self)
+
+
+ConfigArg = EvalConfig | str | os.PathLike[str] | Mapping[str, Any] | None
+"""A run's config: an :class:`EvalConfig`, a YAML file's path, a mapping, or None."""
+
+
+def _config_arg(config: ConfigArg, config_file_path: str | os.PathLike[str] | None) -> ConfigArg:
+    """The config given as ``config`` (or graphrag-eval's third positional argument) or as
+    ``config_file_path=``; an empty path is no config, as in graphrag-eval."""
+    if config_file_path is not None and config_file_path != "":
+        if config is not None and config != "":
+            raise TypeError("give the config once: config or config_file_path, not both")
+        return config_file_path
+    return None if config == "" else config
 
 
 ResultCallback = Callable[[dict[str, Any]], None]
@@ -360,14 +401,24 @@ class _Lookup:
 
 
 def _prepare(
-    reference_qas: Any, chat_responses: Any, reference_source: str, responses_source: str
+    reference_qas: Any,
+    chat_responses: Any,
+    reference_source: str,
+    responses_source: str,
+    unknown: Unknown,
 ) -> tuple[list[Question], _Lookup]:
+    """The checked questions and responses; responses for question ids not in the reference
+    are counted in ``unknown`` and left out, with one ``UnknownResponsesWarning``."""
     from .stream import JsonLinesResponses
 
     questions = prepare_reference(reference_qas, reference_source)
     if isinstance(chat_responses, JsonLinesResponses):
-        return questions, _Lookup(None, chat_responses.index(questions, responses_source))
-    return questions, _Lookup(prepare_responses(chat_responses, questions, responses_source))
+        lookup = _Lookup(None, chat_responses.index(questions, responses_source, unknown))
+    else:
+        lookup = _Lookup(prepare_responses(chat_responses, questions, responses_source, unknown))
+    if unknown.count:
+        warnings.warn(unknown.message(responses_source), UnknownResponsesWarning, stacklevel=2)
+    return questions, lookup
 
 
 class _Sink:
@@ -480,9 +531,10 @@ async def _execute(
     gc.disable()
     store: ReplyCache | None = None
     lookup: _Lookup | None = None
+    unknown = Unknown()
     try:
         questions, lookup = _prepare(
-            reference_qas, chat_responses, reference_source, responses_source
+            reference_qas, chat_responses, reference_source, responses_source, unknown
         )
         if freeze:
             gc.freeze()  # the prepared questions (parsed reference outputs) live as long
@@ -556,6 +608,8 @@ async def _execute(
         "templates": len({q.template_id for q in questions}),
         "questions": len(questions),
     }
+    if unknown.count:
+        signature["ignored_responses"] = unknown.as_dict()
     return signature
 
 
@@ -691,8 +745,9 @@ async def _tick(tracker: _Tracker, sink: _Sink) -> None:
 async def arun_evaluation(
     reference_qas: Any,
     chat_responses: Any,
+    config: ConfigArg = None,
     *,
-    config: EvalConfig | str | os.PathLike[str] | Mapping[str, Any] | None = None,
+    config_file_path: str | os.PathLike[str] | None = None,
     concurrency: int | None = None,
     cache: str | os.PathLike[str] | bool | None = True,
     max_cost: float | None = None,
@@ -718,13 +773,14 @@ async def arun_evaluation(
     names all of it but BERTScore), ``disable`` switches any off. ``on_result`` receives each
     result as it finishes, ``progress(done, total)`` is called after each question,
     ``on_progress`` gets a :class:`RunProgress` about ten times a second. ``chat_responses`` may
-    be a :class:`~qa_eval.stream.JsonLinesResponses` file, read as a stream."""
+    be a :class:`~qa_eval.stream.JsonLinesResponses` file, read as a stream.
+    ``config_file_path`` is graphrag-eval's name for ``config`` (give one of them)."""
     sink = _Sink()
     sink.results.signature = await _execute(
         reference_qas,
         chat_responses,
         sink,
-        config=config,
+        config=_config_arg(config, config_file_path),
         concurrency=concurrency,
         cache=cache,
         max_cost=max_cost,
@@ -841,7 +897,9 @@ class EvaluationStream(Iterator[dict[str, Any]]):
             self.close()
 
 
-def iter_evaluation(reference_qas: Any, chat_responses: Any, **options: Any) -> EvaluationStream:
+def iter_evaluation(
+    reference_qas: Any, chat_responses: Any, config: ConfigArg = None, **options: Any
+) -> EvaluationStream:
     """``run_evaluation`` as an iterator of results in reference order, each as soon as it and
     every question before it finished; the options are ``arun_evaluation``'s (callbacks are
     called on the run's thread). Only results not read yet are held: at most ``2 x concurrency``
@@ -850,6 +908,7 @@ def iter_evaluation(reference_qas: Any, chat_responses: Any, **options: Any) -> 
     :class:`~qa_eval.stream.JsonLinesResponses` file, the memory of a run does not grow with
     the number of questions beyond the reference dataset. ``signature`` is set once every
     result was read."""
+    options["config"] = _config_arg(config, options.pop("config_file_path", None))
     return EvaluationStream(reference_qas, chat_responses, options)
 
 def metric_names(names: Iterable[str], verb: str) -> frozenset[str]:
@@ -905,11 +964,17 @@ def _run_in_thread(coroutine_factory: Callable[[], Any]) -> Any:
     return box["value"]
 
 
-def run_evaluation(reference_qas: Any, chat_responses: Any, **options: Any) -> Results:
-    """Synchronous ``arun_evaluation`` (same options); safe to call inside a running event loop."""
+def run_evaluation(
+    reference_qas: Any, chat_responses: Any, config: ConfigArg = None, **options: Any
+) -> Results:
+    """``arun_evaluation`` run to completion (same arguments; ``config`` may be the third
+    positional argument or ``config_file_path=``, as in graphrag-eval); safe to call inside a
+    running event loop, where it blocks the loop until the run is over (``await
+    arun_evaluation(...)`` does not). The results may also be awaited, as graphrag-eval 6.x's
+    coroutine was: ``await run_evaluation(...)`` gives the same list."""
 
     async def boxed() -> _Box:
-        return _Box(await arun_evaluation(reference_qas, chat_responses, **options))
+        return _Box(await arun_evaluation(reference_qas, chat_responses, config, **options))
 
     try:
         asyncio.get_running_loop()

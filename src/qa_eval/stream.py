@@ -18,7 +18,14 @@ from typing import IO, Any
 
 from .errors import InputError
 from .io import _json
-from .records import Question, Response, _Problems, _response_record, check_response
+from .records import (
+    Question,
+    Response,
+    Unknown,
+    _Problems,
+    _response_record,
+    check_response,
+)
 
 __all__ = ["JsonLinesResponses", "ResultsFile"]
 
@@ -68,9 +75,13 @@ class JsonLinesResponses:
         except OSError as e:
             raise InputError(f"cannot read: {e.strerror}", source=str(self.path)) from None
 
-    def index(self, questions: Sequence[Question], source: str) -> StreamedResponses:
+    def index(
+        self, questions: Sequence[Question], source: str, unknown: Unknown | None = None
+    ) -> StreamedResponses:
         """Read and check every line; ``InputError`` (every problem, as ``prepare_responses``
-        reports them) before anything is evaluated. Keeps only each response's place."""
+        reports them) before anything is evaluated. Keeps only each response's place; lines
+        for question ids not in the reference are counted in ``unknown`` (an error without
+        it), as ``prepare_responses`` does."""
         problems = _Problems(source)
         position = {q.question_id: i for i, q in enumerate(questions)}
         offsets = array("q", [-1]) * len(questions)
@@ -87,7 +98,13 @@ class JsonLinesResponses:
                 text = _decode(line, source, number, offset)
                 record = f"line {number}"
                 checked = check_response(
-                    ("line", number), None, _json(text, source, record), problems, position, earlier
+                    ("line", number),
+                    None,
+                    _json(text, source, record),
+                    problems,
+                    position,
+                    earlier,
+                    unknown,
                 )
                 if checked is not None:
                     at = position[checked.question_id]
