@@ -315,9 +315,6 @@ def _evaluate(args: argparse.Namespace) -> int:
 
         reference, responses = read_flat(args.input, _column_mapping(args.column or ()))
         args.reference = args.input
-        # The contexts of a flat row are a made-up retrieval step: the retrieval step metrics
-        # would only repeat context precision and recall on it.
-        disable += [s for s in ("retrieval_answer", "retrieval_context") if s not in enable]
         runs: list[tuple[str | None, str, Any]] = [(None, args.input, responses)]
     else:
         reference = _read_input(args.reference, read_reference, "REFERENCE")
