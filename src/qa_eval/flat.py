@@ -21,8 +21,9 @@ metrics read contexts from in qa-eval's format; a row without a contexts column 
 step, so faithfulness and the context metrics do not apply to it. The made-up step is marked
 ``"flat_contexts": true``: the retrieval step metrics (``retrieval_answer_*``,
 ``retrieval_context_*``) skip it unless explicitly enabled, as they would only repeat context
-precision and recall (the same in ``run_evaluation`` and ``qa-eval evaluate-flat``). A row without an answer is an
-error response ("no answer"), evaluated as such while the other rows are scored.
+precision and recall (the same in ``run_evaluation`` and ``qa-eval evaluate-flat``). A row
+without an answer is an error response ("no answer"), evaluated as such while the other rows are
+scored.
 """
 
 from __future__ import annotations

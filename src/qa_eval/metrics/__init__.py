@@ -17,9 +17,9 @@ change (see docs/adding-a-metric.md).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = [
     "METRICS",
@@ -122,11 +122,9 @@ def _count(name: str) -> Key:
 def _retrieval(prefix: str) -> tuple[Key, ...]:
     keys: list[Key] = []
     for part in ("recall", "precision", "f1"):
-        keys += [
-            _score(f"{prefix}_{part}"),
-            _cost(f"{prefix}_{part}"),
-            Key(f"{prefix}_{part}_error"),
-        ]
+        keys += [_score(f"{prefix}_{part}"), _cost(f"{prefix}_{part}")]
+        if part != "f1":
+            keys.append(Key(f"{prefix}_{part}_error"))
     return (*keys, Key(f"{prefix}_recall_reason"))
 
 
@@ -414,10 +412,10 @@ def reserved(key: str, registry: Mapping[str, Metric] | None = None) -> bool:
     )
 
 
-def describe_metrics(registry: Mapping[str, Metric] | None = None) -> list[dict[str, object]]:
+def describe_metrics(registry: Mapping[str, Metric] | None = None) -> list[dict[str, Any]]:
     """Plain data for ``qa-eval metrics``: every family with its keys, direction, scale, needs,
     default, groups, options and doc page, then the ranking metrics."""
-    out: list[dict[str, object]] = []
+    out: list[dict[str, Any]] = []
     for metric in (registry if registry is not None else METRICS).values():
         out.append(
             {
@@ -434,7 +432,7 @@ def describe_metrics(registry: Mapping[str, Metric] | None = None) -> list[dict[
                         "name": k.name,
                         "direction": k.direction,
                         "scale": k.scale,
-                        "aggregated": k.aggregate or metric.step is not None and k.scale == "0-1",
+                        "aggregated": k.aggregate or (metric.step is not None and k.scale == "0-1"),
                         **({"labels": list(k.labels)} if k.labels else {}),
                     }
                     for k in metric.keys
@@ -448,15 +446,16 @@ def describe_metrics(registry: Mapping[str, Metric] | None = None) -> list[dict[
         out.append(
             {
                 "name": f"{name}@k",
-                "summary": summary,
+                "summary": f"{summary}; an API function of retrieval ids, "
+                f'compute_ranking_metric("{name}@10", relevant, retrieved)',
                 "switch": False,
                 "default": "off",
                 "groups": ["ranking"],
-                "needs": ["steps"],
+                "needs": [],
                 "judge": False,
                 "embedder": False,
                 "keys": [{"name": f"{name}@k", "direction": "higher", "scale": "0-1"}],
-                "step": "retrieval",
+                "step": None,
                 "options": [],
                 "doc": "docs/metrics/ranking.md",
             }
@@ -466,7 +465,8 @@ def describe_metrics(registry: Mapping[str, Metric] | None = None) -> list[dict[
 
 def switches(registry: Mapping[str, Metric] | None = None) -> tuple[str, ...]:
     """The config switches (``--enable`` / ``--disable`` choices), in order."""
-    return tuple(m.name for m in (registry if registry is not None else METRICS).values() if m.switch)
+    registry = registry if registry is not None else METRICS
+    return tuple(m.name for m in registry.values() if m.switch)
 
 
 def groups(registry: Mapping[str, Metric] | None = None) -> dict[str, tuple[str, ...]]:
