@@ -424,6 +424,7 @@ CHECKS: dict[str, Any] = {
     "flag": _flag,
     "str": _Reader.str_,
     "layer": _layer,
+    "integer": _layer,
     "prompt": _prompt,
     "ragas_weights": _weights,
     "criteria_weights": _criteria_weights,
