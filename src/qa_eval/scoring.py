@@ -443,6 +443,12 @@ class AnswerScorer:
                 jobs.append((index, together))
         return jobs
 
+    def step_on(self, switch: str, step: Mapping[str, Any]) -> bool:
+        """Whether a retrieval step metric (``retrieval_answer`` / ``retrieval_context``) runs on
+        this actual step (a flat row's made-up step only when explicitly enabled)."""
+        only = self.enabled if step.get(FLAT_MARK) is True else None
+        return self._step_on(switch, only)
+
     def _step_on(self, switch: str, only: frozenset[str] | set[str] | None) -> bool:
         """Whether a step metric runs on a step (``only``: the switches a marked step allows)."""
         return self.on[switch] and (only is None or switch in only)
