@@ -31,6 +31,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeGuard
 
+from . import metrics as _registry
 from .steps.outputs import OutputParseError, loads
 from .variance import JudgeTally
 
@@ -43,63 +44,16 @@ __all__ = [
     "is_error",
 ]
 
-METRICS: tuple[str, ...] = (
-    "answer_recall",
-    "answer_precision",
-    "answer_f1",
-    "answer_relevance",
-    "answer_relevance_cost",
-    "llm_cost",
-    "faithfulness",
-    "context_precision",
-    "context_precision_ap",
-    "context_recall",
-    "ragas_score",
-    "factual_accuracy",
-    "factual_accuracy_correctness",
-    "factual_accuracy_completeness",
-    "factual_accuracy_consistency",
-    "semantic_similarity",
-    "bertscore_precision",
-    "bertscore_recall",
-    "bertscore_f1",
-    "answer_relevance_rubric",
-    "steps_score",
-    "input_tokens",
-    "output_tokens",
-    "total_tokens",
-    "elapsed_sec",
-)
-STEP_METRICS: dict[str, tuple[str, ...]] = {
-    "retrieval": (
-        "retrieval_answer_recall",
-        "retrieval_answer_precision",
-        "retrieval_answer_f1",
-        "retrieval_context_recall",
-        "retrieval_context_precision",
-        "retrieval_context_f1",
-    ),
-}
-SCORES: tuple[str, ...] = (
-    "steps_score",
-    "answer_recall",
-    "answer_precision",
-    "answer_f1",
-    "answer_relevance",
-    "faithfulness",
-    "context_precision",
-    "context_recall",
-    "ragas_score",
-    "factual_accuracy",
-    "semantic_similarity",
-    "bertscore_f1",
-)
+METRICS: tuple[str, ...] = _registry.aggregated_keys()
+"""The result keys summarised (from the metric registry, ``qa_eval.metrics.METRICS``)."""
+STEP_METRICS: dict[str, tuple[str, ...]] = _registry.step_keys()
+"""The numeric keys written into actual steps, by step name, aggregated by name."""
+SCORES: tuple[str, ...] = _registry.headline_keys()
 """The headline scores (0-1, higher is better), in the order of the summary and the report."""
-ALWAYS_PRESENT = ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec")
-CATEGORIES: dict[str, tuple[str, ...]] = {
-    "factual_accuracy_grade": ("A", "B", "C", "D", "E"),
-    "answer_class": ("CORRECT", "WRONG", "DON'T KNOW"),
-}
+ALWAYS_PRESENT = tuple(
+    key.name for metric in _registry.METRICS.values() for key in metric.keys if key.always
+)
+CATEGORIES: dict[str, tuple[str, ...]] = _registry.categories()
 """Labels counted per group, with the labels listed first (others follow as they appear)."""
 DEFAULT_TAGS = ("question_type",)
 _STEP_COUNTERS = ("total", "once_per_sample", "empty_results", "errors")

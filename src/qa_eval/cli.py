@@ -320,9 +320,6 @@ def _evaluate(args: argparse.Namespace) -> int:
 
         reference, responses = read_flat(args.input, _column_mapping(args.column or ()))
         args.reference = args.input
-        # The contexts of a flat row are a made-up retrieval step: the retrieval step metrics
-        # would only repeat context precision and recall on it.
-        disable += [s for s in ("retrieval_answer", "retrieval_context") if s not in enable]
         runs: list[tuple[str | None, str, Any]] = [(None, args.input, responses)]
     else:
         reference = _read_input(args.reference, read_reference, "REFERENCE")
@@ -546,7 +543,7 @@ def _evaluate_system(
     try:
         if partial is not None and _streamed(output):
             results, aggregates, notable = _evaluate_streamed(
-                reference, responses, options, partial, _tags(args)
+                reference, responses, options, partial, _tags(args), config
             )
         else:
             results = notable = run_evaluation(
@@ -581,7 +578,8 @@ def _evaluate_system(
             signature["options"]["cache"] = str(judge.cache.path)
     if aggregates is None:
         _copy_tags(results, reference, args.by or ())
-        aggregates = compute_aggregates(results, by=_tags(args))
+        # the config's custom metric outputs are aggregated too
+        aggregates = compute_aggregates(results, config, by=_tags(args))
     aggregates["signature"] = signature
     if system is not None:
         aggregates["system"] = system
@@ -666,6 +664,7 @@ def _evaluate_streamed(
     options: dict[str, Any],
     partial: _PartialFile,
     tags: list[str],
+    config: Any = None,
 ) -> tuple[Sequence[dict[str, Any]], dict[str, Any], Sequence[dict[str, Any]]]:
     """Run with the results streamed: each goes to the partial file in reference order as soon
     as it and those before it finished, and into the aggregates; none is held. The partial file
@@ -686,7 +685,7 @@ def _evaluate_streamed(
             yield result
 
     with stream:
-        aggregates = compute_aggregates(results(), by=tags)
+        aggregates = compute_aggregates(results(), config, by=tags)
     partial.close()
     output = partial.path.with_name(partial.path.name[: -len(".partial.jsonl")])
     os.replace(partial.path, output)
@@ -786,6 +785,56 @@ def _metric_errors(results: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
                 if key.endswith("_error") and key not in ("answer_eval_error",) and value:
                     errors.setdefault(key, []).append(str(value))
     return errors
+
+
+def _metrics(args: argparse.Namespace) -> int:
+    """``qa-eval metrics``: the metric registry, as text blocks or JSON."""
+    from .metrics import RANKING, describe_metrics, key_info, parse_at_k
+
+    entries = describe_metrics()
+    if args.name:
+        try:
+            base, k = parse_at_k(args.name)
+        except ValueError as e:
+            raise QaEvalError(str(e)) from None
+        found = key_info(args.name)
+        if found is not None:
+            base = found[0].name
+        wanted = f"{base}@k" if k is not None or base in RANKING else base
+        entries = [e for e in entries if e["name"] == wanted]
+        if not entries:
+            known = ", ".join(str(e["name"]) for e in describe_metrics())
+            raise QaEvalError(f"unknown metric {args.name!r} (known: {known})")
+    if args.format == "json":
+        sys.stdout.write(orjson.dumps(entries, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return 0
+    marks = {"higher": "higher is better", "lower": "lower is better", "none": "neither"}
+    lines: list[str] = []
+    for entry in entries:
+        needs = [n for n in ("judge", "embedder") if entry[n]]
+        head = [
+            str(entry["name"]),
+            f"default {entry['default']}"
+            if entry["switch"]
+            else ("API function" if "ranking" in entry["groups"] else "always"),
+            f"needs {' + '.join(needs)}" if needs else "no judge",
+        ]
+        if entry["groups"]:
+            head.append("group " + ", ".join(map(str, entry["groups"])))
+        lines.append("  ".join(head) + f"  ({entry['doc']})")
+        lines.append(f"    {entry['summary']}")
+        if entry["step"]:
+            lines.append(f"    written into each {entry['step']} step")
+        for key in entry["keys"]:
+            label = f"    {key['name']:<40} {key['scale']:<7}"
+            if key["scale"] != "text":
+                label += f" {marks[key['direction']]}"
+            lines.append(label.rstrip())
+        for option in entry["options"]:
+            lines.append(f"    option {option['name']}: {option['doc']}")
+        lines.append("")
+    sys.stdout.write("\n".join(lines))
+    return 0
 
 
 def _refresh(args: argparse.Namespace) -> int:
@@ -959,7 +1008,7 @@ def _aggregate(args: argparse.Namespace) -> int:
     results = _read_results(args.results, "aggregate")
     _check_by_results(results, args.by or (), args.results)
     try:
-        aggregates = compute_aggregates(results, by=_tags(args))
+        aggregates = compute_aggregates(results, args.config, by=_tags(args))
     except TypeError as e:
         raise QaEvalError(f"{args.results}: {e}") from None
     if args.output:
@@ -1397,6 +1446,9 @@ def _commands(commands: Any) -> None:
     )
     aggregate.add_argument("results", help="results written by 'qa-eval evaluate -o'")
     aggregate.add_argument("-o", "--output", help="write aggregates here instead of stdout")
+    aggregate.add_argument(
+        "--config", help="the run's config: its custom metrics' numeric outputs are aggregated too"
+    )
     aggregate.add_argument("--by", action="append", metavar="KEY", help=_BY_HELP)
     aggregate.set_defaults(handler=_aggregate)
 
@@ -1462,6 +1514,16 @@ def _commands(commands: Any) -> None:
     )
     schema.add_argument("name", choices=("reference", "responses", "results"))
     schema.set_defaults(handler=_schema)
+
+    metrics = commands.add_parser(
+        "metrics",
+        help="list every metric: its keys, direction, whether it needs a judge, its doc page",
+    )
+    metrics.add_argument(
+        "name", nargs="?", help="only this metric (a family, a key's family or e.g. ndcg@10)"
+    )
+    metrics.add_argument("--format", choices=("text", "json"), default="text")
+    metrics.set_defaults(handler=_metrics)
 
     compare = commands.add_parser(
         "compare",

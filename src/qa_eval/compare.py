@@ -23,12 +23,14 @@ Hypotheses*, §3.5; multiplicity by Holm 1979, *Scand. J. Statist.* 6:65-70):
   outcome of ``n`` pairs could reach ``p < alpha`` (``2**(1 - n) < alpha`` when exact); other
   rows cannot be rejected and are left out of the family (``p_adjusted`` None).
 - ``better`` is ``"a"`` or ``"b"`` exactly when ``p_adjusted < alpha``: the run the delta favours
-  in the metric's direction ("lower is better" for costs, tokens and times).
+  in the metric's direction, as the metric registry declares it (``qa_eval.metrics.direction``:
+  "lower is better" for costs, tokens and times; ``none`` for counts such as the claim counts,
+  which get a delta and a p-value but no ``better``).
 - wins / losses / ties count the questions where B is better / worse / equal (``|d| <= 1e-12``).
 
 Errors (``errors=``): ``"fail"`` (default) scores an error result as a failed answer, 0 on every
-higher-is-better metric, and keeps the values it carries for lower-is-better ones (tokens, cost,
-time); ``"exclude"`` leaves out questions that are an error in either run; ``"include"`` uses the
+higher-is-better metric, and keeps the values it carries for the others (tokens, cost, time,
+counts); ``"exclude"`` leaves out questions that are an error in either run; ``"include"`` uses the
 values error results carry. Every row counts the errors among its questions (``errors_a``,
 ``errors_b``). When either run was scored with ``--repeats``, a row of a judged metric also has
 ``judge_se`` (the standard error of ``delta`` that the judge's own noise causes) and
@@ -48,6 +50,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .aggregate import METRICS, STEP_METRICS, is_error, is_finite_number, is_number
+from .metrics import direction
 from .variance import MARKER, judge_noise, question_variance, within_noise
 
 __all__ = [
@@ -55,6 +58,7 @@ __all__ = [
     "MAX_RESAMPLES",
     "compare_runs",
     "default_metrics",
+    "direction",
     "format_table",
     "lower_is_better",
     "sign_flip_test",
@@ -68,7 +72,6 @@ MAX_RESAMPLES = 1_000_000
 """The most random sign vectors a row may draw."""
 _RELATIVE_TOLERANCE = 1e-9
 _ID_KEYS = frozenset({"template_id", "question_id"})
-_LOWER_SUFFIXES = ("cost", "tokens", "_sec", "_seconds", "_ms", "elapsed", "latency")
 _CHUNK_ELEMENTS = 1 << 21  # random signs per chunk (16 MiB of float64)
 _STEP_METRIC_NAMES = {m: step for step, names in STEP_METRICS.items() for m in names}
 ErrorMode = Literal["fail", "exclude", "include"]
@@ -76,8 +79,9 @@ _ERROR_MODES = ("fail", "exclude", "include")
 
 
 def lower_is_better(metric: str) -> bool:
-    """Whether smaller values of ``metric`` are better (costs, tokens, times)."""
-    return metric.lower().endswith(_LOWER_SUFFIXES)
+    """Whether smaller values of ``metric`` are better (costs, tokens, times; the registry's
+    ``direction``)."""
+    return direction(metric) == "lower"
 
 
 def default_metrics(*runs: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -460,7 +464,8 @@ def compare_runs(
     repeated = any(MARKER in r for _, ra, rb in used for r in (ra, rb))
     out_metrics: list[dict[str, Any]] = []
     for metric in names:
-        lower = metric in lower_names or lower_is_better(metric)
+        way = "lower" if metric in lower_names else direction(metric)
+        lower = way == "lower"
         groups: dict[Any, tuple[list[tuple[float, float]], dict[str, int]]] = {
             t: ([], _zero_counts(*error_counts[t])) for t in templates
         }
@@ -468,7 +473,10 @@ def compare_runs(
         for template, ra, rb in used:
             pairs, counts = groups[template]
             counts["questions"] += 1
-            (kind_a, value_a), (kind_b, value_b) = _values(ra, rb, metric, lower, errors)
+            # errors=fail: an error becomes 0 only for a higher-is-better metric
+            (kind_a, value_a), (kind_b, value_b) = _values(
+                ra, rb, metric, way != "higher", errors
+            )
             if kind_a != "ok":
                 counts[f"{kind_a}_a"] += 1
             if kind_b != "ok":
@@ -501,7 +509,7 @@ def compare_runs(
         out_metrics.append(
             {
                 "metric": metric,
-                "direction": "lower" if lower else "higher",
+                "direction": way,
                 "overall": overall,
                 "per_template": per_template,
             }
@@ -509,6 +517,8 @@ def compare_runs(
     _holm([entry["overall"] for entry in out_metrics])
     _holm([row for entry in out_metrics for row in entry["per_template"]])
     for entry in out_metrics:
+        if entry["direction"] == "none":  # a count: a change is neither better nor worse
+            continue
         lower = entry["direction"] == "lower"
         for row in (entry["overall"], *entry["per_template"]):
             _mark(row, lower, alpha)
@@ -657,7 +667,8 @@ def format_table(
     too_few = f"n<{fewest}" if fewest is not None else "too few"
 
     def metric_name(entry: Mapping[str, Any]) -> str:
-        return str(entry["metric"]) + (" (-)" if entry["direction"] == "lower" else "")
+        marks = {"lower": " (-)", "none": " (=)"}
+        return str(entry["metric"]) + marks.get(entry["direction"], "")
 
     # (name, cells): cells None for a metric heading in the per-template block
     overall_rows: list[tuple[str, dict[str, str] | None]] = []
@@ -762,7 +773,10 @@ def format_table(
             f"{too_few}: too few pairs for any p < {alpha:g} (with n pairs the smallest p is "
             "2^(1-n)): not tested, no CI."
         )
-    legend.append("W/L/T: questions where B is better / worse / tied; (-) lower is better.")
+    legend.append(
+        "W/L/T: questions where B is better / worse / tied; (-) lower is better; (=) a count, "
+        "neither direction is better (W/L: B higher / lower)."
+    )
     if noisy:
         legend.append(
             "~: |delta| is less than 2 judge standard errors: the judge's own noise (measured "

@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from . import metrics as _registry
 from .errors import InputError
 from .redact import public_url, register_secret, register_url
 
@@ -34,29 +35,15 @@ SDK_PROVIDERS = ("openai", "azure")
 """Called with the official SDK; any other provider goes through litellm (an optional extra)."""
 AZURE_API_VERSION = "2024-10-21"
 EMBEDDING_PROVIDERS = (*SDK_PROVIDERS, "offline")
-GRAPHRAG_SWITCHES = (
-    "faithfulness",
-    "context_precision",
-    "context_recall",
-    "ragas_score",
-    "factual_accuracy",
-    "semantic_similarity",
-    "answer_class",
-    "bertscore",
-)
-"""The GraphRAG metric set: off unless a config or ``--enable`` switches them on."""
-SWITCHES = (
-    "answer_correctness",
-    "answer_relevance",
-    "retrieval_answer",
-    "retrieval_context",
-    *GRAPHRAG_SWITCHES,
-    "custom",
-)
-GROUPS = {"graphrag": tuple(s for s in GRAPHRAG_SWITCHES if s != "bertscore")}
+SWITCHES = _registry.switches()
+"""The metric families a config or ``--enable`` / ``--disable`` switches (from the registry,
+``qa_eval.metrics.METRICS``)."""
+GRAPHRAG_SWITCHES = tuple(s for s in SWITCHES if not _registry.METRICS[s].default)
+"""The switches that are off unless a config or ``--enable`` switches them on."""
+GROUPS = _registry.groups()
 """Names that ``--enable`` expands: ``graphrag`` is every GraphRAG metric but BERTScore (which
 needs PyTorch)."""
-OFFLINE_SWITCHES = ("semantic_similarity", "bertscore")
+OFFLINE_SWITCHES = tuple(s for s in SWITCHES if _registry.METRICS[s].offline)
 """Metrics that need no judge."""
 
 
@@ -133,7 +120,8 @@ class EvalConfig:
     def enabled(self, switch: str) -> bool:
         """Whether a metric family is switched on (the original's are, the GraphRAG set is not,
         unless the config says otherwise)."""
-        return bool(self.metrics.get(switch, switch not in GRAPHRAG_SWITCHES))
+        metric = _registry.METRICS.get(switch)
+        return bool(self.metrics.get(switch, metric.default if metric is not None else True))
 
     def switched_on(
         self,
@@ -428,14 +416,32 @@ def _flag(block: _Reader, key: str) -> bool | None:
     return value
 
 
-_OPTIONS: dict[str, dict[str, Any]] = {
-    "answer_relevance": {"rubric_fallback": _flag},
-    "ragas_score": {"weights": _weights},
-    "factual_accuracy": {"weights": _criteria_weights, "cutoffs": _cutoffs},
-    "answer_class": {"phrases": _phrases},
-    "bertscore": {"model": _Reader.str_, "layer": _layer},
+def _prompt(block: _Reader, key: str) -> str | None:
+    return _read_prompt(block, block.source) if key == "prompt" else block.str_(key)
+
+
+CHECKS: dict[str, Any] = {
+    "flag": _flag,
+    "str": _Reader.str_,
+    "layer": _layer,
+    "integer": _layer,
+    "prompt": _prompt,
+    "ragas_weights": _weights,
+    "criteria_weights": _criteria_weights,
+    "cutoffs": _cutoffs,
+    "phrases": _phrases,
 }
-"""The settings each metric block takes besides ``enabled``, with their checks."""
+"""The option readers a registry ``Option.check`` names: ``(block, key) -> value or None``."""
+
+
+def _options() -> dict[str, dict[str, Any]]:
+    """The settings each metric block takes besides ``enabled``, with their checks (from the
+    registry)."""
+    return {
+        metric.name: {option.name: CHECKS[option.check] for option in metric.options}
+        for metric in _registry.METRICS.values()
+        if metric.options
+    }
 
 
 def parse_config(data: Any, source: str = "config") -> EvalConfig:
@@ -453,7 +459,8 @@ def parse_config(data: Any, source: str = "config") -> EvalConfig:
     ``true`` / ``false``; ``answer_relevance`` also takes ``rubric_fallback``.
     """
     top = _Reader(data, source, "")
-    top.check_keys(("llm", *SWITCHES[:-1], "custom_evaluations"))
+    blocks = tuple(s for s in SWITCHES if s != "custom")  # custom: ``custom_evaluations``
+    top.check_keys(("llm", *blocks, "custom_evaluations"))
     llm = top.sub("llm")
     llm.check_keys(
         (
@@ -472,20 +479,18 @@ def parse_config(data: Any, source: str = "config") -> EvalConfig:
     switches: dict[str, bool] = {}
     prompt = None
     options: dict[str, dict[str, Any]] = {}
-    for key in SWITCHES[:-1]:
-        extra = tuple(_OPTIONS.get(key, ()))
-        if key == "answer_correctness":
-            extra = ("prompt",)
-        value, block = _switch(top, key, extra)
+    all_options = _options()
+    for key in blocks:
+        checks = all_options.get(key, {})
+        value, block = _switch(top, key, tuple(checks))
         if value is not None:
             switches[key] = value
-        if key == "answer_correctness":
-            prompt = _read_prompt(block, source)
-        elif key in _OPTIONS:
-            read = {name: check(block, name) for name, check in _OPTIONS[key].items()}
-            chosen = {name: v for name, v in read.items() if v is not None}
-            if chosen:
-                options[key] = chosen
+        read = {name: check(block, name) for name, check in checks.items()}
+        if key == "answer_correctness":  # kept apart: its text is not a signature option
+            prompt = read.pop("prompt", None)
+        chosen = {name: v for name, v in read.items() if v is not None}
+        if chosen:
+            options[key] = chosen
     custom = data.get("custom_evaluations") if isinstance(data, Mapping) else None
     if custom is None:
         custom = []

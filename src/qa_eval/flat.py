@@ -18,8 +18,12 @@ code); any other text is one context. A list of ground truths is joined with new
 
 The contexts become one ``retrieval`` step whose output is the chunk list, which is where the
 metrics read contexts from in qa-eval's format; a row without a contexts column has no retrieval
-step, so faithfulness and the context metrics do not apply to it. A row without an answer is an
-error response ("no answer"), evaluated as such while the other rows are scored.
+step, so faithfulness and the context metrics do not apply to it. The made-up step is marked
+``"flat_contexts": true``: the retrieval step metrics (``retrieval_answer_*``,
+``retrieval_context_*``) skip it unless explicitly enabled, as they would only repeat context
+precision and recall (the same in ``run_evaluation`` and ``qa-eval evaluate-flat``). A row
+without an answer is an error response ("no answer"), evaluated as such while the other rows are
+scored.
 """
 
 from __future__ import annotations
@@ -37,7 +41,10 @@ import orjson
 from .errors import InputError, short_repr
 from .io import _json, _lines, _text
 
-__all__ = ["FIELDS", "flat_to_dataset", "read_flat", "read_flat_rows"]
+__all__ = ["FIELDS", "FLAT_MARK", "flat_to_dataset", "read_flat", "read_flat_rows"]
+
+FLAT_MARK = "flat_contexts"
+"""The key set (to ``true``) on the made-up retrieval step of a flat row (see scoring.py)."""
 
 FIELDS: dict[str, tuple[str, ...]] = {
     "question_id": ("id", "question_id"),
@@ -217,6 +224,7 @@ def flat_to_dataset(
                         "args": {},
                         "status": "success",
                         "output": orjson.dumps(chunks).decode(),
+                        FLAT_MARK: True,
                     }
                 ]
         responses.append(response)

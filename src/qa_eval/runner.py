@@ -366,7 +366,7 @@ def _expected_asks(
         for i, s in enumerate(steps)
         if isinstance(s, Mapping) and s.get("name") == "retrieval"
     ]
-    asks = len(scorer.custom)
+    asks = len(scorer.custom) + len(scorer.generic)
     if answer:
         asks += on["answer_correctness"] and reference
         asks += on["answer_relevance"] and scorer.embedder is not None
@@ -377,8 +377,8 @@ def _expected_asks(
         asks += on["context_precision"] + (on["context_recall"] and reference)
     matched_steps = {a for ref, a in matched if ref.get("name") == "retrieval"}
     for index in retrieval:
-        asks += 2 * (on["retrieval_answer"] and reference)
-        asks += 2 * (on["retrieval_context"] and index in matched_steps)
+        asks += 2 * (scorer.step_on("retrieval_answer", steps[index]) and reference)
+        asks += 2 * (scorer.step_on("retrieval_context", steps[index]) and index in matched_steps)
     return int(asks)
 
 

@@ -10,6 +10,14 @@ Which metric runs when:
 - ``retrieval_context_*``: every ``retrieval`` actual step matched to a ``retrieval`` reference
   step with an output.
 - custom metrics: every question that has their inputs.
+- a registry family with a ``score`` entry point (``qa_eval.metrics.METRICS``, see
+  docs/adding-a-metric.md): every question that has what its ``needs`` lists (answer, reference
+  answer, contexts); a ``JudgeError`` or ``ValueError`` becomes its ``<name>_error``, a returned
+  cost its ``<name>_cost``.
+- a retrieval step marked ``flat_contexts`` (the made-up step of a flat row, ``flat.py``) gets no
+  ``retrieval_answer_*`` / ``retrieval_context_*`` unless those are explicitly enabled (``enable``,
+  ``--enable``): they would only repeat context precision and recall on it, in the API as on
+  the CLI.
 
 The GraphRAG set (off unless switched on; contexts are the chunk texts of the successful
 ``retrieval`` actual steps, in order; the ground truth is ``reference_answer``):
@@ -37,13 +45,17 @@ values are merged (mean, standard deviation, flips; see ``variance.py``).
 from __future__ import annotations
 
 import asyncio
+import importlib
 import math
 from collections.abc import Coroutine, Mapping
 from typing import Any
 
 from .config import OFFLINE_SWITCHES, SWITCHES, EvalConfig
 from .embeddings import Embedder
-from .judge import Judge
+from .flat import FLAT_MARK
+from .judge import Judge, JudgeError
+from .metrics import METRICS as REGISTRY
+from .metrics import Metric
 from .metrics.classify import DEFAULT_UNCERTAINTY_PHRASES, classify_answer
 from .metrics.composite import ragas_score
 from .metrics.context import chunk_texts, retrieval_metrics
@@ -137,6 +149,15 @@ class AnswerScorer:
             and (judge is not None or s in OFFLINE_SWITCHES)
             for s in SWITCHES
         }
+        self.enabled = enabled
+        self.generic: list[Metric] = [
+            m
+            for m in REGISTRY.values()
+            if m.score is not None
+            and config.switched_on(m.name, enabled, disabled)
+            and (judge is not None or m.offline)
+            and (embedder is not None or "embedder" not in m.needs)
+        ]
         if embedder is None:
             self.on["semantic_similarity"] = False
         if bertscorer is None:
@@ -156,7 +177,7 @@ class AnswerScorer:
         """Whether any metric would run for this result."""
         if result.get("status") != "success":
             return False
-        if self.custom:
+        if self.custom or self.generic:
             return True
         if "actual_answer" in result and any(self.on[m] for m in _ANSWER_METRICS):
             return True
@@ -216,7 +237,9 @@ class AnswerScorer:
                     },
                 )
             )
-        step_jobs = self._step_jobs(chunks, question, reference, matched)
+        if self.generic:
+            jobs.extend(self._generic_jobs(question, reference, answer, steps, chunks))
+        step_jobs = self._step_jobs(chunks, question, reference, matched, steps)
         outcomes = await asyncio.gather(*jobs, *(job for _, job in step_jobs))
         for keys in outcomes[: len(jobs)]:
             result.update(keys)
@@ -237,6 +260,60 @@ class AnswerScorer:
         ]
         if costs:
             result["llm_cost"] = math.fsum(costs)
+
+    def _generic_jobs(
+        self,
+        question: str,
+        reference: Any,
+        answer: Any,
+        steps: list[Any],
+        chunks: dict[int, list[str] | ValueError],
+    ) -> list[Coroutine[Any, Any, dict[str, Any]]]:
+        """The registry families scheduled by their ``needs`` alone."""
+        jobs: list[Coroutine[Any, Any, dict[str, Any]]] = []
+        for metric in self.generic:
+            needs = metric.needs
+            if "answer" in needs and not isinstance(answer, str):
+                continue
+            if "reference_answer" in needs and not isinstance(reference, str):
+                continue
+            contexts: list[str] | None = None
+            if "contexts" in needs:
+                try:
+                    contexts = contexts_of(steps, chunks or retrieval_chunks(steps))
+                except ValueError as e:
+                    jobs.append(_failed_keys([f"{metric.name}_error"], str(e)))
+                    continue
+                if contexts is None:
+                    continue
+            inputs = {
+                "question": question,
+                "answer": answer if isinstance(answer, str) else None,
+                "reference_answer": reference if isinstance(reference, str) else None,
+                "contexts": contexts,
+                "steps": steps,
+            }
+            jobs.append(self._registered(metric, inputs))
+        return jobs
+
+    async def _registered(self, metric: Metric, inputs: dict[str, Any]) -> dict[str, Any]:
+        """Run a registry family's ``score`` entry point: the one place its judge errors become
+        ``<name>_error`` and its cost ``<name>_cost``."""
+        assert metric.score is not None
+        module, _, function = metric.score.partition(":")
+        score = getattr(importlib.import_module(module), function)
+        options = dict(self.config.options.get(metric.name, {}))
+        try:
+            out = await score(self.judge, inputs, options)
+        except (JudgeError, ValueError) as e:
+            return {f"{metric.name}_error": str(e)}
+        cost = None
+        if isinstance(out, tuple):
+            out, cost = out
+        keys = dict(out)
+        if cost is not None:
+            keys[f"{metric.name}_cost"] = cost
+        return keys
 
     def _answer_jobs(
         self, question: str, reference: Any, answer: str, offline: bool = True
@@ -345,40 +422,66 @@ class AnswerScorer:
         question: str,
         reference: Any,
         matched: list[tuple[Mapping[str, Any], int]],
+        steps: list[Any],
     ) -> list[tuple[int, Coroutine[Any, Any, dict[str, Any]]]]:
         references: dict[int, Mapping[str, Any]] = {
             a: ref for ref, a in matched if ref.get("name") == "retrieval" and "output" in ref
         }
+        explicit = {"retrieval_answer", "retrieval_context"} & self.enabled
         jobs = []
         for index, chunks in chunks_by_step.items():
-            if isinstance(chunks, ValueError):
-                jobs.append(
-                    (index, _failed(self._prefixes(reference, index in references), str(chunks)))
-                )
+            # A flat row's contexts: the step metrics would repeat the context ones.
+            only = explicit if steps[index].get(FLAT_MARK) is True else None
+            if only is not None and not only:
                 continue
-            together = self._together(question, reference, references.get(index), chunks)
+            if isinstance(chunks, ValueError):
+                prefixes = self._prefixes(reference, index in references, only)
+                jobs.append((index, _failed(prefixes, str(chunks))))
+                continue
+            together = self._together(question, reference, references.get(index), chunks, only)
             if together is not None:
                 jobs.append((index, together))
         return jobs
 
-    def _prefixes(self, reference: Any, matched: bool) -> list[str]:
+    def step_on(self, switch: str, step: Mapping[str, Any]) -> bool:
+        """Whether a retrieval step metric (``retrieval_answer`` / ``retrieval_context``) runs on
+        this actual step (a flat row's made-up step only when explicitly enabled)."""
+        only = self.enabled if step.get(FLAT_MARK) is True else None
+        return self._step_on(switch, only)
+
+    def _step_on(self, switch: str, only: frozenset[str] | set[str] | None) -> bool:
+        """Whether a step metric runs on a step (``only``: the switches a marked step allows)."""
+        return self.on[switch] and (only is None or switch in only)
+
+    def _prefixes(
+        self, reference: Any, matched: bool, only: frozenset[str] | set[str] | None = None
+    ) -> list[str]:
         prefixes = []
-        if self.on["retrieval_answer"] and isinstance(reference, str):
+        if self._step_on("retrieval_answer", only) and isinstance(reference, str):
             prefixes.append("retrieval_answer")
-        if self.on["retrieval_context"] and matched:
+        if self._step_on("retrieval_context", only) and matched:
             prefixes.append("retrieval_context")
         return prefixes
 
     def _together(
-        self, question: str, reference: Any, ref_step: Mapping[str, Any] | None, chunks: list[str]
+        self,
+        question: str,
+        reference: Any,
+        ref_step: Mapping[str, Any] | None,
+        chunks: list[str],
+        only: frozenset[str] | set[str] | None = None,
     ) -> Coroutine[Any, Any, dict[str, Any]] | None:
         parts: list[Coroutine[Any, Any, dict[str, Any]]] = []
         judge = self.judge
         if judge is None:  # never so: the LLM switches are on only with a judge
             return None
-        if self.on["retrieval_answer"] and isinstance(reference, str) and reference.strip():
+        if (
+            self._step_on("retrieval_answer", only)
+            and isinstance(reference, str)
+            and reference.strip()
+        ):
             parts.append(retrieval_metrics(judge, "retrieval_answer", question, reference, chunks))
-        if self.on["retrieval_context"] and ref_step is not None:
+        if self._step_on("retrieval_context", only) and ref_step is not None:
             try:
                 reference_text = "\n".join(chunk_texts(ref_step["output"]))
             except ValueError as e:

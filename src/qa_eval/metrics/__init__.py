@@ -1,1 +1,478 @@
-"""Metric families: one module per family, each a set of pure functions."""
+"""Metric families: one module per family, each a set of pure functions, and the registry.
+
+``METRICS`` below is the one place that says what a metric is: for each family (a config switch,
+or a family of keys that is always written such as ``steps_score`` and the token counts) what it
+needs, the result keys it writes with their direction and scale, whether it is on by default, its
+group, its options and its doc page. Everything else derives from it: the config switches and
+groups (``config.py``), the ``--enable`` / ``--disable`` choices, the aggregated keys
+(``aggregate.METRICS``, ``SCORES``, ``STEP_METRICS``, ``CATEGORIES``), the direction used by
+``compare`` and the report (``direction``), the keys a custom metric may not use (``reserved``),
+``qa-eval metrics`` and the ``name@k`` syntax of ranking metrics (``parse_at_k``).
+
+This module imports nothing of qa-eval's (config, scoring and aggregate import it). A family with a
+``score`` entry point (``"module:function"``) is scheduled by ``scoring.py`` without any other
+change (see docs/adding-a-metric.md).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = [
+    "METRICS",
+    "RANKING",
+    "Key",
+    "Metric",
+    "Option",
+    "aggregated_keys",
+    "categories",
+    "describe_metrics",
+    "direction",
+    "headline_keys",
+    "key_info",
+    "parse_at_k",
+    "reserved",
+    "step_keys",
+]
+
+Direction = Literal["higher", "lower", "none"]
+Scale = Literal["0-1", "count", "usd", "seconds", "label", "text"]
+Need = Literal["question", "answer", "reference_answer", "contexts", "steps", "judge", "embedder"]
+
+
+@dataclass(frozen=True)
+class Key:
+    """One result key a metric family writes."""
+
+    name: str
+    direction: Direction = "none"
+    scale: Scale = "text"
+    aggregate: bool = False
+    """Whether ``compute_aggregates`` summarises it (sum, mean, median, min, max, n)."""
+    headline: int = 0
+    """Its position among the headline scores of the summary and the report (0: not one)."""
+    labels: tuple[str, ...] = ()
+    """For a label key: the labels counted first by the aggregates (others follow)."""
+    always: bool = False
+    """Aggregated even when no question has it (all zeros)."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """A setting of a metric's config block besides ``enabled``; ``check`` names the reader in
+    ``config.py`` (``config.CHECKS``) that validates it."""
+
+    name: str
+    check: str
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric family."""
+
+    name: str
+    summary: str
+    needs: tuple[Need, ...]
+    keys: tuple[Key, ...]
+    doc: str
+    default: bool = True
+    switch: bool = True
+    """Whether it is a config switch (``--enable`` / ``--disable``)."""
+    groups: tuple[str, ...] = ()
+    options: tuple[Option, ...] = ()
+    step: str | None = None
+    """Its keys are written into the actual steps of this name, not into the result."""
+    prefix: bool = True
+    """Custom metrics may not use ``<name>`` nor ``<name>_...`` as output names."""
+    score: str | None = None
+    """``"module:function"`` of an ``async (judge, inputs, options) -> dict`` entry point, for a
+    family scoring.py schedules generically (see docs/adding-a-metric.md)."""
+
+    @property
+    def judged(self) -> bool:
+        """Whether it needs the judge."""
+        return "judge" in self.needs
+
+    @property
+    def offline(self) -> bool:
+        """Whether it runs without a judge."""
+        return "judge" not in self.needs
+
+
+def _score(name: str, headline: int = 0) -> Key:
+    return Key(name, "higher", "0-1", aggregate=True, headline=headline)
+
+
+def _cost(name: str, aggregate: bool = False) -> Key:
+    return Key(f"{name}_cost", "lower", "usd", aggregate=aggregate)
+
+
+def _text(*names: str) -> tuple[Key, ...]:
+    return tuple(Key(n) for n in names)
+
+
+def _count(name: str) -> Key:
+    return Key(name, "none", "count")
+
+
+def _retrieval(prefix: str) -> tuple[Key, ...]:
+    keys: list[Key] = []
+    for part in ("recall", "precision", "f1"):
+        keys += [_score(f"{prefix}_{part}"), _cost(f"{prefix}_{part}")]
+        if part != "f1":
+            keys.append(Key(f"{prefix}_{part}_error"))
+    return (*keys, Key(f"{prefix}_recall_reason"))
+
+
+_GRAPHRAG = ("graphrag",)
+
+# fmt: off
+METRICS: dict[str, Metric] = {
+    "answer_correctness": Metric(
+        "answer_correctness", "claims of the answer matched against the reference answer",
+        ("question", "answer", "reference_answer", "judge"),
+        (
+            _score("answer_recall", 2), _score("answer_precision", 3), _score("answer_f1", 4),
+            _count("answer_reference_claims_count"), _count("answer_actual_claims_count"),
+            _count("answer_matching_claims_count"), _cost("answer_correctness"),
+            *_text("answer_correctness_reason", "answer_correctness_error", "answer_eval_error"),
+        ),
+        "docs/metrics/answer.md",
+        options=(Option("prompt", "prompt", "a prompt text or a .md/.txt file"),),
+    ),
+    "answer_relevance": Metric(
+        "answer_relevance", "questions generated from the answer, compared with the question",
+        ("question", "answer", "judge", "embedder"),
+        (
+            _score("answer_relevance", 5), _cost("answer_relevance", aggregate=True),
+            *_text("answer_relevance_error", "answer_relevance_questions"),
+            _score("answer_relevance_rubric"), _cost("answer_relevance_rubric"),
+            *_text("answer_relevance_rubric_reason", "answer_relevance_rubric_error"),
+        ),
+        "docs/metrics/answer.md",
+        options=(Option("rubric_fallback", "flag", "rubric score when no question is generated"),),
+    ),
+    "retrieval_answer": Metric(
+        "retrieval_answer", "chunks of each retrieval step against the reference answer",
+        ("question", "reference_answer", "steps", "judge"), _retrieval("retrieval_answer"),
+        "docs/metrics/retrieval-llm.md", step="retrieval",
+    ),
+    "retrieval_context": Metric(
+        "retrieval_context", "chunks of each retrieval step against the reference step's chunks",
+        ("question", "steps", "judge"), _retrieval("retrieval_context"),
+        "docs/metrics/retrieval-llm.md", step="retrieval",
+    ),
+    "llm_cost": Metric(
+        "llm_cost", "the judge's cost of the question, summed over its metrics", ("judge",),
+        (Key("llm_cost", "lower", "usd", aggregate=True),), "docs/judge.md", switch=False,
+    ),
+    "faithfulness": Metric(
+        "faithfulness", "share of the answer's statements the contexts support",
+        ("question", "answer", "contexts", "judge"),
+        (
+            _score("faithfulness", 6), _cost("faithfulness"),
+            *_text("faithfulness_reason", "faithfulness_error", "faithfulness_statements"),
+        ),
+        "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG,
+    ),
+    "context_precision": Metric(
+        "context_precision", "share of the retrieved contexts that are useful (and ragas AP)",
+        ("question", "contexts", "judge"),
+        (
+            _score("context_precision", 7), _score("context_precision_ap"),
+            _cost("context_precision"),
+            *_text("context_precision_verdicts", "context_precision_basis",
+                   "context_precision_reason", "context_precision_error"),
+        ),
+        "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG,
+    ),
+    "context_recall": Metric(
+        "context_recall", "share of the reference answer's statements the contexts support",
+        ("question", "reference_answer", "contexts", "judge"),
+        (
+            _score("context_recall", 8), _cost("context_recall"),
+            *_text("context_recall_statements", "context_recall_reason", "context_recall_error"),
+        ),
+        "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG,
+    ),
+    "ragas_score": Metric(
+        "ragas_score", "weighted harmonic mean of faithfulness, context precision and recall, "
+        "answer relevance", ("judge",),
+        (
+            _score("ragas_score", 9),
+            *_text("ragas_score_components", "ragas_score_reason", "ragas_score_error"),
+        ),
+        "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG,
+        options=(Option("weights", "ragas_weights", "weight per component"),),
+    ),
+    "factual_accuracy": Metric(
+        "factual_accuracy", "G-Eval correctness, completeness, consistency and a letter grade",
+        ("question", "answer", "reference_answer", "judge"),
+        (
+            _score("factual_accuracy", 10), _score("factual_accuracy_correctness"),
+            _score("factual_accuracy_completeness"), _score("factual_accuracy_consistency"),
+            Key("factual_accuracy_grade", scale="label", labels=("A", "B", "C", "D", "E")),
+            _cost("factual_accuracy"),
+            *_text("factual_accuracy_error", "factual_accuracy_correctness_reason",
+                   "factual_accuracy_completeness_reason", "factual_accuracy_consistency_reason"),
+        ),
+        "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG,
+        options=(
+            Option("weights", "criteria_weights", "correctness, completeness, consistency"),
+            Option("cutoffs", "cutoffs", "grade -> cutoff on 0-100"),
+        ),
+    ),
+    "semantic_similarity": Metric(
+        "semantic_similarity", "cosine of the answer's and the reference's embeddings",
+        ("answer", "reference_answer", "embedder"),
+        (_score("semantic_similarity", 11), Key("semantic_similarity_error")),
+        "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG,
+    ),
+    "answer_class": Metric(
+        "answer_class", "CORRECT, WRONG or DON'T KNOW", ("question", "answer", "judge"),
+        (
+            Key("answer_class", scale="label", labels=("CORRECT", "WRONG", "DON'T KNOW")),
+            _cost("answer_class"),
+            *_text("answer_class_reason", "answer_class_phrase", "answer_class_error"),
+        ),
+        "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG,
+        options=(Option("phrases", "phrases", "uncertainty phrases that mean DON'T KNOW"),),
+    ),
+    "bertscore": Metric(
+        "bertscore", "BERTScore precision, recall and F1 (needs PyTorch)",
+        ("answer", "reference_answer"),
+        (
+            _score("bertscore_precision"), _score("bertscore_recall"),
+            _score("bertscore_f1", 12),
+            *_text("bertscore_model", "bertscore_layer", "bertscore_error"),
+        ),
+        "docs/metrics/bertscore.md", default=False,
+        options=(Option("model", "str", "model name"), Option("layer", "layer", "layer")),
+    ),
+    "custom": Metric(
+        "custom", "the config's custom_evaluations (outputs named by the config)", ("judge",),
+        (), "docs/metrics/custom.md", prefix=False,
+    ),
+    "steps_score": Metric(
+        "steps_score", "the reference steps matched by the actual steps", ("steps",),
+        (_score("steps_score", 1), Key("step_errors")), "docs/steps.md", switch=False,
+        prefix=False,
+    ),
+    "usage": Metric(
+        "usage", "the system's own tokens and time, as its responses report them", (),
+        (
+            Key("input_tokens", "lower", "count", aggregate=True, always=True),
+            Key("output_tokens", "lower", "count", aggregate=True, always=True),
+            Key("total_tokens", "lower", "count", aggregate=True, always=True),
+            Key("elapsed_sec", "lower", "seconds", aggregate=True, always=True),
+        ),
+        "docs/aggregates.md", switch=False, prefix=False,
+    ),
+}
+# fmt: on
+"""Every metric family, in the order of the aggregates and of ``qa-eval metrics``."""
+
+RANKING: dict[str, str] = {
+    "recall": "recall@k: |relevant in top k| / |relevant| (trec_eval recall_k)",
+    "precision": "precision@k (P@k): |relevant in top k| / k (trec_eval P_k)",
+    "ap": "ap, ap@k (map): average precision (trec_eval map, map_cut_k)",
+    "rr": "rr, rr@k (mrr): reciprocal rank of the first relevant id (trec_eval recip_rank)",
+    "ndcg": "ndcg@k: DCG@k / ideal DCG@k, linear gains (trec_eval ndcg_cut_k)",
+    "hit_rate": "hit_rate@k (success@k, hits@k): 1 when a relevant id is in the top k",
+    "spec_recall": "spec_recall@k: graphrag-eval's Context Recall@k (as steps_score uses it)",
+}
+"""The ranking metrics of retrieval ids (metrics/ranking.py, docs/metrics/ranking.md), named
+``<name>@<k>``; all higher is better, on 0-1."""
+
+_AT_K = re.compile(r"^([A-Za-z_]+)(?:@(\d+))?$")
+
+
+def parse_at_k(name: str) -> tuple[str, int | None]:
+    """Split ``recall@5`` into ``("recall", 5)`` and ``map`` into ``("map", None)`` (the base
+    lower-cased); ``ValueError`` for any other shape or k < 1. The one parser of ``name@k``."""
+    match = _AT_K.match(name.strip()) if isinstance(name, str) else None
+    if not match:
+        raise ValueError(f"not a metric name of the form name or name@k: {name!r}")
+    k = int(match.group(2)) if match.group(2) is not None else None
+    if k is not None and k <= 0:
+        raise ValueError(f"{name!r}: k must be a positive integer")
+    return match.group(1).lower(), k
+
+
+def _keys(registry: Mapping[str, Metric]) -> dict[str, Key]:
+    return {key.name: key for metric in registry.values() for key in metric.keys}
+
+
+def key_info(name: str, registry: Mapping[str, Metric] | None = None) -> tuple[Metric, Key] | None:
+    """The family and the declaration of a result key, or ``None`` for a key no family writes."""
+    for metric in (registry if registry is not None else METRICS).values():
+        for key in metric.keys:
+            if key.name == name:
+                return metric, key
+    return None
+
+
+_LOWER_SUFFIXES = ("cost", "tokens", "_sec", "_seconds", "_ms", "elapsed", "latency")
+
+
+def direction(name: str, registry: Mapping[str, Metric] | None = None) -> Direction:
+    """Which values of a result key are better: ``higher``, ``lower`` or ``none`` (a count or a
+    label: a change is neither better nor worse).
+
+    A registered key has its declared direction; a ranking metric (``ndcg@10``) is higher; any
+    other key (a custom metric's output) is ``lower`` when its name ends like a cost, token count
+    or time (``cost``, ``tokens``, ``_sec``, ``_seconds``, ``_ms``, ``elapsed``, ``latency``),
+    ``none`` when it ends in ``_count``, else ``higher``."""
+    found = key_info(name, registry)
+    if found is not None:
+        return found[1].direction
+    lowered = name.lower()
+    try:
+        base, _ = parse_at_k(name)
+    except ValueError:
+        base = ""
+    if "@" in name and base in RANKING:
+        return "higher"
+    if lowered.endswith(_LOWER_SUFFIXES):
+        return "lower"
+    if lowered.endswith("_count"):
+        return "none"
+    return "higher"
+
+
+def aggregated_keys(registry: Mapping[str, Metric] | None = None) -> tuple[str, ...]:
+    """The result keys ``compute_aggregates`` summarises (not the step keys), in order."""
+    return tuple(
+        key.name
+        for metric in (registry if registry is not None else METRICS).values()
+        if metric.step is None
+        for key in metric.keys
+        if key.aggregate
+    )
+
+
+def step_keys(registry: Mapping[str, Metric] | None = None) -> dict[str, tuple[str, ...]]:
+    """The numeric keys written into actual steps, by step name (aggregated by name)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for metric in (registry if registry is not None else METRICS).values():
+        if metric.step is not None:
+            names = tuple(
+                k.name for k in metric.keys if k.scale == "0-1" and k.direction == "higher"
+            )
+            out[metric.step] = (*out.get(metric.step, ()), *names)
+    return out
+
+
+def headline_keys(registry: Mapping[str, Metric] | None = None) -> tuple[str, ...]:
+    """The headline scores (0-1, higher is better), in the order of the summary and report."""
+    keys = [k for k in _keys(registry if registry is not None else METRICS).values() if k.headline]
+    return tuple(k.name for k in sorted(keys, key=lambda k: k.headline))
+
+
+def categories(registry: Mapping[str, Metric] | None = None) -> dict[str, tuple[str, ...]]:
+    """The label keys the aggregates count, with the labels listed first."""
+    return {
+        k.name: k.labels
+        for k in _keys(registry if registry is not None else METRICS).values()
+        if k.labels
+    }
+
+
+RECORD_FIELDS = frozenset(
+    {
+        "template_id",
+        "question_id",
+        "question_text",
+        "reference_answer",
+        "reference_steps",
+        "status",
+        "error",
+        "actual_answer",
+        "actual_steps",
+        "reason",
+    }
+)
+"""Keys of a result that are not metrics (graphrag-eval's record fields)."""
+
+
+def reserved(key: str, registry: Mapping[str, Metric] | None = None) -> bool:
+    """Whether a custom metric output named ``key`` would overwrite a key qa-eval writes: a
+    record field, a registered key, a family's name or ``<family>_...`` (its reason, cost,
+    error, ...), ``retrieval_answer_*`` and ``retrieval_context_*`` included (written into the
+    steps, aggregated by name)."""
+    registry = registry if registry is not None else METRICS
+    if key in RECORD_FIELDS or key_info(key, registry) is not None:
+        return True
+    return any(
+        key == m.name or key.startswith(m.name + "_") for m in registry.values() if m.prefix
+    )
+
+
+def describe_metrics(registry: Mapping[str, Metric] | None = None) -> list[dict[str, Any]]:
+    """Plain data for ``qa-eval metrics``: every family with its keys, direction, scale, needs,
+    default, groups, options and doc page, then the ranking metrics."""
+    out: list[dict[str, Any]] = []
+    for metric in (registry if registry is not None else METRICS).values():
+        out.append(
+            {
+                "name": metric.name,
+                "summary": metric.summary,
+                "switch": metric.switch,
+                "default": "on" if metric.default else "off",
+                "groups": list(metric.groups),
+                "needs": list(metric.needs),
+                "judge": metric.judged,
+                "embedder": "embedder" in metric.needs,
+                "keys": [
+                    {
+                        "name": k.name,
+                        "direction": k.direction,
+                        "scale": k.scale,
+                        "aggregated": k.aggregate or (metric.step is not None and k.scale == "0-1"),
+                        **({"labels": list(k.labels)} if k.labels else {}),
+                    }
+                    for k in metric.keys
+                ],
+                "step": metric.step,
+                "options": [{"name": o.name, "doc": o.doc} for o in metric.options],
+                "doc": metric.doc,
+            }
+        )
+    for name, summary in RANKING.items():
+        out.append(
+            {
+                "name": f"{name}@k",
+                "summary": f"{summary}; an API function of retrieval ids, "
+                f'compute_ranking_metric("{name}@10", relevant, retrieved)',
+                "switch": False,
+                "default": "off",
+                "groups": ["ranking"],
+                "needs": [],
+                "judge": False,
+                "embedder": False,
+                "keys": [{"name": f"{name}@k", "direction": "higher", "scale": "0-1"}],
+                "step": None,
+                "options": [],
+                "doc": "docs/metrics/ranking.md",
+            }
+        )
+    return out
+
+
+def switches(registry: Mapping[str, Metric] | None = None) -> tuple[str, ...]:
+    """The config switches (``--enable`` / ``--disable`` choices), in order."""
+    registry = registry if registry is not None else METRICS
+    return tuple(m.name for m in registry.values() if m.switch)
+
+
+def groups(registry: Mapping[str, Metric] | None = None) -> dict[str, tuple[str, ...]]:
+    """The names ``--enable`` expands (``graphrag``) to the switches of the group."""
+    out: dict[str, tuple[str, ...]] = {}
+    for metric in (registry if registry is not None else METRICS).values():
+        for group in metric.groups:
+            out[group] = (*out.get(group, ()), metric.name)
+    return out

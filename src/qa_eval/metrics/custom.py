@@ -25,72 +25,24 @@ from pydantic import BaseModel, create_model
 from ..errors import InputError
 from ..judge import Judge, JudgeError
 from ..prompts import delimit, render
+from . import METRICS, reserved
 
 __all__ = ["INPUTS", "CustomMetric", "custom_metric", "parse_custom_metric"]
 
 INPUTS = ("question", "reference_answer", "reference_steps", "actual_answer", "actual_steps")
 STEP_KEYS = ("args", "output")
-RESERVED = frozenset(
-    {
-        "template_id",
-        "question_id",
-        "question_text",
-        "reference_answer",
-        "reference_steps",
-        "status",
-        "error",
-        "actual_answer",
-        "actual_steps",
-        "steps_score",
-        "step_errors",
-        "input_tokens",
-        "output_tokens",
-        "total_tokens",
-        "elapsed_sec",
-        "answer_reference_claims_count",
-        "answer_actual_claims_count",
-        "answer_matching_claims_count",
-        "answer_recall",
-        "answer_precision",
-        "answer_f1",
-        "answer_correctness_reason",
-        "answer_correctness_error",
-        "answer_eval_error",
-        "answer_correctness_cost",
-        "answer_relevance",
-        "answer_relevance_error",
-        "answer_relevance_cost",
-        "answer_relevance_questions",
-        "reason",
-    }
-)
-BUILT_IN_PREFIXES = (
-    "answer_correctness",
-    "answer_relevance",
-    "faithfulness",
-    "context_precision",
-    "context_recall",
-    "ragas_score",
-    "factual_accuracy",
-    "semantic_similarity",
-    "bertscore",
-    "answer_class",
-    "llm_cost",
-    "retrieval_answer",
-    "retrieval_context",
-)
-"""Result keys of qa-eval's own metrics: each name, and the name + ``_...`` (its reason, cost,
-error, grade, components, ...). ``retrieval_answer_*`` and ``retrieval_context_*`` are written
+BUILT_IN_PREFIXES = tuple(m.name for m in METRICS.values() if m.prefix)
+"""The families whose name and name + ``_...`` (its reason, cost, error, grade, components, ...)
+are qa-eval's (from the registry). ``retrieval_answer_*`` and ``retrieval_context_*`` are written
 into the steps but aggregated by name, so they are taken too; a custom ``retrieval_recall`` (as
 graphrag-eval's own test config has) collides with nothing."""
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def collides(key: str) -> bool:
-    """Whether a custom output named ``key`` would overwrite a key qa-eval writes itself."""
-    return key in RESERVED or any(
-        key == name or key.startswith(name + "_") for name in BUILT_IN_PREFIXES
-    )
+    """Whether a custom output named ``key`` would overwrite a key qa-eval writes itself: a
+    record field, a key of the metric registry, or a family's name or ``<family>_...``."""
+    return reserved(key)
 
 
 @dataclass(frozen=True)

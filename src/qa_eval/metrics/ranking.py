@@ -25,8 +25,9 @@ first; an id repeated in ``retrieved`` counts only at its first position. ``k`` 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+
+from . import parse_at_k
 
 __all__ = [
     "RANKING_METRICS",
@@ -159,22 +160,18 @@ RANKING_METRICS: dict[str, Callable[..., float]] = {
 }
 _ALIASES = {"p": "precision", "map": "ap", "mrr": "rr", "success": "hit_rate", "hits": "hit_rate"}
 _NEEDS_K = frozenset({"recall", "precision", "ndcg", "hit_rate", "spec_recall"})
-_NAME = re.compile(r"^([A-Za-z_]+)(?:@(\d+))?$")
 
 
 def parse_metric_name(name: str) -> tuple[str, int | None]:
     """Parse ``recall@5``, ``P@3``, ``ndcg@10``, ``map``, ``mrr`` ... into (metric, k)."""
-    match = _NAME.match(name.strip())
     known = ", ".join(sorted([*RANKING_METRICS, *_ALIASES]))
-    if not match:
-        raise ValueError(f"not a ranking metric name: {name!r} (known: {known}; add @k)")
-    metric = match.group(1).lower()
+    try:
+        metric, k = parse_at_k(name)  # the registry's one parser of name@k
+    except ValueError:
+        raise ValueError(f"not a ranking metric name: {name!r} (known: {known}; add @k)") from None
     metric = _ALIASES.get(metric, metric)
     if metric not in RANKING_METRICS:
         raise ValueError(f"unknown ranking metric {name!r} (known: {known})")
-    k = int(match.group(2)) if match.group(2) is not None else None
-    if k is not None and k <= 0:
-        raise ValueError(f"{name!r}: k must be a positive integer")
     if k is None and metric in _NEEDS_K:
         raise ValueError(f"{name!r} needs a cut-off, e.g. {metric}@10")
     return metric, k
