@@ -163,12 +163,33 @@ def test_json_that_breaks_the_schema_twice_is_a_judge_error() -> None:
 
 
 def test_replies_with_no_json_are_asked_again_up_to_max_attempts() -> None:
+    # A different reply each time: each re-ask is a new exchange, up to max_attempts replies.
+    with StubServer(lambda req, n: completion(f"no idea ({n})", 100, 10)) as server:
+        judge = Judge(judge_config(server.url))
+        with pytest.raises(JudgeError) as raised:
+            ask(judge)
+    assert len(server.chat_requests) == judge.config.max_attempts == 6
+    assert str(raised.value).startswith("invalid judge reply after 6 attempts: ")
+    usage = judge.usage["score"]
+    assert (usage.calls, usage.reasks, usage.retries, usage.failures) == (6, 5, 0, 1)
+
+
+def test_an_identical_exchange_is_not_repeated() -> None:
+    """A model at temperature 0 gives the same reply to the same re-ask: asking it a third time
+    would repeat the second exchange exactly, so it is not asked (and the error says so)."""
     with StubServer(lambda req, n: completion("no idea", 100, 10)) as server:
         judge = Judge(judge_config(server.url))
-        with pytest.raises(JudgeError, match="invalid judge reply"):
+        with pytest.raises(JudgeError) as raised:
             ask(judge)
-    assert len(server.chat_requests) == judge.config.max_attempts
-    assert judge.usage["score"].failures == 1
+    assert len(server.chat_requests) == 2
+    assert str(raised.value) == (
+        "invalid judge reply after 2 attempts, the same reply again: the reply holds no JSON object"
+    )
+    usage = judge.usage["score"]
+    assert (usage.calls, usage.reasks, usage.retries, usage.failures) == (2, 1, 0, 1)
+    # every request sent differs from every other
+    sent = [json.dumps(r, sort_keys=True) for r in server.chat_requests]
+    assert len(set(sent)) == len(sent)
 
 
 def test_a_garbled_reask_is_a_fault_not_the_end() -> None:
@@ -269,8 +290,16 @@ def test_rejected_json_schema_falls_back_to_json_object_for_the_rest_of_the_run(
         outcomes = ask_in_turn(judge, prompts(3))
     assert [o.value.score for o in outcomes] == [7, 7, 7]
     assert formats(server) == ["json_schema", "json_object", "json_object", "json_object"]
-    assert judge.mode == "json_object"
-    assert judge.signature()["response_mode"] == "json_object"
+    # json_object still carries the schema (llama.cpp's servers enforce it there)
+    for request in server.chat_requests[1:]:
+        assert request["response_format"]["schema"] == Score.model_json_schema()
+    assert judge.mode == "json_object+schema"
+    signature = judge.signature()
+    assert signature["response_mode"] == "json_object+schema"
+    assert signature["response_modes"] == {"json_object+schema": 3}
+    assert signature["response_mode_reason"] == (
+        "json_schema refused (500): failed to parse grammar from JSON schema"
+    )
     assert judge.total.retries == 0 and judge.total.calls == 3
 
 
@@ -297,8 +326,16 @@ def test_rejected_json_object_falls_back_to_text() -> None:
         judge = Judge(judge_config(server.url), sleep=Sleeps())
         outcomes = ask_in_turn(judge, prompts(2))
     assert [o.value.score for o in outcomes] == [7, 7]
-    assert formats(server) == ["json_schema", "json_object", None, None]
+    assert formats(server) == ["json_schema", "json_object", "json_object", None, None]
+    assert ["schema" in (r.get("response_format") or {}) for r in server.chat_requests] == [
+        False,  # json_schema holds it under json_schema
+        True,
+        False,
+        False,
+        False,
+    ]
     assert judge.mode == "text"
+    assert judge.signature()["response_modes"] == {"text": 2}
 
 
 # --- fatal errors and concurrency --------------------------------------------------------------
@@ -514,7 +551,12 @@ def test_dry_run_makes_no_call(tmp_path: Path) -> None:
         config = parse_config(run_config(server.url))
         judge = Judge(config, dry_run=True)
         results = run_evaluation(reference, responses, config=config, judge=judge)
-        assert judge.plan.calls == {"answer_correctness": 3, "answer_relevance": 3}
+        # the rubric fallback of answer relevance is counted with the call it may follow
+        assert judge.plan.calls == {
+            "answer_correctness": 3,
+            "answer_relevance": 3,
+            "answer_relevance_rubric": 3,
+        }
         assert all(judge.plan.prompt_tokens[m] > 0 for m in judge.plan.calls)
         plain = run_evaluation(
             reference,
@@ -747,9 +789,10 @@ def test_custom_outputs_must_be_writable(value: Any, problem: str) -> None:
     with pytest.raises(ValueError, match="nested deeper than"):
         parse_reply(json.dumps({"id": deep}), schema)
     # The largest values that can be written are kept as they are; lone surrogates become U+FFFD.
-    ok = parse_reply(json.dumps({"id": [2**63 - 1, -(2**63)], "reason": "a\ud800b"}), schema)
-    assert ok.model_dump() == {"id": [2**63 - 1, -(2**63)], "reason": "a\ufffdb"}
-    dump_json(ok.model_dump())
+    for big in (2**63 - 1, -(2**63)):
+        ok = parse_reply(json.dumps({"id": big, "reason": "a\ud800b"}), schema)
+        assert ok.model_dump() == {"id": big, "reason": "a\ufffdb"}
+        dump_json(ok.model_dump())
 
 
 def test_a_run_with_hostile_custom_outputs_writes_its_results(tmp_path: Path) -> None:
@@ -788,7 +831,7 @@ def test_a_run_with_hostile_custom_outputs_writes_its_results(tmp_path: Path) ->
             cache=tmp_path / "c.sqlite3",
         )
     assert [r["item_id"] for r in results] == [None, None, None]
-    assert all(r["ids_error"].startswith("invalid judge reply, twice") for r in results)
+    assert all(r["ids_error"].startswith("invalid judge reply after 2 attempts") for r in results)
     for suffix in ("json", "jsonl", "yaml"):
         write_data(tmp_path / f"results.{suffix}", results)
         assert (tmp_path / f"results.{suffix}").stat().st_size > 0
@@ -850,16 +893,55 @@ def test_twenty_percent_transport_faults_give_the_values_of_a_clean_run() -> Non
     assert faulty.signature["usage"]["total"]["retries"] > 0
 
 
-def test_a_refused_connection_is_retried_then_the_metric_error() -> None:
+def test_a_judge_that_refuses_every_connection_stops_the_judge() -> None:
     with StubServer(lambda req, n: completion(GOOD)) as server:
         url = server.url
     # The server is gone: nothing listens on its port any more.
     sleeps = Sleeps()
-    judge = Judge(judge_config(url, max_attempts=3), sleep=sleeps)
-    (outcome,) = ask_in_turn(judge, [QUESTION])
-    assert isinstance(outcome, JudgeError)
-    assert str(outcome).startswith("gave up after 3 attempts; last: APIConnectionError")
+    judge = Judge(judge_config(url, max_attempts=3, concurrency=1), sleep=sleeps)
+    outcomes = ask_in_turn(judge, prompts(4))
+    # One call tries max_attempts times; then every ask stops at once, as after a 401.
+    assert all(isinstance(o, JudgeUnavailable) for o in outcomes)
+    assert len({id(o) for o in outcomes}) == 1
+    assert str(outcomes[0]).startswith(
+        f"cannot reach the judge at {url}: every connection failed (3 attempts over "
+    )
+    assert "\n" not in str(outcomes[0])
     assert len(sleeps.calls) == 2
+    assert (judge.total.retries, judge.total.failures) == (2, 1)
+
+
+def test_refused_connections_while_other_calls_get_replies_are_the_metric_error() -> None:
+    """Connections refused for one call while the endpoint answers others (a flaky balancer,
+    a restart): that call's error after its attempts, not the end of the run."""
+    from qa_eval.judge import sdk_client
+
+    with StubServer(lambda req, n: completion(GOOD)) as gone:
+        dead_config = judge_config(gone.url)
+    with StubServer(lambda req, n: Reply(**vars(completion(GOOD)) | {"delay": 0.05})) as server:
+        config = judge_config(server.url, max_attempts=3)
+        assert config.generation is not None and dead_config.generation is not None
+        real = sdk_client(config.generation, 5.0, max_retries=0)
+        dead = sdk_client(dead_config.generation, 5.0, max_retries=0)
+
+        class Refusing:
+            """Sends prompt 0 to a port nothing listens on; the others to the server."""
+
+            def __init__(self) -> None:
+                self.chat = self
+                self.completions = self
+
+            async def create(self, **kwargs: Any) -> Any:
+                if "answer 0 " in kwargs["messages"][0]["content"]:
+                    await asyncio.sleep(0.1)  # the others' replies arrive meanwhile
+                    return await dead.chat.completions.create(**kwargs)
+                return await real.chat.completions.create(**kwargs)
+
+        judge = Judge(config, client=Refusing(), sleep=Sleeps())
+        outcomes = ask_together(judge, prompts(3))
+    assert isinstance(outcomes[0], JudgeError), outcomes[0]
+    assert str(outcomes[0]).startswith("gave up after 3 attempts; last: APIConnectionError")
+    assert all(isinstance(o, Verdict) for o in outcomes[1:])
 
 
 @pytest.mark.parametrize("kind", ["not-json", "html", "reset"])

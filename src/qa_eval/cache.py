@@ -72,6 +72,11 @@ _CREATE = (
     "completion_tokens INTEGER NOT NULL, created REAL NOT NULL)",
     "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL, cost REAL)",
 )
+_USAGE_TABLE = (
+    "CREATE TABLE IF NOT EXISTS reply_usage (key TEXT PRIMARY KEY, cached_tokens INTEGER NOT NULL)"
+)
+"""Made with the first reply stored; not one of ``_TABLES``, so caches without it are opened
+(and left) as they are, and older qa-eval versions, which ignore other tables, read this one."""
 _HEADER = b"SQLite format 3\x00"
 _BUSY = frozenset({"SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_BUSY_SNAPSHOT", "SQLITE_BUSY_RECOVERY"})
 _READ_ONLY = frozenset({"SQLITE_READONLY", "SQLITE_READONLY_DIRECTORY", "SQLITE_READONLY_RECOVERY"})
@@ -117,6 +122,9 @@ class CachedReply:
     content: str
     prompt_tokens: int
     completion_tokens: int
+    cached_tokens: int = 0
+    """Prompt tokens the provider served from its prompt cache (table ``reply_usage``, made at
+    the first reply stored: a cache without it is read as 0, older readers ignore it)."""
 
 
 class _Busy(Exception):
@@ -481,18 +489,35 @@ class ReplyCache:
     def _row(row: Any) -> CachedReply | None:
         if row is None:
             return None
-        content, prompt_tokens, completion_tokens = row
+        content, prompt_tokens, completion_tokens, cached_tokens = row
         if not isinstance(content, str) or not _tokens(prompt_tokens):
             return None  # a row this cache did not write: a miss
         if not _tokens(completion_tokens):
             return None
-        return CachedReply(content, prompt_tokens, completion_tokens)
+        if not _tokens(cached_tokens) or cached_tokens > prompt_tokens:
+            cached_tokens = 0
+        return CachedReply(content, prompt_tokens, completion_tokens, cached_tokens)
 
     @staticmethod
     def _select(key: str) -> Callable[[sqlite3.Connection], Any]:
-        return lambda db: db.execute(
-            "SELECT content, prompt_tokens, completion_tokens FROM replies WHERE key = ?", (key,)
-        ).fetchone()
+        def op(db: sqlite3.Connection) -> Any:
+            row = db.execute(
+                "SELECT content, prompt_tokens, completion_tokens FROM replies WHERE key = ?",
+                (key,),
+            ).fetchone()
+            if row is None:
+                return None
+            try:
+                usage = db.execute(
+                    "SELECT cached_tokens FROM reply_usage WHERE key = ?", (key,)
+                ).fetchone()
+            except sqlite3.OperationalError as e:
+                if "no such" not in str(e):  # no such table, or column (another tool's table)
+                    raise
+                usage = None
+            return (*row, usage[0] if usage else 0)
+
+        return op
 
     def get(self, key: str) -> CachedReply | None:
         """The stored reply for a request key, if any (waits briefly if the file is locked)."""
@@ -600,7 +625,9 @@ class ReplyCache:
                         reply.completion_tokens,
                         time.time(),
                     ),
-                )
+                ),
+                (_USAGE_TABLE, ()),
+                ("INSERT OR REPLACE INTO reply_usage VALUES (?, ?)", (key, reply.cached_tokens)),
             ]
         )
 
@@ -618,8 +645,8 @@ class ReplyCache:
 
     @property
     def pending(self) -> int:
-        """Rows kept in memory because the file was locked."""
-        return len(self._pending)
+        """Rows kept in memory because the file was locked (a reply's usage row not counted)."""
+        return sum(1 for statement, _ in self._pending if "reply_usage" not in statement)
 
     def __len__(self) -> int:
         count = self._sync_read(

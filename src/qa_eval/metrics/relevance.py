@@ -111,9 +111,7 @@ async def answer_relevance(
         "answer_relevance": score,
         "answer_relevance_questions": [q.question for q in kept],
     }
-    cost = total_cost(verdict.cost, embed_cost)
-    if cost is not None:
-        out["answer_relevance_cost"] = cost
+    out["answer_relevance_cost"] = total_cost(verdict.cost, embed_cost)  # None: unknown
     return out
 
 
