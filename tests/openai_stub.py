@@ -421,6 +421,8 @@ class LlamaLike:
         self.prompts: list[str] = []
         self.generated: list[int] = []
         """Completion tokens generated per request, in order of completion."""
+        self.usage: list[tuple[int, int, int]] = []
+        """(prompt, completion, cached prompt) tokens of each reply, in order of completion."""
         self._lock = threading.Lock()
 
     def _cached(self, prompt: str) -> int:
@@ -469,6 +471,7 @@ class LlamaLike:
                 time.sleep(written * self.seconds_per_token)
         with self._lock:
             self.generated.append(written)
+            self.usage.append((prompt_tokens, written, cached))
         return completion(
             text[: written * 4] if cut else text,
             prompt_tokens,

@@ -286,11 +286,14 @@ def _prices(r: _Reader) -> dict[str, dict[str, float]]:
     prices: dict[str, dict[str, float]] = {}
     for model in r.data:
         entry = r.sub(str(model))
-        entry.check_keys(("input", "output"))
+        entry.check_keys(("input", "output", "cached_input"))
         prices[str(model)] = {
             "input": entry.number("input", 0.0) or 0.0,
             "output": entry.number("output", 0.0) or 0.0,
         }
+        cached = entry.number("cached_input", None)  # prompt tokens from the provider's cache
+        if cached is not None:
+            prices[str(model)]["cached_input"] = cached
     return prices
 
 

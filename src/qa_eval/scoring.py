@@ -219,10 +219,11 @@ class AnswerScorer:
         ]
         # A judge without a price makes the question's cost unknown (null), not the sum of the
         # offline metrics' known zeros.
-        unpriced = self.judge is not None and self.judge.price is None
+        unpriced = self.judge is not None and getattr(self.judge, "price", {}) is None
         if costs:
-            known = not unpriced and all(c is not None for c in costs)
-            result["llm_cost"] = math.fsum(costs) if known else None
+            known = [c for c in costs if c is not None]
+            unknown = unpriced or len(known) < len(costs)
+            result["llm_cost"] = None if unknown else math.fsum(known)
 
     def _answer_jobs(
         self, question: str, reference: Any, answer: str
@@ -269,7 +270,7 @@ class AnswerScorer:
         count = self.config.relevance_questions
         if not self.config.option("answer_relevance", "rubric_fallback", True):
             return await answer_relevance(judge, embedder, question, answer, count)
-        if judge.dry_run:  # the rubric fallback is counted with the call it may follow
+        if getattr(judge, "dry_run", False):  # the rubric fallback is counted with the call
             with judge.planning() as planned:
                 keys = await answer_relevance(judge, embedder, question, answer, count)
             if planned:
@@ -282,7 +283,7 @@ class AnswerScorer:
     ) -> dict[str, Any]:
         """:func:`faithfulness`; a dry run that plans its first call (the statements) also
         counts the second (the verdicts), estimated with the answer's sentences as statements."""
-        if not judge.dry_run:
+        if not getattr(judge, "dry_run", False):
             return await faithfulness(judge, question, answer, contexts)
         with judge.planning() as planned:
             keys = await faithfulness(judge, question, answer, contexts)

@@ -110,11 +110,9 @@ def fill_prompt(template: str, **values: str) -> str:
 
 
 def _messages(question: str, reference: str, actual: str, template: str | None) -> list[dict]:
-    output = prompt_text("answer_correctness_output")
-    if template is None:  # the reply format with the instructions, before the data
+    if template is None:  # its reply format is with the instructions, before the data
         text = render(
             "answer_correctness",
-            {"output": output.strip()},
             question=question,
             reference_answer=reference,
             actual_answer=actual,
@@ -123,7 +121,7 @@ def _messages(question: str, reference: str, actual: str, template: str | None) 
         text = "[qa-eval:answer-correctness]\n" + fill_prompt(
             template, question=question, reference_answer=reference, actual_answer=actual
         )
-        text += output
+        text += prompt_text("answer_correctness_output")
     return [{"role": "user", "content": text}]
 
 
