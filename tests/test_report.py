@@ -355,3 +355,15 @@ def test_results_from_run_evaluation_keep_their_signature() -> None:
 
 def test_report_size_is_reasonable(page: str) -> None:
     assert len(_outside_plotly(page)) < 600_000
+
+
+def test_the_judge_prompt_cache_hit_share_is_shown() -> None:
+    usage = {**SIGNATURE["usage"]["total"], "cached_prompt_tokens": 5000}  # type: ignore[index]
+    usage["cached_prompt_share"] = 5000 / usage["prompt_tokens"]
+    signature = {**SIGNATURE, "usage": {"total": usage}}
+    page = build_report([Run("cached", sample_results(), signature)])
+    totals = page[page.index('<section id="totals">') : page.index('<section id="templates">')]
+    assert "judge prompt tokens cached by the provider" in totals and ">5000<" in totals
+    assert "judge prompt cache hit share" in totals and "0.405" in totals
+    # a run without the counts (an older signature) shows neither row
+    assert "cache hit share" not in build_report([Run("old", sample_results(), SIGNATURE)])
