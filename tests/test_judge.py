@@ -1446,3 +1446,36 @@ def test_cached_prompt_tokens_are_recorded_and_priced(tmp_path: Path) -> None:
     ]
     assert second.signature["usage"]["total"]["cached_prompt_tokens"] == 0
     assert total["cost"] == pytest.approx(sum(r["answer_correctness_cost"] for r in first))
+
+
+@pytest.mark.parametrize("configured", [None, 500])
+def test_a_model_that_refuses_max_tokens_is_asked_without_it(configured: int | None) -> None:
+    """OpenAI's reasoning models refuse ``max_tokens`` (they take ``max_completion_tokens``,
+    which counts their reasoning too): the call is asked again at once without it - with a
+    configured limit under the other name, with none when the limit was only sized per reply
+    (it would starve the reasoning) - and so is every later call."""
+
+    def script(request: dict[str, Any], number: int) -> Reply:
+        if "max_tokens" in request:
+            return error(
+                400,
+                "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+                "'max_completion_tokens' instead.",
+            )
+        return completion(GOOD)
+
+    with StubServer(script) as server:
+        generation = {"provider": "openai", "base_url": server.url, "api_key": "x"}
+        if configured:
+            generation["max_tokens"] = configured
+        judge = Judge(parse_config({"llm": {"generation": generation}}), sleep=Sleeps())
+        outcomes = ask_in_turn(judge, prompts(2))
+        limits = [
+            (r.get("max_tokens"), r.get("max_completion_tokens")) for r in server.chat_requests
+        ]
+    assert all(isinstance(o, Verdict) for o in outcomes)
+    first = configured or limits[0][0]
+    assert isinstance(first, int)
+    assert limits == [(first, None), (None, configured), (None, configured)]
+    assert judge.signature()["token_limit"] == "max_completion_tokens"
+    assert judge.total.retries == 0 and judge.total.failures == 0

@@ -567,6 +567,10 @@ class Judge:
         """Why the response mode was lowered (the format error, redacted), if it was."""
         self.modes_used: dict[str, int] = {}
         """Replies received per response mode."""
+        self.token_limit = "max_tokens"
+        """How the reply's length is limited: ``max_tokens``, or ``max_completion_tokens`` for an
+        endpoint that refuses ``max_tokens`` (OpenAI's reasoning models: then only a configured
+        ``max_tokens`` is sent)."""
         self.usage: dict[str, Usage] = {}
         self.total = Usage(cost_known=self.price is not None)
         self.plan = _Plan()
@@ -807,8 +811,11 @@ class Judge:
                         "model": self.gen.model,
                         "messages": messages,
                         "temperature": self.gen.temperature,
-                        "max_tokens": max_tokens,
                     }
+                    if self.token_limit == "max_tokens":
+                        kwargs["max_tokens"] = max_tokens
+                    elif self.token_limit == "max_completion_tokens" and self.gen.max_tokens:
+                        kwargs["max_completion_tokens"] = self.gen.max_tokens
                     response_format = _response_format(mode, schema)
                     if response_format is not None:
                         kwargs["response_format"] = response_format
@@ -836,6 +843,13 @@ class Judge:
                                 probe_note = f"{mode} refused ({status}): {message}"
                             probe = _next_mode(mode)
                             continue  # the lower mode, in the same slot
+                        limited = self.token_limit == "max_tokens"
+                        if limited and _refuses_max_tokens(status, message):
+                            # OpenAI's reasoning models take max_completion_tokens, which counts
+                            # their reasoning too: a configured limit is sent under that name, a
+                            # reply-sized one not at all (it would starve the reasoning).
+                            self.token_limit = "max_completion_tokens"
+                            continue
                         if status in (401, 403, 404):
                             self._fatal = JudgeUnavailable(
                                 f"the judge endpoint refused the call ({status}): {message}"
@@ -919,6 +933,8 @@ class Judge:
             "response_mode": self.mode,
             "response_modes": dict(self.modes_used),
         }
+        if self.token_limit != "max_tokens":
+            signature["token_limit"] = self.token_limit
         if self.mode_note is not None:
             signature["response_mode_reason"] = self.mode_note
         return signature
@@ -960,6 +976,14 @@ def _about_format(status: int, message: str, error: Exception) -> bool:
     if any(w in f"{text} {code.lower()}" for w in _CONTEXT_WORDS):
         return False
     return any(w in text for w in _SCHEMA_WORDS)
+
+
+def _refuses_max_tokens(status: int, message: str) -> bool:
+    """Whether a 400 says the model takes ``max_completion_tokens`` instead of ``max_tokens``."""
+    text = message.lower()
+    return status == 400 and "max_tokens" in text and (
+        "max_completion_tokens" in text or "not supported" in text or "unsupported" in text
+    )
 
 
 def _could_not_connect(error: BaseException) -> bool:
