@@ -186,8 +186,8 @@ def differing(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> list
 
 
 class ReaskLog:
-    """Records the prompts the judge re-asks after an unusable reply (a call with more than one
-    message), by wrapping ``Judge._call`` while a run lasts."""
+    """Records the prompts the judge re-asks after an unusable reply (a call whose messages hold
+    the reply, as an assistant message), by wrapping ``Judge._call`` while a run lasts."""
 
     def __init__(self) -> None:
         self.prompts: list[str] = []
@@ -196,10 +196,14 @@ class ReaskLog:
         self.original = Judge._call
         original, prompts = self.original, self.prompts
 
-        async def call(judge: Judge, metric: str, messages: list[dict[str, str]], schema: Any):
-            if len(messages) > 1:
-                prompts.append(messages[0]["content"])
-            return await original(judge, metric, messages, schema)
+        async def call(
+            judge: Judge, metric: str, messages: list[dict[str, str]], schema: Any, *rest: Any
+        ) -> Any:
+            roles = [m["role"] for m in messages]
+            if "assistant" in roles:  # the prompt as first asked: system and user messages
+                asked = messages[: roles.index("assistant")]
+                prompts.append("\n".join(m["content"] for m in asked))
+            return await original(judge, metric, messages, schema, *rest)
 
         Judge._call = call  # type: ignore[method-assign]
         return self

@@ -10,6 +10,11 @@ proxy, with ``content_type``), a body cut short (``truncate``: only that many by
 under the full ``Content-Length``, then the connection is closed), a connection reset mid-body
 (``reset``: TCP RST) or a connection closed before any reply (``drop``).
 
+:class:`LlamaLike` scripts what a llama.cpp server with a small model does (slots that keep
+generating abandoned requests, replies cut at ``max_tokens`` or at the end of the context, a 400
+for a prompt longer than the context, ``json_object`` with a ``schema``, cached prompt tokens in
+the usage); ``tests/test_real_judge.py`` runs the same paths against the real server.
+
 Run as a program (for benchmarks) it prints its port and serves the ``oracle`` script with a fixed
 latency and an optional rate of injected faults (429 with Retry-After, 500, garbage text; more
 kinds with ``--faults``).
@@ -51,8 +56,24 @@ class Reply:
     drop: bool = False
 
 
-def completion(content: str, prompt_tokens: int = 100, completion_tokens: int = 20) -> Reply:
-    """A successful chat completion whose message is ``content``."""
+def completion(
+    content: str,
+    prompt_tokens: int = 100,
+    completion_tokens: int = 20,
+    cached_tokens: int | None = None,
+    finish_reason: str = "stop",
+) -> Reply:
+    """A successful chat completion whose message is ``content``; with ``cached_tokens``, its
+    usage has ``prompt_tokens_details.cached_tokens`` (prompt tokens served from the server's
+    prompt cache), as OpenAI and llama.cpp report them; ``finish_reason`` ``length`` for a reply
+    cut at ``max_tokens``."""
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    if cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
     return Reply(
         body={
             "id": "chatcmpl-stub",
@@ -62,16 +83,30 @@ def completion(content: str, prompt_tokens: int = 100, completion_tokens: int = 
             "choices": [
                 {
                     "index": 0,
-                    "finish_reason": "stop",
+                    "finish_reason": finish_reason,
                     "message": {"role": "assistant", "content": content},
                 }
             ],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
+            "usage": usage,
         }
+    )
+
+
+def context_exceeded(prompt_tokens: int, n_ctx: int) -> Reply:
+    """llama.cpp's server's answer to a prompt longer than a slot's context (a 400 with type
+    ``exceed_context_size_error``; OpenAI's says ``context_length_exceeded``)."""
+    return Reply(
+        status=400,
+        body={
+            "error": {
+                "code": 400,
+                "message": f"request ({prompt_tokens} tokens) exceeds the available context size "
+                f"({n_ctx} tokens), try increasing it",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": prompt_tokens,
+                "n_ctx": n_ctx,
+            }
+        },
     )
 
 
@@ -243,11 +278,22 @@ def prompt_text(request: dict[str, Any]) -> str:
     return "\n".join(str(m.get("content", "")) for m in request.get("messages", []))
 
 
+def asked_text(request: dict[str, Any]) -> str:
+    """The prompt of a chat request as first asked: its messages before the first assistant
+    message (a re-ask adds the reply and the problem after them), joined."""
+    texts = []
+    for message in request.get("messages") or []:
+        if message.get("role") == "assistant":
+            break
+        texts.append(str(message.get("content", "")))
+    return "\n".join(texts)
+
+
 def oracle_content(request: dict[str, Any]) -> str:
     """A plausible, deterministic judge reply for any qa-eval prompt, chosen by its marker; it
-    depends on the first message only, so a re-asked prompt gets the same answer."""
-    messages = request.get("messages") or [{}]
-    text = str(messages[0].get("content", ""))
+    depends on the prompt as first asked only (:func:`asked_text`: the system and user messages
+    before any reply), so a re-asked prompt gets the same answer."""
+    text = asked_text(request)
     seed = int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
     if "[qa-eval:answer-correctness]" in text:
         ref = 1 + seed % 4
@@ -326,6 +372,113 @@ def oracle_content(request: dict[str, Any]) -> str:
         outputs = re.findall(r'^- "(\w+)"', text, re.M)
         return json.dumps({name: 1 for name in outputs} | {"reason": "ok"})
     return json.dumps({"reason": "unknown prompt"})
+
+
+def tokens_of(text: str) -> int:
+    """A token count of a text, as the scripted servers count it (4 characters a token)."""
+    return (len(text) + 3) // 4
+
+
+class LlamaLike:
+    """A script that behaves as llama.cpp's server (``llama-server``, xllamacpp) does with a
+    small model, as seen in practice:
+
+    - ``slots`` requests are generated at a time, each at ``seconds_per_token``; the others wait.
+      A request the client gave up on (a timeout) is still generated to its end: its slot stays
+      busy, as on the real server.
+    - Without ``max_tokens`` a model that ``runs_away`` (``True``, or a predicate of the
+      request) writes until its context is full (``n_ctx`` tokens per slot) and the reply is cut
+      (``finish_reason: length``); with ``max_tokens`` it is cut there. Otherwise the reply is
+      ``content(request)`` (default: :func:`oracle_content`), cut at ``max_tokens`` if longer.
+    - A prompt longer than ``n_ctx`` gets :func:`context_exceeded` (a 400).
+    - ``response_format``: ``json_schema`` and ``json_object`` with a ``schema`` are enforced
+      (the content is given as is); plain ``json_object`` and text get ``unconstrained(request)``
+      when given (default: the same content). ``formats`` lists the types it refuses with
+      llama.cpp's 400 (``response_format type must be one of ...``).
+    - The usage counts 4 characters a token and reports ``prompt_tokens_details.cached_tokens``:
+      the longest prefix (in whole tokens) the prompt shares with an earlier prompt, as the
+      server's prompt cache reuses it.
+    """
+
+    def __init__(
+        self,
+        content: Callable[[dict[str, Any]], str] | None = None,
+        *,
+        slots: int = 1,
+        seconds_per_token: float = 0.0,
+        n_ctx: int = 4096,
+        runs_away: bool | Callable[[dict[str, Any]], bool] = False,
+        unconstrained: Callable[[dict[str, Any]], str] | None = None,
+        refuse: tuple[str, ...] = (),
+    ) -> None:
+        self.content = content or oracle_content
+        self.slots = threading.Semaphore(slots)
+        self.seconds_per_token = seconds_per_token
+        self.n_ctx = n_ctx
+        self.runs_away = runs_away
+        self.unconstrained = unconstrained
+        self.refuse = refuse
+        self.prompts: list[str] = []
+        self.generated: list[int] = []
+        """Completion tokens generated per request, in order of completion."""
+        self.usage: list[tuple[int, int, int]] = []
+        """(prompt, completion, cached prompt) tokens of each reply, in order of completion."""
+        self._lock = threading.Lock()
+
+    def _cached(self, prompt: str) -> int:
+        best = 0
+        for earlier in self.prompts:
+            n = 0
+            for a, b in zip(prompt, earlier):
+                if a != b:
+                    break
+                n += 1
+            best = max(best, n)
+        return best // 4
+
+    def __call__(self, request: dict[str, Any], number: int) -> Reply:
+        prompt = "\n".join(
+            f"<{m.get('role')}>{m.get('content', '')}" for m in request.get("messages") or []
+        )
+        prompt_tokens = tokens_of(prompt)
+        if prompt_tokens > self.n_ctx:
+            return context_exceeded(prompt_tokens, self.n_ctx)
+        response_format = request.get("response_format") or {}
+        kind = response_format.get("type", "text")
+        if kind in self.refuse:
+            return error(
+                400, f'response_format type must be one of "text" or "json_object", but got: {kind}'
+            )
+        constrained = kind == "json_schema" or (
+            kind == "json_object" and "schema" in response_format
+        )
+        text = self.content(request)
+        if not constrained and self.unconstrained is not None:
+            text = self.unconstrained(request)
+        limit = request.get("max_tokens")
+        away = self.runs_away(request) if callable(self.runs_away) else self.runs_away
+        room = self.n_ctx - prompt_tokens
+        budget = min(limit, room) if isinstance(limit, int) else room
+        if away:  # a string that never ends, as a weak model writes one under a grammar
+            text = text.rstrip().rstrip("}") + ', "more": "' + "and so on " * (budget + 1)
+        written = min(tokens_of(text), budget)
+        cut = tokens_of(text) > budget
+        with self._lock:
+            cached = self._cached(prompt)
+            self.prompts.append(prompt)
+        with self.slots:  # generated one slot at a time, whether or not the client still waits
+            if self.seconds_per_token:
+                time.sleep(written * self.seconds_per_token)
+        with self._lock:
+            self.generated.append(written)
+            self.usage.append((prompt_tokens, written, cached))
+        return completion(
+            text[: written * 4] if cut else text,
+            prompt_tokens,
+            written,
+            cached_tokens=cached,
+            finish_reason="length" if cut else "stop",
+        )
 
 
 FAULTS = ("429", "500", "garbage")

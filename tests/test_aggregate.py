@@ -78,3 +78,30 @@ def test_number_types_follow_statistics_mean() -> None:
     assert per_t1["mean"] == 15 and type(per_t1["mean"]) is int  # mean([10, 20]) == 15
     macro = compute_aggregates(RESULTS)["macro"]["steps_score"]["mean"]
     assert macro == 1 and type(macro) is int
+
+
+def test_a_statistic_of_no_values_is_null_but_the_original_token_metrics_stay_zero() -> None:
+    """``n: 0`` (every value present but not a finite number) has no mean, median, min or max:
+    they are null, not 0. The token and time metrics, which graphrag-eval always writes with
+    zeros, keep their zeros (``../shared/conformance`` checks that)."""
+    results = [
+        {"template_id": "t", "question_id": "a", "status": "success", "faithfulness": float("nan")},
+        {"template_id": "t", "question_id": "b", "status": "success", "faithfulness": "x"},
+        {"template_id": "u", "question_id": "c", "status": "success", "faithfulness": 0.5},
+    ]
+    aggregates = compute_aggregates(results)
+    t = aggregates["per_template"]["t"]
+    assert t["faithfulness"] == {
+        "sum": 0,
+        "mean": None,
+        "median": None,
+        "min": None,
+        "max": None,
+        "n": 0,
+        "skipped": 2,
+    }
+    assert t["input_tokens"] == {"sum": 0, "mean": 0, "median": 0, "min": 0, "max": 0, "n": 0}
+    assert aggregates["macro"]["faithfulness"] == {"mean": 0.5, "n": 1}
+    only_bad = compute_aggregates(results[:2])
+    assert only_bad["macro"]["faithfulness"] == {"mean": None, "n": 0}
+    assert only_bad["macro"]["input_tokens"] == {"mean": 0, "n": 0}

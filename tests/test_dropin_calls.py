@@ -283,8 +283,11 @@ def test_default_judge_is_announced_with_its_calls_and_cost(
     assert note.startswith("note: no --config and OPENAI_API_KEY is set, so the LLM metrics use")
     assert "openai gpt-4o-mini" in note and "--no-judge" in note
     assert "sk-test" not in note
-    # The estimate (all 3 questions planned: no scaling) is the number of calls then made.
-    assert f"about {len(stub.requests)} judge calls" in note and len(stub.requests) > 0
+    # The estimate (all 3 questions planned: no scaling) is the calls then made, plus at most
+    # one answer-relevance rubric fallback per question, which the plan counts as an upper
+    # bound (it is asked only when question generation fails).
+    planned = int(re.search(r"about (\d+) judge calls", note).group(1))  # type: ignore[union-attr]
+    assert 0 < len(stub.requests) <= planned <= len(stub.requests) + 3
     assert re.search(r"about \$0\.0\d\d[1-9] ", note)  # gpt-4o-mini's price is known
 
 
@@ -301,7 +304,10 @@ def test_estimate_of_a_large_run_is_scaled_from_a_sample(
     err = capsys.readouterr().err
     note = _note(err)
     assert "estimated from the first 200 of 450 questions" in note
-    assert f"about {len(stub.requests)} judge calls" in note  # every question alike: exact
+    # every question alike: the scaled sample is the calls made, plus at most one relevance
+    # fallback per question (an upper bound the plan counts)
+    planned = int(re.search(r"about (\d+) judge calls", note).group(1))  # type: ignore[union-attr]
+    assert 0 < len(stub.requests) <= planned <= len(stub.requests) + 450
     assert "not in the reference" not in err  # the sample's left-out responses are not warned
 
 

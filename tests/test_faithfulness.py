@@ -275,11 +275,11 @@ def test_faithfulness_first_call_failing_stops() -> None:
     assert out == {"faithfulness_error": "timed out"}
 
 
-def test_faithfulness_unknown_price_leaves_the_cost_out() -> None:
+def test_faithfulness_unknown_price_writes_a_null_cost() -> None:
     judge = FakeJudge(({"statements": STATEMENTS[:1]}, 0.25), (statement_verdicts(1), None))
     out = run(faithfulness(judge, QUESTION, ANSWER, CONTEXTS))
     assert out["faithfulness"] == 1.0
-    assert "faithfulness_cost" not in out
+    assert out["faithfulness_cost"] is None  # unknown, not 0
 
 
 def test_faithfulness_delimits_closing_tags() -> None:

@@ -355,9 +355,9 @@ def test_factual_accuracy_metric_empty_reference_is_an_error_without_a_call() ->
     assert "reference" in out["factual_accuracy_error"]
 
 
-def test_factual_accuracy_metric_unknown_cost_writes_no_cost() -> None:
+def test_factual_accuracy_metric_unknown_cost_writes_null() -> None:
     out = run(factual_accuracy_metric(FakeJudge(geval_reply(50, 50, 50), cost=None), "Q", "r", "a"))
-    assert "factual_accuracy_cost" not in out
+    assert out["factual_accuracy_cost"] is None  # unknown, not 0
     assert out["factual_accuracy"] == pytest.approx(0.5)
 
 
@@ -434,10 +434,10 @@ def test_semantic_similarity_metric_records_embedding_failures() -> None:
     assert "embedding endpoint down" in out["semantic_similarity_error"]
 
 
-def test_semantic_similarity_metric_unknown_cost_writes_no_cost() -> None:
+def test_semantic_similarity_metric_unknown_cost_writes_null() -> None:
     embedder = FakeEmbedder({"a": [1.0, 0.0], "b": [1.0, 0.0]}, call_cost=None)
     out = run(semantic_similarity_metric(embedder, "a", "b"))
-    assert out == {"semantic_similarity": pytest.approx(1.0)}
+    assert out == {"semantic_similarity": pytest.approx(1.0), "semantic_similarity_cost": None}
 
 
 # --- answer classification (sections 9-11) ---------------------------------------------------
@@ -650,10 +650,10 @@ def test_classify_answer_empty_reference_is_an_error_without_a_call() -> None:
     assert set(out) == {"answer_class_error"}
 
 
-def test_classify_answer_unknown_cost_writes_no_cost() -> None:
+def test_classify_answer_unknown_cost_writes_null() -> None:
     judge = FakeJudge({"label": "CORRECT", "reason": "r"}, cost=None)
     out = run(classify_answer(judge, "Q?", "ref", "ans"))
-    assert out == {"answer_class": "CORRECT", "answer_class_reason": "r"}
+    assert out == {"answer_class": "CORRECT", "answer_class_reason": "r", "answer_class_cost": None}
 
 
 def test_classify_prompt_delimits_untrusted_text() -> None:

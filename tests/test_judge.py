@@ -19,23 +19,25 @@ from pydantic import BaseModel, Field
 
 from openai_stub import (
     TRANSPORT_FAULTS,
+    LlamaLike,
     Reply,
     StubServer,
     completion,
+    context_exceeded,
     error,
     fault_reply,
     oracle,
     oracle_content,
     prompt_text,
 )
-from qa_eval import run_evaluation
+from qa_eval import compute_aggregates, run_evaluation
 from qa_eval.cache import ReplyCache, request_key
 from qa_eval.config import EvalConfig, parse_config
 from qa_eval.io import dump_json, write_data
-from qa_eval.judge import MAX_DEPTH, Judge, JudgeError, JudgeUnavailable, Verdict
+from qa_eval.judge import MAX_DEPTH, Judge, JudgeError, JudgeUnavailable, Verdict, sent_schema
 from qa_eval.metrics.correctness import CorrectnessReply
 from qa_eval.metrics.custom import _reply_model
-from qa_eval.metrics.relevance import RelevanceReply
+from qa_eval.metrics.relevance import relevance_reply
 
 GOOD = json.dumps({"score": 7, "reason": "fine"})
 QUESTION = [{"role": "user", "content": "Rate the answer from 0 to 10."}]
@@ -124,7 +126,7 @@ def test_valid_reply_is_parsed_and_priced() -> None:
     assert request["model"] == "gpt-4o-mini"
     assert request["messages"] == QUESTION
     assert request["response_format"]["type"] == "json_schema"
-    assert request["response_format"]["json_schema"]["schema"] == Score.model_json_schema()
+    assert request["response_format"]["json_schema"]["schema"] == sent_schema(Score)
 
 
 @pytest.mark.parametrize(
@@ -163,12 +165,33 @@ def test_json_that_breaks_the_schema_twice_is_a_judge_error() -> None:
 
 
 def test_replies_with_no_json_are_asked_again_up_to_max_attempts() -> None:
+    # A different reply each time: each re-ask is a new exchange, up to max_attempts replies.
+    with StubServer(lambda req, n: completion(f"no idea ({n})", 100, 10)) as server:
+        judge = Judge(judge_config(server.url))
+        with pytest.raises(JudgeError) as raised:
+            ask(judge)
+    assert len(server.chat_requests) == judge.config.max_attempts == 6
+    assert str(raised.value).startswith("invalid judge reply after 6 attempts: ")
+    usage = judge.usage["score"]
+    assert (usage.calls, usage.reasks, usage.retries, usage.failures) == (6, 5, 0, 1)
+
+
+def test_an_identical_exchange_is_not_repeated() -> None:
+    """A model at temperature 0 gives the same reply to the same re-ask: asking it a third time
+    would repeat the second exchange exactly, so it is not asked (and the error says so)."""
     with StubServer(lambda req, n: completion("no idea", 100, 10)) as server:
         judge = Judge(judge_config(server.url))
-        with pytest.raises(JudgeError, match="invalid judge reply"):
+        with pytest.raises(JudgeError) as raised:
             ask(judge)
-    assert len(server.chat_requests) == judge.config.max_attempts
-    assert judge.usage["score"].failures == 1
+    assert len(server.chat_requests) == 2
+    assert str(raised.value) == (
+        "invalid judge reply after 2 attempts, the same reply again: the reply holds no JSON object"
+    )
+    usage = judge.usage["score"]
+    assert (usage.calls, usage.reasks, usage.retries, usage.failures) == (2, 1, 0, 1)
+    # every request sent differs from every other
+    sent = [json.dumps(r, sort_keys=True) for r in server.chat_requests]
+    assert len(set(sent)) == len(sent)
 
 
 def test_a_garbled_reask_is_a_fault_not_the_end() -> None:
@@ -269,8 +292,16 @@ def test_rejected_json_schema_falls_back_to_json_object_for_the_rest_of_the_run(
         outcomes = ask_in_turn(judge, prompts(3))
     assert [o.value.score for o in outcomes] == [7, 7, 7]
     assert formats(server) == ["json_schema", "json_object", "json_object", "json_object"]
-    assert judge.mode == "json_object"
-    assert judge.signature()["response_mode"] == "json_object"
+    # json_object still carries the schema (llama.cpp's servers enforce it there)
+    for request in server.chat_requests[1:]:
+        assert request["response_format"]["schema"] == sent_schema(Score)
+    assert judge.mode == "json_object+schema"
+    signature = judge.signature()
+    assert signature["response_mode"] == "json_object+schema"
+    assert signature["response_modes"] == {"json_object+schema": 3}
+    assert signature["response_mode_reason"] == (
+        "json_schema refused (500): failed to parse grammar from JSON schema"
+    )
     assert judge.total.retries == 0 and judge.total.calls == 3
 
 
@@ -297,8 +328,16 @@ def test_rejected_json_object_falls_back_to_text() -> None:
         judge = Judge(judge_config(server.url), sleep=Sleeps())
         outcomes = ask_in_turn(judge, prompts(2))
     assert [o.value.score for o in outcomes] == [7, 7]
-    assert formats(server) == ["json_schema", "json_object", None, None]
+    assert formats(server) == ["json_schema", "json_object", "json_object", None, None]
+    assert ["schema" in (r.get("response_format") or {}) for r in server.chat_requests] == [
+        False,  # json_schema holds it under json_schema
+        True,
+        False,
+        False,
+        False,
+    ]
     assert judge.mode == "text"
+    assert judge.signature()["response_modes"] == {"text": 2}
 
 
 # --- fatal errors and concurrency --------------------------------------------------------------
@@ -429,7 +468,7 @@ run_evaluation(spec["reference"], spec["responses"], config=spec["config"], cach
 def _key(judge: Judge, request: dict[str, Any]) -> str:
     """The cache key of a chat request the judge made (its schema told by the prompt marker)."""
     text = prompt_text(request)
-    schema = CorrectnessReply if "[qa-eval:answer-correctness]" in text else RelevanceReply
+    schema = CorrectnessReply if "[qa-eval:answer-correctness]" in text else relevance_reply(3)
     return request_key(judge.request(request["messages"], schema))
 
 
@@ -514,7 +553,12 @@ def test_dry_run_makes_no_call(tmp_path: Path) -> None:
         config = parse_config(run_config(server.url))
         judge = Judge(config, dry_run=True)
         results = run_evaluation(reference, responses, config=config, judge=judge)
-        assert judge.plan.calls == {"answer_correctness": 3, "answer_relevance": 3}
+        # the rubric fallback of answer relevance is counted with the call it may follow
+        assert judge.plan.calls == {
+            "answer_correctness": 3,
+            "answer_relevance": 3,
+            "answer_relevance_rubric": 3,
+        }
         assert all(judge.plan.prompt_tokens[m] > 0 for m in judge.plan.calls)
         plain = run_evaluation(
             reference,
@@ -747,9 +791,10 @@ def test_custom_outputs_must_be_writable(value: Any, problem: str) -> None:
     with pytest.raises(ValueError, match="nested deeper than"):
         parse_reply(json.dumps({"id": deep}), schema)
     # The largest values that can be written are kept as they are; lone surrogates become U+FFFD.
-    ok = parse_reply(json.dumps({"id": [2**63 - 1, -(2**63)], "reason": "a\ud800b"}), schema)
-    assert ok.model_dump() == {"id": [2**63 - 1, -(2**63)], "reason": "a\ufffdb"}
-    dump_json(ok.model_dump())
+    for big in (2**63 - 1, -(2**63)):
+        ok = parse_reply(json.dumps({"id": big, "reason": "a\ud800b"}), schema)
+        assert ok.model_dump() == {"id": big, "reason": "a\ufffdb"}
+        dump_json(ok.model_dump())
 
 
 def test_a_run_with_hostile_custom_outputs_writes_its_results(tmp_path: Path) -> None:
@@ -788,7 +833,7 @@ def test_a_run_with_hostile_custom_outputs_writes_its_results(tmp_path: Path) ->
             cache=tmp_path / "c.sqlite3",
         )
     assert [r["item_id"] for r in results] == [None, None, None]
-    assert all(r["ids_error"].startswith("invalid judge reply, twice") for r in results)
+    assert all(r["ids_error"].startswith("invalid judge reply after 2 attempts") for r in results)
     for suffix in ("json", "jsonl", "yaml"):
         write_data(tmp_path / f"results.{suffix}", results)
         assert (tmp_path / f"results.{suffix}").stat().st_size > 0
@@ -850,16 +895,55 @@ def test_twenty_percent_transport_faults_give_the_values_of_a_clean_run() -> Non
     assert faulty.signature["usage"]["total"]["retries"] > 0
 
 
-def test_a_refused_connection_is_retried_then_the_metric_error() -> None:
+def test_a_judge_that_refuses_every_connection_stops_the_judge() -> None:
     with StubServer(lambda req, n: completion(GOOD)) as server:
         url = server.url
     # The server is gone: nothing listens on its port any more.
     sleeps = Sleeps()
-    judge = Judge(judge_config(url, max_attempts=3), sleep=sleeps)
-    (outcome,) = ask_in_turn(judge, [QUESTION])
-    assert isinstance(outcome, JudgeError)
-    assert str(outcome).startswith("gave up after 3 attempts; last: APIConnectionError")
+    judge = Judge(judge_config(url, max_attempts=3, concurrency=1), sleep=sleeps)
+    outcomes = ask_in_turn(judge, prompts(4))
+    # One call tries max_attempts times; then every ask stops at once, as after a 401.
+    assert all(isinstance(o, JudgeUnavailable) for o in outcomes)
+    assert len({id(o) for o in outcomes}) == 1
+    assert str(outcomes[0]).startswith(
+        f"cannot reach the judge at {url}: every connection failed (3 attempts over "
+    )
+    assert "\n" not in str(outcomes[0])
     assert len(sleeps.calls) == 2
+    assert (judge.total.retries, judge.total.failures) == (2, 1)
+
+
+def test_refused_connections_while_other_calls_get_replies_are_the_metric_error() -> None:
+    """Connections refused for one call while the endpoint answers others (a flaky balancer,
+    a restart): that call's error after its attempts, not the end of the run."""
+    from qa_eval.judge import sdk_client
+
+    with StubServer(lambda req, n: completion(GOOD)) as gone:
+        dead_config = judge_config(gone.url)
+    with StubServer(lambda req, n: Reply(**vars(completion(GOOD)) | {"delay": 0.05})) as server:
+        config = judge_config(server.url, max_attempts=3)
+        assert config.generation is not None and dead_config.generation is not None
+        real = sdk_client(config.generation, 5.0, max_retries=0)
+        dead = sdk_client(dead_config.generation, 5.0, max_retries=0)
+
+        class Refusing:
+            """Sends prompt 0 to a port nothing listens on; the others to the server."""
+
+            def __init__(self) -> None:
+                self.chat = self
+                self.completions = self
+
+            async def create(self, **kwargs: Any) -> Any:
+                if "answer 0 " in kwargs["messages"][0]["content"]:
+                    await asyncio.sleep(0.1)  # the others' replies arrive meanwhile
+                    return await dead.chat.completions.create(**kwargs)
+                return await real.chat.completions.create(**kwargs)
+
+        judge = Judge(config, client=Refusing(), sleep=Sleeps())
+        outcomes = ask_together(judge, prompts(3))
+    assert isinstance(outcomes[0], JudgeError), outcomes[0]
+    assert str(outcomes[0]).startswith("gave up after 3 attempts; last: APIConnectionError")
+    assert all(isinstance(o, Verdict) for o in outcomes[1:])
 
 
 @pytest.mark.parametrize("kind", ["not-json", "html", "reset"])
@@ -938,3 +1022,460 @@ def test_any_other_client_failure_is_a_retried_fault() -> None:
     assert verdict.value.score == 7
     assert len(calls) == 2 and len(server.chat_requests) == 1
     assert judge.total.retries == 1
+
+
+# --- what a real llama.cpp server does (issue 18), scripted by openai_stub.LlamaLike -----------
+# tests/test_real_judge.py runs the same paths against the real server with a real model.
+
+CHUNK_TEXTS = [
+    {"id": "d1", "text": "Item 0 is a red box of size 0."},
+    {"id": "d2", "text": "Bergen lies on the west coast."},
+]
+
+
+def rag_dataset(n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``dataset(n)`` whose responses have a retrieval step (for the context metrics)."""
+    reference, responses = dataset(n)
+    for response in responses:
+        response["actual_steps"] = [
+            {"name": "retrieval", "status": "success", "output": json.dumps(CHUNK_TEXTS)}
+        ]
+    return reference, responses
+
+
+def test_reply_budget_is_sized_to_the_schema() -> None:
+    from qa_eval.judge import BUDGET_RANGE, OPEN_LIST_ITEMS, STRING_TOKENS, reply_budget
+    from qa_eval.metrics.context_quality import relevance_schema
+    from qa_eval.metrics.faithfulness import StatementsReply
+
+    low, high = BUDGET_RANGE
+    assert reply_budget(Score) == low  # a number and a reason: the floor
+    # {"statements": [str, ...]}: braces 2, the key 4 + 10 // 3, the list 2 + 16 * (2 + 100)
+    assert reply_budget(StatementsReply) == 2 + 4 + 3 + 2 + OPEN_LIST_ITEMS * (2 + STRING_TOKENS)
+    three, twenty = reply_budget(relevance_schema(3)), reply_budget(relevance_schema(20))
+    assert low <= three < twenty <= high  # one verdict per chunk: more chunks, more tokens
+    assert reply_budget(relevance_schema(500)) == high
+
+
+def test_every_call_sends_max_tokens_sized_to_its_schema() -> None:
+    from qa_eval.judge import reply_budget
+
+    with StubServer(LlamaLike()) as server:
+        results = run_evaluation(
+            *rag_dataset(2),
+            config=run_config(server.url),
+            enable=["graphrag"],
+            disable=["factual_accuracy", "answer_class"],
+            cache=False,
+        )
+        requests = server.chat_requests
+        assert all(isinstance(r.get("max_tokens"), int) for r in requests)
+        correctness = [r for r in requests if "[qa-eval:answer-correctness]" in prompt_text(r)]
+        assert [r["max_tokens"] for r in correctness] == [reply_budget(CorrectnessReply)] * 2
+        assert len({r["max_tokens"] for r in requests}) > 2  # sized per schema, not one value
+        # a configured max_tokens is sent as it is, to every call
+        fixed = run_config(server.url)
+        fixed["llm"]["generation"]["max_tokens"] = 333
+        run_evaluation(*dataset(1), config=fixed, cache=False)
+        assert {r["max_tokens"] for r in server.chat_requests[len(requests) :]} == {333}
+    assert all("answer_recall" in r and "faithfulness" in r for r in results)
+
+
+def test_a_model_that_runs_away_is_cut_at_max_tokens_not_at_the_timeout() -> None:
+    """The retry storm seen against llama.cpp: no max_tokens, a weak model writing JSON to the
+    end of its context, the timeout firing, retries piling up. Now every call is bounded: a
+    reply cut at max_tokens is asked again once, then the metric's error; no timeout fires and
+    the server never has more requests than the concurrency."""
+    from qa_eval.judge import prompt_tokens_of, reply_budget
+
+    def away(request: dict[str, Any]) -> bool:
+        return "[qa-eval:answer-relevance]" in prompt_text(request)
+
+    script = LlamaLike(slots=2, seconds_per_token=0.0001, n_ctx=32768, runs_away=away)
+    with StubServer(script) as server:
+        results = run_evaluation(
+            *dataset(4),
+            config=run_config(server.url, concurrency=2, timeout=30),
+            cache=False,
+        )
+        requests = server.chat_requests
+        assert server.peak <= 2
+    relevance = [r for r in requests if away(r)]
+    assert len(relevance) == 8  # each asked, cut, asked again, cut again: no more
+    assert len(requests) == 4 + 8 + 4  # + correctness + the rubric fallback
+    for request in relevance:
+        # sized to the schema (3 questions) and the prompt as first asked
+        asked = request["messages"][:2]
+        assert request["max_tokens"] == reply_budget(relevance_reply(3), prompt_tokens_of(asked))
+        assert request["max_tokens"] < 32768 // 8
+    for result in results:
+        assert "answer_recall" in result  # the other metric is not disturbed
+        error_text = result["answer_relevance_error"]
+        assert error_text.startswith("invalid judge reply after 2 attempts")
+        assert "it was cut off at the limit of " in error_text
+        assert "answer_relevance_rubric" in result  # its fallback still answers
+    usage = results.signature["usage"]["total"]
+    assert usage["retries"] == 0 and usage["reasks"] == 4
+
+
+def test_a_timeout_is_retried_once_only() -> None:
+    """A request the client gave up on keeps running on a single-slot server: retrying a
+    timeout again and again piles up requests there. One retry, then the metric's error."""
+    slow = Reply(**vars(completion(GOOD)) | {"delay": 0.8})
+    with StubServer(lambda req, n: slow) as server:
+        judge = Judge(judge_config(server.url, timeout=0.2), sleep=Sleeps())
+        with pytest.raises(JudgeError) as raised:
+            ask(judge)
+        assert len(server.chat_requests) == 2
+    assert str(raised.value) == (
+        "no reply within 0.2 s, twice (llm.timeout); a request the client gave up on may still "
+        "be running on the server"
+    )
+    assert (judge.total.retries, judge.total.failures) == (1, 1)
+
+
+def test_a_context_length_error_is_that_questions_error_and_keeps_the_mode() -> None:
+    """llama.cpp answers a prompt longer than its context with a 400: that question's error,
+    asked once, and no downgrade of the response mode for the questions after it."""
+    reference, responses = dataset(4)
+    responses[1]["actual_answer"] = "A very long answer. " * 400
+    with StubServer(LlamaLike(n_ctx=1200)) as server:
+        results = run_evaluation(
+            reference,
+            responses,
+            config=run_config(server.url, concurrency=1),
+            disable=["answer_relevance"],
+            cache=False,
+        )
+        assert formats(server) == ["json_schema"] * 4
+    assert results[1]["answer_correctness_error"].startswith(
+        "judge call failed (400): request ("
+    )
+    assert "exceeds the available context size (1200 tokens)" in results[1][
+        "answer_correctness_error"
+    ]
+    assert all("answer_recall" in results[i] for i in (0, 2, 3))
+    assert results.signature["judge"]["response_mode"] == "json_schema"
+    assert results.signature["judge"]["response_modes"] == {"json_schema": 3}
+
+
+def test_a_400_that_is_not_about_the_format_is_the_metric_error_at_once() -> None:
+    with StubServer(lambda req, n: error(400, "Invalid value for 'temperature'")) as server:
+        judge = Judge(judge_config(server.url), sleep=Sleeps())
+        with pytest.raises(JudgeError, match=r"judge call failed \(400\): Invalid value"):
+            ask(judge)
+        assert formats(server) == ["json_schema"]
+    assert judge.mode == "json_schema"
+
+
+def test_a_format_error_is_kept_only_once_a_lower_mode_has_worked() -> None:
+    """The first request's json_schema is refused for its schema, and its json_object probe
+    fails for another reason (the context): nothing confirms that the format was the problem,
+    so the next request is asked with json_schema again."""
+    parser = (
+        "Unable to generate parser for this template. Automatic parser generation failed: "
+        "JSON schema error at #/properties/a: cannot resolve $ref"
+    )
+
+    def script(request: dict[str, Any], number: int) -> Reply:
+        if number == 0:
+            return error(400, parser)
+        if number == 1:
+            return context_exceeded(5031, 2048)
+        return completion(GOOD)
+
+    with StubServer(script) as server:
+        judge = Judge(judge_config(server.url), sleep=Sleeps())
+        outcomes = ask_in_turn(judge, prompts(2))
+        assert formats(server) == ["json_schema", "json_object", "json_schema"]
+    assert isinstance(outcomes[0], JudgeError) and "exceeds the available context" in str(
+        outcomes[0]
+    )
+    assert isinstance(outcomes[1], Verdict)
+    assert judge.mode == "json_schema"
+    assert "response_mode_reason" not in judge.signature()
+
+
+def test_json_object_with_the_schema_when_json_schema_is_refused() -> None:
+    """A server that refuses json_schema (as llama.cpp's did: 'response_format type must be one
+    of "text" or "json_object"') but enforces a schema given with json_object; without the
+    schema, the small model writes prose. Every metric gets its value, in json_object+schema."""
+
+    def prose(request: dict[str, Any]) -> str:
+        return "The answer looks fine to me."
+
+    script = LlamaLike(refuse=("json_schema",), unconstrained=prose)
+    with StubServer(script) as server:
+        results = run_evaluation(
+            *dataset(3), config=run_config(server.url, concurrency=1), cache=False
+        )
+        requests = server.chat_requests
+    assert formats(server)[0] == "json_schema"
+    assert all(r["response_format"] == {"type": "json_object", "schema": ANY} for r in requests[1:])
+    for result in results:
+        assert "answer_recall" in result and "answer_relevance" in result, result
+    judge = results.signature["judge"]
+    assert judge["response_mode"] == "json_object+schema"
+    assert judge["response_modes"] == {"json_object+schema": 6}
+    assert judge["response_mode_reason"].startswith(
+        'json_schema refused (400): response_format type must be one of "text" or "json_object"'
+    )
+
+
+class _Any:
+    def __eq__(self, other: object) -> bool:
+        return True
+
+
+ANY = _Any()
+
+
+def _untyped(schema: Any, defs: dict[str, Any]) -> list[str]:
+    """The properties of a JSON schema that give no type (a constrained decoder cannot use)."""
+    found = []
+    if isinstance(schema, dict):
+        if "$ref" in schema:
+            return _untyped(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
+        for name, value in (schema.get("properties") or {}).items():
+            if not any(k in value for k in ("type", "anyOf", "enum", "$ref", "const")):
+                found.append(name)
+            found += _untyped(value, defs)
+        for option in schema.get("anyOf") or []:
+            found += _untyped(option, defs)
+        if isinstance(schema.get("items"), dict):
+            found += _untyped(schema["items"], defs)
+    return found
+
+
+def test_custom_metric_outputs_are_typed_for_constrained_decoders() -> None:
+    """A grammar-building server refuses a schema with an untyped property (as
+    llama-cpp-python did for every custom metric): the custom reply schema types its outputs."""
+
+    def script(request: dict[str, Any], number: int) -> Reply:
+        schema = request["response_format"]["json_schema"]["schema"]
+        untyped = _untyped(schema, schema.get("$defs", {}))
+        if untyped:
+            return error(500, f"failed to build a grammar from the JSON schema: {untyped}")
+        if "[qa-eval:custom]" in prompt_text(request):
+            return completion(json.dumps({"score": 0.5, "ok": True, "label": "x", "reason": "r"}))
+        return completion(oracle_content(request))
+
+    config = run_config("") | {
+        "custom_evaluations": [
+            {
+                "name": "mine",
+                "inputs": ["question", "actual_answer"],
+                "instructions": "Judge the answer.",
+                "outputs": {"score": "0 to 1", "ok": "true or false", "label": "a word"},
+            }
+        ]
+    }
+    with StubServer(script) as server:
+        config["llm"]["generation"]["base_url"] = server.url
+        config["llm"]["embedding"]["base_url"] = server.url
+        results = run_evaluation(*dataset(2), config=config, cache=False)
+        assert set(formats(server)) == {"json_schema"}  # no downgrade was needed
+        schema = next(
+            r["response_format"]["json_schema"]["schema"]
+            for r in server.chat_requests
+            if "[qa-eval:custom]" in prompt_text(r)
+        )
+    for result in results:
+        assert (result["score"], result["ok"], result["label"]) == (0.5, True, "x")
+        assert result["mine_reason"] == "r"
+    types = [o["type"] for o in schema["properties"]["score"]["anyOf"]]
+    assert sorted(types) == ["boolean", "integer", "number", "string"]
+    assert schema["required"] == ["score", "ok", "label"]
+
+
+def test_an_unpriced_judge_gives_null_costs_not_zero(tmp_path: Path) -> None:
+    """A local model has no price: every judge metric's cost and the question's llm_cost are
+    null ("unknown"), even when an offline metric adds a known 0."""
+    pytest.importorskip("onnxruntime")
+    with StubServer(oracle()) as server:
+        config = run_config(server.url)
+        config["llm"]["generation"]["model"] = "/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+        config["llm"]["embedding"] = {"provider": "offline"}
+        results = run_evaluation(
+            *rag_dataset(2),
+            config=config,
+            enable=["graphrag"],
+            disable=["bertscore"],
+            cache=False,
+        )
+        priced = run_evaluation(
+            *rag_dataset(2),
+            config=config
+            | {
+                "llm": {
+                    **config["llm"],
+                    "prices": {config["llm"]["generation"]["model"]: {"input": 1, "output": 2}},
+                }
+            },
+            enable=["graphrag"],
+            disable=["bertscore"],
+            cache=False,
+        )
+    for result in results:
+        assert result["semantic_similarity_cost"] == 0.0  # offline: a known 0
+        for key in (
+            "answer_correctness_cost",
+            "answer_relevance_cost",
+            "faithfulness_cost",
+            "context_precision_cost",
+            "context_recall_cost",
+            "factual_accuracy_cost",
+            "answer_class_cost",
+        ):
+            assert key in result and result[key] is None, key
+        step = result["actual_steps"][0]
+        assert step["retrieval_answer_recall_cost"] is None
+        assert step["retrieval_answer_f1_cost"] is None
+        assert "llm_cost" in result and result["llm_cost"] is None
+    assert results.signature["usage"]["total"]["cost"] is None
+    aggregates = compute_aggregates(results)
+    assert "llm_cost" not in aggregates["micro"]  # no known cost: no statistic, not a 0
+    for result in priced:
+        assert isinstance(result["llm_cost"], float) and result["llm_cost"] > 0
+        assert isinstance(result["answer_correctness_cost"], float)
+
+
+def test_dry_run_counts_the_calls_the_run_makes(tmp_path: Path) -> None:
+    """Faithfulness makes two calls (statements, then verdicts) and answer relevance may fall
+    back to its rubric: a dry run counts both; after the run, a dry run finds them cached."""
+    data = rag_dataset(3)
+    cache = tmp_path / "c.sqlite3"
+    with StubServer(oracle()) as server:
+        config = parse_config(run_config(server.url))
+        judge = Judge(config, dry_run=True)
+        run_evaluation(*data, config=config, judge=judge, enable=["faithfulness"])
+        assert server.chat_requests == []
+        plan = dict(judge.plan.calls)
+        run = run_evaluation(*data, config=config, enable=["faithfulness"], cache=cache)
+        made = {m: u["calls"] for m, u in run.signature["usage"]["per_metric"].items()}
+        warm = Judge(config, cache=ReplyCache(cache), dry_run=True)
+        run_evaluation(*data, config=config, judge=warm, enable=["faithfulness"])
+    assert plan["faithfulness"] == made["faithfulness"] == 6
+    assert plan["answer_correctness"] == made["answer_correctness"] == 3
+    assert plan["answer_relevance"] == made["answer_relevance"] == 3
+    assert plan["answer_relevance_rubric"] == 3  # at most: asked only if generation fails
+    assert "answer_relevance_rubric" not in made
+    assert warm.plan.calls == {}
+    assert warm.plan.cached["faithfulness"] == 6
+
+
+def test_a_judge_nobody_listens_to_stops_the_command_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from qa_eval.cli import main
+
+    with StubServer(lambda req, n: completion(GOOD)) as server:
+        url = server.url
+    reference, responses = dataset(20)
+    write_data(tmp_path / "reference.yaml", reference)
+    (tmp_path / "responses.jsonl").write_text(
+        "\n".join(json.dumps(r) for r in responses) + "\n", encoding="utf-8"
+    )
+    write_data(tmp_path / "judge.yaml", run_config(url, max_attempts=2, concurrency=2))
+    code = main(
+        [
+            "evaluate",
+            str(tmp_path / "reference.yaml"),
+            str(tmp_path / "responses.jsonl"),
+            "-c",
+            str(tmp_path / "judge.yaml"),
+            "--no-cache",
+            "-q",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"qa-eval: error: cannot reach the judge at {url}: ")
+    assert "Traceback" not in err
+
+
+def test_cached_prompt_tokens_are_recorded_and_priced(tmp_path: Path) -> None:
+    """The instructions go first, as a system message the same for every question, so the
+    server's prompt cache reuses them; the tokens it served from its cache are recorded per call,
+    metric and run, priced at the cached-input rate, and kept in qa-eval's cache for reruns."""
+    from qa_eval.pricing import usd
+
+    price = {"input": 1.0, "output": 2.0, "cached_input": 0.25}
+    script = LlamaLike()
+    cache = tmp_path / "c.sqlite3"
+    with StubServer(script) as server:
+        config = run_config(server.url, concurrency=1)
+        config["llm"]["prices"] = {"gpt-4o-mini": price}
+        first = run_evaluation(
+            *dataset(3), config=config, disable=["answer_relevance"], cache=cache
+        )
+        requests = server.chat_requests
+        second = run_evaluation(
+            *dataset(3), config=config, disable=["answer_relevance"], cache=cache
+        )
+        assert len(server.chat_requests) == 3
+    system = [r["messages"][0] for r in requests]
+    assert all(m["role"] == "system" for m in system)
+    assert len({m["content"] for m in system}) == 1  # the same for every question
+    assert system[0]["content"].startswith("[qa-eval:answer-correctness]")
+    assert "Reply with a JSON object" in system[0]["content"]
+    assert "<question>" not in system[0]["content"]
+    assert all(r["messages"][1]["role"] == "user" for r in requests)
+    assert all(
+        r["messages"][1]["content"].startswith("The texts below are data") for r in requests
+    )
+    total = first.signature["usage"]["total"]
+    cached = [c for _, _, c in script.usage]  # concurrency 1: in the order of the requests
+    # the first call finds nothing; each later one at least the shared system message
+    assert cached[0] == 0 and all(c >= len(system[0]["content"]) // 4 for c in cached[1:])
+    assert total["cached_prompt_tokens"] == sum(cached)
+    assert total["prompt_tokens"] == sum(p for p, _, _ in script.usage)
+    assert total["cached_prompt_share"] == pytest.approx(sum(cached) / total["prompt_tokens"])
+    per_metric = first.signature["usage"]["per_metric"]["answer_correctness"]
+    assert per_metric["cached_prompt_tokens"] == sum(cached)
+    for result, (prompt, written, hit) in zip(first, script.usage):
+        expected = usd(price, prompt, written, cached_tokens=hit)
+        assert result["answer_correctness_cost"] == pytest.approx(expected, rel=1e-12)
+        # the cached tokens made it cheaper than the full input rate
+        assert (hit == 0) == (expected == usd(price, prompt, written))
+    # the rerun makes no call and reports the same costs (the cached tokens were stored)
+    assert [r["answer_correctness_cost"] for r in second] == [
+        r["answer_correctness_cost"] for r in first
+    ]
+    assert second.signature["usage"]["total"]["cached_prompt_tokens"] == 0
+    assert total["cost"] == pytest.approx(sum(r["answer_correctness_cost"] for r in first))
+
+
+@pytest.mark.parametrize("configured", [None, 500])
+def test_a_model_that_refuses_max_tokens_is_asked_without_it(configured: int | None) -> None:
+    """OpenAI's reasoning models refuse ``max_tokens`` (they take ``max_completion_tokens``,
+    which counts their reasoning too): the call is asked again at once without it - with a
+    configured limit under the other name, with none when the limit was only sized per reply
+    (it would starve the reasoning) - and so is every later call."""
+
+    def script(request: dict[str, Any], number: int) -> Reply:
+        if "max_tokens" in request:
+            return error(
+                400,
+                "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+                "'max_completion_tokens' instead.",
+            )
+        return completion(GOOD)
+
+    with StubServer(script) as server:
+        generation = {"provider": "openai", "base_url": server.url, "api_key": "x"}
+        if configured:
+            generation["max_tokens"] = configured
+        judge = Judge(parse_config({"llm": {"generation": generation}}), sleep=Sleeps())
+        outcomes = ask_in_turn(judge, prompts(2))
+        limits = [
+            (r.get("max_tokens"), r.get("max_completion_tokens")) for r in server.chat_requests
+        ]
+    assert all(isinstance(o, Verdict) for o in outcomes)
+    first = configured or limits[0][0]
+    assert isinstance(first, int)
+    assert limits == [(first, None), (None, configured), (None, configured)]
+    assert judge.signature()["token_limit"] == "max_completion_tokens"
+    assert judge.total.retries == 0 and judge.total.failures == 0

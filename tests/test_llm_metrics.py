@@ -165,11 +165,11 @@ def test_answer_correctness_scores_the_judges_counts() -> None:
     assert "a b c d" in prompt and "a x" in prompt
 
 
-def test_answer_correctness_without_a_known_cost_has_no_cost_key() -> None:
+def test_answer_correctness_without_a_known_cost_has_a_null_cost() -> None:
     judge = FakeJudge(correctness_reply(1, 1, 1), cost=None)
     out = run(answer_correctness(judge, "Q?", "a", "a"))
     assert out["answer_f1"] == 1.0
-    assert "answer_correctness_cost" not in out
+    assert out["answer_correctness_cost"] is None  # unknown, not 0
 
 
 def test_judge_error_is_recorded_on_the_question() -> None:
@@ -350,12 +350,12 @@ def test_answer_relevance_errors() -> None:
     assert "embedding endpoint down" in out["answer_relevance_error"]
 
 
-def test_answer_relevance_unknown_embedding_cost_has_no_cost_key() -> None:
+def test_answer_relevance_unknown_embedding_cost_is_null() -> None:
     judge = FakeJudge({"questions": [{"question": "A?", "noncommittal": 0}]})
     embedder = FakeEmbedder({"Q?": [1.0, 0.0], "A?": [1.0, 0.0]}, call_cost=None)  # type: ignore[arg-type]
     out = run(answer_relevance(judge, embedder, "Q?", "A"))
     assert out["answer_relevance"] == 1.0
-    assert "answer_relevance_cost" not in out
+    assert out["answer_relevance_cost"] is None  # unknown, not 0
 
 
 # --- retrieval context ---------------------------------------------------------------------------

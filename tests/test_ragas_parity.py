@@ -135,7 +135,13 @@ class ParityScript:
         return completion(json.dumps(reply))
 
     def _answer(self, messages: list[dict[str, Any]]) -> tuple[str, str, dict[str, Any]]:
-        first = str(messages[0].get("content", "")) if messages else ""
+        # ours: the instructions (system) and the data (user), before any re-asked reply
+        asked = []
+        for message in messages:
+            if message.get("role") == "assistant":
+                break
+            asked.append(str(message.get("content", "")))
+        first = "\n".join(asked)
         for marker, kind in OUR_MARKERS.items():
             if marker in first:
                 return "ours", kind, self._ours(kind, first)

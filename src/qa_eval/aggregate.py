@@ -81,11 +81,21 @@ def is_finite_number(value: Any) -> TypeGuard[int | float]:
     return is_number(value) and math.isfinite(value)
 
 
-def describe(values: list[int | float], skipped: int = 0) -> dict[str, Any]:
-    """sum, mean, median, min, max and n of finite numbers (all 0 when there are none)."""
+def describe(values: list[int | float], skipped: int = 0, zeros: bool = False) -> dict[str, Any]:
+    """sum, mean, median, min, max and n of finite numbers. With none: sum 0 and the others
+    null (no value has a mean), or all 0 with ``zeros`` (the token and time metrics, which the
+    original writes as zeros)."""
     n = len(values)
     if n == 0:
-        stats: dict[str, Any] = {"sum": 0, "mean": 0, "median": 0, "min": 0, "max": 0, "n": 0}
+        empty = 0 if zeros else None
+        stats: dict[str, Any] = {
+            "sum": 0,
+            "mean": empty,
+            "median": empty,
+            "min": empty,
+            "max": empty,
+            "n": 0,
+        }
     else:
         ordered = sorted(values)
         exact_ints = set(map(type, values)) == _INT_ONLY
@@ -234,9 +244,11 @@ class _Group:
             if series is not None and (
                 series.values or (series.skipped and metric not in numeric_only)
             ):
-                out[metric] = describe(series.values, series.skipped)
+                out[metric] = describe(
+                    series.values, series.skipped, zeros=metric in ALWAYS_PRESENT
+                )
             elif metric in ALWAYS_PRESENT:
-                out[metric] = describe([])
+                out[metric] = describe([], zeros=True)
         for key, counts in self.labels.items():
             out[key] = {"counts": dict(counts), "n": sum(counts.values())}
         self.judge.annotate(out, {m: s.values for m, s in self.series.items()})
@@ -325,8 +337,10 @@ def compute_aggregates(
         means = [s[metric]["mean"] for s in per_template.values() if s.get(metric, {}).get("n")]
         if means:
             macro[metric] = {"mean": _mean_like_statistics(means), "n": len(means)}
-        elif metric in ALWAYS_PRESENT or any(metric in s for s in per_template.values()):
-            macro[metric] = {"mean": 0, "n": 0}
+        elif metric in ALWAYS_PRESENT:
+            macro[metric] = {"mean": 0, "n": 0}  # as the original writes it
+        elif any(metric in s for s in per_template.values()):
+            macro[metric] = {"mean": None, "n": 0}
     out: dict[str, Any] = {
         "per_template": per_template,
         "micro": overall.summary(metrics, numeric_only),

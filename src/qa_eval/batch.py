@@ -491,7 +491,8 @@ def _outcome(item: dict[str, Any]) -> tuple[str, str | None, int, int, str | Non
         from openai.types.chat import ChatCompletion
 
         try:
-            content, p, c = _completion(ChatCompletion.model_validate(body))
+            reply = _completion(ChatCompletion.model_validate(body))
+            content, p, c = reply.content, reply.prompt_tokens, reply.completion_tokens
         except Exception as e:
             return "failed", None, 0, 0, redact(f"unreadable reply: {type(e).__name__}")
         return "done", content, p, c, None

@@ -110,6 +110,12 @@ LAZY_CREATE = {
     "batch_id TEXT NOT NULL, status TEXT NOT NULL, content TEXT, prompt_tokens INTEGER, "
     "completion_tokens INTEGER, error TEXT, body_bytes INTEGER)",
 }
+
+_USAGE_TABLE = (
+    "CREATE TABLE IF NOT EXISTS reply_usage (key TEXT PRIMARY KEY, cached_tokens INTEGER NOT NULL)"
+)
+"""Made with the first reply stored; not one of ``_TABLES``, so caches without it are opened
+(and left) as they are, and older qa-eval versions, which ignore other tables, read this one."""
 _HEADER = b"SQLite format 3\x00"
 _BUSY = frozenset({"SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_BUSY_SNAPSHOT", "SQLITE_BUSY_RECOVERY"})
 _READ_ONLY = frozenset({"SQLITE_READONLY", "SQLITE_READONLY_DIRECTORY", "SQLITE_READONLY_RECOVERY"})
@@ -158,6 +164,9 @@ class CachedReply:
     completion_tokens: int
     batch_prompt_tokens: int = 0
     batch_completion_tokens: int = 0
+    cached_tokens: int = 0
+    """Prompt tokens the provider served from its prompt cache (table ``reply_usage``, made at
+    the first reply stored: a cache without it is read as 0, older readers ignore it)."""
 
 
 class _Busy(Exception):
@@ -526,34 +535,59 @@ class ReplyCache:
     def _row(row: Any) -> CachedReply | None:
         if row is None:
             return None
-        content, prompt_tokens, completion_tokens, *batched = row
+        content, prompt_tokens, completion_tokens, bp, bc, cached_tokens = row
         if not isinstance(content, str) or not _tokens(prompt_tokens):
             return None  # a row this cache did not write: a miss
         if not _tokens(completion_tokens):
             return None
-        bp, bc = batched if batched else (0, 0)
+        if not _tokens(cached_tokens) or cached_tokens > prompt_tokens:
+            cached_tokens = 0
         if not (_tokens(bp) and _tokens(bc) and bp <= prompt_tokens and bc <= completion_tokens):
             bp = bc = 0  # no batch row (NULL), or one that does not fit: standard rates
-        return CachedReply(content, prompt_tokens, completion_tokens, bp, bc)
+        return CachedReply(
+            content,
+            prompt_tokens,
+            completion_tokens,
+            batch_prompt_tokens=bp,
+            batch_completion_tokens=bc,
+            cached_tokens=cached_tokens,
+        )
 
     def _select(self, key: str) -> Callable[[sqlite3.Connection], Any]:
         def op(db: sqlite3.Connection) -> Any:
+            row = None
+            joined = False
             if self._batch_tokens:
                 try:
-                    return db.execute(
+                    row = db.execute(
                         "SELECT r.content, r.prompt_tokens, r.completion_tokens, b.prompt_tokens, "
                         "b.completion_tokens FROM replies r LEFT JOIN reply_batch_tokens b "
                         "ON b.key = r.key WHERE r.key = ?",
                         (key,),
                     ).fetchone()
+                    joined = True
                 except sqlite3.OperationalError as e:
                     if "no such table" not in str(e) or "batch" not in str(e):
                         raise
                     self._batch_tokens = False  # not made after all: read without it
-            return db.execute(
-                "SELECT content, prompt_tokens, completion_tokens FROM replies WHERE key = ?",
-                (key,),
-            ).fetchone()
+            if not joined:
+                row = db.execute(
+                    "SELECT content, prompt_tokens, completion_tokens FROM replies WHERE key = ?",
+                    (key,),
+                ).fetchone()
+                if row is not None:
+                    row = (*row, None, None)
+            if row is None:
+                return None
+            try:
+                usage = db.execute(
+                    "SELECT cached_tokens FROM reply_usage WHERE key = ?", (key,)
+                ).fetchone()
+            except sqlite3.OperationalError as e:
+                if "no such" not in str(e):  # no such table, or column (another tool's table)
+                    raise
+                usage = None
+            return (*row, usage[0] if usage else 0)
 
         return op
 
@@ -668,6 +702,8 @@ class ReplyCache:
                         time.time(),
                     ),
                 ),
+                (_USAGE_TABLE, ()),
+                ("INSERT OR REPLACE INTO reply_usage VALUES (?, ?)", (key, reply.cached_tokens)),
             ]
         )
 
@@ -713,8 +749,8 @@ class ReplyCache:
 
     @property
     def pending(self) -> int:
-        """Rows kept in memory because the file was locked."""
-        return len(self._pending)
+        """Rows kept in memory because the file was locked (a reply's usage row not counted)."""
+        return sum(1 for statement, _ in self._pending if "reply_usage" not in statement)
 
     def __len__(self) -> int:
         count = self._sync_read(

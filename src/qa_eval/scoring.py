@@ -47,6 +47,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import math
+import re
 from collections.abc import Coroutine, Mapping
 from typing import Any
 
@@ -62,10 +63,12 @@ from .metrics.context import chunk_texts, retrieval_metrics
 from .metrics.context_quality import context_precision, context_recall_metric
 from .metrics.correctness import answer_correctness
 from .metrics.custom import CustomMetric, custom_metric, parse_custom_metric
-from .metrics.faithfulness import faithfulness
+from .metrics.faithfulness import faithfulness, verdicts_schema
 from .metrics.geval import DEFAULT_CUTOFFS, DEFAULT_WEIGHTS, factual_accuracy_metric
 from .metrics.relevance import answer_relevance, answer_relevance_with_fallback
+from .metrics.rubric import answer_relevance_rubric
 from .metrics.similarity import semantic_similarity_metric
+from .prompts import numbered_blocks, render
 
 __all__ = ["AnswerScorer", "contexts_of"]
 
@@ -256,10 +259,15 @@ class AnswerScorer:
             for key, value in keys.items()
             if key.endswith("_cost")
             and not key.endswith("_f1_cost")
-            and isinstance(value, (int, float))
+            and (value is None or isinstance(value, (int, float)))
         ]
+        # A judge without a price makes the question's cost unknown (null), not the sum of the
+        # offline metrics' known zeros.
+        unpriced = self.judge is not None and getattr(self.judge, "price", {}) is None
         if costs:
-            result["llm_cost"] = math.fsum(costs)
+            known = [c for c in costs if c is not None]
+            unknown = unpriced or len(known) < len(costs)
+            result["llm_cost"] = None if unknown else math.fsum(known)
 
     def _generic_jobs(
         self,
@@ -362,7 +370,36 @@ class AnswerScorer:
         count = self.config.relevance_questions
         if not self.config.option("answer_relevance", "rubric_fallback", True):
             return await answer_relevance(judge, embedder, question, answer, count)
+        if getattr(judge, "dry_run", False):  # the rubric fallback is counted with the call
+            with judge.planning() as planned:
+                keys = await answer_relevance(judge, embedder, question, answer, count)
+            if planned:
+                await answer_relevance_rubric(judge, question, answer)
+            return keys
         return await answer_relevance_with_fallback(judge, embedder, question, answer, count)
+
+    async def _faithfulness(
+        self, judge: Judge, question: str, answer: str, contexts: list[str]
+    ) -> dict[str, Any]:
+        """:func:`faithfulness`; a dry run that plans its first call (the statements) also
+        counts the second (the verdicts), estimated with the answer's sentences as statements."""
+        if not getattr(judge, "dry_run", False):
+            return await faithfulness(judge, question, answer, contexts)
+        with judge.planning() as planned:
+            keys = await faithfulness(judge, question, answer, contexts)
+        if len(planned) == 1:
+            sentences = [s for s in re.split(r"(?<=[.!?])\s+", answer.strip()) if s] or [answer]
+            text = render(
+                "faithfulness_verdicts",
+                {"statements": numbered_blocks(sentences, "statement")},
+                context="\n".join(contexts),
+            )
+            judge.plan_call(
+                "faithfulness",
+                [{"role": "user", "content": text}],
+                verdicts_schema(len(sentences)),
+            )
+        return keys
 
     def _context_jobs(
         self,
@@ -391,7 +428,7 @@ class AnswerScorer:
         text_answer = answer if isinstance(answer, str) else None
         jobs: list[Coroutine[Any, Any, dict[str, Any]]] = []
         if "faithfulness" in wanted and text_answer is not None:
-            jobs.append(faithfulness(judge, question, text_answer, contexts))
+            jobs.append(self._faithfulness(judge, question, text_answer, contexts))
         if "context_precision" in wanted:
             jobs.append(context_precision(judge, question, contexts, text_reference, text_answer))
         if "context_recall" in wanted and text_reference is not None:

@@ -178,6 +178,5 @@ async def classify_answer(
         "answer_class": verdict.value.label,
         "answer_class_reason": verdict.value.reason,
     }
-    if verdict.cost is not None:
-        out["answer_class_cost"] = verdict.cost
+    out["answer_class_cost"] = verdict.cost  # None: the price is unknown
     return out

@@ -169,11 +169,8 @@ async def retrieval_metrics(
         except JudgeError as e:
             out[f"{prefix}_precision_error"] = str(e)
     for name, cost in costs.items():
-        if cost is not None:
-            out[f"{prefix}_{name}_cost"] = cost
+        out[f"{prefix}_{name}_cost"] = cost  # None: the price is unknown
     if r is not None and p is not None:
         out[f"{prefix}_f1"] = f1(r, p)
-        cost = total_cost(costs.get("recall"), costs.get("precision"))
-        if cost is not None:
-            out[f"{prefix}_f1_cost"] = cost
+        out[f"{prefix}_f1_cost"] = total_cost(costs.get("recall"), costs.get("precision"))
     return out

@@ -117,8 +117,7 @@ async def context_precision(
         ],
         "context_precision_basis": basis,
     }
-    if verdict.cost is not None:
-        out["context_precision_cost"] = verdict.cost
+    out["context_precision_cost"] = verdict.cost  # None: the price is unknown
     return out
 
 
@@ -148,6 +147,5 @@ async def context_recall_metric(
         ],
         "context_recall_reason": verdict.value.reason,
     }
-    if verdict.cost is not None:
-        out["context_recall_cost"] = verdict.cost
+    out["context_recall_cost"] = verdict.cost  # None: the price is unknown
     return out

@@ -110,7 +110,7 @@ def fill_prompt(template: str, **values: str) -> str:
 
 
 def _messages(question: str, reference: str, actual: str, template: str | None) -> list[dict]:
-    if template is None:
+    if template is None:  # its reply format is with the instructions, before the data
         text = render(
             "answer_correctness",
             question=question,
@@ -121,7 +121,8 @@ def _messages(question: str, reference: str, actual: str, template: str | None) 
         text = "[qa-eval:answer-correctness]\n" + fill_prompt(
             template, question=question, reference_answer=reference, actual_answer=actual
         )
-    return [{"role": "user", "content": text + prompt_text("answer_correctness_output")}]
+        text += prompt_text("answer_correctness_output")
+    return [{"role": "user", "content": text}]
 
 
 async def answer_correctness(
@@ -163,6 +164,5 @@ async def answer_correctness(
         "answer_precision": precision,
         "answer_f1": f1_value,
     }
-    if verdict.cost is not None:
-        out["answer_correctness_cost"] = verdict.cost
+    out["answer_correctness_cost"] = verdict.cost  # None: the price is unknown
     return out

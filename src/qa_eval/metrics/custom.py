@@ -136,9 +136,14 @@ def _schema(metric: CustomMetric) -> type[BaseModel]:
     return _reply_model(metric.name, tuple(metric.outputs))
 
 
+OutputValue = bool | int | float | str
+"""What a custom output may be: a JSON number, string or boolean. Typed, so that constrained
+decoders (llama.cpp grammars, vLLM, OpenAI's structured outputs) can follow the schema."""
+
+
 @functools.lru_cache(maxsize=64)
 def _reply_model(name: str, outputs: tuple[str, ...]) -> type[BaseModel]:
-    fields: dict[str, Any] = {output: (Any, ...) for output in outputs}
+    fields: dict[str, Any] = {output: (OutputValue, ...) for output in outputs}
     fields["reason"] = (str, "")
     return create_model(f"{name}_reply", **fields)
 
@@ -180,6 +185,5 @@ async def custom_metric(
     out = {name: reply.get(name) for name in metric.outputs}
     # an output may itself be called <name>_reason (graphrag-eval's README example): keep it
     out.setdefault(f"{metric.name}_reason", reply.get("reason", ""))
-    if verdict.cost is not None:
-        out[f"{metric.name}_cost"] = verdict.cost
+    out[f"{metric.name}_cost"] = verdict.cost  # None: the price is unknown
     return out

@@ -23,7 +23,7 @@ Policies (where the document and ragas disagree or say nothing):
   which is a fault of the input, not a score of the answer).
 
 Keys written: ``faithfulness``, ``faithfulness_statements`` (``[{statement, supported, reason}]``),
-``faithfulness_cost`` (both calls; absent when a price is unknown), ``faithfulness_reason`` when
+``faithfulness_cost`` (both calls; null when a price is unknown), ``faithfulness_reason`` when
 not computed, or ``faithfulness_error``.
 """
 
@@ -102,8 +102,7 @@ async def faithfulness(
     statements = [s.strip() for s in extracted.value.statements if s.strip()]
     if not statements:
         out: dict[str, Any] = {"faithfulness_reason": NO_CLAIMS, "faithfulness_statements": []}
-        if extracted.cost is not None:
-            out["faithfulness_cost"] = extracted.cost
+        out["faithfulness_cost"] = extracted.cost  # None: the price is unknown
         return out
     trusted = {"statements": _numbered(statements)}
     messages = [
@@ -125,7 +124,5 @@ async def faithfulness(
             for s, ok, v in zip(statements, supported, ordered)
         ],
     }
-    cost = total_cost(extracted.cost, judged.cost)
-    if cost is not None:
-        out["faithfulness_cost"] = cost
+    out["faithfulness_cost"] = total_cost(extracted.cost, judged.cost)  # None: unknown
     return out

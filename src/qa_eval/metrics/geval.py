@@ -165,6 +165,5 @@ async def factual_accuracy_metric(
         weights,
         cutoffs,
     )
-    if verdict.cost is not None:
-        out["factual_accuracy_cost"] = verdict.cost
+    out["factual_accuracy_cost"] = verdict.cost  # None: the price is unknown
     return out

@@ -23,11 +23,12 @@ key: with the rubric fallback on (``answer_relevance.rubric_fallback``, the defa
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from ..embeddings import Embedder
 from ..judge import BudgetExceeded, DryRunSkip, Judge, JudgeError, total_cost
@@ -42,6 +43,7 @@ __all__ = [
     "answer_relevance_with_fallback",
     "answer_relevancy",
     "cosine",
+    "relevance_reply",
 ]
 
 _NOT_ASKED = (str(BudgetExceeded()), str(DryRunSkip()))
@@ -59,6 +61,15 @@ class RelevanceReply(BaseModel):
     """The judge's generated questions."""
 
     questions: list[GeneratedQuestion] = Field(min_length=1)
+
+
+@functools.lru_cache(maxsize=32)
+def relevance_reply(count: int) -> type[RelevanceReply]:
+    """:class:`RelevanceReply` with at most ``count`` questions, the number asked for: a model
+    writing under a grammar (llama.cpp) stops there instead of adding questions until its reply
+    is cut."""
+    field = (list[GeneratedQuestion], Field(min_length=1, max_length=count))
+    return create_model(f"RelevanceReply{count}", __base__=RelevanceReply, questions=field)
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -92,7 +103,7 @@ async def answer_relevance(
         }
     ]
     try:
-        verdict = await judge.ask("answer_relevance", messages, RelevanceReply)
+        verdict = await judge.ask("answer_relevance", messages, relevance_reply(count))
     except JudgeError as e:
         return {"answer_relevance_error": str(e)}
     if getattr(judge, "dry_run", False):  # a dry run calls nothing, not even the embedder
@@ -111,9 +122,7 @@ async def answer_relevance(
         "answer_relevance": score,
         "answer_relevance_questions": [q.question for q in kept],
     }
-    cost = total_cost(verdict.cost, embed_cost)
-    if cost is not None:
-        out["answer_relevance_cost"] = cost
+    out["answer_relevance_cost"] = total_cost(verdict.cost, embed_cost)  # None: unknown
     return out
 
 

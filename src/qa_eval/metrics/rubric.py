@@ -75,6 +75,5 @@ async def answer_relevance_rubric(judge: Judge, question: str, answer: str) -> d
         "answer_relevance_rubric": rubric_score(verdict.value.level),
         "answer_relevance_rubric_reason": verdict.value.reason,
     }
-    if verdict.cost is not None:
-        out["answer_relevance_rubric_cost"] = verdict.cost
+    out["answer_relevance_rubric_cost"] = verdict.cost  # None: the price is unknown
     return out

@@ -46,7 +46,5 @@ async def semantic_similarity_metric(
         score = semantic_similarity(vectors[0], vectors[1])
     except Exception as e:  # an embedding endpoint's failure is this metric's, not the run's
         return {"semantic_similarity_error": redact(f"embedding failed: {type(e).__name__}: {e}")}
-    out: dict[str, Any] = {"semantic_similarity": score}
-    if cost is not None:
-        out["semantic_similarity_cost"] = cost
-    return out
+    # the cost is None when the embedding model has no price
+    return {"semantic_similarity": score, "semantic_similarity_cost": cost}

@@ -48,6 +48,8 @@ _JUDGE_USAGE = (
     ("judge retries", "retries"),
     ("judge failures", "failures"),
     ("judge prompt tokens", "prompt_tokens"),
+    ("judge prompt tokens cached by the provider", "cached_prompt_tokens"),
+    ("judge prompt cache hit share", "cached_prompt_share"),
     ("judge completion tokens", "completion_tokens"),
     ("judge cost (USD)", "cost"),
 )
