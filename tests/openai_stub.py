@@ -500,10 +500,10 @@ TRANSPORT_FAULTS = (
 def fault_reply(kind: str, latency: float = 0.0) -> Reply:
     """One injected fault: ``429`` (Retry-After 0.05), ``500``, ``garbage`` (a completion whose
     text is not JSON, different each time), ``bad-retry-after`` (429 with ``Retry-After:
-    soon``), ``html`` (an HTML page with status 200), ``not-json`` (status 200, JSON content type, a body cut mid-object
-    with a matching length), ``truncated`` (the body cut short under its full length, then the
-    connection closed), ``reset`` (a TCP reset mid-body), ``drop`` (no reply at all),
-    ``no-choices`` (JSON that is not a chat completion)."""
+    soon``), ``html`` (an HTML page with status 200), ``not-json`` (status 200, JSON content
+    type, a body cut mid-object with a matching length), ``truncated`` (the body cut short under
+    its full length, then the connection closed), ``reset`` (a TCP reset mid-body), ``drop``
+    (no reply at all), ``no-choices`` (JSON that is not a chat completion)."""
     if kind == "429":
         return error(429, "slow down", {"Retry-After": "0.05"})
     if kind == "500":
