@@ -528,8 +528,9 @@ bound: calls x latency / concurrency, the wall time with {concurrency} calls alw
 peak: requests in flight at the server (chat + embeddings) / chat calls in flight in the judge.
   Embedding requests share llm.concurrency with the chat calls.
 re-asks: calls repeated with the validation error after a reply that is not usable JSON (the
-  garbage fault); a re-ask that brings back no JSON again is asked again, up to max_attempts;
-  the oracle answers from the first message, so a re-ask gets the value the first call would.
+  garbage fault, a different text each time); a re-ask that brings back no JSON again is asked
+  again, up to max_attempts (never the same exchange twice); the oracle answers from the prompt
+  as first asked, so a re-ask gets the value the first call would.
 tokens: the stub counts prompt tokens as chars/4 of the messages. Not counted: qa-eval's
   json_schema response_format (about {schema_tokens["correctness"]} tokens for correctness, \
 {schema_tokens["relevance"]} for relevance, chars/4).

@@ -499,17 +499,19 @@ TRANSPORT_FAULTS = (
 
 def fault_reply(kind: str, latency: float = 0.0) -> Reply:
     """One injected fault: ``429`` (Retry-After 0.05), ``500``, ``garbage`` (a completion whose
-    text is not JSON), ``bad-retry-after`` (429 with ``Retry-After: soon``), ``html`` (an HTML
-    page with status 200), ``not-json`` (status 200, JSON content type, a body cut mid-object
-    with a matching length), ``truncated`` (the body cut short under its full length, then the
-    connection closed), ``reset`` (a TCP reset mid-body), ``drop`` (no reply at all),
-    ``no-choices`` (JSON that is not a chat completion)."""
+    text is not JSON, different each time), ``bad-retry-after`` (429 with ``Retry-After:
+    soon``), ``html`` (an HTML page with status 200), ``not-json`` (status 200, JSON content
+    type, a body cut mid-object with a matching length), ``truncated`` (the body cut short under
+    its full length, then the connection closed), ``reset`` (a TCP reset mid-body), ``drop``
+    (no reply at all), ``no-choices`` (JSON that is not a chat completion)."""
     if kind == "429":
         return error(429, "slow down", {"Retry-After": "0.05"})
     if kind == "500":
         return Reply(status=500, body={"error": {"message": "internal error"}}, delay=latency)
     if kind == "garbage":
-        reply = completion("I think the answer is fine.", 50, 10)
+        # a different text each time, as a transient fault's is (the judge stops re-asking a
+        # reply that repeats itself exactly, as a model at temperature 0 does)
+        reply = completion(f"I think the answer is fine ({random.random():.6f}).", 50, 10)
     elif kind == "bad-retry-after":
         reply = error(429, "slow down", {"Retry-After": "soon"})
     elif kind == "html":

@@ -31,7 +31,7 @@ from openai_stub import (
     prompt_text,
 )
 from qa_eval import compute_aggregates, run_evaluation
-from qa_eval.cache import ReplyCache, request_key
+from qa_eval.cache import CachedReply, ReplyCache, request_key
 from qa_eval.config import EvalConfig, parse_config
 from qa_eval.io import dump_json, write_data
 from qa_eval.judge import MAX_DEPTH, Judge, JudgeError, JudgeUnavailable, Verdict, sent_schema
@@ -258,7 +258,8 @@ def test_persistent_server_error_gives_up_after_max_attempts() -> None:
             ask(judge)
     assert len(server.chat_requests) == 3
     assert len(sleeps.calls) == 2
-    assert judge.usage["score"].failures == 1
+    # 3 attempts are 2 retries: the last failed attempt is a failure, not a retry
+    assert (judge.usage["score"].retries, judge.usage["score"].failures) == (2, 1)
 
 
 def test_slow_reply_times_out_and_is_retried() -> None:
@@ -1479,3 +1480,23 @@ def test_a_model_that_refuses_max_tokens_is_asked_without_it(configured: int | N
     assert limits == [(first, None), (None, configured), (None, configured)]
     assert judge.signature()["token_limit"] == "max_completion_tokens"
     assert judge.total.retries == 0 and judge.total.failures == 0
+
+
+def test_cached_prompt_tokens_are_stored_and_an_older_cache_reads_as_none(tmp_path: Path) -> None:
+    """The cached prompt tokens of a reply live in the cache's ``reply_usage`` table; a cache
+    written before it (no such table) is read as 0 and gets the table at its next reply."""
+    path = tmp_path / "c.sqlite3"
+    cache = ReplyCache(path)
+    cache.put("k1", "m", CachedReply(GOOD, 100, 10, 64))
+    assert cache.get("k1") == CachedReply(GOOD, 100, 10, 64)
+    cache.close()
+    with sqlite3.connect(path) as db:
+        db.execute("DROP TABLE reply_usage")
+    older = ReplyCache(path)
+    assert older.get("k1") == CachedReply(GOOD, 100, 10, 0)
+    older.put("k2", "m", CachedReply(GOOD, 100, 10, 32))
+    assert older.get("k2") == CachedReply(GOOD, 100, 10, 32)
+    # a count that cannot be one (more than the prompt) is read as 0
+    older.put("k3", "m", CachedReply(GOOD, 100, 10, 101))
+    assert older.get("k3") == CachedReply(GOOD, 100, 10, 0)
+    older.close()
