@@ -1487,16 +1487,16 @@ def test_cached_prompt_tokens_are_stored_and_an_older_cache_reads_as_none(tmp_pa
     written before it (no such table) is read as 0 and gets the table at its next reply."""
     path = tmp_path / "c.sqlite3"
     cache = ReplyCache(path)
-    cache.put("k1", "m", CachedReply(GOOD, 100, 10, 64))
-    assert cache.get("k1") == CachedReply(GOOD, 100, 10, 64)
+    cache.put("k1", "m", CachedReply(GOOD, 100, 10, cached_tokens=64))
+    assert cache.get("k1") == CachedReply(GOOD, 100, 10, cached_tokens=64)
     cache.close()
     with sqlite3.connect(path) as db:
         db.execute("DROP TABLE reply_usage")
     older = ReplyCache(path)
-    assert older.get("k1") == CachedReply(GOOD, 100, 10, 0)
-    older.put("k2", "m", CachedReply(GOOD, 100, 10, 32))
-    assert older.get("k2") == CachedReply(GOOD, 100, 10, 32)
+    assert older.get("k1") == CachedReply(GOOD, 100, 10, cached_tokens=0)
+    older.put("k2", "m", CachedReply(GOOD, 100, 10, cached_tokens=32))
+    assert older.get("k2") == CachedReply(GOOD, 100, 10, cached_tokens=32)
     # a count that cannot be one (more than the prompt) is read as 0
-    older.put("k3", "m", CachedReply(GOOD, 100, 10, 101))
-    assert older.get("k3") == CachedReply(GOOD, 100, 10, 0)
+    older.put("k3", "m", CachedReply(GOOD, 100, 10, cached_tokens=101))
+    assert older.get("k3") == CachedReply(GOOD, 100, 10, cached_tokens=0)
     older.close()
