@@ -5,6 +5,7 @@ prepared step groups of a one-question dataset."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -102,3 +103,39 @@ def prepared_groups(steps: list[list[dict]]) -> tuple[tuple[ReferenceStep, ...],
     groups = prepare_reference([{"template_id": "t", "questions": [question]}])[0].groups
     assert groups is not None
     return groups
+
+
+CHUNKS = json.dumps(
+    [
+        {"id": "d1", "text": "Substation Oslo has transformers T1 and T2."},
+        {"id": "d2", "text": "Bergen lies on the west coast."},
+    ]
+)
+"""The output of a retrieval step with two chunks (judge tests over HTTP)."""
+
+
+def substation_dataset(n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A reference of ``n`` questions about substations and responses that answer each with two
+    sentences and a retrieval step (:data:`CHUNKS`)."""
+    reference = [
+        {
+            "template_id": "t1",
+            "questions": [
+                {
+                    "id": f"q{i}",
+                    "question_text": f"Which transformers are in substation {i}?",
+                    "reference_answer": f"T{i} and T{i + 1}.",
+                }
+                for i in range(n)
+            ],
+        }
+    ]
+    responses = [
+        {
+            "question_id": f"q{i}",
+            "actual_answer": f"Substation {i} has T{i}. It also has T{i + 1}.",
+            "actual_steps": [{"name": "retrieval", "status": "success", "output": CHUNKS}],
+        }
+        for i in range(n)
+    ]
+    return reference, responses

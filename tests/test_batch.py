@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from fakes import substation_dataset
 from openai_batch_stub import BatchStubServer
 from openai_stub import Reply, completion, oracle, oracle_content, prompt_text
 from qa_eval import run_evaluation
@@ -29,33 +30,7 @@ from qa_eval.config import parse_config
 from qa_eval.errors import QaEvalError
 from qa_eval.pricing import price_of, usd
 
-CHUNKS = json.dumps(
-    [
-        {"id": "d1", "text": "Substation Oslo has transformers T1 and T2."},
-        {"id": "d2", "text": "Bergen lies on the west coast."},
-    ]
-)
-REFERENCE = [
-    {
-        "template_id": "t1",
-        "questions": [
-            {
-                "id": f"q{i}",
-                "question_text": f"Which transformers are in substation {i}?",
-                "reference_answer": f"T{i} and T{i + 1}.",
-            }
-            for i in range(5)
-        ],
-    }
-]
-RESPONSES = [
-    {
-        "question_id": f"q{i}",
-        "actual_answer": f"Substation {i} has T{i}. It also has T{i + 1}.",
-        "actual_steps": [{"name": "retrieval", "status": "success", "output": CHUNKS}],
-    }
-    for i in range(5)
-]
+REFERENCE, RESPONSES = substation_dataset(5)
 CUSTOM = [
     {
         "name": "tone",

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
+from fakes import substation_dataset
 from openai_stub import Reply, StubServer, completion, error, oracle_content, prompt_text
 from qa_eval import compute_aggregates, run_evaluation
 from qa_eval.cli import main
@@ -28,33 +29,7 @@ from qa_eval.errors import InputError
 from qa_eval.metrics.correctness import correctness_scores
 from qa_eval.variance import judge_noise, merge_repeats, sample_variance
 
-CHUNKS = json.dumps(
-    [
-        {"id": "d1", "text": "Substation Oslo has transformers T1 and T2."},
-        {"id": "d2", "text": "Bergen lies on the west coast."},
-    ]
-)
-REFERENCE = [
-    {
-        "template_id": "t1",
-        "questions": [
-            {
-                "id": f"q{i}",
-                "question_text": f"Which transformers are in substation {i}?",
-                "reference_answer": f"T{i} and T{i + 1}.",
-            }
-            for i in range(4)
-        ],
-    }
-]
-RESPONSES = [
-    {
-        "question_id": f"q{i}",
-        "actual_answer": f"Substation {i} has T{i}. It also has T{i + 1}.",
-        "actual_steps": [{"name": "retrieval", "status": "success", "output": CHUNKS}],
-    }
-    for i in range(4)
-]
+REFERENCE, RESPONSES = substation_dataset(4)
 
 
 class PerRepeat:
