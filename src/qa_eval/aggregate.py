@@ -117,14 +117,6 @@ def describe(values: list[int | float], skipped: int = 0, zeros: bool = False) -
     return stats
 
 
-def _mean_like_statistics(values: list[int | float]) -> int | float:
-    """The mean with statistics.mean's type: an int when all are ints and the mean is whole."""
-    if set(map(type, values)) == _INT_ONLY:
-        total = sum(values)
-        return total // len(values) if total % len(values) == 0 else total / len(values)
-    return math.fsum(values) / len(values)
-
-
 class _Series:
     __slots__ = ("skipped", "values")
 
@@ -336,7 +328,7 @@ def compute_aggregates(
     for metric in metrics:
         means = [s[metric]["mean"] for s in per_template.values() if s.get(metric, {}).get("n")]
         if means:
-            macro[metric] = {"mean": _mean_like_statistics(means), "n": len(means)}
+            macro[metric] = {"mean": describe(means)["mean"], "n": len(means)}
         elif metric in ALWAYS_PRESENT:
             macro[metric] = {"mean": 0, "n": 0}  # as the original writes it
         elif any(metric in s for s in per_template.values()):
