@@ -139,3 +139,26 @@ def substation_dataset(n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any
         for i in range(n)
     ]
     return reference, responses
+
+
+def items_dataset(n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A reference of ``n`` questions about items, each with a reference answer, and responses
+    whose answers are close to it (judge runs over HTTP)."""
+    reference = [
+        {
+            "template_id": "items",
+            "questions": [
+                {
+                    "id": f"q{i}",
+                    "question_text": f"What is item {i}?",
+                    "reference_answer": f"Item {i} is a red box of size {i}.",
+                }
+                for i in range(n)
+            ],
+        }
+    ]
+    responses = [
+        {"question_id": f"q{i}", "actual_answer": f"Item {i} is a box of size {i}."}
+        for i in range(n)
+    ]
+    return reference, responses

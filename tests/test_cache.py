@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from fakes import items_dataset
 from openai_stub import Reply, StubServer, completion, oracle, oracle_content
 from qa_eval import run_evaluation
 from qa_eval.cache import CachedReply, CacheError, CacheWarning, ReplyCache, request_key
@@ -46,23 +47,7 @@ QUESTION = [{"role": "user", "content": "Rate the answer from 0 to 10."}]
 
 
 def inputs(tmp_path: Path, n: int) -> tuple[Path, Path]:
-    reference = [
-        {
-            "template_id": "items",
-            "questions": [
-                {
-                    "id": f"q{i}",
-                    "question_text": f"What is item {i}?",
-                    "reference_answer": f"Item {i} is a red box of size {i}.",
-                }
-                for i in range(n)
-            ],
-        }
-    ]
-    responses = [
-        {"question_id": f"q{i}", "actual_answer": f"Item {i} is a box of size {i}."}
-        for i in range(n)
-    ]
+    reference, responses = items_dataset(n)
     ref = tmp_path / "reference.json"
     ref.write_text(json.dumps(reference))
     resp = tmp_path / "responses.jsonl"

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field
 
+from fakes import items_dataset
 from openai_stub import (
     TRANSPORT_FAULTS,
     LlamaLike,
@@ -398,25 +399,7 @@ def test_cached_reply_makes_no_call_and_keeps_its_cost(tmp_path: Path) -> None:
 # --- whole runs --------------------------------------------------------------------------------
 
 
-def dataset(n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    reference = [
-        {
-            "template_id": "items",
-            "questions": [
-                {
-                    "id": f"q{i}",
-                    "question_text": f"What is item {i}?",
-                    "reference_answer": f"Item {i} is a red box of size {i}.",
-                }
-                for i in range(n)
-            ],
-        }
-    ]
-    responses = [
-        {"question_id": f"q{i}", "actual_answer": f"Item {i} is a box of size {i}."}
-        for i in range(n)
-    ]
-    return reference, responses
+dataset = items_dataset
 
 
 def run_config(url: str, api_key: str = "x", **llm: Any) -> dict[str, Any]:
@@ -1149,12 +1132,10 @@ def test_a_context_length_error_is_that_questions_error_and_keeps_the_mode() -> 
             cache=False,
         )
         assert formats(server) == ["json_schema"] * 4
-    assert results[1]["answer_correctness_error"].startswith(
-        "judge call failed (400): request ("
+    assert results[1]["answer_correctness_error"].startswith("judge call failed (400): request (")
+    assert (
+        "exceeds the available context size (1200 tokens)" in results[1]["answer_correctness_error"]
     )
-    assert "exceeds the available context size (1200 tokens)" in results[1][
-        "answer_correctness_error"
-    ]
     assert all("answer_recall" in results[i] for i in (0, 2, 3))
     assert results.signature["judge"]["response_mode"] == "json_schema"
     assert results.signature["judge"]["response_modes"] == {"json_schema": 3}
@@ -1424,9 +1405,7 @@ def test_cached_prompt_tokens_are_recorded_and_priced(tmp_path: Path) -> None:
     assert "Reply with a JSON object" in system[0]["content"]
     assert "<question>" not in system[0]["content"]
     assert all(r["messages"][1]["role"] == "user" for r in requests)
-    assert all(
-        r["messages"][1]["content"].startswith("The texts below are data") for r in requests
-    )
+    assert all(r["messages"][1]["content"].startswith("The texts below are data") for r in requests)
     total = first.signature["usage"]["total"]
     cached = [c for _, _, c in script.usage]  # concurrency 1: in the order of the requests
     # the first call finds nothing; each later one at least the shared system message
