@@ -477,7 +477,8 @@ def test_a_stopped_run_says_where_its_results_are_and_a_rerun_reuses_the_cache(
 def test_interrupted_without_output_or_cache_says_so(tmp_path: Path) -> None:
     import argparse
 
-    from qa_eval.cli import _evaluate, interrupted_message
+    from qa_eval.cli import interrupted_message
+    from qa_eval.cli.evaluation import evaluate as _evaluate
 
     args = argparse.Namespace(
         handler=_evaluate, dry_run=False, output=None, no_cache=True, cache=None, system=None

@@ -424,9 +424,9 @@ def test_interrupt_is_130_and_unexpected_failure_is_1(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(cli, "run_evaluation", interrupted)
+    monkeypatch.setattr("qa_eval.evaluate.run_evaluation", interrupted)
     assert evaluate(files, "good") == 130
-    monkeypatch.setattr(cli, "run_evaluation", broken)
+    monkeypatch.setattr("qa_eval.evaluate.run_evaluation", broken)
     assert evaluate(files, "good") == 1
     assert "unexpected error: RuntimeError: boom" in capsys.readouterr().err
 

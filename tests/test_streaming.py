@@ -514,18 +514,18 @@ def test_a_bad_input_rerun_leaves_the_earlier_partial_file(
 def test_an_interrupted_run_says_where_its_results_are(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any, suffix: str
 ) -> None:
-    from qa_eval import cli
+    from qa_eval.evaluate import PartialFile
 
     ref, resp = _files(tmp_path, 600)
     output = tmp_path / f"results{suffix}"
-    real = cli._PartialFile.write
+    real = PartialFile.write
 
     def write(self: Any, result: dict[str, Any], flush: bool = True) -> None:
         real(self, result, flush)
         if self.count == 300:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli._PartialFile, "write", write)
+    monkeypatch.setattr(PartialFile, "write", write)
     assert main(["evaluate", str(ref), str(resp), "-o", str(output), "-q"]) == 130
     err = capsys.readouterr().err
     partial = tmp_path / f"results{suffix}.partial.jsonl"

@@ -9,12 +9,17 @@
   go into several blocks one under the other, each repeating the first column (cells fold only
   when one column alone is wider than the terminal). Without a width, the table keeps its natural
   width (output to a file or a pipe).
+- what ``qa-eval evaluate`` prints, from what :func:`qa_eval.evaluate.run_plan` returns: the
+  summary table (:func:`summary_table`), the judge's usage, the dry run's plan
+  (:func:`plan_table`), the warnings, and :class:`ConsoleObserver`, which prints them as a run
+  goes (with a :class:`Progress` per system).
 """
 
 from __future__ import annotations
 
 import io
 import shutil
+import sys
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
@@ -35,10 +40,28 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from .aggregate import CATEGORIES, SCORES
+
 if TYPE_CHECKING:
+    from .evaluate import SystemRun
+    from .plan import JudgeCallPlan, JudgeEstimate, SystemPlan
     from .runner import RunProgress
 
-__all__ = ["ProgressDisplay", "render_table", "terminal_width"]
+__all__ = [
+    "ConsoleObserver",
+    "Progress",
+    "ProgressDisplay",
+    "default_judge_note",
+    "format_table",
+    "label_lines",
+    "mismatch_summary",
+    "plan_table",
+    "render_table",
+    "summary_table",
+    "terminal_width",
+    "usage_line",
+    "warning_lines",
+]
 
 _RULE = box.Box("    \n    \n -  \n    \n    \n    \n    \n    \n", ascii=True)
 """A header underlined with dashes, columns two spaces apart, nothing else."""
@@ -259,3 +282,321 @@ class ProgressDisplay:
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
+
+
+class Progress:
+    """The run's progress on a terminal, redrawn in place (rich): judge calls done of planned with
+    tokens and cost so far, questions done, time elapsed and left; every line fits the terminal.
+    Silent when the stream is not a terminal (or ``enabled`` is False)."""
+
+    def __init__(
+        self,
+        stream: TextIO,
+        label: str = "questions",
+        enabled: bool | None = None,
+        console: Any = None,
+    ) -> None:
+        self.display = ProgressDisplay(stream, label=label, enabled=enabled, console=console)
+
+    def __call__(self, done: int, total: int) -> None:
+        """Show ``done`` of ``total`` questions (the ``progress`` callback of a run)."""
+        from .runner import RunProgress
+
+        self.display.update(RunProgress(done, total))
+
+    def update(self, status: Any) -> None:
+        """Show a ``RunProgress`` (the ``on_progress`` callback of a run)."""
+        self.display.update(status)
+
+    def close(self) -> None:
+        """Stop redrawing; the last state stays on the screen."""
+        self.display.close()
+
+
+def format_table(
+    headers: Sequence[str], rows: Sequence[Sequence[Any]], width: int | None = None
+) -> str:
+    """A plain text table with right-aligned numbers (None shown as ``-``); columns and rows
+    with no value are left out. With ``width``, it fits that many columns (blocks of columns,
+    folded cells); without, it keeps its natural width."""
+    return render_table(headers, rows, width)
+
+
+def stdout_width() -> int | None:
+    """The width of the terminal standard output goes to; None when it is not a terminal."""
+    return terminal_width(sys.stdout)
+
+
+_SUMMARY_METRICS = (
+    *(m for m in SCORES if m not in ("answer_recall", "answer_precision")),
+    "total_tokens",
+    "elapsed_sec",
+)
+_PERCENT = ("ragas_score", "factual_accuracy")
+"""Shown as percentages, as the GraphRAG metrics document writes them (stored on 0-1)."""
+
+
+def _header(metric: str) -> str:
+    return f"{metric} % (mean)" if metric in _PERCENT else f"{metric} (mean)"
+
+
+def _mean(stats: dict[str, Any], metric: str) -> Any:
+    block = stats.get(metric, {})
+    if not block.get("n", 1):
+        return None
+    mean = block.get("mean")
+    return mean * 100 if metric in _PERCENT and mean is not None else mean
+
+
+def label_lines(aggregates: dict[str, Any]) -> list[str]:
+    """One line per counted label (grades, answer classes) over all questions."""
+    lines = []
+    for key in CATEGORIES:
+        block = aggregates["micro"].get(key)
+        if block:
+            counts = ", ".join(f"{label} {n}" for label, n in block["counts"].items())
+            lines.append(f"{key}: {counts} (of {block['n']})")
+    return lines
+
+
+def summary_table(aggregates: dict[str, Any], width: int | None = None) -> str:
+    """The terminal summary: one row per template, then micro and macro; fits ``width``."""
+    metrics = [m for m in _SUMMARY_METRICS if m in aggregates["micro"]]
+    headers = ["template", "questions", "errors", *(_header(m) for m in metrics)]
+
+    def row(name: str, stats: dict[str, Any]) -> list[Any]:
+        count = stats["number_of_success_samples"] + stats["number_of_error_samples"]
+        return [name, count, stats["number_of_error_samples"], *(_mean(stats, m) for m in metrics)]
+
+    rows = [row(str(tid), stats) for tid, stats in aggregates["per_template"].items()]
+    rows.append(row("all questions (micro)", aggregates["micro"]))
+    macro = aggregates["macro"]
+    rows.append(
+        [
+            "templates (macro)",
+            len(aggregates["per_template"]),
+            None,
+            *(_mean(macro, m) for m in metrics),
+        ]
+    )
+    return format_table(headers, rows, width)
+
+
+def _usage_text(model: str, total: dict[str, Any]) -> str:
+    cost = f"${total['cost']:.4f}" if total["cost"] is not None else "cost unknown (no price)"
+    return (
+        f"judge {model}: {total['calls']} calls, {total['cached']} from the cache, "
+        f"{total['retries']} retried, {total['failures']} failed; {total['prompt_tokens']} prompt "
+        f"+ {total['completion_tokens']} completion tokens; {cost}"
+    )
+
+
+def usage_line(judge: Any) -> str:
+    """One line on what the judge did: calls, cache hits, retries, failures, tokens, cost."""
+    return _usage_text(judge.gen.model, judge.total.as_dict())
+
+
+def usage_summary(signature: dict[str, Any]) -> str | None:
+    """The judge's usage line of a run, from its signature (None without a judge)."""
+    usage, judge = signature.get("usage"), signature.get("judge")
+    if not usage or not judge:
+        return None
+    return f"{_usage_text(judge['model'], usage['total'])} (this run)"
+
+
+def plan_table(plan: JudgeCallPlan | Any, width: int | None = None, batch: bool = False) -> str:
+    """What a dry run would do, per metric: calls, cache hits, estimated tokens and cost (at
+    batch rates with ``batch``); fits ``width``. ``plan``: a :class:`~qa_eval.plan.JudgeCallPlan`
+    or a dry-run judge."""
+    from .plan import JudgeCallPlan
+
+    if not isinstance(plan, JudgeCallPlan):
+        plan = JudgeCallPlan.of(plan, batch=batch)
+    batch = plan.batch
+
+    def dollars(cost: float | None) -> str:
+        return f"${cost:.4f}" if cost is not None else "unknown"
+
+    rows: list[list[Any]] = [
+        [
+            m,
+            plan.calls.get(m, 0),
+            plan.cached.get(m, 0),
+            plan.prompt_tokens.get(m, 0),
+            plan.completion_tokens.get(m, 0),
+            dollars(plan.cost(m)),
+        ]
+        for m in plan.metrics
+    ]
+    rows.append(
+        [
+            "total",
+            plan.total_calls,
+            sum(plan.cached.values()),
+            sum(plan.prompt_tokens.values()),
+            sum(plan.completion_tokens.values()),
+            dollars(plan.cost()),
+        ]
+    )
+    return format_table(
+        [
+            "metric",
+            "calls",
+            "cached",
+            "prompt tokens (est.)",
+            "completion tokens (est.)",
+            "cost (est., batch rates)" if batch else "cost (est.)",
+        ],
+        rows,
+        width,
+    )
+
+
+def default_judge_note(estimate: JudgeEstimate) -> str:
+    """The note before a run with the judge no config asked for: which judge, and the calls and
+    cost to expect."""
+    cost = estimate.cost
+    price = "cost unknown (no price known)"
+    if cost is not None:
+        price = f"about ${cost:.{2 if cost >= 0.01 else 4}f}"
+    sampled = ""
+    if estimate.sampled < estimate.questions:
+        sampled = f"; estimated from the first {estimate.sampled} of {estimate.questions} questions"
+    return (
+        f"note: no --config and OPENAI_API_KEY is set, so the LLM metrics use qa-eval's default "
+        f"judge, {estimate.provider} {estimate.model}: about {estimate.calls} judge calls, "
+        f"{price} (cached replies not counted{sampled}); --no-judge switches the LLM metrics "
+        "off, --dry-run shows the plan"
+    )
+
+
+def mismatch_summary(results: Sequence[dict[str, Any]]) -> str | None:
+    """``mismatches (reference steps): 2 not evaluated, 1 rows missing, ...``, or None."""
+    from collections import Counter
+
+    from .evaluate import mismatches
+    from .steps.explain import mismatch_kinds
+
+    counts: Counter[str] = Counter()
+    for result in results:
+        for text in mismatches(result):
+            counts.update(mismatch_kinds(text))
+    if not counts:
+        return None
+    kinds = ", ".join(f"{n} {kind}" for kind, n in counts.most_common())
+    return f"mismatches (reference steps; see 'mismatch' in the results): {kinds}"
+
+
+def warning_lines(results: Sequence[dict[str, Any]]) -> list[str]:
+    """The notes and warnings on a run's results (its LLM metrics note, questions with no
+    response, steps that could not be compared, metric values not computed)."""
+    from .runner import NO_RESPONSE
+
+    lines = []
+    note = getattr(results, "signature", {}).get("llm_metrics")
+    if note:
+        lines.append(f"note: {note}")
+    missing = sum(1 for r in results if r.get("error") == NO_RESPONSE)
+    with_problems = [r for r in results if r.get("step_errors")]
+    if missing:
+        lines.append(f"warning: {missing} question(s) had no response and count as errors")
+    if with_problems:
+        first = with_problems[0]
+        lines.append(
+            f"warning: {len(with_problems)} question(s) have steps that could not be compared "
+            f"(see 'step_errors' in the results); first: question {first['question_id']!r}: "
+            f"{first['step_errors'][0]}"
+        )
+    failed = _metric_errors(results)
+    if failed:
+        first_key, first_message = next(iter(failed.items()))
+        lines.append(
+            f"warning: {sum(len(v) for v in failed.values())} metric value(s) not computed "
+            f"(see the '*_error' keys); e.g. {first_key}: {first_message[0]}"
+        )
+    return lines
+
+
+def _metric_errors(results: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
+    errors: dict[str, list[str]] = {}
+    for result in results:
+        records = [result, *(s for s in result.get("actual_steps") or [] if isinstance(s, dict))]
+        for record in records:
+            for key, value in record.items():
+                if key.endswith("_error") and key not in ("answer_eval_error",) and value:
+                    errors.setdefault(key, []).append(str(value))
+    return errors
+
+
+class ConsoleObserver:
+    """Prints a run of :func:`qa_eval.evaluate.run_plan` as ``qa-eval evaluate`` does: a
+    progress display per system on stderr, then its summary (or the dry run's plan) on stdout
+    and its warnings on stderr. ``quiet``: no progress and no summary (warnings stay);
+    ``machine``: stdout is kept for JSON (quiet, and batch lines go to stderr)."""
+
+    def __init__(self, quiet: bool = False, machine: bool = False) -> None:
+        self.quiet = quiet or machine
+        self.machine = machine
+        self.progress_display: Progress | None = None
+
+    def batch_line(self, line: str) -> None:
+        """A line on the Batch API step, on stderr (not when quiet)."""
+        if not self.quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    def batches(self, report: Any) -> None:
+        """Batches in flight: say that a rerun collects them; else the step's summary line."""
+        if report.waiting:
+            print(
+                f"batch: {len(report.waiting)} batch(es) in flight ({', '.join(report.waiting)}); "
+                "nothing was written yet: run the same command again to collect them and finish "
+                "(with --no-wait it looks once and exits again while they run)",
+                file=sys.stderr if self.machine else sys.stdout,
+            )
+        elif not self.quiet:
+            print(report.line(), file=sys.stderr)
+
+    def system_started(self, system: SystemPlan) -> None:
+        """The system's header (several systems), and its progress display."""
+        if system.name is not None and not self.quiet:
+            print(f"\n== system {system.name} ({system.source})")
+        self.progress_display = Progress(
+            sys.stderr, "questions", enabled=False if self.quiet else None
+        )
+
+    def progress(self, status: Any) -> None:
+        """Redraw the progress display."""
+        if self.progress_display is not None:
+            self.progress_display.update(status)
+
+    def note(self, text: str) -> None:
+        """A note on stderr."""
+        print(f"note: {text}", file=sys.stderr)
+
+    def close(self) -> None:
+        """Stop the progress display (at the end of a system, or when the run fails)."""
+        if self.progress_display is not None:
+            self.progress_display.close()
+            self.progress_display = None
+
+    def system_finished(self, run: SystemRun) -> None:
+        """The dry run's plan, or the summary and the warnings."""
+        self.close()
+        if run.judge_calls is not None:
+            print(plan_table(run.judge_calls, stdout_width()))
+            print("\ndry run: no judge call was made and nothing was written")
+            return
+        if not self.quiet:
+            print(summary_table(run.aggregates, stdout_width()))
+            for line in label_lines(run.aggregates):
+                print(line)
+            print(f"\n{len(run.results)} questions evaluated in {run.elapsed:.2f}s", end="")
+            print(f"; wrote {', '.join(run.written)}" if run.written else "")
+            usage = usage_summary(run.signature)
+            if usage:
+                print(usage)
+            found = mismatch_summary(run.notable)
+            if found:
+                print(found)
+        for line in warning_lines(run.notable):
+            print(line, file=sys.stderr)

@@ -204,7 +204,7 @@ def _signature(
     options: dict[str, Any],
     note: str | None,
 ) -> dict[str, Any]:
-    from . import __version__
+    from ._version import __version__
     from .prompts import prompt_hash, prompt_names, prompt_text
 
     prompts = {name: prompt_hash(prompt_text(name)) for name in prompt_names()}

@@ -5,6 +5,9 @@ answer`` (others are ignored). Output: one row per input row, in input order, wi
 ``#Reference``, ``#PTarget``, ``#Matching``, ``Reasoning`` and ``Error`` (counts empty and the
 message in ``Error`` when a row could not be judged). Rows are judged concurrently and written as
 soon as every row before them is done, so an interrupted run keeps what it finished.
+
+A library: :func:`run_tsv` reads, judges and writes; the ``answer-correctness`` command's options
+are in ``qa_eval.cli.parser`` and its handler in ``qa_eval.cli.commands``.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import csv
 import os
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +26,7 @@ if TYPE_CHECKING:  # the judge side (SDK, pydantic) is imported when the command
     from .config import EvalConfig
     from .judge import Judge
 
-__all__ = ["COLUMNS", "OUTPUT_COLUMNS", "evaluate_tsv", "main"]
+__all__ = ["COLUMNS", "OUTPUT_COLUMNS", "evaluate_tsv", "read_rows", "run_tsv"]
 
 COLUMNS = ("Question", "Reference answer", "Actual answer")
 OUTPUT_COLUMNS = ("#Reference", "#PTarget", "#Matching", "Reasoning", "Error")
@@ -96,14 +98,16 @@ async def evaluate_tsv(
 
 
 def run_tsv(
-    input_path: str,
-    output_path: str,
+    input_path: str | os.PathLike[str],
+    output_path: str | os.PathLike[str],
     config: EvalConfig,
     *,
     cache: str | bool = True,
     progress: Callable[[int, int], None] | None = None,
 ) -> Judge:
-    """Read, judge and write; returns the judge (for its usage)."""
+    """Read the TSV file ``input_path``, judge every row with ``config``'s judge (``cache``: the
+    reply cache, as in ``run_evaluation``; ``progress(done, total)``) and write the output TSV
+    ``output_path``; returns the judge (for its usage)."""
     rows = read_rows(input_path)
     if config.generation is None:
         raise QaEvalError(
@@ -135,70 +139,3 @@ def run_tsv(
         if store is not None:
             store.close()
     return judge
-
-
-def add_arguments(parser: Any) -> None:
-    """The options of the TSV command (graphrag-eval's old and new names both work)."""
-    parser.add_argument(
-        "-i",
-        "--input-tsv-file-path",
-        "--in-file",
-        dest="input",
-        required=True,
-        help="input TSV with Question, Reference answer, Actual answer",
-    )
-    parser.add_argument(
-        "-o",
-        "--output-tsv-file-path",
-        "--out-file",
-        dest="output",
-        required=True,
-        help="output TSV",
-    )
-    parser.add_argument(
-        "-c",
-        "--config-yaml-file-path",
-        "--config-path",
-        "--config",
-        dest="config",
-        help="judge config (YAML); default: OPENAI_API_KEY",
-    )
-    parser.add_argument("--concurrency", type=int, help="judge calls in flight (default 8)")
-    parser.add_argument("--cache", help="reply cache file (default: the user cache directory)")
-    parser.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-
-
-def handle(args: Any) -> int:
-    """Run the TSV command from parsed arguments."""
-    from .cli import Progress, usage_line
-
-    if args.concurrency is not None and args.concurrency < 1:
-        raise QaEvalError("--concurrency must be at least 1")
-    from .config import load_config
-    from .extras import require
-
-    require("openai", "the answer-correctness command (an LLM judge)")
-    require("pydantic", "the answer-correctness command (an LLM judge)")
-    config = load_config(args.config).with_options(concurrency=args.concurrency)
-    progress = Progress(sys.stderr, "judging", enabled=False if args.quiet else None)
-    try:
-        judge = run_tsv(
-            args.input,
-            args.output,
-            config,
-            cache=False if args.no_cache else (args.cache or True),
-            progress=progress,
-        )
-    finally:
-        progress.close()
-    if not args.quiet:
-        print(f"wrote {args.output}; {usage_line(judge)}")
-    return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The ``answer-correctness`` command."""
-    from .cli import run_command
-
-    return run_command(argv, prog="answer-correctness", only="answer-correctness")

@@ -1,0 +1,359 @@
+"""The commands other than ``evaluate``: ``aggregate``, ``compare``, ``report``,
+``refresh-references``, ``schema``, ``metrics`` and ``answer-correctness``. Each parses nothing
+itself: it gets argparse's namespace, calls the library and prints."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .. import filekind
+from .. import gates as quality
+from ..aggregate import DEFAULT_TAGS, compute_aggregates
+from ..errors import QaEvalError
+from ..io import check_output_path, check_results, read_data, signature_path, write_data
+from ..plan import check_by_results, cli_option
+from .common import check_report_paths, gate_outcome, print_notes
+
+__all__ = [
+    "aggregate",
+    "answer_correctness",
+    "compare",
+    "metrics",
+    "refresh",
+    "report",
+    "schema",
+]
+
+
+def metrics(args: argparse.Namespace) -> int:
+    """``qa-eval metrics``: the metric registry, as text blocks or JSON."""
+    from ..metrics import RANKING, describe_metrics, key_info, parse_at_k
+
+    entries = describe_metrics()
+    if args.name:
+        try:
+            base, k = parse_at_k(args.name)
+        except ValueError as e:
+            raise QaEvalError(str(e)) from None
+        found = key_info(args.name)
+        if found is not None:
+            base = found[0].name
+        wanted = f"{base}@k" if k is not None or base in RANKING else base
+        entries = [e for e in entries if e["name"] == wanted]
+        if not entries:
+            known = ", ".join(str(e["name"]) for e in describe_metrics())
+            raise QaEvalError(f"unknown metric {args.name!r} (known: {known})")
+    if args.format == "json":
+        sys.stdout.write(orjson.dumps(entries, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return 0
+    marks = {"higher": "higher is better", "lower": "lower is better", "none": "neither"}
+    lines: list[str] = []
+    for entry in entries:
+        needs = [n for n in ("judge", "embedder") if entry[n]]
+        head = [
+            str(entry["name"]),
+            f"default {entry['default']}"
+            if entry["switch"]
+            else ("API function" if "ranking" in entry["groups"] else "always"),
+            f"needs {' + '.join(needs)}" if needs else "no judge",
+        ]
+        if entry["groups"]:
+            head.append("group " + ", ".join(map(str, entry["groups"])))
+        lines.append("  ".join(head) + f"  ({entry['doc']})")
+        lines.append(f"    {entry['summary']}")
+        if entry["step"]:
+            lines.append(f"    written into each {entry['step']} step")
+        for key in entry["keys"]:
+            label = f"    {key['name']:<40} {key['scale']:<7}"
+            if key["scale"] != "text":
+                label += f" {marks[key['direction']]}"
+            lines.append(label.rstrip())
+        for option in entry["options"]:
+            lines.append(f"    option {option['name']}: {option['doc']}")
+        lines.append("")
+    sys.stdout.write("\n".join(lines))
+    return 0
+
+
+def refresh(args: argparse.Namespace) -> int:
+    from ..refresh import RefreshRefused, RefreshResult, refresh_reference_file
+
+    if args.timeout <= 0:
+        raise QaEvalError("--timeout must be a positive number of seconds")
+    if args.store is not None and args.header:
+        raise QaEvalError("--header applies to --endpoint only")
+    output = None if args.dry_run else (args.output or args.reference)
+
+    def show(result: RefreshResult, refused: bool) -> None:
+        if args.format == "json":
+            report = {
+                "steps_run": result.steps_run,
+                "changes": [c.as_dict() for c in result.changes],
+                "issues": list(result.issues),
+                "refused": refused,
+                "written": result.written,
+            }
+            sys.stdout.write(orjson.dumps(report, default=str, option=orjson.OPT_INDENT_2).decode())
+            sys.stdout.write("\n")
+            return
+        for change in result.changes:
+            print(change)
+            if args.dry_run:
+                for line in change.details():
+                    print(line)
+        if refused:
+            return
+        summary = f"{result.steps_run} SPARQL steps run, {len(result.changes)} changed"
+        if result.written is not None:
+            summary += f"; wrote {result.written}"
+        elif output is not None:
+            summary += f"; {output} is up to date"
+        else:
+            summary += "; dry run, nothing written"
+        print(summary)
+        if args.dry_run and result.issues:
+            print(
+                f"without --dry-run this refresh would stop: {'; '.join(result.issues)} "
+                "(pass --force to write it anyway)"
+            )
+
+    try:
+        result = refresh_reference_file(
+            args.reference,
+            store=args.store,
+            endpoint=args.endpoint,
+            output=output,
+            timeout=args.timeout,
+            headers=args.header or None,
+            default_graph_uris=args.default_graph_uri or (),
+            force=args.force,
+            max_changes=args.max_changes,
+        )
+    except RefreshRefused as e:
+        show(e.result, refused=True)
+        raise
+    show(result, refused=False)
+    return 0
+
+
+def schema(args: argparse.Namespace) -> int:
+    from ..schemas import schema_text
+
+    sys.stdout.write(schema_text(args.name))
+    return 0
+
+
+def compare(args: argparse.Namespace) -> int:
+    from ..compare import MAX_RESAMPLES, compare_runs, format_table
+
+    if not 1 <= args.resamples <= MAX_RESAMPLES:
+        raise QaEvalError(f"--resamples must be between 1 and {MAX_RESAMPLES:,}")
+    if args.include_errors:
+        raise QaEvalError(
+            "--include-errors was removed: errors now count as failed answers by default; "
+            "--exclude-errors leaves out the questions that are an error in either run"
+        )
+    check_report_paths(args)
+    regressions = quality.parse_regressions(args.fail_on_regression or ())
+    paths = (args.results_a, args.results_b)
+    runs = [_read_results(path, "compare") for path in paths]
+    notes = _check_same_reference(paths, [_read_signature(p) for p in paths], args)
+    default_a, default_b = (Path(p).stem for p in (args.results_a, args.results_b))
+    labels = (args.label_a or default_a, args.label_b or default_b)
+    try:
+        comparison = compare_runs(
+            runs[0],
+            runs[1],
+            metrics=_compared_metrics(args.metric, runs, regressions),
+            resamples=args.resamples,
+            seed=args.seed,
+            labels=labels,
+            errors="exclude" if args.exclude_errors else "fail",
+        )
+    except ValueError as e:
+        raise QaEvalError(str(e)) from None
+    if args.output:
+        write_data(args.output, comparison)
+    if args.format == "json":
+        sys.stdout.write(orjson.dumps(comparison, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        print(format_table(comparison))
+    gates = quality.regression_gates(comparison, regressions)
+    if args.junit:
+        Path(args.junit).write_bytes(quality.junit_xml(gates, name="qa-eval compare"))
+    if args.summary_md:
+        summary = quality.markdown_compare(comparison, gates, notes)
+        Path(args.summary_md).write_text(summary, encoding="utf-8")
+    print_notes(notes)
+    return gate_outcome(gates, quiet=False)
+
+
+def report(args: argparse.Namespace) -> int:
+    from ..compare import compare_runs
+    from ..report import Run, build_report, run_labels
+
+    target = Path(args.output)
+    if not target.parent.is_dir():
+        raise QaEvalError(f"{args.output}: the folder does not exist")
+    if args.max_questions < 0:
+        raise QaEvalError(f"--max-questions must be 0 (all) or more, got {args.max_questions}")
+    runs = [
+        Run(label, _read_results(p, "report"), _read_signature(p))
+        for p, label in zip(args.results, run_labels(args.results))
+    ]
+    comparison: Any = False
+    notes: list[str] = []
+    if len(runs) >= 2 and not args.no_compare:
+        first, second = runs[:2]
+        notes = _check_same_reference(
+            args.results[:2], [first.signature, second.signature], args
+        )
+        try:
+            compared = compare_runs(
+                first.results,
+                second.results,
+                labels=(first.label, second.label),
+                errors="exclude" if args.exclude_errors else "fail",
+            )
+        except ValueError as e:  # e.g. a question id twice in one run
+            raise QaEvalError(f"comparing {first.label} with {second.label}: {e}") from None
+        comparison = compared
+    page = build_report(runs, comparison, args.title, max_questions=args.max_questions or None)
+    target.write_text(page, encoding="utf-8")
+    size = target.stat().st_size / 1e6
+    print(f"wrote {target} ({size:.1f} MB, {len(runs)} run(s)); open it in a browser")
+    print_notes(notes)
+    return 0
+
+
+
+def aggregate(args: argparse.Namespace) -> int:
+    if args.output:
+        check_output_path(args.output)
+    results = _read_results(args.results, "aggregate")
+    check_by_results(results, args.by or (), args.results, cli_option)
+    try:
+        aggregates = compute_aggregates(results, args.config, by=list(args.by) if args.by else list(DEFAULT_TAGS))
+    except TypeError as e:
+        raise QaEvalError(f"{args.results}: {e}") from None
+    if args.output:
+        write_data(args.output, aggregates)
+    else:
+        import yaml
+
+        print(yaml.safe_dump(aggregates, sort_keys=False, allow_unicode=True), end="")
+    return 0
+
+
+def _read_results(path: str, command: str) -> list[Any]:
+    """Read a results file for ``command``, refusing a reference dataset, responses,
+    aggregates and the like (they would be "aggregated" into made-up numbers)."""
+    data = read_data(path)
+    expected = f"`qa-eval {command}` expects results written by `qa-eval evaluate -o`"
+    filekind.require(data, str(path), (filekind.RESULTS,), expected)
+    return check_results(data, str(path))
+
+
+def _read_signature(results_path: str) -> dict[str, Any] | None:
+    """The run signature beside a results file (``RESULTS.signature.yaml``), if there is one."""
+    sig_file = signature_path(results_path)
+    if not sig_file.is_file():
+        return None
+    signature = read_data(sig_file)
+    if signature is None:
+        return None
+    return dict(signature) if isinstance(signature, dict) else {"signature": signature}
+
+
+def _fingerprint(signature: Any) -> str | None:
+    reference = signature.get("reference") if isinstance(signature, dict) else None
+    value = reference.get("fingerprint") if isinstance(reference, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _check_same_reference(
+    paths: Sequence[str], signatures: Sequence[Any], args: argparse.Namespace
+) -> list[str]:
+    """Refuse two runs evaluated against different reference datasets (their questions would be
+    paired by accidental id matches) unless ``--allow-different-references``; returns the notes
+    to print once the command succeeded (a run without a fingerprint cannot be checked)."""
+    fingerprints = [_fingerprint(s) for s in signatures]
+    notes = []
+    missing = [p for p, f in zip(paths, fingerprints) if f is None]
+    if missing:
+        notes.append(
+            f"{', '.join(missing)}: no reference fingerprint (no RESULTS.signature.yaml, or one "
+            "written before qa-eval recorded it), so it is not checked that the runs used the "
+            "same reference dataset"
+        )
+    elif fingerprints[0] != fingerprints[1]:
+        a, b = fingerprints
+        message = (
+            f"{paths[0]} and {paths[1]} were evaluated against different reference datasets "
+            f"(fingerprints {str(a)[:19]}... and {str(b)[:19]}...): their questions would be "
+            "paired by matching ids only"
+        )
+        if not getattr(args, "allow_different_references", False):
+            raise QaEvalError(f"{message}; pass --allow-different-references to compare anyway")
+        notes.append(f"{message} (--allow-different-references)")
+    return notes
+
+
+def _print_notes(notes: Sequence[str]) -> None:
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+
+
+def _compared_metrics(
+    chosen: Sequence[str] | None, runs: Sequence[Sequence[Any]], regressions: Sequence[Any]
+) -> list[str] | None:
+    """The metrics to compare: ``--metric``s plus the gated ones; a gated metric neither run
+    has is a usage error listing the metrics they have."""
+    if not regressions:
+        return list(chosen) if chosen else None
+    from ..compare import default_metrics
+
+    available = default_metrics(*([r for r in run if isinstance(r, dict)] for run in runs))
+    for metric, _ in regressions:
+        if metric not in available:
+            raise QaEvalError(
+                f"--fail-on-regression {metric}: no such metric in these runs (metrics: "
+                f"{', '.join(available) or 'none'})"
+            )
+    if not chosen:
+        return None
+    return [*chosen, *(m for m, _ in regressions if m not in chosen)]
+
+
+def answer_correctness(args: Any) -> int:
+    """``answer-correctness``: judge the rows of a TSV file (graphrag-eval's command)."""
+    from ..config import load_config
+    from ..console import Progress, usage_line
+    from ..extras import require
+    from ..tsv import run_tsv
+
+    if args.concurrency is not None and args.concurrency < 1:
+        raise QaEvalError("--concurrency must be at least 1")
+    require("openai", "the answer-correctness command (an LLM judge)")
+    require("pydantic", "the answer-correctness command (an LLM judge)")
+    config = load_config(args.config).with_options(concurrency=args.concurrency)
+    progress = Progress(sys.stderr, "judging", enabled=False if args.quiet else None)
+    try:
+        judge = run_tsv(
+            args.input,
+            args.output,
+            config,
+            cache=False if args.no_cache else (args.cache or True),
+            progress=progress,
+        )
+    finally:
+        progress.close()
+    if not args.quiet:
+        print(f"wrote {args.output}; {usage_line(judge)}")
+    return 0
