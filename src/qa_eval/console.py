@@ -30,20 +30,20 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.progress import (
     BarColumn,
-    Progress,
     ProgressColumn,
     Task,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.progress import Progress as RichProgress
 from rich.table import Table
 from rich.text import Text
 
 from .aggregate import CATEGORIES, SCORES
+from .evaluate import Observer, SystemRun, mismatches
 
 if TYPE_CHECKING:
-    from .evaluate import SystemRun
     from .plan import JudgeCallPlan, JudgeEstimate, SystemPlan
     from .runner import RunProgress
 
@@ -166,7 +166,7 @@ class _Detail(ProgressColumn):
         return Text(str(task.fields.get("detail", "")))
 
 
-class _FittingProgress(Progress):
+class _FittingProgress(RichProgress):
     """A rich ``Progress`` whose columns are the richest set whose table fits the console."""
 
     def __init__(self, layouts: list[tuple[ProgressColumn | str, ...]], console: Console) -> None:
@@ -474,7 +474,6 @@ def mismatch_summary(results: Sequence[dict[str, Any]]) -> str | None:
     """``mismatches (reference steps): 2 not evaluated, 1 rows missing, ...``, or None."""
     from collections import Counter
 
-    from .evaluate import mismatches
     from .steps.explain import mismatch_kinds
 
     counts: Counter[str] = Counter()
@@ -528,7 +527,7 @@ def _metric_errors(results: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
     return errors
 
 
-class ConsoleObserver:
+class ConsoleObserver(Observer):
     """Prints a run of :func:`qa_eval.evaluate.run_plan` as ``qa-eval evaluate`` does: a
     progress display per system on stderr, then its summary (or the dry run's plan) on stdout
     and its warnings on stderr. ``quiet``: no progress and no summary (warnings stay);

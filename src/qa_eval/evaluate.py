@@ -210,7 +210,7 @@ def _compare(a: SystemRun, b: SystemRun, exclude_errors: bool) -> dict[str, Any]
         return compare_runs(
             a.results,
             b.results,
-            labels=(a.name, b.name),
+            labels=(a.name or "A", b.name or "B"),
             errors="exclude" if exclude_errors else "fail",
         )
     except ValueError as e:

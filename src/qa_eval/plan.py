@@ -351,7 +351,7 @@ def plan_evaluation(
 
         data, flat_responses = read_flat(flat, dict(columns or {}))
         source = str(flat)
-        planned = (SystemPlan(None, source, flat_responses, out, agg),)
+        planned: tuple[SystemPlan, ...] = (SystemPlan(None, source, flat_responses, out, agg),)
     else:
         source = str(reference)
         data = read_input(source, read_reference, "REFERENCE")
@@ -535,4 +535,6 @@ def check_by_results(
         return
     for key in dict.fromkeys(keys):
         if not any(_is_tag(r.get(key)) for r in records):
-            raise InputError(f"{spell('by')} {key}: no result has a value for this key", source=source)
+            raise InputError(
+                f"{spell('by')} {key}: no result has a value for this key", source=source
+            )

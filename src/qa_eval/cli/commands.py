@@ -239,7 +239,8 @@ def aggregate(args: argparse.Namespace) -> int:
     results = _read_results(args.results, "aggregate")
     check_by_results(results, args.by or (), args.results, cli_option)
     try:
-        aggregates = compute_aggregates(results, args.config, by=list(args.by) if args.by else list(DEFAULT_TAGS))
+        tags = list(args.by) if args.by else list(DEFAULT_TAGS)
+        aggregates = compute_aggregates(results, args.config, by=tags)
     except TypeError as e:
         raise QaEvalError(f"{args.results}: {e}") from None
     if args.output:
