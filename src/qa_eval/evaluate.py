@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,14 @@ from typing import Any
 from .aggregate import compute_aggregates
 from .errors import QaEvalError
 from .io import dump_json, signature_path, write_data
-from .plan import EvaluationPlan, JudgeCallPlan, SystemPlan, copy_tags, plan_evaluation
+from .plan import (
+    EvaluationPlan,
+    JudgeCallPlan,
+    PathArg,
+    SystemPlan,
+    copy_tags,
+    plan_evaluation,
+)
 from .runner import run_evaluation
 
 __all__ = [
@@ -143,23 +150,57 @@ class EvaluationRun:
 
 
 def evaluate_files(
-    reference: str | os.PathLike[str] | None = None,
-    responses: str | os.PathLike[str] | None = None,
+    reference: PathArg | None = None,
+    responses: PathArg | None = None,
     *,
-    observer: Observer | None = None,
-    compare: bool = True,
+    systems: Mapping[str, PathArg] | Sequence[tuple[str, PathArg]] | None = None,
+    flat: PathArg | None = None,
+    columns: Mapping[str, str] | None = None,
+    output: PathArg | None = None,
+    aggregates: PathArg | None = None,
+    config: Any = None,
+    by: Iterable[str] = (),
+    concurrency: int | None = None,
+    repeats: int | None = None,
+    cache: PathArg | bool = True,
+    max_cost: float | None = None,
+    disable: Iterable[str] = (),
+    enable: Iterable[str] = (),
+    no_judge: bool = False,
+    dry_run: bool = False,
+    batch: bool = False,
+    no_wait: bool = False,
     exclude_errors: bool = False,
-    **options: Any,
+    compare: bool = True,
+    observer: Observer | None = None,
 ) -> EvaluationRun:
     """Evaluate a reference dataset file against responses files (or a flat file), write the
     results, signature and aggregates, and compare several systems (see the module docstring).
 
-    The options are :func:`~qa_eval.plan.plan_evaluation`'s (``systems``, ``flat``,
-    ``columns``, ``output``, ``aggregates``, ``config``, ``by``, ``concurrency``, ``repeats``,
-    ``cache``, ``max_cost``, ``disable``, ``enable``, ``no_judge``, ``dry_run``, ``batch``,
-    ``no_wait``); ``exclude_errors`` leaves the questions that are an error in either run out
-    of the comparisons."""
-    plan = plan_evaluation(reference, responses, **options)
+    The options are :func:`~qa_eval.plan.plan_evaluation`'s; ``exclude_errors`` leaves the
+    questions that are an error in either run out of the comparisons (``compare=False``: none);
+    ``observer`` is told what happens as the run goes."""
+    plan = plan_evaluation(
+        reference,
+        responses,
+        systems=systems,
+        flat=flat,
+        columns=columns,
+        output=output,
+        aggregates=aggregates,
+        config=config,
+        by=by,
+        concurrency=concurrency,
+        repeats=repeats,
+        cache=cache,
+        max_cost=max_cost,
+        disable=disable,
+        enable=enable,
+        no_judge=no_judge,
+        dry_run=dry_run,
+        batch=batch,
+        no_wait=no_wait,
+    )
     return run_plan(plan, observer, compare=compare, exclude_errors=exclude_errors)
 
 
