@@ -312,3 +312,24 @@ def test_import_qa_eval_stays_light_and_the_api_names_resolve() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_console_scripts_exist_and_answer_correctness_keeps_its_name(
+    tmp_path: Path, capsys: Any
+) -> None:
+    import importlib
+    import tomllib
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    for target in scripts.values():
+        module, _, name = target.partition(":")
+        assert callable(getattr(importlib.import_module(module), name)), target
+    main_of = scripts["answer-correctness"].partition(":")
+    command = getattr(importlib.import_module(main_of[0]), main_of[2])
+    source = tmp_path / "in.tsv"
+    source.write_text("Question\tAnswer\nq\ta\n", encoding="utf-8")
+    assert command(["-i", str(source), "-o", str(tmp_path / "out.tsv")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("answer-correctness: error: ") and "'Reference answer'" in err
+    assert command(["--in-file", str(source)]) == 2  # argparse's error, one line
+    assert "the following arguments are required" in capsys.readouterr().err
