@@ -350,36 +350,9 @@ class _CountingJudge:
 def _expected_asks(
     scorer: AnswerScorer, result: Mapping[str, Any], matched: list[tuple[Mapping[str, Any], int]]
 ) -> int:
-    """How many judge asks the scorer's schedule (``scoring.py``) makes for this result, for the
-    progress display's estimate: one per answer metric, faithfulness two, two per retrieval
-    step and reference kind, one per custom metric. An estimate: a faithfulness answer with no
-    statement, a re-ask or an uncertainty phrase changes it, which the finished questions
-    correct."""
-    if scorer.judge is None:
-        return 0
-    on = scorer.on
-    answer = isinstance(result.get("actual_answer"), str)
-    reference = isinstance(result.get("reference_answer"), str)
-    steps = result.get("actual_steps") or []
-    retrieval = [
-        i
-        for i, s in enumerate(steps)
-        if isinstance(s, Mapping) and s.get("name") == "retrieval"
-    ]
-    asks = len(scorer.custom) + len(scorer.generic)
-    if answer:
-        asks += on["answer_correctness"] and reference
-        asks += on["answer_relevance"] and scorer.embedder is not None
-        asks += on["factual_accuracy"] and reference
-        asks += on["answer_class"]
-    if retrieval:
-        asks += 2 * (on["faithfulness"] and answer)
-        asks += on["context_precision"] + (on["context_recall"] and reference)
-    matched_steps = {a for ref, a in matched if ref.get("name") == "retrieval"}
-    for index in retrieval:
-        asks += 2 * (scorer.step_on("retrieval_answer", steps[index]) and reference)
-        asks += 2 * (scorer.step_on("retrieval_context", steps[index]) and index in matched_steps)
-    return int(asks)
+    """How many judge asks the scorer's schedule makes for this result, for the progress
+    display's estimate (``AnswerScorer.expected_asks``); the finished questions correct it."""
+    return scorer.expected_asks(result, matched)
 
 
 class _Lookup:
@@ -688,10 +661,10 @@ async def _pipeline(
         asks = [0]
         _ASKS.set(asks)
         try:
-            await scorer.score(result, matched)
+            scored = await scorer.score(result, matched)
         finally:
             slots.release()
-        finish(index, result, asks[0], expected)
+        finish(index, scored, asks[0], expected)
 
     try:
         for index, question in enumerate(questions):
