@@ -31,6 +31,7 @@ __all__ = [
     "categories",
     "describe_metrics",
     "direction",
+    "error_keys",
     "headline_keys",
     "key_info",
     "parse_at_k",
@@ -364,6 +365,25 @@ def direction(name: str, registry: Mapping[str, Metric] | None = None) -> Direct
     if lowered.endswith("_count"):
         return "none"
     return "higher"
+
+
+def error_keys(name: str, registry: Mapping[str, Metric] | None = None) -> tuple[str, ...]:
+    """The error keys that mean a registered key's value failed (its ``errors``, else
+    ``<key>_error`` or ``<family>_error`` when the family declares it); none for a cost, an
+    unregistered key or a family without an error key."""
+    found = key_info(name, registry)
+    if found is None:
+        return ()
+    metric, key = found
+    if key.errors:
+        return key.errors
+    if key.scale == "usd":
+        return ()  # a cost is not a value that could not be computed
+    declared = {k.name for k in metric.keys}
+    for candidate in (f"{name}_error", f"{metric.name}_error"):
+        if candidate in declared:
+            return (candidate,)
+    return ()
 
 
 def aggregated_keys(registry: Mapping[str, Metric] | None = None) -> tuple[str, ...]:

@@ -103,7 +103,7 @@ async def faithfulness_output(
     extracted = await judge.ask(METRIC, messages, StatementsReply)
     statements = [s.strip() for s in extracted.value.statements if s.strip()]
     if not statements:
-        values = {"faithfulness_reason": NO_CLAIMS, "faithfulness_statements": []}
+        values: dict[str, Any] = {"faithfulness_reason": NO_CLAIMS, "faithfulness_statements": []}
         return Output.judged(METRIC, values, extracted)  # a cost of None: the price is unknown
     trusted = {"statements": _numbered(statements)}
     messages = [
