@@ -179,7 +179,6 @@ def test_failed_judge_replies_over_http_are_counted_by_the_aggregates() -> None:
     """End to end over the scripted server: an unusable reply becomes the metric's error in the
     result (written by the one wrapper) and a ``failed`` count in the aggregates."""
     from openai_stub import StubServer, completion, oracle_content, prompt_text
-
     from qa_eval import compute_aggregates, run_evaluation
 
     reference = [
