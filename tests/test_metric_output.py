@@ -224,3 +224,65 @@ def test_failed_judge_replies_over_http_are_counted_by_the_aggregates() -> None:
             assert "llm_cost" not in r and "answer_correctness_cost" not in r
         else:
             assert r["llm_cost"] == r["answer_correctness_cost"] > 0
+
+
+def _doc_blocks(kind: str) -> list[str]:
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "docs" / "adding-a-metric.md").read_text("utf-8")
+    return [part.split("```", 1)[0] for part in text.split(f"```{kind}\n")[1:]]
+
+
+def test_the_worked_example_of_adding_a_metric_runs_as_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """docs/adding-a-metric.md: its module, its prompt and its registry line, taken from the page
+    as written, run end to end over the scripted server (values, cost, error, aggregates)."""
+    import sys
+    import types
+
+    from openai_stub import StubServer, completion, prompt_text
+    from qa_eval import compute_aggregates, prompts, run_evaluation
+    from qa_eval import metrics as registry
+
+    module_source, entry_source = _doc_blocks("python")
+    (prompt,) = _doc_blocks("text")
+    module = types.ModuleType("qa_eval.metrics.conciseness")
+    module.__package__ = "qa_eval.metrics"
+    exec(compile(module_source, "conciseness.py", "exec"), module.__dict__)
+    monkeypatch.setitem(sys.modules, "qa_eval.metrics.conciseness", module)
+    original = prompts.prompt_text
+    monkeypatch.setattr(
+        prompts, "prompt_text", lambda name: prompt if name == "conciseness" else original(name)
+    )
+    (entry,) = eval("{" + entry_source + "}", vars(registry)).values()  # the page, our text
+    # on by default here: the config's switches are read from the registry when it is imported
+    monkeypatch.setitem(registry.METRICS, "conciseness", dataclasses.replace(entry, default=True))
+
+    def script(request: dict[str, Any], number: int) -> Any:
+        text = prompt_text(request)
+        assert "[qa-eval:conciseness]" in text
+        if "broken" in text:
+            return completion("no JSON here")
+        return completion('{"needed": 1, "total": 4, "reason": "padding"}')
+
+    reference = [{"template_id": "t", "questions": [
+        {"id": "a", "question_text": "Q?"}, {"id": "b", "question_text": "R?"},
+    ]}]  # fmt: skip
+    responses = [
+        {"question_id": "a", "actual_answer": "A. B. C. D."},
+        {"question_id": "b", "actual_answer": "broken"},
+    ]
+    config = {
+        "llm": {"generation": {"api_key": "x"}},
+        "answer_correctness": False,
+        "answer_relevance": False,
+    }
+    with StubServer(script) as server:
+        config["llm"]["generation"]["base_url"] = server.url  # type: ignore[index]
+        good, bad = run_evaluation(reference, responses, config=config, cache=False)
+    assert good["conciseness"] == 0.25 and good["conciseness_reason"] == "padding"
+    assert good["conciseness_cost"] > 0 and good["llm_cost"] == good["conciseness_cost"]
+    assert "conciseness" not in bad and "invalid" in bad["conciseness_error"]
+    micro = compute_aggregates([good, bad])["micro"]
+    assert micro["conciseness"]["n"] == 1 and micro["conciseness"]["failed"] == 1

@@ -367,9 +367,10 @@ def compute_aggregates(
         extra_metrics = [*extra_metrics, *custom]
     elif config_file_path is not None:
         extra_metrics = [*extra_metrics, *(str(m) for m in config_file_path)]
-    numeric_only = frozenset(extra_metrics) - frozenset(METRICS)
+    registered = _registry.aggregated_keys()  # read now: the registry as it is at this call
+    numeric_only = frozenset(extra_metrics) - frozenset(registered)
     step_metrics = [m for names in STEP_METRICS.values() for m in names]
-    metrics = list(dict.fromkeys([*METRICS, *step_metrics, *extra_metrics]))
+    metrics = list(dict.fromkeys([*registered, *step_metrics, *extra_metrics]))
     tags = list(dict.fromkeys(by))
     templates: dict[Any, _Group] = {}
     tagged: dict[str, dict[Any, _Group]] = {tag: {} for tag in tags}
