@@ -286,3 +286,49 @@ def test_the_worked_example_of_adding_a_metric_runs_as_written(
     assert "conciseness" not in bad and "invalid" in bad["conciseness_error"]
     micro = compute_aggregates([good, bad])["micro"]
     assert micro["conciseness"]["n"] == 1 and micro["conciseness"]["failed"] == 1
+
+
+@pytest.mark.parametrize("mode", ["budget", "dry_run"])
+def test_the_signature_counts_skipped_metric_values_by_their_typed_reason(mode: str) -> None:
+    """Budget and dry-run skips are counted from the records' ``SkipReason`` (the result keeps
+    the text ``budget exceeded`` / ``not computed (dry run)`` for compatibility)."""
+    from openai_stub import StubServer, completion, oracle_content
+    from qa_eval import run_evaluation
+
+    reference = [{"template_id": "t", "questions": [
+        {"id": f"q{i}", "question_text": f"Q{i}?", "reference_answer": "A."} for i in range(4)
+    ]}]  # fmt: skip
+    responses = [{"question_id": f"q{i}", "actual_answer": "A."} for i in range(4)]
+
+    def script(request: dict[str, Any], number: int) -> Any:
+        return completion(oracle_content(request), prompt_tokens=1, completion_tokens=7)
+
+    config: dict[str, Any] = {
+        "llm": {
+            "generation": {"api_key": "x"},
+            "concurrency": 1,
+            "prices": {"gpt-4o-mini": {"input": 1_000_000, "output": 0}},  # $1 a call
+        },
+        "answer_relevance": False,
+    }
+    options: dict[str, Any] = {"max_cost": 1.5} if mode == "budget" else {"dry_run": True}
+    with StubServer(script) as server:
+        config["llm"]["generation"]["base_url"] = server.url
+        results = run_evaluation(reference, responses, config=config, cache=False, **options)
+    text = "budget exceeded" if mode == "budget" else "not computed (dry run)"
+    skipped = [r for r in results if r.get("answer_correctness_error") == text]
+    assert skipped and len(skipped) == (len(results) - 2 if mode == "budget" else len(results))
+    assert results.signature["skipped_metric_values"] == {mode: len(skipped)}
+
+
+def test_a_run_without_skips_has_no_skip_count(stub: Any) -> None:
+    from qa_eval import run_evaluation
+
+    reference = [{"template_id": "t", "questions": [
+        {"id": "q", "question_text": "Q?", "reference_answer": "A."},
+    ]}]  # fmt: skip
+    generation = {"api_key": "x", "base_url": stub.url}
+    config = {"llm": {"generation": generation}, "answer_relevance": False}
+    results = run_evaluation(reference, [{"question_id": "q", "actual_answer": "A."}],
+                             config=config, cache=False)  # fmt: skip
+    assert "answer_f1" in results[0] and "skipped_metric_values" not in results.signature

@@ -316,6 +316,9 @@ async def _execute(
     }
     if unknown.count:
         signature["ignored_responses"] = unknown.as_dict()
+    if scorer is not None and scorer.skipped:
+        # metric values whose judge call was not made, by typed reason (budget, dry_run, ...)
+        signature["skipped_metric_values"] = dict(sorted(scorer.skipped.items()))
     return signature
 
 

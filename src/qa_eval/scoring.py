@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from types import MappingProxyType
 from typing import Any
@@ -166,6 +167,9 @@ class AnswerScorer:
             and (embedder is not None or "embedder" not in m.needs)
         ]
         """The registry families that run (in registry order), each through its ``score``."""
+        self.skipped: Counter[str] = Counter()
+        """Metric values whose judge call was not made, by ``SkipReason`` value (every repeat
+        counts): the run's signature reports them."""
         self.custom: list[CustomMetric] = (
             [parse_custom_metric(m, config.source, i) for i, m in enumerate(config.custom_metrics)]
             if self.on["custom"]
@@ -318,6 +322,9 @@ class AnswerScorer:
         # offline metrics' known zeros.
         unpriced = self.judge is not None and getattr(self.judge, "price", {}) is None
         step_records = [o for outputs in outcomes[len(jobs) :] for o in outputs]
+        for record in (*records, *step_records):
+            if record.skip is not None:
+                self.skipped[record.skip.value] += 1
         costed, cost = llm_cost([*records, *step_records], unpriced)
         out = {**result, **serialize(records), "actual_steps": new_steps}
         if costed:
