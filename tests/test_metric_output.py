@@ -48,7 +48,7 @@ def test_the_wrapper_records_errors_with_a_typed_skip_reason(
     assert skip_reason(error) is reason
     assert record.error == str(error)
     # the serialized text stays what it was (compatibility), the reason is the class's
-    assert record.keys() == {"faithfulness_error": str(error)}
+    assert record.result_keys() == {"faithfulness_error": str(error)}
 
 
 def test_a_budget_skip_is_recognized_by_its_class_not_its_message() -> None:
@@ -71,15 +71,15 @@ def test_records_are_frozen_and_read_only() -> None:
 
 
 def test_the_serializer_writes_values_cost_error_and_aliases() -> None:
-    assert Output("m", {"m": 0.5, "m_reason": "r"}, costs=(0.25, 0.5)).keys() == {
+    assert Output("m", {"m": 0.5, "m_reason": "r"}, costs=(0.25, 0.5)).result_keys() == {
         "m": 0.5,
         "m_reason": "r",
         "m_cost": 0.75,
     }
-    assert Output("m", {"m": 0.5}, costs=(0.25, None)).keys() == {"m": 0.5, "m_cost": None}
-    assert Output("m", {"m": 0.5}).keys() == {"m": 0.5}  # no cost key without a cost
+    assert Output("m", {"m": 0.5}, costs=(0.25, None)).result_keys() == {"m": 0.5, "m_cost": None}
+    assert Output("m", {"m": 0.5}).result_keys() == {"m": 0.5}  # no cost key without a cost
     failed = Output("m", error="boom", aliases=("m_eval_error",))
-    assert failed.keys() == {"m_error": "boom", "m_eval_error": "boom"}
+    assert failed.result_keys() == {"m_error": "boom", "m_eval_error": "boom"}
     assert serialize([Output("a", {"a": 1}), Output("b", {"b": 2})]) == {"a": 1, "b": 2}
 
 
@@ -106,9 +106,9 @@ def test_usage_counts_the_judge_calls_of_a_record() -> None:
 
 def test_outputs_of_reads_what_older_entry_points_return() -> None:
     (record,) = outputs_of("toy", ({"toy": 0.5, "toy_reason": "r"}, 0.25))
-    assert record.keys() == {"toy": 0.5, "toy_reason": "r", "toy_cost": 0.25}
+    assert record.result_keys() == {"toy": 0.5, "toy_reason": "r", "toy_cost": 0.25}
     (record,) = outputs_of("toy", {"toy_error": "boom"})
-    assert record.error == "boom" and record.keys() == {"toy_error": "boom"}
+    assert record.error == "boom" and record.result_keys() == {"toy_error": "boom"}
     with pytest.raises(TypeError):
         outputs_of("toy", 0.5)  # type: ignore[arg-type]
 

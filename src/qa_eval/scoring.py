@@ -15,7 +15,7 @@ Which metric runs when:
   that has what its ``needs`` lists (answer, reference answer, contexts, embedder). Each returns
   frozen records (``metrics/output.py``); ``output.measure`` is the one place where a
   ``JudgeError`` or ``ValueError`` becomes ``<name>_error`` (with a typed skip reason for a call
-  that was not made), ``Output.keys`` the one place a record becomes result keys, its costs
+  that was not made), ``Output.result_keys`` the one place a record becomes result keys, its costs
   ``<name>_cost``, and ``llm_cost`` is the sum of the question's records' costs.
 - a retrieval step marked ``flat_contexts`` (the made-up step of a flat row, ``flat.py``) gets no
   ``retrieval_answer_*`` / ``retrieval_context_*`` unless those are explicitly enabled (``enable``,

@@ -5,8 +5,8 @@ by their graphrag-eval names), the costs of what it called (judge replies, embed
 tokens its judge calls took, and, when it could not be computed, its error and - for a judge call
 that was not made (``--max-cost`` reached, a dry run, a batch planning pass) - a typed
 :class:`SkipReason`. :func:`measure` is the one place where a ``JudgeError`` (or a ``ValueError``
-of the metric's inputs) becomes an error record; :meth:`Output.keys` the one place that writes a
-record as result keys:
+of the metric's inputs) becomes an error record; :meth:`Output.result_keys` the one place that
+writes a record as result keys:
 
     <values...>, <metric>_cost (the sum of its costs; null when one is unknown), <metric>_error
     (and the metric's alias error keys, e.g. ``answer_eval_error``)
@@ -148,7 +148,7 @@ class Output:
             return None
         return sum(self.costs)  # type: ignore[arg-type]
 
-    def keys(self) -> dict[str, Any]:
+    def result_keys(self) -> dict[str, Any]:
         """Its result keys, as graphrag-eval names them: values, ``<metric>_cost`` (when it
         has costs), ``<metric>_error`` and its aliases (when it failed)."""
         out = dict(self.values)
@@ -165,7 +165,7 @@ def serialize(outputs: Iterable[Output]) -> dict[str, Any]:
     """The result keys of several records, in order."""
     out: dict[str, Any] = {}
     for output in outputs:
-        out.update(output.keys())
+        out.update(output.result_keys())
     return out
 
 
