@@ -1,5 +1,6 @@
 """Schedules the LLM-judged metrics of one question: which apply, with what inputs, and where their
-keys go (the result for answer metrics; a copy of the actual step for retrieval step metrics).
+keys go (the result for answer metrics; a copy of the actual step for retrieval step metrics). The
+scored result is a new dict: the result given, and its steps, are not changed.
 
 Which metric runs when:
 
