@@ -332,3 +332,26 @@ def test_a_run_without_skips_has_no_skip_count(stub: Any) -> None:
     results = run_evaluation(reference, [{"question_id": "q", "actual_answer": "A."}],
                              config=config, cache=False)  # fmt: skip
     assert "answer_f1" in results[0] and "skipped_metric_values" not in results.signature
+
+
+def test_a_custom_output_named_like_a_cost_is_not_summed_into_llm_cost() -> None:
+    """The suffix filter of older releases summed any ``*_cost`` value: a custom output
+    ``query_cost`` (a judged number) made the question's judge cost 5.25 instead of 0.25."""
+    metric = {
+        "name": "sparqlish",
+        "inputs": ["question", "actual_answer"],
+        "instructions": "Judge it.",
+        "outputs": {"query_cost": "the query's estimated cost"},
+    }
+    config = parse_config(
+        {
+            "llm": {"generation": {"model": "m"}},
+            "answer_correctness": False,
+            "answer_relevance": False,
+            "custom_evaluations": [metric],
+        }
+    )
+    judge = FakeJudge({"query_cost": 5, "reason": "r"}, cost=0.25)
+    scored = run(AnswerScorer(config, judge, None).score(_result(), []))  # type: ignore[arg-type]
+    assert scored["query_cost"] == 5 and scored["sparqlish_cost"] == 0.25
+    assert scored["llm_cost"] == 0.25
