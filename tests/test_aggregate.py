@@ -105,3 +105,100 @@ def test_a_statistic_of_no_values_is_null_but_the_original_token_metrics_stay_ze
     only_bad = compute_aggregates(results[:2])
     assert only_bad["macro"]["faithfulness"] == {"mean": None, "n": 0}
     assert only_bad["macro"]["input_tokens"] == {"mean": 0, "n": 0}
+
+
+def _step(**keys: Any) -> dict[str, Any]:
+    return {"name": "retrieval", "status": "success", "output": "[]", **keys}
+
+
+def test_failed_counts_the_error_of_each_metric_next_to_n() -> None:
+    """``failed``: the questions (or retrieval steps) whose value could not be computed, per
+    metric, in every group; absent when 0, never counted in ``n``."""
+    results = [
+        _result("t1", "a", answer_f1=0.5, answer_recall=0.5, answer_relevance=0.9),
+        _result(
+            "t1",
+            "b",
+            answer_correctness_error="budget exceeded",
+            answer_eval_error="budget exceeded",
+            answer_relevance=0.7,
+            answer_relevance_cost=0.1,
+        ),
+        _result("t2", "c", answer_correctness_error="invalid judge reply", faithfulness_error="x"),
+        _result(
+            "t2",
+            "d",
+            answer_f1=1.0,
+            actual_steps=[
+                _step(
+                    retrieval_answer_recall_error="boom",
+                    retrieval_answer_precision_error="boom",
+                ),
+                _step(retrieval_answer_recall=1.0, retrieval_answer_precision_error="boom"),
+                _step(retrieval_answer_recall=0.5, retrieval_answer_precision=1.0,
+                      retrieval_answer_f1=2 / 3),
+            ],
+        ),
+        {"template_id": "t2", "question_id": "e", "status": "error", "error": "agent down"},
+    ]
+    aggregates = compute_aggregates(results)
+    micro, t1, t2 = (
+        aggregates["micro"],
+        aggregates["per_template"]["t1"],
+        aggregates["per_template"]["t2"],
+    )
+    assert micro["answer_f1"]["n"] == 2 and micro["answer_f1"]["failed"] == 2
+    assert micro["answer_recall"] == {**micro["answer_recall"], "n": 1, "failed": 2}
+    assert t1["answer_f1"]["failed"] == 1 and t2["answer_f1"]["failed"] == 1
+    # a metric no question has a value of, but some failed: shown, with n 0
+    assert micro["faithfulness"] == {
+        "sum": 0, "mean": None, "median": None, "min": None, "max": None, "n": 0, "failed": 1,
+    }  # fmt: skip
+    assert "faithfulness" not in t1
+    # no failure: no key; a cost is not a value that failed
+    assert "failed" not in micro["answer_relevance"]
+    assert "failed" not in micro["answer_relevance_cost"]
+    assert "failed" not in micro["steps_score"]  # the error response is not a metric failure
+    # step metrics: per step; f1 fails when either of its parts did (once)
+    assert micro["retrieval_answer_recall"]["failed"] == 1
+    assert micro["retrieval_answer_precision"]["failed"] == 2
+    assert micro["retrieval_answer_f1"]["failed"] == 2
+    assert micro["retrieval_answer_f1"]["n"] == 1
+    # macro is untouched: a mean of the template means
+    assert aggregates["macro"]["answer_f1"] == {"mean": 0.75, "n": 2}
+
+
+def test_failed_counts_custom_outputs_with_their_metrics_error(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG, encoding="utf-8")
+    results = [
+        *RESULTS,
+        _result("t2", "d", retrieval_recall=None, retrieval_reason=None, retrieval_error="boom"),
+    ]
+    micro = compute_aggregates(results, path)["micro"]
+    assert micro["retrieval_recall"]["n"] == 3 and micro["retrieval_recall"]["failed"] == 1
+    assert "retrieval_reason" not in micro  # text outputs stay out, failed or not
+    names_only = compute_aggregates(results, ["retrieval_recall"])["micro"]
+    assert "failed" not in names_only["retrieval_recall"]  # no config: no metric name to read
+
+
+def test_failed_is_counted_per_tag() -> None:
+    results = [
+        _result("t", "a", question_type="list", answer_f1=1.0),
+        _result("t", "b", question_type="list", answer_correctness_error="x"),
+        _result("t", "c", question_type="count", answer_f1=0.0),
+    ]
+    per_tag = compute_aggregates(results)["per_tag"]["question_type"]
+    assert per_tag["list"]["answer_f1"]["failed"] == 1
+    assert "failed" not in per_tag["count"]["answer_f1"]
+
+
+def test_a_custom_output_that_failed_everywhere_is_shown(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG, encoding="utf-8")
+    failed = [
+        _result("t", q, retrieval_recall=None, retrieval_reason=None, retrieval_error="down")
+        for q in "ab"
+    ]
+    micro = compute_aggregates(failed, path)["micro"]
+    assert micro["retrieval_recall"]["n"] == 0 and micro["retrieval_recall"]["failed"] == 2

@@ -832,7 +832,11 @@ def test_answer_scorer_end_to_end() -> None:
     snapshot = copy.deepcopy(original_step)
     reference_step = {"name": "retrieval", "output": json.dumps(REFERENCE_CHUNKS)}
     assert scorer.applies(result)
-    run(scorer.score(result, [(reference_step, 1)]))
+    given = copy.deepcopy(result)
+    scored = run(scorer.score(result, [(reference_step, 1)]))
+    assert result == given  # the result is not changed: the scored one is a new dict
+    assert result["actual_steps"] is original_steps and scored is not result
+    result = scored
 
     assert sorted(judge.metrics) == sorted(
         [
@@ -890,7 +894,7 @@ def test_answer_scorer_switches_and_bad_retrieval_output() -> None:
     result = _result()
     result["actual_steps"][1]["output"] = "not a chunk list"
     # relevance has no embedder; the rest is switched off
-    run(scorer.score(result, []))
+    result = run(scorer.score(result, []))
     assert judge.calls == []
     assert "answer_f1" not in result
     assert "retrieval_answer_recall" not in result["actual_steps"][1]
@@ -899,7 +903,7 @@ def test_answer_scorer_switches_and_bad_retrieval_output() -> None:
     result = _result()
     result.pop("actual_answer")
     result["actual_steps"][1]["output"] = "not a chunk list"
-    run(scorer.score(result, []))
+    result = run(scorer.score(result, []))
     step = result["actual_steps"][1]
     assert "retrieval_answer_recall_error" in step
     assert "retrieval_answer_precision_error" in step
@@ -921,8 +925,7 @@ def test_answer_scorer_runs_custom_metrics() -> None:
         }
     )
     scorer = AnswerScorer(config, judge, None)  # type: ignore[arg-type]
-    result = _result()
-    run(scorer.score(result, []))
+    result = run(scorer.score(_result(), []))
     assert result["sparql_recall"] == 1.0
     assert result["sparql_reason2"] == "all"
     assert result["sparql_llm_evaluation_cost"] == 0.25

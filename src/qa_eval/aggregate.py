@@ -9,7 +9,12 @@ them); other metrics only when some question has a value.
 
 qa-eval adds ``n`` to every statistic: how many values it was computed from (``macro``: how many
 templates). A value that is missing, not a number, NaN or infinite is left out instead of making
-the statistic NaN; ``skipped`` counts the ones that were present but not finite numbers. As in the
+the statistic NaN; ``skipped`` counts the ones that were present but not finite numbers, and
+``failed`` the questions (or steps) whose value could not be computed: they carry the metric's
+error key (``answer_correctness_error`` for ``answer_f1``, ``retrieval_answer_recall_error`` for
+``retrieval_answer_recall``, either of the recall and precision errors for an ``_f1``; a custom
+output ``<name>_error``), from the registry's ``error_keys``. Both appear when not 0; a metric
+every question failed has a block with ``n: 0`` and its ``failed``. As in the
 original, ``steps_score`` of an error response (0.0) counts, tokens and time of an error response
 are usually absent.
 
@@ -55,6 +60,14 @@ ALWAYS_PRESENT = tuple(
 )
 CATEGORIES: dict[str, tuple[str, ...]] = _registry.categories()
 """Labels counted per group, with the labels listed first (others follow as they appear)."""
+STEP_ERRORS: dict[str, dict[str, tuple[str, ...]]] = {
+    step: {
+        error: tuple(m for m in names if error in _registry.error_keys(m))
+        for error in dict.fromkeys(e for m in names for e in _registry.error_keys(m))
+    }
+    for step, names in STEP_METRICS.items()
+}
+"""Per step name: each error key written into such steps -> the step metrics it fails."""
 DEFAULT_TAGS = ("question_type",)
 _STEP_COUNTERS = ("total", "once_per_sample", "empty_results", "errors")
 # After a "bindings" key: an empty array, or the start of something else.
@@ -81,10 +94,12 @@ def is_finite_number(value: Any) -> TypeGuard[int | float]:
     return is_number(value) and math.isfinite(value)
 
 
-def describe(values: list[int | float], skipped: int = 0, zeros: bool = False) -> dict[str, Any]:
-    """sum, mean, median, min, max and n of finite numbers. With none: sum 0 and the others
-    null (no value has a mean), or all 0 with ``zeros`` (the token and time metrics, which the
-    original writes as zeros)."""
+def describe(
+    values: list[int | float], skipped: int = 0, zeros: bool = False, failed: int = 0
+) -> dict[str, Any]:
+    """sum, mean, median, min, max and n of finite numbers (and ``skipped``, ``failed`` when not
+    0). With none: sum 0 and the others null (no value has a mean), or all 0 with ``zeros`` (the
+    token and time metrics, which the original writes as zeros)."""
     n = len(values)
     if n == 0:
         empty = 0 if zeros else None
@@ -114,15 +129,18 @@ def describe(values: list[int | float], skipped: int = 0, zeros: bool = False) -
         }
     if skipped:
         stats["skipped"] = skipped
+    if failed:
+        stats["failed"] = failed
     return stats
 
 
 class _Series:
-    __slots__ = ("skipped", "values")
+    __slots__ = ("failed", "skipped", "values")
 
     def __init__(self) -> None:
         self.values: list[int | float] = []
         self.skipped = 0
+        self.failed = 0
 
     def add(self, value: Any) -> None:
         kind = type(value)
@@ -160,10 +178,27 @@ def empty_result(output: Any) -> bool:
     return isinstance(results, dict) and results.get("bindings") == []
 
 
+def failure_map(
+    metrics: Iterable[str], custom: Mapping[str, str] | None = None
+) -> dict[str, tuple[str, ...]]:
+    """Error key -> the result metrics (of ``metrics``) it fails: the registry's
+    ``error_keys``, and for a custom output (``custom``: output -> metric name)
+    ``<name>_error``."""
+    out: dict[str, list[str]] = {}
+    for metric in metrics:
+        errors = _registry.error_keys(metric)
+        if not errors and custom is not None and metric in custom:
+            errors = (f"{custom[metric]}_error",)
+        for error in errors:
+            out.setdefault(error, []).append(metric)
+    return {error: tuple(names) for error, names in out.items()}
+
+
 class _Group:
     """Running totals for one template (or for all questions)."""
 
-    def __init__(self) -> None:
+    def __init__(self, failures: Mapping[str, tuple[str, ...]] | None = None) -> None:
+        self.failures = failures or {}
         self.errors = 0
         self.successes = 0
         self.series: dict[str, _Series] = {}
@@ -183,9 +218,18 @@ class _Group:
         else:
             self.successes += 1
         self.judge.add(result, metrics)
+        failures = self.failures
+        failed: set[str] | None = None
         for key in result:  # a result has fewer keys than there are metrics
             if key in metrics:
                 self._series(key).add(result[key])
+            elif key in failures:
+                if failed is None:
+                    failed = set()
+                failed.update(failures[key])
+        if failed:
+            for metric in failed:
+                self._series(metric).failed += 1
         for key in CATEGORIES:
             label = result.get(key)
             if isinstance(label, str):
@@ -218,12 +262,21 @@ class _Group:
                 for metric in STEP_METRICS[name]:
                     if metric in step:
                         self._series(metric).add(step[metric])
+                failed_step = {
+                    metric
+                    for error, names in STEP_ERRORS[name].items()
+                    if error in step
+                    for metric in names
+                }
+                for metric in failed_step:
+                    self._series(metric).failed += 1
 
     def summary(
         self, metrics: Iterable[str], numeric_only: frozenset[str] = frozenset()
     ) -> dict[str, Any]:
         """The group's statistics; a metric of ``numeric_only`` (custom outputs, which may be
-        text such as a reason) is left out when none of its values is a number."""
+        text such as a reason) is left out when none of its values is a number (unless it only
+        failed: no value at all)."""
         out: dict[str, Any] = {
             "number_of_error_samples": self.errors,
             "number_of_success_samples": self.successes,
@@ -233,11 +286,17 @@ class _Group:
             out["steps"] = counters
         for metric in metrics:
             series = self.series.get(metric)
+            # a custom output with only text values is not shown, even when some failed
             if series is not None and (
-                series.values or (series.skipped and metric not in numeric_only)
+                series.values
+                or (metric not in numeric_only and (series.skipped or series.failed))
+                or (series.failed and not series.skipped)
             ):
                 out[metric] = describe(
-                    series.values, series.skipped, zeros=metric in ALWAYS_PRESENT
+                    series.values,
+                    series.skipped,
+                    zeros=metric in ALWAYS_PRESENT,
+                    failed=series.failed,
                 )
             elif metric in ALWAYS_PRESENT:
                 out[metric] = describe([], zeros=True)
@@ -255,6 +314,7 @@ class _Group:
             mine = self._series(metric)
             mine.values.extend(series.values)
             mine.skipped += series.skipped
+            mine.failed += series.failed
         for name, counts in other.steps.items():
             for key, count in counts.items():
                 self.steps[name][key] = self.steps[name].get(key, 0) + count
@@ -266,15 +326,25 @@ class _Group:
 
 def custom_metric_names(config: Any) -> list[str]:
     """The output names of a config's custom metrics (a YAML path, a mapping or an EvalConfig)."""
+    return list(custom_outputs(config))
+
+
+def custom_outputs(config: Any) -> dict[str, str]:
+    """The output names of a config's custom metrics (a YAML path, a mapping or an
+    EvalConfig), each with the name of its metric (whose ``<name>_error`` fails it)."""
     from .config import EvalConfig, load_config, parse_config
 
     if config is None:
-        return []
+        return {}
     if isinstance(config, Mapping):
         config = parse_config(config, "config")
     elif not isinstance(config, EvalConfig):
         config = load_config(config)
-    return [str(name) for m in config.custom_metrics for name in (m.get("outputs") or {})]
+    return {
+        str(name): str(m.get("name"))
+        for m in config.custom_metrics
+        for name in (m.get("outputs") or {})
+    }
 
 
 def compute_aggregates(
@@ -289,19 +359,23 @@ def compute_aggregates(
 
     ``config_file_path`` (the original's second argument: a YAML path, or a mapping or
     EvalConfig) adds its custom metrics' numeric outputs; a list of names adds those names."""
+    custom: dict[str, str] = {}
     if isinstance(config_file_path, (str, os.PathLike, Mapping)) or hasattr(
         config_file_path, "custom_metrics"
     ):
-        extra_metrics = [*extra_metrics, *custom_metric_names(config_file_path)]
+        custom = custom_outputs(config_file_path)
+        extra_metrics = [*extra_metrics, *custom]
     elif config_file_path is not None:
         extra_metrics = [*extra_metrics, *(str(m) for m in config_file_path)]
-    numeric_only = frozenset(extra_metrics) - frozenset(METRICS)
+    registered = _registry.aggregated_keys()  # read now: the registry as it is at this call
+    numeric_only = frozenset(extra_metrics) - frozenset(registered)
     step_metrics = [m for names in STEP_METRICS.values() for m in names]
-    metrics = list(dict.fromkeys([*METRICS, *step_metrics, *extra_metrics]))
+    metrics = list(dict.fromkeys([*registered, *step_metrics, *extra_metrics]))
     tags = list(dict.fromkeys(by))
     templates: dict[Any, _Group] = {}
     tagged: dict[str, dict[Any, _Group]] = {tag: {} for tag in tags}
-    overall = _Group()
+    failures = failure_map(metrics, custom)
+    overall = _Group(failures)
     metric_set = frozenset(metrics)
     for position, result in enumerate(results):
         if not isinstance(result, dict):
@@ -309,7 +383,7 @@ def compute_aggregates(
         template_id = result.get("template_id")
         group = templates.get(template_id)
         if group is None:
-            group = templates[template_id] = _Group()
+            group = templates[template_id] = _Group(failures)
         group.add(result, metric_set)
         for tag in tags:
             value = result.get(tag)
@@ -317,7 +391,7 @@ def compute_aggregates(
                 continue
             groups = tagged[tag]
             if value not in groups:
-                groups[value] = _Group()
+                groups[value] = _Group(failures)
             groups[value].add(result, metric_set)
     for group in templates.values():
         overall.merge(group)

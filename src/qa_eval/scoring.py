@@ -1,5 +1,6 @@
 """Schedules the LLM-judged metrics of one question: which apply, with what inputs, and where their
-keys go (the result for answer metrics; a copy of the actual step for retrieval step metrics).
+keys go (the result for answer metrics; a copy of the actual step for retrieval step metrics). The
+scored result is a new dict: the result given, and its steps, are not changed.
 
 Which metric runs when:
 
@@ -10,10 +11,13 @@ Which metric runs when:
 - ``retrieval_context_*``: every ``retrieval`` actual step matched to a ``retrieval`` reference
   step with an output.
 - custom metrics: every question that has their inputs.
-- a registry family with a ``score`` entry point (``qa_eval.metrics.METRICS``, see
-  docs/adding-a-metric.md): every question that has what its ``needs`` lists (answer, reference
-  answer, contexts); a ``JudgeError`` or ``ValueError`` becomes its ``<name>_error``, a returned
-  cost its ``<name>_cost``.
+- every registry family (``qa_eval.metrics.METRICS``; the built-in answer and GraphRAG families as
+  any added one, see docs/adding-a-metric.md) through its ``score`` entry point, on every question
+  that has what its ``needs`` lists (answer, reference answer, contexts, embedder). Each returns
+  frozen records (``metrics/output.py``); ``output.measure`` is the one place where a
+  ``JudgeError`` or ``ValueError`` becomes ``<name>_error`` (with a typed skip reason for a call
+  that was not made), ``Output.result_keys`` the one place a record becomes result keys, its costs
+  ``<name>_cost``, and ``llm_cost`` is the sum of the question's records' costs.
 - a retrieval step marked ``flat_contexts`` (the made-up step of a flat row, ``flat.py``) gets no
   ``retrieval_answer_*`` / ``retrieval_context_*`` unless those are explicitly enabled (``enable``,
   ``--enable``): they would only repeat context precision and recall on it, in the API as on
@@ -46,51 +50,33 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import math
-import re
-from collections.abc import Coroutine, Mapping
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from .config import OFFLINE_SWITCHES, SWITCHES, EvalConfig
 from .embeddings import Embedder
 from .flat import FLAT_MARK
-from .judge import Judge, JudgeError
+from .judge import Judge
 from .metrics import METRICS as REGISTRY
 from .metrics import Metric
-from .metrics.classify import DEFAULT_UNCERTAINTY_PHRASES, classify_answer
-from .metrics.composite import ragas_score
-from .metrics.context import chunk_texts, retrieval_metrics
-from .metrics.context_quality import context_precision, context_recall_metric
-from .metrics.correctness import answer_correctness
-from .metrics.custom import CustomMetric, custom_metric, parse_custom_metric
-from .metrics.faithfulness import faithfulness, verdicts_schema
-from .metrics.geval import DEFAULT_CUTOFFS, DEFAULT_WEIGHTS, factual_accuracy_metric
-from .metrics.relevance import answer_relevance, answer_relevance_with_fallback
-from .metrics.rubric import answer_relevance_rubric
-from .metrics.similarity import semantic_similarity_metric
-from .prompts import numbered_blocks, render
+from .metrics.context import chunk_texts, retrieval_outputs
+from .metrics.custom import CustomMetric, custom_output, parse_custom_metric
+from .metrics.output import Output, failed, llm_cost, measure, serialize
 
 __all__ = ["AnswerScorer", "contexts_of"]
 
-_ANSWER_METRICS = (
-    "answer_correctness",
-    "answer_relevance",
-    "faithfulness",
-    "factual_accuracy",
-    "semantic_similarity",
-    "answer_class",
-    "bertscore",
-)
+_STEP_SWITCHES = ("retrieval_answer", "retrieval_context")
+"""The families scheduled per actual ``retrieval`` step (their keys go into the step)."""
 
+_CONFIG_OPTIONS: dict[str, dict[str, str]] = {
+    "answer_correctness": {"prompt": "answer_correctness_prompt"},
+    "answer_relevance": {"questions": "relevance_questions"},
+}
+"""Options of a family that the config keeps outside its block (option -> EvalConfig field)."""
 
-_CHUNK_METRICS = (
-    "retrieval_answer",
-    "retrieval_context",
-    "faithfulness",
-    "context_precision",
-    "context_recall",
-)
-"""The metrics that read the chunk texts of the retrieval steps."""
+Records = tuple[Output, ...]
 
 
 def retrieval_chunks(steps: list[Any]) -> dict[int, list[str] | ValueError]:
@@ -130,8 +116,21 @@ def contexts_of(steps: list[Any], chunks: dict[int, list[str] | ValueError]) -> 
     return contexts
 
 
+_ENTRIES: dict[str, Callable[..., Awaitable[Any]]] = {}
+
+
+def entry_point(metric: Metric) -> Callable[..., Awaitable[Any]]:
+    """A family's ``score`` coroutine function, imported on first use."""
+    assert metric.score is not None
+    found = _ENTRIES.get(metric.score)
+    if found is None:
+        module, _, function = metric.score.partition(":")
+        found = _ENTRIES[metric.score] = getattr(importlib.import_module(module), function)
+    return found
+
+
 class AnswerScorer:
-    """Adds the LLM metrics' (and the offline answer metrics') keys to the results of a run."""
+    """Computes the LLM metrics' (and the offline answer metrics') keys of the results of a run."""
 
     def __init__(
         self,
@@ -146,25 +145,32 @@ class AnswerScorer:
         self.judge = judge
         self.embedder = embedder
         self.bertscorer = bertscorer
-        self._bert_lock = asyncio.Lock()
         self.on = {
             s: config.switched_on(s, enabled, disabled)
             and (judge is not None or s in OFFLINE_SWITCHES)
             for s in SWITCHES
         }
         self.enabled = enabled
-        self.generic: list[Metric] = [
-            m
-            for m in REGISTRY.values()
-            if m.score is not None
-            and config.switched_on(m.name, enabled, disabled)
-            and (judge is not None or m.offline)
-            and (embedder is not None or "embedder" not in m.needs)
-        ]
         if embedder is None:
             self.on["semantic_similarity"] = False
         if bertscorer is None:
             self.on["bertscore"] = False
+        self.families: list[Metric] = [
+            m
+            for m in REGISTRY.values()
+            if m.score is not None
+            and (
+                self.on[m.name]
+                if m.name in self.on
+                else config.switched_on(m.name, enabled, disabled)
+                and (judge is not None or m.offline)
+            )
+            and (embedder is not None or "embedder" not in m.needs)
+        ]
+        """The registry families that run (in registry order), each through its ``score``."""
+        self.skipped: Counter[str] = Counter()
+        """Metric values whose judge call was not made, by ``SkipReason`` value (every repeat
+        counts): the run's signature reports them."""
         self.custom: list[CustomMetric] = (
             [parse_custom_metric(m, config.source, i) for i, m in enumerate(config.custom_metrics)]
             if self.on["custom"]
@@ -172,286 +178,188 @@ class AnswerScorer:
         )
 
     @property
+    def generic(self) -> list[Metric]:
+        """The registry families that run (the name of older releases)."""
+        return self.families
+
+    @property
     def active(self) -> bool:
         """Whether any metric is switched on at all."""
-        return any(self.on.values())
+        return any(self.on.values()) or bool(self.families)
 
     def applies(self, result: Mapping[str, Any]) -> bool:
-        """Whether any metric would run for this result."""
+        """Whether any metric would run for this result: a family that needs an answer when it
+        has one, one that needs contexts (and no answer) when it has a retrieval step, any
+        other family, a custom metric; the retrieval step metrics on a retrieval step."""
         if result.get("status") != "success":
             return False
-        if self.custom or self.generic:
+        if self.custom:
             return True
-        if "actual_answer" in result and any(self.on[m] for m in _ANSWER_METRICS):
-            return True
-        return has_retrieval(result["actual_steps"]) and any(
-            self.on[m]
-            for m in (
-                "retrieval_answer",
-                "retrieval_context",
-                "context_precision",
-                "context_recall",
-            )
-        )
+        answer = "actual_answer" in result
+        retrieval = has_retrieval(result["actual_steps"])
+        for metric in self.families:
+            if metric.derived:
+                continue
+            if "answer" in metric.needs:
+                if answer:
+                    return True
+            elif "contexts" in metric.needs:
+                if retrieval:
+                    return True
+            else:
+                return True
+        return retrieval and any(self.on[s] for s in _STEP_SWITCHES)
+
+    def expected_asks(
+        self, result: Mapping[str, Any], matched: list[tuple[Mapping[str, Any], int]]
+    ) -> int:
+        """How many judge asks this schedule makes for a result, for the progress display's
+        estimate: each family's ``calls`` when the result has what it needs, one per custom
+        metric, two per retrieval step and reference kind. An estimate: a faithfulness answer
+        with no statement, a re-ask or an uncertainty phrase changes it."""
+        if self.judge is None:
+            return 0
+        answer = isinstance(result.get("actual_answer"), str)
+        reference = isinstance(result.get("reference_answer"), str)
+        steps = result.get("actual_steps") or []
+        retrieval = [
+            i
+            for i, s in enumerate(steps)
+            if isinstance(s, Mapping) and s.get("name") == "retrieval"
+        ]
+        asks = len(self.custom)
+        for metric in self.families:
+            if (
+                ("answer" not in metric.needs or answer)
+                and ("reference_answer" not in metric.needs or reference)
+                and ("contexts" not in metric.needs or retrieval)
+            ):
+                asks += metric.calls
+        matched_steps = {a for ref, a in matched if ref.get("name") == "retrieval"}
+        for index in retrieval:
+            asks += 2 * (self.step_on("retrieval_answer", steps[index]) and reference)
+            asks += 2 * (self.step_on("retrieval_context", steps[index]) and index in matched_steps)
+        return int(asks)
 
     async def score(
-        self, result: dict[str, Any], matched: list[tuple[Mapping[str, Any], int]]
-    ) -> None:
-        """Compute this question's metrics and write their keys into ``result`` (the judge's
-        ``llm.repeats`` times, merged as ``variance.py`` says)."""
+        self, result: Mapping[str, Any], matched: list[tuple[Mapping[str, Any], int]]
+    ) -> dict[str, Any]:
+        """This question's result with its metrics' keys: a new dict (``result`` and its steps
+        are not changed); the judge's ``llm.repeats`` times, merged as ``variance.py`` says."""
         if self.config.repeats > 1 and self.judge is not None:
             from .aggregate import METRICS, STEP_METRICS
             from .variance import score_repeated
 
             values = [*METRICS, *(m for names in STEP_METRICS.values() for m in names)]
             values += [name for metric in self.custom for name in metric.outputs]
-            await score_repeated(self._score_once, result, matched, self.config.repeats, values)
-            return
-        await self._score_once(result, matched)
+            return await score_repeated(
+                self._score_once, result, matched, self.config.repeats, values
+            )
+        return await self._score_once(result, matched)
 
     async def _score_once(
         self,
-        result: dict[str, Any],
+        result: Mapping[str, Any],
         matched: list[tuple[Mapping[str, Any], int]],
         offline: bool = True,
-    ) -> None:
-        """One computation of the question's metrics (``offline``: also those without a judge)."""
+    ) -> dict[str, Any]:
+        """One computation of the question's metrics (``offline``: also those without a judge),
+        as a new result."""
         question = str(result.get("question_text") or "")
         reference = result.get("reference_answer")
         answer = result.get("actual_answer")
         steps = result["actual_steps"]
+        reads_chunks = any(self.on[s] for s in _STEP_SWITCHES) or any(
+            "contexts" in m.needs for m in self.families
+        )
         # Only these metrics read the chunks: otherwise the retrieval outputs are not parsed.
-        chunks = retrieval_chunks(steps) if any(self.on[m] for m in _CHUNK_METRICS) else {}
-        jobs: list[Coroutine[Any, Any, dict[str, Any]]] = []
-        if isinstance(answer, str):
-            jobs.extend(self._answer_jobs(question, reference, answer, offline))
-        jobs.extend(self._context_jobs(steps, chunks, question, reference, answer))
-        for metric in self.custom:
-            jobs.append(
-                custom_metric(
-                    self.judge,  # type: ignore[arg-type]  # custom is on only with a judge
-                    metric,
-                    {
-                        "question": result.get("question_text"),
-                        "reference_answer": reference,
-                        "reference_steps": result.get("reference_steps"),
-                        "actual_answer": answer,
-                        "actual_steps": result.get("actual_steps"),
-                    },
-                )
+        chunks = retrieval_chunks(steps) if reads_chunks else {}
+        inputs = {
+            "question": question,
+            "answer": answer if isinstance(answer, str) else None,
+            "reference_answer": reference if isinstance(reference, str) else None,
+            "steps": steps,
+            "embedder": self.embedder,
+            "bertscorer": self.bertscorer,
+        }
+        contexts: list[str] | ValueError | None = None
+        if any("contexts" in m.needs for m in self.families):
+            try:
+                contexts = contexts_of(steps, chunks)
+            except ValueError as e:
+                contexts = e
+        jobs: list[Awaitable[Records]] = [
+            job
+            for metric in self.families
+            if not metric.derived and (offline or not metric.offline)
+            for job in self._family_job(metric, inputs, contexts)
+        ]
+        jobs.extend(
+            custom_output(
+                self.judge,  # type: ignore[arg-type]  # custom is on only with a judge
+                metric,
+                {
+                    "question": result.get("question_text"),
+                    "reference_answer": reference,
+                    "reference_steps": result.get("reference_steps"),
+                    "actual_answer": answer,
+                    "actual_steps": result.get("actual_steps"),
+                },
             )
-        if self.generic:
-            jobs.extend(self._generic_jobs(question, reference, answer, steps, chunks))
+            for metric in self.custom
+        )
         step_jobs = self._step_jobs(chunks, question, reference, matched, steps)
         outcomes = await asyncio.gather(*jobs, *(job for _, job in step_jobs))
-        for keys in outcomes[: len(jobs)]:
-            result.update(keys)
-        for (index, _), keys in zip(step_jobs, outcomes[len(jobs) :]):
-            if keys:
-                copy = dict(steps[index])
-                copy.update(keys)
-                steps[index] = copy
-        if self.on["ragas_score"]:
-            result.update(self._composite(result))
-        costs = [
-            value
-            for keys in outcomes
-            for key, value in keys.items()
-            if key.endswith("_cost")
-            and not key.endswith("_f1_cost")
-            and (value is None or isinstance(value, (int, float)))
-        ]
+        records = [o for outputs in outcomes[: len(jobs)] for o in outputs]
+        for metric in self.families:
+            if metric.derived:
+                scores = MappingProxyType(serialize(records))
+                records.extend(await self._run(metric, {**inputs, "scores": scores}))
+        new_steps = list(steps)
+        for (index, _), outputs in zip(step_jobs, outcomes[len(jobs) :]):
+            if outputs:
+                new_steps[index] = {**steps[index], **serialize(outputs)}
         # A judge without a price makes the question's cost unknown (null), not the sum of the
         # offline metrics' known zeros.
         unpriced = self.judge is not None and getattr(self.judge, "price", {}) is None
-        if costs:
-            known = [c for c in costs if c is not None]
-            unknown = unpriced or len(known) < len(costs)
-            result["llm_cost"] = None if unknown else math.fsum(known)
+        step_records = [o for outputs in outcomes[len(jobs) :] for o in outputs]
+        for record in (*records, *step_records):
+            if record.skip is not None:
+                self.skipped[record.skip.value] += 1
+        costed, cost = llm_cost([*records, *step_records], unpriced)
+        out = {**result, **serialize(records), "actual_steps": new_steps}
+        if costed:
+            out["llm_cost"] = cost
+        return out
 
-    def _generic_jobs(
+    def _family_job(
         self,
-        question: str,
-        reference: Any,
-        answer: Any,
-        steps: list[Any],
-        chunks: dict[int, list[str] | ValueError],
-    ) -> list[Coroutine[Any, Any, dict[str, Any]]]:
-        """The registry families scheduled by their ``needs`` alone."""
-        jobs: list[Coroutine[Any, Any, dict[str, Any]]] = []
-        for metric in self.generic:
-            needs = metric.needs
-            if "answer" in needs and not isinstance(answer, str):
-                continue
-            if "reference_answer" in needs and not isinstance(reference, str):
-                continue
-            contexts: list[str] | None = None
-            if "contexts" in needs:
-                try:
-                    contexts = contexts_of(steps, chunks or retrieval_chunks(steps))
-                except ValueError as e:
-                    jobs.append(_failed_keys([f"{metric.name}_error"], str(e)))
-                    continue
-                if contexts is None:
-                    continue
-            inputs = {
-                "question": question,
-                "answer": answer if isinstance(answer, str) else None,
-                "reference_answer": reference if isinstance(reference, str) else None,
-                "contexts": contexts,
-                "steps": steps,
-            }
-            jobs.append(self._registered(metric, inputs))
-        return jobs
+        metric: Metric,
+        inputs: Mapping[str, Any],
+        contexts: list[str] | ValueError | None,
+    ) -> list[Awaitable[Records]]:
+        """The job of a family on one question, if it has what the family needs (none if not)."""
+        needs = metric.needs
+        if "contexts" in needs:
+            if isinstance(contexts, ValueError):
+                return [_ready((failed(metric.name, contexts, aliases=metric.aliases),))]
+            if contexts is None:
+                return []
+            inputs = {**inputs, "contexts": contexts}
+        if "answer" in needs and inputs["answer"] is None:
+            return []
+        if "reference_answer" in needs and inputs["reference_answer"] is None:
+            return []
+        return [self._run(metric, inputs)]
 
-    async def _registered(self, metric: Metric, inputs: dict[str, Any]) -> dict[str, Any]:
-        """Run a registry family's ``score`` entry point: the one place its judge errors become
-        ``<name>_error`` and its cost ``<name>_cost``."""
-        assert metric.score is not None
-        module, _, function = metric.score.partition(":")
-        score = getattr(importlib.import_module(module), function)
+    async def _run(self, metric: Metric, inputs: Mapping[str, Any]) -> Records:
+        """Run a family's ``score`` entry point through the one wrapper (``output.measure``)."""
         options = dict(self.config.options.get(metric.name, {}))
-        try:
-            out = await score(self.judge, inputs, options)
-        except (JudgeError, ValueError) as e:
-            return {f"{metric.name}_error": str(e)}
-        cost = None
-        if isinstance(out, tuple):
-            out, cost = out
-        keys = dict(out)
-        if cost is not None:
-            keys[f"{metric.name}_cost"] = cost
-        return keys
-
-    def _answer_jobs(
-        self, question: str, reference: Any, answer: str, offline: bool = True
-    ) -> list[Coroutine[Any, Any, dict[str, Any]]]:
-        on, judge, config = self.on, self.judge, self.config
-        has_reference = isinstance(reference, str)
-        jobs: list[Coroutine[Any, Any, dict[str, Any]]] = []
-        if judge is not None:
-            if on["answer_correctness"] and has_reference:
-                jobs.append(
-                    answer_correctness(
-                        judge, question, reference, answer, config.answer_correctness_prompt
-                    )
-                )
-            if on["answer_relevance"] and self.embedder is not None:
-                jobs.append(self._relevance(judge, self.embedder, question, answer))
-            if on["factual_accuracy"] and has_reference:
-                jobs.append(
-                    factual_accuracy_metric(
-                        judge,
-                        question,
-                        reference,
-                        answer,
-                        config.option("factual_accuracy", "weights", DEFAULT_WEIGHTS),
-                        config.option("factual_accuracy", "cutoffs", DEFAULT_CUTOFFS),
-                    )
-                )
-            if on["answer_class"]:
-                phrases = config.option("answer_class", "phrases", DEFAULT_UNCERTAINTY_PHRASES)
-                jobs.append(
-                    classify_answer(
-                        judge, question, reference if has_reference else "", answer, phrases
-                    )
-                )
-        if not offline:
-            return jobs
-        if on["semantic_similarity"] and has_reference and self.embedder is not None:
-            jobs.append(semantic_similarity_metric(self.embedder, answer, reference))
-        if on["bertscore"] and has_reference:
-            jobs.append(_bertscore(self.bertscorer, self._bert_lock, answer, reference))
-        return jobs
-
-    async def _relevance(
-        self, judge: Judge, embedder: Embedder, question: str, answer: str
-    ) -> dict[str, Any]:
-        count = self.config.relevance_questions
-        if not self.config.option("answer_relevance", "rubric_fallback", True):
-            return await answer_relevance(judge, embedder, question, answer, count)
-        if getattr(judge, "dry_run", False):  # the rubric fallback is counted with the call
-            with judge.planning() as planned:
-                keys = await answer_relevance(judge, embedder, question, answer, count)
-            if planned:
-                await answer_relevance_rubric(judge, question, answer)
-            return keys
-        return await answer_relevance_with_fallback(judge, embedder, question, answer, count)
-
-    async def _faithfulness(
-        self, judge: Judge, question: str, answer: str, contexts: list[str]
-    ) -> dict[str, Any]:
-        """:func:`faithfulness`; a dry run that plans its first call (the statements) also
-        counts the second (the verdicts), estimated with the answer's sentences as statements."""
-        if not getattr(judge, "dry_run", False):
-            return await faithfulness(judge, question, answer, contexts)
-        with judge.planning() as planned:
-            keys = await faithfulness(judge, question, answer, contexts)
-        if len(planned) == 1:
-            sentences = [s for s in re.split(r"(?<=[.!?])\s+", answer.strip()) if s] or [answer]
-            text = render(
-                "faithfulness_verdicts",
-                {"statements": numbered_blocks(sentences, "statement")},
-                context="\n".join(contexts),
-            )
-            judge.plan_call(
-                "faithfulness",
-                [{"role": "user", "content": text}],
-                verdicts_schema(len(sentences)),
-            )
-        return keys
-
-    def _context_jobs(
-        self,
-        steps: list[Any],
-        chunks: dict[int, list[str] | ValueError],
-        question: str,
-        reference: Any,
-        answer: Any,
-    ) -> list[Coroutine[Any, Any, dict[str, Any]]]:
-        judge = self.judge
-        wanted = [
-            m
-            for m in ("faithfulness", "context_precision", "context_recall")
-            if self.on[m] and judge is not None
-        ]
-        if not wanted:
-            return []
-        try:
-            contexts = contexts_of(steps, chunks)
-        except ValueError as e:
-            return [_failed_keys([f"{m}_error" for m in wanted], str(e))]
-        if contexts is None:
-            return []
-        assert judge is not None
-        text_reference = reference if isinstance(reference, str) else None
-        text_answer = answer if isinstance(answer, str) else None
-        jobs: list[Coroutine[Any, Any, dict[str, Any]]] = []
-        if "faithfulness" in wanted and text_answer is not None:
-            jobs.append(self._faithfulness(judge, question, text_answer, contexts))
-        if "context_precision" in wanted:
-            jobs.append(context_precision(judge, question, contexts, text_reference, text_answer))
-        if "context_recall" in wanted and text_reference is not None:
-            jobs.append(context_recall_metric(judge, question, text_reference, contexts))
-        return jobs
-
-    def _composite(self, result: Mapping[str, Any]) -> dict[str, Any]:
-        from .metrics.composite import COMPONENTS
-
-        components = {name: result.get(name) for name in COMPONENTS}
-        try:
-            composite = ragas_score(
-                components,  # type: ignore[arg-type]
-                self.config.option("ragas_score", "weights"),
-            )
-        except ValueError as e:
-            return {"ragas_score_error": str(e)}
-        if composite.score is None:
-            return {"ragas_score_reason": "none of its components was computed"}
-        return {
-            "ragas_score": composite.score,
-            "ragas_score_components": list(composite.used),
-        }
+        for option, setting in _CONFIG_OPTIONS.get(metric.name, {}).items():
+            options[option] = getattr(self.config, setting)
+        score = entry_point(metric)
+        job = score(self.judge, MappingProxyType(dict(inputs)), MappingProxyType(options))
+        return await measure(metric.name, job, aliases=metric.aliases)
 
     def _step_jobs(
         self,
@@ -460,12 +368,12 @@ class AnswerScorer:
         reference: Any,
         matched: list[tuple[Mapping[str, Any], int]],
         steps: list[Any],
-    ) -> list[tuple[int, Coroutine[Any, Any, dict[str, Any]]]]:
+    ) -> list[tuple[int, Awaitable[Records]]]:
         references: dict[int, Mapping[str, Any]] = {
             a: ref for ref, a in matched if ref.get("name") == "retrieval" and "output" in ref
         }
-        explicit = {"retrieval_answer", "retrieval_context"} & self.enabled
-        jobs = []
+        explicit = set(_STEP_SWITCHES) & self.enabled
+        jobs: list[tuple[int, Awaitable[Records]]] = []
         for index, chunks in chunks_by_step.items():
             # A flat row's contexts: the step metrics would repeat the context ones.
             only = explicit if steps[index].get(FLAT_MARK) is True else None
@@ -473,7 +381,7 @@ class AnswerScorer:
                 continue
             if isinstance(chunks, ValueError):
                 prefixes = self._prefixes(reference, index in references, only)
-                jobs.append((index, _failed(prefixes, str(chunks))))
+                jobs.append((index, _ready(_failed(prefixes, str(chunks)))))
                 continue
             together = self._together(question, reference, references.get(index), chunks, only)
             if together is not None:
@@ -507,8 +415,8 @@ class AnswerScorer:
         ref_step: Mapping[str, Any] | None,
         chunks: list[str],
         only: frozenset[str] | set[str] | None = None,
-    ) -> Coroutine[Any, Any, dict[str, Any]] | None:
-        parts: list[Coroutine[Any, Any, dict[str, Any]]] = []
+    ) -> Awaitable[Records] | None:
+        parts: list[Awaitable[Records]] = []
         judge = self.judge
         if judge is None:  # never so: the LLM switches are on only with a judge
             return None
@@ -517,48 +425,29 @@ class AnswerScorer:
             and isinstance(reference, str)
             and reference.strip()
         ):
-            parts.append(retrieval_metrics(judge, "retrieval_answer", question, reference, chunks))
+            parts.append(retrieval_outputs(judge, "retrieval_answer", question, reference, chunks))
         if self._step_on("retrieval_context", only) and ref_step is not None:
             try:
                 reference_text = "\n".join(chunk_texts(ref_step["output"]))
             except ValueError as e:
-                parts.append(_failed(["retrieval_context"], f"reference step: {e}"))
+                parts.append(_ready(_failed(["retrieval_context"], f"reference step: {e}")))
             else:
                 parts.append(
-                    retrieval_metrics(judge, "retrieval_context", question, reference_text, chunks)
+                    retrieval_outputs(judge, "retrieval_context", question, reference_text, chunks)
                 )
         if not parts:
             return None
         return _merged(parts)
 
 
-async def _merged(parts: list[Coroutine[Any, Any, dict[str, Any]]]) -> dict[str, Any]:
-    merged: dict[str, Any] = {}
-    for keys in await asyncio.gather(*parts):
-        merged.update(keys)
-    return merged
+async def _merged(parts: list[Awaitable[Records]]) -> Records:
+    return tuple(o for outputs in await asyncio.gather(*parts) for o in outputs)
 
 
-async def _failed(prefixes: list[str], message: str) -> dict[str, Any]:
-    return await _failed_keys(
-        [f"{p}_{m}_error" for p in prefixes for m in ("recall", "precision")], message
-    )
+async def _ready(records: Records) -> Records:
+    return records
 
 
-async def _failed_keys(keys: list[str], message: str) -> dict[str, Any]:
-    return dict.fromkeys(keys, message)
-
-
-async def _bertscore(
-    scorer: Any, lock: asyncio.Lock, answer: str, reference: str
-) -> dict[str, Any]:
-    """BERTScore P/R/F1 of the answer against the reference, computed on a worker thread (one
-    at a time: the model uses every core already)."""
-    try:
-        async with lock:
-            ((p, r, f1),) = await asyncio.to_thread(scorer.score, [answer], [reference])
-    except Exception as e:  # the model's failure is this metric's, not the run's
-        return {"bertscore_error": f"{type(e).__name__}: {e}"}
-    from .metrics.bertscore import as_fields
-
-    return as_fields((p, r, f1), scorer.info())
+def _failed(prefixes: list[str], message: str) -> Records:
+    """The error records of the recall and precision of the step metrics ``prefixes``."""
+    return tuple(failed(f"{p}_{m}", message) for p in prefixes for m in ("recall", "precision"))

@@ -95,7 +95,8 @@ VERDICTS: dict[str, tuple[str, str]] = {
 LABELS = ("answer_class", "factual_accuracy_grade")
 MARKER = "judge_repeats"
 
-ScoreOnce = Callable[[dict[str, Any], list[Any], bool], Awaitable[None]]
+ScoreOnce = Callable[[Mapping[str, Any], list[Any], bool], Awaitable[dict[str, Any]]]
+"""Scores a result once (``True``: with the offline metrics) and returns the new result."""
 
 
 def _number(value: Any) -> bool:
@@ -191,28 +192,25 @@ def merge_repeats(
 
 async def score_repeated(
     score_once: ScoreOnce,
-    result: dict[str, Any],
+    result: Mapping[str, Any],
     matched: list[Any],
     repeats: int,
     value_keys: Iterable[str],
-) -> None:
-    """Score ``result`` ``repeats`` times (repeat ``r`` with :data:`REPEAT` = ``r``, the
-    offline metrics in repeat 0 only), concurrently, and write the merged keys into it."""
-    before = set(result)
+) -> dict[str, Any]:
+    """``result`` scored ``repeats`` times (repeat ``r`` with :data:`REPEAT` = ``r``, the
+    offline metrics in repeat 0 only), concurrently, with the merged keys: a new result."""
     steps = result["actual_steps"]
-    copies = [{**result, "actual_steps": list(steps)} for _ in range(repeats)]
 
-    async def one(index: int) -> None:
+    async def one(index: int) -> dict[str, Any]:
         REPEAT.set(index)  # this task's own context: its judge calls, and theirs, see it
-        await score_once(copies[index], matched, index == 0)
+        return await score_once(result, matched, index == 0)
 
-    await asyncio.gather(*(one(i) for i in range(repeats)))
+    scored = await asyncio.gather(*(one(i) for i in range(repeats)))
     keys = list(value_keys)
-    merged = merge_repeats([{k: v for k, v in c.items() if k not in before} for c in copies], keys)
-    result.update(merged)
+    merged = merge_repeats([{k: v for k, v in s.items() if k not in result} for s in scored], keys)
     merged_steps = list(steps)
     for index, original in enumerate(steps):
-        changed = [c["actual_steps"][index] for c in copies]
+        changed = [s["actual_steps"][index] for s in scored]
         if all(step is original for step in changed):
             continue
         news = [
@@ -222,8 +220,7 @@ async def score_repeated(
             for step in changed
         ]
         merged_steps[index] = {**original, **merge_repeats(news, keys)}
-    result["actual_steps"] = merged_steps
-    result[MARKER] = repeats
+    return {**result, **merged, "actual_steps": merged_steps, MARKER: repeats}
 
 
 # ---------------------------------------------------------------- aggregates

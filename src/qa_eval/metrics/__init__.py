@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "categories",
     "describe_metrics",
     "direction",
+    "error_keys",
     "headline_keys",
     "key_info",
     "parse_at_k",
@@ -58,6 +59,10 @@ class Key:
     """For a label key: the labels counted first by the aggregates (others follow)."""
     always: bool = False
     """Aggregated even when no question has it (all zeros)."""
+    errors: tuple[str, ...] = ()
+    """The error keys that mean its value failed (default: ``<key>_error`` when the family
+    declares it, else ``<family>_error`` when declared); the aggregates count them as
+    ``failed``."""
 
 
 @dataclass(frozen=True)
@@ -89,8 +94,14 @@ class Metric:
     prefix: bool = True
     """Custom metrics may not use ``<name>`` nor ``<name>_...`` as output names."""
     score: str | None = None
-    """``"module:function"`` of an ``async (judge, inputs, options) -> dict`` entry point, for a
-    family scoring.py schedules generically (see docs/adding-a-metric.md)."""
+    """``"module:function"`` of its ``async (judge, inputs, options) -> Output`` entry point,
+    which ``scoring.py`` schedules by ``needs`` (see docs/adding-a-metric.md)."""
+    aliases: tuple[str, ...] = ()
+    """Keys its error is also written under (graphrag-eval's ``answer_eval_error``)."""
+    derived: bool = False
+    """Computed after the question's other metrics, from their values (``inputs["scores"]``)."""
+    calls: int = 1
+    """Judge calls it makes per question, for the progress display's estimate."""
 
     @property
     def judged(self) -> bool:
@@ -121,8 +132,10 @@ def _count(name: str) -> Key:
 
 def _retrieval(prefix: str) -> tuple[Key, ...]:
     keys: list[Key] = []
+    both = (f"{prefix}_recall_error", f"{prefix}_precision_error")
     for part in ("recall", "precision", "f1"):
-        keys += [_score(f"{prefix}_{part}"), _cost(f"{prefix}_{part}")]
+        key = _score(f"{prefix}_{part}")
+        keys += [replace(key, errors=both) if part == "f1" else key, _cost(f"{prefix}_{part}")]
         if part != "f1":
             keys.append(Key(f"{prefix}_{part}_error"))
     return (*keys, Key(f"{prefix}_recall_reason"))
@@ -143,6 +156,7 @@ METRICS: dict[str, Metric] = {
         ),
         "docs/metrics/answer.md",
         options=(Option("prompt", "prompt", "a prompt text or a .md/.txt file"),),
+        score="qa_eval.metrics.correctness:score", aliases=("answer_eval_error",),
     ),
     "answer_relevance": Metric(
         "answer_relevance", "questions generated from the answer, compared with the question",
@@ -155,6 +169,7 @@ METRICS: dict[str, Metric] = {
         ),
         "docs/metrics/answer.md",
         options=(Option("rubric_fallback", "flag", "rubric score when no question is generated"),),
+        score="qa_eval.metrics.relevance:score",
     ),
     "retrieval_answer": Metric(
         "retrieval_answer", "chunks of each retrieval step against the reference answer",
@@ -178,6 +193,7 @@ METRICS: dict[str, Metric] = {
             *_text("faithfulness_reason", "faithfulness_error", "faithfulness_statements"),
         ),
         "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG,
+        score="qa_eval.metrics.faithfulness:score", calls=2,
     ),
     "context_precision": Metric(
         "context_precision", "share of the retrieved contexts that are useful (and ragas AP)",
@@ -189,6 +205,7 @@ METRICS: dict[str, Metric] = {
                    "context_precision_reason", "context_precision_error"),
         ),
         "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG,
+        score="qa_eval.metrics.context:context_precision_score",
     ),
     "context_recall": Metric(
         "context_recall", "share of the reference answer's statements the contexts support",
@@ -198,6 +215,7 @@ METRICS: dict[str, Metric] = {
             *_text("context_recall_statements", "context_recall_reason", "context_recall_error"),
         ),
         "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG,
+        score="qa_eval.metrics.context:context_recall_score",
     ),
     "ragas_score": Metric(
         "ragas_score", "weighted harmonic mean of faithfulness, context precision and recall, "
@@ -208,6 +226,7 @@ METRICS: dict[str, Metric] = {
         ),
         "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG,
         options=(Option("weights", "ragas_weights", "weight per component"),),
+        score="qa_eval.metrics.composite:score", derived=True, calls=0,
     ),
     "factual_accuracy": Metric(
         "factual_accuracy", "G-Eval correctness, completeness, consistency and a letter grade",
@@ -225,12 +244,14 @@ METRICS: dict[str, Metric] = {
             Option("weights", "criteria_weights", "correctness, completeness, consistency"),
             Option("cutoffs", "cutoffs", "grade -> cutoff on 0-100"),
         ),
+        score="qa_eval.metrics.geval:score",
     ),
     "semantic_similarity": Metric(
         "semantic_similarity", "cosine of the answer's and the reference's embeddings",
         ("answer", "reference_answer", "embedder"),
         (_score("semantic_similarity", 11), Key("semantic_similarity_error")),
         "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG,
+        score="qa_eval.metrics.similarity:score", calls=0,
     ),
     "answer_class": Metric(
         "answer_class", "CORRECT, WRONG or DON'T KNOW", ("question", "answer", "judge"),
@@ -241,6 +262,7 @@ METRICS: dict[str, Metric] = {
         ),
         "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG,
         options=(Option("phrases", "phrases", "uncertainty phrases that mean DON'T KNOW"),),
+        score="qa_eval.metrics.classify:score",
     ),
     "bertscore": Metric(
         "bertscore", "BERTScore precision, recall and F1 (needs PyTorch)",
@@ -252,6 +274,7 @@ METRICS: dict[str, Metric] = {
         ),
         "docs/metrics/bertscore.md", default=False,
         options=(Option("model", "str", "model name"), Option("layer", "layer", "layer")),
+        score="qa_eval.metrics.bertscore:score", calls=0,
     ),
     "custom": Metric(
         "custom", "the config's custom_evaluations (outputs named by the config)", ("judge",),
@@ -342,6 +365,25 @@ def direction(name: str, registry: Mapping[str, Metric] | None = None) -> Direct
     if lowered.endswith("_count"):
         return "none"
     return "higher"
+
+
+def error_keys(name: str, registry: Mapping[str, Metric] | None = None) -> tuple[str, ...]:
+    """The error keys that mean a registered key's value failed (its ``errors``, else
+    ``<key>_error`` or ``<family>_error`` when the family declares it); none for a cost, an
+    unregistered key or a family without an error key."""
+    found = key_info(name, registry)
+    if found is None:
+        return ()
+    metric, key = found
+    if key.errors:
+        return key.errors
+    if key.scale == "usd":
+        return ()  # a cost is not a value that could not be computed
+    declared = {k.name for k in metric.keys}
+    for candidate in (f"{name}_error", f"{metric.name}_error"):
+        if candidate in declared:
+            return (candidate,)
+    return ()
 
 
 def aggregated_keys(registry: Mapping[str, Metric] | None = None) -> tuple[str, ...]:

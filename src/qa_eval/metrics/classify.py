@@ -26,14 +26,15 @@ Where qa-eval departs from the spec's pseudo code:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, field_validator
 
-from ..judge import Judge, JudgeError
+from ..judge import Judge
 from ..prompts import render
+from .output import Output, measure, serialize
 
 __all__ = [
     "CLASSES",
@@ -43,14 +44,17 @@ __all__ = [
     "WRONG",
     "ClassifyReply",
     "classify_answer",
+    "classify_output",
     "count_classes",
     "parse_label",
+    "score",
     "uncertainty_phrase",
 ]
 
 CORRECT: Literal["CORRECT"] = "CORRECT"
 WRONG: Literal["WRONG"] = "WRONG"
 DONT_KNOW = "DON'T KNOW"
+METRIC = "answer_class"
 CLASSES = (CORRECT, WRONG, DONT_KNOW)
 
 DEFAULT_UNCERTAINTY_PHRASES = (
@@ -141,6 +145,47 @@ class ClassifyReply(BaseModel):
         return value
 
 
+async def classify_output(
+    judge: Judge,
+    question: str,
+    reference: str,
+    answer: str,
+    phrases: Sequence[str] = DEFAULT_UNCERTAINTY_PHRASES,
+) -> Output:
+    """The ``answer_class`` record of one question; ``JudgeError`` when the judge gives no usable
+    reply, ``ValueError`` for an empty reference answer (when no uncertainty phrase fires)."""
+    if not answer.strip():
+        values = {"answer_class": DONT_KNOW, "answer_class_reason": "the answer is empty"}
+        return Output(METRIC, values, costs=(0.0,))
+    phrase = uncertainty_phrase(answer, phrases)
+    if phrase is not None:
+        values = {
+            "answer_class": DONT_KNOW,
+            "answer_class_phrase": phrase,
+            "answer_class_reason": f"the answer says {phrase!r}",
+        }
+        return Output(METRIC, values, costs=(0.0,))
+    if not reference.strip():
+        raise ValueError("the reference answer is empty")
+    text = render(
+        "classify", question=question, reference_answer=reference, candidate_answer=answer
+    )
+    verdict = await judge.ask("answer_class", [{"role": "user", "content": text}], ClassifyReply)
+    values = {"answer_class": verdict.value.label, "answer_class_reason": verdict.value.reason}
+    return Output.judged(METRIC, values, verdict)  # a cost of None: the price is unknown
+
+
+async def score(judge: Judge, inputs: Mapping[str, Any], options: Mapping[str, Any]) -> Output:
+    """The registry's entry point (``options["phrases"]``; no reference needed when one fires)."""
+    return await classify_output(
+        judge,
+        inputs["question"],
+        inputs["reference_answer"] or "",
+        inputs["answer"],
+        options.get("phrases", DEFAULT_UNCERTAINTY_PHRASES),
+    )
+
+
 async def classify_answer(
     judge: Judge,
     question: str,
@@ -149,34 +194,6 @@ async def classify_answer(
     phrases: Sequence[str] = DEFAULT_UNCERTAINTY_PHRASES,
 ) -> dict[str, Any]:
     """The ``answer_class`` keys of one question (or ``answer_class_error``)."""
-    if not answer.strip():
-        return {
-            "answer_class": DONT_KNOW,
-            "answer_class_reason": "the answer is empty",
-            "answer_class_cost": 0.0,
-        }
-    phrase = uncertainty_phrase(answer, phrases)
-    if phrase is not None:
-        return {
-            "answer_class": DONT_KNOW,
-            "answer_class_phrase": phrase,
-            "answer_class_reason": f"the answer says {phrase!r}",
-            "answer_class_cost": 0.0,
-        }
-    if not reference.strip():
-        return {"answer_class_error": "the reference answer is empty"}
-    text = render(
-        "classify", question=question, reference_answer=reference, candidate_answer=answer
+    return serialize(
+        await measure(METRIC, classify_output(judge, question, reference, answer, phrases))
     )
-    try:
-        verdict = await judge.ask(
-            "answer_class", [{"role": "user", "content": text}], ClassifyReply
-        )
-    except JudgeError as e:
-        return {"answer_class_error": str(e)}
-    out: dict[str, Any] = {
-        "answer_class": verdict.value.label,
-        "answer_class_reason": verdict.value.reason,
-    }
-    out["answer_class_cost"] = verdict.cost  # None: the price is unknown
-    return out

@@ -25,8 +25,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from numbers import Real
 from types import MappingProxyType
+from typing import Any
 
-__all__ = ["COMPONENTS", "DEFAULT_WEIGHTS", "CompositeResult", "as_percent", "ragas_score"]
+from .output import Output
+
+__all__ = [
+    "COMPONENTS",
+    "DEFAULT_WEIGHTS",
+    "CompositeResult",
+    "as_percent",
+    "ragas_score",
+    "score",
+]
 
 COMPONENTS = ("faithfulness", "context_precision", "context_recall", "answer_relevance")
 
@@ -121,3 +131,19 @@ def as_percent(value: float | None, ndigits: int | None = 2) -> float | None:
         return None
     percent = value * 100.0
     return percent if ndigits is None else round(percent, ndigits)
+
+
+async def score(judge: Any, inputs: Mapping[str, Any], options: Mapping[str, Any]) -> Output:
+    """The registry's entry point, run after the question's other metrics: the composite of
+    the components among their values (``inputs["scores"]``), with ``options["weights"]``;
+    ``ValueError`` for a component or weight that is not a score."""
+    scores = inputs["scores"]
+    composite = ragas_score(
+        {name: scores.get(name) for name in COMPONENTS}, options.get("weights")
+    )
+    if composite.score is None:
+        return Output("ragas_score", {"ragas_score_reason": "none of its components was computed"})
+    return Output(
+        "ragas_score",
+        {"ragas_score": composite.score, "ragas_score_components": list(composite.used)},
+    )

@@ -20,16 +20,17 @@ not 0.9999999999). A step that retrieved no chunks scores 0 for both, without a 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
 import orjson
 from pydantic import AfterValidator, BaseModel, Field, create_model
 
-from ..judge import Judge, JudgeError, Verdict, total_cost
+from ..judge import Judge, Verdict
 from ..prompts import numbered_blocks, render
 from . import ranking
 from .correctness import f1
+from .output import Output, measure, serialize
 
 __all__ = [
     "Attribution",
@@ -37,9 +38,12 @@ __all__ = [
     "RecallReply",
     "average_precision",
     "chunk_texts",
+    "context_precision_score",
     "context_recall",
+    "context_recall_score",
     "numbered_schema",
     "retrieval_metrics",
+    "retrieval_outputs",
 ]
 
 
@@ -123,6 +127,68 @@ async def ask_recall(
     return await judge.ask(metric, [{"role": "user", "content": text}], RecallReply)
 
 
+async def _recall_output(
+    judge: Judge, name: str, question: str, reference: str, chunks: Sequence[str]
+) -> Output:
+    verdict = await ask_recall(judge, name, question, reference, chunks)
+    statements = verdict.value.statements
+    reason = verdict.value.reason or "; ".join(
+        f"{s.statement}: {'yes' if s.attributed else 'no'}" for s in statements
+    )
+    values = {name: context_recall([s.attributed for s in statements]), f"{name}_reason": reason}
+    return Output.judged(name, values, verdict)  # a cost of None: the price is unknown
+
+
+async def _precision_output(
+    judge: Judge, name: str, question: str, reference: str, chunks: Sequence[str]
+) -> Output:
+    trusted = {"chunks": _numbered(chunks)}
+    text = render("context_precision", trusted, question=question, reference=reference)
+    messages = [{"role": "user", "content": text}]
+    answer = await judge.ask(name, messages, _precision_schema(len(chunks)))
+    ordered = sorted(answer.value.verdicts, key=lambda v: v.chunk)  # type: ignore[attr-defined]
+    return Output.judged(name, {name: average_precision([v.relevant for v in ordered])}, answer)
+
+
+async def retrieval_outputs(
+    judge: Judge,
+    prefix: str,
+    question: str,
+    reference: str,
+    chunks: Sequence[str],
+    *,
+    recall: bool = True,
+    precision: bool = True,
+) -> tuple[Output, ...]:
+    """The records of ``<prefix>_recall`` and ``_precision`` (each with its reason, error and
+    cost) and of ``_f1`` (its cost is theirs again: not counted into ``llm_cost``)."""
+    if not chunks:
+        return (
+            Output(
+                f"{prefix}_recall",
+                {f"{prefix}_recall": 0.0, f"{prefix}_recall_reason": "no chunks were retrieved"},
+                costs=(0.0,),
+            ),
+            Output(f"{prefix}_precision", {f"{prefix}_precision": 0.0}, costs=(0.0,)),
+            Output(f"{prefix}_f1", {f"{prefix}_f1": 0.0}, costs=(0.0,), counted=False),
+        )
+    outputs: list[Output] = []
+    if recall:
+        name = f"{prefix}_recall"
+        outputs += await measure(name, _recall_output(judge, name, question, reference, chunks))
+    if precision:
+        name = f"{prefix}_precision"
+        outputs += await measure(
+            name, _precision_output(judge, name, question, reference, chunks)
+        )
+    if len(outputs) == 2 and all(o.error is None for o in outputs):
+        r, p = (o.values[o.metric] for o in outputs)
+        costs = tuple(c for o in outputs for c in o.costs)
+        f1_value = {f"{prefix}_f1": f1(r, p)}
+        outputs.append(Output(f"{prefix}_f1", f1_value, costs=costs, counted=False))
+    return tuple(outputs)
+
+
 async def retrieval_metrics(
     judge: Judge,
     prefix: str,
@@ -134,43 +200,34 @@ async def retrieval_metrics(
     precision: bool = True,
 ) -> dict[str, Any]:
     """``<prefix>_recall`` / ``_precision`` / ``_f1`` with reasons, errors and costs."""
-    out: dict[str, Any] = {}
-    if not chunks:
-        for name in ("recall", "precision", "f1"):
-            out[f"{prefix}_{name}"] = 0.0
-            out[f"{prefix}_{name}_cost"] = 0.0
-        out[f"{prefix}_recall_reason"] = "no chunks were retrieved"
-        return out
-    r = p = None
-    costs: dict[str, float | None] = {}
-    if recall:
-        try:
-            verdict = await ask_recall(judge, f"{prefix}_recall", question, reference, chunks)
-            r = context_recall([s.attributed for s in verdict.value.statements])
-            out[f"{prefix}_recall"] = r
-            out[f"{prefix}_recall_reason"] = verdict.value.reason or "; ".join(
-                f"{s.statement}: {'yes' if s.attributed else 'no'}"
-                for s in verdict.value.statements
-            )
-            costs["recall"] = verdict.cost
-        except JudgeError as e:
-            out[f"{prefix}_recall_error"] = str(e)
-    if precision:
-        trusted = {"chunks": _numbered(chunks)}
-        text = render("context_precision", trusted, question=question, reference=reference)
-        messages = [{"role": "user", "content": text}]
-        schema = _precision_schema(len(chunks))
-        try:
-            answer = await judge.ask(f"{prefix}_precision", messages, schema)
-            ordered = sorted(answer.value.verdicts, key=lambda v: v.chunk)  # type: ignore[attr-defined]
-            p = average_precision([v.relevant for v in ordered])
-            out[f"{prefix}_precision"] = p
-            costs["precision"] = answer.cost
-        except JudgeError as e:
-            out[f"{prefix}_precision_error"] = str(e)
-    for name, cost in costs.items():
-        out[f"{prefix}_{name}_cost"] = cost  # None: the price is unknown
-    if r is not None and p is not None:
-        out[f"{prefix}_f1"] = f1(r, p)
-        out[f"{prefix}_f1_cost"] = total_cost(costs.get("recall"), costs.get("precision"))
-    return out
+    return serialize(
+        await retrieval_outputs(
+            judge, prefix, question, reference, chunks, recall=recall, precision=precision
+        )
+    )
+
+
+async def context_precision_score(
+    judge: Judge, inputs: Mapping[str, Any], options: Mapping[str, Any]
+) -> Output:
+    """The registry's entry point of ``context_precision`` (``context_quality.py``, whose
+    function still returns result keys: read back as a record)."""
+    from .context_quality import context_precision
+
+    keys = await context_precision(
+        judge, inputs["question"], inputs["contexts"], inputs["reference_answer"], inputs["answer"]
+    )
+    return Output.from_keys("context_precision", keys)
+
+
+async def context_recall_score(
+    judge: Judge, inputs: Mapping[str, Any], options: Mapping[str, Any]
+) -> Output:
+    """The registry's entry point of ``context_recall`` (``context_quality.py``, read back as a
+    record)."""
+    from .context_quality import context_recall_metric
+
+    keys = await context_recall_metric(
+        judge, inputs["question"], inputs["reference_answer"], inputs["contexts"]
+    )
+    return Output.from_keys("context_recall", keys)

@@ -22,23 +22,27 @@ close the block the template puts it in.
 from __future__ import annotations
 
 import string
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from ..judge import Judge, JudgeError
+from ..judge import Judge
 from ..prompts import delimit, prompt_text, render
+from .output import Output, measure, serialize
 
 __all__ = [
     "PLACEHOLDERS",
     "CorrectnessReply",
     "answer_correctness",
     "check_prompt",
+    "correctness_output",
     "correctness_scores",
     "f1",
     "fill_prompt",
 ]
 
+METRIC = "answer_correctness"
 PLACEHOLDERS = ("question", "reference_answer", "actual_answer")
 MAX_CLAIMS = 10_000
 """More claims than this in one answer is not a count (a reply of 10^30 claims is re-asked)."""
@@ -125,37 +129,38 @@ def _messages(question: str, reference: str, actual: str, template: str | None) 
     return [{"role": "user", "content": text}]
 
 
-async def answer_correctness(
+ERROR_ALIASES = ("answer_eval_error",)
+"""graphrag-eval 6.6.1 and its README name the error differently: both keys are written."""
+
+
+async def correctness_output(
     judge: Judge,
     question: str,
     reference_answer: str,
     actual_answer: str,
     template: str | None = None,
-) -> dict[str, Any]:
-    """The ``answer_*`` keys of one question (or ``answer_correctness_error``)."""
+) -> Output:
+    """The ``answer_*`` record of one question; ``JudgeError`` when the judge gives no usable
+    reply, ``ValueError`` for an empty reference answer."""
     if not actual_answer.strip():
-        return {
+        values = {
             "answer_actual_claims_count": 0,
             "answer_matching_claims_count": 0,
             "answer_correctness_reason": "the answer is empty",
             "answer_recall": 0.0,
             "answer_precision": 0.0,
             "answer_f1": 0.0,
-            "answer_correctness_cost": 0.0,
         }
+        return Output(METRIC, values, costs=(0.0,))
     if not reference_answer.strip():
-        message = "the reference answer is empty"
-        return {"answer_correctness_error": message, "answer_eval_error": message}
+        raise ValueError("the reference answer is empty")
     messages = _messages(question, reference_answer, actual_answer, template)
-    try:
-        verdict = await judge.ask("answer_correctness", messages, CorrectnessReply)
-    except JudgeError as e:
-        return {"answer_correctness_error": str(e), "answer_eval_error": str(e)}
+    verdict = await judge.ask("answer_correctness", messages, CorrectnessReply)
     reply = verdict.value
     recall, precision, f1_value = correctness_scores(
         reply.reference_claims_count, reply.actual_claims_count, reply.matching_claims_count
     )
-    out: dict[str, Any] = {
+    values = {
         "answer_reference_claims_count": reply.reference_claims_count,
         "answer_actual_claims_count": reply.actual_claims_count,
         "answer_matching_claims_count": reply.matching_claims_count,
@@ -164,5 +169,27 @@ async def answer_correctness(
         "answer_precision": precision,
         "answer_f1": f1_value,
     }
-    out["answer_correctness_cost"] = verdict.cost  # None: the price is unknown
-    return out
+    return Output.judged(METRIC, values, verdict)  # a cost of None: the price is unknown
+
+
+async def score(judge: Judge, inputs: Mapping[str, Any], options: Mapping[str, Any]) -> Output:
+    """The registry's entry point (``options["prompt"]``: the config's prompt text)."""
+    return await correctness_output(
+        judge,
+        inputs["question"],
+        inputs["reference_answer"],
+        inputs["answer"],
+        options.get("prompt"),
+    )
+
+
+async def answer_correctness(
+    judge: Judge,
+    question: str,
+    reference_answer: str,
+    actual_answer: str,
+    template: str | None = None,
+) -> dict[str, Any]:
+    """The ``answer_*`` keys of one question (or ``answer_correctness_error``)."""
+    job = correctness_output(judge, question, reference_answer, actual_answer, template)
+    return serialize(await measure(METRIC, job, aliases=ERROR_ALIASES))

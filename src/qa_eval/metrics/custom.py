@@ -23,11 +23,12 @@ import orjson
 from pydantic import BaseModel, create_model
 
 from ..errors import InputError
-from ..judge import Judge, JudgeError
+from ..judge import Judge
 from ..prompts import delimit, render
 from . import METRICS, reserved
+from .output import Output, measure, serialize
 
-__all__ = ["INPUTS", "CustomMetric", "custom_metric", "parse_custom_metric"]
+__all__ = ["INPUTS", "CustomMetric", "custom_metric", "custom_output", "parse_custom_metric"]
 
 INPUTS = ("question", "reference_answer", "reference_steps", "actual_answer", "actual_steps")
 STEP_KEYS = ("args", "output")
@@ -148,18 +149,17 @@ def _reply_model(name: str, outputs: tuple[str, ...]) -> type[BaseModel]:
     return create_model(f"{name}_reply", **fields)
 
 
-def _nulls(metric: CustomMetric, message: str) -> dict[str, Any]:
-    return {**dict.fromkeys(metric.outputs), f"{metric.name}_error": message}
+def _nulls(metric: CustomMetric) -> dict[str, Any]:
+    return dict.fromkeys(metric.outputs)
 
 
-async def custom_metric(
+async def _custom_output(
     judge: Judge, metric: CustomMetric, values: Mapping[str, Any]
-) -> dict[str, Any]:
-    """Run one custom metric on one question's inputs (``values`` keyed by input name)."""
+) -> Output:
     blocks = []
     for name in metric.inputs:
         if values.get(name) is None:
-            return _nulls(metric, f"the question has no {name}")
+            raise ValueError(f"the question has no {name}")
         value = values[name]
         if name.endswith("_steps"):
             text = _steps_text(metric, value, grouped=name == "reference_steps")
@@ -175,15 +175,24 @@ async def custom_metric(
             "outputs": outputs,
         },
     )
-    try:
-        verdict = await judge.ask(
-            metric.name, [{"role": "user", "content": content}], _schema(metric)
-        )
-    except JudgeError as e:
-        return _nulls(metric, str(e))
+    verdict = await judge.ask(metric.name, [{"role": "user", "content": content}], _schema(metric))
     reply = verdict.value.model_dump()
     out = {name: reply.get(name) for name in metric.outputs}
     # an output may itself be called <name>_reason (graphrag-eval's README example): keep it
     out.setdefault(f"{metric.name}_reason", reply.get("reason", ""))
-    out[f"{metric.name}_cost"] = verdict.cost  # None: the price is unknown
-    return out
+    return Output.judged(metric.name, out, verdict)  # a cost of None: the price is unknown
+
+
+async def custom_output(
+    judge: Judge, metric: CustomMetric, values: Mapping[str, Any]
+) -> tuple[Output, ...]:
+    """The record of one custom metric on one question's inputs (``values`` keyed by input
+    name); a failure writes every output as null beside ``<name>_error``."""
+    return await measure(metric.name, _custom_output(judge, metric, values), values=_nulls(metric))
+
+
+async def custom_metric(
+    judge: Judge, metric: CustomMetric, values: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Run one custom metric on one question's inputs (``values`` keyed by input name)."""
+    return serialize(await custom_output(judge, metric, values))

@@ -29,21 +29,25 @@ not computed, or ``faithfulness_error``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..judge import Judge, JudgeError, total_cost
+from ..judge import Judge
 from ..prompts import numbered_blocks, render
 from .context import numbered_schema
+from .output import Output, measure, serialize
 
 __all__ = [
     "NO_CLAIMS",
     "StatementVerdict",
     "StatementsReply",
     "faithfulness",
+    "faithfulness_output",
     "faithfulness_score",
+    "score",
     "verdicts_schema",
 ]
 
@@ -81,29 +85,26 @@ def _numbered(statements: Sequence[str]) -> str:
     return numbered_blocks(statements, "statement")
 
 
-async def faithfulness(
+async def faithfulness_output(
     judge: Judge, question: str, answer: str, contexts: Sequence[str]
-) -> dict[str, Any]:
-    """The ``faithfulness`` keys of one question; see the module docstring for the policies."""
+) -> Output:
+    """The ``faithfulness`` record of one question (see the module docstring for the policies);
+    ``JudgeError`` when a call gives no usable reply, ``ValueError`` without contexts."""
     if not answer.strip():
-        return {"faithfulness_reason": "the answer is empty", "faithfulness_cost": 0.0}
+        return Output(METRIC, {"faithfulness_reason": "the answer is empty"}, costs=(0.0,))
     if not contexts:
-        return {"faithfulness_error": "no contexts"}
+        raise ValueError("no contexts")
     messages = [
         {
             "role": "user",
             "content": render("faithfulness_statements", question=question, answer=answer),
         }
     ]
-    try:
-        extracted = await judge.ask(METRIC, messages, StatementsReply)
-    except JudgeError as e:
-        return {"faithfulness_error": str(e)}
+    extracted = await judge.ask(METRIC, messages, StatementsReply)
     statements = [s.strip() for s in extracted.value.statements if s.strip()]
     if not statements:
-        out: dict[str, Any] = {"faithfulness_reason": NO_CLAIMS, "faithfulness_statements": []}
-        out["faithfulness_cost"] = extracted.cost  # None: the price is unknown
-        return out
+        values: dict[str, Any] = {"faithfulness_reason": NO_CLAIMS, "faithfulness_statements": []}
+        return Output.judged(METRIC, values, extracted)  # a cost of None: the price is unknown
     trusted = {"statements": _numbered(statements)}
     messages = [
         {
@@ -111,18 +112,42 @@ async def faithfulness(
             "content": render("faithfulness_verdicts", trusted, context="\n".join(contexts)),
         }
     ]
-    try:
-        judged = await judge.ask(METRIC, messages, verdicts_schema(len(statements)))
-    except JudgeError as e:
-        return {"faithfulness_error": str(e)}
+    judged = await judge.ask(METRIC, messages, verdicts_schema(len(statements)))
     ordered = sorted(judged.value.verdicts, key=lambda v: v.statement)  # type: ignore[attr-defined]
     supported = [v.verdict == 1 for v in ordered]
-    out = {
+    values = {
         "faithfulness": faithfulness_score(supported),
         "faithfulness_statements": [
             {"statement": s, "supported": ok, "reason": v.reason}
             for s, ok, v in zip(statements, supported, ordered)
         ],
     }
-    out["faithfulness_cost"] = total_cost(extracted.cost, judged.cost)  # None: unknown
-    return out
+    return Output.judged(METRIC, values, extracted, judged)  # both calls; None: unknown
+
+
+async def score(judge: Judge, inputs: Mapping[str, Any], options: Mapping[str, Any]) -> Output:
+    """The registry's entry point. A dry run that plans the first call (the statements) also
+    counts the second (the verdicts), estimated with the answer's sentences as statements."""
+    question, answer, contexts = inputs["question"], inputs["answer"], inputs["contexts"]
+    if not getattr(judge, "dry_run", False):
+        return await faithfulness_output(judge, question, answer, contexts)
+    with judge.planning() as planned:
+        (output,) = await measure(METRIC, faithfulness_output(judge, question, answer, contexts))
+    if len(planned) == 1:
+        sentences = [s for s in re.split(r"(?<=[.!?])\s+", answer.strip()) if s] or [answer]
+        text = render(
+            "faithfulness_verdicts",
+            {"statements": numbered_blocks(sentences, "statement")},
+            context="\n".join(contexts),
+        )
+        judge.plan_call(
+            METRIC, [{"role": "user", "content": text}], verdicts_schema(len(sentences))
+        )
+    return output
+
+
+async def faithfulness(
+    judge: Judge, question: str, answer: str, contexts: Sequence[str]
+) -> dict[str, Any]:
+    """The ``faithfulness`` keys of one question; see the module docstring for the policies."""
+    return serialize(await measure(METRIC, faithfulness_output(judge, question, answer, contexts)))

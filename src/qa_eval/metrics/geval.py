@@ -32,8 +32,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..judge import Judge, JudgeError
+from ..judge import Judge
 from ..prompts import render
+from .output import Output, measure, serialize
 
 __all__ = [
     "CRITERIA",
@@ -43,8 +44,12 @@ __all__ = [
     "GEvalReply",
     "factual_accuracy",
     "factual_accuracy_metric",
+    "factual_accuracy_output",
     "letter_grade",
+    "score",
 ]
+
+METRIC = "factual_accuracy"
 
 CRITERIA = ("correctness", "completeness", "consistency")
 DEFAULT_WEIGHTS = (0.5, 0.3, 0.2)
@@ -130,6 +135,51 @@ def _record(
     return out
 
 
+async def factual_accuracy_output(
+    judge: Judge,
+    question: str,
+    reference: str,
+    answer: str,
+    weights: Sequence[float] = DEFAULT_WEIGHTS,
+    cutoffs: Mapping[str, float] = DEFAULT_CUTOFFS,
+) -> Output:
+    """The ``factual_accuracy*`` record of one question; ``JudgeError`` when the judge gives no
+    usable reply, ``ValueError`` for an empty reference answer."""
+    if not answer.strip():
+        values = _record(
+            dict.fromkeys(CRITERIA, 0.0),
+            dict.fromkeys(CRITERIA, "the answer is empty"),
+            weights,
+            cutoffs,
+        )
+        return Output(METRIC, values, costs=(0.0,))
+    if not reference.strip():
+        raise ValueError("the reference answer is empty")
+    text = render("geval", question=question, reference_answer=reference, candidate_answer=answer)
+    verdict = await judge.ask("factual_accuracy", [{"role": "user", "content": text}], GEvalReply)
+    reply = verdict.value
+    criteria = {c: getattr(reply, c) for c in CRITERIA}
+    values = _record(
+        {c: s.score for c, s in criteria.items()},
+        {c: s.reason for c, s in criteria.items()},
+        weights,
+        cutoffs,
+    )
+    return Output.judged(METRIC, values, verdict)  # a cost of None: the price is unknown
+
+
+async def score(judge: Judge, inputs: Mapping[str, Any], options: Mapping[str, Any]) -> Output:
+    """The registry's entry point (``options``: ``weights``, ``cutoffs``)."""
+    return await factual_accuracy_output(
+        judge,
+        inputs["question"],
+        inputs["reference_answer"],
+        inputs["answer"],
+        options.get("weights", DEFAULT_WEIGHTS),
+        options.get("cutoffs", DEFAULT_CUTOFFS),
+    )
+
+
 async def factual_accuracy_metric(
     judge: Judge,
     question: str,
@@ -139,31 +189,5 @@ async def factual_accuracy_metric(
     cutoffs: Mapping[str, float] = DEFAULT_CUTOFFS,
 ) -> dict[str, Any]:
     """The ``factual_accuracy*`` keys of one question (or ``factual_accuracy_error``)."""
-    if not answer.strip():
-        out = _record(
-            dict.fromkeys(CRITERIA, 0.0),
-            dict.fromkeys(CRITERIA, "the answer is empty"),
-            weights,
-            cutoffs,
-        )
-        out["factual_accuracy_cost"] = 0.0
-        return out
-    if not reference.strip():
-        return {"factual_accuracy_error": "the reference answer is empty"}
-    text = render("geval", question=question, reference_answer=reference, candidate_answer=answer)
-    try:
-        verdict = await judge.ask(
-            "factual_accuracy", [{"role": "user", "content": text}], GEvalReply
-        )
-    except JudgeError as e:
-        return {"factual_accuracy_error": str(e)}
-    reply = verdict.value
-    criteria = {c: getattr(reply, c) for c in CRITERIA}
-    out = _record(
-        {c: s.score for c, s in criteria.items()},
-        {c: s.reason for c, s in criteria.items()},
-        weights,
-        cutoffs,
-    )
-    out["factual_accuracy_cost"] = verdict.cost  # None: the price is unknown
-    return out
+    job = factual_accuracy_output(judge, question, reference, answer, weights, cutoffs)
+    return serialize(await measure(METRIC, job))

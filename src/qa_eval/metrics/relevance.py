@@ -25,29 +25,34 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
 from ..embeddings import Embedder
-from ..judge import BudgetExceeded, DryRunSkip, Judge, JudgeError, total_cost
+from ..judge import DryRunSkip, Judge, JudgeError
 from ..prompts import render
 from ..redact import redact
-from .rubric import answer_relevance_rubric
+from .output import Output, failed, measure, serialize
+from .rubric import rubric_output
 
 __all__ = [
+    "EmbeddingFailed",
     "GeneratedQuestion",
     "RelevanceReply",
     "answer_relevance",
     "answer_relevance_with_fallback",
     "answer_relevancy",
     "cosine",
+    "relevance_output",
+    "relevance_outputs",
     "relevance_reply",
+    "score",
 ]
 
-_NOT_ASKED = (str(BudgetExceeded()), str(DryRunSkip()))
-"""Errors that mean the judge was not asked: no reason to fall back to the rubric."""
+METRIC = "answer_relevance"
+RUBRIC = "answer_relevance_rubric"
 
 
 class GeneratedQuestion(BaseModel):
@@ -90,40 +95,86 @@ def answer_relevancy(
     return math.fsum(cosine(question_vector, g) for g in generated_vectors) / len(generated_vectors)
 
 
-async def answer_relevance(
+class EmbeddingFailed(ValueError):
+    """The embedding endpoint failed: the metric's error, and no reason for the rubric."""
+
+
+async def relevance_output(
     judge: Judge, embedder: Embedder, question: str, answer: str, count: int = 3
-) -> dict[str, Any]:
-    """The ``answer_relevance`` keys of one question (or ``answer_relevance_error``)."""
+) -> Output:
+    """The ``answer_relevance`` record of one question; ``JudgeError`` when question generation
+    gives no usable reply (``DryRunSkip`` in a dry run, which calls no embedder either),
+    :class:`EmbeddingFailed` when the embedder fails."""
     if not answer.strip():
-        return {"answer_relevance": 0.0, "answer_relevance_cost": 0.0}
+        return Output(METRIC, {"answer_relevance": 0.0}, costs=(0.0,))
     messages = [
         {
             "role": "user",
             "content": render("answer_relevance", trusted={"count": str(count)}, answer=answer),
         }
     ]
-    try:
-        verdict = await judge.ask("answer_relevance", messages, relevance_reply(count))
-    except JudgeError as e:
-        return {"answer_relevance_error": str(e)}
+    verdict = await judge.ask("answer_relevance", messages, relevance_reply(count))
     if getattr(judge, "dry_run", False):  # a dry run calls nothing, not even the embedder
-        return {"answer_relevance_error": str(DryRunSkip())}
+        raise DryRunSkip()
     kept = [q for q in verdict.value.questions if q.question.strip()]
     embed_cost: float | None = 0.0
     try:
         if kept:
             vectors, embed_cost = await embedder.embed([question, *(q.question for q in kept)])
     except Exception as e:  # an embedding endpoint's failure is this metric's, not the run's
-        return {"answer_relevance_error": redact(f"embedding failed: {type(e).__name__}: {e}")}
+        raise EmbeddingFailed(redact(f"embedding failed: {type(e).__name__}: {e}")) from None
     score = (
         answer_relevancy(vectors[0], vectors[1:], [q.noncommittal for q in kept]) if kept else 0.0
     )
-    out: dict[str, Any] = {
-        "answer_relevance": score,
-        "answer_relevance_questions": [q.question for q in kept],
-    }
-    out["answer_relevance_cost"] = total_cost(verdict.cost, embed_cost)  # None: unknown
-    return out
+    values = {"answer_relevance": score, "answer_relevance_questions": [q.question for q in kept]}
+    return Output.judged(METRIC, values, verdict, costs=(embed_cost,))  # None: unknown
+
+
+async def relevance_outputs(
+    judge: Judge, embedder: Embedder, question: str, answer: str, count: int = 3
+) -> tuple[Output, ...]:
+    """:func:`relevance_output`; when its question generation fails (not for a call that was
+    not made, nor for a failed embedder), also the direct rubric score's record
+    (``answer_relevance_rubric*``)."""
+    try:
+        return (await relevance_output(judge, embedder, question, answer, count),)
+    except EmbeddingFailed as e:
+        return (failed(METRIC, e),)
+    except JudgeError as e:
+        first = failed(METRIC, e)
+    if first.skip is not None:
+        return (first,)
+    return (first, *await measure(RUBRIC, rubric_output(judge, question, answer)))
+
+
+async def score(
+    judge: Judge, inputs: Mapping[str, Any], options: Mapping[str, Any]
+) -> tuple[Output, ...]:
+    """The registry's entry point: ``options["questions"]`` questions, the rubric fallback
+    unless ``options["rubric_fallback"]`` is false. A dry run that plans the question generation
+    also plans the rubric call, as a fallback could make it."""
+    embedder, question, answer = inputs["embedder"], inputs["question"], inputs["answer"]
+    count = int(options.get("questions", 3))
+    if not options.get("rubric_fallback", True):
+        return await measure(METRIC, relevance_output(judge, embedder, question, answer, count))
+    if getattr(judge, "dry_run", False):  # the rubric fallback is counted with the call
+        with judge.planning() as planned:
+            outputs = await measure(
+                METRIC, relevance_output(judge, embedder, question, answer, count)
+            )
+        if planned:
+            await measure(RUBRIC, rubric_output(judge, question, answer))
+        return outputs
+    return await relevance_outputs(judge, embedder, question, answer, count)
+
+
+async def answer_relevance(
+    judge: Judge, embedder: Embedder, question: str, answer: str, count: int = 3
+) -> dict[str, Any]:
+    """The ``answer_relevance`` keys of one question (or ``answer_relevance_error``)."""
+    return serialize(
+        await measure(METRIC, relevance_output(judge, embedder, question, answer, count))
+    )
 
 
 async def answer_relevance_with_fallback(
@@ -131,8 +182,4 @@ async def answer_relevance_with_fallback(
 ) -> dict[str, Any]:
     """:func:`answer_relevance`; when its question generation fails, also the direct rubric
     score under its own keys (``answer_relevance_rubric*``), beside ``answer_relevance_error``."""
-    keys = await answer_relevance(judge, embedder, question, answer, count)
-    error = keys.get("answer_relevance_error")
-    if error is None or error in _NOT_ASKED or str(error).startswith("embedding failed"):
-        return keys
-    return {**keys, **await answer_relevance_rubric(judge, question, answer)}
+    return serialize(await relevance_outputs(judge, embedder, question, answer, count))

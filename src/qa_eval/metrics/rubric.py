@@ -23,10 +23,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, field_validator
 
-from ..judge import Judge, JudgeError
+from ..judge import Judge
 from ..prompts import render
+from .output import Output, measure, serialize
 
-__all__ = ["RUBRIC", "RubricReply", "answer_relevance_rubric", "rubric_score"]
+__all__ = ["RUBRIC", "RubricReply", "answer_relevance_rubric", "rubric_output", "rubric_score"]
+
+METRIC = "answer_relevance_rubric"
 
 RUBRIC: Mapping[str, float] = MappingProxyType(
     {"complete": 1.0, "mostly": 0.75, "partial": 0.5, "tangential": 0.25, "irrelevant": 0.0}
@@ -56,24 +59,26 @@ class RubricReply(BaseModel):
         return value.strip().lower() if isinstance(value, str) else value
 
 
-async def answer_relevance_rubric(judge: Judge, question: str, answer: str) -> dict[str, Any]:
-    """The ``answer_relevance_rubric`` keys of one question (or its ``*_error``)."""
+async def rubric_output(judge: Judge, question: str, answer: str) -> Output:
+    """The ``answer_relevance_rubric`` record of one question; ``JudgeError`` when the judge
+    gives no usable reply."""
     if not answer.strip():
-        return {
+        values = {
             "answer_relevance_rubric": 0.0,
             "answer_relevance_rubric_reason": "the answer is empty",
-            "answer_relevance_rubric_cost": 0.0,
         }
+        return Output(METRIC, values, costs=(0.0,))
     text = render("relevance_rubric", question=question, answer=answer)
-    try:
-        verdict = await judge.ask(
-            "answer_relevance_rubric", [{"role": "user", "content": text}], RubricReply
-        )
-    except JudgeError as e:
-        return {"answer_relevance_rubric_error": str(e)}
-    out: dict[str, Any] = {
+    verdict = await judge.ask(
+        "answer_relevance_rubric", [{"role": "user", "content": text}], RubricReply
+    )
+    values = {
         "answer_relevance_rubric": rubric_score(verdict.value.level),
         "answer_relevance_rubric_reason": verdict.value.reason,
     }
-    out["answer_relevance_rubric_cost"] = verdict.cost  # None: the price is unknown
-    return out
+    return Output.judged(METRIC, values, verdict)  # a cost of None: the price is unknown
+
+
+async def answer_relevance_rubric(judge: Judge, question: str, answer: str) -> dict[str, Any]:
+    """The ``answer_relevance_rubric`` keys of one question (or its ``*_error``)."""
+    return serialize(await measure(METRIC, rubric_output(judge, question, answer)))

@@ -16,14 +16,17 @@ reference is a fault of the data set, not of the system under test.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..embeddings import Embedder
 from ..redact import redact
+from .output import Output, measure, serialize
 from .relevance import cosine
 
-__all__ = ["semantic_similarity", "semantic_similarity_metric"]
+__all__ = ["score", "semantic_similarity", "semantic_similarity_metric", "similarity_output"]
+
+METRIC = "semantic_similarity"
 
 
 def semantic_similarity(a_vec: Sequence[float], b_vec: Sequence[float]) -> float:
@@ -33,18 +36,29 @@ def semantic_similarity(a_vec: Sequence[float], b_vec: Sequence[float]) -> float
     return min(1.0, max(0.0, cosine(a_vec, b_vec)))
 
 
+async def similarity_output(embedder: Embedder, answer: str, reference: str) -> Output:
+    """The ``semantic_similarity`` record of one question; ``ValueError`` for an empty
+    reference answer or a failed embedding."""
+    if not answer.strip():
+        return Output(METRIC, {"semantic_similarity": 0.0}, costs=(0.0,))
+    if not reference.strip():
+        raise ValueError("the reference answer is empty")
+    try:
+        vectors, cost = await embedder.embed([answer, reference])
+        value = semantic_similarity(vectors[0], vectors[1])
+    except Exception as e:  # an embedding endpoint's failure is this metric's, not the run's
+        raise ValueError(redact(f"embedding failed: {type(e).__name__}: {e}")) from None
+    # the cost is None when the embedding model has no price
+    return Output(METRIC, {"semantic_similarity": value}, costs=(cost,))
+
+
+async def score(judge: Any, inputs: Mapping[str, Any], options: Mapping[str, Any]) -> Output:
+    """The registry's entry point (no judge: the embedder of ``inputs``)."""
+    return await similarity_output(inputs["embedder"], inputs["answer"], inputs["reference_answer"])
+
+
 async def semantic_similarity_metric(
     embedder: Embedder, answer: str, reference: str
 ) -> dict[str, Any]:
     """The ``semantic_similarity`` keys of one question (or ``semantic_similarity_error``)."""
-    if not answer.strip():
-        return {"semantic_similarity": 0.0, "semantic_similarity_cost": 0.0}
-    if not reference.strip():
-        return {"semantic_similarity_error": "the reference answer is empty"}
-    try:
-        vectors, cost = await embedder.embed([answer, reference])
-        score = semantic_similarity(vectors[0], vectors[1])
-    except Exception as e:  # an embedding endpoint's failure is this metric's, not the run's
-        return {"semantic_similarity_error": redact(f"embedding failed: {type(e).__name__}: {e}")}
-    # the cost is None when the embedding model has no price
-    return {"semantic_similarity": score, "semantic_similarity_cost": cost}
+    return serialize(await measure(METRIC, similarity_output(embedder, answer, reference)))
