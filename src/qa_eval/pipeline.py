@@ -24,10 +24,10 @@ from .cache import ReplyCache, open_cache
 from .config import GROUPS, OFFLINE_SWITCHES, SWITCHES, EvalConfig, load_config, parse_config
 from .errors import QaEvalError, UnknownResponsesWarning
 from .extras import require
-from .tracker import _ASKS, ProgressCallback, StatusCallback, _CountingJudge, _Tracker
-from .tracker import _expected_asks as _expected_asks
 from .records import Question, Response, Unknown, prepare_reference, prepare_responses
 from .results import Results, evaluate_question
+from .tracker import _ASKS, ProgressCallback, StatusCallback, _CountingJudge, _Tracker
+from .tracker import _expected_asks as _expected_asks
 
 if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
     from .embeddings import Embedder

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 from .config import EvalConfig
 from .pipeline import NO_JUDGE, ResultCallback, _execute, _Ordered, _Sink, metric_names
 from .pipeline import reference_fingerprint as reference_fingerprint
+from .results import NO_RESPONSE, Results, evaluate_question
 from .tracker import ProgressCallback, RunProgress, StatusCallback
 from .tracker import _expected_asks as _expected_asks
-from .results import NO_RESPONSE, Results, evaluate_question
 
 __all__ = [
     "NO_JUDGE",
