@@ -60,7 +60,11 @@ from .metrics import Metric
 from .metrics.classify import DEFAULT_UNCERTAINTY_PHRASES, classify_answer
 from .metrics.composite import ragas_score
 from .metrics.context import chunk_texts, retrieval_metrics
-from .metrics.context_quality import context_precision, context_recall_metric
+from .metrics.context_quality import (
+    context_judgement,
+    context_precision,
+    context_recall_metric,
+)
 from .metrics.correctness import answer_correctness
 from .metrics.custom import CustomMetric, custom_metric, parse_custom_metric
 from .metrics.faithfulness import faithfulness, verdicts_schema
@@ -429,10 +433,26 @@ class AnswerScorer:
         jobs: list[Coroutine[Any, Any, dict[str, Any]]] = []
         if "faithfulness" in wanted and text_answer is not None:
             jobs.append(self._faithfulness(judge, question, text_answer, contexts))
+        # Both on, with a reference: one combined call both await (context_quality.py).
+        shared = context_judgement(
+            judge,
+            question,
+            contexts,
+            text_reference,
+            precision="context_precision" in wanted,
+            recall="context_recall" in wanted,
+            options=self.config.options,
+        )
         if "context_precision" in wanted:
-            jobs.append(context_precision(judge, question, contexts, text_reference, text_answer))
+            jobs.append(
+                context_precision(
+                    judge, question, contexts, text_reference, text_answer, shared=shared
+                )
+            )
         if "context_recall" in wanted and text_reference is not None:
-            jobs.append(context_recall_metric(judge, question, text_reference, contexts))
+            jobs.append(
+                context_recall_metric(judge, question, text_reference, contexts, shared=shared)
+            )
         return jobs
 
     def _composite(self, result: Mapping[str, Any]) -> dict[str, Any]:
