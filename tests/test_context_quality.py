@@ -301,3 +301,19 @@ def test_the_dry_run_and_batch_planning_count_the_combined_call_once(tmp_path: P
         batched = [body for _, _, body in server.answered]
     assert report.requests == 4 == len(batched)
     assert all("[qa-eval:context-quality]" in prompt_text(body) for body in batched)
+
+
+@pytest.mark.parametrize("combined", [True, False])
+def test_the_progress_estimate_counts_the_combined_call_once(combined: bool) -> None:
+    reference, responses = substation_dataset(6)
+    seen: list[Any] = []
+    blocks = {"context_precision": True, "context_recall": {"enabled": True, "combined": combined}}
+    with StubServer(oracle()) as server:
+        results = run_evaluation(
+            reference, responses, config=_config(server.url, **blocks), on_progress=seen.append
+        )
+    calls = results.signature["usage"]["total"]["calls"]
+    assert calls == (6 if combined else 12)
+    # planned right from the first snapshot, not corrected afterwards
+    assert seen and all(s.calls_planned == calls for s in seen)
+    assert seen[-1].calls_done == calls

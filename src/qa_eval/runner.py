@@ -374,7 +374,13 @@ def _expected_asks(
         asks += on["answer_class"]
     if retrieval:
         asks += 2 * (on["faithfulness"] and answer)
-        asks += on["context_precision"] + (on["context_recall"] and reference)
+        from .metrics.context_quality import combines  # one call for both when this holds
+
+        both = (on["context_precision"], on["context_recall"], result.get("reference_answer"))
+        if combines(*both, scorer.config.options):
+            asks += 1
+        else:
+            asks += on["context_precision"] + (on["context_recall"] and reference)
     matched_steps = {a for ref, a in matched if ref.get("name") == "retrieval"}
     for index in retrieval:
         asks += 2 * (scorer.step_on("retrieval_answer", steps[index]) and reference)

@@ -66,6 +66,7 @@ __all__ = [
     "RAGAS_EPSILON",
     "ContextJudgement",
     "combined_schema",
+    "combines",
     "context_judgement",
     "context_precision",
     "context_recall_metric",
@@ -161,16 +162,27 @@ def context_judgement(
     """The shared combined call of one question when it applies (both metrics on, a non-blank
     reference, at least one context, neither block's ``combined`` option false), else ``None``:
     each metric then makes its own call."""
-    options = options or {}
-    separate = any(options.get(m, {}).get("combined") is False for m in _BOTH)
-    if not (precision and recall) or separate or not contexts:
+    if not contexts or not combines(precision, recall, reference, options):
         return None
-    if not reference or not reference.strip():
-        return None
+    assert reference is not None
     return ContextJudgement(judge, question, contexts, reference)
 
 
 _BOTH = ("context_precision", "context_recall")
+
+
+def combines(
+    precision: bool,
+    recall: bool,
+    reference: Any,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+) -> bool:
+    """Whether a question with retrieved chunks gets the combined call: both metrics on, a
+    non-blank reference answer, and neither block's ``combined`` option false."""
+    options = options or {}
+    if any(options.get(m, {}).get("combined") is False for m in _BOTH):
+        return False
+    return precision and recall and isinstance(reference, str) and bool(reference.strip())
 
 
 def _half(cost: float | None) -> float | None:
