@@ -317,3 +317,13 @@ def test_the_progress_estimate_counts_the_combined_call_once(combined: bool) -> 
     # planned right from the first snapshot, not corrected afterwards
     assert seen and all(s.calls_planned == calls for s in seen)
     assert seen[-1].calls_done == calls
+
+
+def test_a_shared_judgement_refuses_other_inputs() -> None:
+    judge: Any = FakeJudge()
+    shared = ContextJudgement(judge, QUESTION, CONTEXTS, REFERENCE)
+    with pytest.raises(ValueError, match="other contexts or reference"):
+        asyncio.run(context_precision(judge, QUESTION, CONTEXTS[:2], REFERENCE, shared=shared))
+    with pytest.raises(ValueError, match="other contexts or reference"):
+        asyncio.run(context_recall_metric(judge, QUESTION, "Another.", CONTEXTS, shared=shared))
+    assert judge.calls == []

@@ -142,6 +142,13 @@ class ContextJudgement:
             raise self._outcome
         return self._outcome
 
+    async def verdict_for(self, contexts: Sequence[str], reference: str | None) -> Verdict[Any]:
+        """:meth:`verdict`, for a metric of these inputs; ``ValueError`` when they are not the
+        ones this call judges (a caller's mistake, not the judge's)."""
+        if list(contexts) != self.contexts or reference != self.reference:
+            raise ValueError("a shared context judgement was given other contexts or reference")
+        return await self.verdict()
+
     async def _ask(self) -> Verdict[Any]:
         trusted = {"chunks": _numbered(self.contexts)}
         text = render("context_quality", trusted, question=self.question, reference=self.reference)
@@ -222,7 +229,7 @@ async def context_precision(
         }
     try:
         if shared is not None:
-            verdict = await shared.verdict()
+            verdict = await shared.verdict_for(contexts, reference)
             cost = _half(verdict.cost)
         else:
             trusted = {"target": target, "given": given, "chunks": _numbered(contexts)}
@@ -268,7 +275,7 @@ async def context_recall_metric(
         }
     try:
         if shared is not None:
-            verdict = await shared.verdict()
+            verdict = await shared.verdict_for(contexts, reference)
             cost = _half(verdict.cost)
         else:
             verdict = await ask_recall(judge, "context_recall", question, reference, contexts)
