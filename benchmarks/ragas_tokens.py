@@ -20,7 +20,9 @@ message plus 3 tokens a message (OpenAI's chat framing), and separately the repl
 request carries (``response_format``), which OpenAI also bills as prompt tokens. ragas' schema
 travels inside its prompt text (instructor's JSON mode), so it is in its message tokens already.
 
-Nothing is estimated: the numbers are the requests each side made.
+Our side runs twice: ``qa-eval`` as ``scoring.py`` schedules the metrics by default (context
+precision and recall in one combined call when both run), ``separate`` with ``combined: false``
+(one call each). Nothing is estimated: the numbers are the requests each side made.
 """
 
 from __future__ import annotations
@@ -86,6 +88,7 @@ OUR_MARKERS = {
     "[qa-eval:answer-relevance]": "answer relevance",
     "[qa-eval:context-relevance]": "context precision",
     "[qa-eval:statements-attribution]": "context recall",
+    "[qa-eval:context-quality]": "context precision+recall",
 }
 RAGAS_INSTRUCTIONS = {
     "analyze the complexity of each sentence in the answer": "faithfulness statements",
@@ -119,6 +122,8 @@ class Recorder:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+        self.ours_label = "qa-eval"
+        """The name of our side in the table (set before each of our runs)."""
 
     def __call__(self, request: dict[str, Any], number: int) -> Any:
         from openai_stub import completion, error
@@ -142,7 +147,7 @@ class Recorder:
         text = "\n".join(asked)
         for marker, kind in OUR_MARKERS.items():
             if marker in text:
-                return "qa-eval", kind, self.ours(kind, text)
+                return self.ours_label, kind, self.ours(kind, text)
         user = [str(m.get("content", "")) for m in messages if m.get("role") == "user"]
         prompt = user[-1] if user else ""
         for instruction, kind in RAGAS_INSTRUCTIONS.items():
@@ -169,16 +174,17 @@ class Recorder:
                     {"question": f"What is asked {i}?", "noncommittal": 0} for i in range(count)
                 ]
             }
+        ids = re.findall(r'<chunk id="(\d+)">', text)
+        verdicts = [{"chunk": int(i), "relevant": True, "reason": "r"} for i in ids]
         if kind == "context precision":
-            ids = re.findall(r'<chunk id="(\d+)">', text)
-            return {"verdicts": [{"chunk": int(i), "relevant": True, "reason": "r"} for i in ids]}
-        return {
-            "statements": [
-                {"statement": s, "attributed": True, "reason": "r"}
-                for s in sentences(tagged("reference"))
-            ],
-            "reason": "all attributed",
-        }
+            return {"verdicts": verdicts}
+        statements = [
+            {"statement": s, "attributed": True, "reason": "r"}
+            for s in sentences(tagged("reference"))
+        ]
+        if kind == "context precision+recall":
+            return {"verdicts": verdicts, "statements": statements, "reason": "all attributed"}
+        return {"statements": statements, "reason": "all attributed"}
 
     @staticmethod
     def ragas(kind: str, data: dict[str, Any]) -> dict[str, Any]:
@@ -201,11 +207,17 @@ class Recorder:
         }
 
 
-async def run_ours(url: str, k: int) -> None:
+async def run_ours(url: str, k: int, combined: bool = True) -> None:
+    """Our four metrics on every question, scheduled as ``scoring.py`` does: context precision
+    and recall share one call unless ``combined`` is false (``combined: false``)."""
     from qa_eval.config import EmbeddingConfig, parse_config
     from qa_eval.embeddings import OpenAIEmbedder
     from qa_eval.judge import Judge
-    from qa_eval.metrics.context_quality import context_precision, context_recall_metric
+    from qa_eval.metrics.context_quality import (
+        context_judgement,
+        context_precision,
+        context_recall_metric,
+    )
     from qa_eval.metrics.faithfulness import faithfulness
     from qa_eval.metrics.relevance import answer_relevance
 
@@ -221,15 +233,25 @@ async def run_ours(url: str, k: int) -> None:
     for item in QUESTIONS:
         contexts = contexts_for(item, k)
         q, a, ref = item["question"], item["answer"], item["reference"]
+        options = {} if combined else {"context_recall": {"combined": False}}
+        shared = context_judgement(
+            judge, q, contexts, ref, precision=True, recall=True, options=options
+        )
         outs = [
             await faithfulness(judge, q, a, contexts),
             await answer_relevance(judge, embedder, q, a, 3),
-            await context_precision(judge, q, contexts, reference=ref),
-            await context_recall_metric(judge, q, ref, contexts),
+            *await asyncio.gather(
+                context_precision(judge, q, contexts, reference=ref, shared=shared),
+                context_recall_metric(judge, q, ref, contexts, shared=shared),
+            ),
         ]
         errors = [v for out in outs for key, v in out.items() if key.endswith("_error")]
         if errors:
             raise SystemExit(f"qa-eval side failed: {errors}")
+    # closed in this event loop: left to the garbage collector, they would close in a later one
+    for sdk in (judge.client, getattr(embedder, "_client", None)):
+        if sdk is not None:
+            await sdk.close()
 
 
 RAGAS_SIDE = """
@@ -297,6 +319,8 @@ def main() -> None:
         recorder = Recorder()
         with StubServer(recorder) as server, tempfile.TemporaryDirectory() as tmp:
             asyncio.run(run_ours(server.url, k))
+            recorder.ours_label = "separate"
+            asyncio.run(run_ours(server.url, k, combined=False))
             cases = [{**item, "contexts": contexts_for(item, k)} for item in QUESTIONS]
             (Path(tmp) / "cases.json").write_text(json.dumps(cases))
             subprocess.run(
@@ -323,20 +347,22 @@ def main() -> None:
             side["messages"] += c["messages"]
             side["schema"] += c["schema"]
             side["by"][r["kind"]] = side["by"].get(r["kind"], 0) + 1
-        for name in ("qa-eval", "ragas"):
+        for name in ("qa-eval", "separate", "ragas"):
             s = sides[name]
             by = ", ".join(f"{kind} {count / n:g}" for kind, count in s["by"].items())
             print(
                 f"{k:>6} {name:<8} {s['calls'] / n:>6.2f} {s['messages'] / n:>12.0f} "
                 f"{s['schema'] / n:>9.0f} {(s['messages'] + s['schema']) / n:>7.0f}   {by}"
             )
-        ours, theirs = sides["qa-eval"], sides["ragas"]
-        print(
-            f"{k:>6} {'ratio':<8} {ours['calls'] / theirs['calls']:>6.2f} "
-            f"{ours['messages'] / theirs['messages']:>12.2f} {'':>9} "
-            f"{(ours['messages'] + ours['schema']) / (theirs['messages'] + theirs['schema']):>7.2f}"
-            "   qa-eval / ragas"
-        )
+        theirs = sides["ragas"]
+        for name in ("qa-eval", "separate"):
+            ours = sides[name]
+            total = (ours["messages"] + ours["schema"]) / (theirs["messages"] + theirs["schema"])
+            print(
+                f"{k:>6} {'ratio':<8} {ours['calls'] / theirs['calls']:>6.2f} "
+                f"{ours['messages'] / theirs['messages']:>12.2f} {'':>9} {total:>7.2f}"
+                f"   {name} / ragas"
+            )
     print(f"\ntokens: {counted['how']}; a message adds 3 tokens, a request 3 (OpenAI's framing)")
 
 

@@ -2,8 +2,9 @@
 
 :class:`BatchStubServer` answers, besides chat completions and embeddings (as ``StubServer``):
 
-- ``POST /v1/files`` (multipart upload, ``purpose=batch``), ``GET /v1/files/{id}`` and
-  ``GET /v1/files/{id}/content``;
+- ``POST /v1/files`` (multipart upload, ``purpose=batch``), ``GET /v1/files/{id}``,
+  ``GET /v1/files/{id}/content`` and ``DELETE /v1/files/{id}`` (refused with ``delete_fault``,
+  an HTTP status; every attempt is recorded in ``deletes``);
 - ``POST /v1/batches``, ``GET /v1/batches/{id}``, ``GET /v1/batches`` (the list, newest first),
   ``POST /v1/batches/{id}/cancel``;
 - the same under Azure's ``/openai/...`` paths.
@@ -43,8 +44,15 @@ class BatchStubServer(StubServer):
         *,
         item_fault: ItemFault | None = None,
         fate: Callable[[int], str] | None = None,
+        delete_fault: int | None = None,
     ) -> None:
         super().__init__(script)
+        self.delete_fault = delete_fault
+        self.deletes: list[str] = []
+        """The file id of every delete request, in order."""
+        self.deleted: dict[str, bytes] = {}
+        """The content of every file deleted (for tests to read what was uploaded)."""
+        self._file_number = 0
         self.item_fault = item_fault
         self.fate = fate or (lambda number: "completed")
         self.hold = threading.Event()
@@ -118,13 +126,22 @@ class BatchStubServer(StubServer):
                 else:
                     self._json(404, {"error": {"message": f"not found: {self.path}"}})
 
+            def do_DELETE(self) -> None:
+                parts = self._parts()
+                stub.api_paths.append(self.path)
+                if len(parts) != 2 or parts[0] != "files":
+                    self._json(404, {"error": {"message": "no such route"}})
+                    return
+                self._json(*stub._delete(parts[1]))
+
         return Handler
 
     # --- the API --------------------------------------------------------------------------
 
     def _new_file(self, data: bytes, purpose: str, name: str) -> dict[str, Any]:
         with self.batch_lock:
-            file_id = f"file-{len(self.files) + 1}"
+            self._file_number += 1
+            file_id = f"file-{self._file_number}"
             entry = {
                 "id": file_id,
                 "object": "file",
@@ -137,6 +154,17 @@ class BatchStubServer(StubServer):
             self.files[file_id] = entry
             self.contents[file_id] = data
         return entry
+
+    def _delete(self, file_id: str) -> tuple[int, dict[str, Any]]:
+        with self.batch_lock:
+            self.deletes.append(file_id)
+            if self.delete_fault is not None:
+                return self.delete_fault, {"error": {"message": f"fault {self.delete_fault}"}}
+            if file_id not in self.files:
+                return 404, {"error": {"message": f"no file {file_id}"}}
+            del self.files[file_id]
+            self.deleted[file_id] = self.contents.pop(file_id, b"")
+        return 200, {"id": file_id, "object": "file", "deleted": True}
 
     def _upload(self, content_type: str, data: bytes) -> dict[str, Any]:
         message = BytesParser(policy=HTTP).parsebytes(

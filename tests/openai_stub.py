@@ -322,6 +322,20 @@ def oracle_content(request: dict[str, Any]) -> str:
                 ]
             }
         )
+    if "[qa-eval:context-quality]" in text:  # the combined precision + recall call
+        count = len(re.findall(r"<chunk id=", text))
+        return json.dumps(
+            {
+                "verdicts": [
+                    {"chunk": i + 1, "relevant": bool((seed >> i) & 1), "reason": "r"}
+                    for i in range(count)
+                ],
+                "statements": [
+                    {"statement": "s1", "attributed": True, "reason": "r"},
+                    {"statement": "s2", "attributed": bool(seed & 1), "reason": "r"},
+                ],
+            }
+        )
     if "[qa-eval:context-verdicts]" in text or "[qa-eval:context-relevance]" in text:
         count = len(re.findall(r"<chunk id=", text))
         return json.dumps(

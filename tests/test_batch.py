@@ -314,13 +314,16 @@ def test_azure_batches_use_its_paths(tmp_path: Path) -> None:
         assert report.succeeded == report.requests > 0
         batch = server.batches["batch_1"]
         assert batch["endpoint"] == "/chat/completions"
-        first = json.loads(server.contents[batch["input_file_id"]].splitlines()[0])
+        # the input file was deleted once the output was stored
+        assert server.files == {} and batch["input_file_id"] in server.deletes
+        first = json.loads(server.deleted[batch["input_file_id"]].splitlines()[0])
         assert first["url"] == "/chat/completions" and first["body"]["model"] == "gpt-4o-mini"
         results = run_evaluation(
             REFERENCE, RESPONSES, config=config, cache=cache, disable=["answer_relevance"]
         )
         assert server.chat_requests == [] and all("answer_f1" in r for r in results)
     assert server.api_paths and all(p.startswith("/openai/") for p in server.api_paths)
+    assert any(p.startswith("/openai/files/file-") for p in server.api_paths)  # the deletes
     assert any(p.startswith("/openai/batches") for p in server.api_paths)
 
 
@@ -380,7 +383,7 @@ def test_several_systems_share_their_batches(
         args += [*files[2:], "-o", str(out), "--batch", "--format", "json"]
         assert main(["evaluate", *args]) == 0
         assert server.chat_requests == []
-        first = server.contents[server.batches["batch_1"]["input_file_id"]].decode()
+        first = server.deleted[server.batches["batch_1"]["input_file_id"]].decode()
         assert "Substation 0 has T0" in first and "T9 only." in first  # both systems
     assert json.loads(capsys.readouterr().out)["systems"].keys() == {"good", "flawed"}
     for name in ("good", "flawed"):
@@ -426,3 +429,88 @@ def test_batch_needs_a_cache_it_can_write(tmp_path: Path) -> None:
         with pytest.raises(QaEvalError, match="needs a cache it can write"):
             prefill([(REFERENCE, RESPONSES)], config=parse_config(settings(server.url)), cache=path)
         assert server.batches == {}
+
+
+def test_the_provider_files_are_deleted_once_the_replies_are_stored(tmp_path: Path) -> None:
+    """Input, output and error files go once the batch's results are in the cache database; a
+    provider that refuses the deletes costs a line each, nothing else."""
+
+    def fault(custom_id: str, body: dict[str, Any]) -> str | None:
+        return "500" if "substation 1?" in prompt_text(body) else None  # an error file too
+
+    for refused in (None, 500):
+        lines: list[str] = []
+        with BatchStubServer(oracle(), item_fault=fault, delete_fault=refused) as server:
+            config = settings(server.url)
+            cache = tmp_path / f"cache-{refused}.sqlite3"
+            report = prefill(
+                [(REFERENCE, RESPONSES)],
+                config=parse_config(config),
+                cache=cache,
+                poll=0.01,
+                report=lines.append,
+            )
+            made = {
+                f
+                for b in server.batches.values()
+                for f in (b["input_file_id"], b["output_file_id"], b["error_file_id"])
+                if f
+            }
+            assert any(b["error_file_id"] for b in server.batches.values())
+            assert report.failed > 0 and report.collected == list(server.batches)
+            deletes = Counter(server.deletes)
+            assert set(deletes) == made
+            # each file once; a refused delete is retried once
+            assert set(deletes.values()) == ({1} if refused is None else {2})
+            failed_calls = report.failed
+            results = run_evaluation(REFERENCE, RESPONSES, config=config, cache=cache)
+            # only the requests the batch failed are asked synchronously
+            assert len(server.chat_requests) == failed_calls
+        assert all("answer_f1" in r for r in results)
+        not_deleted = [line for line in lines if "was not deleted" in line]
+        if refused is None:
+            assert server.files == {} and not_deleted == []
+        else:
+            assert set(server.files) == made
+            assert len(not_deleted) == len(made) and all("500" in line for line in not_deleted)
+
+
+def test_two_batch_runs_on_one_cache_submit_each_request_once(tmp_path: Path) -> None:
+    """Started together on one cache: the second plans after the first recorded its requests,
+    waits for that batch and collects nothing twice; every request is answered once."""
+    cache = tmp_path / "cache.sqlite3"
+    with BatchStubServer(oracle()) as server:
+        config = settings(server.url)
+        start = threading.Barrier(2)
+        reports: list[Any] = []
+        lines: list[list[str]] = [[], []]
+        failures: list[BaseException] = []
+
+        def run(index: int) -> None:
+            start.wait()
+            try:
+                reports.append(
+                    prefill(
+                        [(REFERENCE, RESPONSES)],
+                        config=parse_config(config),
+                        cache=cache,
+                        poll=0.01,
+                        report=lines[index].append,
+                    )
+                )
+            except BaseException as e:  # pragma: no cover - shown by the assertion below
+                failures.append(e)
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        assert failures == [] and len(reports) == 2
+        answered = Counter(custom_id for _, custom_id, _ in server.answered)
+        assert answered and set(answered.values()) == {1}  # nothing submitted twice
+        assert sum(r.requests for r in reports) == len(answered)
+        assert sum(len(r.collected) for r in reports) == len(server.batches)  # each once
+        assert sorted(server.deletes) == sorted(set(server.deletes))
+        results = run_evaluation(REFERENCE, RESPONSES, config=config, cache=cache)
+        assert server.chat_requests == [] and all("answer_f1" in r for r in results)

@@ -56,7 +56,11 @@ from openai_stub import Reply, StubServer, completion, embedding_of
 from qa_eval.config import EmbeddingConfig, parse_config
 from qa_eval.embeddings import OpenAIEmbedder
 from qa_eval.judge import Judge
-from qa_eval.metrics.context_quality import context_precision, context_recall_metric
+from qa_eval.metrics.context_quality import (
+    context_judgement,
+    context_precision,
+    context_recall_metric,
+)
 from qa_eval.metrics.faithfulness import NO_CLAIMS, faithfulness
 from qa_eval.metrics.relevance import answer_relevance, cosine
 
@@ -72,6 +76,7 @@ OUR_MARKERS = {
     "[qa-eval:answer-relevance]": "questions",
     "[qa-eval:context-relevance]": "usefulness",
     "[qa-eval:statements-attribution]": "attribution",
+    "[qa-eval:context-quality]": "combined",
 }
 RAGAS_INSTRUCTIONS = {
     # StatementGeneratorPrompt, NLIStatementPrompt (faithfulness/util.py)
@@ -175,21 +180,19 @@ class ParityScript:
         if kind == "questions":
             pairs = j.questions[_tagged(text, "answer")]
             return {"questions": [{"question": q, "noncommittal": nc} for q, nc in pairs]}
+        found = re.findall(r'<chunk id="(\d+)">\n(.*?)\n</chunk>', text, re.S)
+        verdicts = [
+            {"chunk": int(i), "relevant": bool(j.useful[c]), "reason": "r"}
+            for i, c in found
+            if kind != "attribution"  # recall alone judges no chunk
+        ]
         if kind == "usefulness":
-            found = re.findall(r'<chunk id="(\d+)">\n(.*?)\n</chunk>', text, re.S)
-            return {
-                "verdicts": [
-                    {"chunk": int(i), "relevant": bool(j.useful[c]), "reason": "r"}
-                    for i, c in found
-                ]
-            }
+            return {"verdicts": verdicts}
         pairs = j.attributed[_tagged(text, "reference")]
-        return {
-            "statements": [
-                {"statement": s, "attributed": bool(a), "reason": "r"} for s, a in pairs
-            ],
-            "reason": "overall",
-        }
+        statements = [{"statement": s, "attributed": bool(a), "reason": "r"} for s, a in pairs]
+        if kind == "combined":  # context precision and recall in one call
+            return {"verdicts": verdicts, "statements": statements, "reason": "overall"}
+        return {"statements": statements, "reason": "overall"}
 
     def _ragas(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
         j = self.j
@@ -456,6 +459,52 @@ def test_context_recall_matches_ragas(harness: Harness, attributed: list[int]) -
     assert out.theirs.value == pytest.approx(sum(attributed) / len(attributed), abs=TIGHT)
     assert out.ours["context_recall"] == pytest.approx(out.theirs.value, abs=TIGHT)
     assert out.calls == {"ours": 1, "ragas": 1}
+
+
+async def _ours_combined(s: Sides, contexts: list[str]) -> dict[str, Any]:
+    shared = context_judgement(s.judge, QUESTION, contexts, REFERENCE, precision=True, recall=True)
+    assert shared is not None
+    precision, recall = await asyncio.gather(
+        context_precision(s.judge, QUESTION, contexts, reference=REFERENCE, shared=shared),
+        context_recall_metric(s.judge, QUESTION, REFERENCE, contexts, shared=shared),
+    )
+    return precision | recall
+
+
+async def _theirs_both(s: Sides, contexts: list[str]) -> tuple[Any, Any]:
+    precision = await ContextPrecision(llm=s.llm).ascore(
+        user_input=QUESTION, reference=REFERENCE, retrieved_contexts=contexts
+    )
+    recall = await ContextRecall(llm=s.llm).ascore(
+        user_input=QUESTION, retrieved_contexts=contexts, reference=REFERENCE
+    )
+    return precision, recall
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "attributed"),
+    [([1, 0, 1], [1, 1, 0]), ([0, 1, 1], [1, 1, 1]), ([0, 0, 0], [0, 0, 0]), ([1], [0, 1, 0])],
+    ids=lambda v: "".join(map(str, v)),
+)
+def test_precision_and_recall_in_one_call_match_ragas(
+    harness: Harness, verdicts: list[int], attributed: list[int]
+) -> None:
+    """Both metrics on: one combined call for both; the same verdicts give ragas' values."""
+    contexts = CONTEXTS[: len(verdicts)]
+    out = harness.run(
+        Judgments(
+            useful=dict(zip(contexts, verdicts)),
+            attributed={REFERENCE: list(zip(REFERENCE_STATEMENTS, attributed))},
+        ),
+        lambda s: _ours_combined(s, contexts),
+        lambda s: _theirs_both(s, contexts),
+    )
+    precision, recall = out.theirs
+    assert out.ours["context_precision_ap"] == pytest.approx(precision.value, abs=TIGHT)
+    assert out.ours["context_precision"] == pytest.approx(sum(verdicts) / len(verdicts))
+    assert out.ours["context_recall"] == pytest.approx(recall.value, abs=TIGHT)
+    assert out.calls == {"ours": 1, "ragas": len(verdicts) + 1}
+    assert harness.script.count("ours", "combined") == 1
 
 
 def test_reference_without_statements_is_nan_in_ragas_and_an_error_in_qa_eval(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import random
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -23,6 +24,7 @@ from qa_eval.report.figures import histogram, template_bars
 from qa_eval.report.model import metric_list, summarize_run, verdict_of
 from qa_eval.report.render import num
 from qa_eval.report.text import format_query
+from qa_eval.variance import merge_repeats
 
 XSS = "<script>alert(1)</script>"
 ROOT = Path(__file__).resolve().parent.parent
@@ -782,3 +784,131 @@ def test_any_results_make_a_safe_page() -> None:
             assert_safe(html)
 
     check()
+
+
+# ------------------------------------------------------------------ judge variance (--repeats)
+
+
+def repeated_run(
+    rng: random.Random, truth: list[float], judge_sd: float, name: str, flips: int = 0
+) -> list[dict[str, Any]]:
+    """Results judged 3 times per question with normal noise of ``judge_sd`` (merged as a run
+    with ``--repeats 3`` merges them); the first ``flips`` questions' answer class flipped."""
+    out = []
+    for q, value in enumerate(truth):
+        calls = [{"answer_recall": value + rng.gauss(0, judge_sd)} for _ in range(3)]
+        labels = ["CORRECT", "WRONG", "CORRECT"] if q < flips else ["CORRECT"] * 3
+        for call, label in zip(calls, labels):
+            call["answer_class"] = label
+        merged = merge_repeats(calls, ["answer_recall", "answer_class"])
+        out.append(
+            {
+                "template_id": ("t1", "t2")[q % 2],
+                "question_id": f"q{q}",
+                "question_text": f"Question {q}?",
+                "status": "success",
+                "system": name,
+                "judge_repeats": 3,
+                **merged,
+            }
+        )
+    return out
+
+
+def table_rows(html: str) -> list[list[str]]:
+    """The text of each cell of each row of a table's HTML."""
+    rows = []
+    for row in re.findall(r"<tr[^>]*>(.*?)</tr>", html, re.S):
+        cells = re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row, re.S)
+        rows.append(["".join(Structure(c).text).strip() for c in cells])
+    return rows
+
+
+def card(page: str, ident: str) -> str:
+    start = page.index(f'id="{ident}"')
+    return page[start : page.index("</table>", start)]
+
+
+def test_judge_variance_sits_beside_the_spread_between_questions() -> None:
+    rng = random.Random(5)
+    truth = [rng.random() for _ in range(12)]
+    a = repeated_run(rng, truth, 0.1, "a", flips=3)
+    page = build_report([Run("run <a>", a)])
+    assert_safe(page)
+    micro = compute_aggregates(a)["micro"]
+    block = micro["answer_recall"]
+    assert block["judge_sd"] > 0 and block["sd"] > block["judge_sd"]
+    rows = table_rows(card(page, "judge-variance"))
+    assert rows[0][1] == "run <a> 3 repeats"  # the label as text
+    assert rows[1][1:] == ["sd between questions", "judge sd", "judge se of the mean"]
+    assert [
+        "answer_recall",
+        num(block["sd"]),
+        num(block["judge_sd"]),
+        num(block["judge_se"]),
+    ] in rows
+    flipped = micro["label_flips"]["answer_class"]
+    assert (flipped["flipped"], flipped["n"]) == (3, 12)
+    assert ["answer_class flipped", "3 of 12 questions (25 %)"] in rows
+    # the per-template table: each group's spread and judge noise beside its mean
+    templates = table_rows(card(page, "templates"))
+    header = templates[0]
+    column = header.index("answer_recall")
+    per_template = compute_aggregates(a)["per_template"]
+    checked = 0
+    for row in templates[1:]:
+        if row[0] in per_template:
+            checked += 1
+            t = per_template[row[0]]["answer_recall"]
+            assert row[column] == (
+                f"{num(t['mean'])} n={t['n']} sd {num(t['sd'])} · judge {num(t['judge_sd'])}"
+            )
+    assert checked == 2
+    micro_row = next(r for r in templates if r[0] == "all questions (micro)")
+    assert micro_row[column].endswith(f"sd {num(block['sd'])} · judge {num(block['judge_sd'])}")
+
+
+def test_without_repeats_no_judge_variance_is_shown(two_runs: str) -> None:
+    assert 'id="judge-variance"' not in two_runs
+    assert "judge se" not in two_runs and "within judge noise" not in two_runs
+    assert "· judge" not in two_runs
+
+
+def test_compare_rows_say_when_a_difference_is_within_the_judges_noise() -> None:
+    rng = random.Random(11)
+    truth = [rng.random() for _ in range(30)]
+    a = repeated_run(rng, truth, 0.2, "a")
+    same = repeated_run(rng, truth, 0.2, "b")
+    better = repeated_run(rng, [t + 0.4 for t in truth], 0.2, "b")
+    for other, expected in ((same, True), (better, False)):
+        comparison = compare_runs(a, other, labels=("A", "B"), metrics=["answer_recall"])
+        row = comparison["metrics"][0]["overall"]
+        assert row["within_judge_noise"] is expected  # as compare decided it
+        page = build_report([Run("A", a), Run("B", other)], comparison)
+        assert_safe(page)
+        verdict = table_rows(card(page, "comparison"))
+        header, line = verdict[0], next(r for r in verdict if r and r[0] == "answer_recall")
+        assert line[header.index("judge se")] == num(row["judge_se"])
+        assert line[-1].endswith("within judge noise") is expected
+        lead = page[
+            page.index('id="comparison"') : page.index("</p>", page.index('id="comparison"'))
+        ]
+        assert ("Within the judge" in lead) is expected
+        if expected:
+            assert f"judge se {num(row['judge_se'])}" in lead
+        # per template rows carry it too
+        per_template = table_rows(page[page.index('id="comparison-details"') :])
+        assert per_template[0][-2] == "judge se"
+
+
+def test_hostile_labels_of_repeated_runs_stay_text() -> None:
+    rng = random.Random(2)
+    results = repeated_run(rng, [0.2, 0.5, 0.8], 0.1, "a")
+    hostile = "<img src=x onerror=alert(1)>"
+    for result in results:
+        result[f"{hostile}_flipped"] = True  # a flip of a key named by the results file
+    page = build_report([Run(hostile, results), Run("b", repeated_run(rng, [0.3] * 3, 0.1, "b"))])
+    structure = assert_safe(page)
+    assert "<img" not in page
+    text = "".join(structure.text)
+    assert f"{hostile} flipped" in text and hostile in text

@@ -30,6 +30,17 @@ Resuming: a run that finds its requests in a batch still in flight waits for tha
 expired in a batch is not billed by the provider: it is asked synchronously when the run completes
 (``Outbox`` in its final mode), at standard rates, so nothing is lost and nothing is paid twice.
 
+Two ``--batch`` runs on one cache at the same time: planning and submitting (steps 1-2 of a
+round) and collecting a batch (step 3) hold an exclusive lock, a SQLite write lock on the file
+``<cache>.batch-lock`` beside the cache database (released by the operating system when its
+holder dies, even killed). The second run plans after the first has recorded its requests, finds
+them in a batch in flight and waits for that batch instead of submitting them again; a batch is
+collected once. Runs on different cache files do not see each other's batches.
+
+Clean-up: once a batch's output and errors are stored in the cache database, its input, output
+and error files are deleted at the provider (they would otherwise stay in the account's file
+storage); a file that cannot be deleted is reported in one line and left, nothing fails.
+
 Costs: tokens a batch served are priced at the model's batch rates (``batch_input`` /
 ``batch_output`` of genai-prices or ``llm.prices``, else half the standard rates), in the
 metrics' ``*_cost`` keys and in :class:`BatchReport`, also when they are read back from the cache.
@@ -39,6 +50,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -78,6 +90,47 @@ OFFLINE = ("semantic_similarity", "bertscore")
 """Metrics without a judge, left out of the planning passes."""
 
 Report = Callable[[str], None]
+LOCK_POLL = 0.05
+"""Seconds between tries of a held batch lock."""
+
+
+class _Lock:
+    """The exclusive batch lock of one cache: a SQLite write transaction on
+    ``<cache>.batch-lock`` (portable, and released when its process ends however it ends)."""
+
+    def __init__(self, cache_path: Any, say: Report) -> None:
+        self.path = f"{cache_path}.batch-lock"
+        self.say = say
+        self.told = False
+        self._connection: sqlite3.Connection | None = None
+
+    async def __aenter__(self) -> _Lock:
+        try:
+            connection = sqlite3.connect(self.path, timeout=0, isolation_level=None)
+        except sqlite3.Error as e:
+            raise BatchError(f"cache lock {self.path}: cannot be opened: {e}") from None
+        while True:
+            try:
+                connection.execute("BEGIN IMMEDIATE")
+                break
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) and "busy" not in str(e):
+                    connection.close()
+                    raise BatchError(f"cache lock {self.path}: {e}") from None
+                if not self.told:
+                    self.told = True
+                    self.say("batch: another --batch run is using this cache; waiting for it")
+                await asyncio.sleep(LOCK_POLL)
+        self._connection = connection
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            try:
+                connection.execute("ROLLBACK")
+            finally:
+                connection.close()
 
 
 class BatchError(QaEvalError):
@@ -235,7 +288,13 @@ class _Batcher:
     """Submits, polls and collects the batches of one ``--batch`` invocation."""
 
     def __init__(
-        self, config: EvalConfig, store: _Store, report: Report, poll: float, price: Any
+        self,
+        config: EvalConfig,
+        store: _Store,
+        report: Report,
+        poll: float,
+        price: Any,
+        lock: _Lock | None = None,
     ) -> None:
         gen = config.generation
         assert gen is not None
@@ -249,6 +308,7 @@ class _Batcher:
         self.price = price
         self.outcome = BatchReport()
         self.shown: dict[str, str] = {}
+        self.lock = lock or _Lock(store.cache.path, report)
 
     # --- submitting -------------------------------------------------------------------
 
@@ -414,8 +474,24 @@ class _Batcher:
                 [("UPDATE batches SET status = ? WHERE id = ?", (batch.status, batch_id))]
             )
             return False
-        await self._collect(batch)
+        async with self.lock:  # another run on this cache may be collecting it too
+            known = self.store.batch(batch_id)
+            if known is not None and known[5]:
+                return True
+            await self._collect(batch)
+        await self._delete_files(batch)
         return True
+
+    async def _delete_files(self, batch: Any) -> None:
+        """Delete the batch's input, output and error files at the provider (its results are in
+        the cache database now); a failure is reported and left."""
+        files = (batch.input_file_id, batch.output_file_id, batch.error_file_id)
+        client = self.client.with_options(max_retries=1)  # housekeeping: one retry is enough
+        for file_id in dict.fromkeys(f for f in files if f):
+            try:
+                await client.files.delete(file_id)
+            except Exception as e:
+                self.say(f"batch {batch.id}: file {file_id} was not deleted: {_why(e)}")
 
     async def _download(self, file_id: str | None) -> list[dict[str, Any]]:
         if not file_id:
@@ -545,34 +621,37 @@ async def aprefill(
         batcher = _Batcher(config, tables, say, poll, price_of(gen.model, config.prices))
         skipped = [*disable, *OFFLINE]
         for _ in range(2 * MAX_ROUNDS):
-            outbox = Outbox(tables, planning=True)
-            planner = Judge(config, cache=store)
-            planner.batch = outbox
-            for reference, responses in runs:
-                await arun_evaluation(
-                    reference,
-                    responses,
-                    config=config,
-                    judge=planner,
-                    enable=list(enable),
-                    disable=skipped,
-                    reference_source=reference_source,
-                )
-            waiting = await batcher.resolve(sorted(outbox.waiting))
-            if not outbox.planned and not waiting and not outbox.waiting:
-                break
-            new: list[str] = []
-            if outbox.planned:
-                if batcher.outcome.rounds >= MAX_ROUNDS:
-                    batcher.outcome.left = len(outbox.planned)
-                    say(
-                        f"batch: {len(outbox.planned)} request(s) left after {MAX_ROUNDS} rounds: "
-                        "they are asked synchronously"
+            # Planned and submitted under the lock: a concurrent run on this cache plans after
+            # these requests are recorded, and waits for their batch.
+            async with batcher.lock:
+                outbox = Outbox(tables, planning=True)
+                planner = Judge(config, cache=store)
+                planner.batch = outbox
+                for reference, responses in runs:
+                    await arun_evaluation(
+                        reference,
+                        responses,
+                        config=config,
+                        judge=planner,
+                        enable=list(enable),
+                        disable=skipped,
+                        reference_source=reference_source,
                     )
+                waiting = await batcher.resolve(sorted(outbox.waiting))
+                if not outbox.planned and not waiting and not outbox.waiting:
                     break
-                batcher.outcome.rounds += 1
-                say(f"batch: round {batcher.outcome.rounds}: {len(outbox.planned)} request(s)")
-                new = await batcher.submit(outbox.planned)
+                new: list[str] = []
+                if outbox.planned:
+                    if batcher.outcome.rounds >= MAX_ROUNDS:
+                        batcher.outcome.left = len(outbox.planned)
+                        say(
+                            f"batch: {len(outbox.planned)} request(s) left after {MAX_ROUNDS} "
+                            "rounds: they are asked synchronously"
+                        )
+                        break
+                    batcher.outcome.rounds += 1
+                    say(f"batch: round {batcher.outcome.rounds}: {len(outbox.planned)} request(s)")
+                    new = await batcher.submit(outbox.planned)
             in_flight = await batcher.wait([*waiting, *new], once=no_wait)
             if in_flight:
                 batcher.outcome.waiting = in_flight

@@ -62,6 +62,7 @@ from .judge import Judge
 from .metrics import METRICS as REGISTRY
 from .metrics import Metric
 from .metrics.context import chunk_texts, retrieval_outputs
+from .metrics.context_quality import combines, context_judgement
 from .metrics.custom import CustomMetric, custom_output, parse_custom_metric
 from .metrics.output import Output, failed, llm_cost, measure, serialize
 
@@ -235,6 +236,10 @@ class AnswerScorer:
                 and ("contexts" not in metric.needs or retrieval)
             ):
                 asks += metric.calls
+        names = {m.name for m in self.families}
+        both = ("context_precision" in names, "context_recall" in names)
+        if retrieval and combines(*both, result.get("reference_answer"), self.config.options):
+            asks -= 1  # one call for the two (context_quality.py)
         matched_steps = {a for ref, a in matched if ref.get("name") == "retrieval"}
         for index in retrieval:
             asks += 2 * (self.step_on("retrieval_answer", steps[index]) and reference)
@@ -288,6 +293,19 @@ class AnswerScorer:
                 contexts = contexts_of(steps, chunks)
             except ValueError as e:
                 contexts = e
+        if self.judge is not None and isinstance(contexts, list):
+            # Context precision and recall of this question share one judge call when both run
+            # (context_quality.py); the two entry points await the same reply.
+            names = {m.name for m in self.families}
+            inputs["context_judgement"] = context_judgement(
+                self.judge,
+                question,
+                contexts,
+                inputs["reference_answer"],
+                precision="context_precision" in names,
+                recall="context_recall" in names,
+                options=self.config.options,
+            )
         jobs: list[Awaitable[Records]] = [
             job
             for metric in self.families

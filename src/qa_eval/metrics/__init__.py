@@ -205,7 +205,8 @@ METRICS: dict[str, Metric] = {
                    "context_precision_reason", "context_precision_error"),
         ),
         "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG,
-        score="qa_eval.metrics.context:context_precision_score",
+        score="qa_eval.metrics.context_quality:context_precision_score",
+        options=(Option("combined", "flag", "one judge call with context_recall if both run"),),
     ),
     "context_recall": Metric(
         "context_recall", "share of the reference answer's statements the contexts support",
@@ -215,7 +216,8 @@ METRICS: dict[str, Metric] = {
             *_text("context_recall_statements", "context_recall_reason", "context_recall_error"),
         ),
         "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG,
-        score="qa_eval.metrics.context:context_recall_score",
+        score="qa_eval.metrics.context_quality:context_recall_score",
+        options=(Option("combined", "flag", "one judge call with context_precision if both run"),),
     ),
     "ragas_score": Metric(
         "ragas_score", "weighted harmonic mean of faithfulness, context precision and recall, "

@@ -38,9 +38,7 @@ __all__ = [
     "RecallReply",
     "average_precision",
     "chunk_texts",
-    "context_precision_score",
     "context_recall",
-    "context_recall_score",
     "numbered_schema",
     "retrieval_metrics",
     "retrieval_outputs",
@@ -205,29 +203,3 @@ async def retrieval_metrics(
             judge, prefix, question, reference, chunks, recall=recall, precision=precision
         )
     )
-
-
-async def context_precision_score(
-    judge: Judge, inputs: Mapping[str, Any], options: Mapping[str, Any]
-) -> Output:
-    """The registry's entry point of ``context_precision`` (``context_quality.py``, whose
-    function still returns result keys: read back as a record)."""
-    from .context_quality import context_precision
-
-    keys = await context_precision(
-        judge, inputs["question"], inputs["contexts"], inputs["reference_answer"], inputs["answer"]
-    )
-    return Output.from_keys("context_precision", keys)
-
-
-async def context_recall_score(
-    judge: Judge, inputs: Mapping[str, Any], options: Mapping[str, Any]
-) -> Output:
-    """The registry's entry point of ``context_recall`` (``context_quality.py``, read back as a
-    record)."""
-    from .context_quality import context_recall_metric
-
-    keys = await context_recall_metric(
-        judge, inputs["question"], inputs["reference_answer"], inputs["contexts"]
-    )
-    return Output.from_keys("context_recall", keys)

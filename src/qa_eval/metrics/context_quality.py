@@ -22,6 +22,19 @@ an answer to the question (the document's pseudo code); ``context_precision_basi
 Unlike ragas, which asks once per chunk, all chunks are judged in one call, and the reply must
 carry one verdict per chunk, numbered 1..N, or it is asked again once.
 
+One call for both: when context precision and context recall run for the same question, with a
+reference answer and at least one context, both read the same inputs (the question, the
+contexts, the reference), so they are judged in one call (``context_quality`` prompt, metric
+``context_precision+recall`` in the judge's usage and the dry run): one reply with the per-chunk
+usefulness verdicts and the per-reference-statement attributions, validated as the two separate
+replies are (one verdict per chunk 1..N, at least one statement). The formulas above read the
+same verdicts either way. :class:`ContextJudgement` makes that call once per question and both
+metrics await it; when it fails, both get their ``*_error``; its cost is split evenly between
+``context_precision_cost`` and ``context_recall_cost`` (null when the price is unknown), so the
+question's ``llm_cost`` counts it once. ``combined: false`` in the ``context_precision`` or the
+``context_recall`` block keeps the two calls separate; with only one metric on, or no reference
+answer, each metric makes its own call as above.
+
 Policies: no contexts score 0 for precision and recall, without a call (the document's pseudo
 code); recall without a reference answer is not computed (no ``context_recall`` key, a
 ``context_recall_reason`` saying why), as ragas cannot compute it either. A judge failure is
@@ -30,19 +43,36 @@ code); recall without a reference answer is not computed (no ``context_recall`` 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import asyncio
+import functools
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, create_model
 
-from ..judge import Judge, JudgeError
+from ..judge import Judge, JudgeError, Verdict
 from ..prompts import delimit, render
-from .context import ChunkVerdict, _numbered, ask_recall, context_recall, numbered_schema
+from .context import (
+    Attribution,
+    ChunkVerdict,
+    _numbered,
+    ask_recall,
+    context_recall,
+    numbered_schema,
+)
+from .output import Output
 
 __all__ = [
+    "COMBINED_METRIC",
     "RAGAS_EPSILON",
+    "ContextJudgement",
+    "combined_schema",
+    "combines",
+    "context_judgement",
     "context_precision",
+    "context_precision_score",
     "context_recall_metric",
+    "context_recall_score",
     "mean_precision",
     "ragas_average_precision",
     "relevance_schema",
@@ -71,6 +101,104 @@ def relevance_schema(n: int) -> type[BaseModel]:
     return numbered_schema("ChunkRelevance", ChunkVerdict, "chunk", n)
 
 
+@functools.lru_cache(maxsize=128)
+def combined_schema(n: int) -> type[BaseModel]:
+    """The combined reply for ``n`` chunks: :func:`relevance_schema`'s ``verdicts`` (exactly
+    ``n``, numbered 1..n) plus the reference's ``statements`` (at least one) and a ``reason``."""
+    return create_model(  # type: ignore[no-any-return, call-overload]
+        "ContextQuality",
+        __base__=relevance_schema(n),
+        __doc__="One usefulness verdict per chunk and one attribution per reference statement.",
+        statements=(Annotated[list[Attribution], Field(min_length=1)], ...),
+        reason=(str, ""),
+    )
+
+
+COMBINED_METRIC = "context_precision+recall"
+"""The name the combined call has in the judge's usage, the dry run and batch planning."""
+
+
+class ContextJudgement:
+    """The combined context precision + recall call of one question: made at most once, by the
+    first metric that awaits it; the other awaits the same reply (or the same error)."""
+
+    def __init__(
+        self, judge: Judge, question: str, contexts: Sequence[str], reference: str
+    ) -> None:
+        self.judge = judge
+        self.question = question
+        self.contexts = list(contexts)
+        self.reference = reference
+        self._lock = asyncio.Lock()
+        self._outcome: Verdict[Any] | Exception | None = None
+
+    async def verdict(self) -> Verdict[Any]:
+        """The combined reply; raises the call's error (``JudgeError`` and others) to each
+        awaiter."""
+        async with self._lock:
+            if self._outcome is None:
+                try:
+                    self._outcome = await self._ask()
+                except Exception as e:  # kept for the other metric, then raised to both
+                    self._outcome = e
+        if isinstance(self._outcome, Exception):
+            raise self._outcome
+        return self._outcome
+
+    async def verdict_for(self, contexts: Sequence[str], reference: str | None) -> Verdict[Any]:
+        """:meth:`verdict`, for a metric of these inputs; ``ValueError`` when they are not the
+        ones this call judges (a caller's mistake, not the judge's)."""
+        if list(contexts) != self.contexts or reference != self.reference:
+            raise ValueError("a shared context judgement was given other contexts or reference")
+        return await self.verdict()
+
+    async def _ask(self) -> Verdict[Any]:
+        trusted = {"chunks": _numbered(self.contexts)}
+        text = render("context_quality", trusted, question=self.question, reference=self.reference)
+        messages = [{"role": "user", "content": text}]
+        return await self.judge.ask(COMBINED_METRIC, messages, combined_schema(len(self.contexts)))
+
+
+def context_judgement(
+    judge: Judge,
+    question: str,
+    contexts: Sequence[str],
+    reference: str | None,
+    *,
+    precision: bool,
+    recall: bool,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+) -> ContextJudgement | None:
+    """The shared combined call of one question when it applies (both metrics on, a non-blank
+    reference, at least one context, neither block's ``combined`` option false), else ``None``:
+    each metric then makes its own call."""
+    if not contexts or not combines(precision, recall, reference, options):
+        return None
+    assert reference is not None
+    return ContextJudgement(judge, question, contexts, reference)
+
+
+_BOTH = ("context_precision", "context_recall")
+
+
+def combines(
+    precision: bool,
+    recall: bool,
+    reference: Any,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+) -> bool:
+    """Whether a question with retrieved chunks gets the combined call: both metrics on, a
+    non-blank reference answer, and neither block's ``combined`` option false."""
+    options = options or {}
+    if any(options.get(m, {}).get("combined") is False for m in _BOTH):
+        return False
+    return precision and recall and isinstance(reference, str) and bool(reference.strip())
+
+
+def _half(cost: float | None) -> float | None:
+    return None if cost is None else cost / 2
+
+
 def _basis(reference: str | None, answer: str | None) -> tuple[str, str, str]:
     """(basis name, what the chunks are useful for, the block that shows it)."""
     if reference and reference.strip():
@@ -87,8 +215,11 @@ async def context_precision(
     contexts: Sequence[str],
     reference: str | None = None,
     answer: str | None = None,
+    *,
+    shared: ContextJudgement | None = None,
 ) -> dict[str, Any]:
-    """The ``context_precision`` keys of one question (or ``context_precision_error``)."""
+    """The ``context_precision`` keys of one question (or ``context_precision_error``); from the
+    ``shared`` combined call when one is given."""
     basis, target, given = _basis(reference, answer)
     if not contexts:
         return {
@@ -99,12 +230,17 @@ async def context_precision(
             "context_precision_reason": "no contexts were retrieved",
             "context_precision_cost": 0.0,
         }
-    trusted = {"target": target, "given": given, "chunks": _numbered(contexts)}
-    messages = [
-        {"role": "user", "content": render("context_relevance", trusted, question=question)}
-    ]
     try:
-        verdict = await judge.ask("context_precision", messages, relevance_schema(len(contexts)))
+        if shared is not None:
+            verdict = await shared.verdict_for(contexts, reference)
+            cost = _half(verdict.cost)
+        else:
+            trusted = {"target": target, "given": given, "chunks": _numbered(contexts)}
+            text = render("context_relevance", trusted, question=question)
+            messages = [{"role": "user", "content": text}]
+            schema = relevance_schema(len(contexts))
+            verdict = await judge.ask("context_precision", messages, schema)
+            cost = verdict.cost
     except JudgeError as e:
         return {"context_precision_error": str(e)}
     ordered = sorted(verdict.value.verdicts, key=lambda v: v.chunk)  # type: ignore[attr-defined]
@@ -117,14 +253,20 @@ async def context_precision(
         ],
         "context_precision_basis": basis,
     }
-    out["context_precision_cost"] = verdict.cost  # None: the price is unknown
+    out["context_precision_cost"] = cost  # None: the price is unknown
     return out
 
 
 async def context_recall_metric(
-    judge: Judge, question: str, reference: str | None, contexts: Sequence[str]
+    judge: Judge,
+    question: str,
+    reference: str | None,
+    contexts: Sequence[str],
+    *,
+    shared: ContextJudgement | None = None,
 ) -> dict[str, Any]:
-    """The ``context_recall`` keys of one question (or ``context_recall_error``)."""
+    """The ``context_recall`` keys of one question (or ``context_recall_error``); from the
+    ``shared`` combined call when one is given."""
     if not reference or not reference.strip():
         return {"context_recall_reason": "no reference answer"}
     if not contexts:
@@ -135,7 +277,12 @@ async def context_recall_metric(
             "context_recall_cost": 0.0,
         }
     try:
-        verdict = await ask_recall(judge, "context_recall", question, reference, contexts)
+        if shared is not None:
+            verdict = await shared.verdict_for(contexts, reference)
+            cost = _half(verdict.cost)
+        else:
+            verdict = await ask_recall(judge, "context_recall", question, reference, contexts)
+            cost = verdict.cost
     except JudgeError as e:
         return {"context_recall_error": str(e)}
     statements = verdict.value.statements
@@ -147,5 +294,36 @@ async def context_recall_metric(
         ],
         "context_recall_reason": verdict.value.reason,
     }
-    out["context_recall_cost"] = verdict.cost  # None: the price is unknown
+    out["context_recall_cost"] = cost  # None: the price is unknown
     return out
+
+
+async def context_precision_score(
+    judge: Judge, inputs: Mapping[str, Any], options: Mapping[str, Any]
+) -> Output:
+    """The registry's entry point of ``context_precision``: its result keys read back as a record
+    (``inputs["context_judgement"]``, when set, is the question's combined call)."""
+    keys = await context_precision(
+        judge,
+        inputs["question"],
+        inputs["contexts"],
+        inputs["reference_answer"],
+        inputs["answer"],
+        shared=inputs.get("context_judgement"),
+    )
+    return Output.from_keys("context_precision", keys)
+
+
+async def context_recall_score(
+    judge: Judge, inputs: Mapping[str, Any], options: Mapping[str, Any]
+) -> Output:
+    """The registry's entry point of ``context_recall``: its result keys read back as a record
+    (with the question's combined call when ``inputs["context_judgement"]`` is set)."""
+    keys = await context_recall_metric(
+        judge,
+        inputs["question"],
+        inputs["reference_answer"],
+        inputs["contexts"],
+        shared=inputs.get("context_judgement"),
+    )
+    return Output.from_keys("context_recall", keys)

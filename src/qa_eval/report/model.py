@@ -23,6 +23,7 @@ from ..aggregate import (
 )
 from ..compare import default_metrics, lower_is_better
 from ..errors import InputError
+from ..variance import MARKER
 
 __all__ = [
     "ComparisonRow",
@@ -79,6 +80,14 @@ class Stat:
     min: float
     max: float
     n: int
+    sd: float | None = None
+    """The sample standard deviation between questions (written when the run has repeats)."""
+    judge_sd: float | None = None
+    """The judge's noise on one call (``--repeats``: sqrt of the mean per-question variance)."""
+    judge_se: float | None = None
+    """The standard error of the mean that the judge's noise alone causes."""
+    judge_n: int = 0
+    """The questions with at least 2 repeated values."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +129,15 @@ class RunSummary:
     steps: Sequence[StepCount]
     judge_usage: Sequence[tuple[str, Any]]
     values: Mapping[str, Sequence[float]] = field(default_factory=dict)
+    repeats: int | None = None
+    """``judge_repeats`` of the run (the most any result has), None without repeats."""
+    label_flips: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """The aggregates' ``label_flips``: per label or verdict list, ``{n, flipped, share}``."""
+
+    @property
+    def judged_twice(self) -> bool:
+        """Whether the run measured its judge's variance (some metric has a ``judge_sd``)."""
+        return any(s.judge_sd is not None for s in self.micro.stats.values())
 
 
 @dataclass(frozen=True)
@@ -144,6 +162,10 @@ class ComparisonRow:
     ties: int
     errors_a: int
     errors_b: int
+    judge_se: float | None = None
+    """The standard error of ``delta`` that the judge's own noise causes (runs with repeats)."""
+    within_judge_noise: bool | None = None
+    """``|delta| < 2 judge_se``: a difference the judge's noise alone could make."""
 
     @property
     def outcome(self) -> str:
@@ -184,11 +206,32 @@ class Verdict:
         """The overall rows with one outcome."""
         return [r for r in self.overall if r.outcome == outcome]
 
+    @property
+    def judge_noise(self) -> bool:
+        """Whether any row carries the judge's noise (a run was scored with repeats)."""
+        return any(r.judge_se is not None for r in (*self.overall, *self.per_template))
+
+    @property
+    def within_noise(self) -> list[ComparisonRow]:
+        """The overall rows whose delta is within the judge's own noise."""
+        return [r for r in self.overall if r.within_judge_noise]
+
 
 def _stat(value: Any) -> Stat | None:
     if not isinstance(value, Mapping) or "mean" not in value or not value.get("n"):
         return None
-    return Stat(value["mean"], value["median"], value["min"], value["max"], int(value["n"]))
+    judge_n = value.get("judge_n")
+    return Stat(
+        value["mean"],
+        value["median"],
+        value["min"],
+        value["max"],
+        int(value["n"]),
+        sd=_number(value.get("sd")),
+        judge_sd=_number(value.get("judge_sd")),
+        judge_se=_number(value.get("judge_se")),
+        judge_n=judge_n if isinstance(judge_n, int) and not isinstance(judge_n, bool) else 0,
+    )
 
 
 def _group(name: str, summary: Mapping[str, Any], metrics: Iterable[str]) -> Group:
@@ -309,7 +352,32 @@ def summarize_run(
         steps=_step_counts(micro.get("steps") or {}, records),
         judge_usage=_judge_usage(signature),
         values={m: values_of(records, m) for m in metrics},
+        repeats=_repeats(records),
+        label_flips=_flips(micro.get("label_flips")),
     )
+
+
+def _repeats(records: Sequence[Mapping[str, Any]]) -> int | None:
+    counts = [
+        r[MARKER]
+        for r in records
+        if isinstance(r.get(MARKER), int) and not isinstance(r.get(MARKER), bool)
+    ]
+    return max(counts) if counts else None
+
+
+def _flips(value: Any) -> dict[str, dict[str, Any]]:
+    """The aggregates' ``label_flips``, keeping the entries of the expected shape."""
+    if not isinstance(value, Mapping):
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for key, entry in value.items():
+        if not isinstance(entry, Mapping):
+            continue
+        n, flipped = entry.get("n"), entry.get("flipped")
+        if isinstance(n, int) and isinstance(flipped, int) and n > 0:
+            out[str(key)] = {"n": n, "flipped": flipped, "share": flipped / n}
+    return out
 
 
 def _step_counts(
@@ -410,7 +478,13 @@ def _row(
         ties=int(row.get("ties") or 0),
         errors_a=int(row.get("errors_a") or 0),
         errors_b=int(row.get("errors_b") or 0),
+        judge_se=_number(row.get("judge_se")),
+        within_judge_noise=_flag(row.get("within_judge_noise")),
     )
+
+
+def _flag(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
 
 
 def verdict_of(comparison: Mapping[str, Any]) -> Verdict:

@@ -22,6 +22,7 @@ import yaml
 
 from ..aggregate import is_finite_number
 from ..redact import _LITERALS, known_secrets, redact
+from ..variance import SIGMAS
 from . import figures
 from .drill import drill_down, metric_rows
 from .model import Metric, RunSummary, Verdict
@@ -258,6 +259,16 @@ def render_page(
     total = len(questions)
     usage_names = list(dict.fromkeys(name for run in runs for name, _ in run.judge_usage))
     judge_rows = [(name, [dict(run.judge_usage).get(name) for run in runs]) for name in usage_names]
+    variance_runs = [run for run in runs if run.judged_twice or run.label_flips]
+    variance_metrics = [
+        m.name
+        for m in metrics
+        if any(
+            (s := run.micro.stats.get(m.name)) is not None and s.judge_sd is not None
+            for run in variance_runs
+        )
+    ]
+    flip_keys = sorted({key for run in variance_runs for key in run.label_flips})
     template_names = list(dict.fromkeys(g.name for run in runs for g in run.templates))
     template_rows = [
         (name, [(run, g) for run in runs for g in run.templates if g.name == name])
@@ -295,6 +306,10 @@ def render_page(
             by_name=by_name,
             judge_rows=judge_rows,
             template_rows=template_rows,
+            variance_runs=variance_runs,
+            variance_metrics=variance_metrics,
+            flip_keys=flip_keys,
+            noise_sigmas=SIGMAS,
         )
     )
 
