@@ -20,7 +20,7 @@ not 0.9999999999). A step that retrieved no chunks scores 0 for both, without a 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 import orjson
