@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from .cache import ReplyCache
-from .config import SDK_PROVIDERS, EmbeddingConfig
 from .errors import QaEvalError
 from .extras import require
 from .pricing import price_of, usd
+from .settings import SDK_PROVIDERS, EmbeddingConfig
 
 __all__ = [
     "CachingEmbedder",

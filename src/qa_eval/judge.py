@@ -61,10 +61,11 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from .cache import CachedReply, ReplyCache, request_key
-from .config import SDK_PROVIDERS, EmbeddingConfig, EvalConfig, GenerationConfig
+from .config import EvalConfig
 from .errors import QaEvalError
 from .pricing import price_of, usd
 from .redact import public_url, redact
+from .settings import SDK_PROVIDERS, EmbeddingConfig, GenerationConfig
 from .variance import REPEAT
 
 __all__ = [
