@@ -64,7 +64,7 @@ import yaml
 from .errors import InputError, QaEvalError
 from .extras import require
 from .io import JSON_SUFFIXES, YAML_SUFFIXES, check_output_path, read_data, write_data
-from .records import SPARQL_JSON
+from .steps.kinds import SPARQL_JSON
 from .steps.sparql import SparqlResultError, parse_sparql_json
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..errors import short_repr
 from ..metrics.ranking import spec_recall_at_k
-from ..records import (
+from .kinds import (
     COMPARE_ARGS,
     COMPARE_DATA_POINTS,
     COMPARE_IRI,
