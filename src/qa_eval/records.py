@@ -28,8 +28,8 @@ from .steps.kinds import (
     ReferenceStep,
 )
 from .steps.outputs import OutputParseError, loads
-from .steps.sparql import SparqlResultError, parse_sparql_json
-from .steps.sparql import prepare_reference as prepare_sparql_reference
+from .steps.sparql_match import prepare_reference as prepare_sparql_reference
+from .steps.sparql_terms import SparqlResultError, parse_sparql_json
 
 __all__ = [
     "SPARQL_JSON",

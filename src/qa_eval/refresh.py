@@ -83,7 +83,7 @@ from .refresh_writer import (
     write_reference,
 )
 from .steps.kinds import SPARQL_JSON
-from .steps.sparql import SparqlResultError, parse_sparql_json
+from .steps.sparql_terms import SparqlResultError, parse_sparql_json
 
 __all__ = [
     "DEFAULT_MAX_CHANGES",

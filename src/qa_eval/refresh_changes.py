@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .refresh_runners import RDF_LANG_STRING, XSD, XSD_STRING
-from .steps.sparql import parse_sparql_json
+from .steps.sparql_terms import parse_sparql_json
 
 __all__ = [
     "SAMPLE_ROWS",

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import InputError
 from .extras import require
 from .steps.kinds import SPARQL_JSON
-from .steps.sparql import parse_sparql_json
+from .steps.sparql_terms import parse_sparql_json
 
 if TYPE_CHECKING:
     import pyoxigraph
