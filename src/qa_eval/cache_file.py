@@ -20,7 +20,6 @@ and a write that finds it busy is kept for later. A failure while the run goes o
 fills up, a database damaged meanwhile) is a warning and a cache miss, never a failed run.
 """
 
-
 from __future__ import annotations
 
 import asyncio
