@@ -1,8 +1,9 @@
 """The user-facing error hierarchy: every message names the file, the record and the field.
 
-``QaEvalError`` is the base: ``InputError`` (bad input), ``JudgeUnavailable`` (the judge refuses
-every call: the run stops) and ``JudgeError`` (one metric of one question could not be judged;
-``BudgetExceeded``, ``DryRunSkip`` and ``Deferred`` are its skips), re-exported by ``judge``."""
+``QaEvalError`` is the base. Here: ``InputError`` (bad input), ``JudgeUnavailable`` (the judge
+refuses every call: the run stops) and ``JudgeError`` (one metric of one question could not be
+judged, caught where the metric is scored; ``BudgetExceeded``, ``DryRunSkip`` and ``Deferred`` are
+its skips), all re-exported by ``judge``; other modules add their own (``CacheError``, ...)."""
 
 from __future__ import annotations
 
