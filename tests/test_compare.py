@@ -12,7 +12,7 @@ import numpy as np
 import orjson
 import pytest
 
-from qa_eval import compare
+from qa_eval import compare, signflip
 from qa_eval.aggregate import METRICS
 from qa_eval.cli import main
 from qa_eval.compare import compare_runs, default_metrics, format_table, lower_is_better
@@ -224,7 +224,7 @@ def test_lower_cost_in_b_is_b_better() -> None:
 def test_chunked_sign_flips_give_the_same_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     a, b = shifted_runs(37, 0.1, 0.3, seed=9)
     whole = compare_runs(a, b, resamples=1000)
-    monkeypatch.setattr(compare, "_CHUNK_ELEMENTS", 100)
+    monkeypatch.setattr(signflip, "_CHUNK_ELEMENTS", 100)
     assert compare_runs(a, b, resamples=1000) == whole
 
 

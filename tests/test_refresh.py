@@ -22,8 +22,7 @@ import yaml
 
 pyoxigraph = pytest.importorskip("pyoxigraph")
 
-from qa_eval import InputError, run_evaluation  # noqa: E402
-from qa_eval import refresh as refresh_module  # noqa: E402
+from qa_eval import InputError, refresh_writer, run_evaluation  # noqa: E402
 from qa_eval.cli import main  # noqa: E402
 from qa_eval.io import read_data  # noqa: E402
 from qa_eval.refresh import (  # noqa: E402
@@ -1048,7 +1047,7 @@ def test_every_layout_is_updated_in_place(
     """Stale, missing and null outputs, in files PyYAML wrote with other indentation, widths,
     quoting and flow styles, are replaced in place, and the file reads back as the result."""
     monkeypatch.setattr(
-        refresh_module, "_roundtrip_yaml", lambda *a: pytest.fail("not replaced in place")
+        refresh_writer, "_roundtrip_yaml", lambda *a: pytest.fail("not replaced in place")
     )
     data = read_data(REFERENCE)
     stale = {"head": {"vars": ["x"]}, "results": {"bindings": [{"x": {"type": "literal",

@@ -36,13 +36,14 @@ values error results carry. Every row counts the errors among its questions (``e
 ``judge_se`` (the standard error of ``delta`` that the judge's own noise causes) and
 ``within_judge_noise`` (``|delta| < 2 judge_se``; see ``variance.py``). Everything returned
 is plain JSON data (dicts, lists, str, int, float, bool, None).
+
+The test itself is ``signflip``; the console table and the report's rows are ``compare_table``
+(both re-exported here).
 """
 
 from __future__ import annotations
 
 import math
-import shutil
-import textwrap
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
@@ -50,7 +51,17 @@ from typing import Any, Literal
 import numpy as np
 
 from .aggregate import METRICS, STEP_METRICS, is_error, is_finite_number, is_number
+from .compare_table import format_table, report_rows
 from .metrics import direction
+from .signflip import (
+    EXACT_MAX_N,
+    MAX_RESAMPLES,
+    TIE_TOLERANCE,
+    alpha_of,
+    check_options,
+    sign_flip_test,
+    smallest_p,
+)
 from .variance import MARKER, judge_noise, question_variance, within_noise
 
 __all__ = [
@@ -61,18 +72,12 @@ __all__ = [
     "direction",
     "format_table",
     "lower_is_better",
+    "report_rows",
     "sign_flip_test",
     "smallest_p",
 ]
 
-TIE_TOLERANCE = 1e-12
-EXACT_MAX_N = 16
-"""Rows with at most this many pairs enumerate all 2**n sign vectors (65,536 at 16)."""
-MAX_RESAMPLES = 1_000_000
-"""The most random sign vectors a row may draw."""
-_RELATIVE_TOLERANCE = 1e-9
 _ID_KEYS = frozenset({"template_id", "question_id"})
-_CHUNK_ELEMENTS = 1 << 21  # random signs per chunk (16 MiB of float64)
 _STEP_METRIC_NAMES = {m: step for step, names in STEP_METRICS.items() for m in names}
 ErrorMode = Literal["fail", "exclude", "include"]
 _ERROR_MODES = ("fail", "exclude", "include")
@@ -189,113 +194,6 @@ def _rng(seed: int, metric: str, template: Any) -> np.random.Generator:
     return np.random.default_rng([seed, tag])
 
 
-def _sign_sums(
-    deltas: np.ndarray, resamples: int, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
-    """``sum s_i d_i`` and ``sum s_i`` for the sign vectors of the test.
-
-    Exact: all ``2**n`` vectors, built by doubling (each new pair adds ``+d`` and ``-d``).
-    Monte Carlo: ``resamples`` random vectors (fair coins, drawn in chunks of the same stream)
-    and the observed one (all ``+1``) last."""
-    n = deltas.size
-    if n <= EXACT_MAX_N:
-        sums = np.zeros(1)
-        counts = np.zeros(1, dtype=np.int64)
-        for value in deltas:
-            sums = np.concatenate((sums + value, sums - value))
-            counts = np.concatenate((counts + 1, counts - 1))
-        return sums, counts
-    total = float(deltas.sum())
-    sums = np.empty(resamples + 1)
-    counts = np.empty(resamples + 1, dtype=np.int64)
-    chunk = max(1, min(resamples, _CHUNK_ELEMENTS // n))
-    for start in range(0, resamples, chunk):
-        rows = min(chunk, resamples - start)
-        flipped = rng.random((rows, n)) < 0.5
-        sums[start : start + rows] = total - 2.0 * (flipped @ deltas)
-        counts[start : start + rows] = n - 2 * np.count_nonzero(flipped, axis=1)
-    sums[resamples] = total
-    counts[resamples] = n
-    return sums, counts
-
-
-def _check_options(resamples: int, confidence: float) -> None:
-    if isinstance(resamples, bool) or not isinstance(resamples, int):
-        raise ValueError(f"resamples must be an integer, got {resamples!r}")
-    if not 1 <= resamples <= MAX_RESAMPLES:
-        raise ValueError(f"resamples must be between 1 and {MAX_RESAMPLES:,}, got {resamples:,}")
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
-        raise ValueError(f"confidence must be a number between 0 and 1, got {confidence!r}")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be between 0 and 1, got {confidence!r}")
-
-
-def _alpha(confidence: float) -> float:
-    """``1 - confidence`` without the binary rounding error (0.95 gives 0.05, not 0.05000...04)."""
-    return round(1.0 - confidence, 12)
-
-
-def smallest_p(n: int, resamples: int) -> float:
-    """The smallest p-value the test can give with ``n`` pairs (1 when ``n < 2``)."""
-    if n < 2:
-        return 1.0
-    if n <= EXACT_MAX_N:
-        return 2.0 ** (1 - n)
-    return 1.0 / (resamples + 1)
-
-
-def sign_flip_test(
-    deltas: Sequence[float] | np.ndarray,
-    *,
-    confidence: float = 0.95,
-    resamples: int = 10_000,
-    rng: np.random.Generator | None = None,
-) -> tuple[float, float | None, float | None]:
-    """Two-sided paired sign-flip test of mean ``deltas`` = 0: ``(p, ci_low, ci_high)``.
-
-    The interval holds every shift ``theta`` the test of ``deltas - theta`` does not reject at
-    ``1 - confidence``; it is ``(None, None)`` when no shift can be rejected."""
-    _check_options(resamples, confidence)
-    d = np.asarray(deltas, dtype=float).ravel()
-    n = d.size
-    if n == 0:
-        raise ValueError("the sign-flip test needs at least one difference")
-    if not np.all(np.isfinite(d)):
-        raise ValueError("differences must be finite numbers")
-    d = np.where(np.abs(d) <= TIE_TOLERANCE, 0.0, d)
-    sums, counts = _sign_sums(d, resamples, rng if rng is not None else np.random.default_rng(0))
-    total_vectors = sums.size
-    total = math.fsum(d.tolist())
-    # For a sign vector s (A = sum s_i d_i, k = sum s_i) the shifted statistic is extreme,
-    # |A - k theta| >= |S - n theta|, exactly when theta lies between the roots
-    # (S - A) / (n - k) and (S + A) / (n + k); for k = +-n it is extreme for every theta.
-    # Every such interval contains the mean S / n (where the right side is 0), so below the
-    # mean p(theta) only grows and above it only falls: the kept set is an interval, bounded by
-    # order statistics of the roots.
-    always = np.abs(counts) == n
-    base = int(np.count_nonzero(always))
-    a, k = sums[~always], counts[~always].astype(float)
-    first = (total - a) / (n - k)
-    second = (total + a) / (n + k)
-    low, high = np.minimum(first, second), np.maximum(first, second)
-    # Ties that rounding split count as extreme (conservative): widen by a relative tolerance.
-    slack = _RELATIVE_TOLERANCE * float(np.max(np.abs(d)))
-    covered = base + int(np.count_nonzero((low <= slack) & (high >= -slack)))
-    p_value = min(1.0, covered / total_vectors)
-    alpha = _alpha(confidence)
-    # theta is kept when p(theta) = covered(theta) / N >= alpha, i.e. covered(theta) >= need.
-    need = max(1, math.ceil(alpha * total_vectors * (1 - 1e-12)))
-    if base >= need:
-        return p_value, None, None
-    rank = need - base - 1
-    ci_low = float(np.partition(low, rank)[rank])
-    ci_high = float(-np.partition(-high, rank)[rank])
-    if p_value >= alpha:  # 0 is kept: a root that rounding put just past 0 is 0
-        ci_low, ci_high = min(ci_low, 0.0), max(ci_high, 0.0)
-    mean = total / n
-    return p_value, min(ci_low, mean), max(ci_high, mean)
-
-
 def _holm(rows: Sequence[dict[str, Any]]) -> None:
     """Set ``p_adjusted`` (Holm's step-down) on the testable rows of one family, in place."""
     tested = sorted(
@@ -328,7 +226,7 @@ def _stats(
         "p_value": None,
         "p_adjusted": None,
         "better": None,
-        "testable": smallest_p(n, resamples) < _alpha(confidence),
+        "testable": smallest_p(n, resamples) < alpha_of(confidence),
         "wins": 0,
         "losses": 0,
         "ties": 0,
@@ -401,7 +299,7 @@ def compare_runs(
     lower_better: Iterable[str] = (),
 ) -> dict[str, Any]:
     """Compare run B with run A on the questions both answered; JSON-ready dict (see docs)."""
-    _check_options(resamples, confidence)
+    check_options(resamples, confidence)
     if errors not in _ERROR_MODES:
         raise ValueError(f"errors must be 'fail', 'exclude' or 'include', got {errors!r}")
     by_template = _pair_key_mode(a, b)
@@ -460,7 +358,7 @@ def compare_runs(
         )
     templates = list(error_counts)
     lower_names = set(lower_better)
-    alpha = _alpha(confidence)
+    alpha = alpha_of(confidence)
     repeated = any(MARKER in r for _, ra, rb in used for r in (ra, rb))
     out_metrics: list[dict[str, Any]] = []
     for metric in names:
@@ -569,269 +467,3 @@ def _zero_counts(errors_a: int = 0, errors_b: int = 0) -> dict[str, int]:
     }
 
 
-# ---------------------------------------------------------------- the console table
-
-_OPTIONAL_COLUMNS = (("mean A", "mean B"), ("W/L/T",), ("p",))
-"""Columns left out, in this order, while the names would get fewer than _MIN_NAME columns."""
-_MIN_NAME = 14
-_MIN_WIDTH = 20
-_DEFAULT_WIDTH = 100  # when the output is not a terminal
-
-
-def _decimals(entry: Mapping[str, Any]) -> int | None:
-    """Decimals for one metric's numbers, from the size of its means (None: 3 significant)."""
-    rows = [entry["overall"], *entry["per_template"]]
-    scale = max(
-        (abs(row[k]) for row in rows for k in ("mean_a", "mean_b") if row[k] is not None),
-        default=0.0,
-    )
-    if scale >= 1e7:
-        return None
-    if scale >= 1e5:
-        return 0
-    if scale >= 100:
-        return 1
-    if scale >= 0.01 or scale == 0:
-        return 4
-    return 6
-
-
-def _num(value: float | None, decimals: int | None, signed: bool = False) -> str:
-    if value is None:
-        return "-"
-    sign = "+" if signed else ""
-    if decimals is None:
-        return f"{value:{sign}.3g}"
-    return f"{value:{sign}.{decimals}f}"
-
-
-def _p(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return "<0.001" if value < 0.001 else f"{value:.3f}"
-
-
-def _fewest_testable(alpha: float) -> int | None:
-    """The fewest pairs whose exact test can reach p < alpha (None: only with Monte Carlo)."""
-    for n in range(2, EXACT_MAX_N + 1):
-        if 2.0 ** (1 - n) < alpha:
-            return n
-    return None
-
-
-def _cells(row: Mapping[str, Any], decimals: int | None, too_few: str) -> dict[str, str]:
-    if row["ci_low"] is None or row["ci_high"] is None:
-        ci = "-"
-    else:
-        low, high = _num(row["ci_low"], decimals, True), _num(row["ci_high"], decimals, True)
-        ci = f"[{low}, {high}]"
-    testable = row["testable"]
-    return {
-        "n": str(row["n"]),
-        "mean A": _num(row["mean_a"], decimals),
-        "mean B": _num(row["mean_b"], decimals),
-        "delta": _num(row["delta"], decimals, True)
-        + ("~" if row.get("within_judge_noise") else ""),
-        "err A/B": f"{row['errors_a']}/{row['errors_b']}",
-        "CI": ci,
-        "p": _p(row["p_value"]) if testable else too_few,
-        "p adj": _p(row["p_adjusted"]) if testable else "-",
-        "better": (row["better"] or "").upper(),
-        "W/L/T": f"{row['wins']}/{row['losses']}/{row['ties']}",
-    }
-
-
-def _wrap(text: str, width: int, indent: str = "") -> list[str]:
-    return textwrap.wrap(
-        text, width, subsequent_indent=indent, break_long_words=True, break_on_hyphens=False
-    ) or [""]
-
-
-def format_table(
-    comparison: Mapping[str, Any],
-    *,
-    labels: tuple[str, str] | None = None,
-    width: int | None = None,
-) -> str:
-    """A text table of a :func:`compare_runs` result, at most ``width`` columns (default: the
-    terminal's): overall rows, then per template; rows without values are left out."""
-    if width is None:
-        width = shutil.get_terminal_size((_DEFAULT_WIDTH, 24)).columns
-    width = max(_MIN_WIDTH, int(width))
-    label_a, label_b = labels or (comparison["labels"]["a"], comparison["labels"]["b"])
-    method = comparison["method"]
-    q = comparison["questions"]
-    alpha = float(method.get("alpha", 1.0 - method["confidence"]))
-    pct = f"{method['confidence'] * 100:g}"
-    fewest = _fewest_testable(alpha)
-    too_few = f"n<{fewest}" if fewest is not None else "too few"
-
-    def metric_name(entry: Mapping[str, Any]) -> str:
-        marks = {"lower": " (-)", "none": " (=)"}
-        return str(entry["metric"]) + marks.get(entry["direction"], "")
-
-    # (name, cells): cells None for a metric heading in the per-template block
-    overall_rows: list[tuple[str, dict[str, str] | None]] = []
-    template_rows: list[tuple[str, dict[str, str] | None]] = []
-    untestable = False
-    noisy = any(
-        row.get("within_judge_noise")
-        for entry in comparison["metrics"]
-        for row in (entry["overall"], *entry["per_template"])
-    )
-    for entry in comparison["metrics"]:
-        decimals = _decimals(entry)
-        if entry["overall"]["n"]:
-            overall_rows.append((metric_name(entry), _cells(entry["overall"], decimals, too_few)))
-            untestable |= not entry["overall"]["testable"]
-        rows = [r for r in entry["per_template"] if r["n"]]
-        if len(comparison["templates"]) > 1 and rows:
-            template_rows.append((metric_name(entry), None))
-            for row in rows:
-                template_rows.append((f"  {row['template_id']}", _cells(row, decimals, too_few)))
-                untestable |= not row["testable"]
-
-    headers = {"CI": f"{pct}% CI"}
-    columns = ["n", "mean A", "mean B", "delta", "err A/B", "CI", "p", "p adj", "better", "W/L/T"]
-    filled = [cells for _, cells in overall_rows + template_rows if cells is not None]
-    widths = {
-        c: max([len(headers.get(c, c)), *(len(cells[c]) for cells in filled)]) for c in columns
-    }
-
-    def name_room(kept: list[str]) -> int:
-        return width - sum(widths[c] + 1 for c in kept)
-
-    for group in _OPTIONAL_COLUMNS:
-        if name_room(columns) >= _MIN_NAME:
-            break
-        columns = [c for c in columns if c not in group]
-    names = [name for name, _ in overall_rows + template_rows] + ["per template"]
-    name_width = min(max(len(name) for name in names), name_room(columns))
-    tabular = name_width >= _MIN_NAME or name_room(columns) >= max(len(n) for n in names)
-    if not tabular:  # records wrap, so they can hold every column
-        columns = list(widths)
-
-    def block(title: str, rows: list[tuple[str, dict[str, str] | None]]) -> list[str]:
-        if not tabular:  # too narrow for columns: one record per row, wrapped
-            lines = [title, "-" * min(width, len(title))]
-            for name, cells in rows:
-                lines += _wrap(name, width, "    ")
-                if cells is not None:
-                    fields = " · ".join(
-                        f"{headers.get(c, c)} {cells[c].replace(', ', ',') or '-'}" for c in columns
-                    )
-                    lines += _wrap("    " + fields, width, "    ")
-            return lines
-
-        def line(name: str, values: Sequence[str]) -> str:
-            parts = [name.ljust(name_width), *(v.rjust(widths[c]) for c, v in zip(columns, values))]
-            return " ".join(parts).rstrip()
-
-        lines = [line(title, [headers.get(c, c) for c in columns])]
-        lines.append("-" * len(lines[0]))
-        for name, cells in rows:
-            if cells is None or len(name) > name_width:  # a heading or a long name: own line(s)
-                lines += _wrap(name, width, "  ")
-                name = ""
-            if cells is not None:
-                lines.append(line(name, [cells[c] for c in columns]))
-        return lines
-
-    excluded = f"; {q['excluded']} left out" if q.get("excluded") else ""
-    out = [
-        *_wrap(f"A = {label_a}", width, "    "),
-        *_wrap(f"B = {label_b}", width, "    "),
-        *_wrap(
-            f"questions: A {q['a']}, B {q['b']}, paired {q['paired']} (only A {q['only_a']}, "
-            f"only B {q['only_b']}); errors among the paired: A {q['errors_a']}, "
-            f"B {q['errors_b']}{excluded}",
-            width,
-            "  ",
-        ),
-    ]
-    if overall_rows:
-        out += ["", *block("metric", overall_rows)]
-    if template_rows:
-        out += ["", *block("per template", template_rows)]
-    errors_text = {
-        "fail": "scored as failed answers (0 on higher-is-better metrics)",
-        "exclude": "left out (exclude errors)",
-        "include": "counted with the values they carry",
-    }.get(str(method.get("errors")), "")
-    legend = [
-        f"delta = mean B - mean A over the paired questions; err A/B: error results among "
-        f"them, {errors_text}.",
-        f"p: two-sided paired sign-flip permutation test of the mean difference (exact up to "
-        f"{EXACT_MAX_N} pairs, else {method['resamples']:,} random sign flips, seed "
-        f"{method['seed']}); {pct}% CI: the shifts that test does not reject.",
-        f"p adj: Holm-adjusted within each table (overall rows one family, per-template rows "
-        f"another); better: the run that is significantly better (p adj < {alpha:g}); blank: "
-        "no significant difference.",
-    ]
-    if untestable:
-        legend.append(
-            f"{too_few}: too few pairs for any p < {alpha:g} (with n pairs the smallest p is "
-            "2^(1-n)): not tested, no CI."
-        )
-    legend.append(
-        "W/L/T: questions where B is better / worse / tied; (-) lower is better; (=) a count, "
-        "neither direction is better (W/L: B higher / lower)."
-    )
-    if noisy:
-        legend.append(
-            "~: |delta| is less than 2 judge standard errors: the judge's own noise (measured "
-            "with --repeats) could make a difference this large."
-        )
-    if len(columns) < len(widths):
-        legend.append(f"Columns left out to fit {width} characters; --format json has them all.")
-    out.append("")
-    for text in legend:
-        out += _wrap(text, width)
-    return "\n".join(out)
-
-
-def report_rows(comparison: Mapping[str, Any]) -> dict[str, Any]:
-    """The comparison as flat rows (overall first, then per template) for the HTML report."""
-    labels = comparison.get("labels", {})
-    method = comparison.get("method", {})
-    rows: list[dict[str, Any]] = []
-    for entry in comparison.get("metrics", []):
-        parts = [("", entry["overall"])]
-        parts += [(str(r["template_id"]), r) for r in entry.get("per_template", [])]
-        for template, row in parts:
-            if not row["n"]:
-                continue
-            rows.append(
-                {
-                    "metric": entry["metric"],
-                    "template": template or None,
-                    "n": row["n"],
-                    "mean_a": row["mean_a"],
-                    "mean_b": row["mean_b"],
-                    "delta": row["delta"],
-                    "errors_a": row.get("errors_a"),
-                    "errors_b": row.get("errors_b"),
-                    "ci": [row["ci_low"], row["ci_high"]]
-                    if row["ci_low"] is not None and row["ci_high"] is not None
-                    else None,
-                    "p_value": row["p_value"],
-                    "p_adjusted": row.get("p_adjusted"),
-                    "testable": row.get("testable"),
-                    "better": row["better"],
-                    "wins": row["wins"],
-                    "losses": row["losses"],
-                    "ties": row["ties"],
-                    **{k: row[k] for k in ("judge_se", "within_judge_noise") if k in row},
-                }
-            )
-    alpha = method.get("alpha")
-    return {
-        "a": labels.get("a"),
-        "b": labels.get("b"),
-        "delta": "mean b - mean a over the questions both answered",
-        "method": "paired sign-flip permutation test; p_adjusted: Holm within the overall rows "
-        "and within the per-template rows; better: p_adjusted < alpha"
-        + (f" ({alpha:g})" if isinstance(alpha, float) else ""),
-        "errors": method.get("errors"),
-        "metrics": rows,
-    }

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +19,22 @@ import orjson
 
 from . import metrics as _registry
 from .errors import InputError
-from .redact import public_url, register_secret, register_url
+from .metrics.composite import COMPONENTS
+from .metrics.definitions import check_prompt, parse_custom_metric
+from .settings import (
+    AZURE_API_VERSION,
+    DEFAULT_MODEL,
+    EMBEDDING_PROVIDERS,
+    SDK_PROVIDERS,
+    EmbeddingConfig,
+    GenerationConfig,
+)
 
 __all__ = [
+    "AZURE_API_VERSION",
     "DEFAULT_MODEL",
+    "EMBEDDING_PROVIDERS",
+    "SDK_PROVIDERS",
     "EmbeddingConfig",
     "EvalConfig",
     "GenerationConfig",
@@ -30,11 +42,6 @@ __all__ = [
     "parse_config",
 ]
 
-DEFAULT_MODEL = "gpt-4o-mini"
-SDK_PROVIDERS = ("openai", "azure")
-"""Called with the official SDK; any other provider goes through litellm (an optional extra)."""
-AZURE_API_VERSION = "2024-10-21"
-EMBEDDING_PROVIDERS = (*SDK_PROVIDERS, "offline")
 SWITCHES = _registry.switches()
 """The metric families a config or ``--enable`` / ``--disable`` switches (from the registry,
 ``qa_eval.metrics.METRICS``)."""
@@ -45,55 +52,6 @@ GROUPS = _registry.groups()
 needs PyTorch)."""
 OFFLINE_SWITCHES = tuple(s for s in SWITCHES if _registry.METRICS[s].offline)
 """Metrics that need no judge."""
-
-
-class _Endpoint:
-    """A model endpoint whose settings may be shown, all but its key (and any credentials in
-    its URL)."""
-
-    api_key: str | None
-    base_url: str | None
-
-    def __post_init__(self) -> None:
-        # Whatever qa-eval prints or writes later is redacted of this key (see redact.py).
-        register_secret(self.api_key)
-        register_url(self.base_url)
-
-    def public(self) -> dict[str, Any]:
-        """Every setting but the API key; the base URL without user info or query string."""
-        data = asdict(self)  # type: ignore[call-overload]
-        data.pop("api_key")
-        data["base_url"] = public_url(data.get("base_url"))
-        return data
-
-
-@dataclass(frozen=True)
-class GenerationConfig(_Endpoint):
-    """Where and how the judge model is called."""
-
-    provider: str = "openai"
-    model: str = DEFAULT_MODEL
-    temperature: float = 0.0
-    max_tokens: int | None = None
-    base_url: str | None = None
-    api_key: str | None = field(default=None, repr=False)
-    api_version: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
-    """Other ``llm.generation`` keys (``seed``, ``top_p``, ...), sent with every judge call as
-    graphrag-eval passes them on."""
-
-
-@dataclass(frozen=True)
-class EmbeddingConfig(_Endpoint):
-    """The embedding model; ``offline`` is the bundled all-MiniLM-L6-v2 (int8 ONNX)."""
-
-    provider: str = "offline"
-    model: str = "all-MiniLM-L6-v2"
-    base_url: str | None = None
-    api_key: str | None = field(default=None, repr=False)
-    api_version: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
-    """Other ``llm.embedding`` keys, passed to the embedding call."""
 
 
 @dataclass(frozen=True)
@@ -343,8 +301,6 @@ def _read_prompt(block: _Reader, source: str) -> str | None:
         except OSError as e:
             raise block._fail("prompt", f"cannot read {path}: {e.strerror}") from None
     if prompt is not None:
-        from .metrics.correctness import check_prompt
-
         try:
             check_prompt(prompt)
         except ValueError as e:
@@ -353,8 +309,6 @@ def _read_prompt(block: _Reader, source: str) -> str | None:
 
 
 def _weights(block: _Reader, key: str) -> dict[str, float] | None:
-    from .metrics.composite import COMPONENTS
-
     if block.data.get(key) is None:
         return None
     sub = block.sub(key)
@@ -502,8 +456,6 @@ def parse_config(data: Any, source: str = "config") -> EvalConfig:
             source=source,
             field="custom_evaluations",
         )
-    from .metrics.custom import parse_custom_metric
-
     for i, entry in enumerate(custom):
         parse_custom_metric(entry, source, i)
     if data and not llm.data:

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from .cache import ReplyCache
-from .config import SDK_PROVIDERS, EmbeddingConfig
 from .errors import QaEvalError
 from .extras import require
 from .pricing import price_of, usd
+from .settings import SDK_PROVIDERS, EmbeddingConfig
 
 __all__ = [
     "CachingEmbedder",
@@ -143,7 +143,7 @@ class OpenAIEmbedder(Embedder):
     async def embed(self, texts: Sequence[str]) -> tuple[list[list[float]], float | None]:
         """One request for all texts (the SDK retries 429/5xx twice itself)."""
         if self._client is None:
-            from .judge import sdk_client
+            from .clients import sdk_client
 
             self._client = sdk_client(self.config, self.timeout, max_retries=2)
         extra = {"extra_body": dict(self.config.extra)} if self.config.extra else {}

@@ -1,9 +1,16 @@
-"""The user-facing error hierarchy: every message names the file, the record and the field."""
+"""The user-facing error hierarchy: every message names the file, the record and the field.
+
+``QaEvalError`` is the base. Here: ``InputError`` (bad input), ``JudgeUnavailable`` (the judge
+refuses every call: the run stops) and ``JudgeError`` (one metric of one question could not be
+judged, caught where the metric is scored; ``BudgetExceeded``, ``DryRunSkip`` and ``Deferred`` are
+its skips), all re-exported by ``judge``; other modules add their own (``CacheError``, ...)."""
 
 from __future__ import annotations
 
 import reprlib
 from typing import Any
+
+from .redact import redact
 
 
 class QaEvalError(Exception):
@@ -29,6 +36,42 @@ class InputError(QaEvalError, ValueError):
         self.field = field
         self.problem = message
         super().__init__(format_location(source, record, field, message))
+
+
+class JudgeError(QaEvalError):
+    """The judge could not give a usable reply for one metric of one question (the message is
+    redacted of API keys: it goes into results). Caught where the metric is scored: it becomes
+    that metric's ``<metric>_error`` (or, for a budget or dry-run skip, its skip note), never a
+    failed run."""
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(redact(message))
+
+
+class BudgetExceeded(JudgeError):
+    """``--max-cost`` was reached before this call started."""
+
+    def __init__(self) -> None:
+        super().__init__("budget exceeded")
+
+
+class DryRunSkip(JudgeError):
+    """A dry run counts the call instead of making it."""
+
+    def __init__(self) -> None:
+        super().__init__("not computed (dry run)")
+
+
+class Deferred(DryRunSkip):
+    """A batch planning pass records the request for a batch instead of making it
+    (``batch.py``); like a dry run's skip, it is not a failure of the judge."""
+
+
+class JudgeUnavailable(QaEvalError):
+    """The endpoint refuses every call (bad key, unknown model, wrong URL): the run stops."""
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(redact(message))
 
 
 class UnknownResponsesWarning(UserWarning):

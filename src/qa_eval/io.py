@@ -18,13 +18,15 @@ blow up, so every reader refuses, with a one-line error naming the place:
 JSON Lines are split at ``\n`` only (``\r\n`` too): U+2028, U+2029 and U+0085 are ordinary
 characters inside a JSON string. JSON numbers are read as orjson reads them: an integer beyond
 64 bits becomes a float, one beyond the float range is an error.
+
+The writers' limits and their JSON (``MAX_DEPTH``, ``dump_json``) are ``writers``, re-exported
+here.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -41,7 +43,15 @@ from yaml.events import (
     SequenceStartEvent,
 )
 
-from .errors import InputError, QaEvalError, short_repr
+from .errors import InputError, short_repr
+from .writers import (
+    INT_MAX,
+    INT_MIN,
+    MAX_DEPTH,
+    check_writable,
+    dump_json,
+    one_line,
+)
 
 __all__ = [
     "MAX_DEPTH",
@@ -91,13 +101,8 @@ def _text(path: Path) -> str:
         ) from None
 
 
-MAX_DEPTH = 200
-"""Deepest nesting of lists and mappings a document (or a JSON Lines record) may have: results
-copy the inputs, and orjson writes at most 254 levels."""
 YAML_ALIAS_ALLOWANCE = 1_000_000
 """What the aliases of a YAML file may repeat beyond the file's own size (see the module doc)."""
-_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # the integers orjson writes
-_OPTIONS = orjson.OPT_NON_STR_KEYS
 
 
 def _lines(text: str) -> Iterator[tuple[int, str]]:
@@ -115,10 +120,6 @@ def _position(text: str, offset: int, in_bytes: bool) -> str:
     before = text.encode("utf-8")[:offset].decode("utf-8", "replace") if in_bytes else text[:offset]
     line_start = before.rfind("\n") + 1
     return f"line {before.count(chr(10)) + 1}, column {len(before) - line_start + 1}"
-
-
-def _one_line(message: str) -> str:
-    return " ".join(message.split())
 
 
 # YAML ----------------------------------------------------------------------------------------
@@ -160,7 +161,7 @@ class _StrictLoader(_Loader):  # type: ignore[misc, valid-type]
             )
             raise _YamlRefused(None, None, f"{shown}: quote it to keep it as text", node.start_mark)
         value: int = super().construct_yaml_int(node)
-        if not _INT_MIN <= value <= _INT_MAX:
+        if not INT_MIN <= value <= INT_MAX:
             raise _YamlRefused(
                 None,
                 None,
@@ -179,7 +180,7 @@ def _guarded(constructor: Any) -> Any:
             return constructor(loader, node)
         except (ValueError, KeyError, IndexError, AttributeError, TypeError, OverflowError) as e:
             tag = str(node.tag).rsplit(":", 1)[-1]
-            reason = _one_line(str(e))
+            reason = one_line(str(e))
             reason = reason if len(reason) <= 60 else reason[:59] + "…"
             problem = f"cannot read {short_repr(node.value)} as {tag} ({reason}); quote it for text"
             raise _YamlRefused(None, None, problem, node.start_mark) from None
@@ -280,21 +281,21 @@ def _yaml(text: str, source: str) -> Any:
         mark = e.problem_mark or e.context_mark
         problem = e.problem or e.context or "not valid YAML"
         prefix = "" if isinstance(e, _YamlRefused) else "YAML does not parse: "
-        raise InputError(prefix + _one_line(problem), source=source, record=_mark(mark)) from None
+        raise InputError(prefix + one_line(problem), source=source, record=_mark(mark)) from None
     except yaml.reader.ReaderError as e:  # a character YAML does not allow
         where = _position(text, e.position, in_bytes=_Loader is not yaml.SafeLoader)
         raise InputError(
-            f"YAML does not parse: {_one_line(e.reason)} (#x{e.character:04x})"
+            f"YAML does not parse: {one_line(e.reason)} (#x{e.character:04x})"
             if isinstance(e.character, int)
-            else f"YAML does not parse: {_one_line(e.reason)}",
+            else f"YAML does not parse: {one_line(e.reason)}",
             source=source,
             record=where,
         ) from None
     except yaml.YAMLError as e:
-        raise InputError(f"YAML does not parse: {_one_line(str(e))}", source=source) from None
+        raise InputError(f"YAML does not parse: {one_line(str(e))}", source=source) from None
     except RecursionError:  # complex keys built deep; bounded by MAX_DEPTH, kept as a guard
         raise InputError(f"nested more than {MAX_DEPTH} levels deep", source=source) from None
-    _check_writable(data, source)
+    check_writable(data, source)
     return data
 
 
@@ -320,7 +321,7 @@ def _json_int(text: str) -> int | float:
         return int(text)
     if len(text) <= 21:
         value = int(text)
-        if _INT_MIN <= value <= _INT_MAX:
+        if INT_MIN <= value <= INT_MAX:
             return value
     number = float(text)
     if number in (float("inf"), float("-inf")):
@@ -338,9 +339,9 @@ def _json(text: str, source: str, record: str | None = None) -> Any:
     except orjson.JSONDecodeError as fast_error:
         # NaN / Infinity as Python writes them: the standard library reads them.
         data = _strict_json(text, source, record, fast_error)
-        _check_writable(data, source, record)
+        check_writable(data, source, record)
         return data
-    out = _check_writable(data, source, record)
+    out = check_writable(data, source, record)
     # A key given twice is dropped from the data, and with it its colon: outside strings a
     # colon follows each key, inside them it is kept as it is. Unless a colon was written as
     # an escape (\u003a), equal counts mean no key was lost; else parse again to find it.
@@ -382,83 +383,6 @@ def _jsonl(text: str, source: str) -> LineList:
         records.append(_json(line, source, f"line {number}"))
         records.line_numbers.append(number)
     return records
-
-
-# What the writers can write ------------------------------------------------------------------
-_nest = threading.local()
-
-
-def _check_writable(data: Any, source: str, record: str | None = None) -> bytes:
-    """orjson's JSON of ``data`` nested in ``254 - MAX_DEPTH`` lists (so it fails beyond
-    ``MAX_DEPTH`` levels); ``InputError`` naming the first value the writers cannot write."""
-    try:
-        outer, inner = _nest.chain
-    except AttributeError:
-        inner = [None]
-        outer = inner
-        for _ in range(253 - MAX_DEPTH):
-            outer = [outer]
-        _nest.chain = outer, inner
-    inner[0] = data
-    try:
-        return orjson.dumps(outer, option=_OPTIONS, default=str)
-    except orjson.JSONEncodeError:
-        field, problem = _unwritable(data)
-        raise InputError(problem, source=source, record=record, field=field or None) from None
-    finally:
-        inner[0] = None
-
-
-def _path(parts: list[Any]) -> str:
-    text = ""
-    if len(parts) > 8:  # a deep place: its start and how deep it is
-        return f"{_path(parts[:4])}… ({len(parts)} levels down)"
-    for part in parts:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        elif isinstance(part, str) and part.isidentifier():
-            text += f".{part}" if text else part
-        else:
-            text += f"[{short_repr(part, 40)}]"
-    return text
-
-
-def _unwritable(data: Any) -> tuple[str, str]:
-    """(field path, problem) of the first value the writers cannot write."""
-    keys = (str, int, float, bool, type(None))
-    todo: list[tuple[Any, list[Any]]] = [(data, [])]
-    while todo:
-        value, parts = todo.pop()
-        if isinstance(value, (dict, list)):
-            if len(parts) >= MAX_DEPTH:
-                return _path(parts), f"nested more than {MAX_DEPTH} levels deep"
-            items = value.items() if isinstance(value, dict) else enumerate(value)
-            children = []
-            for key, item in items:
-                if isinstance(key, str) and not _utf8(key):
-                    return _path(parts), "a key with a lone surrogate (an unpaired escape)"
-                if isinstance(value, dict) and not isinstance(key, keys):
-                    try:
-                        orjson.dumps({key: None}, option=_OPTIONS)
-                    except orjson.JSONEncodeError:
-                        return _path(parts), f"a key of type {type(key).__name__} is not allowed"
-                children.append((item, [*parts, key]))
-            todo.extend(reversed(children))
-        elif isinstance(value, str) and not _utf8(value):
-            return _path(parts), "text with a lone surrogate (an unpaired \\ud800-\\udfff escape)"
-        elif isinstance(value, int) and not _INT_MIN <= value <= _INT_MAX:
-            return _path(parts), (
-                f"integer beyond 64 bits ({short_repr(value, 40)}): write it as a string"
-            )
-    return "", "cannot be written as JSON"
-
-
-def _utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def read_data(path: str | os.PathLike[str]) -> Any:
@@ -551,38 +475,6 @@ def _check_suffix(path: Path) -> str:
             "unknown output format: use .yaml, .yml, .json or .jsonl", source=str(path)
         )
     return suffix
-
-
-def dump_json(data: Any, indent: bool = False) -> bytes:
-    """JSON bytes of data as every writer stores it (results, the partial stream, aggregates):
-    orjson, non-string keys and other values as text; what orjson refuses (integers beyond 64
-    bits, nesting deeper than 254 levels, keys of other types, lone surrogates) is written by
-    the standard library instead, as it is. ``QaEvalError`` when neither can write it."""
-    try:
-        return orjson.dumps(
-            data, option=_OPTIONS | orjson.OPT_INDENT_2 if indent else _OPTIONS, default=str
-        )
-    except orjson.JSONEncodeError:
-        pass
-    try:
-        text = json.dumps(_text_keys(data), default=str, indent=2 if indent else None)
-    except (ValueError, RecursionError) as e:
-        raise QaEvalError(f"cannot be written as JSON: {_one_line(str(e))}") from None
-    return text.encode("ascii")
-
-
-def _text_keys(value: Any) -> Any:
-    """``value`` with every mapping key the standard library cannot write turned into text."""
-    if isinstance(value, dict):
-        return {
-            key if isinstance(key, (str, int, float, bool, type(None))) else str(key): _text_keys(
-                item
-            )
-            for key, item in value.items()
-        }
-    if isinstance(value, (list, tuple)):
-        return [_text_keys(item) for item in value]
-    return value
 
 
 def write_data(path: str | os.PathLike[str], data: Any) -> None:

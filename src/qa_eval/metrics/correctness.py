@@ -21,7 +21,6 @@ close the block the template puts it in.
 
 from __future__ import annotations
 
-import string
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,6 +28,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from ..judge import Judge
 from ..prompts import delimit, prompt_text, render
+from .definitions import PLACEHOLDERS, check_prompt
 from .output import Output, measure, serialize
 
 __all__ = [
@@ -43,7 +43,6 @@ __all__ = [
 ]
 
 METRIC = "answer_correctness"
-PLACEHOLDERS = ("question", "reference_answer", "actual_answer")
 MAX_CLAIMS = 10_000
 """More claims than this in one answer is not a count (a reply of 10^30 claims is re-asked)."""
 
@@ -82,29 +81,6 @@ def correctness_scores(reference: int, actual: int, matching: int) -> tuple[floa
     recall = matching / reference
     precision = matching / actual if actual else 0.0
     return recall, precision, f1(recall, precision) or 0.0
-
-
-def check_prompt(template: str) -> None:
-    """Raise ``ValueError`` unless the template's placeholders are among
-    ``{question}``, ``{reference_answer}``, ``{actual_answer}`` (``{{``/``}}`` are braces), each
-    without a conversion or format spec."""
-    try:
-        parts = [p for p in string.Formatter().parse(template) if p[1] is not None]
-    except ValueError as e:
-        raise ValueError(
-            f"the prompt does not parse: {e} (write a brace as {{{{ or }}}})"
-        ) from None
-    unknown = sorted({str(f) for _, f, _, _ in parts if f not in PLACEHOLDERS})
-    if unknown:
-        raise ValueError(
-            f"unknown placeholder(s) {', '.join('{' + f + '}' for f in unknown)}; "
-            f"allowed: {', '.join('{' + p + '}' for p in PLACEHOLDERS)}"
-        )
-    for _, name, spec, conversion in parts:
-        if spec or conversion:
-            raise ValueError(
-                f"placeholder {{{name}}} takes no conversion or format spec (write {{{name}}})"
-            )
 
 
 def fill_prompt(template: str, **values: str) -> str:

@@ -49,7 +49,7 @@ class SkipReason(enum.Enum):
 
 def skip_reason(error: BaseException) -> SkipReason | None:
     """The skip reason an exception stands for, by its class (``None``: a real failure)."""
-    from ..judge import BudgetExceeded, Deferred, DryRunSkip  # the judge side, when used
+    from ..errors import BudgetExceeded, Deferred, DryRunSkip
 
     if isinstance(error, Deferred):
         return SkipReason.DEFERRED
@@ -223,7 +223,7 @@ async def measure(
     """Await a metric's computation: the one place where a ``JudgeError`` (a reply that could not
     be used, a skipped call) or a ``ValueError`` (inputs the metric cannot score) becomes the
     metric's error record, with its skip reason."""
-    from ..judge import JudgeError  # the judge side (pydantic), imported when a metric runs
+    from ..errors import JudgeError
 
     try:
         result = await job

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..errors import short_repr
 from ..metrics.ranking import spec_recall_at_k
-from ..records import (
+from .kinds import (
     COMPARE_ARGS,
     COMPARE_DATA_POINTS,
     COMPARE_IRI,
@@ -47,13 +47,9 @@ from .outputs import (
     shown,
     text_difference,
 )
-from .sparql import (
-    SparqlReference,
-    SparqlResultError,
-    compare_sparql_results,
-    explain_sparql_results,
-    parse_sparql_json,
-)
+from .sparql_explain import explain_sparql_results
+from .sparql_match import SparqlReference, compare_sparql_results
+from .sparql_terms import SparqlResultError, parse_sparql_json
 from .timeseries import (
     StepArgumentError,
     compare_data_points_steps,

@@ -27,8 +27,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..records import COMPARE_IRI, ReferenceStep
 from .compare import StepScorer
+from .kinds import COMPARE_IRI, ReferenceStep
 from .matching import Match
 from .outputs import shown
 

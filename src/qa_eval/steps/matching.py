@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..records import ReferenceStep
 from .compare import StepScorer
+from .kinds import ReferenceStep
 
 __all__ = [
     "Match",
