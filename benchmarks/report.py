@@ -6,7 +6,7 @@
     python benchmarks/report.py --screenshot shot.png --page report.html
 
 Each page is loaded in a fresh tab of one headless Chromium (driven over the DevTools protocol
-with the harness of tests/test_report_browser.py). "ready" is the page's own clock
+with the harness of tests/report/test_report_browser.py). "ready" is the page's own clock
 (``performance.now()``, milliseconds since navigation started) at the moment it sets
 ``window.__qaEvalReady``: after its script has run and the first frame has been drawn. A page
 without that flag (an older report) is polled until ``data-charts-drawn`` is set, and timed by the

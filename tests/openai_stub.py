@@ -13,7 +13,7 @@ under the full ``Content-Length``, then the connection is closed), a connection 
 :class:`LlamaLike` scripts what a llama.cpp server with a small model does (slots that keep
 generating abandoned requests, replies cut at ``max_tokens`` or at the end of the context, a 400
 for a prompt longer than the context, ``json_object`` with a ``schema``, cached prompt tokens in
-the usage); ``tests/test_real_judge.py`` runs the same paths against the real server.
+the usage); ``tests/integration/test_real_judge.py`` runs the same paths against the real server.
 
 Run as a program (for benchmarks) it prints its port and serves the ``oracle`` script with a fixed
 latency and an optional rate of injected faults (429 with Retry-After, 500, garbage text; more

@@ -1009,7 +1009,8 @@ def test_any_other_client_failure_is_a_retried_fault() -> None:
 
 
 # --- what a real llama.cpp server does (issue 18), scripted by openai_stub.LlamaLike -----------
-# tests/test_real_judge.py runs the same paths against the real server with a real model.
+# tests/integration/test_real_judge.py runs the same paths against the real server with a real
+# model.
 
 CHUNK_TEXTS = [
     {"id": "d1", "text": "Item 0 is a red box of size 0."},

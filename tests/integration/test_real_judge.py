@@ -155,7 +155,7 @@ def documented_config(path: Path, first_line: str, url: str) -> dict[str, Any]:
     return yaml.safe_load(block.replace("http://127.0.0.1:8080/v1", url))
 
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass

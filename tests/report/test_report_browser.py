@@ -25,9 +25,10 @@ pytest.importorskip(
     "websocket", reason="websocket-client is not installed (pip install websocket-client)"
 )
 
+from test_report import SIGNATURE, XSS, hostile_runs, sample_results
+
 from cdp_browser import Browser, find_chromium
 from qa_eval.report import Run, build_report
-from test_report import SIGNATURE, XSS, hostile_runs, sample_results
 
 READY = "typeof window.__qaEvalReady === 'number'"
 OPEN_ALL = (

@@ -18,7 +18,7 @@ module is skipped unless ragas is importable. In a separate environment::
     python -m venv /tmp/ragas-venv
     /tmp/ragas-venv/bin/pip install -e '.[test]'
     /tmp/ragas-venv/bin/pip install ragas==0.4.3 langchain-community==0.4.1  # openai -> 1.109.1
-    /tmp/ragas-venv/bin/python -m pytest tests/test_ragas_parity.py
+    /tmp/ragas-venv/bin/python -m pytest tests/integration/test_ragas_parity.py
 
 (langchain-community 0.4.2 lacks ``chat_models.vertexai``, which ragas 0.4.3 imports.)
 """

@@ -27,7 +27,7 @@ from qa_eval.report.text import format_query
 from qa_eval.variance import merge_repeats
 
 XSS = "<script>alert(1)</script>"
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "examples" / "powergrid"
 
 

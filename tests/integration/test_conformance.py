@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-COMPARE = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "compare.py"
+COMPARE = Path(__file__).resolve().parents[3] / "shared" / "conformance" / "compare.py"
 
 
 @pytest.mark.skipif(

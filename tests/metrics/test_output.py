@@ -229,7 +229,7 @@ def test_failed_judge_replies_over_http_are_counted_by_the_aggregates() -> None:
 def _doc_blocks(kind: str) -> list[str]:
     from pathlib import Path
 
-    text = (Path(__file__).parents[1] / "docs" / "adding-a-metric.md").read_text("utf-8")
+    text = (Path(__file__).resolve().parents[2] / "docs" / "adding-a-metric.md").read_text("utf-8")
     return [part.split("```", 1)[0] for part in text.split(f"```{kind}\n")[1:]]
 
 

@@ -95,8 +95,8 @@ def test_duplicate_question_ids() -> None:
 
 
 def test_response_for_unknown_question_without_a_counter_is_named() -> None:
-    # A run leaves such responses out with a warning (tests/test_dropin_calls.py); the checker
-    # without a counter for them still names the record.
+    # A run leaves such responses out with a warning (tests/integration/test_dropin_calls.py);
+    # the checker without a counter for them still names the record.
     with pytest.raises(InputError) as caught:
         prepare_responses([{"question_id": "nope"}], prepare_reference(reference()))
     assert str(caught.value) == (

@@ -14,7 +14,7 @@ from qa_eval.cli import main
 from qa_eval.embeddings import EmbeddingUnavailable, OfflineEmbedder
 from qa_eval.metrics.relevance import cosine
 
-EXAMPLES = Path(__file__).parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import yaml
 
 from qa_eval.cli import main
 
-DEMO = Path(__file__).parent.parent / "examples" / "powergrid"
+DEMO = Path(__file__).resolve().parents[2] / "examples" / "powergrid"
 
 
 def _systems(tmp_path: Path, *extra: str) -> list[str]:
