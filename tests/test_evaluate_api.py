@@ -333,3 +333,23 @@ def test_the_console_scripts_exist_and_answer_correctness_keeps_its_name(
     assert err.startswith("answer-correctness: error: ") and "'Reference answer'" in err
     assert command(["--in-file", str(source)]) == 2  # argparse's error, one line
     assert "the following arguments are required" in capsys.readouterr().err
+
+
+def test_by_tags_are_copied_into_new_results_not_into_the_run_results() -> None:
+    from qa_eval.plan import with_tags
+    from qa_eval.results import Results
+
+    reference = [
+        {
+            "template_id": "t",
+            "questions": [{"id": "q1", "question_text": "Q?", "area": "north"}, {"id": "q2"}],
+        }
+    ]
+    run = Results([{"question_id": "q1", "template_id": "t"}, {"question_id": "q2"}])
+    run.signature = {"qa_eval_version": "x"}
+    before = [dict(r) for r in run]
+    tagged = with_tags(run, reference, ["area"])
+    assert [dict(r) for r in run] == before  # the run's results are not changed
+    assert tagged[0]["area"] == "north" and "area" not in tagged[1]
+    assert isinstance(tagged, Results) and tagged.signature == run.signature
+    assert with_tags(run, reference, ["template_id"]) is run  # nothing to copy: the same list

@@ -35,8 +35,8 @@ from .plan import (
     JudgeCallPlan,
     PathArg,
     SystemPlan,
-    copy_tags,
     plan_evaluation,
+    with_tags,
 )
 from .runner import run_evaluation
 
@@ -311,7 +311,7 @@ def _run_system(
         if judge is not None and judge.cache is not None:
             signature["options"]["cache"] = str(judge.cache.path)
     if aggregates is None:
-        copy_tags(results, plan.reference, plan.by)
+        results = with_tags(results, plan.reference, plan.by)
         # the config's custom metric outputs are aggregated too
         aggregates = compute_aggregates(results, plan.config, by=plan.tags)
     aggregates["signature"] = signature

@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from . import filekind
 from .aggregate import CATEGORIES, DEFAULT_TAGS
@@ -512,18 +512,29 @@ def check_by_reference(
         )
 
 
-def copy_tags(results: Sequence[dict[str, Any]], reference: Any, keys: Sequence[str]) -> None:
-    """Copy the question keys named by ``by`` into the results that lack them, so they can be
-    aggregated (a result copies only ``question_type`` from its question)."""
+def with_tags(
+    results: Sequence[dict[str, Any]], reference: Any, keys: Sequence[str]
+) -> Sequence[dict[str, Any]]:
+    """The results with the question keys named by ``by`` copied in where they lack them, so they
+    can be aggregated (a result copies only ``question_type`` from its question): new dicts in a
+    new list of the same kind (its ``signature`` kept); ``results`` itself is not changed."""
     wanted = [k for k in dict.fromkeys(keys) if k not in RESULT_TAGS]
     if not wanted or all(all(k in r for k in wanted) for r in results):
-        return
+        return results
     by_id = {q.get("id"): q for q in _reference_questions(reference)}
+    tagged = []
     for result in results:
         question = by_id.get(result.get("question_id"))
-        for key in wanted:
-            if question is not None and key not in result and key in question:
-                result[key] = question[key]
+        extra = {
+            key: question[key]
+            for key in wanted
+            if question is not None and key not in result and key in question
+        }
+        tagged.append({**result, **extra} if extra else result)
+    copy: Any = type(results)(tagged) if isinstance(results, list) else tagged
+    if hasattr(results, "signature"):
+        copy.signature = results.signature
+    return cast("Sequence[dict[str, Any]]", copy)
 
 
 def check_by_results(
