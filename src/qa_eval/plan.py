@@ -237,15 +237,22 @@ class EvaluationPlan:
 
         reference = self.reference if sample is None else _first_questions(self.reference, sample)
         plans = []
+        fingerprint = None  # the (sampled) reference's, hashed by the first system's run only
         for system in self.systems:
             store = open_cache(self.cache)
             judge = Judge(self.config, cache=store, dry_run=True)
-            options = {**self.run_options(system), "judge": judge, "on_progress": on_progress}
+            options = {
+                **self.run_options(system),
+                "judge": judge,
+                "on_progress": on_progress,
+                "fingerprint": fingerprint,
+            }
             try:
                 with warnings.catch_warnings():
                     if sample is not None:  # a sample leaves most responses without question
                         warnings.simplefilter("ignore", UnknownResponsesWarning)
-                    run_evaluation(reference, system.responses, **options)
+                    done = run_evaluation(reference, system.responses, **options)
+                fingerprint = (done.signature or {}).get("reference", {}).get("fingerprint")
             finally:
                 if store is not None:
                     store.close()
