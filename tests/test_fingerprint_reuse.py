@@ -11,8 +11,8 @@ import yaml
 
 import qa_eval.pipeline as pipeline
 from qa_eval import QaEvalError, evaluate_files, run_evaluation
-from qa_eval.records import prepare_reference
 from qa_eval.io import signature_path
+from qa_eval.records import prepare_reference
 from qa_eval.runner import iter_evaluation, reference_fingerprint
 
 DEMO = Path(__file__).parent.parent / "examples" / "powergrid"
