@@ -37,6 +37,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TypeGuard
 
 from . import metrics as _registry
+from .errors import InputError, short_repr
 from .steps.outputs import OutputParseError, loads
 from .variance import JudgeTally
 
@@ -75,6 +76,24 @@ _AFTER_BINDINGS_KEY = re.compile(r"\s*:\s*(\[\s*\])?")
 _BINDINGS_KEY = '"bindings"'
 _INF = math.inf
 _INT_ONLY = {int}
+
+
+def id_error(
+    result: Mapping[str, Any], position: int, field: str, value: Any, run: str | None = None
+) -> InputError:
+    """The ``InputError`` for an id ``value`` of a result (its ``field``) that cannot key a
+    group or a pair (a list, a mapping, ...): names the run (``run``), the result by position
+    (and question id when it has a usable one) and the field."""
+    record = f"result [{position}]"
+    question = result.get("question_id")
+    if field != "question_id" and isinstance(question, (str, int)):
+        record += f" (question_id {short_repr(question)})"
+    return InputError(
+        f"must be a string or a number, got {type(value).__name__} {short_repr(value)}",
+        source=None if run is None else f"run {run}",
+        record=record,
+        field=field,
+    )
 
 
 def is_number(value: Any) -> TypeGuard[int | float]:
@@ -381,7 +400,10 @@ def compute_aggregates(
         if not isinstance(result, dict):
             raise TypeError(f"result [{position}] must be a mapping, got {type(result).__name__}")
         template_id = result.get("template_id")
-        group = templates.get(template_id)
+        try:
+            group = templates.get(template_id)
+        except TypeError:  # unhashable: a list, a mapping, ...
+            raise id_error(result, position, "template_id", template_id) from None
         if group is None:
             group = templates[template_id] = _Group(failures)
         group.add(result, metric_set)
@@ -390,7 +412,11 @@ def compute_aggregates(
             if value is None or isinstance(value, (dict, list)):
                 continue
             groups = tagged[tag]
-            if value not in groups:
+            try:
+                known = value in groups
+            except TypeError:  # an unhashable tag value (a set, ...) is no group, as a list
+                continue
+            if not known:
                 groups[value] = _Group(failures)
             groups[value].add(result, metric_set)
     for group in templates.values():

@@ -620,6 +620,7 @@ async def aprefill(
         tables.create()
         batcher = _Batcher(config, tables, say, poll, price_of(gen.model, config.prices))
         skipped = [*disable, *OFFLINE]
+        fingerprints: dict[int, str] = {}
         for _ in range(2 * MAX_ROUNDS):
             # Planned and submitted under the lock: a concurrent run on this cache plans after
             # these requests are recorded, and waits for their batch.
@@ -628,7 +629,8 @@ async def aprefill(
                 planner = Judge(config, cache=store)
                 planner.batch = outbox
                 for reference, responses in runs:
-                    await arun_evaluation(
+                    known = fingerprints.get(id(reference))
+                    planned = await arun_evaluation(
                         reference,
                         responses,
                         config=config,
@@ -636,7 +638,11 @@ async def aprefill(
                         enable=list(enable),
                         disable=skipped,
                         reference_source=reference_source,
+                        fingerprint=known,
                     )
+                    if known is None:  # one reference object is hashed once, not per system
+                        signature = planned.signature or {}
+                        fingerprints[id(reference)] = signature["reference"]["fingerprint"]
                 waiting = await batcher.resolve(sorted(outbox.waiting))
                 if not outbox.planned and not waiting and not outbox.waiting:
                     break

@@ -50,7 +50,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .aggregate import METRICS, STEP_METRICS, is_error, is_finite_number, is_number
+from .aggregate import METRICS, STEP_METRICS, id_error, is_error, is_finite_number, is_number
 from .compare_table import format_table, report_rows
 from .metrics import direction
 from .signflip import (
@@ -89,22 +89,36 @@ def lower_is_better(metric: str) -> bool:
     return direction(metric) == "lower"
 
 
-def default_metrics(*runs: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The metrics present in any result: aggregate.METRICS, step metrics, other numeric keys."""
+def default_metrics(
+    *runs: Sequence[Mapping[str, Any]], labels: Sequence[str] = ()
+) -> list[str]:
+    """The metrics present in any result: aggregate.METRICS, step metrics, other numeric keys.
+
+    A step name that is not a string or a number (a list, ...) is an ``InputError`` naming the
+    run (its label in ``labels``, else its position from 1), the result and the step."""
     known = [*METRICS, *_STEP_METRIC_NAMES]
     found: set[str] = set()
     extra: dict[str, None] = {}
-    for run in runs:
-        for result in run:
+    for number, run in enumerate(runs):
+        for position, result in enumerate(run):
             for key, value in result.items():
                 if key in _ID_KEYS or not is_number(value) or _judge_spread(result, key):
                     continue
                 found.add(key)
                 if key not in _STEP_METRIC_NAMES and key not in METRICS:
                     extra.setdefault(key, None)
-            for step in result.get("actual_steps") or ():
-                if isinstance(step, Mapping) and step.get("name") in STEP_METRICS:
-                    found.update(m for m in STEP_METRICS[step["name"]] if is_number(step.get(m)))
+            for index, step in enumerate(result.get("actual_steps") or ()):
+                if not isinstance(step, Mapping):
+                    continue
+                name: Any = step.get("name")
+                try:
+                    step_metrics = STEP_METRICS.get(name)
+                except TypeError:  # unhashable: a list, a mapping, ...
+                    label = labels[number] if number < len(labels) else str(number + 1)
+                    field = f"actual_steps[{index}].name"
+                    raise id_error(result, position, field, name, label) from None
+                if step_metrics:
+                    found.update(m for m in step_metrics if is_number(step.get(m)))
     return [m for m in known if m in found] + list(extra)
 
 
@@ -171,7 +185,13 @@ def _index(run: Sequence[Mapping[str, Any]], name: str, by_template: bool) -> di
         if result.get("question_id") is None:
             raise ValueError(f"run {name}: result [{position}] has no question_id")
         qid = result["question_id"]
-        key = (result.get("template_id"), qid) if by_template else qid
+        template = result.get("template_id")
+        for field, value in (("question_id", qid), ("template_id", template)):
+            try:
+                hash(value)  # both key pairs and per-template groups
+            except TypeError:  # unhashable: a list, a mapping, ...
+                raise id_error(result, position, field, value, name) from None
+        key = (template, qid) if by_template else qid
         if key in keyed:
             where = f"template {key[0]!r} " if by_template else ""
             raise ValueError(f"run {name}: {where}question {qid!r} appears more than once")
@@ -179,11 +199,23 @@ def _index(run: Sequence[Mapping[str, Any]], name: str, by_template: bool) -> di
     return keyed
 
 
-def _pair_key_mode(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> bool:
+def _pair_key_mode(
+    a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]], labels: Sequence[str]
+) -> bool:
     """True when pairs need (template_id, question_id): some run repeats a question id."""
-    for run in (a, b):
+    for run, label in zip((a, b), labels):
         ids = [r.get("question_id") for r in run if isinstance(r, Mapping)]
-        if len(set(ids)) != len(ids):
+        try:
+            distinct = len(set(ids))
+        except TypeError:  # an unhashable id (a list, a mapping, ...): say which
+            for position, result in enumerate(run):
+                qid = result.get("question_id") if isinstance(result, Mapping) else None
+                try:
+                    hash(qid)
+                except TypeError:
+                    raise id_error(result, position, "question_id", qid, label) from None
+            raise
+        if distinct != len(ids):
             return True
     return False
 
@@ -302,7 +334,7 @@ def compare_runs(
     check_options(resamples, confidence)
     if errors not in _ERROR_MODES:
         raise ValueError(f"errors must be 'fail', 'exclude' or 'include', got {errors!r}")
-    by_template = _pair_key_mode(a, b)
+    by_template = _pair_key_mode(a, b, labels)
     index_a = _index(a, labels[0], by_template)
     index_b = _index(b, labels[1], by_template)
     common = [key for key in index_a if key in index_b]
@@ -312,7 +344,7 @@ def compare_runs(
             f"{labels[1]}: {len(index_b)}; paired by "
             f"{'template_id and question_id' if by_template else 'question_id'})"
         )
-    available = default_metrics(a, b)
+    available = default_metrics(a, b, labels=labels)
     if metrics is not None:
         unknown = [m for m in metrics if m not in available]
         if unknown:

@@ -231,9 +231,10 @@ def run_plan(
         watch.batches(run.batch)
         if run.batch.waiting:
             return run
+    fingerprint: str | None = None  # the reference's, hashed by the first system's run only
     for system in plan.systems:
         watch.system_started(system)
-        done = _run_system(plan, system, watch, run.batch)
+        done, fingerprint = _run_system(plan, system, watch, run.batch, fingerprint)
         if done.judge_calls is None:
             run.systems.append(done)
         watch.system_finished(done)
@@ -259,8 +260,14 @@ def _compare(a: SystemRun, b: SystemRun, exclude_errors: bool) -> dict[str, Any]
 
 
 def _run_system(
-    plan: EvaluationPlan, system: SystemPlan, watch: Observer, batched: Any
-) -> SystemRun:
+    plan: EvaluationPlan,
+    system: SystemPlan,
+    watch: Observer,
+    batched: Any,
+    fingerprint: str | None = None,
+) -> tuple[SystemRun, str | None]:
+    """One system's run, and the reference's fingerprint (given as ``fingerprint``, or computed
+    by this run) for the next system's run over the same reference."""
     output = system.output
     judge = None
     if plan.dry_run:
@@ -278,7 +285,12 @@ def _run_system(
         else None
     )
     started = time.monotonic()
-    options = {**plan.run_options(system), "judge": judge, "on_progress": watch.progress}
+    options = {
+        **plan.run_options(system),
+        "judge": judge,
+        "on_progress": watch.progress,
+        "fingerprint": fingerprint,
+    }
     results: Sequence[dict[str, Any]]
     aggregates: dict[str, Any] | None = None
     try:
@@ -297,11 +309,11 @@ def _run_system(
         if judge is not None and judge.cache is not None:
             judge.cache.close()
     elapsed = time.monotonic() - started
-    if plan.dry_run and judge is not None:
-        return SystemRun(
-            system, elapsed=elapsed, judge_calls=JudgeCallPlan.of(judge, system.name, plan.batch)
-        )
     signature: dict[str, Any] = getattr(results, "signature", {})
+    fingerprint = _fingerprint_of(signature or {}) or fingerprint
+    if plan.dry_run and judge is not None:
+        calls = JudgeCallPlan.of(judge, system.name, plan.batch)
+        return SystemRun(system, elapsed=elapsed, judge_calls=calls), fingerprint
     if plan.no_judge and signature.get("llm_metrics"):
         signature["llm_metrics"] = (
             f"LLM metrics not computed: switched off by {plan.spell('no_judge')}"
@@ -325,7 +337,14 @@ def _run_system(
             partial.path.unlink(missing_ok=True)
     if system.aggregates:
         write_data(system.aggregates, aggregates)
-    return SystemRun(system, results, aggregates, elapsed, notable)
+    return SystemRun(system, results, aggregates, elapsed, notable), fingerprint
+
+
+def _fingerprint_of(signature: Mapping[str, Any]) -> str | None:
+    """The reference fingerprint a run's signature holds (None without one)."""
+    reference = signature.get("reference")
+    value = reference.get("fingerprint") if isinstance(reference, Mapping) else None
+    return value if isinstance(value, str) else None
 
 
 class PartialFile:

@@ -218,9 +218,11 @@ async def _execute(
     responses_source: str = "responses",
     judge: Judge | None = None,
     embedder: Embedder | None = None,
+    fingerprint: str | None = None,
 ) -> dict[str, Any]:
     """The one code path of a run: results go to ``sink`` as they finish; returns the run's
-    signature."""
+    signature (``fingerprint``: the reference's, already computed by the caller)."""
+    _check_fingerprint(fingerprint)
     settings = _llm_setup(config, concurrency)
     disabled = metric_names(disable, "disable")
     enabled = metric_names(enable, "enable") - disabled
@@ -310,7 +312,7 @@ async def _execute(
         options["bertscore"] = bertscorer.info()
     signature = _signature(settings, judge, embedder, options, NO_JUDGE if needs_judge else None)
     signature["reference"] = {
-        "fingerprint": reference_fingerprint(questions),
+        "fingerprint": fingerprint or reference_fingerprint(questions),
         "templates": len({q.template_id for q in questions}),
         "questions": len(questions),
     }
@@ -320,6 +322,23 @@ async def _execute(
         # metric values whose judge call was not made, by typed reason (budget, dry_run, ...)
         signature["skipped_metric_values"] = dict(sorted(scorer.skipped.items()))
     return signature
+
+
+def _check_fingerprint(fingerprint: Any) -> None:
+    """A fingerprint handed to a run must look like one (``sha256:`` and 64 hex digits)."""
+    if fingerprint is None:
+        return
+    digits = fingerprint[7:] if isinstance(fingerprint, str) else ""
+    if not (
+        isinstance(fingerprint, str)
+        and fingerprint.startswith("sha256:")
+        and len(digits) == 64
+        and all(c in "0123456789abcdef" for c in digits)
+    ):
+        raise QaEvalError(
+            f"fingerprint must be 'sha256:' and 64 hex digits (reference_fingerprint's value), "
+            f"not {fingerprint!r:.80}"
+        )
 
 
 def reference_fingerprint(questions: Iterable[Question]) -> str:

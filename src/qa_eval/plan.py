@@ -237,15 +237,22 @@ class EvaluationPlan:
 
         reference = self.reference if sample is None else _first_questions(self.reference, sample)
         plans = []
+        fingerprint = None  # the (sampled) reference's, hashed by the first system's run only
         for system in self.systems:
             store = open_cache(self.cache)
             judge = Judge(self.config, cache=store, dry_run=True)
-            options = {**self.run_options(system), "judge": judge, "on_progress": on_progress}
+            options = {
+                **self.run_options(system),
+                "judge": judge,
+                "on_progress": on_progress,
+                "fingerprint": fingerprint,
+            }
             try:
                 with warnings.catch_warnings():
                     if sample is not None:  # a sample leaves most responses without question
                         warnings.simplefilter("ignore", UnknownResponsesWarning)
-                    run_evaluation(reference, system.responses, **options)
+                    done = run_evaluation(reference, system.responses, **options)
+                fingerprint = (done.signature or {}).get("reference", {}).get("fingerprint")
             finally:
                 if store is not None:
                     store.close()
@@ -354,13 +361,13 @@ def plan_evaluation(
         planned: tuple[SystemPlan, ...] = (SystemPlan(None, source, flat_responses, out, agg),)
     else:
         source = str(reference)
-        data = read_input(source, read_reference, "REFERENCE")
+        data = read_input(source, read_reference, "REFERENCE", spell)
         stream = len(pairs) == 1 and streamed(out)
         planned = tuple(
             SystemPlan(
                 name,
                 path,
-                read_input(path, lambda p: _responses_input(p, stream), "RESPONSES"),
+                read_input(path, lambda p: _responses_input(p, stream), "RESPONSES", spell, name),
                 system_output_path(out, name),
                 system_output_path(agg, name),
             )
@@ -429,24 +436,37 @@ def _system_pairs(
 _EVALUATE_INPUTS: dict[str, tuple[tuple[str, ...], str, bool]] = {
     "REFERENCE": (
         (filekind.REFERENCE,),
-        "`qa-eval evaluate` expects a reference dataset (a list of templates with questions) "
-        "as REFERENCE",
+        "a reference dataset (a list of templates with questions)",
         False,
     ),
     "RESPONSES": (
         (filekind.RESPONSES,),
-        "`qa-eval evaluate` expects responses (records with question_id and actual_answer, "
-        "actual_steps or error) as RESPONSES",
+        "responses (records with question_id and actual_answer, actual_steps or error)",
         True,
     ),
 }
 
 
-def read_input(path: str, reader: Callable[[str], Any], role: str) -> Any:
+def read_input(
+    path: str,
+    reader: Callable[[str], Any],
+    role: str,
+    spell: Spell = python_name,
+    system: str | None = None,
+) -> Any:
     """Read the REFERENCE or RESPONSES of an evaluation, refusing another kind of qa-eval file
-    (results, aggregates, ...) with one line."""
+    (results, aggregates, ...) with one line. The line names what expects the file as ``spell``
+    does: the command line's ``qa-eval evaluate`` and its argument, or the Python parameter
+    (``reference``, ``responses``, or ``systems['NAME']`` for a named ``system``)."""
     data = reader(path)
-    accept, expected, weak_ok = _EVALUATE_INPUTS[role]
+    accept, wanted, weak_ok = _EVALUATE_INPUTS[role]
+    if spell is cli_option:
+        expected = f"`qa-eval evaluate` expects {wanted} as {role}"
+    else:
+        parameter = spell(role.lower())
+        if system is not None and role == "RESPONSES":
+            parameter = f"{spell('systems')}[{system!r}]"
+        expected = f"`{parameter}` expects {wanted}"
     filekind.require(data, str(path), accept, expected, weak_results_ok=weak_ok)
     return data
 

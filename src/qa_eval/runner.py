@@ -73,6 +73,7 @@ async def arun_evaluation(
     responses_source: str = "responses",
     judge: Judge | None = None,
     embedder: Embedder | None = None,
+    fingerprint: str | None = None,
 ) -> Results:
     """Evaluate every reference question against its response; one result per question, in
     reference order.
@@ -86,7 +87,10 @@ async def arun_evaluation(
     result as it finishes, ``progress(done, total)`` is called after each question,
     ``on_progress`` gets a :class:`RunProgress` about ten times a second. ``chat_responses`` may
     be a :class:`~qa_eval.stream.JsonLinesResponses` file, read as a stream.
-    ``config_file_path`` is graphrag-eval's name for ``config`` (give one of them)."""
+    ``config_file_path`` is graphrag-eval's name for ``config`` (give one of them).
+    ``fingerprint``: the reference's :func:`reference_fingerprint`, when the caller computed it
+    already (e.g. one reference run against several systems): the signature takes it as given
+    instead of hashing the reference again."""
     sink = _Sink()
     sink.results.signature = await _execute(
         reference_qas,
@@ -106,6 +110,7 @@ async def arun_evaluation(
         responses_source=responses_source,
         judge=judge,
         embedder=embedder,
+        fingerprint=fingerprint,
     )
     return sink.results
 

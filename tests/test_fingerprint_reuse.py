@@ -1,0 +1,93 @@
+"""The reference fingerprint is hashed once per evaluation of files, not once per system, and a
+fingerprint handed to a run is the one its signature holds (same value as computed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import qa_eval.pipeline as pipeline
+from qa_eval import QaEvalError, evaluate_files, run_evaluation
+from qa_eval.io import signature_path
+from qa_eval.records import prepare_reference
+from qa_eval.runner import iter_evaluation, reference_fingerprint
+
+DEMO = Path(__file__).parent.parent / "examples" / "powergrid"
+REFERENCE = DEMO / "reference.yaml"
+RESPONSES = DEMO / "responses-good.jsonl"
+FLAWED = DEMO / "responses-flawed.jsonl"
+
+
+def _expected() -> str:
+    return reference_fingerprint(prepare_reference(yaml.safe_load(REFERENCE.read_text())))
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls = [0]
+    original = pipeline.reference_fingerprint
+
+    def counted(questions: Any) -> str:
+        calls[0] += 1
+        return original(questions)
+
+    monkeypatch.setattr(pipeline, "reference_fingerprint", counted)
+    return calls
+
+
+@pytest.mark.parametrize("output", ["results.json", "results.jsonl"])
+def test_several_systems_hash_the_reference_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, output: str
+) -> None:
+    calls = _counting(monkeypatch)
+    run = evaluate_files(
+        REFERENCE,
+        systems={"good": RESPONSES, "flawed": FLAWED, "again": RESPONSES},
+        output=tmp_path / output,
+        no_judge=True,
+        cache=False,
+    )
+    assert calls[0] == 1
+    expected = _expected()
+    assert [s.signature["reference"]["fingerprint"] for s in run.systems] == [expected] * 3
+    for name in ("good", "flawed", "again"):
+        results = tmp_path / output.replace("results", f"results.{name}")
+        written = yaml.safe_load(signature_path(results).read_text())
+        assert written["reference"]["fingerprint"] == expected
+
+
+def test_one_system_still_hashes_its_reference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _counting(monkeypatch)
+    run = evaluate_files(REFERENCE, RESPONSES, no_judge=True, cache=False)
+    assert calls[0] == 1
+    assert run.systems[0].signature["reference"]["fingerprint"] == _expected()
+
+
+def test_a_given_fingerprint_is_used_instead_of_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
+    reference = yaml.safe_load(REFERENCE.read_text())
+    responses = [yaml.safe_load(line) for line in RESPONSES.read_text().splitlines() if line]
+    computed = run_evaluation(reference, responses, cache=False).signature["reference"]
+    assert computed["fingerprint"] == _expected()
+    calls = _counting(monkeypatch)
+    given = "sha256:" + "0" * 64
+    results = run_evaluation(reference, responses, cache=False, fingerprint=given)
+    assert calls[0] == 0
+    assert results.signature["reference"] == {**computed, "fingerprint": given}
+    with iter_evaluation(reference, responses, cache=False, fingerprint=given) as stream:
+        assert len(list(stream)) == len(results)
+    assert stream.signature is not None
+    assert stream.signature["reference"]["fingerprint"] == given
+    assert calls[0] == 0
+
+
+@pytest.mark.parametrize(
+    "bad", ["", "sha256:", "sha256:" + "g" * 64, "md5:" + "0" * 64, "sha256:" + "A" * 64, 7]
+)
+def test_a_malformed_fingerprint_is_refused(bad: Any) -> None:
+    reference = yaml.safe_load(REFERENCE.read_text())
+    with pytest.raises(QaEvalError, match="fingerprint must be"):
+        run_evaluation(reference, [], cache=False, fingerprint=bad)
