@@ -93,7 +93,7 @@ from .replies import (
 from .usage import Plan, Usage, Verdict, planning, total_cost
 from .variance import REPEAT
 
-_completion = read_completion  # the name batch.py imports
+_completion = read_completion  # the name batch.py imported (batch_jobs.py reads replies.py's)
 """How the parts were split: reply reading, schemas and token budgets in ``replies``, error
 classification in ``faults``, clients in ``clients``, usage records in ``usage``, the counting and
 pricing of replies (batch-served tokens too) in ``accounting``, the errors in ``errors``; their
@@ -542,5 +542,3 @@ class Judge(Accounting):
 def _exchange(messages: list[dict[str, str]], max_tokens: int | None) -> str:
     """What identifies one request of a call: its messages and its token limit."""
     return json.dumps([messages, max_tokens], sort_keys=True, ensure_ascii=False)
-
-
