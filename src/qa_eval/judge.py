@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import json
 import math
 import random
@@ -52,6 +51,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from .accounting import Accounting, served_by_batch
 from .cache import CachedReply, ReplyCache, request_key
 from .clients import make_client, sdk_client
 from .config import EvalConfig
@@ -66,7 +66,7 @@ from .faults import (
     refuses_max_tokens,
     retry_after,
 )
-from .pricing import price_of, usd
+from .pricing import price_of
 from .redact import public_url
 from .replies import (
     BUDGET_RANGE,
@@ -93,10 +93,11 @@ from .replies import (
 from .usage import Plan, Usage, Verdict, planning, total_cost
 from .variance import REPEAT
 
-_completion = read_completion  # the name batch.py imports
+_completion = read_completion  # the name batch.py imported (batch_jobs.py reads replies.py's)
 """How the parts were split: reply reading, schemas and token budgets in ``replies``, error
-classification in ``faults``, clients in ``clients``, usage records in ``usage``, the errors in
-``errors``; their public names are importable from here as before."""
+classification in ``faults``, clients in ``clients``, usage records in ``usage``, the counting and
+pricing of replies (batch-served tokens too) in ``accounting``, the errors in ``errors``; their
+public names are importable from here as before."""
 
 __all__ = [
     "BUDGET_RANGE",
@@ -126,13 +127,9 @@ __all__ = [
 
 T = TypeVar("T", bound=BaseModel)
 _BACKOFF_CAP = 30.0
-_BATCHED: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
-    "qa_eval_batched", default=None
-)
-"""Prompt and completion tokens of the current ask that were served by a batch (``batch.py``)."""
 
 
-class Judge:
+class Judge(Accounting):
     """Asks one judge model for validated JSON replies; shared by every metric of a run."""
 
     def __init__(
@@ -197,16 +194,6 @@ class Judge:
             self._client = make_client(self.gen, self.config.timeout)
         return self._client
 
-    def _count(self, usage: Usage, counter: str) -> None:
-        """Add one to a counter (cached, retries, failures) of a metric's usage and the total."""
-        for u in (usage, self.total):
-            setattr(u, counter, getattr(u, counter) + 1)
-
-    def _usage(self, metric: str) -> Usage:
-        if metric not in self.usage:
-            self.usage[metric] = Usage(cost_known=self.price is not None)
-        return self.usage[metric]
-
     def request(self, messages: list[dict[str, str]], schema: type[BaseModel]) -> dict[str, Any]:
         """The canonical request a cache key is made from (no API key, no response mode): the
         messages as they are sent (:func:`split_instructions`), the extra generation keys, and
@@ -250,13 +237,6 @@ class Judge:
         if reply_format is not None:
             kwargs["response_format"] = reply_format
         return kwargs
-
-    def cost_of(
-        self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0
-    ) -> float | None:
-        """What tokens cost at the judge's price (cached prompt tokens at its cached-input rate);
-        ``None`` when the price is unknown."""
-        return usd(self.price, prompt_tokens, completion_tokens, cached_tokens=cached_tokens)
 
     async def ask(self, metric: str, messages: list[dict[str, str]], schema: type[T]) -> Verdict[T]:
         """A validated reply of ``schema`` to ``messages``, from the cache or the judge.
@@ -313,18 +293,6 @@ class Judge:
         finally:
             del self._in_flight_asks[key]
 
-    def reply_cost(self, reply: CachedReply) -> float | None:
-        """What a stored reply cost: its batch-served tokens at batch rates, the rest at
-        standard rates (cached prompt tokens at the cached-input rate); ``None`` when the price
-        is unknown."""
-        bp = getattr(reply, "batch_prompt_tokens", 0)
-        bc = getattr(reply, "batch_completion_tokens", 0)
-        cached = getattr(reply, "cached_tokens", 0)
-        standard = self.cost_of(reply.prompt_tokens - bp, reply.completion_tokens - bc, cached)
-        if standard is None or not (bp or bc):
-            return standard
-        return standard + (usd(self.price, bp, bc, batch=True) or 0.0)
-
     async def _ask_judge_batched(
         self, metric: str, key: str, messages: list[dict[str, str]], schema: type[T]
     ) -> Verdict[T]:
@@ -332,32 +300,9 @@ class Judge:
         the reply and priced at batch rates."""
         if self.batch is None:
             return await self._ask_judge(metric, key, messages, schema)
-        batched = [0, 0]
-        token = _BATCHED.set(batched)
-        try:
+        with served_by_batch() as batched:
             verdict = await self._ask_judge(metric, key, messages, schema)
-        finally:
-            _BATCHED.reset(token)
-        if not any(batched):
-            return verdict
-        reply = CachedReply(
-            "",
-            verdict.prompt_tokens,
-            verdict.completion_tokens,
-            batch_prompt_tokens=batched[0],
-            batch_completion_tokens=batched[1],
-            cached_tokens=verdict.cached_tokens,
-        )
-        if self.cache is not None:
-            self.cache.put_batch_tokens(key, *batched)
-        return Verdict(
-            verdict.value,
-            verdict.prompt_tokens,
-            verdict.completion_tokens,
-            self.reply_cost(reply),
-            False,
-            verdict.cached_tokens,
-        )
+        return self._at_batch_rates(key, verdict, batched)
 
     async def _ask_judge(
         self, metric: str, key: str, messages: list[dict[str, str]], schema: type[T]
@@ -573,26 +518,6 @@ class Judge:
             self.mode = mode
             self.mode_note = note
 
-    def _account(self, metric: str, reply: Reply, batch: bool = False) -> Reply:
-        cost = usd(
-            self.price,
-            reply.prompt_tokens,
-            reply.completion_tokens,
-            cached_tokens=reply.cached_tokens,
-            batch=batch,
-        )
-        batched = _BATCHED.get() if batch else None
-        if batched is not None:
-            batched[0] += reply.prompt_tokens
-            batched[1] += reply.completion_tokens
-        for u in (self._usage(metric), self.total):
-            u.calls += 1
-            u.prompt_tokens += reply.prompt_tokens
-            u.completion_tokens += reply.completion_tokens
-            u.cached_prompt_tokens += reply.cached_tokens
-            u.cost += cost or 0.0
-        return reply
-
     def signature(self) -> dict[str, Any]:
         """The judge's part of a run signature: the model and how it was asked, including the
         response mode in use at the end (``response_mode``), the replies received in each mode
@@ -617,5 +542,3 @@ class Judge:
 def _exchange(messages: list[dict[str, str]], max_tokens: int | None) -> str:
     """What identifies one request of a call: its messages and its token limit."""
     return json.dumps([messages, max_tokens], sort_keys=True, ensure_ascii=False)
-
-
