@@ -38,6 +38,7 @@ __all__ = [
     "EmbeddingConfig",
     "EvalConfig",
     "GenerationConfig",
+    "as_config",
     "load_config",
     "parse_config",
 ]
@@ -515,3 +516,13 @@ def load_config(path: str | os.PathLike[str] | None) -> EvalConfig:
     from .io import read_data
 
     return parse_config(read_data(path), str(path))
+
+
+def as_config(config: EvalConfig | str | os.PathLike[str] | Mapping[str, Any] | None) -> EvalConfig:
+    """The config a run uses: an ``EvalConfig`` as is, a mapping parsed, a path (or ``None``: the
+    environment) loaded."""
+    if isinstance(config, EvalConfig):
+        return config
+    if isinstance(config, Mapping):
+        return parse_config(config)
+    return load_config(config)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 import orjson
 
 from .cache import ReplyCache, open_cache
-from .config import GROUPS, OFFLINE_SWITCHES, SWITCHES, EvalConfig, load_config, parse_config
+from .config import GROUPS, OFFLINE_SWITCHES, SWITCHES, EvalConfig, as_config
 from .errors import QaEvalError, UnknownResponsesWarning
 from .extras import require
 from .records import Question, Response, Unknown, prepare_reference, prepare_responses
@@ -43,13 +43,7 @@ def _llm_setup(
     config: EvalConfig | str | os.PathLike[str] | Mapping[str, Any] | None,
     concurrency: int | None,
 ) -> EvalConfig:
-    if isinstance(config, EvalConfig):
-        settings = config
-    elif isinstance(config, Mapping):
-        settings = parse_config(config)
-    else:
-        settings = load_config(config)
-    return settings.with_options(concurrency=concurrency)
+    return as_config(config).with_options(concurrency=concurrency)
 
 
 def _signature(

@@ -308,7 +308,7 @@ def plan_evaluation(
     docs/flat.md). ``config``: an :class:`~qa_eval.config.EvalConfig`, a mapping, a YAML path or
     None (the environment). ``check_config`` is called with the resolved config before any input
     is read. Bad input raises ``InputError``, bad options ``QaEvalError``."""
-    from .config import MAX_REPEATS, EvalConfig, load_config, parse_config
+    from .config import MAX_REPEATS, as_config
 
     pairs = _system_pairs(reference, responses, systems, flat, spell)
     out = None if output is None else str(output)
@@ -335,13 +335,7 @@ def plan_evaluation(
         )
     if repeats is not None and not 1 <= repeats <= MAX_REPEATS:
         raise QaEvalError(f"{spell('repeats')} must be between 1 and {MAX_REPEATS}")
-    if isinstance(config, EvalConfig):
-        settings = config
-    elif isinstance(config, Mapping):
-        settings = parse_config(config)
-    else:
-        settings = load_config(config)
-    settings = settings.with_options(concurrency=concurrency, repeats=repeats)
+    settings = as_config(config).with_options(concurrency=concurrency, repeats=repeats)
     if no_judge:
         if dry_run:
             raise QaEvalError(
