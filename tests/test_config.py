@@ -614,3 +614,36 @@ def test_redact_data_for_writers() -> None:
     }
     clean = {"a": ["x", {"b": "nothing"}], "n": 1.5}
     assert redact_data(clean) is clean  # nothing to redact: not copied
+
+
+def test_custom_metrics_are_parsed_once_with_the_config_and_kept_by_with_options(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import qa_eval.config as config_module
+    from qa_eval.config import EvalConfig, parse_config
+
+    data = {
+        "llm": {"generation": {"provider": "openai", "model": "gpt-4o-mini"}},
+        "custom_evaluations": [
+            {
+                "name": "tone",
+                "inputs": ["question", "actual_answer"],
+                "instructions": "Rate the tone.",
+                "outputs": {"tone_score": "a number from 0 to 1"},
+            }
+        ],
+    }
+    calls = []
+    real = config_module.parse_custom_metric
+    monkeypatch.setattr(
+        config_module, "parse_custom_metric", lambda *a: calls.append(a) or real(*a)
+    )
+    config = parse_config(data)
+    assert len(calls) == 1
+    assert [m.name for m in config.custom_definitions] == ["tone"]
+    assert config.custom_definitions[0].outputs == {"tone_score": "a number from 0 to 1"}
+    copy = config.with_options(concurrency=2, repeats=3)
+    assert copy.custom_definitions is config.custom_definitions and len(calls) == 1
+    # A config built by hand (or with other definitions swapped in) parses what it was given.
+    built = EvalConfig(custom_metrics=(data["custom_evaluations"][0],))
+    assert [m.name for m in built.custom_definitions] == ["tone"] and len(calls) == 2

@@ -359,11 +359,7 @@ def custom_outputs(config: Any) -> dict[str, str]:
         config = parse_config(config, "config")
     elif not isinstance(config, EvalConfig):
         config = load_config(config)
-    return {
-        str(name): str(m.get("name"))
-        for m in config.custom_metrics
-        for name in (m.get("outputs") or {})
-    }
+    return {name: m.name for m in config.custom_definitions for name in m.outputs}
 
 
 def compute_aggregates(

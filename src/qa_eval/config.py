@@ -20,7 +20,7 @@ import orjson
 from . import metrics as _registry
 from .errors import InputError
 from .metrics.composite import COMPONENTS
-from .metrics.definitions import check_prompt, parse_custom_metric
+from .metrics.definitions import CustomMetric, check_prompt, parse_custom_metric
 from .settings import (
     AZURE_API_VERSION,
     DEFAULT_MODEL,
@@ -75,6 +75,17 @@ class EvalConfig:
     see ``variance.py``)."""
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     source: str = "config"
+    custom_definitions: tuple[CustomMetric, ...] = field(default=(), compare=False, repr=False)
+    """``custom_metrics`` checked and parsed, once: when the config is read (or built), and
+    carried over by ``with_options``; the scorer uses these."""
+
+    def __post_init__(self) -> None:
+        names = [d.name for d in self.custom_definitions]
+        if names != [m.get("name") for m in self.custom_metrics]:  # built or replaced by hand
+            parsed = tuple(
+                parse_custom_metric(m, self.source, i) for i, m in enumerate(self.custom_metrics)
+            )
+            object.__setattr__(self, "custom_definitions", parsed)
 
     def enabled(self, switch: str) -> bool:
         """Whether a metric family is switched on (the original's are, the GraphRAG set is not,
@@ -457,8 +468,7 @@ def parse_config(data: Any, source: str = "config") -> EvalConfig:
             source=source,
             field="custom_evaluations",
         )
-    for i, entry in enumerate(custom):
-        parse_custom_metric(entry, source, i)
+    definitions = tuple(parse_custom_metric(entry, source, i) for i, entry in enumerate(custom))
     if data and not llm.data:
         # As graphrag-eval: a config that asks for an LLM metric must say which LLM.
         if custom:
@@ -483,6 +493,7 @@ def parse_config(data: Any, source: str = "config") -> EvalConfig:
         prices=_prices(llm.sub("prices")),
         metrics=switches,
         custom_metrics=tuple(dict(m) for m in custom),
+        custom_definitions=definitions,
         answer_correctness_prompt=prompt,
         relevance_questions=llm.integer("relevance_questions", 3) or 3,
         repeats=_repeats(llm),

@@ -63,7 +63,7 @@ from .metrics import METRICS as REGISTRY
 from .metrics import Metric
 from .metrics.context import chunk_texts, retrieval_outputs
 from .metrics.context_quality import combines, context_judgement
-from .metrics.custom import CustomMetric, custom_output, parse_custom_metric
+from .metrics.custom import CustomMetric, custom_output
 from .metrics.output import Output, failed, llm_cost, measure, serialize
 
 __all__ = ["AnswerScorer", "contexts_of"]
@@ -173,7 +173,7 @@ class AnswerScorer:
         """Metric values whose judge call was not made, by ``SkipReason`` value (every repeat
         counts): the run's signature reports them."""
         self.custom: list[CustomMetric] = (
-            [parse_custom_metric(m, config.source, i) for i, m in enumerate(config.custom_metrics)]
+            list(config.custom_definitions)  # parsed once, with the config
             if self.on["custom"]
             else []
         )

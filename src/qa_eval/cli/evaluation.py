@@ -130,7 +130,7 @@ def _known_metrics(config: Any) -> list[str]:
     from ..aggregate import METRICS, STEP_METRICS
 
     steps = [m for names in STEP_METRICS.values() for m in names]
-    custom = [o for m in config.custom_metrics for o in (m.get("outputs") or {})]
+    custom = [o for m in config.custom_definitions for o in m.outputs]
     return list(dict.fromkeys([*METRICS, *steps, *custom]))
 
 
