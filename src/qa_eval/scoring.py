@@ -238,7 +238,9 @@ class AnswerScorer:
                 asks += metric.calls
         names = {m.name for m in self.families}
         both = ("context_precision" in names, "context_recall" in names)
-        if retrieval and combines(*both, result.get("reference_answer"), self.config.options):
+        shared = len(retrieval) == 1 and self.step_on("retrieval_answer", steps[retrieval[0]])
+        reference_text = result.get("reference_answer")
+        if retrieval and combines(*both, reference_text, self.config.options) and not shared:
             asks -= 1  # one call for the two (context_quality.py)
         matched_steps = {a for ref, a in matched if ref.get("name") == "retrieval"}
         for index in retrieval:
@@ -295,7 +297,9 @@ class AnswerScorer:
                 contexts = e
         if self.judge is not None and isinstance(contexts, list):
             # Context precision and recall of this question share one judge call when both run
-            # (context_quality.py); the two entry points await the same reply.
+            # (context_quality.py); the two entry points await the same reply. Not when context
+            # recall's own request is the one retrieval_answer_recall sends for the response's
+            # only retrieval step: that one is asked once for both, so precision alone is cheaper.
             names = {m.name for m in self.families}
             inputs["context_judgement"] = context_judgement(
                 self.judge,
@@ -303,7 +307,8 @@ class AnswerScorer:
                 contexts,
                 inputs["reference_answer"],
                 precision="context_precision" in names,
-                recall="context_recall" in names,
+                recall="context_recall" in names
+                and not self._recall_is_a_step_request(steps, chunks, reference),
                 options=self.config.options,
             )
         jobs: list[Awaitable[Records]] = [
@@ -405,6 +410,17 @@ class AnswerScorer:
             if together is not None:
                 jobs.append((index, together))
         return jobs
+
+    def _recall_is_a_step_request(
+        self, steps: list[Any], chunks: dict[int, list[str] | ValueError], reference: Any
+    ) -> bool:
+        """Whether context recall's request equals the ``retrieval_answer_recall`` request of a
+        step (one retrieval step with chunks, the step metric on, a text reference): the judge
+        then asks it once (the cache and in-flight sharing), so it costs no call of its own."""
+        if not isinstance(reference, str) or len(chunks) != 1:
+            return False
+        (index, texts), = chunks.items()
+        return isinstance(texts, list) and self.step_on("retrieval_answer", steps[index])
 
     def step_on(self, switch: str, step: Mapping[str, Any]) -> bool:
         """Whether a retrieval step metric (``retrieval_answer`` / ``retrieval_context``) runs on

@@ -327,3 +327,35 @@ def test_a_shared_judgement_refuses_other_inputs() -> None:
     with pytest.raises(ValueError, match="other contexts or reference"):
         asyncio.run(context_recall_metric(judge, QUESTION, "Another.", CONTEXTS, shared=shared))
     assert judge.calls == []
+
+
+@pytest.mark.parametrize("steps", [1, 2])
+def test_no_combined_call_when_recall_is_the_request_of_the_only_retrieval_step(
+    steps: int,
+) -> None:
+    # With retrieval_answer on and one retrieval step, context recall asks exactly what
+    # retrieval_answer_recall asks for that step: the judge asks it once for both, so the
+    # combined call would only add tokens. Two steps: their recall requests differ, so precision
+    # and recall are combined again.
+    reference, responses = substation_dataset(3)
+    for response in responses:
+        response["actual_steps"] = response["actual_steps"] * steps
+    blocks = {**BOTH, "retrieval_answer": True}
+    seen: list[Any] = []
+    with StubServer(oracle()) as server:
+        results = run_evaluation(
+            reference, responses, config=_config(server.url, **blocks), on_progress=seen.append
+        )
+        kinds = _kinds(server.chat_requests)
+    usage = results.signature["usage"]["total"]
+    if steps == 1:
+        assert kinds == {"[qa-eval:context-relevance]": 3, ATTRIBUTION: 3}
+        for result in results:
+            step = result["actual_steps"][0]
+            assert result["context_recall"] == step["retrieval_answer_recall"]
+    else:
+        # the two identical steps share their requests; the question has its combined call
+        assert kinds == {"[qa-eval:context-quality]": 3, ATTRIBUTION: 3}
+    asks = usage["calls"] + usage.get("cached", 0)
+    # the progress estimate counts the asks (a shared or cached reply too) from the start
+    assert seen and all(s.calls_planned == asks for s in seen) and seen[-1].calls_done == asks
