@@ -89,8 +89,8 @@ def _random_sign_sums(
     flips = np.zeros(resamples, dtype=np.int64)
     block = min(_BLOCK_GROUPS, groups)
     chunk = max(1, min(resamples, _CHUNK_ELEMENTS // block))
-    index = np.empty((chunk, block), dtype=np.intp)
-    looked_up = np.empty((chunk, block))
+    index = np.empty(chunk * block, dtype=np.intp)  # reused by every chunk, as (rows, size)
+    looked_up = np.empty(chunk * block)
     for first in range(0, groups, block):
         size = min(block, groups - first)
         words = -(-size // 8)
@@ -103,7 +103,8 @@ def _random_sign_sums(
             if last_bits < 64:
                 drawn[:, -1] &= np.uint64((1 << last_bits) - 1)
             as_bytes = drawn.astype(_WORD, copy=False).view(np.uint8)[:, :size]
-            at, values = index[:rows, :size], looked_up[:rows, :size]
+            at = index[: rows * size].reshape(rows, size)
+            values = looked_up[: rows * size].reshape(rows, size)
             np.add(as_bytes, offsets, out=at)
             np.take(table, at, out=values, mode="clip")
             sums[start : start + rows] += values.sum(axis=1)
