@@ -162,3 +162,29 @@ def items_dataset(n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         for i in range(n)
     ]
     return reference, responses
+
+
+def scipy_p(deltas: Any, resamples: float = float("inf"), seed: int | None = None) -> float:
+    """scipy's paired permutation test of mean(deltas) = 0 (two-sided): the oracle of the
+    sign-flip tests (exact with ``resamples`` infinite, else Monte Carlo from ``seed``)."""
+    import inspect
+
+    import numpy as np
+    import pytest
+
+    stats = pytest.importorskip("scipy.stats")
+    seeded = {}
+    if seed is not None:
+        parameters = inspect.signature(stats.permutation_test).parameters
+        name = "rng" if "rng" in parameters else "random_state"  # scipy < 1.15
+        seeded = {name: np.random.default_rng(seed)}
+    result = stats.permutation_test(
+        (deltas, np.zeros(len(deltas))),
+        lambda x, y, axis: np.mean(x - y, axis=axis),
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=resamples,
+        alternative="two-sided",
+        **seeded,
+    )
+    return float(result.pvalue)

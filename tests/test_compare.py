@@ -12,6 +12,7 @@ import numpy as np
 import orjson
 import pytest
 
+from fakes import scipy_p
 from qa_eval import compare, signflip
 from qa_eval.aggregate import METRICS
 from qa_eval.cli import main
@@ -122,19 +123,6 @@ def shifted_runs(n: int, shift: float, noise: float, seed: int) -> tuple[list, l
     base = rng.uniform(0, 1, n)
     other = base + shift + rng.normal(0, noise, n)
     return run("t1", "answer_f1", base.tolist()), run("t1", "answer_f1", other.tolist())
-
-
-def scipy_p(deltas: np.ndarray, resamples: float = np.inf) -> float:
-    stats = pytest.importorskip("scipy.stats")
-    result = stats.permutation_test(
-        (deltas, np.zeros(deltas.size)),
-        lambda x, y, axis: np.mean(x - y, axis=axis),
-        permutation_type="samples",
-        vectorized=True,
-        n_resamples=resamples,
-        alternative="two-sided",
-    )
-    return float(result.pvalue)
 
 
 def test_exact_p_values_match_scipy() -> None:

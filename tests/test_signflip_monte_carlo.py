@@ -4,32 +4,16 @@ permutation test, on exact ties, and for fair, independent signs mapped to the r
 
 from __future__ import annotations
 
-import inspect
 import math
 
 import numpy as np
 import pytest
 
+from fakes import scipy_p
 from qa_eval import signflip
 from qa_eval.signflip import EXACT_MAX_N, sign_flip_test
 
 ALPHA = 0.05
-
-
-def scipy_p(deltas: np.ndarray, resamples: float, seed: int) -> float:
-    stats = pytest.importorskip("scipy.stats")
-    parameters = inspect.signature(stats.permutation_test).parameters
-    seed_name = "rng" if "rng" in parameters else "random_state"  # scipy < 1.15
-    result = stats.permutation_test(
-        (deltas, np.zeros(deltas.size)),
-        lambda x, y, axis: np.mean(x - y, axis=axis),
-        permutation_type="samples",
-        vectorized=True,
-        n_resamples=resamples,
-        alternative="two-sided",
-        **{seed_name: np.random.default_rng(seed)},
-    )
-    return float(result.pvalue)
 
 
 def error(p: float, *resamples: float) -> float:
