@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from ..errors import BudgetExceeded, Deferred, DryRunSkip, JudgeError
+
 __all__ = [
     "CallUsage",
     "Output",
@@ -49,8 +51,6 @@ class SkipReason(enum.Enum):
 
 def skip_reason(error: BaseException) -> SkipReason | None:
     """The skip reason an exception stands for, by its class (``None``: a real failure)."""
-    from ..errors import BudgetExceeded, Deferred, DryRunSkip
-
     if isinstance(error, Deferred):
         return SkipReason.DEFERRED
     if isinstance(error, DryRunSkip):
@@ -223,8 +223,6 @@ async def measure(
     """Await a metric's computation: the one place where a ``JudgeError`` (a reply that could not
     be used, a skipped call) or a ``ValueError`` (inputs the metric cannot score) becomes the
     metric's error record, with its skip reason."""
-    from ..errors import JudgeError
-
     try:
         result = await job
     except (JudgeError, ValueError) as e:
