@@ -24,7 +24,8 @@ from fakes import substation_dataset
 from openai_batch_stub import BatchStubServer
 from openai_stub import Reply, completion, oracle, oracle_content, prompt_text
 from qa_eval import run_evaluation
-from qa_eval.batch import _Batcher, prefill
+from qa_eval.batch import prefill
+from qa_eval.batch_jobs import Batcher
 from qa_eval.cli import main
 from qa_eval.config import parse_config
 from qa_eval.errors import QaEvalError
@@ -267,7 +268,7 @@ def test_a_submission_killed_before_it_was_recorded_is_found_by_its_tag(
 ) -> None:
     """Killed after the batch was created, before its id was stored: the next run finds the
     batch in the provider's list by qa-eval's tag and does not submit it again."""
-    adopt = _Batcher._adopt
+    adopt = Batcher._adopt
     killed = threading.Event()
 
     def killed_once(self: Any, placeholder: str, batch_id: str, status: str) -> None:
@@ -279,7 +280,7 @@ def test_a_submission_killed_before_it_was_recorded_is_found_by_its_tag(
     with BatchStubServer(oracle()) as server:
         config = settings(server.url)
         cache = tmp_path / "cache.sqlite3"
-        monkeypatch.setattr(_Batcher, "_adopt", killed_once)
+        monkeypatch.setattr(Batcher, "_adopt", killed_once)
         with pytest.raises(KeyboardInterrupt):
             prefill([(REFERENCE, RESPONSES)], config=parse_config(config), cache=cache, poll=0.01)
         assert len(server.batches) == 1

@@ -53,7 +53,6 @@ def test_what_moved_out_of_judge_is_importable_from_it_as_before() -> None:
     for module, names in moved.items():
         for name in names:
             assert getattr(judge, name) is getattr(module, name), name
-    assert judge._completion is replies.read_completion  # batch.py's name for it
     assert faults.retry_after({"retry-after": "3"}) == 3.0
 
 

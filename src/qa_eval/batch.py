@@ -71,7 +71,6 @@ __all__ = [
     "prefill",
 ]
 
-_Batcher = Batcher  # the name this module had for it (tests import and patch it)
 
 MAX_ROUNDS = 8
 """Rounds of plan → submit → collect; what is left after them is asked synchronously."""

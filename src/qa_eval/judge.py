@@ -93,7 +93,6 @@ from .replies import (
 from .usage import Plan, Usage, Verdict, planning, total_cost
 from .variance import REPEAT
 
-_completion = read_completion  # the name batch.py imported (batch_jobs.py reads replies.py's)
 """How the parts were split: reply reading, schemas and token budgets in ``replies``, error
 classification in ``faults``, clients in ``clients``, usage records in ``usage``, the counting and
 pricing of replies (batch-served tokens too) in ``accounting``, the errors in ``errors``; their

@@ -27,7 +27,6 @@ from .extras import require
 from .records import Question, Response, Unknown, prepare_reference, prepare_responses
 from .results import Results, evaluate_question
 from .tracker import _ASKS, ProgressCallback, StatusCallback, _CountingJudge, _Tracker
-from .tracker import _expected_asks as _expected_asks
 
 if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
     from .embeddings import Embedder
@@ -421,7 +420,7 @@ async def _pipeline(
             result = evaluate_question(question, lookup.get(index, question), matched)
             tracker.produced += 1
             if scorer.applies(result):
-                expected = _expected_asks(scorer, result, matched) if track else 0
+                expected = scorer.expected_asks(result, matched) if track else 0
                 tracker.expected += expected
                 if slots.locked():
                     await paused(slots.acquire())

@@ -21,7 +21,6 @@ from .pipeline import NO_JUDGE, ResultCallback, _execute, _Ordered, _Sink, metri
 from .pipeline import reference_fingerprint as reference_fingerprint
 from .results import NO_RESPONSE, Results, evaluate_question
 from .tracker import ProgressCallback, RunProgress, StatusCallback
-from .tracker import _expected_asks as _expected_asks
 
 __all__ = [
     "NO_JUDGE",

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import contextvars
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
     from .judge import Judge
-    from .scoring import AnswerScorer
 
 __all__ = ["ProgressCallback", "RunProgress", "StatusCallback"]
 
@@ -49,7 +48,7 @@ _ASKS: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
 class _Tracker:
     """Counts the finished questions and the judge's asks, and estimates the asks to come: each
     question sent to the scorer is expected to ask once per judge metric that applies to it
-    (``_expected_asks``), the questions not read yet as many as those read so far on average, all
+    (``AnswerScorer.expected_asks``), the questions not read yet as many as those read so far on average, all
     of it scaled by how many asks the finished questions made for what they were expected to
     (re-asks, shared duplicate calls, metrics that needed no call)."""
 
@@ -131,11 +130,3 @@ class _CountingJudge:
             return await self._judge.ask(metric, messages, schema)
         finally:
             self._tracker.asks_done += 1
-
-
-def _expected_asks(
-    scorer: AnswerScorer, result: Mapping[str, Any], matched: list[tuple[Mapping[str, Any], int]]
-) -> int:
-    """How many judge asks the scorer's schedule makes for this result, for the progress
-    display's estimate (``AnswerScorer.expected_asks``); the finished questions correct it."""
-    return scorer.expected_asks(result, matched)

@@ -397,13 +397,12 @@ def test_a_registry_entry_with_a_score_function_is_scheduled(
 
 
 def test_progress_estimate_skips_a_flat_rows_step_metrics(tmp_path: Path) -> None:
-    from qa_eval.runner import _expected_asks
     from qa_eval.scoring import AnswerScorer
 
     _, responses = read_flat(_flat(tmp_path))
     result = {**responses[0], "status": "success", "reference_answer": "A."}
     config = parse_config({"llm": {"generation": {"api_key": "x"}}, "answer_relevance": False})
     judge: Any = object()  # only its presence matters to the estimate
-    assert _expected_asks(AnswerScorer(config, judge, None), result, []) == 1
+    assert AnswerScorer(config, judge, None).expected_asks(result, []) == 1
     explicit = AnswerScorer(config, judge, None, enabled=frozenset({"retrieval_answer"}))
-    assert _expected_asks(explicit, result, []) == 3  # + recall and precision of the step
+    assert explicit.expected_asks(result, []) == 3  # + recall and precision of the step

@@ -290,7 +290,7 @@ def test_agrees_with_brute_force(ref: tuple[dict, list[str]], act: tuple[dict, l
     import itertools
     from collections import Counter
 
-    from qa_eval.steps.sparql import _term
+    from qa_eval.steps.sparql_terms import _term
 
     ref_table, ref_vars = ref
     act_table, act_vars = act
@@ -333,7 +333,7 @@ def _brute_force(
     import itertools
     from collections import Counter
 
-    from qa_eval.steps.sparql import _term
+    from qa_eval.steps.sparql_terms import _term
 
     def rows(tab: dict, cols: tuple[str, ...]) -> object:
         found = [

@@ -63,7 +63,6 @@ from .sparql_match import (
     prepare_reference,
 )
 from .sparql_terms import SparqlResultError, parse_sparql_json
-from .sparql_terms import _term as _term  # re-exported: report.drill and tests import it here
 
 __all__ = [
     "ABS_TOLERANCE",
