@@ -169,6 +169,9 @@ class AnswerScorer:
             and (embedder is not None or "embedder" not in m.needs)
         ]
         """The registry families that run (in registry order), each through its ``score``."""
+        running = {m.name for m in self.families}
+        self._context_pair = ("context_precision" in running, "context_recall" in running)
+        """Whether context precision and context recall run (candidates for one shared call)."""
         self.skipped: Counter[str] = Counter()
         """Metric values whose judge call was not made, by ``SkipReason`` value (every repeat
         counts): the run's signature reports them."""
@@ -236,11 +239,12 @@ class AnswerScorer:
                 and ("contexts" not in metric.needs or retrieval)
             ):
                 asks += metric.calls
-        names = {m.name for m in self.families}
-        both = ("context_precision" in names, "context_recall" in names)
-        shared = len(retrieval) == 1 and self.step_on("retrieval_answer", steps[retrieval[0]])
         reference_text = result.get("reference_answer")
-        if retrieval and combines(*both, reference_text, self.config.options) and not shared:
+        if (
+            retrieval
+            and combines(*self._context_pair, reference_text, self.config.options)
+            and not self._recall_is_a_step_request(steps, retrieval, reference_text)
+        ):
             asks -= 1  # one call for the two (context_quality.py)
         matched_steps = {a for ref, a in matched if ref.get("name") == "retrieval"}
         for index in retrieval:
@@ -300,15 +304,15 @@ class AnswerScorer:
             # (context_quality.py); the two entry points await the same reply. Not when context
             # recall's own request is the one retrieval_answer_recall sends for the response's
             # only retrieval step: that one is asked once for both, so precision alone is cheaper.
-            names = {m.name for m in self.families}
+            precision, recall = self._context_pair
+            recall = recall and not self._recall_is_a_step_request(steps, list(chunks), reference)
             inputs["context_judgement"] = context_judgement(
                 self.judge,
                 question,
                 contexts,
                 inputs["reference_answer"],
-                precision="context_precision" in names,
-                recall="context_recall" in names
-                and not self._recall_is_a_step_request(steps, chunks, reference),
+                precision=precision,
+                recall=recall,
                 options=self.config.options,
             )
         jobs: list[Awaitable[Records]] = [
@@ -412,15 +416,17 @@ class AnswerScorer:
         return jobs
 
     def _recall_is_a_step_request(
-        self, steps: list[Any], chunks: dict[int, list[str] | ValueError], reference: Any
+        self, steps: list[Any], retrieval: list[int], reference: Any
     ) -> bool:
         """Whether context recall's request equals the ``retrieval_answer_recall`` request of a
-        step (one retrieval step with chunks, the step metric on, a text reference): the judge
-        then asks it once (the cache and in-flight sharing), so it costs no call of its own."""
-        if not isinstance(reference, str) or len(chunks) != 1:
-            return False
-        (index, texts), = chunks.items()
-        return isinstance(texts, list) and self.step_on("retrieval_answer", steps[index])
+        step (``retrieval``, the indices of the retrieval steps, has one, the step metric is on
+        for it, the reference is text): the judge then asks it once (the cache and in-flight
+        sharing), so it costs no call of its own."""
+        return (
+            isinstance(reference, str)
+            and len(retrieval) == 1
+            and self.step_on("retrieval_answer", steps[retrieval[0]])
+        )
 
     def step_on(self, switch: str, step: Mapping[str, Any]) -> bool:
         """Whether a retrieval step metric (``retrieval_answer`` / ``retrieval_context``) runs on

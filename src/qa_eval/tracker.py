@@ -48,9 +48,9 @@ _ASKS: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
 class _Tracker:
     """Counts the finished questions and the judge's asks, and estimates the asks to come: each
     question sent to the scorer is expected to ask once per judge metric that applies to it
-    (``AnswerScorer.expected_asks``), the questions not read yet as many as those read so far on average, all
-    of it scaled by how many asks the finished questions made for what they were expected to
-    (re-asks, shared duplicate calls, metrics that needed no call)."""
+    (``AnswerScorer.expected_asks``), the questions not read yet as many as those read so far on
+    average, all of it scaled by how many asks the finished questions made for what they were
+    expected to (re-asks, shared duplicate calls, metrics that needed no call)."""
 
     def __init__(
         self,
