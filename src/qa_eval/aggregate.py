@@ -343,23 +343,14 @@ class _Group:
                 mine_counts[label] = mine_counts.get(label, 0) + count
 
 
-def custom_metric_names(config: Any) -> list[str]:
-    """The output names of a config's custom metrics (a YAML path, a mapping or an EvalConfig)."""
-    return list(custom_outputs(config))
-
-
 def custom_outputs(config: Any) -> dict[str, str]:
     """The output names of a config's custom metrics (a YAML path, a mapping or an
     EvalConfig), each with the name of its metric (whose ``<name>_error`` fails it)."""
-    from .config import EvalConfig, load_config, parse_config
+    from .config import as_config
 
     if config is None:
         return {}
-    if isinstance(config, Mapping):
-        config = parse_config(config, "config")
-    elif not isinstance(config, EvalConfig):
-        config = load_config(config)
-    return {name: m.name for m in config.custom_definitions for name in m.outputs}
+    return {name: m.name for m in as_config(config).custom_definitions for name in m.outputs}
 
 
 def compute_aggregates(

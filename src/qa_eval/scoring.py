@@ -181,16 +181,6 @@ class AnswerScorer:
             else []
         )
 
-    @property
-    def generic(self) -> list[Metric]:
-        """The registry families that run (the name of older releases)."""
-        return self.families
-
-    @property
-    def active(self) -> bool:
-        """Whether any metric is switched on at all."""
-        return any(self.on.values()) or bool(self.families)
-
     def applies(self, result: Mapping[str, Any]) -> bool:
         """Whether any metric would run for this result: a family that needs an answer when it
         has one, one that needs contexts (and no answer) when it has a retrieval step, any

@@ -306,11 +306,6 @@ def _check_same_reference(
     return notes
 
 
-def _print_notes(notes: Sequence[str]) -> None:
-    for note in notes:
-        print(f"note: {note}", file=sys.stderr)
-
-
 def _compared_metrics(
     chosen: Sequence[str] | None, runs: Sequence[Sequence[Any]], regressions: Sequence[Any]
 ) -> list[str] | None:
