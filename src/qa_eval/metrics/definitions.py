@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
-from . import METRICS, reserved
+from . import reserved
 
 __all__ = [
     "INPUTS",
@@ -57,11 +57,6 @@ def check_prompt(template: str) -> None:
 
 INPUTS = ("question", "reference_answer", "reference_steps", "actual_answer", "actual_steps")
 STEP_KEYS = ("args", "output")
-BUILT_IN_PREFIXES = tuple(m.name for m in METRICS.values() if m.prefix)
-"""The families whose name and name + ``_...`` (its reason, cost, error, grade, components, ...)
-are qa-eval's (from the registry). ``retrieval_answer_*`` and ``retrieval_context_*`` are written
-into the steps but aggregated by name, so they are taken too; a custom ``retrieval_recall`` (as
-graphrag-eval's own test config has) collides with nothing."""
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
