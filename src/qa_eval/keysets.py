@@ -58,6 +58,7 @@ REPEAT_SUFFIXES = ("_sd", "_repeats", "_flipped")
 
 OWN: tuple[tuple[str, str], ...] = (
     ("question_type", "result: copied from the reference question, for the per_tag aggregates"),
+    ("<tag>", "result file of evaluate --by KEY: the reference question's KEY, copied"),
     ("judge_repeats", "result: how often each LLM metric was asked (--repeats)"),
     ("<key>_sd", "result, actual step: sd of a metric over the repeats (--repeats)"),
     ("<key>_repeats", "result, actual step: each repeat's value or error (--repeats)"),
@@ -121,7 +122,9 @@ def own_keys() -> list[tuple[str, str]]:
         where = f"actual step ({metric.step})" if metric.step is not None else "result"
         for key in metric.keys:
             if key.own or metric.own:
-                aggregated = key.aggregate or (metric.step is not None and key.scale == "0-1")
+                aggregated = (
+                    key.aggregate or bool(key.labels) or (metric.step and key.scale == "0-1")
+                )
                 out.append((key.name, where + (", aggregates" if aggregated else "")))
     return [*out, *OWN]
 
