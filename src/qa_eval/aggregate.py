@@ -38,6 +38,7 @@ from typing import Any, TypeGuard
 
 from . import metrics as _registry
 from .errors import InputError, short_repr
+from .keysets import check_keys, original_aggregates
 from .steps.outputs import OutputParseError, loads
 from .variance import JudgeTally
 
@@ -359,12 +360,19 @@ def compute_aggregates(
     by: Iterable[str] = DEFAULT_TAGS,
     *,
     extra_metrics: Iterable[str] = (),
+    keys: str = "qa-eval",
 ) -> dict[str, Any]:
     """Aggregate per-question results into ``per_template``, ``micro`` and ``macro``, and
     ``per_tag`` for each key of ``by`` (e.g. ``question_type``) that some result has.
 
     ``config_file_path`` (the original's second argument: a YAML path, or a mapping or
-    EvalConfig) adds its custom metrics' numeric outputs; a list of names adds those names."""
+    EvalConfig) adds its custom metrics' numeric outputs; a list of names adds those names.
+    ``keys="graphrag-eval"``: only the keys graphrag-eval 6.6.1 writes (no ``n``, ``skipped``,
+    ``failed``, ``per_tag``, costs; retrieval step metrics per template under ``steps``)."""
+    original = check_keys(keys)
+    if original:
+        by = ()  # per_tag is not written: not computed either
+    extra_metrics = list(extra_metrics)
     custom: dict[str, str] = {}
     if isinstance(config_file_path, (str, os.PathLike, Mapping)) or hasattr(
         config_file_path, "custom_metrics"
@@ -432,4 +440,6 @@ def compute_aggregates(
     }
     if per_tag:
         out["per_tag"] = per_tag
+    if original:
+        return original_aggregates(out, extra_metrics)
     return out

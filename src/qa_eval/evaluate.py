@@ -173,13 +173,18 @@ def evaluate_files(
     exclude_errors: bool = False,
     compare: bool = True,
     observer: Observer | None = None,
+    keys: str = "qa-eval",
 ) -> EvaluationRun:
     """Evaluate a reference dataset file against responses files (or a flat file), write the
     results, signature and aggregates, and compare several systems (see the module docstring).
 
     The options are :func:`~qa_eval.plan.plan_evaluation`'s; ``exclude_errors`` leaves the
     questions that are an error in either run out of the comparisons (``compare=False``: none);
-    ``observer`` is told what happens as the run goes."""
+    ``observer`` is told what happens as the run goes. ``keys="graphrag-eval"`` writes the
+    results and aggregates files with only graphrag-eval 6.6.1's keys; the returned run keeps
+    qa-eval's (the gates and the summary read ``n``, ``step_errors``, ...). Without ``config``,
+    the judge is the command's default (gpt-4o-mini when ``OPENAI_API_KEY`` is set), unlike
+    ``run_evaluation``, which calls no judge without a config."""
     plan = plan_evaluation(
         reference,
         responses,
@@ -200,6 +205,7 @@ def evaluate_files(
         dry_run=dry_run,
         batch=batch,
         no_wait=no_wait,
+        keys=keys,
     )
     return run_plan(plan, observer, compare=compare, exclude_errors=exclude_errors)
 
@@ -279,8 +285,14 @@ def _run_system(
         from .batch import final_judge
 
         judge = final_judge(plan.config, plan.cache)  # the batches' replies; else synchronously
+    original = _original_keys(plan)
     partial = (
-        PartialFile(output, plan.cache is not False, watch.note)
+        PartialFile(
+            output,
+            plan.cache is not False,
+            watch.note,
+            original[0] if original is not None else None,
+        )
         if output and not plan.dry_run
         else None
     )
@@ -330,14 +342,33 @@ def _run_system(
     if system.name is not None:
         aggregates["system"] = system.name
     if output and not system.streamed:
-        write_data(output, results)
+        write_data(output, results if original is None else [original[0](r) for r in results])
     if output:
         write_data(signature_path(output), signature)
         if partial is not None:
             partial.path.unlink(missing_ok=True)
     if system.aggregates:
-        write_data(system.aggregates, aggregates)
+        write_data(system.aggregates, aggregates if original is None else original[1](aggregates))
     return SystemRun(system, results, aggregates, elapsed, notable), fingerprint
+
+
+def _original_keys(
+    plan: EvaluationPlan,
+) -> tuple[Callable[[Mapping[str, Any]], dict[str, Any]], Callable[[Any], dict[str, Any]]] | None:
+    """With ``keys="graphrag-eval"``: the projections of a result and of the aggregates to
+    graphrag-eval 6.6.1's keys (the config's custom outputs kept); None for qa-eval's keys."""
+    if plan.keys != "graphrag-eval":
+        return None
+    import functools
+
+    from .aggregate import custom_outputs
+    from .keysets import custom_keys, original_aggregates, original_result
+
+    outputs = list(custom_outputs(plan.config))
+    return (
+        functools.partial(original_result, custom=custom_keys(plan.config)),
+        functools.partial(original_aggregates, custom=outputs),
+    )
 
 
 def _fingerprint_of(signature: Mapping[str, Any]) -> str | None:
@@ -354,9 +385,15 @@ class PartialFile:
     an earlier run's file is replaced)."""
 
     def __init__(
-        self, output: str, cached: bool, note: Callable[[str], None] | None = None
+        self,
+        output: str,
+        cached: bool,
+        note: Callable[[str], None] | None = None,
+        project: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> None:
         self.path = Path(f"{output}.partial.jsonl")
+        self.project = project
+        """What a result is written as (the graphrag-eval key set), when not as it is."""
         self.cached = cached
         self.note = note
         self.file: Any = None
@@ -371,6 +408,8 @@ class PartialFile:
                     + (" (its judge replies are in the reply cache)" if self.cached else "")
                 )
             self.file = self.path.open("wb", buffering=1 << 20)
+        if self.project is not None:
+            result = self.project(result)
         self.file.write(dump_json(result) + b"\n")
         self.count += 1
         if flush:

@@ -24,6 +24,7 @@ from .cache import ReplyCache, open_cache
 from .config import GROUPS, OFFLINE_SWITCHES, SWITCHES, EvalConfig, as_config
 from .errors import QaEvalError, UnknownResponsesWarning
 from .extras import require
+from .keysets import check_keys, custom_keys, original_result
 from .records import Question, Response, Unknown, prepare_reference, prepare_responses
 from .results import Results, evaluate_question
 from .tracker import _ASKS, ProgressCallback, StatusCallback, _CountingJudge, _Tracker
@@ -42,7 +43,16 @@ def _llm_setup(
     config: EvalConfig | str | os.PathLike[str] | Mapping[str, Any] | None,
     concurrency: int | None,
 ) -> EvalConfig:
-    return as_config(config).with_options(concurrency=concurrency)
+    # No config: no judge, as in graphrag-eval 6.6.1 (a config's llm section is its only way to
+    # an LLM metric), so code written for it neither starts paying nor fails on a stale key
+    # after the import changes. OPENAI_API_KEY is not read here; the command line (and
+    # evaluate_files) resolve their announced default judge in plan_evaluation and pass it on.
+    settings = EvalConfig(source=LIBRARY_DEFAULT) if config is None else as_config(config)
+    return settings.with_options(concurrency=concurrency)
+
+
+LIBRARY_DEFAULT = "no config"
+"""The source of the config a library call without one runs with: no judge."""
 
 
 def _signature(
@@ -79,6 +89,10 @@ def _signature(
 NO_JUDGE = (
     "LLM metrics not computed: no judge is configured (set OPENAI_API_KEY, or pass a config "
     "with llm.generation)"
+)
+NO_JUDGE_LIBRARY = (
+    "LLM metrics not computed: no judge is configured (pass a config with llm.generation; "
+    "without a config run_evaluation calls no judge, as graphrag-eval does)"
 )
 
 class _Lookup:
@@ -212,11 +226,18 @@ async def _execute(
     judge: Judge | None = None,
     embedder: Embedder | None = None,
     fingerprint: str | None = None,
+    keys: str = "qa-eval",
 ) -> dict[str, Any]:
     """The one code path of a run: results go to ``sink`` as they finish; returns the run's
-    signature (``fingerprint``: the reference's, already computed by the caller)."""
+    signature (``fingerprint``: the reference's, already computed by the caller; ``keys``:
+    ``"graphrag-eval"`` writes only the keys graphrag-eval 6.6.1 writes, see keysets.py)."""
     _check_fingerprint(fingerprint)
+    original = check_keys(keys)
     settings = _llm_setup(config, concurrency)
+    project: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    if original:
+        custom = custom_keys(settings)
+        project = functools.partial(original_result, custom=custom)
     disabled = metric_names(disable, "disable")
     enabled = metric_names(enable, "enable") - disabled
     # The inputs can be large and live through the whole run: keep them out of the garbage
@@ -281,7 +302,16 @@ async def _execute(
         window = max(1, 2 * (judge.config if judge is not None else settings).concurrency)
         sink.start(len(questions), window)
         needs_judge = await _pipeline(
-            questions, lookup, scorer, judge is None, window, sink, tracker, on_result, collecting
+            questions,
+            lookup,
+            scorer,
+            judge is None,
+            window,
+            sink,
+            tracker,
+            on_result,
+            collecting,
+            project,
         )
         sink.flush()
         tracker.report()
@@ -303,7 +333,10 @@ async def _execute(
     }
     if bertscorer is not None:
         options["bertscore"] = bertscorer.info()
-    signature = _signature(settings, judge, embedder, options, NO_JUDGE if needs_judge else None)
+    if original:
+        options["keys"] = keys
+    note = NO_JUDGE_LIBRARY if settings.source == LIBRARY_DEFAULT else NO_JUDGE
+    signature = _signature(settings, judge, embedder, options, note if needs_judge else None)
     signature["reference"] = {
         "fingerprint": fingerprint or reference_fingerprint(questions),
         "templates": len({q.template_id for q in questions}),
@@ -359,6 +392,7 @@ async def _pipeline(
     tracker: _Tracker,
     on_result: ResultCallback | None,
     collecting: bool,
+    project: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> bool:
     """Evaluate every question in reference order; hand the questions some metric applies to
     to the scorer, at most ``window`` at a time. Returns whether an answered question went
@@ -366,6 +400,8 @@ async def _pipeline(
     needs_judge = False
 
     def finish(index: int, result: dict[str, Any], asks: int | None, expected: int = 0) -> None:
+        if project is not None:
+            result = project(result)
         sink.put(index, result)
         if on_result is not None:
             on_result(result)

@@ -187,6 +187,8 @@ class EvaluationPlan:
     no_wait: bool = False
     flat: bool = False
     spell: Spell = field(default=python_name, repr=False)
+    keys: str = "qa-eval"
+    """The key set of the files written (``graphrag-eval``: only graphrag-eval 6.6.1's keys)."""
 
     @property
     def tags(self) -> list[str]:
@@ -298,6 +300,7 @@ def plan_evaluation(
     no_wait: bool = False,
     check_config: Callable[[EvalConfig], None] | None = None,
     spell: Spell = python_name,
+    keys: str = "qa-eval",
 ) -> EvaluationPlan:
     """Check the options, resolve the config and read the inputs of an evaluation; nothing is
     judged or written.
@@ -307,8 +310,13 @@ def plan_evaluation(
     ``flat`` file of ragas-style rows (``columns`` maps fields to other column names; see
     docs/flat.md). ``config``: an :class:`~qa_eval.config.EvalConfig`, a mapping, a YAML path or
     None (the environment). ``check_config`` is called with the resolved config before any input
-    is read. Bad input raises ``InputError``, bad options ``QaEvalError``."""
+    is read. ``keys="graphrag-eval"`` writes the results and aggregates files with only the
+    keys graphrag-eval 6.6.1 writes. Bad input raises ``InputError``, bad options
+    ``QaEvalError``."""
     from .config import MAX_REPEATS, as_config
+    from .keysets import check_keys
+
+    check_keys(keys)
 
     pairs = _system_pairs(reference, responses, systems, flat, spell)
     out = None if output is None else str(output)
@@ -385,6 +393,7 @@ def plan_evaluation(
         no_wait,
         flat is not None,
         spell,
+        keys=keys,
     )
     if dry_run and settings.generation is None:
         raise QaEvalError(

@@ -73,6 +73,7 @@ async def arun_evaluation(
     judge: Judge | None = None,
     embedder: Embedder | None = None,
     fingerprint: str | None = None,
+    keys: str = "qa-eval",
 ) -> Results:
     """Evaluate every reference question against its response; one result per question, in
     reference order.
@@ -89,7 +90,9 @@ async def arun_evaluation(
     ``config_file_path`` is graphrag-eval's name for ``config`` (give one of them).
     ``fingerprint``: the reference's :func:`reference_fingerprint`, when the caller computed it
     already (e.g. one reference run against several systems): the signature takes it as given
-    instead of hashing the reference again."""
+    instead of hashing the reference again. ``keys="graphrag-eval"`` writes only the keys
+    graphrag-eval 6.6.1 writes (no ``mismatch``, ``step_errors``, costs, ...; values unchanged),
+    for golden files and ``==`` tests written against 6.6.1."""
     sink = _Sink()
     sink.results.signature = await _execute(
         reference_qas,
@@ -110,6 +113,7 @@ async def arun_evaluation(
         judge=judge,
         embedder=embedder,
         fingerprint=fingerprint,
+        keys=keys,
     )
     return sink.results
 

@@ -240,7 +240,7 @@ def aggregate(args: argparse.Namespace) -> int:
     check_by_results(results, args.by or (), args.results, cli_option)
     try:
         tags = list(args.by) if args.by else list(DEFAULT_TAGS)
-        aggregates = compute_aggregates(results, args.config, by=tags)
+        aggregates = compute_aggregates(results, args.config, by=tags, keys=args.keys)
     except TypeError as e:
         raise QaEvalError(f"{args.results}: {e}") from None
     if args.output:

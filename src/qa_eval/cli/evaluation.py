@@ -93,6 +93,7 @@ def evaluate(args: argparse.Namespace) -> int:
         no_wait=args.no_wait,
         check_config=lambda config: _check_gate_metrics(config, bars, regressions),
         spell=cli_option,
+        keys=args.keys,
     )
     if plan.default_judge:
         print(default_judge_note(plan.estimate()), file=sys.stderr, flush=True)

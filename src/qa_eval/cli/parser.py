@@ -8,6 +8,7 @@ from typing import Any, NoReturn
 from .._version import __version__
 from ..config import GROUPS, SWITCHES
 from ..errors import QaEvalError
+from ..keysets import KEY_SETS
 from . import commands as handlers
 from .common import PROG
 from .evaluation import evaluate as evaluate_command
@@ -90,6 +91,10 @@ def _compare_gate_options(compare: argparse.ArgumentParser) -> None:
 
 
 _BY_HELP = "also aggregate per value of this result key (repeatable; default: question_type)"
+_KEYS_HELP = (
+    "graphrag-eval: write only the keys graphrag-eval 6.6.1 writes (no n, mismatch, costs, ...; "
+    "see docs/compatibility.md)"
+)
 _EXCLUDE_ERRORS_HELP = (
     "compare only the questions neither run got an error on (default: an error is a failed "
     "answer, 0 on quality metrics)"
@@ -100,6 +105,7 @@ def _run_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("-o", "--output", help="write per-question results (.yaml, .json, .jsonl)")
     command.add_argument("--aggregates", help="write aggregates (.yaml, .json)")
     command.add_argument("--by", action="append", metavar="KEY", help=_BY_HELP)
+    command.add_argument("--keys", choices=KEY_SETS, default="qa-eval", help=_KEYS_HELP)
     command.add_argument(
         "-q", "--quiet", action="store_true", help="no progress bar and no summary table"
     )
@@ -228,6 +234,7 @@ def _commands(commands: Any) -> None:
         "--config", help="the run's config: its custom metrics' numeric outputs are aggregated too"
     )
     aggregate.add_argument("--by", action="append", metavar="KEY", help=_BY_HELP)
+    aggregate.add_argument("--keys", choices=KEY_SETS, default="qa-eval", help=_KEYS_HELP)
     aggregate.set_defaults(handler=handlers.aggregate)
 
     refresh = commands.add_parser(

@@ -63,6 +63,9 @@ class Key:
     """The error keys that mean its value failed (default: ``<key>_error`` when the family
     declares it, else ``<family>_error`` when declared); the aggregates count them as
     ``failed``."""
+    own: bool = False
+    """qa-eval's own key: graphrag-eval 6.6.1 does not write it (``keys="graphrag-eval"``
+    leaves it out; docs/compatibility.md lists it)."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,8 @@ class Metric:
     """Computed after the question's other metrics, from their values (``inputs["scores"]``)."""
     calls: int = 1
     """Judge calls it makes per question, for the progress display's estimate."""
+    own: bool = False
+    """A family graphrag-eval 6.6.1 does not have: every key of it is qa-eval's own."""
 
     @property
     def judged(self) -> bool:
@@ -119,11 +124,12 @@ def _score(name: str, headline: int = 0) -> Key:
 
 
 def _cost(name: str, aggregate: bool = False) -> Key:
-    return Key(f"{name}_cost", "lower", "usd", aggregate=aggregate)
+    # graphrag-eval 6.6.1 writes no cost at all
+    return Key(f"{name}_cost", "lower", "usd", aggregate=aggregate, own=True)
 
 
-def _text(*names: str) -> tuple[Key, ...]:
-    return tuple(Key(n) for n in names)
+def _text(*names: str, own: bool = False) -> tuple[Key, ...]:
+    return tuple(Key(n, own=own) for n in names)
 
 
 def _count(name: str) -> Key:
@@ -138,7 +144,7 @@ def _retrieval(prefix: str) -> tuple[Key, ...]:
         keys += [replace(key, errors=both) if part == "f1" else key, _cost(f"{prefix}_{part}")]
         if part != "f1":
             keys.append(Key(f"{prefix}_{part}_error"))
-    return (*keys, Key(f"{prefix}_recall_reason"))
+    return (*keys, Key(f"{prefix}_recall_reason", own=True))
 
 
 _GRAPHRAG = ("graphrag",)
@@ -152,7 +158,8 @@ METRICS: dict[str, Metric] = {
             _score("answer_recall", 2), _score("answer_precision", 3), _score("answer_f1", 4),
             _count("answer_reference_claims_count"), _count("answer_actual_claims_count"),
             _count("answer_matching_claims_count"), _cost("answer_correctness"),
-            *_text("answer_correctness_reason", "answer_correctness_error", "answer_eval_error"),
+            *_text("answer_correctness_reason", "answer_correctness_error"),
+            Key("answer_eval_error", own=True),
         ),
         "docs/metrics/answer.md",
         options=(Option("prompt", "prompt", "a prompt text or a .md/.txt file"),),
@@ -163,9 +170,9 @@ METRICS: dict[str, Metric] = {
         ("question", "answer", "judge", "embedder"),
         (
             _score("answer_relevance", 5), _cost("answer_relevance", aggregate=True),
-            *_text("answer_relevance_error", "answer_relevance_questions"),
-            _score("answer_relevance_rubric"), _cost("answer_relevance_rubric"),
-            *_text("answer_relevance_rubric_reason", "answer_relevance_rubric_error"),
+            Key("answer_relevance_error"), Key("answer_relevance_questions", own=True),
+            replace(_score("answer_relevance_rubric"), own=True), _cost("answer_relevance_rubric"),
+            *_text("answer_relevance_rubric_reason", "answer_relevance_rubric_error", own=True),
         ),
         "docs/metrics/answer.md",
         options=(Option("rubric_fallback", "flag", "rubric score when no question is generated"),),
@@ -183,7 +190,7 @@ METRICS: dict[str, Metric] = {
     ),
     "llm_cost": Metric(
         "llm_cost", "the judge's cost of the question, summed over its metrics", ("judge",),
-        (Key("llm_cost", "lower", "usd", aggregate=True),), "docs/judge.md", switch=False,
+        (Key("llm_cost", "lower", "usd", aggregate=True),), "docs/judge.md", switch=False, own=True,
     ),
     "faithfulness": Metric(
         "faithfulness", "share of the answer's statements the contexts support",
@@ -192,7 +199,7 @@ METRICS: dict[str, Metric] = {
             _score("faithfulness", 6), _cost("faithfulness"),
             *_text("faithfulness_reason", "faithfulness_error", "faithfulness_statements"),
         ),
-        "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG,
+        "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG, own=True,
         score="qa_eval.metrics.faithfulness:score", calls=2,
     ),
     "context_precision": Metric(
@@ -204,7 +211,7 @@ METRICS: dict[str, Metric] = {
             *_text("context_precision_verdicts", "context_precision_basis",
                    "context_precision_reason", "context_precision_error"),
         ),
-        "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG,
+        "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG, own=True,
         score="qa_eval.metrics.context_quality:context_precision_score",
         options=(Option("combined", "flag", "one judge call with context_recall if both run"),),
     ),
@@ -215,7 +222,7 @@ METRICS: dict[str, Metric] = {
             _score("context_recall", 8), _cost("context_recall"),
             *_text("context_recall_statements", "context_recall_reason", "context_recall_error"),
         ),
-        "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG,
+        "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG, own=True,
         score="qa_eval.metrics.context_quality:context_recall_score",
         options=(Option("combined", "flag", "one judge call with context_precision if both run"),),
     ),
@@ -226,7 +233,7 @@ METRICS: dict[str, Metric] = {
             _score("ragas_score", 9),
             *_text("ragas_score_components", "ragas_score_reason", "ragas_score_error"),
         ),
-        "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG,
+        "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG, own=True,
         options=(Option("weights", "ragas_weights", "weight per component"),),
         score="qa_eval.metrics.composite:score", derived=True, calls=0,
     ),
@@ -241,7 +248,7 @@ METRICS: dict[str, Metric] = {
             *_text("factual_accuracy_error", "factual_accuracy_correctness_reason",
                    "factual_accuracy_completeness_reason", "factual_accuracy_consistency_reason"),
         ),
-        "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG,
+        "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG, own=True,
         options=(
             Option("weights", "criteria_weights", "correctness, completeness, consistency"),
             Option("cutoffs", "cutoffs", "grade -> cutoff on 0-100"),
@@ -251,8 +258,11 @@ METRICS: dict[str, Metric] = {
     "semantic_similarity": Metric(
         "semantic_similarity", "cosine of the answer's and the reference's embeddings",
         ("answer", "reference_answer", "embedder"),
-        (_score("semantic_similarity", 11), Key("semantic_similarity_error")),
-        "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG,
+        (
+            _score("semantic_similarity", 11), _cost("semantic_similarity"),
+            Key("semantic_similarity_error"),
+        ),
+        "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG, own=True,
         score="qa_eval.metrics.similarity:score", calls=0,
     ),
     "answer_class": Metric(
@@ -262,7 +272,7 @@ METRICS: dict[str, Metric] = {
             _cost("answer_class"),
             *_text("answer_class_reason", "answer_class_phrase", "answer_class_error"),
         ),
-        "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG,
+        "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG, own=True,
         options=(Option("phrases", "phrases", "uncertainty phrases that mean DON'T KNOW"),),
         score="qa_eval.metrics.classify:score",
     ),
@@ -274,7 +284,7 @@ METRICS: dict[str, Metric] = {
             _score("bertscore_f1", 12),
             *_text("bertscore_model", "bertscore_layer", "bertscore_error"),
         ),
-        "docs/metrics/bertscore.md", default=False,
+        "docs/metrics/bertscore.md", default=False, own=True,
         options=(Option("model", "str", "model name"), Option("layer", "layer", "layer")),
         score="qa_eval.metrics.bertscore:score", calls=0,
     ),
@@ -284,7 +294,7 @@ METRICS: dict[str, Metric] = {
     ),
     "steps_score": Metric(
         "steps_score", "the reference steps matched by the actual steps", ("steps",),
-        (_score("steps_score", 1), Key("step_errors")), "docs/steps.md", switch=False,
+        (_score("steps_score", 1), Key("step_errors", own=True)), "docs/steps.md", switch=False,
         prefix=False,
     ),
     "usage": Metric(
