@@ -26,6 +26,7 @@ from rich.table import Table
 
 from .aggregate import CATEGORIES, SCORES
 from .evaluate import Observer, SystemRun, mismatches
+from .formatting import format_number, scale_of
 from .progress import Progress, ProgressDisplay, terminal_width
 
 if TYPE_CHECKING:
@@ -154,12 +155,12 @@ def _header(metric: str) -> str:
     return f"{metric} % (mean)" if metric in _PERCENT else f"{metric} (mean)"
 
 
-def _mean(stats: dict[str, Any], metric: str) -> Any:
+def _mean(stats: dict[str, Any], metric: str) -> str | None:
     block = stats.get(metric, {})
-    if not block.get("n", 1):
-        return None
     mean = block.get("mean")
-    return mean * 100 if metric in _PERCENT and mean is not None else mean
+    if not block.get("n", 1) or mean is None:
+        return None
+    return format_number(mean, "percent" if metric in _PERCENT else scale_of(metric))
 
 
 def label_lines(aggregates: dict[str, Any]) -> list[str]:
@@ -229,15 +230,18 @@ def plan_table(plan: JudgeCallPlan | Any, width: int | None = None, batch: bool 
     batch = plan.batch
 
     def dollars(cost: float | None) -> str:
-        return f"${cost:.4f}" if cost is not None else "unknown"
+        return format_number(cost, "usd") if cost is not None else "unknown"
+
+    def tokens(count: float) -> str:
+        return format_number(count, "tokens")
 
     rows: list[list[Any]] = [
         [
             m,
-            plan.calls.get(m, 0),
-            plan.cached.get(m, 0),
-            plan.prompt_tokens.get(m, 0),
-            plan.completion_tokens.get(m, 0),
+            format_number(plan.calls.get(m, 0), "count"),
+            format_number(plan.cached.get(m, 0), "count"),
+            tokens(plan.prompt_tokens.get(m, 0)),
+            tokens(plan.completion_tokens.get(m, 0)),
             dollars(plan.cost(m)),
         ]
         for m in plan.metrics
@@ -245,10 +249,10 @@ def plan_table(plan: JudgeCallPlan | Any, width: int | None = None, batch: bool 
     rows.append(
         [
             "total",
-            plan.total_calls,
-            sum(plan.cached.values()),
-            sum(plan.prompt_tokens.values()),
-            sum(plan.completion_tokens.values()),
+            format_number(plan.total_calls, "count"),
+            format_number(sum(plan.cached.values()), "count"),
+            tokens(sum(plan.prompt_tokens.values())),
+            tokens(sum(plan.completion_tokens.values())),
             dollars(plan.cost()),
         ]
     )
