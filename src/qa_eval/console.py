@@ -355,6 +355,10 @@ class ConsoleObserver(Observer):
         self.quiet = quiet or machine
         self.machine = machine
         self.progress_display: Progress | None = None
+        self.noted: set[str] = set()
+        self.started = False
+        """Whether a system's header was printed (the next one gets a blank line before it)."""
+        """The notes printed so far: a note every system shares is printed once."""
 
     def batch_line(self, line: str) -> None:
         """A line on the Batch API step, on stderr (not when quiet)."""
@@ -376,7 +380,10 @@ class ConsoleObserver(Observer):
     def system_started(self, system: SystemPlan) -> None:
         """The system's header (several systems), and its progress display."""
         if system.name is not None and not self.quiet:
-            print(f"\n== system {system.name} ({system.source})")
+            if self.started:
+                print()
+            print(f"== system {system.name} ({system.source})")
+            self.started = True
         self.progress_display = Progress(
             sys.stderr, "questions", enabled=False if self.quiet else None
         )
@@ -416,4 +423,8 @@ class ConsoleObserver(Observer):
             if found:
                 print(found)
         for line in warning_lines(run.notable):
+            if line.startswith("note: "):
+                if line in self.noted:
+                    continue
+                self.noted.add(line)
             print(line, file=sys.stderr)
