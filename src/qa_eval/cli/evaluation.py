@@ -119,19 +119,17 @@ def evaluate(args: argparse.Namespace) -> int:
         first = run.systems[0]
         for other, comparison in zip(run.systems[1:], run.comparisons):
             print(f"\n== {first.name} vs {other.name}")
-            print(format_table(comparison, **_table_flags(args)))
+            print(
+                format_table(
+                    comparison,
+                    per_template=bool(getattr(args, "per_template", False)),
+                    explain=bool(getattr(args, "explain", False)),
+                )
+            )
     if not run.systems:  # a dry run: nothing was evaluated, so there is nothing to gate
         return 0
     done = [(s.name, s.results, s.aggregates) for s in run.systems]
     return _evaluation_gates(args, done, run.comparisons, bars, regressions)
-
-
-def _table_flags(args: argparse.Namespace) -> dict[str, bool]:
-    """``--per-template`` and ``--explain`` as ``format_table``'s keywords."""
-    return {
-        "per_template": bool(getattr(args, "per_template", False)),
-        "explain": bool(getattr(args, "explain", False)),
-    }
 
 
 def _known_metrics(config: Any) -> list[str]:
