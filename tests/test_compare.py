@@ -568,7 +568,8 @@ def test_format_table() -> None:
     text = format_table(comparison, width=100)
     lines = text.splitlines()
     assert max(len(line) for line in lines) <= 100
-    assert lines[0] == "A = baseline" and lines[1] == "B = candidate"
+    # the verdict first: B named against A, with what is significant
+    assert lines[0].startswith("candidate (B) against baseline (A): better on answer_f1 +0.202")
     header = next(line for line in lines if line.startswith("metric"))
     columns = ("n", "mean A", "mean B", "delta", "err A/B", "95% CI", "p", "p adj", "better")
     for column in (*columns, "W/L/T"):
@@ -576,7 +577,7 @@ def test_format_table() -> None:
     row = overall(comparison, "answer_f1")
     assert row["better"] == "b"
     f1 = next(line for line in lines if line.startswith("answer_f1 "))
-    assert f"{row['delta']:+.4f}" in f1
+    assert f"{row['delta']:+.3f}" in f1
     assert f"{row['wins']}/{row['losses']}/{row['ties']}" in f1
     assert f1.split()[-2:] == ["B", "12/0/0"]
     assert any(line.startswith("input_tokens (-)") for line in lines)
@@ -588,11 +589,14 @@ def test_format_table() -> None:
     long_name = lines.index("retrieval_context_precision")
     assert lines[long_name + 1].lstrip().startswith("12 ")
     start = lines.index(next(x for x in lines if x.startswith("delta =")))
-    legend = " ".join(lines[start:])
+    assert len(lines) - start <= 2  # the short note
+    explained = format_table(comparison, width=100, explain=True).splitlines()
+    start = explained.index(next(x for x in explained if x.startswith("delta =")))
+    legend = " ".join(explained[start:])
     for words in ("sign-flip permutation test", "Holm", "p adj < 0.05", "1,000 random"):
         assert words in legend
     relabelled = format_table(comparison, labels=("x.json", "y.json"))
-    assert relabelled.splitlines()[:2] == ["A = x.json", "B = y.json"]
+    assert relabelled.startswith("y.json (B) against x.json (A): ")
 
 
 def test_format_table_fits_any_width() -> None:
@@ -601,7 +605,7 @@ def test_format_table_fits_any_width() -> None:
     for width in (20, 40, 60, 80, 100, 140, 200):
         text = format_table(comparison, width=width)
         assert max(len(line) for line in text.splitlines()) <= width, width
-        assert "answer_f1" in text and "+0.2018" in text
+        assert "answer_f1" in text and "+0.202" in text
     wide = format_table(comparison, width=200)
     assert "mean A" in wide and "W/L/T" in wide
     narrow = format_table(comparison, width=80).splitlines()
@@ -609,19 +613,23 @@ def test_format_table_fits_any_width() -> None:
     assert "mean A" not in header and "p adj" in header and "err A/B" in header
     assert any("--format json has them all" in line for line in narrow)
     records = format_table(comparison, width=40)
-    assert "p adj" in records and "mean A 0.3857" in records
+    assert "p adj" in records and "mean A 0.386" in records
 
 
 def test_format_table_small_templates_are_too_small_to_test() -> None:
     a = run("t1", "answer_f1", [0.0, 0.0]) + run("t2", "answer_f1", [0.0] * 8, start=2)
     b = run("t1", "answer_f1", [1.0, 1.0]) + run("t2", "answer_f1", [1.0] * 8, start=2)
     comparison = compare_runs(a, b)
-    lines = format_table(comparison, width=120).splitlines()
+    lines = format_table(comparison, width=120, per_template=True, explain=True).splitlines()
     t1 = next(line for line in lines if line.startswith("  t1 "))
     t2 = next(line for line in lines if line.startswith("  t2 "))
     assert "n<6" in t1 and "0.500" not in t1 and t1.split()[-2] != "B"
     assert t2.split()[-2] == "B"  # 8 wins: p = 2/256, Holm over the testable rows
     assert any(line.startswith("n<6: too few pairs") for line in lines)
+    # without --per-template, the row too small to test is left out; the testable one stays
+    lines = format_table(comparison, width=120).splitlines()
+    assert not any(line.startswith("  t1 ") for line in lines)
+    assert any(line.startswith("  t2 ") for line in lines)
 
 
 def test_format_table_single_template_and_missing_values() -> None:
@@ -630,7 +638,7 @@ def test_format_table_single_template_and_missing_values() -> None:
     text = format_table(compare_runs(a, b, resamples=10), width=120)
     assert "per template" not in text
     f1 = next(line for line in text.splitlines() if line.startswith("answer_f1"))
-    assert f1.split()[1:] == ["1", "0.5000", "1.0000", "+0.5000", "0/0", "-", "n<6", "-", "1/0/0"]
+    assert f1.split()[1:] == ["1", "0.500", "1.000", "+0.500", "0/0", "-", "n<6", "-", "1/0/0"]
 
 
 def test_report_rows() -> None:

@@ -9,9 +9,10 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .formatting import format_number, scale_of
 from .signflip import EXACT_MAX_N
 
-__all__ = ["format_table", "report_rows"]
+__all__ = ["format_table", "report_rows", "verdict_lines"]
 
 _OPTIONAL_COLUMNS = (("mean A", "mean B"), ("W/L/T",), ("p",))
 """Columns left out, in this order, while the names would get fewer than _MIN_NAME columns."""
@@ -24,33 +25,6 @@ _MIN_WIDTH = 20
 
 
 _DEFAULT_WIDTH = 100  # when the output is not a terminal
-
-
-def _decimals(entry: Mapping[str, Any]) -> int | None:
-    """Decimals for one metric's numbers, from the size of its means (None: 3 significant)."""
-    rows = [entry["overall"], *entry["per_template"]]
-    scale = max(
-        (abs(row[k]) for row in rows for k in ("mean_a", "mean_b") if row[k] is not None),
-        default=0.0,
-    )
-    if scale >= 1e7:
-        return None
-    if scale >= 1e5:
-        return 0
-    if scale >= 100:
-        return 1
-    if scale >= 0.01 or scale == 0:
-        return 4
-    return 6
-
-
-def _num(value: float | None, decimals: int | None, signed: bool = False) -> str:
-    if value is None:
-        return "-"
-    sign = "+" if signed else ""
-    if decimals is None:
-        return f"{value:{sign}.3g}"
-    return f"{value:{sign}.{decimals}f}"
 
 
 def _p(value: float | None) -> str:
@@ -67,18 +41,18 @@ def _fewest_testable(alpha: float) -> int | None:
     return None
 
 
-def _cells(row: Mapping[str, Any], decimals: int | None, too_few: str) -> dict[str, str]:
+def _cells(row: Mapping[str, Any], scale: str | None, too_few: str) -> dict[str, str]:
     if row["ci_low"] is None or row["ci_high"] is None:
         ci = "-"
     else:
-        low, high = _num(row["ci_low"], decimals, True), _num(row["ci_high"], decimals, True)
-        ci = f"[{low}, {high}]"
+        low = format_number(row["ci_low"], scale, signed=True)
+        ci = f"[{low}, {format_number(row['ci_high'], scale, signed=True)}]"
     testable = row["testable"]
     return {
         "n": str(row["n"]),
-        "mean A": _num(row["mean_a"], decimals),
-        "mean B": _num(row["mean_b"], decimals),
-        "delta": _num(row["delta"], decimals, True)
+        "mean A": format_number(row["mean_a"], scale),
+        "mean B": format_number(row["mean_b"], scale),
+        "delta": format_number(row["delta"], scale, signed=True)
         + ("~" if row.get("within_judge_noise") else ""),
         "err A/B": f"{row['errors_a']}/{row['errors_b']}",
         "CI": ci,
@@ -95,20 +69,102 @@ def _wrap(text: str, width: int, indent: str = "") -> list[str]:
     ) or [""]
 
 
+def _p_adj(row: Mapping[str, Any]) -> str:
+    return _p(row["p_adjusted"])
+
+
+def _significant(row: Mapping[str, Any], alpha: float) -> bool:
+    """A testable row whose adjusted p is below alpha (a count's too, which gets no mark)."""
+    p = row.get("p_adjusted")
+    return bool(row["testable"]) and p is not None and p < alpha
+
+
+def _changes(entries: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]]) -> str:
+    """``m1 -0.659, m2 -16 (p adj 0.010 each)``, or each with its own p adj when they differ."""
+    items = []
+    for entry, row in entries:
+        delta = format_number(row["delta"], scale_of(str(entry["metric"])), signed=True)
+        items.append(f"{entry['metric']} {delta}{'~' if row.get('within_judge_noise') else ''}")
+    ps = {_p_adj(row) for _, row in entries}
+    if len(ps) == 1:
+        each = " each" if len(items) > 1 else ""
+        return f"{', '.join(items)} (p adj {ps.pop()}{each})"
+    return ", ".join(f"{item} (p adj {_p_adj(row)})" for item, (_, row) in zip(items, entries))
+
+
+def verdict_lines(
+    comparison: Mapping[str, Any], labels: tuple[str, str] | None = None
+) -> list[str]:
+    """What a comparison found, in two lines (unwrapped): the metrics on which B is
+    significantly worse, better or (a count) different from A, with each delta and adjusted p;
+    then the paired questions, each run's errors and how many rows were too few to test."""
+    label_a, label_b = labels or (comparison["labels"]["a"], comparison["labels"]["b"])
+    method = comparison["method"]
+    alpha = float(method.get("alpha", 1.0 - method["confidence"]))
+    fewest = _fewest_testable(alpha)
+    too_few = f"n<{fewest}" if fewest is not None else "too few pairs"
+    shown = [(e, e["overall"]) for e in comparison["metrics"] if e["overall"]["n"]]
+    groups: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = {
+        "a": [],
+        "b": [],
+        "none": [],
+    }
+    for entry, row in shown:
+        if _significant(row, alpha):
+            groups[row["better"] or "none"].append((entry, row))
+    found = [
+        f"{word} on {_changes(groups[key])}"
+        for key, word in (("a", "worse"), ("b", "better"), ("none", "different"))
+        if groups[key]
+    ]
+    tested = sum(1 for _, row in shown if row["testable"])
+    if found:
+        outcome = "; ".join(found)
+    elif tested:
+        metrics = "metric" if tested == 1 else f"{tested} metrics"
+        outcome = f"no significant difference (p adj >= {alpha:g} on the {metrics} tested)"
+    else:
+        outcome = f"nothing could be tested: every metric has too few pairs ({too_few})"
+    q = comparison["questions"]
+    unpaired = [f"only {k.upper()} {q[f'only_{k}']}" for k in "ab" if q[f"only_{k}"]]
+    unpaired += [f"{q['excluded']} left out"] if q.get("excluded") else []
+    facts = [
+        f"{q['paired']} paired questions" + (f" ({', '.join(unpaired)})" if unpaired else ""),
+        f"errors: A {q['errors_a']}, B {q['errors_b']}",
+    ]
+    untested = len(shown) - tested
+    if untested and tested:
+        facts.append(f"{untested} of {len(shown)} metrics too few to test ({too_few})")
+    rows = [r for e in comparison["metrics"] for r in e["per_template"] if r["n"]]
+    if len(comparison["templates"]) > 1 and rows:
+        marked = sum(1 for r in rows if _significant(r, alpha))
+        small = sum(1 for r in rows if not r["testable"])
+        if small == len(rows):
+            facts.append(f"per template: all {small} rows too few to test ({too_few})")
+        else:
+            text = f"per template: {marked} of {len(rows)} rows significant"
+            facts.append(text + (f", {small} too few to test ({too_few})" if small else ""))
+    named_b = label_b if label_b == "B" else f"{label_b} (B)"
+    named_a = label_a if label_a == "A" else f"{label_a} (A)"
+    return [f"{named_b} against {named_a}: {outcome}", "; ".join(facts)]
+
+
 def format_table(
     comparison: Mapping[str, Any],
     *,
     labels: tuple[str, str] | None = None,
     width: int | None = None,
+    per_template: bool = False,
+    explain: bool = False,
 ) -> str:
-    """A text table of a :func:`compare_runs` result, at most ``width`` columns (default: the
-    terminal's): overall rows, then per template; rows without values are left out."""
+    """A comparison as text at most ``width`` columns wide (default: the terminal's): the
+    verdict (:func:`verdict_lines`), the overall table, the per-template rows that could be
+    tested (all of them with ``per_template``), and a short note on the method (the full one
+    with ``explain``). Rows without values are left out."""
     if width is None:
         width = shutil.get_terminal_size((_DEFAULT_WIDTH, 24)).columns
     width = max(_MIN_WIDTH, int(width))
-    label_a, label_b = labels or (comparison["labels"]["a"], comparison["labels"]["b"])
     method = comparison["method"]
-    q = comparison["questions"]
     alpha = float(method.get("alpha", 1.0 - method["confidence"]))
     pct = f"{method['confidence'] * 100:g}"
     fewest = _fewest_testable(alpha)
@@ -121,23 +177,30 @@ def format_table(
     # (name, cells): cells None for a metric heading in the per-template block
     overall_rows: list[tuple[str, dict[str, str] | None]] = []
     template_rows: list[tuple[str, dict[str, str] | None]] = []
-    untestable = False
+    untestable = hidden = 0
+    marks: set[str] = set()  # the directions of the metrics shown
     noisy = any(
         row.get("within_judge_noise")
         for entry in comparison["metrics"]
         for row in (entry["overall"], *entry["per_template"])
     )
     for entry in comparison["metrics"]:
-        decimals = _decimals(entry)
+        scale = scale_of(str(entry["metric"]))
         if entry["overall"]["n"]:
-            overall_rows.append((metric_name(entry), _cells(entry["overall"], decimals, too_few)))
-            untestable |= not entry["overall"]["testable"]
+            overall_rows.append((metric_name(entry), _cells(entry["overall"], scale, too_few)))
+            untestable += not entry["overall"]["testable"]
+            marks.add(entry["direction"])
+        if len(comparison["templates"]) < 2:
+            continue
         rows = [r for r in entry["per_template"] if r["n"]]
-        if len(comparison["templates"]) > 1 and rows:
+        untestable += sum(1 for r in rows if not r["testable"])
+        kept = rows if per_template else [r for r in rows if r["testable"]]
+        hidden += len(rows) - len(kept)
+        if kept:
             template_rows.append((metric_name(entry), None))
-            for row in rows:
-                template_rows.append((f"  {row['template_id']}", _cells(row, decimals, too_few)))
-                untestable |= not row["testable"]
+            marks.add(entry["direction"])
+            for row in kept:
+                template_rows.append((f"  {row['template_id']}", _cells(row, scale, too_few)))
 
     headers = {"CI": f"{pct}% CI"}
     columns = ["n", "mean A", "mean B", "delta", "err A/B", "CI", "p", "p adj", "better", "W/L/T"]
@@ -185,22 +248,52 @@ def format_table(
                 lines.append(line(name, [cells[c] for c in columns]))
         return lines
 
-    excluded = f"; {q['excluded']} left out" if q.get("excluded") else ""
-    out = [
-        *_wrap(f"A = {label_a}", width, "    "),
-        *_wrap(f"B = {label_b}", width, "    "),
-        *_wrap(
-            f"questions: A {q['a']}, B {q['b']}, paired {q['paired']} (only A {q['only_a']}, "
-            f"only B {q['only_b']}); errors among the paired: A {q['errors_a']}, "
-            f"B {q['errors_b']}{excluded}",
-            width,
-            "  ",
-        ),
-    ]
+    out = [line for text in verdict_lines(comparison, labels) for line in _wrap(text, width, "  ")]
     if overall_rows:
         out += ["", *block("metric", overall_rows)]
     if template_rows:
         out += ["", *block("per template", template_rows)]
+    if explain:
+        notes = _legend(method, alpha, pct, too_few if untestable else None, noisy)
+        if hidden:
+            notes.append(f"--per-template lists the {_rows(hidden)} too few to test.")
+    else:
+        notes = [_short_note(alpha, too_few if untestable else None, marks, noisy, hidden)]
+    if len(columns) < len(widths):
+        notes.append(f"Columns left out to fit {width} characters; --format json has them all.")
+    out.append("")
+    for text in notes:
+        out += _wrap(text, width)
+    return "\n".join(out)
+
+
+def _rows(count: int) -> str:
+    return f"{count} per-template row" + ("" if count == 1 else "s")
+
+
+def _short_note(
+    alpha: float, too_few: str | None, marks: set[str], noisy: bool, hidden: int
+) -> str:
+    """The method in a sentence or two (``--explain`` prints :func:`_legend` instead)."""
+    parts = ["delta = B - A", f"p adj: Holm-adjusted paired sign-flip test, better if < {alpha:g}"]
+    if "lower" in marks:
+        parts.append("(-) lower is better")
+    if "none" in marks:
+        parts.append("(=) a count, neither is better")
+    if too_few is not None:
+        parts.append(f"{too_few}: too few pairs to test")
+    if noisy:
+        parts.append("~: |delta| < 2 judge standard errors")
+    more = "--explain (the method)"
+    if hidden:
+        more += f", --per-template ({hidden} more row{'' if hidden == 1 else 's'})"
+    return "; ".join(parts) + f". More: {more}."
+
+
+def _legend(
+    method: Mapping[str, Any], alpha: float, pct: str, too_few: str | None, noisy: bool
+) -> list[str]:
+    """The full note on the method under the table (``--explain``)."""
     errors_text = {
         "fail": "scored as failed answers (0 on higher-is-better metrics)",
         "exclude": "left out (exclude errors)",
@@ -216,7 +309,7 @@ def format_table(
         f"another); better: the run that is significantly better (p adj < {alpha:g}); blank: "
         "no significant difference.",
     ]
-    if untestable:
+    if too_few is not None:
         legend.append(
             f"{too_few}: too few pairs for any p < {alpha:g} (with n pairs the smallest p is "
             "2^(1-n)): not tested, no CI."
@@ -230,12 +323,7 @@ def format_table(
             "~: |delta| is less than 2 judge standard errors: the judge's own noise (measured "
             "with --repeats) could make a difference this large."
         )
-    if len(columns) < len(widths):
-        legend.append(f"Columns left out to fit {width} characters; --format json has them all.")
-    out.append("")
-    for text in legend:
-        out += _wrap(text, width)
-    return "\n".join(out)
+    return legend
 
 
 def report_rows(comparison: Mapping[str, Any]) -> dict[str, Any]:

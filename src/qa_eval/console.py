@@ -26,6 +26,7 @@ from rich.table import Table
 
 from .aggregate import CATEGORIES, SCORES
 from .evaluate import Observer, SystemRun, mismatches
+from .formatting import format_number, scale_of
 from .progress import Progress, ProgressDisplay, terminal_width
 
 if TYPE_CHECKING:
@@ -154,12 +155,12 @@ def _header(metric: str) -> str:
     return f"{metric} % (mean)" if metric in _PERCENT else f"{metric} (mean)"
 
 
-def _mean(stats: dict[str, Any], metric: str) -> Any:
+def _mean(stats: dict[str, Any], metric: str) -> str | None:
     block = stats.get(metric, {})
-    if not block.get("n", 1):
-        return None
     mean = block.get("mean")
-    return mean * 100 if metric in _PERCENT and mean is not None else mean
+    if not block.get("n", 1) or mean is None:
+        return None
+    return format_number(mean, "percent" if metric in _PERCENT else scale_of(metric))
 
 
 def label_lines(aggregates: dict[str, Any]) -> list[str]:
@@ -229,15 +230,18 @@ def plan_table(plan: JudgeCallPlan | Any, width: int | None = None, batch: bool 
     batch = plan.batch
 
     def dollars(cost: float | None) -> str:
-        return f"${cost:.4f}" if cost is not None else "unknown"
+        return format_number(cost, "usd") if cost is not None else "unknown"
+
+    def tokens(count: float) -> str:
+        return format_number(count, "tokens")
 
     rows: list[list[Any]] = [
         [
             m,
-            plan.calls.get(m, 0),
-            plan.cached.get(m, 0),
-            plan.prompt_tokens.get(m, 0),
-            plan.completion_tokens.get(m, 0),
+            format_number(plan.calls.get(m, 0), "count"),
+            format_number(plan.cached.get(m, 0), "count"),
+            tokens(plan.prompt_tokens.get(m, 0)),
+            tokens(plan.completion_tokens.get(m, 0)),
             dollars(plan.cost(m)),
         ]
         for m in plan.metrics
@@ -245,10 +249,10 @@ def plan_table(plan: JudgeCallPlan | Any, width: int | None = None, batch: bool 
     rows.append(
         [
             "total",
-            plan.total_calls,
-            sum(plan.cached.values()),
-            sum(plan.prompt_tokens.values()),
-            sum(plan.completion_tokens.values()),
+            format_number(plan.total_calls, "count"),
+            format_number(sum(plan.cached.values()), "count"),
+            tokens(sum(plan.prompt_tokens.values())),
+            tokens(sum(plan.completion_tokens.values())),
             dollars(plan.cost()),
         ]
     )
@@ -351,6 +355,10 @@ class ConsoleObserver(Observer):
         self.quiet = quiet or machine
         self.machine = machine
         self.progress_display: Progress | None = None
+        self.noted: set[str] = set()
+        self.started = False
+        """Whether a system's header was printed (the next one gets a blank line before it)."""
+        """The notes printed so far: a note every system shares is printed once."""
 
     def batch_line(self, line: str) -> None:
         """A line on the Batch API step, on stderr (not when quiet)."""
@@ -372,7 +380,10 @@ class ConsoleObserver(Observer):
     def system_started(self, system: SystemPlan) -> None:
         """The system's header (several systems), and its progress display."""
         if system.name is not None and not self.quiet:
-            print(f"\n== system {system.name} ({system.source})")
+            if self.started:
+                print()
+            print(f"== system {system.name} ({system.source})")
+            self.started = True
         self.progress_display = Progress(
             sys.stderr, "questions", enabled=False if self.quiet else None
         )
@@ -412,4 +423,8 @@ class ConsoleObserver(Observer):
             if found:
                 print(found)
         for line in warning_lines(run.notable):
+            if line.startswith("note: "):
+                if line in self.noted:
+                    continue
+                self.noted.add(line)
             print(line, file=sys.stderr)

@@ -49,14 +49,14 @@ def test_evaluate_several_systems_writes_one_run_each_and_compares(
     row = next(line for line in printed.splitlines() if line.startswith("steps_score"))
     mean_flawed = sum(r.get("steps_score", 0.0) for r in flawed) / 11
     mean_good = sum(r["steps_score"] for r in good) / 11
-    delta = f"{mean_flawed - mean_good:+.4f}"
-    assert row.split()[1:6] == ["11", f"{mean_good:.4f}", f"{mean_flawed:.4f}", delta, "0/1"]
+    delta = f"{mean_flawed - mean_good:+.3f}"
+    assert row.split()[1:6] == ["11", f"{mean_good:.3f}", f"{mean_flawed:.3f}", delta, "0/1"]
     # --exclude-errors: the comparison leaves out the question flawed got an error on
     assert main(_systems(tmp_path, "--exclude-errors")) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("steps_"))
     paired = {r["question_id"] for r in flawed if r["status"] == "success"}
     mean_flawed = sum(r["steps_score"] for r in flawed if r["question_id"] in paired) / len(paired)
-    assert row.split()[1:4] == [str(len(paired)), "1.0000", f"{mean_flawed:.4f}"]
+    assert row.split()[1:4] == [str(len(paired)), "1.000", f"{mean_flawed:.3f}"]
 
 
 def test_format_json_prints_only_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -90,7 +90,7 @@ def test_compare_command_text_and_json(tmp_path: Path, capsys: pytest.CaptureFix
     a, b = tmp_path / "results.good.yaml", tmp_path / "results.flawed.yaml"
     assert main(["compare", str(a), str(b), "--resamples", "500"]) == 0
     text = capsys.readouterr().out
-    assert "A = results.good" in text and "W/L/T" in text
+    assert "results.flawed (B) against results.good (A): " in text and "W/L/T" in text
     out = tmp_path / "comparison.json"
     assert main(["compare", str(a), str(b), "--format", "json", "-o", str(out)]) == 0
     printed = json.loads(capsys.readouterr().out)

@@ -82,7 +82,7 @@ def test_every_key_has_one_family_and_docs_exist() -> None:
             assert key.name not in seen, f"{key.name} in {seen.get(key.name)} and {name}"
             seen[key.name] = name
             if key.aggregate or key.headline:
-                assert key.scale in ("0-1", "count", "usd", "seconds")
+                assert key.scale in ("0-1", "count", "tokens", "usd", "seconds")
 
 
 def test_options_are_validated_from_the_registry() -> None:

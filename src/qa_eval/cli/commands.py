@@ -183,7 +183,7 @@ def compare(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(orjson.dumps(comparison, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
-        print(format_table(comparison))
+        print(format_table(comparison, per_template=args.per_template, explain=args.explain))
     gates = quality.regression_gates(comparison, regressions)
     if args.junit:
         Path(args.junit).write_bytes(quality.junit_xml(gates, name="qa-eval compare"))

@@ -120,7 +120,13 @@ def evaluate(args: argparse.Namespace) -> int:
         first = run.systems[0]
         for other, comparison in zip(run.systems[1:], run.comparisons):
             print(f"\n== {first.name} vs {other.name}")
-            print(format_table(comparison))
+            print(
+                format_table(
+                    comparison,
+                    per_template=bool(getattr(args, "per_template", False)),
+                    explain=bool(getattr(args, "explain", False)),
+                )
+            )
     if not run.systems:  # a dry run: nothing was evaluated, so there is nothing to gate
         return 0
     done = [(s.name, s.results, s.aggregates) for s in run.systems]

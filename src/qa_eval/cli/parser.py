@@ -90,6 +90,18 @@ def _compare_gate_options(compare: argparse.ArgumentParser) -> None:
     _report_options(group)
 
 
+def _table_options(command: argparse.ArgumentParser) -> None:
+    """How much of a comparison the text output shows (see docs/compare.md)."""
+    command.add_argument(
+        "--per-template",
+        action="store_true",
+        help="list every per-template row of a comparison, also those too few to test",
+    )
+    command.add_argument(
+        "--explain", action="store_true", help="explain the comparison's method under its table"
+    )
+
+
 _BY_HELP = "also aggregate per value of this result key (repeatable; default: question_type)"
 _KEYS_HELP = (
     "graphrag-eval: write only the keys graphrag-eval 6.6.1 writes (no n, mismatch, costs, ...; "
@@ -202,6 +214,7 @@ def _commands(commands: Any) -> None:
     _run_options(evaluate)
     _gate_options(evaluate, regression=True)
     evaluate.add_argument("--exclude-errors", action="store_true", help=_EXCLUDE_ERRORS_HELP)
+    _table_options(evaluate)
     evaluate.set_defaults(handler=evaluate_command)
 
     flat = commands.add_parser(
@@ -332,6 +345,7 @@ def _commands(commands: Any) -> None:
     compare.add_argument("--include-errors", action="store_true", help=argparse.SUPPRESS)
     compare.add_argument("-o", "--output", help="also write the comparison (.yaml, .json)")
     compare.add_argument("--format", choices=("text", "json"), default="text")
+    _table_options(compare)
     _compare_gate_options(compare)
     compare.set_defaults(handler=handlers.compare)
 

@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 Direction = Literal["higher", "lower", "none"]
-Scale = Literal["0-1", "count", "usd", "seconds", "label", "text"]
+Scale = Literal["0-1", "count", "tokens", "usd", "seconds", "label", "text"]
 Need = Literal["question", "answer", "reference_answer", "contexts", "steps", "judge", "embedder"]
 
 
@@ -300,9 +300,9 @@ METRICS: dict[str, Metric] = {
     "usage": Metric(
         "usage", "the system's own tokens and time, as its responses report them", (),
         (
-            Key("input_tokens", "lower", "count", aggregate=True, always=True),
-            Key("output_tokens", "lower", "count", aggregate=True, always=True),
-            Key("total_tokens", "lower", "count", aggregate=True, always=True),
+            Key("input_tokens", "lower", "tokens", aggregate=True, always=True),
+            Key("output_tokens", "lower", "tokens", aggregate=True, always=True),
+            Key("total_tokens", "lower", "tokens", aggregate=True, always=True),
             Key("elapsed_sec", "lower", "seconds", aggregate=True, always=True),
         ),
         "docs/aggregates.md", switch=False, prefix=False,
