@@ -447,7 +447,10 @@ def _evaluate_streamed(
         aggregates = compute_aggregates(results(), plan.config, by=plan.tags)
     partial.close()
     output = partial.path.with_name(partial.path.name[: -len(".partial.jsonl")])
-    os.replace(partial.path, output)
+    if partial.count:
+        os.replace(partial.path, output)
+    else:  # a reference without questions: the file was never opened, the output is empty
+        output.write_bytes(b"")
     signature = stream.signature or {}
     notable.signature = signature
     return ResultsFile(output, partial.count, signature), aggregates, notable

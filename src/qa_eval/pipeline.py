@@ -12,6 +12,7 @@ import asyncio
 import functools
 import gc
 import hashlib
+import json
 import os
 import time
 import warnings
@@ -374,12 +375,32 @@ def reference_fingerprint(questions: Iterable[Question]) -> str:
     tags) is written as JSON with sorted keys and hashed; the sorted hashes are hashed again. So
     the fingerprint does not depend on key order, template order or question order, or on the
     file format (YAML or JSON), and changes with any change to a question's content."""
-    option = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
     digests = sorted(
-        hashlib.sha256(orjson.dumps([q.template_id, q.raw], option=option, default=str)).digest()
-        for q in questions
+        hashlib.sha256(_sorted_json([q.template_id, q.raw])).digest() for q in questions
     )
     return "sha256:" + hashlib.sha256(b"".join(digests)).hexdigest()
+
+
+_SORTED = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+
+def _sorted_json(value: Any) -> bytes:
+    """JSON of ``value`` with sorted keys; what orjson refuses (an integer beyond 64 bits or
+    deep nesting, which the API may be given) is written by the standard library instead."""
+    try:
+        return orjson.dumps(value, option=_SORTED, default=str)
+    except orjson.JSONEncodeError:
+        text = json.dumps(_str_keys(value), sort_keys=True, default=str, ensure_ascii=False)
+        return text.encode("utf-8", "surrogatepass")
+
+
+def _str_keys(value: Any) -> Any:
+    """``value`` with every mapping key made text (so keys of mixed types sort)."""
+    if isinstance(value, dict):
+        return {str(key): _str_keys(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_str_keys(item) for item in value]
+    return value
 
 
 async def _pipeline(

@@ -508,7 +508,8 @@ def _reference_questions(reference: Any) -> list[dict[str, Any]]:
     questions: list[dict[str, Any]] = []
     for template in reference if isinstance(reference, list) else ():
         items = template.get("questions") if isinstance(template, dict) else None
-        questions += [q for q in items or () if isinstance(q, dict)]
+        if isinstance(items, list):  # anything else is the loader's to report, in one line
+            questions += [q for q in items if isinstance(q, dict)]
     return questions
 
 

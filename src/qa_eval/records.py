@@ -110,6 +110,25 @@ def _type_name(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
+def _got(value: Any) -> str:
+    """What was found where another type was wanted: its type, and a scalar's value too
+    (``float 1.5``, ``str '5'``, ``list``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, (bool, int, float, str)):
+        return f"{type(value).__name__} {short_repr(value, 30)}"
+    return type(value).__name__
+
+
+def _wrong(mapping: Mapping[str, Any], key: str, wanted: str) -> str:
+    """The message for ``mapping[key]`` that is not ``wanted``: missing, or what it is."""
+    return "missing" if key not in mapping else f"must be {wanted}, got {_got(mapping[key])}"
+
+
+_AN_ID = "a string or an integer"
+_A_TAG = "a string, a number, true or false"
+
+
 def _where(group: int, index: int) -> str:
     return f"reference_steps[{group}][{index}]"
 
@@ -124,19 +143,25 @@ def _prepare_step(
         return None
     name = raw.get("name")
     if not isinstance(name, str) or not name:
-        problems.add(record, f"{_where(group, index)}.name", "missing or not a string")
+        problems.add(record, f"{_where(group, index)}.name", _wrong(raw, "name", "a step name"))
         return None
     args = raw.get("args")
     if args is not None and not isinstance(args, dict):
-        problems.add(
-            record, f"{_where(group, index)}.args", f"must be a mapping, got {_type_name(args)}"
-        )
+        problems.add(record, f"{_where(group, index)}.args", f"must be a mapping, got {_got(args)}")
     media_type = raw.get("output_media_type")
     if media_type is not None and not isinstance(media_type, str):
         problems.add(
-            record, f"{_where(group, index)}.output_media_type", "must be a string (a media type)"
+            record,
+            f"{_where(group, index)}.output_media_type",
+            f"must be a string (a media type), got {_got(media_type)}",
         )
         media_type = None
+    columns = raw.get("required_columns")
+    if columns is not None or "required_columns" in raw:
+        bad = _bad_columns(columns)
+        if bad is not None:
+            problems.add(record, f"{_where(group, index)}.required_columns{bad[0]}", bad[1])
+            columns = []
     for flag in ("ordered", "ignore_duplicates"):
         if flag in raw and not isinstance(raw[flag], bool):
             problems.add(
@@ -156,20 +181,13 @@ def _prepare_step(
             )
     elif name == "sparql_query" and media_type == SPARQL_JSON:
         kind = COMPARE_SPARQL
-        columns = raw.get("required_columns")
-        if columns is None:
+        if "required_columns" not in raw:
             problems.add(
                 record,
                 f"{_where(group, index)}.required_columns",
                 "missing (a SPARQL step with JSON results must list the columns that have "
                 "to match)",
             )
-            columns = []
-        elif not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
-            problems.add(
-                record, f"{_where(group, index)}.required_columns", "must be a list of column names"
-            )
-            columns = []
         try:
             result = parse_sparql_json(output if isinstance(output, dict) else loads(output))
         except (OutputParseError, SparqlResultError) as e:
@@ -177,7 +195,7 @@ def _prepare_step(
         else:
             # Only the required columns are kept, read once; the parsed JSON is let go now.
             try:
-                parsed = prepare_sparql_reference(result, columns)
+                parsed = prepare_sparql_reference(result, columns or [])
             except SparqlResultError as e:
                 problems.add(record, f"{_where(group, index)}.output", str(e))
     elif name == "retrieval" and output:
@@ -201,6 +219,17 @@ def _prepare_step(
     else:
         kind = COMPARE_TEXT
     return ReferenceStep(group, index, raw, name, media_type, parsed, kind)
+
+
+def _bad_columns(columns: Any) -> tuple[str, str] | None:
+    """(where below ``required_columns``, what is wrong) when it is not a list of column
+    names, else None."""
+    if not isinstance(columns, list):
+        return "", f"must be a list of column names, got {_got(columns)}"
+    for position, column in enumerate(columns):
+        if not isinstance(column, str):
+            return f"[{position}]", f"must be a column name (a string), got {_got(column)}"
+    return None
 
 
 def _context_ids(contexts: Any) -> list[Any]:
@@ -237,12 +266,12 @@ def prepare_reference(data: Any, source: str = "reference") -> list[Question]:
             continue
         template_id = template.get("template_id")
         if not isinstance(template_id, _ID_TYPES) or isinstance(template_id, bool):
-            problems.add(t_record, "template_id", "missing or not a string")
+            problems.add(t_record, "template_id", _wrong(template, "template_id", _AN_ID))
             continue
         t_record = f"template {short_repr(template_id)}"
         items = template.get("questions")
         if not isinstance(items, list):
-            problems.add(t_record, "questions", f"must be a list, got {_type_name(items)}")
+            problems.add(t_record, "questions", _wrong(template, "questions", "a list"))
             continue
         for q_pos, question in enumerate(items):
             if not isinstance(question, dict):
@@ -254,7 +283,7 @@ def prepare_reference(data: Any, source: str = "reference") -> list[Question]:
                 continue
             qid = question.get("id")
             if not isinstance(qid, _ID_TYPES) or isinstance(qid, bool):
-                problems.add(f"{t_record} question [{q_pos}]", "id", "missing or not a string")
+                problems.add(f"{t_record} question [{q_pos}]", "id", _wrong(question, "id", _AN_ID))
                 continue
             record = f"{t_record} question {short_repr(qid)}"
             if qid in seen:
@@ -262,10 +291,13 @@ def prepare_reference(data: Any, source: str = "reference") -> list[Question]:
                 continue
             seen[qid] = t_record
             if not isinstance(question.get("question_text"), str):
-                problems.add(record, "question_text", "missing or not a string")
+                problems.add(record, "question_text", _wrong(question, "question_text", "a string"))
             answer = question.get("reference_answer")
             if answer is not None and not isinstance(answer, str):
-                problems.add(record, "reference_answer", "must be a string")
+                problems.add(record, "reference_answer", f"must be a string, got {_got(answer)}")
+            tag = question.get("question_type")
+            if tag is not None and not isinstance(tag, (str, int, float)):
+                problems.add(record, "question_type", f"must be {_A_TAG}, got {_got(tag)}")
             groups, has_matches = _prepare_groups(question, record, problems)
             questions.append(Question(template_id, qid, question, groups, record, has_matches))
     problems.raise_if_any()
@@ -310,7 +342,7 @@ def _check_steps(steps: Any, place: tuple[str, Any], qid: Any, problems: _Proble
     """Check the actual steps of the response read at ``place``; returns the indexes of the
     successful ones."""
     if not isinstance(steps, list):
-        message = f"must be a list, got {_type_name(steps)}"
+        message = f"must be a list, got {_got(steps)}"
         problems.add(_response_record(place, qid), "actual_steps", message)
         return []
     successful = []
@@ -321,14 +353,23 @@ def _check_steps(steps: Any, place: tuple[str, Any], qid: Any, problems: _Proble
             status = step.get("status", "success")
             if status == "success":
                 successful.append(i)
+            step_id = step.get("id")
+            error = step.get("error")
             if not isinstance(step.get("name"), str):
-                field_path, message = f"actual_steps[{i}].name", "missing or not a string"
+                key, wanted = "name", "a string"
             elif not isinstance(status, str):
-                field_path, message = f"actual_steps[{i}].status", "must be a string"
+                key, wanted = "status", "a string"
             elif "args" in step and step["args"] is not None and not isinstance(step["args"], dict):
-                field_path, message = f"actual_steps[{i}].args", "must be a mapping"
+                key, wanted = "args", "a mapping"
+            elif step_id is not None and (
+                not isinstance(step_id, _ID_TYPES) or isinstance(step_id, bool)
+            ):
+                key, wanted = "id", _AN_ID
+            elif error is not None and not isinstance(error, str):
+                key, wanted = "error", "a string"
             else:
                 continue
+            field_path, message = f"actual_steps[{i}].{key}", _wrong(step, key, wanted)
         problems.add(_response_record(place, qid), field_path, message)
     return successful
 
@@ -356,6 +397,8 @@ def _numbered(data: Any, problems: _Problems) -> Iterable[tuple[tuple[str, Any],
 
 
 _TOKEN_KEYS = ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec")
+_TEXT_KEYS = ("actual_answer", "error")
+_INF = float("inf")
 
 
 class Unknown:
@@ -442,7 +485,12 @@ def check_response(
         )
         return None
     if not isinstance(qid, _ID_TYPES) or isinstance(qid, bool):
-        problems.add(_response_record(place, None), "question_id", "missing or not a string")
+        message = (
+            f"must be {_AN_ID}, got {_got(qid)}"
+            if "question_id" in response or key is not None
+            else "missing"
+        )
+        problems.add(_response_record(place, None), "question_id", message)
         return None
     if qid not in known:
         if unknown is not None:
@@ -474,10 +522,19 @@ def check_response(
     successful = None
     if "actual_steps" in response:
         successful = _check_steps(response["actual_steps"], place, qid, problems)
+    for key_name in _TEXT_KEYS:
+        value = response.get(key_name)
+        if value is not None and not isinstance(value, str):
+            problems.add(
+                _response_record(place, qid), key_name, f"must be a string, got {_got(value)}"
+            )
     for key_name in _TOKEN_KEYS:
         value = response.get(key_name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            problems.add(
-                _response_record(place, qid), key_name, f"must be a number, got {short_repr(value)}"
-            )
+        if value is None:
+            continue
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if number and 0 <= value < _INF:
+            continue
+        wanted = "a finite number, at least 0" if number else "a number"
+        problems.add(_response_record(place, qid), key_name, f"must be {wanted}, got {_got(value)}")
     return Response(qid, response, place, is_error, successful)

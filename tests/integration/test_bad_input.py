@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -767,3 +768,174 @@ def test_retrieval_context_ids_must_be_strings_or_numbers(bad_id: object) -> Non
     assert "'id' (a string or a number)" in results[0]["step_errors"][0]
     message = error_message(reference([[dict(step, output=[{"id": bad_id}])]]))
     assert "reference_steps[0][0].output: retrieval output item [0]: 'id' must be" in message
+
+
+# Fields of the wrong type, found when the files are loaded (issue [1/6]) -------------------
+def _question(**fields: object) -> list[dict]:
+    ref = reference([[copy.deepcopy(SPARQL_STEP)]])
+    ref[0]["questions"][0].update(fields)
+    return ref
+
+
+@pytest.mark.parametrize(
+    ("questions", "found"),
+    [
+        (5, "int 5"),
+        (2.5, "float 2.5"),
+        (True, "bool True"),
+        (None, "null"),
+        ("q1", "str 'q1'"),
+        ({"id": "q1"}, "dict"),
+    ],
+)
+def test_questions_that_are_not_a_list(
+    questions: object, found: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The fuzzer's two crashes (an int and a float): the command line read the questions
+    # (for --by) before the loader checked them.
+    data = [{"template_id": "t1", "questions": questions}]
+    line = f"template 't1': questions: must be a list, got {found}"
+    assert error_message(data) == f"reference: {line}"
+    path = tmp_path / "ref.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    responses = tmp_path / "resp.jsonl"
+    responses.write_text('{"question_id": "q1"}\n', encoding="utf-8")
+    for extra in ([], ["--by", "question_type"]):
+        code, err = _cli(["evaluate", str(path), str(responses), "-q", *extra], capsys)
+        assert code == 2
+        assert err.startswith(f"qa-eval: error: {path}: ")
+    assert _cli(["evaluate", str(path), str(responses), "-q"], capsys)[1].endswith(f"{line}\n")
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ([{"questions": []}], "template [0]: template_id: missing"),
+        (
+            [{"template_id": 1.5, "questions": []}],
+            "template [0]: template_id: must be a string or an integer, got float 1.5",
+        ),
+        (
+            [{"template_id": "t1", "questions": [{"id": ["q1"], "question_text": "?"}]}],
+            "template 't1' question [0]: id: must be a string or an integer, got list",
+        ),
+        (
+            [{"template_id": "t1", "questions": [{"id": True, "question_text": "?"}]}],
+            "template 't1' question [0]: id: must be a string or an integer, got bool True",
+        ),
+        (_question(question_text=7), "question_text: must be a string, got int 7"),
+        (_question(reference_answer=["A"]), "reference_answer: must be a string, got list"),
+        (
+            _question(question_type=["list"]),
+            "question_type: must be a string, a number, true or false, got list",
+        ),
+        (
+            reference([[{"name": "tool", "required_columns": "x"}]]),
+            "reference_steps[0][0].required_columns: must be a list of column names, got str 'x'",
+        ),
+        (
+            reference([[dict(SPARQL_STEP, required_columns=["x", 1])]]),
+            "reference_steps[0][0].required_columns[1]: must be a column name (a string), got "
+            "int 1",
+        ),
+        (
+            reference([[{"name": "tool", "args": ["q"]}]]),
+            "reference_steps[0][0].args: must be a mapping, got list",
+        ),
+        (
+            reference([[{"name": 3}]]),
+            "reference_steps[0][0].name: must be a step name, got int 3",
+        ),
+        (reference("steps"), "reference_steps: must be a non-empty list of step groups"),
+    ],
+)
+def test_reference_fields_of_the_wrong_type(data: list, expected: str) -> None:
+    assert expected in error_message(data)
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        ({"question_id": 1.5}, "response [0]: question_id: must be a string or an integer, got "),
+        ({"actual_answer": "A"}, "response [0]: question_id: missing"),
+        ({"question_id": "q1", "actual_answer": ["A"]}, "actual_answer: must be a string, got"),
+        ({"question_id": "q1", "error": {"code": 500}}, "error: must be a string, got dict"),
+        ({"question_id": "q1", "input_tokens": "5"}, "input_tokens: must be a number, got str '5'"),
+        ({"question_id": "q1", "elapsed_sec": math.nan}, "at least 0, got float nan"),
+        ({"question_id": "q1", "total_tokens": math.inf}, "at least 0, got float inf"),
+        ({"question_id": "q1", "output_tokens": -1}, "at least 0, got int -1"),
+        ({"question_id": "q1", "actual_steps": "sparql_query"}, "actual_steps: must be a list"),
+        (
+            {"question_id": "q1", "actual_steps": [{"name": "x", "id": 1.0}]},
+            "actual_steps[0].id: must be a string or an integer, got float 1.0",
+        ),
+        (
+            {"question_id": "q1", "actual_steps": [{"name": "x", "id": ["s"]}]},
+            "actual_steps[0].id: must be a string or an integer, got list",
+        ),
+        (
+            {"question_id": "q1", "actual_steps": [{"name": "x", "error": 404}]},
+            "actual_steps[0].error: must be a string, got int 404",
+        ),
+        (
+            {"question_id": "q1", "actual_steps": [{"name": "x", "args": ["q"]}]},
+            "actual_steps[0].args: must be a mapping, got list",
+        ),
+        ({"question_id": "q1", "actual_steps": [{"id": "s1"}]}, "actual_steps[0].name: missing"),
+    ],
+)
+def test_response_fields_of_the_wrong_type(response: dict, expected: str) -> None:
+    message = error_message(reference(), [response])
+    assert message.startswith("responses: response [0]")
+    assert expected in message
+
+
+def test_response_field_of_the_wrong_type_on_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = json.dumps({"question_id": "q1", "elapsed_sec": "1.5"})
+    code, err = _evaluate_responses(tmp_path, "r.jsonl", line + "\n", capsys)
+    assert code == 2
+    assert err == (
+        f"qa-eval: error: {tmp_path / 'r.jsonl'}: line 1 (question_id 'q1'): elapsed_sec: must "
+        "be a number, got str '1.5'\n"
+    )
+
+
+def test_integers_beyond_64_bits_given_to_the_library_are_evaluated() -> None:
+    # Files refuse them (YAML) or read them as floats (JSON); Python objects keep them, and
+    # the reference's fingerprint is computed all the same.
+    ref = reference([[{"name": "tool", "args": {"k": 2**70}}]])
+    ref[0]["template_id"] = 2**65
+    actual = {"name": "tool", "status": "success", "args": {"k": 2**70}}
+    results = run_evaluation(ref, [{"question_id": "q1", "actual_steps": [actual]}])
+    assert results[0]["steps_score"] == 1.0
+    assert results.signature["reference"]["fingerprint"].startswith("sha256:")
+    other = reference([[{"name": "tool", "args": {"k": 2**70 + 1}}]])
+    other[0]["template_id"] = 2**65
+    assert run_evaluation(other, []).signature != results.signature
+
+
+def test_a_sparql_output_whose_results_are_not_a_mapping_is_no_match() -> None:
+    iri_step = {"name": "iri_discovery", "args": {"q": "x"}, "output": "urn:a"}
+    broken = {"head": {"vars": ["x"]}, "results": 7}
+    actual = {"name": "iri_discovery", "id": "s", "status": "success", "output": broken}
+    results = run_evaluation(
+        reference([[iri_step]]), [{"question_id": "q1", "actual_steps": [actual]}]
+    )
+    assert results[0]["steps_score"] == 0.0
+
+
+def test_a_reference_without_questions_writes_an_empty_stream(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ref = tmp_path / "ref.json"
+    ref.write_text("[]", encoding="utf-8")
+    responses = tmp_path / "r.jsonl"
+    responses.write_text('{"question_id": "q1"}\n', encoding="utf-8")
+    out = tmp_path / "results.jsonl"
+    Path(f"{out}.partial.jsonl").write_text('{"question_id": "stale"}\n', encoding="utf-8")
+    code, err = _cli(["evaluate", str(ref), str(responses), "-q", "-o", str(out)], capsys)
+    assert code == 0, err
+    assert out.read_text(encoding="utf-8") == ""
+    assert _cli(["aggregate", str(out)], capsys)[0] == 0

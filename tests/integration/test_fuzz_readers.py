@@ -21,6 +21,7 @@ import json
 import math
 import os
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from qa_eval import InputError, run_evaluation
 from qa_eval.cli import run_command
 
 _LONG = os.environ.get("QA_EVAL_FUZZ_EXAMPLES")
@@ -657,3 +659,120 @@ def test_evaluate_flat_never_crashes(mutation: st.DataObject) -> None:
         output = here / "results.jsonl"
         if _check(["evaluate-flat", rows, "-q", "-o", str(output)]) == 0:
             assert _run(["aggregate", str(output)])[0] == 0
+
+
+# One field at a time, given a value of the wrong type -------------------------------------------
+# Every field of the seeds (nested ones, list items and the keys of steps too) is replaced by
+# a value of another type, removed, wrapped in a list, or written as the JSON text of its value
+# (a number as a string, steps as a string). The command line and the library must both
+# either run, or refuse the input with one line that names the file and the field.
+_DELETE, _WRAP, _AS_TEXT = object(), object(), object()
+_WRONG_TYPES: list[Any] = [
+    None,
+    True,
+    False,
+    0,
+    -3,
+    2.5,
+    math.nan,
+    math.inf,
+    -math.inf,
+    2**63 - 1,
+    2**64,
+    2**70,
+    "",
+    "x",
+    "5",
+    "2.5",
+    [],
+    [1],
+    ["x"],
+    [[1]],
+    [[]],
+    [{"a": 1}],
+    {},
+    {"a": 1},
+    {"x": [1]},
+    _DELETE,
+    _WRAP,
+    _AS_TEXT,
+]
+
+
+def _set_field(data: Any, path: tuple[Any, ...], value: Any) -> Any:
+    """``data`` with the value at ``path`` replaced (see ``_WRONG_TYPES``); the data itself
+    when the path is gone (an earlier change replaced a parent)."""
+    try:
+        parent = _get(data, path[:-1])
+        old = parent[path[-1]]
+    except (KeyError, IndexError, TypeError):
+        return data
+    if value is _DELETE:
+        del parent[path[-1]]
+    elif value is _WRAP:
+        parent[path[-1]] = [old]
+    elif value is _AS_TEXT:
+        parent[path[-1]] = old if isinstance(old, str) else json.dumps(old)
+    else:
+        parent[path[-1]] = copy.deepcopy(value)
+    return data
+
+
+def _names_the_field(message: str, paths: list[tuple[Any, ...]]) -> bool:
+    """Whether a one-line error names a field on the way to one of the changed ``paths`` (a
+    list's name may be given in the singular: ``question [0]``). A changed list item or
+    record, and what the file reader refuses by line and column, need no field."""
+    if ", column " in message:
+        return True
+    for path in paths:
+        keys = [part for part in path if isinstance(part, str)]
+        if not keys or any(key.removesuffix("s") in message for key in keys):
+            return True
+    return False
+
+
+_REFERENCE_FIELDS = [p for p in _paths(REFERENCE) if p]
+_RESPONSE_FIELDS = [p for p in _paths(RESPONSES) if p]
+
+
+@settings(_SETTINGS, max_examples=max(20, FUZZ_EXAMPLES * 2))
+@given(
+    which=st.sampled_from(["reference", "responses"]),
+    changes=st.data(),
+    suffix=st.sampled_from([".json", ".yaml"]),
+)
+def test_a_field_of_the_wrong_type_is_one_line_naming_it(
+    which: str, changes: st.DataObject, suffix: str
+) -> None:
+    fields = _REFERENCE_FIELDS if which == "reference" else _RESPONSE_FIELDS
+    paths = changes.draw(st.lists(st.sampled_from(fields), min_size=1, max_size=2))
+    reference, responses = copy.deepcopy(REFERENCE), copy.deepcopy(RESPONSES)
+    for path in paths:
+        value = changes.draw(st.sampled_from(_WRONG_TYPES))
+        _set_field(reference if which == "reference" else responses, path, value)
+
+    # The library, given the objects.
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # responses for question ids not in the reference
+            run_evaluation(reference, responses, cache=False)
+    except InputError as e:
+        message = str(e)
+        assert "\n" not in message, message
+        assert message.startswith(f"{which}: "), message
+        assert _names_the_field(message, paths), message
+
+    # The command line, given the files.
+    with tempfile.TemporaryDirectory() as folder:
+        here = Path(folder)
+        ref = _write(here, "ref", suffix, _serialise(reference, suffix, False, False).encode())
+        resp_suffix = ".jsonl" if suffix == ".json" else suffix
+        raw = _serialise(responses, resp_suffix, False, False).encode("utf-8", "surrogatepass")
+        resp = _write(here, "resp", resp_suffix, raw)
+        code, err = _run(["evaluate", ref, resp, "-q", "-o", str(here / "out.jsonl")])
+        assert code in (0, 2), f"exit {code}: {err}"
+        if code == 2:
+            assert err.count("\n") == 1 and err.startswith("qa-eval: error: "), err
+            changed = ref if which == "reference" else resp
+            assert err.startswith(f"qa-eval: error: {changed}: "), err
+            assert _names_the_field(err, paths), err

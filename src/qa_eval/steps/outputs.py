@@ -77,7 +77,8 @@ def _strict_equal(a: Any, b: Any) -> bool:
 def _uri_bound(result: Any, iri: str) -> bool:
     if not isinstance(result, dict):
         return False
-    bindings = (result.get("results") or {}).get("bindings")
+    results = result.get("results")
+    bindings = results.get("bindings") if isinstance(results, dict) else None
     if not isinstance(bindings, list):
         return False
     for binding in bindings:
