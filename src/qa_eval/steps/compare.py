@@ -49,7 +49,7 @@ from .outputs import (
 )
 from .sparql_explain import explain_sparql_results
 from .sparql_match import SparqlReference, compare_sparql_results
-from .sparql_terms import SparqlResultError, parse_sparql_json
+from .sparql_terms import SparqlResultError, Table, parse_sparql_json
 from .timeseries import (
     StepArgumentError,
     compare_data_points_steps,
@@ -78,6 +78,7 @@ class StepScorer:
         self.problems: dict[int, str] = {}
         self._json: dict[int, Any] = {}
         self._checked: dict[int, Any] = {}  # SPARQL outputs checked, or their problem
+        self._tables: dict[int, Table] = {}  # their columns as read by comparisons
         self._scores: dict[tuple[int, int, int], float] = {}
         self._successful = successful  # found while the responses were checked, when given
 
@@ -103,14 +104,18 @@ class StepScorer:
         return cached
 
     def would_match(self, ref: ReferenceStep, act_index: int) -> float:
-        """``score``, without recording a problem of the actual step (for explanations)."""
-        cached = self._scores.get((ref.group, ref.index, act_index))
+        """``score``, without recording a problem of the actual step (for explanations); a
+        score matching computed is read back, and one computed here is kept for the next ask."""
+        key = (ref.group, ref.index, act_index)
+        cached = self._scores.get(key)
         if cached is not None:
             return cached
         try:
-            return self._compare(ref, act_index)
+            cached = self._compare(ref, act_index)
         except _StepProblem:
-            return 0.0
+            return 0.0  # not kept: ``score`` would record the problem
+        self._scores[key] = cached
+        return cached
 
     def explain(self, ref: ReferenceStep, act_index: int) -> tuple[float, str]:
         """Why ``ref`` does not match actual step ``act_index``, for a user, with a closeness
@@ -138,6 +143,7 @@ class StepScorer:
                 checked,
                 ordered=ref.raw.get("ordered", False),
                 ignore_duplicates=ref.raw.get("ignore_duplicates", True),
+                table=self._table(act_index, checked),
             )
         if kind == COMPARE_RETRIEVAL:
             self._retrieval(ref, act_index)
@@ -201,6 +207,17 @@ class StepScorer:
             raise value
         return value  # type: ignore[no-any-return]
 
+    def _table(self, act_index: int, checked: Mapping[str, Any]) -> Table | None:
+        """The actual SELECT result's columns, read once for every reference step compared
+        with it and for the explanations (None for an ASK result)."""
+        table = self._tables.get(act_index)
+        if table is None:
+            bindings = (checked.get("results") or {}).get("bindings")
+            if not isinstance(bindings, list):
+                return None
+            table = self._tables[act_index] = Table(bindings)
+        return table
+
     def _compare(self, ref: ReferenceStep, act_index: int) -> float:
         act = self.actual[act_index]
         name = act.get("name")
@@ -222,13 +239,15 @@ class StepScorer:
         if name != ref.name:
             return 0.0
         if kind == COMPARE_SPARQL:
+            checked = self._sparql(act_index)
             try:
                 return compare_sparql_results(
                     ref.parsed,
-                    self._sparql(act_index),
+                    checked,
                     ordered=ref.raw.get("ordered", False),
                     ignore_duplicates=ref.raw.get("ignore_duplicates", True),
                     checked=True,
+                    table=self._table(act_index, checked),
                 )
             except SparqlResultError as e:
                 raise _StepProblem(f"output: {e}") from None

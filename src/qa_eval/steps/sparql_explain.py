@@ -5,7 +5,7 @@ that found no match, or the rows missing, extra or out of order under the best m
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping
 from typing import Any, cast
 
 from .sparql_match import SparqlReference, tolerant_columns
@@ -63,10 +63,12 @@ def explain_sparql_results(
     actual: Mapping[str, Any],
     ordered: bool = False,
     ignore_duplicates: bool = True,
+    table: Table | None = None,
 ) -> tuple[float, str]:
     """Why a checked actual result does not match the reference, for a user: the required
     columns no actual column holds, rows missing and extra (the first few shown), order, ASK.
-    Returns (closeness 0-1, to pick the closest of several candidates, the text)."""
+    Returns (closeness 0-1, to pick the closest of several candidates, the text). ``table``:
+    the ``Table`` the comparison read ``actual``'s columns into, reused."""
     if reference.boolean is not None:
         expected = "true" if reference.boolean else "false"
         if "boolean" not in actual:
@@ -99,20 +101,21 @@ def explain_sparql_results(
             f"{len(required)} are required ({named})"
         )
     try:
-        return _explain_select(reference, act_bindings, act_vars, ordered, ignore_duplicates, parts)
+        if table is None or table.bindings is not act_bindings:
+            table = Table(act_bindings)
+        return _explain_select(reference, table, act_vars, ordered, ignore_duplicates, parts)
     except TypeError:  # an unhashable 'value'
         return 0.0, "a term's 'value' is not a string"
 
 
 def _explain_select(
     reference: SparqlReference,
-    act_bindings: Sequence[Mapping[str, Any]],
+    table: Table,
     act_vars: list[str],
     ordered: bool,
     ignore_duplicates: bool,
     parts: list[str],
 ) -> tuple[float, str]:
-    table = Table(act_bindings)
     ref_cols = reference.columns
     act_cols = {v: table.column(v) for v in act_vars}
     tolerant = tolerant_columns(ref_cols, table, act_vars)

@@ -1,0 +1,146 @@
+"""Explanations reuse what matching computed: the same texts as from scratch, no pair compared
+twice, no SPARQL column read twice; and a finished run is never written out for asyncio."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from fakes import prepared_groups
+from qa_eval import run_evaluation
+from qa_eval.steps import sparql_terms
+from qa_eval.steps.compare import StepScorer
+from qa_eval.steps.explain import explain_unmatched
+from qa_eval.steps.matching import match_steps
+
+IRI = "urn:x:oslo"
+
+
+def sparql(vars_: list[str], rows: list[list[str]]) -> str:
+    """A SELECT result of plain literals, indented as tool outputs usually are."""
+    bindings = [{v: {"type": "literal", "value": x} for v, x in zip(vars_, row)} for row in rows]
+    return json.dumps({"head": {"vars": vars_}, "results": {"bindings": bindings}}, indent=2)
+
+
+ROWS = [["a", "1"], ["b", "2"], ["c", "3"]]
+REFERENCE = [
+    [{"name": "iri_discovery", "output": IRI, "output_media_type": "text/uri"}],
+    [
+        {
+            "name": "sparql_query",
+            "output": sparql(["s", "n"], ROWS),
+            "output_media_type": "application/sparql-results+json",
+            "required_columns": ["s", "n"],
+        },
+        {"name": "get_status", "output": '{"ok": true}', "output_media_type": "application/json"},
+    ],
+]
+AUTOCOMPLETE = {
+    "name": "autocomplete_search",
+    "status": "success",
+    "output": json.dumps(
+        {
+            "head": {"vars": ["iri"]},
+            "results": {"bindings": [{"iri": {"type": "uri", "value": IRI}}]},
+        }
+    ),
+}
+
+# Actual steps for the second group that leave something unmatched, each differently.
+CASES: dict[str, list[dict[str, Any]]] = {
+    "row missing": [
+        {"name": "sparql_query", "status": "success", "output": sparql(["x", "y"], ROWS[:2])},
+        {"name": "get_status", "status": "success", "output": '{"ok": true}'},
+    ],
+    "column wrong": [
+        {"name": "sparql_query", "status": "success", "output": sparql(["x", "y"], ROWS)},
+        {
+            "name": "sparql_query",
+            "id": "q2",
+            "status": "success",
+            "output": sparql(["x", "z"], [[s, "9"] for s, _ in ROWS]),
+        },
+        {"name": "get_status", "status": "success", "output": '{"ok": false}'},
+    ],
+    "failed and missing": [
+        {"name": "sparql_query", "status": "error", "error": "timeout"},
+    ],
+    "out of order": [
+        {"name": "get_status", "status": "success", "output": '{"ok": true}'},
+        {"name": "sparql_query", "status": "success", "output": sparql(["x", "y"], ROWS)},
+    ],
+}
+
+
+def scenario(name: str) -> tuple[Any, list[dict[str, Any]]]:
+    steps = [AUTOCOMPLETE, *CASES[name]]
+    if name == "out of order":
+        steps = [*CASES[name], AUTOCOMPLETE]
+    return prepared_groups(REFERENCE), steps
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_explanations_are_those_of_a_scorer_that_starts_from_scratch(name: str) -> None:
+    groups, steps = scenario(name)
+    scorer = StepScorer(steps)
+    matches, _ = match_steps(groups, scorer)
+    reused = explain_unmatched(groups, scorer, matches)
+    fresh = explain_unmatched(groups, StepScorer(steps), matches)
+    assert reused  # every case leaves a step unmatched
+    assert reused == fresh
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_no_pair_is_compared_and_no_column_read_twice(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    groups, steps = scenario(name)
+    compared: Counter[tuple[int, int, int]] = Counter()
+    columns: Counter[tuple[int, str]] = Counter()
+    real_compare = StepScorer._compare
+    real_column = sparql_terms._column
+
+    def counting_compare(self: StepScorer, ref: Any, act_index: int) -> float:
+        compared[(ref.group, ref.index, act_index)] += 1
+        return real_compare(self, ref, act_index)
+
+    def counting_column(bindings: Any, var: str) -> Any:
+        columns[(id(bindings), var)] += 1
+        return real_column(bindings, var)
+
+    monkeypatch.setattr(StepScorer, "_compare", counting_compare)
+    monkeypatch.setattr(sparql_terms, "_column", counting_column)
+    scorer = StepScorer(steps)
+    matches, _ = match_steps(groups, scorer)
+    explain_unmatched(groups, scorer, matches)
+    explain_unmatched(groups, scorer, matches)  # asked again: everything is known by now
+    assert compared and max(compared.values()) == 1
+    assert not columns or max(columns.values()) == 1
+
+
+class _Counted(dict):  # type: ignore[type-arg]
+    formatted = 0
+
+    def __repr__(self) -> str:
+        _Counted.formatted += 1
+        return super().__repr__()
+
+
+def test_asyncio_run_of_the_results_never_formats_them() -> None:
+    reference = [{"template_id": "t", "questions": [{"id": "q", "question_text": "?"}]}]
+    results = run_evaluation(reference, [{"question_id": "q", "actual_answer": "x"}])
+    results.append(_Counted(question_id="extra"))
+
+    async def main() -> Any:
+        return await results
+
+    assert asyncio.run(results) is results  # type: ignore[arg-type]
+    assert asyncio.run(main()) is results
+    assert repr(results) == "<Results of 2 questions>"
+    assert _Counted.formatted == 0
+    assert str(results) == str(list(results))  # print() shows the list, as the original's
+    assert _Counted.formatted == 2  # once for each side
