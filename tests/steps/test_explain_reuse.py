@@ -9,6 +9,8 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fakes import prepared_groups
 from qa_eval import run_evaluation
@@ -16,6 +18,7 @@ from qa_eval.steps import sparql_terms
 from qa_eval.steps.compare import StepScorer
 from qa_eval.steps.explain import explain_unmatched
 from qa_eval.steps.matching import match_steps
+from qa_eval.steps.outputs import shown
 
 IRI = "urn:x:oslo"
 
@@ -144,3 +147,9 @@ def test_asyncio_run_of_the_results_never_formats_them() -> None:
     assert _Counted.formatted == 0
     assert str(results) == str(list(results))  # print() shows the list, as the original's
     assert _Counted.formatted == 2  # once for each side
+
+
+@given(st.text(alphabet=st.sampled_from("ab \t\n\u00a0\u2028\u3000é"), max_size=12))
+def test_shown_takes_its_shortcut_only_where_the_long_way_agrees(value: str) -> None:
+    words = " ".join(value.split()) if value.strip() else repr(value)
+    assert shown(value, 8) == (words if len(words) <= 8 else words[:7] + "…")

@@ -84,7 +84,8 @@ def _uri_bound(result: Any, iri: str) -> bool:
         if not isinstance(binding, dict):
             continue
         for term in binding.values():
-            if isinstance(term, dict) and term.get("type") == "uri" and term.get("value") == iri:
+            # The value first: it rules out almost every term with one look-up.
+            if isinstance(term, dict) and term.get("value") == iri and term.get("type") == "uri":
                 return True
     return False
 
@@ -104,6 +105,15 @@ _SHOWN_CHARS = 60
 
 def shown(value: Any, limit: int = _SHOWN_CHARS) -> str:
     """A value on one short line for an explanation: text as is, other values as JSON."""
+    if (
+        type(value) is str
+        and 0 < len(value) <= limit
+        and value.isprintable()
+        and value[0] != " "
+        and value[-1] != " "
+        and "  " not in value
+    ):
+        return value  # a name or an id, already one line with single spaces: as below
     if isinstance(value, str):
         text = value
     else:
