@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections import Counter
 from typing import Any
 
@@ -18,7 +19,7 @@ from qa_eval.steps import sparql_terms
 from qa_eval.steps.compare import StepScorer
 from qa_eval.steps.explain import explain_unmatched
 from qa_eval.steps.matching import match_steps
-from qa_eval.steps.outputs import shown
+from qa_eval.steps.outputs import iri_excluded, iri_found, iri_token, shown
 
 IRI = "urn:x:oslo"
 
@@ -153,3 +154,31 @@ def test_asyncio_run_of_the_results_never_formats_them() -> None:
 def test_shown_takes_its_shortcut_only_where_the_long_way_agrees(value: str) -> None:
     words = " ".join(value.split()) if value.strip() else repr(value)
     assert shown(value, 8) == (words if len(words) <= 8 else words[:7] + "…")
+
+
+_TOKEN_TEXT = st.text(alphabet=st.sampled_from("ab:/<>\"'(),[] \t\n\x1c\u3000"), max_size=16)
+
+
+@given(_TOKEN_TEXT, st.text(alphabet=st.sampled_from("ab:/"), min_size=1, max_size=4))
+def test_iri_token_is_the_whole_token_pattern(text: str, iri: str) -> None:
+    pattern = r"(?<![^\s<\"'(,\[])" + re.escape(iri) + r"(?![^\s>\"'),\]])"
+    assert iri_token(text, iri) == (re.search(pattern, text) is not None)
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["uri", "literal"]), st.text("ab:/<> \\", max_size=5)),
+        max_size=4,
+    ),
+    st.text(alphabet=st.sampled_from("ab:/"), min_size=1, max_size=4),
+    st.booleans(),
+)
+def test_an_iri_excluded_from_the_text_is_never_found(
+    terms: list[tuple[str, str]], iri: str, as_json: bool
+) -> None:
+    rows = [{"x": {"type": kind, "value": value}} for kind, value in terms]
+    result = {"head": {"vars": ["x"]}, "results": {"bindings": rows}}
+    text = json.dumps(result, indent=1) if as_json else " ".join(v for _, v in terms)
+    parsed = result if as_json else None
+    if iri_excluded(text, iri):
+        assert not iri_found(iri, parsed, text)

@@ -40,6 +40,7 @@ from .kinds import (
 )
 from .outputs import (
     OutputParseError,
+    iri_excluded,
     iri_found,
     json_difference,
     json_equal,
@@ -227,9 +228,9 @@ class StepScorer:
                 return 0.0
             output = self._output(act_index)
             iri = ref.parsed
-            if iri and isinstance(output, str) and iri not in output and "\\" not in output:
-                # Without escapes every JSON string is in the text as it is: an IRI absent
-                # from the text is neither bound in the result nor a token of it. No parse.
+            if iri and isinstance(output, str) and iri_excluded(output, iri):
+                # Decided from the text, without a parse (or a walk over a result parsed
+                # already): the IRI is neither a string in it nor a token of it.
                 return 0.0
             try:
                 parsed = self._parsed(act_index)

@@ -11,7 +11,6 @@ JSON, when the IRI appears in it as a whole token.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import orjson
@@ -96,8 +95,36 @@ def iri_found(iri: str, parsed_output: Any, raw_output: Any) -> bool:
         return _uri_bound(parsed_output, iri)
     if not isinstance(raw_output, str) or not iri:
         return False
-    pattern = r"(?<![^\s<\"'(,\[])" + re.escape(iri) + r"(?![^\s>\"'),\]])"
-    return re.search(pattern, raw_output) is not None
+    return iri_token(raw_output, iri)
+
+
+_BEFORE_TOKEN = frozenset("<\"'(,[")
+_AFTER_TOKEN = frozenset(">\"'),]")
+
+
+def iri_token(text: str, iri: str) -> bool:
+    """Whether ``iri`` (not empty) stands in ``text`` as a whole token: after the start, white
+    space or one of ``<"'(,[``, and before the end, white space or one of ``>"'),]``."""
+    size = len(iri)
+    start = text.find(iri)
+    while start != -1:
+        end = start + size
+        if (start == 0 or text[start - 1] in _BEFORE_TOKEN or text[start - 1].isspace()) and (
+            end == len(text) or text[end] in _AFTER_TOKEN or text[end].isspace()
+        ):
+            return True
+        start = text.find(iri, start + 1)
+    return False
+
+
+def iri_excluded(text: str, iri: str) -> bool:
+    """Whether ``iri`` (not empty) is surely not found in the output ``text`` whatever it
+    parses to: a text without escapes holds a JSON string value as it is, between quotes, so
+    an IRI bound in a JSON result stands there as ``"iri"``; an output that is not JSON finds
+    it only as a token. Decided without parsing."""
+    if "\\" in text:
+        return False  # the value may be written with escapes
+    return ('"' + iri + '"') not in text and not iri_token(text, iri)
 
 
 _SHOWN_CHARS = 60
