@@ -20,6 +20,9 @@ from qa_eval.steps.compare import StepScorer
 from qa_eval.steps.explain import explain_unmatched
 from qa_eval.steps.matching import match_steps
 from qa_eval.steps.outputs import iri_excluded, iri_found, iri_token, shown
+from qa_eval.steps.sparql_explain import _distinct, _shared
+from qa_eval.steps.sparql_terms import IRI as IRI_KIND
+from qa_eval.steps.sparql_terms import MIXED, NUMBER
 
 IRI = "urn:x:oslo"
 
@@ -182,3 +185,24 @@ def test_an_iri_excluded_from_the_text_is_never_found(
     parsed = result if as_json else None
     if iri_excluded(text, iri):
         assert not iri_found(iri, parsed, text)
+
+
+def _old_pairs(kind: Any, values: list[Any]) -> set[Any]:
+    return set(values) if kind == MIXED else {(kind, v) for v in values}
+
+
+_KINDS = st.sampled_from([IRI_KIND, NUMBER, ("lang", "en")])
+_COLUMN = st.one_of(
+    st.tuples(_KINDS, st.lists(st.sampled_from([1, 1.0, 2, "a", "b"]), min_size=1, max_size=6)),
+    st.tuples(
+        st.just(MIXED),
+        st.lists(st.tuples(_KINDS, st.sampled_from([1, 2.0, "a"])), min_size=1, max_size=6),
+    ),
+)
+
+
+@given(_COLUMN, _COLUMN)
+def test_shared_terms_are_those_of_kind_value_pairs(a: Any, b: Any) -> None:
+    expected = len(_old_pairs(*a) & _old_pairs(*b))
+    assert _shared(_distinct(*a), _distinct(*b)) == expected
+    assert len(_distinct(*a)[1]) == len(_old_pairs(*a))
