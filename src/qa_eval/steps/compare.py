@@ -80,6 +80,7 @@ class StepScorer:
         self._json: dict[int, Any] = {}
         self._checked: dict[int, Any] = {}  # SPARQL outputs checked, or their problem
         self._tables: dict[int, Table] = {}  # their columns as read by comparisons
+        self._contexts: dict[int, Any] = {}  # retrieval outputs' (ids, k), or their problem
         self._scores: dict[tuple[int, int, int], float] = {}
         self._successful = successful  # found while the responses were checked, when given
 
@@ -147,10 +148,9 @@ class StepScorer:
                 table=self._table(act_index, checked),
             )
         if kind == COMPARE_RETRIEVAL:
-            self._retrieval(ref, act_index)
-            k = (act.get("args") or {})["k"]
+            ids, k = self._context_ids(act_index)
             wanted = list(dict.fromkeys(ref.parsed[:k]))
-            got = {c["id"] for c in self._parsed(act_index)[:k]}
+            got = set(ids[:k])
             absent = [i for i in wanted if i not in got]
             shown_ids = ", ".join(shown(i) for i in absent[:3])
             more = f" and {len(absent) - 3} more" if len(absent) > 3 else ""
@@ -268,6 +268,24 @@ class StepScorer:
         return float(ref.raw["output"] == self._output(act_index))
 
     def _retrieval(self, ref: ReferenceStep, act_index: int) -> float:
+        ids, k = self._context_ids(act_index)
+        return spec_recall_at_k(ref.parsed, ids, k)
+
+    def _context_ids(self, act_index: int) -> tuple[list[Any], int]:
+        """A retrieval step's context ids and its ``args.k``, checked once for every reference
+        step compared with it and for the explanations."""
+        value = self._contexts.get(act_index)
+        if value is None:
+            try:
+                value = self._check_contexts(act_index)
+            except _StepProblem as problem:
+                value = problem
+            self._contexts[act_index] = value
+        if isinstance(value, _StepProblem):
+            raise value
+        return value  # type: ignore[no-any-return]
+
+    def _check_contexts(self, act_index: int) -> tuple[list[Any], int]:
         contexts = self._parsed(act_index)
         if not isinstance(contexts, list) or not all(
             isinstance(c, dict) and isinstance(c.get("id"), CONTEXT_ID_TYPES) for c in contexts
@@ -280,4 +298,4 @@ class StepScorer:
         k = args.get("k")
         if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
             raise _StepProblem(f"args.k: must be a positive integer, got {short_repr(k)}")
-        return spec_recall_at_k(ref.parsed, [c["id"] for c in contexts], k)
+        return [c["id"] for c in contexts], k
