@@ -108,6 +108,9 @@ def sparql_case(rows: int, rc: int, ac: int, broken: bool) -> list[Any]:
     elif (rows, rc, ac) == (100_000, 8, 16) and not broken:
         target = "<= 2 s"
     ok_abs = {"<= 20 ms": compare <= 0.020, "<= 2 s": compare <= 2.0}.get(target, True)
+    # The ratio to the orjson parse: at most 2.5x at 1,000 rows (fixed costs weigh there),
+    # 1.25x at 100,000, 2x at 1,000,000 (memory).
+    limit = {1000: 2.5, 100_000: 1.25}.get(rows, 2.0)
     ratio = compare / parse_fast
     return [
         f"{rows:,} rows {rc}-of-{ac}{' (1 row wrong)' if broken else ''}",
@@ -115,8 +118,8 @@ def sparql_case(rows: int, rc: int, ac: int, broken: bool) -> list[Any]:
         f"{parse_fast * 1000:.1f} ms",
         f"{parse_std * 1000:.1f} ms",
         f"{ratio:.2f}x",
-        f"{target + ', ' if target else ''}ratio <= 2x",
-        "ok" if ok_abs and ratio <= 2.0 else "MISSED",
+        f"{target + ', ' if target else ''}ratio <= {limit:g}x",
+        "ok" if ok_abs and ratio <= limit else "MISSED",
     ]
 
 
