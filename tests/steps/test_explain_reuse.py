@@ -183,7 +183,9 @@ def test_an_iri_excluded_from_the_text_is_never_found(
     result = {"head": {"vars": ["x"]}, "results": {"bindings": rows}}
     text = json.dumps(result, indent=1) if as_json else " ".join(v for _, v in terms)
     parsed = result if as_json else None
-    if iri_excluded(text, iri):
+    if iri_excluded(text, iri, is_json=as_json):
+        assert not iri_found(iri, parsed, text)
+    if iri_excluded(text, iri):  # not told whether it is JSON
         assert not iri_found(iri, parsed, text)
 
 

@@ -228,7 +228,11 @@ class StepScorer:
                 return 0.0
             output = self._output(act_index)
             iri = ref.parsed
-            if iri and isinstance(output, str) and iri_excluded(output, iri):
+            parsed_before = self._json.get(act_index, _MISSING)
+            is_json = parsed_before is not _MISSING and not isinstance(
+                parsed_before, OutputParseError
+            )
+            if iri and isinstance(output, str) and iri_excluded(output, iri, is_json):
                 # Decided from the text, without a parse (or a walk over a result parsed
                 # already): the IRI is neither a string in it nor a token of it.
                 return 0.0

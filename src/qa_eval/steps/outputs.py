@@ -117,14 +117,18 @@ def iri_token(text: str, iri: str) -> bool:
     return False
 
 
-def iri_excluded(text: str, iri: str) -> bool:
+def iri_excluded(text: str, iri: str, is_json: bool = False) -> bool:
     """Whether ``iri`` (not empty) is surely not found in the output ``text`` whatever it
-    parses to: a text without escapes holds a JSON string value as it is, between quotes, so
-    an IRI bound in a JSON result stands there as ``"iri"``; an output that is not JSON finds
-    it only as a token. Decided without parsing."""
+    parses to, decided without parsing: a text without escapes holds a JSON string value as it
+    is, between quotes, so an IRI bound in a JSON result stands there as ``"iri"``; an output
+    that is not JSON finds it only as a token. ``is_json``: the text is known to be JSON."""
     if "\\" in text:
         return False  # the value may be written with escapes
-    return ('"' + iri + '"') not in text and not iri_token(text, iri)
+    if iri not in text:
+        return True
+    if ('"' + iri + '"') in text:
+        return False
+    return is_json or not iri_token(text, iri)
 
 
 _SHOWN_CHARS = 60
