@@ -9,6 +9,7 @@ Every number is measured when it runs; nothing is stored. See benchmarks/README.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import json
 import os
@@ -107,6 +108,9 @@ def sparql_case(rows: int, rc: int, ac: int, broken: bool) -> list[Any]:
     elif (rows, rc, ac) == (100_000, 8, 16) and not broken:
         target = "<= 2 s"
     ok_abs = {"<= 20 ms": compare <= 0.020, "<= 2 s": compare <= 2.0}.get(target, True)
+    # The ratio to the orjson parse: at most 2.5x at 1,000 rows (fixed costs weigh there),
+    # 1.25x at 100,000, 2x at 1,000,000 (memory).
+    limit = {1000: 2.5, 100_000: 1.25}.get(rows, 2.0)
     ratio = compare / parse_fast
     return [
         f"{rows:,} rows {rc}-of-{ac}{' (1 row wrong)' if broken else ''}",
@@ -114,8 +118,8 @@ def sparql_case(rows: int, rc: int, ac: int, broken: bool) -> list[Any]:
         f"{parse_fast * 1000:.1f} ms",
         f"{parse_std * 1000:.1f} ms",
         f"{ratio:.2f}x",
-        f"{target + ', ' if target else ''}ratio <= 2x",
-        "ok" if ok_abs and ratio <= 2.0 else "MISSED",
+        f"{target + ', ' if target else ''}ratio <= {limit:g}x",
+        "ok" if ok_abs and ratio <= limit else "MISSED",
     ]
 
 
@@ -349,6 +353,64 @@ def dataset(
     return reference, responses
 
 
+def mismatch_mix(reference: list, responses: list, seed: int = 2) -> list:
+    """The responses of ``dataset`` spoiled so that about half of the reference steps do not
+    match: per question one of wrong columns (a required column's values replaced), missing
+    rows, a missing step, a failed step, an error response or an IRI not returned, or nothing.
+
+    A question whose last group does not match leaves its IRI discovery group unevaluated too
+    (matching stops there), so spoiling 6 questions in 13 leaves about half the steps unmatched.
+    """
+    rnd = random.Random(seed)
+    spoils = ["none"] * 7 + ["columns", "rows", "step", "failed", "error", "iri"]
+    out = []
+    for response in responses:
+        response = json.loads(json.dumps(response))
+        out.append(response)
+        steps = response.get("actual_steps")
+        if not steps:
+            continue
+        last = steps[-1]
+        spoil = rnd.choice(spoils)
+        if spoil == "error":
+            out[-1] = {
+                "question_id": response["question_id"],
+                "status": "error",
+                "error": "the agent ran out of time",
+            }
+        elif spoil == "step":
+            del steps[-1]
+        elif spoil == "failed":
+            last.pop("output", None)
+            last["status"] = "error"
+            last["error"] = "service unavailable"
+        elif spoil == "iri":
+            steps[0]["output"] = steps[0]["output"].replace("urn:entity:", "urn:other:")
+        elif spoil in ("columns", "rows"):
+            name = last["name"]
+            if name == "sparql_query":
+                result = json.loads(last["output"])
+                bindings = result["results"]["bindings"]
+                if spoil == "rows":
+                    del bindings[: max(1, len(bindings) // 2)]
+                else:
+                    for row in bindings:
+                        row["name"] = {"type": "literal", "value": "something else"}
+                last["output"] = json.dumps(result, indent=2)
+            elif name == "retrieval":
+                docs = json.loads(last["output"])
+                for doc in docs:
+                    doc["id"] = doc["id"] + ":other"
+                last["output"] = json.dumps(docs)
+            elif name == "retrieve_data_points":
+                last["args"]["granularity"] = "1h"
+            else:
+                value = json.loads(last["output"])
+                value["values"] = [*value["values"][1:], -1]
+                last["output"] = json.dumps(value, indent=2)
+    return out
+
+
 def outputs_of(reference: list, responses: list) -> list[str]:
     texts = [s["output"] for r in responses for s in r.get("actual_steps", []) if "output" in s]
     texts += [
@@ -399,8 +461,29 @@ class ParseCounter:
         return len(repeated), sum(1 for i in repeated if self.sizes[i] < 200)
 
 
-def evaluation_rows(questions: int) -> tuple[list[list[Any]], Path]:
-    reference, responses = dataset(questions)
+class Mix:
+    """One whole-evaluation dataset of the table, with its measured time and floor."""
+
+    def __init__(self, name: str, reference: list, responses: list) -> None:
+        self.name = name
+        self.reference = reference
+        self.responses = responses
+        self.seconds = 0.0
+        self.floor_std = 0.0
+        self.data_dir = Path(".")
+
+
+def unmatched_share(results: list) -> tuple[int, int]:
+    """(reference steps without ``matches``, reference steps) over every result."""
+    steps = [s for r in results for g in (r.get("reference_steps") or []) for s in g]
+    return sum(1 for s in steps if "matches" not in s), len(steps)
+
+
+def evaluation_rows(mix: Mix, strict: bool) -> list[list[Any]]:
+    """The rows of one dataset: its parse floors, the evaluation against them, the parse
+    counter. ``strict``: the matching mix's targets (1.3x every floor, no output parsed twice);
+    otherwise the mismatch mix's (4x the json floor)."""
+    reference, responses, questions = mix.reference, mix.responses, len(mix.responses)
     texts = outputs_of(reference, responses)
     repeats = 5
 
@@ -430,24 +513,33 @@ def evaluation_rows(questions: int) -> tuple[list[list[Any]], Path]:
         statistics.median(turns[k]) for k in ("floor", "std", "kept", "eval")
     )
     with ParseCounter() as counter:
-        run()
+        results, _ = run()
     twice, tiny = counter.twice()
     ratio = elapsed / floor
     ratio_kept = elapsed / kept
     ratio_std = elapsed / floor_std
     micro = aggregates["micro"]["steps_score"]
+    unmatched, steps = unmatched_share(results)
+    del results
+    target, limit = ("<= 1.3x", 1.3) if strict else ("", 0.0)
+
+    def verdict(value: float, always: bool = False) -> str:
+        if not strict and not always:
+            return ""
+        return "ok" if value <= (limit if strict else 4.0) else "MISSED"
+
     rows = [
-        [f"parse {len(texts):,} outputs, orjson, dropped", f"{floor:.3f} s", "", "", "", "", ""],
-        [f"parse {len(texts):,} outputs, json, dropped", f"{floor_std:.3f} s", "", "", "", "", ""],
-        [f"parse {len(texts):,} outputs, orjson, kept", f"{kept:.3f} s", "", "", "", "", ""],
+        [f"{mix.name}: parse {len(texts):,} outputs, orjson, dropped", f"{floor:.3f} s"],
+        [f"{mix.name}: parse {len(texts):,} outputs, json, dropped", f"{floor_std:.3f} s"],
+        [f"{mix.name}: parse {len(texts):,} outputs, orjson, kept", f"{kept:.3f} s"],
         [
-            f"evaluate + aggregate {questions:,} questions",
+            f"{mix.name}: evaluate + aggregate {questions:,} questions",
             f"{elapsed:.3f} s",
             f"{kept * 1000:.0f} ms kept",
             "",
             f"{ratio_kept:.2f}x",
-            "<= 1.3x parse (kept)",
-            "ok" if ratio_kept <= 1.3 else "MISSED",
+            f"{target} parse (kept)" if strict else "",
+            verdict(ratio_kept),
         ],
         [
             "  the same against parse (dropped)",
@@ -455,8 +547,8 @@ def evaluation_rows(questions: int) -> tuple[list[list[Any]], Path]:
             f"{floor * 1000:.0f} ms",
             f"{floor_std * 1000:.0f} ms",
             f"{ratio:.2f}x",
-            "<= 1.3x parse (dropped)",
-            "ok" if ratio <= 1.3 else "MISSED",
+            f"{target} parse (dropped)" if strict else "",
+            verdict(ratio),
         ],
         [
             "  the same against parse (json, dropped)",
@@ -464,34 +556,30 @@ def evaluation_rows(questions: int) -> tuple[list[list[Any]], Path]:
             "",
             f"{floor_std * 1000:.0f} ms",
             f"{ratio_std:.2f}x",
-            "<= 1.3x parse (json)",
-            "ok" if ratio_std <= 1.3 else "MISSED",
+            f"{target} parse (json)" if strict else "<= 4x parse (json)",
+            verdict(ratio_std, always=True),
         ],
         [
-            "outputs parsed twice",
+            "  outputs parsed twice",
             f"{twice - tiny} (+{tiny} empty results)",
             "",
             "",
             "",
-            "0",
-            "ok" if twice - tiny == 0 else "MISSED",
+            "0" if strict else "",
+            ("ok" if twice - tiny == 0 else "MISSED") if strict else "",
         ],
         [
-            f"  (mean steps_score {micro['mean']:.3f} over {micro['n']} questions)",
-            "",
-            "",
-            "",
-            "",
-            "",
-            "",
+            f"  (steps_score mean {micro['mean']:.3f}, n {micro['n']}; "
+            f"{unmatched:,} of {steps:,} steps unmatched)"
         ],
     ]
-    data_dir = Path(tempfile.mkdtemp(prefix="qa-eval-bench-"))
-    (data_dir / "reference.json").write_bytes(orjson.dumps(reference))
-    (data_dir / "responses.json").write_bytes(
+    mix.seconds, mix.floor_std = elapsed, floor_std
+    mix.data_dir = Path(tempfile.mkdtemp(prefix="qa-eval-bench-"))
+    (mix.data_dir / "reference.json").write_bytes(orjson.dumps(reference))
+    (mix.data_dir / "responses.json").write_bytes(
         orjson.dumps({r["question_id"]: r for r in responses})
     )
-    return rows, data_dir
+    return [row + [""] * (7 - len(row)) for row in rows]
 
 
 # The original, side by side ------------------------------------------------------------------
@@ -555,23 +643,13 @@ def run_original(python: str, what: str, folder: Path, timeout: float) -> dict |
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def original_rows(
-    data_dir: Path, questions: int, ours_eval: float, timeout: float
-) -> list[list[Any]]:
+def original_rows(mixes: list[Mix], timeout: float) -> list[list[Any]]:
+    """graphrag-eval's SPARQL comparison and its run on every dataset of ``mixes``."""
     python = original_python()
     if python is None:
-        return [
-            [
-                "graphrag-eval 6.6.1: not available (set QA_EVAL_ORIGINAL_PYTHON)",
-                "",
-                "",
-                "",
-                "",
-                "",
-                "-",
-            ]
-        ]
+        return [["graphrag-eval 6.6.1: not available (set QA_EVAL_ORIGINAL_PYTHON)"] + [""] * 6]
     rows = []
+    data_dir = mixes[0].data_dir
     ref_text, act_text, required = sparql_texts(1000, 5, 8, decimal_twist=False)
     (data_dir / "ref.json").write_bytes(ref_text)
     (data_dir / "act.json").write_bytes(act_text)
@@ -592,20 +670,25 @@ def original_rows(
             ]
         )
     else:
-        rows.append(
-            ["graphrag-eval: 1,000 rows 5-of-8", f"{ours * 1000:.1f} ms", theirs, "", "", "", ""]
-        )
-    theirs = run_original(python, "evaluate", data_dir, timeout * 15)
-    if isinstance(theirs, dict):
+        rows.append(["graphrag-eval: 1,000 rows 5-of-8", f"{ours * 1000:.1f} ms", theirs])
+    for mix in mixes:
+        questions = len(mix.responses)
+        theirs = run_original(python, "evaluate", mix.data_dir, timeout * 15)
+        label = f"graphrag-eval: {mix.name}, evaluate + aggregate {questions:,}"
+        if not isinstance(theirs, dict):
+            rows.append([label, f"{mix.seconds:.3f} s", theirs])
+            continue
+        faster = theirs["seconds"] / mix.seconds
+        strict = mix.name != "matching mix"
         rows.append(
             [
-                f"graphrag-eval: evaluate + aggregate {questions:,}",
-                f"{ours_eval:.3f} s",
+                label,
+                f"{mix.seconds:.3f} s",
                 f"{theirs['seconds']:.3f} s",
                 "",
-                f"{theirs['seconds'] / ours_eval:.2f}x (original / qa-eval)",
-                "",
-                "",
+                f"{faster:.2f}x (original / qa-eval)",
+                ">= 1.2x" if strict else "",
+                ("ok" if faster >= 1.2 else "MISSED") if strict else "",
             ]
         )
         rows.append(
@@ -615,23 +698,33 @@ def original_rows(
                 "",
                 f"{theirs['floor'] * 1000:.0f} ms",
                 f"{theirs['seconds'] / theirs['floor']:.2f}x",
-                "(the issue: 3.6x)",
+                "" if strict else "(the issue: 3.6x)",
                 "",
             ]
         )
-    else:
-        rows.append(
-            [
-                f"graphrag-eval: evaluate + aggregate {questions:,}",
-                f"{ours_eval:.3f} s",
-                theirs,
-                "",
-                "",
-                "",
-                "",
-            ]
-        )
-    return rows
+    return [row + [""] * (7 - len(row)) for row in rows]
+
+
+def asyncio_run_row(mix: Mix) -> list[Any]:
+    """``asyncio.run(results)``, the graphrag-eval 6.x script form, on finished results: the
+    time beyond the run itself (an event loop, and nothing that formats the results)."""
+    results = qa_eval.run_evaluation(mix.reference, mix.responses)
+
+    def again() -> Any:
+        return asyncio.run(results)  # type: ignore[arg-type]
+
+    seconds, out = timed(again, 5)
+    if out is not results:
+        raise SystemExit("asyncio.run(results) did not give the results back")
+    return [
+        f"asyncio.run(results) of {len(results):,} finished results",
+        f"{seconds * 1000:.1f} ms",
+        "",
+        "",
+        "",
+        "<= 5 ms",
+        "ok" if seconds <= 0.005 else "MISSED",
+    ]
 
 
 def main() -> None:
@@ -641,6 +734,9 @@ def main() -> None:
     parser.add_argument("--skip-original", action="store_true", help="don't run graphrag-eval")
     parser.add_argument("--questions", type=int, default=None, help="questions in the evaluation")
     parser.add_argument("--timeout", type=float, default=120.0, help="for each original run (s)")
+    parser.add_argument(
+        "--max-rows", type=int, default=1_000_000, help="largest SPARQL table (rows)"
+    )
     args = parser.parse_args()
     print(
         f"qa-eval {qa_eval.__version__} on Python {platform.python_version()}, "
@@ -649,14 +745,20 @@ def main() -> None:
     sizes = [(1000, 5, 8), (1000, 8, 16)]
     if not args.quick:
         sizes += [(100_000, 5, 8), (100_000, 8, 16), (1_000_000, 5, 8), (1_000_000, 8, 16)]
+    sizes = [s for s in sizes if s[0] <= args.max_rows]
     headers = ["benchmark", "qa-eval", "orjson parse", "json parse", "ratio", "target", ""]
     rows = sparql_rows(sizes, negative=True)
     questions = args.questions or (2000 if args.quick else 10_000)
-    eval_rows, data_dir = evaluation_rows(questions)
-    rows += eval_rows
+    reference, responses = dataset(questions)
+    mixes = [
+        Mix("matching mix", reference, responses),
+        Mix("mismatch mix", reference, mismatch_mix(reference, responses)),
+    ]
+    rows += evaluation_rows(mixes[0], strict=True)
+    rows += evaluation_rows(mixes[1], strict=False)
+    rows.append(asyncio_run_row(mixes[0]))
     if not args.skip_original:
-        ours_eval = float(eval_rows[3][1].split()[0])
-        rows += original_rows(data_dir, questions, ours_eval, args.timeout)
+        rows += original_rows(mixes, args.timeout)
     print(format_table(headers, rows))
     print(
         "\nratio: qa-eval time / orjson parse time of the same text (SPARQL rows) or of every "

@@ -317,10 +317,13 @@ async def _execute(
         sink.flush()
         tracker.report()
     finally:
+        if freeze:
+            # What the run made (the results) joins the inputs as old objects: the collector,
+            # enabled again, would otherwise scan every result in its young generations.
+            gc.freeze()
+            gc.unfreeze()
         if collecting:
             gc.enable()
-        if freeze:
-            gc.unfreeze()
         if store is not None:
             store.close()
         if lookup is not None:

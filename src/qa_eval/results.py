@@ -124,6 +124,17 @@ class Results(list):  # type: ignore[type-arg]
 
         return results_to_pandas(self)
 
+    def __repr__(self) -> str:
+        """A one-line summary, never the results themselves: asyncio writes out the repr of a
+        finished task's result (``asyncio.run(run_evaluation(...))`` formats it twice on exit),
+        which for the whole list took longer than the run. ``print()`` shows the list."""
+        count = len(self)
+        return f"<Results of {count:,} question{'' if count == 1 else 's'}>"
+
+    def __str__(self) -> str:
+        """The list, as ``print()`` of the original's plain list showed it."""
+        return list.__repr__(self)
+
     def _repr_html_(self) -> str:
         """An HTML summary for Jupyter (qa_eval.frames.results_html)."""
         from .frames import results_html

@@ -40,6 +40,7 @@ from .kinds import (
 )
 from .outputs import (
     OutputParseError,
+    iri_excluded,
     iri_found,
     json_difference,
     json_equal,
@@ -49,7 +50,7 @@ from .outputs import (
 )
 from .sparql_explain import explain_sparql_results
 from .sparql_match import SparqlReference, compare_sparql_results
-from .sparql_terms import SparqlResultError, parse_sparql_json
+from .sparql_terms import SparqlResultError, Table, parse_sparql_json
 from .timeseries import (
     StepArgumentError,
     compare_data_points_steps,
@@ -78,6 +79,8 @@ class StepScorer:
         self.problems: dict[int, str] = {}
         self._json: dict[int, Any] = {}
         self._checked: dict[int, Any] = {}  # SPARQL outputs checked, or their problem
+        self._tables: dict[int, Table] = {}  # their columns as read by comparisons
+        self._contexts: dict[int, Any] = {}  # retrieval outputs' (ids, k), or their problem
         self._scores: dict[tuple[int, int, int], float] = {}
         self._successful = successful  # found while the responses were checked, when given
 
@@ -103,14 +106,18 @@ class StepScorer:
         return cached
 
     def would_match(self, ref: ReferenceStep, act_index: int) -> float:
-        """``score``, without recording a problem of the actual step (for explanations)."""
-        cached = self._scores.get((ref.group, ref.index, act_index))
+        """``score``, without recording a problem of the actual step (for explanations); a
+        score matching computed is read back, and one computed here is kept for the next ask."""
+        key = (ref.group, ref.index, act_index)
+        cached = self._scores.get(key)
         if cached is not None:
             return cached
         try:
-            return self._compare(ref, act_index)
+            cached = self._compare(ref, act_index)
         except _StepProblem:
-            return 0.0
+            return 0.0  # not kept: ``score`` would record the problem
+        self._scores[key] = cached
+        return cached
 
     def explain(self, ref: ReferenceStep, act_index: int) -> tuple[float, str]:
         """Why ``ref`` does not match actual step ``act_index``, for a user, with a closeness
@@ -138,12 +145,12 @@ class StepScorer:
                 checked,
                 ordered=ref.raw.get("ordered", False),
                 ignore_duplicates=ref.raw.get("ignore_duplicates", True),
+                table=self._table(act_index, checked),
             )
         if kind == COMPARE_RETRIEVAL:
-            self._retrieval(ref, act_index)
-            k = (act.get("args") or {})["k"]
+            ids, k = self._context_ids(act_index)
             wanted = list(dict.fromkeys(ref.parsed[:k]))
-            got = {c["id"] for c in self._parsed(act_index)[:k]}
+            got = set(ids[:k])
             absent = [i for i in wanted if i not in got]
             shown_ids = ", ".join(shown(i) for i in absent[:3])
             more = f" and {len(absent) - 3} more" if len(absent) > 3 else ""
@@ -201,6 +208,17 @@ class StepScorer:
             raise value
         return value  # type: ignore[no-any-return]
 
+    def _table(self, act_index: int, checked: Mapping[str, Any]) -> Table | None:
+        """The actual SELECT result's columns, read once for every reference step compared
+        with it and for the explanations (None for an ASK result)."""
+        table = self._tables.get(act_index)
+        if table is None:
+            bindings = (checked.get("results") or {}).get("bindings")
+            if not isinstance(bindings, list):
+                return None
+            table = self._tables[act_index] = Table(bindings)
+        return table
+
     def _compare(self, ref: ReferenceStep, act_index: int) -> float:
         act = self.actual[act_index]
         name = act.get("name")
@@ -210,9 +228,13 @@ class StepScorer:
                 return 0.0
             output = self._output(act_index)
             iri = ref.parsed
-            if iri and isinstance(output, str) and iri not in output and "\\" not in output:
-                # Without escapes every JSON string is in the text as it is: an IRI absent
-                # from the text is neither bound in the result nor a token of it. No parse.
+            parsed_before = self._json.get(act_index, _MISSING)
+            is_json = parsed_before is not _MISSING and not isinstance(
+                parsed_before, OutputParseError
+            )
+            if iri and isinstance(output, str) and iri_excluded(output, iri, is_json):
+                # Decided from the text, without a parse (or a walk over a result parsed
+                # already): the IRI is neither a string in it nor a token of it.
                 return 0.0
             try:
                 parsed = self._parsed(act_index)
@@ -222,13 +244,15 @@ class StepScorer:
         if name != ref.name:
             return 0.0
         if kind == COMPARE_SPARQL:
+            checked = self._sparql(act_index)
             try:
                 return compare_sparql_results(
                     ref.parsed,
-                    self._sparql(act_index),
+                    checked,
                     ordered=ref.raw.get("ordered", False),
                     ignore_duplicates=ref.raw.get("ignore_duplicates", True),
                     checked=True,
+                    table=self._table(act_index, checked),
                 )
             except SparqlResultError as e:
                 raise _StepProblem(f"output: {e}") from None
@@ -248,6 +272,24 @@ class StepScorer:
         return float(ref.raw["output"] == self._output(act_index))
 
     def _retrieval(self, ref: ReferenceStep, act_index: int) -> float:
+        ids, k = self._context_ids(act_index)
+        return spec_recall_at_k(ref.parsed, ids, k)
+
+    def _context_ids(self, act_index: int) -> tuple[list[Any], int]:
+        """A retrieval step's context ids and its ``args.k``, checked once for every reference
+        step compared with it and for the explanations."""
+        value = self._contexts.get(act_index)
+        if value is None:
+            try:
+                value = self._check_contexts(act_index)
+            except _StepProblem as problem:
+                value = problem
+            self._contexts[act_index] = value
+        if isinstance(value, _StepProblem):
+            raise value
+        return value  # type: ignore[no-any-return]
+
+    def _check_contexts(self, act_index: int) -> tuple[list[Any], int]:
         contexts = self._parsed(act_index)
         if not isinstance(contexts, list) or not all(
             isinstance(c, dict) and isinstance(c.get("id"), CONTEXT_ID_TYPES) for c in contexts
@@ -260,4 +302,4 @@ class StepScorer:
         k = args.get("k")
         if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
             raise _StepProblem(f"args.k: must be a positive integer, got {short_repr(k)}")
-        return spec_recall_at_k(ref.parsed, [c["id"] for c in contexts], k)
+        return [c["id"] for c in contexts], k

@@ -65,54 +65,61 @@ def explain_unmatched(
     response_error: Any = None,
 ) -> dict[tuple[int, int], str]:
     """The ``mismatch`` text of every reference step ``matches`` leaves unmatched, keyed by
-    (group index, step index); ``response_error``: the error of an error response, if any."""
-    matched = {(g, i): a for g, i, a, _ in matches}
-    partial = [(g, i, a) for g, i, a, score in matches if score < 1.0 - 1e-12]
-    if len(matched) == sum(len(group) for group in groups) and not partial:
+    (group index, step index); ``response_error``: the error of an error response, if any.
+
+    The comparisons matching made are read back from ``scorer`` (its memo of scores, parsed
+    outputs and SPARQL columns); only pairs matching never compared are compared here."""
+    counts = [0] * len(groups)  # matched steps per group
+    partial = []
+    for g, i, a, score in matches:
+        counts[g] += 1
+        if score < 1.0 - 1e-12:
+            partial.append((g, i, a))  # a retrieval step matched with recall@k below 1
+    unmatched = [g for g, group in enumerate(groups) if counts[g] < len(group)]
+    if not unmatched and not partial:
         return {}
     steps = scorer.actual
     out: dict[tuple[int, int], str] = {}
-    for g, i, a in partial:  # a retrieval step matched with recall@k below 1
+    for g, i, a in partial:
         _, text = scorer.explain(groups[g][i], a)
         out[(g, i)] = f"partly matched by {_label(steps, a)}: {text}"
-    if len(matched) == sum(len(group) for group in groups):
+    if not unmatched:
         return out
+    matched = {(g, i): a for g, i, a, _ in matches}
     used = {a: (g, i) for (g, i), a in matched.items()}
-    complete = [all((g, ref.index) in matched for ref in group) for g, group in enumerate(groups)]
-    stop = max(g for g in range(len(groups)) if not complete[g])
+    stop = unmatched[-1]
     later = [a for (g, _), a in matched.items() if g == stop + 1]
     upto = min(later) if later else len(steps)
-    successful = set(scorer.successful())
+    successful = scorer.successful()
+    done = counts[stop]
+    size = len(groups[stop])
+    why = "has no match" if done == 0 else f"matched only {done} of its {size} steps"
+    header = f"not evaluated: group {stop + 1} {why}, and matching stops there"
     for g in range(stop + 1):
         for ref in groups[g]:
             if (g, ref.index) in matched:
                 continue
             if g < stop:
-                out[(g, ref.index)] = _not_evaluated(g, stop, groups, matched, ref, scorer)
+                out[(g, ref.index)] = _not_evaluated(header, ref, scorer, successful)
             else:
-                why = _explain_step(ref, scorer, successful, upto, used, stop)
+                text = _explain_step(ref, scorer, set(successful), upto, used, stop)
                 if response_error is not None and not steps:
-                    why = f"the response is an error ({shown(response_error)}) with no actual steps"
-                out[(g, ref.index)] = why
+                    text = (
+                        f"the response is an error ({shown(response_error)}) with no actual steps"
+                    )
+                out[(g, ref.index)] = text
     return out
 
 
 def _not_evaluated(
-    g: int,
-    stop: int,
-    groups: Sequence[Sequence[ReferenceStep]],
-    matched: Mapping[tuple[int, int], int],
-    ref: ReferenceStep,
-    scorer: StepScorer,
+    header: str, ref: ReferenceStep, scorer: StepScorer, successful: Sequence[int]
 ) -> str:
-    size = len(groups[stop])
-    done = sum((stop, r.index) in matched for r in groups[stop])
-    why = "has no match" if done == 0 else f"matched only {done} of its {size} steps"
-    text = f"not evaluated: group {stop + 1} {why}, and matching stops there"
-    for a in reversed(scorer.successful()):
-        if scorer.would_match(ref, a) > 0.0:
-            return text + f" (on its own this step would match {_label(scorer.actual, a)})"
-    return text
+    """A step of a group before the one matching stopped at, with a hint when an actual step
+    would match it on its own."""
+    for a in reversed(successful):
+        if _named(ref, scorer.actual[a]) and scorer.would_match(ref, a) > 0.0:
+            return header + f" (on its own this step would match {_label(scorer.actual, a)})"
+    return header
 
 
 def _explain_step(

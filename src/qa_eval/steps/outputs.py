@@ -11,7 +11,6 @@ JSON, when the IRI appears in it as a whole token.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import orjson
@@ -85,7 +84,8 @@ def _uri_bound(result: Any, iri: str) -> bool:
         if not isinstance(binding, dict):
             continue
         for term in binding.values():
-            if isinstance(term, dict) and term.get("type") == "uri" and term.get("value") == iri:
+            # The value first: it rules out almost every term with one look-up.
+            if isinstance(term, dict) and term.get("value") == iri and term.get("type") == "uri":
                 return True
     return False
 
@@ -96,8 +96,40 @@ def iri_found(iri: str, parsed_output: Any, raw_output: Any) -> bool:
         return _uri_bound(parsed_output, iri)
     if not isinstance(raw_output, str) or not iri:
         return False
-    pattern = r"(?<![^\s<\"'(,\[])" + re.escape(iri) + r"(?![^\s>\"'),\]])"
-    return re.search(pattern, raw_output) is not None
+    return iri_token(raw_output, iri)
+
+
+_BEFORE_TOKEN = frozenset("<\"'(,[")
+_AFTER_TOKEN = frozenset(">\"'),]")
+
+
+def iri_token(text: str, iri: str) -> bool:
+    """Whether ``iri`` (not empty) stands in ``text`` as a whole token: after the start, white
+    space or one of ``<"'(,[``, and before the end, white space or one of ``>"'),]``."""
+    size = len(iri)
+    start = text.find(iri)
+    while start != -1:
+        end = start + size
+        if (start == 0 or text[start - 1] in _BEFORE_TOKEN or text[start - 1].isspace()) and (
+            end == len(text) or text[end] in _AFTER_TOKEN or text[end].isspace()
+        ):
+            return True
+        start = text.find(iri, start + 1)
+    return False
+
+
+def iri_excluded(text: str, iri: str, is_json: bool = False) -> bool:
+    """Whether ``iri`` (not empty) is surely not found in the output ``text`` whatever it
+    parses to, decided without parsing: a text without escapes holds a JSON string value as it
+    is, between quotes, so an IRI bound in a JSON result stands there as ``"iri"``; an output
+    that is not JSON finds it only as a token. ``is_json``: the text is known to be JSON."""
+    if "\\" in text:
+        return False  # the value may be written with escapes
+    if iri not in text:
+        return True
+    if ('"' + iri + '"') in text:
+        return False
+    return is_json or not iri_token(text, iri)
 
 
 _SHOWN_CHARS = 60
@@ -105,6 +137,15 @@ _SHOWN_CHARS = 60
 
 def shown(value: Any, limit: int = _SHOWN_CHARS) -> str:
     """A value on one short line for an explanation: text as is, other values as JSON."""
+    if (
+        type(value) is str
+        and 0 < len(value) <= limit
+        and value.isprintable()
+        and value[0] != " "
+        and value[-1] != " "
+        and "  " not in value
+    ):
+        return value  # a name or an id, already one line with single spaces: as below
     if isinstance(value, str):
         text = value
     else:

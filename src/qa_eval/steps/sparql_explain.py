@@ -5,7 +5,7 @@ that found no match, or the rows missing, extra or out of order under the best m
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping
 from typing import Any, cast
 
 from .sparql_match import SparqlReference, tolerant_columns
@@ -47,10 +47,25 @@ def _show(kind: Hashable, value: Value) -> str:
     return text
 
 
-def _pairs(kind: Hashable, values: list[Value]) -> set[tuple[Hashable, Value]]:
-    if kind == MIXED:
-        return set(cast(list[tuple[Hashable, Value]], values))
-    return {(kind, v) for v in set(values)}
+_Distinct = tuple[Hashable, set[Any]]
+"""A column's distinct terms: its kind and its set of values, or ``MIXED`` and its set of
+(kind, value) pairs; the values are not paired with one kind, which every value shares."""
+
+
+def _distinct(kind: Hashable, values: list[Value]) -> _Distinct:
+    return kind, set(values)
+
+
+def _shared(a: _Distinct, b: _Distinct) -> int:
+    """How many distinct terms two columns have in common."""
+    (kind_a, set_a), (kind_b, set_b) = a, b
+    if kind_a == MIXED and kind_b == MIXED:
+        return len(set_a & set_b)
+    if kind_a == MIXED:
+        return sum(1 for k, v in set_a if k == kind_b and v in set_b)
+    if kind_b == MIXED:
+        return sum(1 for k, v in set_b if k == kind_a and v in set_a)
+    return len(set_a & set_b) if kind_a == kind_b else 0
 
 
 def _rows_list(count: int, what: str) -> str:
@@ -63,10 +78,12 @@ def explain_sparql_results(
     actual: Mapping[str, Any],
     ordered: bool = False,
     ignore_duplicates: bool = True,
+    table: Table | None = None,
 ) -> tuple[float, str]:
     """Why a checked actual result does not match the reference, for a user: the required
     columns no actual column holds, rows missing and extra (the first few shown), order, ASK.
-    Returns (closeness 0-1, to pick the closest of several candidates, the text)."""
+    Returns (closeness 0-1, to pick the closest of several candidates, the text). ``table``:
+    the ``Table`` the comparison read ``actual``'s columns into, reused."""
     if reference.boolean is not None:
         expected = "true" if reference.boolean else "false"
         if "boolean" not in actual:
@@ -99,20 +116,21 @@ def explain_sparql_results(
             f"{len(required)} are required ({named})"
         )
     try:
-        return _explain_select(reference, act_bindings, act_vars, ordered, ignore_duplicates, parts)
+        if table is None or table.bindings is not act_bindings:
+            table = Table(act_bindings)
+        return _explain_select(reference, table, act_vars, ordered, ignore_duplicates, parts)
     except TypeError:  # an unhashable 'value'
         return 0.0, "a term's 'value' is not a string"
 
 
 def _explain_select(
     reference: SparqlReference,
-    act_bindings: Sequence[Mapping[str, Any]],
+    table: Table,
     act_vars: list[str],
     ordered: bool,
     ignore_duplicates: bool,
     parts: list[str],
 ) -> tuple[float, str]:
-    table = Table(act_bindings)
     ref_cols = reference.columns
     act_cols = {v: table.column(v) for v in act_vars}
     tolerant = tolerant_columns(ref_cols, table, act_vars)
@@ -121,7 +139,7 @@ def _explain_select(
         act_cols = {v: table.column(v) for v in act_vars}
     required = reference.required
     # Pair each reference column with the actual column sharing most of its values.
-    act_pairs = {v: _pairs(*column) for v, column in act_cols.items()}
+    act_pairs = {v: _distinct(*column) for v, column in act_cols.items()}
     ranked = sorted(
         (share, same, position, i, var)
         for i, column in enumerate(ref_cols)
@@ -199,13 +217,13 @@ def _options_for(
     i: int,
     column: tuple[Hashable, list[Value]],
     act_vars: list[str],
-    act_pairs: Mapping[str, set[tuple[Hashable, Value]]],
+    act_pairs: Mapping[str, _Distinct],
     required: list[str],
 ) -> list[tuple[float, bool, int, str]]:
-    ref_pairs = _pairs(*column)
+    ref_pairs = _distinct(*column)
     options = []
     for position, var in enumerate(act_vars):
-        shared = len(ref_pairs & act_pairs[var])
+        shared = _shared(ref_pairs, act_pairs[var])
         if shared:
-            options.append((-shared / len(ref_pairs), var != required[i], position, var))
+            options.append((-shared / len(ref_pairs[1]), var != required[i], position, var))
     return options

@@ -93,12 +93,15 @@ def compare_sparql_results(
     ignore_duplicates: bool = True,
     *,
     checked: bool = False,
+    table: Table | None = None,
 ) -> float:
     """Score an actual SPARQL JSON result against the reference: 1.0 if they match, else 0.0.
 
     ``reference`` is a parsed result with ``required_columns``, or a ``SparqlReference``
     (which carries its required columns). ``SparqlResultError`` when a result is malformed;
-    ``checked``: ``actual`` has passed ``parse_sparql_json`` already."""
+    ``checked``: ``actual`` has passed ``parse_sparql_json`` already; ``table``: a ``Table``
+    of ``actual``'s bindings whose columns this comparison reads and keeps (so that other
+    comparisons and the explanation of the same result read each column once)."""
     if not checked:
         actual = parse_sparql_json(actual)
     # Reading columns allocates a value per cell and no cycles: with the collector paused a
@@ -108,7 +111,7 @@ def compare_sparql_results(
     try:
         if not isinstance(reference, SparqlReference):
             reference = prepare_reference(parse_sparql_json(reference), required_columns)
-        return _compare(reference, actual, ordered, ignore_duplicates)
+        return _compare(reference, actual, ordered, ignore_duplicates, table)
     finally:
         if collecting:
             gc.enable()
@@ -119,6 +122,7 @@ def _compare(
     actual: Mapping[str, Any],
     ordered: bool,
     ignore_duplicates: bool,
+    table: Table | None = None,
 ) -> float:
     if reference.boolean is not None:
         return float("boolean" in actual and actual["boolean"] == reference.boolean)
@@ -141,7 +145,8 @@ def _compare(
     if ordered and ref_rows != len(act_bindings):
         return 0.0
     try:
-        table = Table(act_bindings)
+        if table is None or table.bindings is not act_bindings:
+            table = Table(act_bindings)
         mapping = _find_mapping(
             reference.columns, required, table, act_vars, ordered, ignore_duplicates
         )
