@@ -30,8 +30,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from qa_eval import signflip  # noqa: E402
-from qa_eval.compare import compare_runs  # noqa: E402
+from qa_eval.compare import signflip
+from qa_eval.compare.runs import compare_runs  # noqa: E402
 
 SignSums = Callable[[np.ndarray, int, np.random.Generator], tuple[np.ndarray, np.ndarray]]
 

@@ -30,7 +30,7 @@ from pydantic import BaseModel
 
 import qa_eval
 from qa_eval.cli import format_table
-from qa_eval.judge import Judge
+from qa_eval.judge.calls import Judge
 from qa_eval.metrics.correctness import CorrectnessReply
 from qa_eval.metrics.relevance import RelevanceReply
 

@@ -212,8 +212,8 @@ async def run_ours(url: str, k: int, combined: bool = True) -> None:
     """Our four metrics on every question, scheduled as ``scoring.py`` does: context precision
     and recall share one call unless ``combined`` is false (``combined: false``)."""
     from qa_eval.config import EmbeddingConfig, parse_config
-    from qa_eval.embeddings import OpenAIEmbedder
-    from qa_eval.judge import Judge
+    from qa_eval.judge.embeddings import OpenAIEmbedder
+    from qa_eval.judge.calls import Judge
     from qa_eval.metrics.context_quality import (
         context_judgement,
         context_precision,

@@ -28,7 +28,7 @@ import orjson
 
 import qa_eval
 from qa_eval.cli import format_table
-from qa_eval.steps.sparql import compare_sparql_results
+from qa_eval.steps.sparql.compare import compare_sparql_results
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 HERE = Path(__file__).resolve().parent
@@ -432,7 +432,8 @@ class ParseCounter:
         self.sizes: dict[int, int] = {}
 
     def __enter__(self) -> ParseCounter:
-        from qa_eval import aggregate, records
+        from qa_eval import aggregate
+        from qa_eval.run import prepare as records
         from qa_eval.steps import compare, outputs
 
         self.modules = [outputs, records, compare, aggregate]

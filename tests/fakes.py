@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from qa_eval.judge import JudgeError, Verdict
-from qa_eval.records import ReferenceStep, prepare_reference
+from qa_eval.judge.calls import JudgeError, Verdict
+from qa_eval.run.prepare import ReferenceStep, prepare_reference
 
 
 class FakeJudge:

@@ -234,7 +234,7 @@ def test_cli_unexpected_failure_exits_1(
     def boom(*args: object, **kwargs: object) -> None:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr("qa_eval.evaluate.compute_aggregates", boom)
+    monkeypatch.setattr("qa_eval.run.files.compute_aggregates", boom)
     code = main(["evaluate", str(EXAMPLES / "reference.yaml"), str(EXAMPLES / "responses.jsonl")])
     assert code == 1
     err = capsys.readouterr().err

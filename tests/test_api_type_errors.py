@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from qa_eval import InputError, compute_aggregates
-from qa_eval.compare import compare_runs, default_metrics
+from qa_eval.compare.runs import compare_runs, default_metrics
 
 BAD = [
     ["t1"],

@@ -10,7 +10,7 @@ import pytest
 
 from qa_eval import InputError, evaluate_files
 from qa_eval.cli import main
-from qa_eval.plan import plan_evaluation
+from qa_eval.run.plan import plan_evaluation
 
 DEMO = Path(__file__).parent.parent / "examples" / "powergrid"
 REF = DEMO / "reference.yaml"

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from qa_eval.compare import compare_runs
+from qa_eval.compare.runs import compare_runs
 
 ALPHA = 0.05
 Draw = Callable[[np.random.Generator, int], np.ndarray]

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from qa_eval import compute_aggregates
-from qa_eval.compare import compare_runs, format_table
-from qa_eval.compare_table import verdict_lines
-from qa_eval.console import summary_table
-from qa_eval.formatting import format_number, scale_of
+from qa_eval.compare.runs import compare_runs, format_table
+from qa_eval.compare.table import verdict_lines
+from qa_eval.cli.console import summary_table
+from qa_eval.io.numbers import format_number, scale_of
 
 
 def result(qid: str, template: str, status: str = "success", **metrics: Any) -> dict[str, Any]:

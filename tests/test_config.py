@@ -513,7 +513,7 @@ def test_api_keys_never_show(monkeypatch: pytest.MonkeyPatch) -> None:
     ],
 )
 def test_credentials_in_base_url_never_show(url: str, shown: str, secrets: list[str]) -> None:
-    from qa_eval.judge import Judge
+    from qa_eval.judge.calls import Judge
     from qa_eval.redact import redact
 
     config = parse_config(
@@ -546,8 +546,8 @@ class _Reply(BaseModel):
 
 
 def test_cache_keys_do_not_depend_on_credentials_in_the_url() -> None:
-    from qa_eval.cache import request_key
-    from qa_eval.judge import Judge
+    from qa_eval.judge.cache.store import request_key
+    from qa_eval.judge.calls import Judge
 
     messages = [{"role": "user", "content": "x"}]
     keys = {

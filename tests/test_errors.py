@@ -13,7 +13,12 @@ import yaml
 
 from fakes import items_dataset
 from openai_stub import Reply, StubServer, asked_text, completion, error, oracle_content
-from qa_eval import clients, errors, faults, judge, replies, usage
+from qa_eval.judge import clients
+from qa_eval import errors
+from qa_eval.judge import faults
+from qa_eval.judge import calls as judge
+from qa_eval.judge import replies
+from qa_eval.judge import usage
 from qa_eval.cli import main
 from qa_eval.errors import QaEvalError
 

@@ -20,9 +20,9 @@ from fakes import items_dataset
 from openai_stub import StubServer
 from qa_eval import QaEvalError, evaluate_files, plan_evaluation, run_plan
 from qa_eval.cli import main
-from qa_eval.console import plan_table
-from qa_eval.evaluate import Observer, PartialFile
-from qa_eval.io import read_data
+from qa_eval.cli.console import plan_table
+from qa_eval.run.files import Observer, PartialFile
+from qa_eval.io.files import read_data
 
 ROOT = Path(__file__).parent.parent
 
@@ -336,8 +336,8 @@ def test_the_console_scripts_exist_and_answer_correctness_keeps_its_name(
 
 
 def test_by_tags_are_copied_into_new_results_not_into_the_run_results() -> None:
-    from qa_eval.plan import with_tags
-    from qa_eval.results import Results
+    from qa_eval.run.plan import with_tags
+    from qa_eval.run.question import Results
 
     reference = [
         {

@@ -44,7 +44,7 @@ def test_missing_module_names_its_extra(
 def test_tokenizer_is_shipped_and_checked() -> None:
     from importlib import resources
 
-    from qa_eval import embeddings
+    from qa_eval.judge import embeddings
 
     data = resources.files("qa_eval").joinpath("data", embeddings._TOKENIZER_FILE).read_bytes()
     assert embeddings._checked(data, embeddings.TOKENIZER_SHA256, "tok") == data

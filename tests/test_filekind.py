@@ -13,7 +13,7 @@ import yaml
 
 from qa_eval import run_evaluation
 from qa_eval.cli import main
-from qa_eval.filekind import (
+from qa_eval.io.kinds import (
     AGGREGATES,
     COMPARISON,
     EMPTY,
@@ -25,8 +25,8 @@ from qa_eval.filekind import (
     UNKNOWN,
     detect,
 )
-from qa_eval.records import prepare_reference
-from qa_eval.runner import reference_fingerprint
+from qa_eval.run.prepare import prepare_reference
+from qa_eval.run.evaluation import reference_fingerprint
 
 DEMO = Path(__file__).parent.parent / "examples" / "powergrid"
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -105,7 +105,7 @@ def demo_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def test_detects_every_kind(demo_runs: dict[str, Path]) -> None:
     def kind(path: Path) -> str:
-        from qa_eval.io import read_data
+        from qa_eval.io.files import read_data
 
         return detect(read_data(path)).kind
 

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 import yaml
 
-import qa_eval.pipeline as pipeline
+import qa_eval.run.execute as pipeline
 from qa_eval import QaEvalError, evaluate_files, run_evaluation
-from qa_eval.io import signature_path
-from qa_eval.records import prepare_reference
-from qa_eval.runner import iter_evaluation, reference_fingerprint
+from qa_eval.io.files import signature_path
+from qa_eval.run.prepare import prepare_reference
+from qa_eval.run.evaluation import iter_evaluation, reference_fingerprint
 
 DEMO = Path(__file__).parent.parent / "examples" / "powergrid"
 REFERENCE = DEMO / "reference.yaml"

@@ -58,33 +58,33 @@ def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
 
 
 SPLIT = (
-    "qa_eval.cache",
-    "qa_eval.cache_file",
-    "qa_eval.clients",
-    "qa_eval.compare",
-    "qa_eval.compare_table",
+    "qa_eval.judge.cache.store",
+    "qa_eval.judge.cache.sqlite",
+    "qa_eval.judge.clients",
+    "qa_eval.compare.runs",
+    "qa_eval.compare.table",
     "qa_eval.config",
-    "qa_eval.embeddings",
+    "qa_eval.judge.embeddings",
     "qa_eval.errors",
-    "qa_eval.faults",
-    "qa_eval.io",
-    "qa_eval.judge",
+    "qa_eval.judge.faults",
+    "qa_eval.io.files",
+    "qa_eval.judge.calls",
     "qa_eval.metrics.definitions",
-    "qa_eval.records",
-    "qa_eval.refresh",
-    "qa_eval.refresh_changes",
-    "qa_eval.refresh_runners",
-    "qa_eval.refresh_writer",
-    "qa_eval.replies",
-    "qa_eval.settings",
-    "qa_eval.signflip",
+    "qa_eval.run.prepare",
+    "qa_eval.refresh.reference",
+    "qa_eval.refresh.changes",
+    "qa_eval.refresh.runners",
+    "qa_eval.refresh.writer",
+    "qa_eval.judge.replies",
+    "qa_eval.judge.settings",
+    "qa_eval.compare.signflip",
     "qa_eval.steps.kinds",
-    "qa_eval.steps.sparql",
-    "qa_eval.steps.sparql_explain",
-    "qa_eval.steps.sparql_match",
-    "qa_eval.steps.sparql_terms",
-    "qa_eval.usage",
-    "qa_eval.writers",
+    "qa_eval.steps.sparql.compare",
+    "qa_eval.steps.sparql.explain",
+    "qa_eval.steps.sparql.match",
+    "qa_eval.steps.sparql.terms",
+    "qa_eval.judge.usage",
+    "qa_eval.io.limits",
 )
 
 
@@ -97,9 +97,9 @@ def test_the_split_modules_exist_and_none_is_in_an_import_circle() -> None:
 
 def test_settings_and_config_never_reach_the_judge() -> None:
     graph = _graph()
-    for start in ("qa_eval.settings", "qa_eval.config", "qa_eval.clients", "qa_eval.embeddings"):
-        assert "qa_eval.judge" not in _reachable(graph, start), start
-    assert _reachable(graph, "qa_eval.settings") <= {"qa_eval.redact"}  # a leaf
+    for start in ("qa_eval.judge.settings", "qa_eval.config", "qa_eval.judge.clients", "qa_eval.judge.embeddings"):
+        assert "qa_eval.judge.calls" not in _reachable(graph, start), start
+    assert _reachable(graph, "qa_eval.judge.settings") <= {"qa_eval.redact"}  # a leaf
 
 
 def test_no_step_module_imports_records() -> None:
@@ -107,4 +107,4 @@ def test_no_step_module_imports_records() -> None:
     steps = [name for name in graph if name.startswith("qa_eval.steps")]
     assert "qa_eval.steps.kinds" in steps
     for name in steps:
-        assert "qa_eval.records" not in graph[name], name
+        assert "qa_eval.run.prepare" not in graph[name], name

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from qa_eval.pricing import price_of, usd
+from qa_eval.judge.prices import price_of, usd
 
 pytest.importorskip("genai_prices")
 

@@ -1,4 +1,4 @@
-"""Refreshing reference SPARQL outputs (qa_eval.refresh) and the power-grid demo dataset."""
+"""Refreshing reference SPARQL outputs (qa_eval.refresh.reference) and the power-grid demo dataset."""
 
 from __future__ import annotations
 
@@ -22,10 +22,11 @@ import yaml
 
 pyoxigraph = pytest.importorskip("pyoxigraph")
 
-from qa_eval import InputError, refresh_writer, run_evaluation  # noqa: E402
+from qa_eval import InputError, run_evaluation
+from qa_eval.refresh import writer as refresh_writer
 from qa_eval.cli import main  # noqa: E402
-from qa_eval.io import read_data  # noqa: E402
-from qa_eval.refresh import (  # noqa: E402
+from qa_eval.io.files import read_data  # noqa: E402
+from qa_eval.refresh.reference import (  # noqa: E402
     RefreshRefused,
     change_limit,
     endpoint_runner,

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from fakes import scipy_p
-from qa_eval import signflip
-from qa_eval.signflip import EXACT_MAX_N, sign_flip_test
+from qa_eval.compare import signflip
+from qa_eval.compare.signflip import EXACT_MAX_N, sign_flip_test
 
 ALPHA = 0.05
 

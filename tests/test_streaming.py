@@ -20,10 +20,10 @@ from openai_stub import Reply, StubServer, completion, oracle_content
 from qa_eval import run_evaluation
 from qa_eval.cli import Progress, format_table, main, plan_table, summary_table
 from qa_eval.errors import InputError
-from qa_eval.io import read_data
-from qa_eval.records import prepare_reference, prepare_responses
-from qa_eval.runner import RunProgress, iter_evaluation
-from qa_eval.stream import JsonLinesResponses, ResultsFile
+from qa_eval.io.files import read_data
+from qa_eval.run.prepare import prepare_reference, prepare_responses
+from qa_eval.run.evaluation import RunProgress, iter_evaluation
+from qa_eval.run.stream import JsonLinesResponses, ResultsFile
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -328,9 +328,9 @@ def test_format_table_leaves_out_empty_columns_and_rows() -> None:
 
 
 def test_plan_table_fits_the_width(stub: StubServer, tmp_path: Path) -> None:
-    from qa_eval.cache import open_cache
+    from qa_eval.judge.cache.store import open_cache
     from qa_eval.config import parse_config
-    from qa_eval.judge import Judge
+    from qa_eval.judge.calls import Judge
 
     reference, responses = _dataset(5)
     judge = Judge(
@@ -514,7 +514,7 @@ def test_a_bad_input_rerun_leaves_the_earlier_partial_file(
 def test_an_interrupted_run_says_where_its_results_are(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any, suffix: str
 ) -> None:
-    from qa_eval.evaluate import PartialFile
+    from qa_eval.run.files import PartialFile
 
     ref, resp = _files(tmp_path, 600)
     output = tmp_path / f"results{suffix}"

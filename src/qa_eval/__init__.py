@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 from .aggregate import compute_aggregates
 from .errors import InputError, QaEvalError
-from .io import read_reference, read_responses, read_results, write_data
-from .runner import arun_evaluation, iter_evaluation, run_evaluation
+from .io.files import read_reference, read_responses, read_results, write_data
+from .run.evaluation import arun_evaluation, iter_evaluation, run_evaluation
 
 if TYPE_CHECKING:
-    from .compare import compare_runs
+    from .compare.runs import compare_runs
     from .config import EvalConfig, load_config
-    from .evaluate import EvaluationRun, evaluate_files, run_plan
-    from .flat import read_flat
-    from .plan import EvaluationPlan, plan_evaluation
+    from .run.files import EvaluationRun, evaluate_files, run_plan
+    from .io.flat import read_flat
+    from .run.plan import EvaluationPlan, plan_evaluation
     from .report import Run, build_report
 
 _LAZY = {

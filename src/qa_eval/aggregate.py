@@ -38,9 +38,9 @@ from typing import Any, TypeGuard
 
 from . import metrics as _registry
 from .errors import InputError, short_repr
-from .keysets import check_keys, original_aggregates
+from .io.keysets import check_keys, original_aggregates
 from .steps.outputs import OutputParseError, loads
-from .variance import JudgeTally
+from .judge.repeats import JudgeTally
 
 __all__ = [
     "METRICS",

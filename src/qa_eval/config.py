@@ -21,7 +21,7 @@ from . import metrics as _registry
 from .errors import InputError
 from .metrics.composite import COMPONENTS
 from .metrics.definitions import CustomMetric, check_prompt, parse_custom_metric
-from .settings import (
+from .judge.settings import (
     AZURE_API_VERSION,
     DEFAULT_MODEL,
     EMBEDDING_PROVIDERS,
@@ -524,7 +524,7 @@ def load_config(path: str | os.PathLike[str] | None) -> EvalConfig:
     """Read a YAML config file (or, without one, the environment)."""
     if path is None:
         return default_config()
-    from .io import read_data
+    from .io.files import read_data
 
     return parse_config(read_data(path), str(path))
 

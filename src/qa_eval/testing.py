@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .aggregate import compute_aggregates, is_error, is_finite_number
-from .compare import lower_is_better
+from .compare.runs import lower_is_better
 
 __all__ = ["ScoreCheck", "assert_scores", "check_scores"]
 
@@ -59,7 +59,7 @@ class ScoreCheck:
 
 def _load(results: Any) -> list[Mapping[str, Any]]:
     if isinstance(results, (str, os.PathLike)):
-        from .io import read_results
+        from .io.files import read_results
 
         results = read_results(results)
     rows = list(results)

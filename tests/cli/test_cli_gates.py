@@ -15,7 +15,7 @@ import yaml
 from openai_stub import StubServer, completion, error, oracle_content, prompt_text
 from qa_eval import cli
 from qa_eval.cli import main
-from qa_eval.gates import (
+from qa_eval.cli.gates import (
     Gate,
     junit_xml,
     markdown_compare,
@@ -424,9 +424,9 @@ def test_interrupt_is_130_and_unexpected_failure_is_1(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("qa_eval.evaluate.run_evaluation", interrupted)
+    monkeypatch.setattr("qa_eval.run.files.run_evaluation", interrupted)
     assert evaluate(files, "good") == 130
-    monkeypatch.setattr("qa_eval.evaluate.run_evaluation", broken)
+    monkeypatch.setattr("qa_eval.run.files.run_evaluation", broken)
     assert evaluate(files, "good") == 1
     assert "unexpected error: RuntimeError: boom" in capsys.readouterr().err
 

@@ -10,8 +10,8 @@ import orjson
 import pytest
 
 from qa_eval.cli import main
-from qa_eval.compare import compare_runs
-from qa_eval.io import read_data
+from qa_eval.compare.runs import compare_runs
+from qa_eval.io.files import read_data
 
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "powergrid"
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from qa_eval import embeddings
+from qa_eval.judge import embeddings
 from qa_eval.cli import main
-from qa_eval.embeddings import EmbeddingUnavailable, OfflineEmbedder
+from qa_eval.judge.embeddings import EmbeddingUnavailable, OfflineEmbedder
 from qa_eval.metrics.relevance import cosine
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -12,7 +12,7 @@ import pytest
 
 from qa_eval import InputError, read_reference, read_responses, run_evaluation
 from qa_eval.cli import main
-from qa_eval.records import prepare_reference, prepare_responses
+from qa_eval.run.prepare import prepare_reference, prepare_responses
 
 SPARQL_JSON = "application/sparql-results+json"
 
@@ -505,9 +505,9 @@ def test_deep_yaml_is_refused_by_qa_eval_where_the_yaml_library_sets_no_limit(
     # of older wheels have no nesting limit: qa-eval's own check is what refuses the text.
     import yaml
 
-    import qa_eval.io
+    import qa_eval.io.files
 
-    monkeypatch.setattr(qa_eval.io, "_Loader", yaml.SafeLoader)
+    monkeypatch.setattr(qa_eval.io.files, "_Loader", yaml.SafeLoader)
     path = tmp_path / "r.yaml"
     path.write_text("- question_id: q1\n  x: " + "[" * 50_000 + "]" * 50_000 + "\n", "utf-8")
     with pytest.raises(InputError, match=r"r\.yaml: line 2, column \d+: nested more than 200"):
@@ -722,7 +722,7 @@ def test_unwritable_values_are_refused_before_any_judge_call(
 
 
 def test_one_writer_writes_what_orjson_cannot(tmp_path: Path) -> None:
-    from qa_eval.io import dump_json, write_data
+    from qa_eval.io.files import dump_json, write_data
 
     # Values a caller of the API can hand over: integers beyond 64 bits, deep nesting, keys of
     # other types. orjson refuses them; the writer falls back to the standard library.

@@ -75,7 +75,7 @@ def test_embedding_provider_of_the_original_is_accepted(provider: str) -> None:
     )
     assert config.embedding.provider == provider
     assert dict(config.embedding.extra) == {"dims": 8}
-    from qa_eval.embeddings import LiteLLMEmbedder, make_embedder
+    from qa_eval.judge.embeddings import LiteLLMEmbedder, make_embedder
 
     assert isinstance(make_embedder(config.embedding), LiteLLMEmbedder)
 

@@ -17,7 +17,7 @@ import pytest
 from qa_eval import arun_evaluation, iter_evaluation, run_evaluation
 from qa_eval.cli import main
 from qa_eval.errors import UnknownResponsesWarning
-from qa_eval.stream import JsonLinesResponses
+from qa_eval.run.stream import JsonLinesResponses
 
 # The original's shapes: templates with questions, responses keyed by question id, steps with
 # ids and statuses, token counts.

@@ -16,7 +16,7 @@ import yaml
 from qa_eval import arun_evaluation, compute_aggregates, iter_evaluation, run_evaluation
 from qa_eval.cli import main
 from qa_eval.errors import QaEvalError
-from qa_eval.evaluate import evaluate_files
+from qa_eval.run.files import evaluate_files
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "graphrag-eval"
 

@@ -16,7 +16,7 @@ from openai_stub import StubServer, completion, oracle_content
 from qa_eval import compute_aggregates, run_evaluation
 from qa_eval.cli import main
 from qa_eval.errors import InputError, QaEvalError
-from qa_eval.flat import flat_to_dataset, read_flat
+from qa_eval.io.flat import flat_to_dataset, read_flat
 from qa_eval.metrics.composite import ragas_score
 from qa_eval.metrics.geval import letter_grade
 

@@ -34,11 +34,11 @@ import yaml
 import llama_server
 from llama_server import LlamaServer, chat
 from qa_eval import run_evaluation
-from qa_eval.cache import ReplyCache
+from qa_eval.judge.cache.store import ReplyCache
 from qa_eval.cli import main
 from qa_eval.config import parse_config
-from qa_eval.io import write_data
-from qa_eval.judge import Judge, prompt_tokens_of, reply_budget, split_instructions
+from qa_eval.io.files import write_data
+from qa_eval.judge.calls import Judge, prompt_tokens_of, reply_budget, split_instructions
 from qa_eval.metrics.correctness import CorrectnessReply, _messages
 
 pytestmark = [

@@ -17,9 +17,9 @@ from fakes import FakeJudge, substation_dataset
 from openai_batch_stub import BatchStubServer
 from openai_stub import StubServer, completion, oracle, oracle_content, prompt_text
 from qa_eval import run_evaluation
-from qa_eval.batch import prefill
+from qa_eval.run.prefill import prefill
 from qa_eval.config import parse_config
-from qa_eval.judge import Judge, JudgeError
+from qa_eval.judge.calls import Judge, JudgeError
 from qa_eval.metrics import METRICS
 from qa_eval.metrics.context_quality import (
     COMBINED_METRIC,

@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from fakes import FakeJudge, run
-from qa_eval.judge import JudgeError, json_schema
+from qa_eval.judge.calls import JudgeError, json_schema
 from qa_eval.metrics.context import average_precision
 from qa_eval.metrics.context_quality import (
     context_precision,

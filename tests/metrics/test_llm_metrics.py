@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from fakes import FailingEmbedder, FakeEmbedder, FakeJudge, run
 from qa_eval.config import parse_config
 from qa_eval.errors import InputError
-from qa_eval.judge import JudgeError
+from qa_eval.judge.calls import JudgeError
 from qa_eval.metrics.context import (
     RecallReply,
     average_precision,
@@ -31,7 +31,7 @@ from qa_eval.metrics.correctness import (
 )
 from qa_eval.metrics.custom import custom_metric, parse_custom_metric
 from qa_eval.metrics.relevance import answer_relevance, answer_relevancy, cosine
-from qa_eval.scoring import AnswerScorer
+from qa_eval.run.score import AnswerScorer
 
 # --- fakes -----------------------------------------------------------------------------------
 

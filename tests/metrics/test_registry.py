@@ -17,14 +17,14 @@ from openai_stub import StubServer, completion, prompt_text
 from qa_eval import metrics as registry
 from qa_eval.aggregate import ALWAYS_PRESENT, CATEGORIES, METRICS, SCORES, STEP_METRICS
 from qa_eval.cli import main
-from qa_eval.compare import compare_runs, default_metrics, lower_is_better
+from qa_eval.compare.runs import compare_runs, default_metrics, lower_is_better
 from qa_eval.config import GROUPS, OFFLINE_SWITCHES, SWITCHES, parse_config
 from qa_eval.errors import InputError
-from qa_eval.flat import read_flat
+from qa_eval.io.flat import read_flat
 from qa_eval.metrics import Metric, direction, parse_at_k
 from qa_eval.metrics.custom import collides, parse_custom_metric
 from qa_eval.metrics.ranking import parse_metric_name
-from qa_eval.runner import run_evaluation
+from qa_eval.run.evaluation import run_evaluation
 
 # The lists qa-eval had by hand before the registry: the derived ones must say the same.
 OLD_AGGREGATED = {
@@ -397,7 +397,7 @@ def test_a_registry_entry_with_a_score_function_is_scheduled(
 
 
 def test_progress_estimate_skips_a_flat_rows_step_metrics(tmp_path: Path) -> None:
-    from qa_eval.scoring import AnswerScorer
+    from qa_eval.run.score import AnswerScorer
 
     _, responses = read_flat(_flat(tmp_path))
     result = {**responses[0], "status": "success", "reference_answer": "A."}

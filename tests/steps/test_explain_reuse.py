@@ -20,9 +20,9 @@ from qa_eval.steps.compare import StepScorer
 from qa_eval.steps.explain import explain_unmatched
 from qa_eval.steps.matching import match_steps
 from qa_eval.steps.outputs import iri_excluded, iri_found, iri_token, shown
-from qa_eval.steps.sparql_explain import _distinct, _shared
-from qa_eval.steps.sparql_terms import IRI as IRI_KIND
-from qa_eval.steps.sparql_terms import MIXED, NUMBER
+from qa_eval.steps.sparql.explain import _distinct, _shared
+from qa_eval.steps.sparql.terms import IRI as IRI_KIND
+from qa_eval.steps.sparql.terms import MIXED, NUMBER
 
 IRI = "urn:x:oslo"
 

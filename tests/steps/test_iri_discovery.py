@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fakes import prepared_groups
-from qa_eval.records import ReferenceStep
+from qa_eval.run.prepare import ReferenceStep
 from qa_eval.steps.compare import StepScorer
 
 IRI = "urn:grid:sub/OSLO"

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qa_eval.steps.sparql import SparqlResultError, compare_sparql_results, parse_sparql_json
+from qa_eval.steps.sparql.compare import SparqlResultError, compare_sparql_results, parse_sparql_json
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 
@@ -290,7 +290,7 @@ def test_agrees_with_brute_force(ref: tuple[dict, list[str]], act: tuple[dict, l
     import itertools
     from collections import Counter
 
-    from qa_eval.steps.sparql_terms import _term
+    from qa_eval.steps.sparql.terms import _term
 
     ref_table, ref_vars = ref
     act_table, act_vars = act
@@ -333,7 +333,7 @@ def _brute_force(
     import itertools
     from collections import Counter
 
-    from qa_eval.steps.sparql_terms import _term
+    from qa_eval.steps.sparql.terms import _term
 
     def rows(tab: dict, cols: tuple[str, ...]) -> object:
         found = [
@@ -592,7 +592,7 @@ def test_tolerance_in_every_mode_and_size(rows: int, mode: dict) -> None:
 
 
 def test_numbers_close_matches_a_direct_check() -> None:
-    from qa_eval.steps.sparql import numbers_close
+    from qa_eval.steps.sparql.compare import numbers_close
 
     rnd = random.Random(3)
     for _ in range(2000):
@@ -605,7 +605,7 @@ def test_numbers_close_matches_a_direct_check() -> None:
 
 
 def explain(ref: dict, act: dict, required: list[str], **options: bool) -> str:
-    from qa_eval.steps.sparql import explain_sparql_results, prepare_reference
+    from qa_eval.steps.sparql.compare import explain_sparql_results, prepare_reference
 
     assert cmp(ref, act, required, **options) == 0.0  # only mismatches are explained
     return explain_sparql_results(prepare_reference(ref, required), act, **options)[1]

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import QaEvalError
-from ..plan import system_output_path
+from ..run.plan import system_output_path
 from ..redact import redact
 from .common import PROG
 from .evaluation import evaluate, system_pairs
@@ -87,7 +87,7 @@ def interrupted_message(args: argparse.Namespace | None) -> str:
     if getattr(args, "no_cache", False):
         parts.append("no cache was used (--no-cache): a rerun makes every judge call again")
     else:
-        from ..cache import default_cache_path
+        from ..judge.cache.store import default_cache_path
 
         cache = getattr(args, "cache", None) or default_cache_path()
         parts.append(
@@ -104,7 +104,7 @@ def __getattr__(name: str) -> Any:
     """The terminal renderers, from :mod:`qa_eval.console` (imported when first used: rich is
     not loaded by commands that print no table)."""
     if name in _CONSOLE:
-        from .. import console
+        from . import console
 
         return getattr(console, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -123,7 +123,7 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 @contextlib.contextmanager
 def _signals_and_warnings(prog: str) -> Iterator[None]:
     """SIGTERM handled like SIGINT (main thread only), and qa-eval's warnings as one line each."""
-    from ..cache import CacheWarning
+    from ..judge.cache.store import CacheWarning
     from ..errors import UnknownResponsesWarning
 
     previous: Any = None

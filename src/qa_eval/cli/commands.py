@@ -12,12 +12,12 @@ from typing import Any
 
 import orjson
 
-from .. import filekind
-from .. import gates as quality
+from ..io import kinds as filekind
+from . import gates as quality
 from ..aggregate import DEFAULT_TAGS, compute_aggregates
 from ..errors import QaEvalError
-from ..io import check_output_path, check_results, read_data, signature_path, write_data
-from ..plan import check_by_results, cli_option
+from ..io.files import check_output_path, check_results, read_data, signature_path, write_data
+from ..run.plan import check_by_results, cli_option
 from .common import check_report_paths, gate_outcome, print_notes
 
 __all__ = [
@@ -82,7 +82,7 @@ def metrics(args: argparse.Namespace) -> int:
 
 
 def refresh(args: argparse.Namespace) -> int:
-    from ..refresh import RefreshRefused, RefreshResult, refresh_reference_file
+    from ..refresh.reference import RefreshRefused, RefreshResult, refresh_reference_file
 
     if args.timeout <= 0:
         raise QaEvalError("--timeout must be a positive number of seconds")
@@ -150,7 +150,7 @@ def schema(args: argparse.Namespace) -> int:
 
 
 def compare(args: argparse.Namespace) -> int:
-    from ..compare import MAX_RESAMPLES, compare_runs, format_table
+    from ..compare.runs import MAX_RESAMPLES, compare_runs, format_table
 
     if not 1 <= args.resamples <= MAX_RESAMPLES:
         raise QaEvalError(f"--resamples must be between 1 and {MAX_RESAMPLES:,}")
@@ -195,7 +195,7 @@ def compare(args: argparse.Namespace) -> int:
 
 
 def report(args: argparse.Namespace) -> int:
-    from ..compare import compare_runs
+    from ..compare.runs import compare_runs
     from ..report import Run, build_report, run_labels
 
     target = Path(args.output)
@@ -313,7 +313,7 @@ def _compared_metrics(
     has is a usage error listing the metrics they have."""
     if not regressions:
         return list(chosen) if chosen else None
-    from ..compare import default_metrics
+    from ..compare.runs import default_metrics
 
     available = default_metrics(*([r for r in run if isinstance(r, dict)] for run in runs))
     for metric, _ in regressions:
@@ -330,9 +330,9 @@ def _compared_metrics(
 def answer_correctness(args: Any) -> int:
     """``answer-correctness``: judge the rows of a TSV file (graphrag-eval's command)."""
     from ..config import load_config
-    from ..console import Progress, usage_line
+    from .console import Progress, usage_line
     from ..extras import require
-    from ..tsv import run_tsv
+    from ..run.tsv import run_tsv
 
     if args.concurrency is not None and args.concurrency < 1:
         raise QaEvalError("--concurrency must be at least 1")

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import gates as quality
+from . import gates as quality
 from ..errors import InputError
 
 __all__ = ["PROG", "check_report_paths", "gate_outcome", "print_notes"]

@@ -8,7 +8,7 @@ from typing import Any, NoReturn
 from .._version import __version__
 from ..config import GROUPS, SWITCHES
 from ..errors import QaEvalError
-from ..keysets import KEY_SETS
+from ..io.keysets import KEY_SETS
 from . import commands as handlers
 from .common import PROG
 from .evaluation import evaluate as evaluate_command

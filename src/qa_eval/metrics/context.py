@@ -26,7 +26,7 @@ from typing import Annotated, Any
 import orjson
 from pydantic import AfterValidator, BaseModel, Field, create_model
 
-from ..judge import Judge, Verdict
+from ..judge.calls import Judge, Verdict
 from ..prompts import numbered_blocks, render
 from . import ranking
 from .correctness import f1

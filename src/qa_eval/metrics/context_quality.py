@@ -50,7 +50,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, create_model
 
-from ..judge import Judge, JudgeError, Verdict
+from ..judge.calls import Judge, JudgeError, Verdict
 from ..prompts import delimit, render
 from .context import (
     Attribution,

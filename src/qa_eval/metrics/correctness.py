@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from ..judge import Judge
+from ..judge.calls import Judge
 from ..prompts import delimit, prompt_text, render
 from .definitions import PLACEHOLDERS, check_prompt
 from .output import Output, measure, serialize

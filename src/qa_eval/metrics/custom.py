@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, create_model
 
-from ..judge import Judge
+from ..judge.calls import Judge
 from ..prompts import delimit, render
 from .definitions import INPUTS, CustomMetric, collides, parse_custom_metric
 from .output import Output, measure, serialize

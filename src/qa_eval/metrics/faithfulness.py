@@ -35,7 +35,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..judge import Judge
+from ..judge.calls import Judge
 from ..prompts import numbered_blocks, render
 from .context import numbered_schema
 from .output import Output, measure, serialize

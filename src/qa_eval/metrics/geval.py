@@ -32,7 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..judge import Judge
+from ..judge.calls import Judge
 from ..prompts import render
 from .output import Output, measure, serialize
 

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, field_validator
 
-from ..judge import Judge
+from ..judge.calls import Judge
 from ..prompts import render
 from .output import Output, measure, serialize
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..embeddings import Embedder
+from ..judge.embeddings import Embedder
 from ..redact import redact
 from .output import Output, measure, serialize
 from .relevance import cosine

@@ -60,7 +60,7 @@ def run_labels(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
 
 def load_run(path: str | os.PathLike[str], label: str | None = None) -> Run:
     """Read a results file and, when it is there, the ``.signature.yaml`` beside it."""
-    from ..io import read_data, read_results, signature_path
+    from ..io.files import read_data, read_results, signature_path
 
     results = read_results(path)
     sig_file = signature_path(path)
@@ -158,7 +158,7 @@ def build_report(
 def _compare(
     a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]], runs: Sequence[Run]
 ) -> tuple[Mapping[str, Any] | None, str]:
-    from ..compare import compare_runs
+    from ..compare.runs import compare_runs
 
     try:
         return compare_runs(a, b, labels=(runs[0].label, runs[1].label)), ""

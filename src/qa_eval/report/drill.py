@@ -23,8 +23,8 @@ from typing import Any
 
 from ..aggregate import is_error, is_finite_number
 from ..steps.outputs import OutputParseError, loads
-from ..steps.sparql import SparqlResultError
-from ..steps.sparql_terms import _term
+from ..steps.sparql.compare import SparqlResultError
+from ..steps.sparql.terms import _term
 from .text import clip, format_query, prefixes
 
 __all__ = ["Drill", "RefBlock", "RunAnswer", "StepView", "Table", "drill_down"]

@@ -21,9 +21,9 @@ from ..aggregate import (
     compute_aggregates,
     is_finite_number,
 )
-from ..compare import default_metrics, lower_is_better
+from ..compare.runs import default_metrics, lower_is_better
 from ..errors import InputError
-from ..variance import MARKER
+from ..judge.repeats import MARKER
 
 __all__ = [
     "ComparisonRow",

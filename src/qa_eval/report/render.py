@@ -22,7 +22,7 @@ import yaml
 
 from ..aggregate import is_finite_number
 from ..redact import _LITERALS, known_secrets, redact
-from ..variance import SIGMAS
+from ..judge.repeats import SIGMAS
 from . import figures
 from .drill import drill_down, metric_rows
 from .model import Metric, RunSummary, Verdict

@@ -48,9 +48,9 @@ from .outputs import (
     shown,
     text_difference,
 )
-from .sparql_explain import explain_sparql_results
-from .sparql_match import SparqlReference, compare_sparql_results
-from .sparql_terms import SparqlResultError, Table, parse_sparql_json
+from .sparql.explain import explain_sparql_results
+from .sparql.match import SparqlReference, compare_sparql_results
+from .sparql.terms import SparqlResultError, Table, parse_sparql_json
 from .timeseries import (
     StepArgumentError,
     compare_data_points_steps,

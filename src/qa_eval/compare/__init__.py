@@ -1,0 +1,1 @@
+"""compare (face written below)."""

@@ -1,0 +1,501 @@
+"""Compare two runs question by question: paired sign-flip permutation tests, Holm-adjusted.
+
+Method (paired design; the one-sample permutation test of Fisher 1935, *The Design of
+Experiments*, §21, in its Monte Carlo form per Phipson & Smyth 2010, *Stat. Appl. Genet. Mol.
+Biol.* 9(1):39; interval by test inversion, Lehmann & Romano 2005, *Testing Statistical
+Hypotheses*, §3.5; multiplicity by Holm 1979, *Scand. J. Statist.* 6:65-70):
+
+- The two runs are paired by question: by ``question_id`` (unique in a reference dataset), or by
+  ``(template_id, question_id)`` when a run repeats a question id across templates. For a metric,
+  a pair counts when both results carry a finite number; ``d_i = B_i - A_i``.
+- ``delta`` is the mean of ``d`` (= mean B - mean A over the same questions).
+- p-value (two-sided, "mean difference = 0"): under the null each ``d_i`` is as likely to be
+  ``-d_i`` (A and B exchangeable within a question), so the statistic ``|sum d_i|`` is compared
+  with ``|sum s_i d_i|`` over sign vectors ``s``: all ``2**n`` of them when ``n <= 16`` (exact),
+  else ``resamples`` random ones plus the observed one, ``p = (1 + #extreme) / (resamples + 1)``.
+  Ties up to rounding (``1e-9`` times the largest ``|d_i|``) count as extreme; differences
+  within ``1e-12`` count as 0.
+- Confidence interval: every shift ``theta`` that the same test, applied to ``d - theta``, does
+  not reject at ``alpha = 1 - confidence`` (an interval, so it contains 0 exactly when
+  ``p >= alpha``); when no ``theta`` can be rejected (small ``n``) it is unbounded (``None``).
+- Holm's step-down adjustment over a family of rows: the overall rows (one per metric) are one
+  family, the per-template rows (metrics x templates) another. A row is ``testable`` when some
+  outcome of ``n`` pairs could reach ``p < alpha`` (``2**(1 - n) < alpha`` when exact); other
+  rows cannot be rejected and are left out of the family (``p_adjusted`` None).
+- ``better`` is ``"a"`` or ``"b"`` exactly when ``p_adjusted < alpha``: the run the delta favours
+  in the metric's direction, as the metric registry declares it (``qa_eval.metrics.direction``:
+  "lower is better" for costs, tokens and times; ``none`` for counts such as the claim counts,
+  which get a delta and a p-value but no ``better``).
+- wins / losses / ties count the questions where B is better / worse / equal (``|d| <= 1e-12``).
+
+Errors (``errors=``): ``"fail"`` (default) scores an error result as a failed answer, 0 on every
+higher-is-better metric, and keeps the values it carries for the others (tokens, cost, time,
+counts); ``"exclude"`` leaves out questions that are an error in either run; ``"include"`` uses the
+values error results carry. Every row counts the errors among its questions (``errors_a``,
+``errors_b``). When either run was scored with ``--repeats``, a row of a judged metric also has
+``judge_se`` (the standard error of ``delta`` that the judge's own noise causes) and
+``within_judge_noise`` (``|delta| < 2 judge_se``; see ``variance.py``). Everything returned
+is plain JSON data (dicts, lists, str, int, float, bool, None).
+
+The test itself is ``signflip``; the console table and the report's rows are ``compare_table``
+(both re-exported here).
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from ..aggregate import METRICS, STEP_METRICS, id_error, is_error, is_finite_number, is_number
+from .table import format_table, report_rows
+from ..metrics import direction
+from .signflip import (
+    EXACT_MAX_N,
+    MAX_RESAMPLES,
+    TIE_TOLERANCE,
+    alpha_of,
+    check_options,
+    sign_flip_test,
+    smallest_p,
+)
+from ..judge.repeats import MARKER, judge_noise, question_variance, within_noise
+
+__all__ = [
+    "EXACT_MAX_N",
+    "MAX_RESAMPLES",
+    "compare_runs",
+    "default_metrics",
+    "direction",
+    "format_table",
+    "lower_is_better",
+    "report_rows",
+    "sign_flip_test",
+    "smallest_p",
+]
+
+_ID_KEYS = frozenset({"template_id", "question_id"})
+_STEP_METRIC_NAMES = {m: step for step, names in STEP_METRICS.items() for m in names}
+ErrorMode = Literal["fail", "exclude", "include"]
+_ERROR_MODES = ("fail", "exclude", "include")
+
+
+def lower_is_better(metric: str) -> bool:
+    """Whether smaller values of ``metric`` are better (costs, tokens, times; the registry's
+    ``direction``)."""
+    return direction(metric) == "lower"
+
+
+def default_metrics(
+    *runs: Sequence[Mapping[str, Any]], labels: Sequence[str] = ()
+) -> list[str]:
+    """The metrics present in any result: aggregate.METRICS, step metrics, other numeric keys.
+
+    A step name that is not a string or a number (a list, ...) is an ``InputError`` naming the
+    run (its label in ``labels``, else its position from 1), the result and the step."""
+    known = [*METRICS, *_STEP_METRIC_NAMES]
+    found: set[str] = set()
+    extra: dict[str, None] = {}
+    for number, run in enumerate(runs):
+        for position, result in enumerate(run):
+            for key, value in result.items():
+                if key in _ID_KEYS or not is_number(value) or _judge_spread(result, key):
+                    continue
+                found.add(key)
+                if key not in _STEP_METRIC_NAMES and key not in METRICS:
+                    extra.setdefault(key, None)
+            for index, step in enumerate(result.get("actual_steps") or ()):
+                if not isinstance(step, Mapping):
+                    continue
+                name: Any = step.get("name")
+                try:
+                    step_metrics = STEP_METRICS.get(name)
+                except TypeError:  # unhashable: a list, a mapping, ...
+                    label = labels[number] if number < len(labels) else str(number + 1)
+                    field = f"actual_steps[{index}].name"
+                    raise id_error(result, position, field, name, label) from None
+                if step_metrics:
+                    found.update(m for m in step_metrics if is_number(step.get(m)))
+    return [m for m in known if m in found] + list(extra)
+
+
+def _judge_spread(result: Mapping[str, Any], key: str) -> bool:
+    """Whether ``key`` is the count of repeats or the standard deviation of a repeated metric
+    (``<metric>_sd``), not a metric."""
+    if MARKER not in result:
+        return False
+    return key == MARKER or (key.endswith("_sd") and f"{key[:-3]}_repeats" in result)
+
+
+def _judge_variance(result: Mapping[str, Any], metric: str) -> tuple[float | None, int]:
+    """(variance of one judge call, number of calls) of a question's value of ``metric``; an
+    error scored as a failed answer has no judge noise (0 calls). A step metric is the mean of
+    its steps."""
+    if is_error(result):
+        return 0.0, 0
+    step_name = _STEP_METRIC_NAMES.get(metric)
+    if step_name is None or metric in result:
+        return question_variance(result, metric)
+    parts = [
+        question_variance(step, metric)
+        for step in result.get("actual_steps") or ()
+        if isinstance(step, Mapping)
+        and step.get("name") == step_name
+        and is_finite_number(step.get(metric))
+    ]
+    if not parts or any(v is None for v, _ in parts):
+        return None, 1
+    return math.fsum(v / k for v, k in parts) / len(parts) ** 2, 1  # type: ignore[operator]
+
+
+def _value(result: Mapping[str, Any], metric: str) -> tuple[str, float]:
+    """("ok", value), ("missing", nan) or ("skipped", nan) for one result and metric.
+
+    A step metric (``retrieval_*``) is the mean of its finite values over the question's steps."""
+    step_name = _STEP_METRIC_NAMES.get(metric)
+    if step_name is not None and metric not in result:
+        values = [
+            step[metric]
+            for step in result.get("actual_steps") or ()
+            if isinstance(step, Mapping) and step.get("name") == step_name and metric in step
+        ]
+        if not values:
+            return "missing", math.nan
+        finite = [float(v) for v in values if is_finite_number(v)]
+        if not finite:
+            return "skipped", math.nan
+        return "ok", math.fsum(finite) / len(finite)
+    value = result.get(metric)
+    if value is None:
+        return "missing", math.nan
+    if is_finite_number(value):
+        return "ok", float(value)
+    return "skipped", math.nan
+
+
+def _index(run: Sequence[Mapping[str, Any]], name: str, by_template: bool) -> dict[Any, Any]:
+    keyed: dict[Any, Any] = {}
+    for position, result in enumerate(run):
+        if not isinstance(result, Mapping):
+            kind = type(result).__name__
+            raise TypeError(f"run {name}: result [{position}] must be a mapping, got {kind}")
+        if result.get("question_id") is None:
+            raise ValueError(f"run {name}: result [{position}] has no question_id")
+        qid = result["question_id"]
+        template = result.get("template_id")
+        for field, value in (("question_id", qid), ("template_id", template)):
+            try:
+                hash(value)  # both key pairs and per-template groups
+            except TypeError:  # unhashable: a list, a mapping, ...
+                raise id_error(result, position, field, value, name) from None
+        key = (template, qid) if by_template else qid
+        if key in keyed:
+            where = f"template {key[0]!r} " if by_template else ""
+            raise ValueError(f"run {name}: {where}question {qid!r} appears more than once")
+        keyed[key] = result
+    return keyed
+
+
+def _pair_key_mode(
+    a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]], labels: Sequence[str]
+) -> bool:
+    """True when pairs need (template_id, question_id): some run repeats a question id."""
+    for run, label in zip((a, b), labels):
+        ids = [r.get("question_id") for r in run if isinstance(r, Mapping)]
+        try:
+            distinct = len(set(ids))
+        except TypeError:  # an unhashable id (a list, a mapping, ...): say which
+            for position, result in enumerate(run):
+                qid = result.get("question_id") if isinstance(result, Mapping) else None
+                try:
+                    hash(qid)
+                except TypeError:
+                    raise id_error(result, position, "question_id", qid, label) from None
+            raise
+        if distinct != len(ids):
+            return True
+    return False
+
+
+def _rng(seed: int, metric: str, template: Any) -> np.random.Generator:
+    """A generator per (seed, metric, template): a row does not depend on which others exist."""
+    tag = zlib.crc32(f"{metric}\x00{template!r}".encode())
+    return np.random.default_rng([seed, tag])
+
+
+def _holm(rows: Sequence[dict[str, Any]]) -> None:
+    """Set ``p_adjusted`` (Holm's step-down) on the testable rows of one family, in place."""
+    tested = sorted(
+        (r for r in rows if r["testable"] and r["p_value"] is not None),
+        key=lambda r: r["p_value"],
+    )
+    size = len(tested)
+    running = 0.0
+    for rank, row in enumerate(tested):
+        running = max(running, min(1.0, (size - rank) * row["p_value"]))
+        row["p_adjusted"] = running
+
+
+def _stats(
+    pairs: list[tuple[float, float]],
+    counts: dict[str, int],
+    lower: bool,
+    resamples: int,
+    confidence: float,
+    rng: np.random.Generator,
+) -> dict[str, Any]:
+    n = len(pairs)
+    row: dict[str, Any] = {
+        "n": n,
+        "mean_a": None,
+        "mean_b": None,
+        "delta": None,
+        "ci_low": None,
+        "ci_high": None,
+        "p_value": None,
+        "p_adjusted": None,
+        "better": None,
+        "testable": smallest_p(n, resamples) < alpha_of(confidence),
+        "wins": 0,
+        "losses": 0,
+        "ties": 0,
+        **counts,
+    }
+    if n == 0:
+        return row
+    a = [p[0] for p in pairs]
+    b = [p[1] for p in pairs]
+    deltas = np.array([y - x for x, y in pairs])
+    row["mean_a"] = math.fsum(a) / n
+    row["mean_b"] = math.fsum(b) / n
+    row["delta"] = math.fsum(deltas.tolist()) / n
+    improved = -deltas if lower else deltas
+    row["wins"] = int(np.count_nonzero(improved > TIE_TOLERANCE))
+    row["losses"] = int(np.count_nonzero(improved < -TIE_TOLERANCE))
+    row["ties"] = n - row["wins"] - row["losses"]
+    p_value, ci_low, ci_high = sign_flip_test(
+        deltas, confidence=confidence, resamples=resamples, rng=rng
+    )
+    row["p_value"] = p_value
+    if ci_low is not None and ci_high is not None:
+        row["ci_low"] = min(ci_low, row["delta"])
+        row["ci_high"] = max(ci_high, row["delta"])
+    return row
+
+
+def _mark(row: dict[str, Any], lower: bool, alpha: float) -> None:
+    adjusted = row["p_adjusted"]
+    if adjusted is not None and adjusted < alpha and row["delta"]:
+        row["better"] = "b" if (row["delta"] > 0) != lower else "a"
+
+
+def _jsonable_id(value: Any) -> Any:
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def _values(
+    ra: Mapping[str, Any],
+    rb: Mapping[str, Any],
+    metric: str,
+    lower: bool,
+    errors: ErrorMode,
+) -> tuple[tuple[str, float], tuple[str, float]]:
+    """The two sides' values for one question; with ``errors="fail"`` an error side of a
+    higher-is-better metric is 0 when either side carries the metric."""
+    value_a, value_b = _value(ra, metric), _value(rb, metric)
+    if errors != "fail" or lower:
+        return value_a, value_b
+    if value_a[0] != "missing" or value_b[0] != "missing":
+        if is_error(ra):
+            value_a = ("ok", 0.0)
+        if is_error(rb):
+            value_b = ("ok", 0.0)
+    return value_a, value_b
+
+
+def compare_runs(
+    a: Sequence[Mapping[str, Any]],
+    b: Sequence[Mapping[str, Any]],
+    *,
+    metrics: Sequence[str] | None = None,
+    resamples: int = 10_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    labels: tuple[str, str] = ("A", "B"),
+    errors: ErrorMode = "fail",
+    lower_better: Iterable[str] = (),
+) -> dict[str, Any]:
+    """Compare run B with run A on the questions both answered; JSON-ready dict (see docs)."""
+    check_options(resamples, confidence)
+    if errors not in _ERROR_MODES:
+        raise ValueError(f"errors must be 'fail', 'exclude' or 'include', got {errors!r}")
+    by_template = _pair_key_mode(a, b, labels)
+    index_a = _index(a, labels[0], by_template)
+    index_b = _index(b, labels[1], by_template)
+    common = [key for key in index_a if key in index_b]
+    if not common:
+        raise ValueError(
+            f"no question is in both runs ({labels[0]}: {len(index_a)} questions, "
+            f"{labels[1]}: {len(index_b)}; paired by "
+            f"{'template_id and question_id' if by_template else 'question_id'})"
+        )
+    available = default_metrics(a, b, labels=labels)
+    if metrics is not None:
+        unknown = [m for m in metrics if m not in available]
+        if unknown:
+            raise ValueError(
+                f"unknown metric{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}"
+                f"; the runs have: {', '.join(available) or 'no numeric metric'}"
+            )
+    names = list(dict.fromkeys(metrics)) if metrics is not None else available
+    if not names:
+        raise ValueError("nothing to compare: the runs have no numeric metric")
+    questions = {
+        "a": len(index_a),
+        "b": len(index_b),
+        "paired": len(common),
+        "only_a": len(index_a) - len(common),
+        "only_b": len(index_b) - len(common),
+        "errors_a": 0,
+        "errors_b": 0,
+        "excluded": 0,
+        "template_mismatch": 0,
+    }
+    used: list[tuple[Any, Mapping[str, Any], Mapping[str, Any]]] = []
+    error_counts: dict[Any, list[int]] = {}
+    for key in common:
+        ra, rb = index_a[key], index_b[key]
+        err_a, err_b = is_error(ra), is_error(rb)
+        template = ra.get("template_id")
+        tally = error_counts.setdefault(template, [0, 0])
+        tally[0] += err_a
+        tally[1] += err_b
+        questions["errors_a"] += err_a
+        questions["errors_b"] += err_b
+        if template != rb.get("template_id"):
+            questions["template_mismatch"] += 1
+        if errors == "exclude" and (err_a or err_b):
+            questions["excluded"] += 1
+            continue
+        used.append((template, ra, rb))
+    if not used:
+        raise ValueError(
+            f"all {len(common)} paired questions are an error in {labels[0]} or {labels[1]}; "
+            "without errors='exclude' (--exclude-errors) they count as failed answers"
+        )
+    templates = list(error_counts)
+    lower_names = set(lower_better)
+    alpha = alpha_of(confidence)
+    repeated = any(MARKER in r for _, ra, rb in used for r in (ra, rb))
+    out_metrics: list[dict[str, Any]] = []
+    for metric in names:
+        way = "lower" if metric in lower_names else direction(metric)
+        lower = way == "lower"
+        groups: dict[Any, tuple[list[tuple[float, float]], dict[str, int]]] = {
+            t: ([], _zero_counts(*error_counts[t])) for t in templates
+        }
+        noise: dict[Any, list[Any]] = {t: [] for t in templates}
+        for template, ra, rb in used:
+            pairs, counts = groups[template]
+            counts["questions"] += 1
+            # errors=fail: an error becomes 0 only for a higher-is-better metric
+            (kind_a, value_a), (kind_b, value_b) = _values(
+                ra, rb, metric, way != "higher", errors
+            )
+            if kind_a != "ok":
+                counts[f"{kind_a}_a"] += 1
+            if kind_b != "ok":
+                counts[f"{kind_b}_b"] += 1
+            if kind_a == "ok" and kind_b == "ok":
+                pairs.append((value_a, value_b))
+                if repeated:
+                    noise[template].append(
+                        (_judge_variance(ra, metric), _judge_variance(rb, metric))
+                    )
+        all_pairs = [p for t in templates for p in groups[t][0]]
+        all_counts = _zero_counts()
+        for _, counts in groups.values():
+            for name, count in counts.items():
+                all_counts[name] += count
+        overall = _stats(
+            all_pairs, all_counts, lower, resamples, confidence, _rng(seed, metric, None)
+        )
+        per_template = [
+            {
+                "template_id": _jsonable_id(t),
+                **_stats(*groups[t], lower, resamples, confidence, _rng(seed, metric, ("t", t))),
+            }
+            for t in templates
+        ]
+        if repeated:
+            _add_noise(overall, [v for t in templates for v in noise[t]])
+            for t, row in zip(templates, per_template):
+                _add_noise(row, noise[t])
+        out_metrics.append(
+            {
+                "metric": metric,
+                "direction": way,
+                "overall": overall,
+                "per_template": per_template,
+            }
+        )
+    _holm([entry["overall"] for entry in out_metrics])
+    _holm([row for entry in out_metrics for row in entry["per_template"]])
+    for entry in out_metrics:
+        if entry["direction"] == "none":  # a count: a change is neither better nor worse
+            continue
+        lower = entry["direction"] == "lower"
+        for row in (entry["overall"], *entry["per_template"]):
+            _mark(row, lower, alpha)
+    return {
+        "labels": {"a": str(labels[0]), "b": str(labels[1])},
+        "method": {
+            "design": "paired",
+            "paired_by": "template_id+question_id" if by_template else "question_id",
+            "statistic": "mean difference B - A",
+            "p_value": "two-sided paired sign-flip permutation test",
+            "exact_max_n": EXACT_MAX_N,
+            "ci": "inverted sign-flip test",
+            "adjustment": "holm",
+            "families": ["overall", "per_template"],
+            "alpha": alpha,
+            "resamples": resamples,
+            "seed": seed,
+            "confidence": confidence,
+            "tie_tolerance": TIE_TOLERANCE,
+            "errors": errors,
+        },
+        "questions": questions,
+        "templates": [_jsonable_id(t) for t in templates],
+        "metrics": out_metrics,
+    }
+
+
+def _add_noise(row: dict[str, Any], variances: list[Any]) -> None:
+    """``judge_se`` and ``within_judge_noise`` of a row, when a run measured the judge's
+    variance for its questions."""
+    if row["delta"] is None:
+        return
+    judge_se = judge_noise(variances)
+    if judge_se is not None:
+        row["judge_se"] = judge_se
+        row["within_judge_noise"] = within_noise(row["delta"], judge_se)
+
+
+def _zero_counts(errors_a: int = 0, errors_b: int = 0) -> dict[str, int]:
+    return {
+        "errors_a": errors_a,
+        "errors_b": errors_b,
+        "questions": 0,
+        "missing_a": 0,
+        "missing_b": 0,
+        "skipped_a": 0,
+        "skipped_b": 0,
+    }
+
+

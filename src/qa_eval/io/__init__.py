@@ -1,0 +1,1 @@
+"""io (face written below)."""

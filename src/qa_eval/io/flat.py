@@ -1,0 +1,239 @@
+"""The flat per-question format of ragas and of the GraphRAG metrics document, read from JSONL or
+CSV and turned into a reference dataset and responses in qa-eval's own format.
+
+One row per question. The fields and the column names recognised for them (first found wins; a
+``mapping`` such as ``{"question": "prompt"}`` names other columns):
+
+    question_id     id, question_id                         (else the row's line number)
+    question        question, user_input, question_text     (required)
+    answer          answer, response, actual_answer
+    contexts        contexts, retrieved_contexts            (a list of strings)
+    ground_truth    ground_truth, reference, reference_answer, ground_truths
+    question_type   question_type
+    template_id     template_id                             (else question_type, else "all")
+
+In CSV a list cell is JSON (``["a", "b"]``) or a Python-style list of string literals
+(``['a', 'b']``, as pandas writes them), read with ``ast.literal_eval`` (literals only, never
+code); any other text is one context. A list of ground truths is joined with newlines.
+
+The contexts become one ``retrieval`` step whose output is the chunk list, which is where the
+metrics read contexts from in qa-eval's format; a row without a contexts column has no retrieval
+step, so faithfulness and the context metrics do not apply to it. The made-up step is marked
+``"flat_contexts": true``: the retrieval step metrics (``retrieval_answer_*``,
+``retrieval_context_*``) skip it unless explicitly enabled, as they would only repeat context
+precision and recall (the same in ``run_evaluation`` and ``qa-eval evaluate-flat``). A row
+without an answer is an error response ("no answer"), evaluated as such while the other rows are
+scored.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import io
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..errors import InputError, short_repr
+from .files import _json, _lines, _text
+
+__all__ = ["FIELDS", "FLAT_MARK", "flat_to_dataset", "read_flat", "read_flat_rows"]
+
+FLAT_MARK = "flat_contexts"
+"""The key set (to ``true``) on the made-up retrieval step of a flat row (see scoring.py)."""
+
+FIELDS: dict[str, tuple[str, ...]] = {
+    "question_id": ("id", "question_id"),
+    "question": ("question", "user_input", "question_text"),
+    "answer": ("answer", "response", "actual_answer"),
+    "contexts": ("contexts", "retrieved_contexts"),
+    "ground_truth": ("ground_truth", "reference", "reference_answer", "ground_truths"),
+    "question_type": ("question_type",),
+    "template_id": ("template_id",),
+}
+
+
+def read_flat_rows(path: str | os.PathLike[str]) -> list[tuple[int, dict[str, Any]]]:
+    """The rows of a JSONL or CSV file with their line numbers (by extension: .csv is CSV)."""
+    source = str(path)
+    text = _text(Path(path))
+    rows: list[tuple[int, dict[str, Any]]] = []
+    if Path(path).suffix.lower() in (".csv", ".tsv"):
+        delimiter = "\t" if Path(path).suffix.lower() == ".tsv" else ","
+        return _csv_rows(text, delimiter, source)
+    for number, line in _lines(text):
+        if not line.strip():
+            continue
+        row = _json(line, source, f"line {number}")
+        if not isinstance(row, dict):
+            raise InputError(
+                f"must be a JSON object, not {type(row).__name__}",
+                source=source,
+                record=f"line {number}",
+            )
+        rows.append((number, row))
+    return rows
+
+
+def _csv_rows(text: str, delimiter: str, source: str) -> list[tuple[int, dict[str, Any]]]:
+    """The rows of CSV text by line number; a cell may be as long as the file (the csv
+    module's own limit, 131,072 characters, is lifted while it is read)."""
+    rows: list[tuple[int, dict[str, Any]]] = []
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
+    limit = csv.field_size_limit()
+    csv.field_size_limit(max(limit, len(text)))
+    try:
+        header = reader.fieldnames or []
+        seen: set[str] = set()
+        for name in header:
+            if name in seen:
+                raise InputError(
+                    f"the column {short_repr(name)} appears twice in the header",
+                    source=source,
+                    record="line 1",
+                )
+            seen.add(name)
+        for row in reader:
+            rows.append((reader.line_num, {k: v for k, v in row.items() if k is not None}))
+    except csv.Error as e:
+        raise InputError(
+            f"CSV does not parse: {e}", source=source, record=f"line {reader.line_num}"
+        ) from None
+    finally:
+        csv.field_size_limit(limit)
+    return rows
+
+
+def _columns(
+    header: Sequence[str], mapping: Mapping[str, str], source: str
+) -> dict[str, str | None]:
+    unknown = set(mapping) - set(FIELDS)
+    if unknown:
+        raise InputError(
+            f"unknown field(s) in the column mapping: {', '.join(sorted(unknown))} "
+            f"(known: {', '.join(FIELDS)})",
+            source=source,
+        )
+    chosen: dict[str, str | None] = {}
+    for name, candidates in FIELDS.items():
+        if name in mapping:
+            chosen[name] = mapping[name]
+            continue
+        chosen[name] = next((c for c in candidates if c in header), None)
+    return chosen
+
+
+def _as_list(value: Any, where: str, source: str, record: str) -> list[str]:
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped.startswith("["):
+            try:
+                value = orjson.loads(stripped)
+            except orjson.JSONDecodeError:
+                try:
+                    value = ast.literal_eval(stripped)
+                except (ValueError, SyntaxError, MemoryError, RecursionError):
+                    value = [value]
+        else:
+            value = [value] if stripped else []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError("must be a list of strings", source=source, record=record, field=where)
+    return value
+
+
+def flat_to_dataset(
+    rows: Sequence[tuple[int, Mapping[str, Any]]],
+    mapping: Mapping[str, str] | None = None,
+    source: str = "input",
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(reference dataset, responses) in qa-eval's format from flat rows."""
+    header: list[str] = []
+    for _, row in rows:
+        header.extend(k for k in row if k not in header)
+    columns = _columns(header, mapping or {}, source)
+    if columns["question"] is None or columns["question"] not in header:
+        raise InputError(
+            f"no question column (looked for {', '.join(FIELDS['question'])}; "
+            "name it with a column mapping)",
+            source=source,
+        )
+    templates: dict[str, list[dict[str, Any]]] = {}
+    responses: list[dict[str, Any]] = []
+    seen: dict[str, str] = {}
+    for line, row in rows:
+        record = f"line {line}"
+
+        def get(name: str, row: Mapping[str, Any] = row) -> Any:
+            column = columns[name]
+            value = row.get(column) if column is not None else None
+            return None if value == "" and name not in ("answer",) else value
+
+        question = get("question")
+        if not isinstance(question, str) or not question.strip():
+            raise InputError(
+                "must be a non-empty string",
+                source=source,
+                record=record,
+                field=columns["question"],
+            )
+        raw_id = get("question_id")
+        qid = str(raw_id) if raw_id is not None else f"row-{line}"
+        if qid in seen:
+            raise InputError(
+                f"duplicate question id {short_repr(qid)} (first at {seen[qid]})",
+                source=source,
+                record=record,
+                field=columns["question_id"],
+            )
+        seen[qid] = record
+        entry: dict[str, Any] = {"id": qid, "question_text": question}
+        truth = get("ground_truth")
+        if truth is not None:
+            truths = _as_list(truth, str(columns["ground_truth"]), source, record)
+            entry["reference_answer"] = "\n".join(truths)
+        question_type = get("question_type")
+        if question_type is not None:
+            entry["question_type"] = question_type
+        template = get("template_id")
+        template_id = str(template if template is not None else question_type or "all")
+        templates.setdefault(template_id, []).append(entry)
+        answer = get("answer")
+        response: dict[str, Any] = {"question_id": qid}
+        if answer is None:
+            response.update(status="error", error="no answer")
+        elif not isinstance(answer, str):
+            raise InputError(
+                f"must be a string, not {type(answer).__name__}",
+                source=source,
+                record=record,
+                field=columns["answer"],
+            )
+        else:
+            response["actual_answer"] = answer
+            contexts = get("contexts")
+            if contexts is not None:
+                texts = _as_list(contexts, str(columns["contexts"]), source, record)
+                chunks = [{"id": str(i), "text": t} for i, t in enumerate(texts, 1)]
+                response["actual_steps"] = [
+                    {
+                        "name": "retrieval",
+                        "args": {},
+                        "status": "success",
+                        "output": orjson.dumps(chunks).decode(),
+                        FLAT_MARK: True,
+                    }
+                ]
+        responses.append(response)
+    reference = [{"template_id": t, "questions": qs} for t, qs in templates.items()]
+    return reference, responses
+
+
+def read_flat(
+    path: str | os.PathLike[str], mapping: Mapping[str, str] | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(reference dataset, responses) in qa-eval's format from a flat JSONL or CSV file."""
+    return flat_to_dataset(read_flat_rows(path), mapping, str(path))

@@ -1,0 +1,1 @@
+"""judge (face written below)."""

@@ -1,0 +1,1 @@
+"""judge.cache (face written below)."""

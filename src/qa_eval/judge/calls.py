@@ -1,0 +1,543 @@
+"""The judge: render → cache → bounded, retried call to an OpenAI-compatible endpoint → parse →
+validate → cost.
+
+- One semaphore bounds the calls in flight for the whole run (``llm.concurrency``).
+- Every call sends a ``max_tokens`` sized to its reply schema and its prompt
+  (:func:`reply_budget`) unless ``llm.generation.max_tokens`` is set, so a weak model that keeps
+  writing stops instead of running to the end of its context (and past the timeout).
+- 429 waits as long as ``Retry-After`` (or ``retry-after-ms``) says (at most 120 s; a value that is
+  not a number of seconds or an HTTP date backs off instead); 5xx, connection errors and replies
+  that cannot be read (a body that is not JSON, cut short or reset, or JSON that is not a chat
+  completion) back off exponentially with full jitter; ``llm.max_attempts`` tries in all, then
+  that metric's ``*_error``. A timeout is retried once only: a request the client gave up on may
+  still be running on the server (a single-slot local server finishes it before the next one).
+- A judge that refuses every connection (nothing listens at the URL) stops the run with one line,
+  as a 401/403/404 does, once one call has used all its attempts and no reply at all came since
+  it started.
+- Structured output is asked for with ``json_schema``; an endpoint that rejects it *for its format*
+  (a 400/422 or 5xx whose message names the schema, ``response_format``, ``json_object`` or a
+  grammar, and not the context length) is asked again with ``json_object`` carrying the schema
+  (llama.cpp and llama-cpp-python enforce it), then ``json_object`` alone, then plain text. The
+  lower mode is kept for the rest of the run only once it has worked for the call that was
+  rejected. Any other 4xx is that metric's error. Replies are parsed tolerantly (code fences,
+  text around the object).
+- A reply that cannot be used is re-asked with the problem: once when it holds JSON that breaks
+  its schema or was cut at ``max_tokens`` (then asked to keep its texts short), up to
+  ``max_attempts`` replies when it holds no JSON at all; an exchange identical to one already
+  made (a model at temperature 0 repeating itself) is never sent again. The error names the real
+  number of replies.
+- Prompts are sent with their fixed part first (``replies.split_instructions``), so providers'
+  automatic prompt caching can reuse the instructions across questions.
+- Identical requests in flight at the same time share one call.
+- Reply values are checked before a reply is used or cached (``replies.writable``); a reply that
+  breaks this is re-asked like one that breaks its schema, a stored one is a miss (asked again).
+- Replies are stored in the cache as they arrive; cached replies cost nothing in this run, but
+  keep the tokens they took (prompt tokens the provider served from its own prompt cache
+  included), so a metric's ``*_cost`` is the same on a rerun.
+- Error messages are redacted of API keys at the source (``redact.py``); the base URL goes into
+  cache keys and signatures without credentials.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import random
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from .ledger import Accounting, served_by_batch
+from .cache.store import CachedReply, ReplyCache, request_key
+from .clients import make_client, sdk_client
+from ..config import EvalConfig
+from ..errors import BudgetExceeded, Deferred, DryRunSkip, JudgeError, JudgeUnavailable
+from .faults import (
+    about_format,
+    cause_of,
+    clip,
+    could_not_connect,
+    message_of,
+    problem_of,
+    refuses_max_tokens,
+    retry_after,
+)
+from .prices import price_of
+from ..redact import public_url
+from .replies import (
+    BUDGET_RANGE,
+    MAX_DEPTH,
+    MODES,
+    OPEN_LIST_ITEMS,
+    PROMPT_MARGIN,
+    STRING_TOKENS,
+    Reply,
+    ReplyFault,
+    extract_json,
+    json_schema,
+    lower_mode,
+    next_mode,
+    parse_reply,
+    prompt_tokens_of,
+    read_completion,
+    reply_budget,
+    response_format,
+    sent_schema,
+    split_instructions,
+    writable,
+)
+from .usage import Plan, Usage, Verdict, planning, total_cost
+from .repeats import REPEAT
+
+"""How the parts were split: reply reading, schemas and token budgets in ``replies``, error
+classification in ``faults``, clients in ``clients``, usage records in ``usage``, the counting and
+pricing of replies (batch-served tokens too) in ``accounting``, the errors in ``errors``; their
+public names are importable from here as before."""
+
+__all__ = [
+    "BUDGET_RANGE",
+    "MAX_DEPTH",
+    "OPEN_LIST_ITEMS",
+    "PROMPT_MARGIN",
+    "STRING_TOKENS",
+    "BudgetExceeded",
+    "Deferred",
+    "DryRunSkip",
+    "Judge",
+    "JudgeError",
+    "JudgeUnavailable",
+    "Usage",
+    "Verdict",
+    "extract_json",
+    "json_schema",
+    "parse_reply",
+    "prompt_tokens_of",
+    "reply_budget",
+    "sdk_client",
+    "sent_schema",
+    "split_instructions",
+    "total_cost",
+    "writable",
+]
+
+T = TypeVar("T", bound=BaseModel)
+_BACKOFF_CAP = 30.0
+
+
+class Judge(Accounting):
+    """Asks one judge model for validated JSON replies; shared by every metric of a run."""
+
+    def __init__(
+        self,
+        config: EvalConfig,
+        *,
+        cache: ReplyCache | None = None,
+        max_cost: float | None = None,
+        dry_run: bool = False,
+        client: Any = None,
+        sleep: Callable[[float], Any] = asyncio.sleep,
+    ) -> None:
+        if config.generation is None:
+            raise JudgeUnavailable("no judge is configured")
+        self.config = config
+        self.gen = config.generation
+        self.cache = cache
+        self.max_cost = max_cost
+        self.dry_run = dry_run
+        self.price = price_of(self.gen.model, config.prices)
+        if max_cost is not None and self.price is None:
+            raise JudgeUnavailable(
+                f"--max-cost needs the price of {self.gen.model!r}: add it under llm.prices"
+            )
+        self._client = client
+        self._sleep = sleep
+        self._semaphore: asyncio.Semaphore | None = None
+        self.mode = MODES[0]
+        self.mode_note: str | None = None
+        """Why the response mode was lowered (the format error, redacted), if it was."""
+        self.modes_used: dict[str, int] = {}
+        """Replies received per response mode."""
+        self.token_limit = "max_tokens"
+        """How the reply's length is limited: ``max_tokens``, or ``max_completion_tokens`` for an
+        endpoint that refuses ``max_tokens`` (OpenAI's reasoning models: then only a configured
+        ``max_tokens`` is sent)."""
+        self.usage: dict[str, Usage] = {}
+        self.total = Usage(cost_known=self.price is not None)
+        self.plan = Plan()
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self._fatal: JudgeUnavailable | None = None
+        self._answered = -math.inf
+        """When the endpoint last answered at all (any HTTP status), on the monotonic clock."""
+        self._in_flight_asks: dict[str, asyncio.Future[Verdict[Any]]] = {}
+        self.batch: Any = None
+        """A ``batch.Outbox`` while a ``--batch`` run plans or completes: it serves replies
+        that came from a batch, and records (or leaves to a synchronous call) the others."""
+        if dry_run and cache is not None:
+            cache.stop_writing()  # a dry run writes nothing, not even embeddings
+
+    def slot(self) -> asyncio.Semaphore:
+        """The run's concurrency bound, for other calls to the same service (embeddings)."""
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(self.config.concurrency)
+        return self._semaphore
+
+    @property
+    def client(self) -> Any:
+        """The SDK client, made on first use."""
+        if self._client is None:
+            self._client = make_client(self.gen, self.config.timeout)
+        return self._client
+
+    def request(self, messages: list[dict[str, str]], schema: type[BaseModel]) -> dict[str, Any]:
+        """The canonical request a cache key is made from (no API key, no response mode): the
+        messages as they are sent (:func:`split_instructions`), the extra generation keys, and
+        the repeat index when above 0."""
+        repeat = REPEAT.get()
+        return {
+            "provider": self.gen.provider,
+            "base_url": public_url(self.gen.base_url),
+            "model": self.gen.model,
+            "temperature": self.gen.temperature,
+            "max_tokens": self.gen.max_tokens,
+            **({"extra": dict(self.gen.extra)} if self.gen.extra else {}),
+            "messages": split_instructions(messages),
+            "schema": json_schema(schema),
+            **({"repeat": repeat} if repeat else {}),
+        }
+
+    def body(
+        self,
+        messages: list[dict[str, str]],
+        schema: type[BaseModel],
+        mode: str | None = None,
+        max_tokens: int | None = None,
+    ) -> dict[str, Any]:
+        """The keyword arguments of the chat completion call for ``messages`` in ``mode``
+        (default: the run's current mode); a batch sends the same body."""
+        if max_tokens is None:
+            max_tokens = self.gen.max_tokens or reply_budget(schema, prompt_tokens_of(messages))
+        kwargs: dict[str, Any] = {
+            "model": self.gen.model,
+            "messages": messages,
+            "temperature": self.gen.temperature,
+        }
+        if self.token_limit == "max_tokens":
+            kwargs["max_tokens"] = max_tokens
+        elif self.token_limit == "max_completion_tokens" and self.gen.max_tokens:
+            kwargs["max_completion_tokens"] = self.gen.max_tokens
+        if self.gen.extra:  # seed, top_p, ...: into the request body as they are
+            kwargs["extra_body"] = dict(self.gen.extra)
+        reply_format = response_format(mode or self.mode, schema)
+        if reply_format is not None:
+            kwargs["response_format"] = reply_format
+        return kwargs
+
+    async def ask(self, metric: str, messages: list[dict[str, str]], schema: type[T]) -> Verdict[T]:
+        """A validated reply of ``schema`` to ``messages``, from the cache or the judge.
+
+        Identical requests in flight at the same time share one call."""
+        if self._fatal is not None:
+            raise self._fatal
+        messages = split_instructions(messages)
+        key = request_key(self.request(messages, schema))
+        usage = self._usage(metric)
+        if self.cache is not None:
+            hit = await self.cache.aget(key)
+            if hit is not None:
+                try:
+                    value: T | None = parse_reply(hit.content, schema)
+                except Exception:  # a stored reply that fails now is a miss, asked again
+                    value = None
+                if value is not None:
+                    self._count(usage, "cached")
+                    if self.dry_run:
+                        self.plan.cached[metric] = self.plan.cached.get(metric, 0) + 1
+                    hit_cached = getattr(hit, "cached_tokens", 0)
+                    cost = self.reply_cost(hit)
+                    return Verdict(
+                        value, hit.prompt_tokens, hit.completion_tokens, cost, True, hit_cached
+                    )
+        if self.dry_run:
+            self.plan_call(metric, messages, schema)
+            raise DryRunSkip()
+        shared = self._in_flight_asks.get(key)
+        if shared is not None:
+            verdict = await asyncio.shield(shared)
+            self._count(usage, "cached")
+            return Verdict(
+                verdict.value,
+                verdict.prompt_tokens,
+                verdict.completion_tokens,
+                verdict.cost,
+                True,
+                verdict.cached_tokens,
+            )
+        future: asyncio.Future[Verdict[Any]] = asyncio.get_running_loop().create_future()
+        self._in_flight_asks[key] = future
+        try:
+            verdict = await self._ask_judge_batched(metric, key, messages, schema)
+        except BaseException as e:
+            if not future.done():
+                future.set_exception(e)
+                future.exception()  # retrieved: no "never retrieved" warning without sharers
+            raise
+        else:
+            future.set_result(verdict)
+            return verdict
+        finally:
+            del self._in_flight_asks[key]
+
+    async def _ask_judge_batched(
+        self, metric: str, key: str, messages: list[dict[str, str]], schema: type[T]
+    ) -> Verdict[T]:
+        """:meth:`_ask_judge`, noting which of its tokens a batch served: they are stored with
+        the reply and priced at batch rates."""
+        if self.batch is None:
+            return await self._ask_judge(metric, key, messages, schema)
+        with served_by_batch() as batched:
+            verdict = await self._ask_judge(metric, key, messages, schema)
+        return self._at_batch_rates(key, verdict, batched)
+
+    async def _ask_judge(
+        self, metric: str, key: str, messages: list[dict[str, str]], schema: type[T]
+    ) -> Verdict[T]:
+        usage = self._usage(metric)
+        fixed = self.gen.max_tokens
+        tokens = fixed or reply_budget(schema, prompt_tokens_of(messages))
+        asked = messages
+        sent = {_exchange(asked, tokens)}
+        replies = prompt_tokens = completion_tokens = cached_tokens = 0
+        while True:
+            reply = await self._call(metric, asked, schema, tokens)
+            replies += 1
+            prompt_tokens += reply.prompt_tokens
+            completion_tokens += reply.completion_tokens
+            cached_tokens += reply.cached_tokens
+            try:
+                value = parse_reply(reply.content, schema)
+                break
+            except (ValueError, ValidationError) as e:
+                problem = problem_of(e)
+                try:
+                    extract_json(reply.content)
+                    has_json = True
+                except ValueError:
+                    has_json = False
+            if reply.cut:
+                problem = f"it was cut off at the limit of {tokens} tokens ({problem})"
+                note = " Keep every text in it short."
+            else:
+                note = ""
+            again = [
+                *messages,
+                {"role": "assistant", "content": reply.content},
+                {
+                    "role": "user",
+                    "content": f"That reply could not be used: {problem}. Reply again with only "
+                    f"the JSON object, with every field the schema requires.{note}",
+                },
+            ]
+            # JSON that breaks the schema, or a reply cut at max_tokens, is asked again once (a
+            # cut reply with the same limit: a model that ran away once runs away again, and a
+            # slow local server would take twice as long); a reply with no JSON at all (prose,
+            # garbage) up to max_attempts replies; an exchange already made (a model repeating
+            # itself at temperature 0) never again.
+            limit = 2 if has_json or reply.cut else self.config.max_attempts
+            repeated = _exchange(again, tokens) in sent
+            if replies >= limit or repeated:
+                self._count(usage, "failures")
+                why = ", the same reply again" if repeated else ""
+                raise JudgeError(
+                    f"invalid judge reply after {replies} attempt{'s' if replies > 1 else ''}"
+                    f"{why}: {problem}"
+                )
+            sent.add(_exchange(again, tokens))
+            self._count(usage, "reasks")
+            asked = again
+        if self.cache is not None:
+            self.cache.put(
+                key,
+                self.gen.model,
+                CachedReply(
+                    reply.content, prompt_tokens, completion_tokens, cached_tokens=cached_tokens
+                ),
+            )
+        cost = self.cost_of(prompt_tokens, completion_tokens, cached_tokens)
+        return Verdict(value, prompt_tokens, completion_tokens, cost, False, cached_tokens)
+
+    def plan_call(
+        self, metric: str, messages: list[dict[str, str]], schema: type[BaseModel]
+    ) -> None:
+        """Count a call a dry run would make (see :meth:`usage.Plan.count`)."""
+        self.plan.count(metric, messages, json_schema(schema), self.gen.max_tokens)
+
+    def planning(self) -> contextlib.AbstractContextManager[list[str]]:
+        """The metrics of the calls a dry run plans (not finds cached) inside this block, in
+        this task only."""
+        return planning()
+
+    def _backoff(self, attempt: int) -> float:
+        return random.uniform(0, min(_BACKOFF_CAP, self.config.retry_base * 2**attempt))
+
+    async def _call(
+        self,
+        metric: str,
+        messages: list[dict[str, str]],
+        schema: type[BaseModel],
+        max_tokens: int | None = None,
+    ) -> Reply:
+        """One successful completion (with retries); its text and tokens, counted and priced."""
+        import openai
+
+        semaphore = self.slot()
+        usage = self._usage(metric)
+        started = time.monotonic()
+        attempt = 0
+        timeouts = 0
+        refused = True  # every attempt so far failed to connect at all
+        probe: str | None = None  # a lower mode this call tries after a format error
+        probe_note: str | None = None  # the format error that started the probe
+        if max_tokens is None:
+            max_tokens = self.gen.max_tokens or reply_budget(schema, prompt_tokens_of(messages))
+        if self.batch is not None:  # a --batch run: a batch's reply, or one recorded for a batch
+            served = self.batch.serve(
+                request_key(self.request(messages, schema)),
+                self.body(messages, schema, max_tokens=max_tokens),
+            )
+            if served is not None:
+                content, served_prompt, served_completion = served
+                return self._account(
+                    metric, Reply(content, served_prompt, served_completion), batch=True
+                )
+        while True:
+            delay: float | None = None
+            async with semaphore:
+                while True:  # a format error is asked again at once, lower, in this slot
+                    # Checked, and the mode read, once this call has its slot: asks that waited for
+                    # one must see a 401, a spent budget or a downgrade that happened meanwhile.
+                    if self._fatal is not None:
+                        raise self._fatal
+                    if self.max_cost is not None and self.total.cost >= self.max_cost:
+                        raise BudgetExceeded()
+                    mode = self.mode if probe is None else lower_mode(self.mode, probe)
+                    kwargs = self.body(messages, schema, mode, max_tokens)
+                    self.in_flight += 1
+                    self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+                    connect_failure = False
+                    try:
+                        reply = await self.client.chat.completions.create(
+                            **kwargs, timeout=self.config.timeout
+                        )
+                        self._answered = time.monotonic()
+                        parsed = read_completion(reply)
+                    except openai.RateLimitError as e:
+                        self._answered = time.monotonic()
+                        delay = retry_after(getattr(e.response, "headers", None))
+                        if delay is None:
+                            delay = self._backoff(attempt)
+                        failure = f"429 rate limited: {message_of(e)}"
+                    except openai.APIStatusError as e:
+                        self._answered = time.monotonic()
+                        status = e.status_code
+                        message = message_of(e)
+                        if mode != "text" and about_format(status, message, e):
+                            if probe is None:
+                                probe_note = f"{mode} refused ({status}): {message}"
+                            probe = next_mode(mode)
+                            continue  # the lower mode, in the same slot
+                        limited = self.token_limit == "max_tokens"
+                        if limited and refuses_max_tokens(status, message):
+                            # OpenAI's reasoning models take max_completion_tokens, which counts
+                            # their reasoning too: a configured limit is sent under that name, a
+                            # reply-sized one not at all (it would starve the reasoning).
+                            self.token_limit = "max_completion_tokens"
+                            continue
+                        if status in (401, 403, 404):
+                            self._fatal = JudgeUnavailable(
+                                f"the judge endpoint refused the call ({status}): {message}"
+                            )
+                            raise self._fatal from None
+                        if status < 500 and status not in (408, 409):
+                            self._count(usage, "failures")
+                            raise JudgeError(f"judge call failed ({status}): {message}") from None
+                        failure = f"{status} from the judge: {message}"
+                    except openai.APITimeoutError as e:  # before APIConnectionError, its base class
+                        timeouts += 1
+                        failure = f"{type(e).__name__}: {e}{cause_of(e)}"
+                        if timeouts > 1:
+                            self._count(usage, "failures")
+                            raise JudgeError(
+                                f"no reply within {self.config.timeout:g} s, twice (llm.timeout); "
+                                "a request the client gave up on may still be running on the server"
+                            ) from None
+                    except openai.APIConnectionError as e:
+                        connect_failure = could_not_connect(e)
+                        failure = f"{type(e).__name__}: {e}{cause_of(e)}"
+                    except ReplyFault as e:
+                        self._answered = time.monotonic()
+                        failure = f"unusable reply: {e}"
+                    except (openai.APIError, ValueError, RecursionError, OSError, EOFError) as e:
+                        # A body that is not JSON (a proxy's HTML page, a cut or garbled body):
+                        # the SDK raises the parser's error; a fault like a 500.
+                        failure = f"unreadable reply: {type(e).__name__}: {clip(str(e))}"
+                    except Exception as e:  # any other client failure (litellm's, say): a fault too
+                        failure = f"the call failed: {type(e).__name__}: {clip(str(e))}"
+                    else:
+                        if probe is not None:
+                            self._confirm(mode, probe_note)
+                        self.modes_used[mode] = self.modes_used.get(mode, 0) + 1
+                        return self._account(metric, parsed)
+                    finally:
+                        self.in_flight -= 1
+                    break
+            refused = refused and connect_failure
+            attempt += 1
+            if attempt >= self.config.max_attempts:
+                self._count(usage, "failures")
+                if refused and self._answered < started:
+                    self._fatal = JudgeUnavailable(
+                        f"cannot reach the judge at {public_url(self.gen.base_url) or 'its URL'}"
+                        f": every connection failed ({attempt} attempts over "
+                        f"{time.monotonic() - started:.0f} s; last: {failure})"
+                    )
+                    raise self._fatal
+                raise JudgeError(f"gave up after {attempt} attempts; last: {failure}")
+            self._count(usage, "retries")
+            await self._sleep(delay if delay is not None else self._backoff(attempt))
+
+    def _confirm(self, mode: str, note: str | None) -> None:
+        """Ask with ``mode`` from now on: it worked for a call that a higher mode's format error
+        stopped (only ever downwards)."""
+        if MODES.index(mode) > MODES.index(self.mode):
+            self.mode = mode
+            self.mode_note = note
+
+    def signature(self) -> dict[str, Any]:
+        """The judge's part of a run signature: the model and how it was asked, including the
+        response mode in use at the end (``response_mode``), the replies received in each mode
+        (``response_modes``) and why the mode was lowered, if it was."""
+        signature = {
+            "model": self.gen.model,
+            "provider": self.gen.provider,
+            "temperature": self.gen.temperature,
+            "max_tokens": self.gen.max_tokens,
+            "base_url": public_url(self.gen.base_url),
+            "response_mode": self.mode,
+            "response_modes": dict(self.modes_used),
+            **({"extra": dict(self.gen.extra)} if self.gen.extra else {}),
+        }
+        if self.token_limit != "max_tokens":
+            signature["token_limit"] = self.token_limit
+        if self.mode_note is not None:
+            signature["response_mode_reason"] = self.mode_note
+        return signature
+
+
+def _exchange(messages: list[dict[str, str]], max_tokens: int | None) -> str:
+    """What identifies one request of a call: its messages and its token limit."""
+    return json.dumps([messages, max_tokens], sort_keys=True, ensure_ascii=False)

@@ -1,0 +1,123 @@
+"""What the judge's calls cost, per metric and for the run: the judge's counters (replies from
+the cache, retries, re-asks, failures), the tokens and cost of each reply at the model's price,
+and the tokens a batch served (``batch.py``), which are stored with the reply and priced at batch
+rates. :class:`Accounting` is a part of ``judge.Judge``, which sets ``price``, ``usage``,
+``total`` and ``cache``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from .cache.store import CachedReply, ReplyCache
+from .prices import usd
+from .replies import Reply
+from .usage import Usage, Verdict
+
+__all__ = ["Accounting", "served_by_batch"]
+
+T = TypeVar("T", bound=BaseModel)
+_BATCHED: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
+    "qa_eval_batched", default=None
+)
+"""Prompt and completion tokens of the current ask that were served by a batch (``batch.py``)."""
+
+
+@contextlib.contextmanager
+def served_by_batch() -> Iterator[list[int]]:
+    """The prompt and completion tokens a batch serves to the calls inside this block, in this
+    task only."""
+    batched = [0, 0]
+    token = _BATCHED.set(batched)
+    try:
+        yield batched
+    finally:
+        _BATCHED.reset(token)
+
+
+class Accounting:
+    """The judge's usage and cost bookkeeping."""
+
+    price: dict[str, float] | None
+    usage: dict[str, Usage]
+    total: Usage
+    cache: ReplyCache | None
+
+    def _count(self, usage: Usage, counter: str) -> None:
+        """Add one to a counter (cached, retries, failures) of a metric's usage and the total."""
+        for u in (usage, self.total):
+            setattr(u, counter, getattr(u, counter) + 1)
+
+    def _usage(self, metric: str) -> Usage:
+        if metric not in self.usage:
+            self.usage[metric] = Usage(cost_known=self.price is not None)
+        return self.usage[metric]
+
+    def cost_of(
+        self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0
+    ) -> float | None:
+        """What tokens cost at the judge's price (cached prompt tokens at its cached-input rate);
+        ``None`` when the price is unknown."""
+        return usd(self.price, prompt_tokens, completion_tokens, cached_tokens=cached_tokens)
+
+    def reply_cost(self, reply: CachedReply) -> float | None:
+        """What a stored reply cost: its batch-served tokens at batch rates, the rest at
+        standard rates (cached prompt tokens at the cached-input rate); ``None`` when the price
+        is unknown."""
+        bp = getattr(reply, "batch_prompt_tokens", 0)
+        bc = getattr(reply, "batch_completion_tokens", 0)
+        cached = getattr(reply, "cached_tokens", 0)
+        standard = self.cost_of(reply.prompt_tokens - bp, reply.completion_tokens - bc, cached)
+        if standard is None or not (bp or bc):
+            return standard
+        return standard + (usd(self.price, bp, bc, batch=True) or 0.0)
+
+    def _at_batch_rates(self, key: str, verdict: Verdict[T], batched: list[int]) -> Verdict[T]:
+        """``verdict`` (stored under ``key``) with the tokens a batch served of it recorded in
+        the cache and priced at batch rates."""
+        if not any(batched):
+            return verdict
+        reply = CachedReply(
+            "",
+            verdict.prompt_tokens,
+            verdict.completion_tokens,
+            batch_prompt_tokens=batched[0],
+            batch_completion_tokens=batched[1],
+            cached_tokens=verdict.cached_tokens,
+        )
+        if self.cache is not None:
+            self.cache.put_batch_tokens(key, *batched)
+        return Verdict(
+            verdict.value,
+            verdict.prompt_tokens,
+            verdict.completion_tokens,
+            self.reply_cost(reply),
+            False,
+            verdict.cached_tokens,
+        )
+
+    def _account(self, metric: str, reply: Reply, batch: bool = False) -> Reply:
+        """Count one reply received (``batch``: served by a batch) for ``metric`` and the run."""
+        cost = usd(
+            self.price,
+            reply.prompt_tokens,
+            reply.completion_tokens,
+            cached_tokens=reply.cached_tokens,
+            batch=batch,
+        )
+        batched = _BATCHED.get() if batch else None
+        if batched is not None:
+            batched[0] += reply.prompt_tokens
+            batched[1] += reply.completion_tokens
+        for u in (self._usage(metric), self.total):
+            u.calls += 1
+            u.prompt_tokens += reply.prompt_tokens
+            u.completion_tokens += reply.completion_tokens
+            u.cached_prompt_tokens += reply.cached_tokens
+            u.cost += cost or 0.0
+        return reply

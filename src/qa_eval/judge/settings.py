@@ -1,0 +1,77 @@
+"""Where the models are: the judge's and the embedding model's endpoint settings.
+
+A leaf module (it imports only ``redact``): the judge, the client factories and the embedders
+read these settings without importing the config loader, which reads them from YAML and the
+environment (``config.py`` re-exports them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..redact import public_url, register_secret, register_url
+
+__all__ = [
+    "AZURE_API_VERSION",
+    "DEFAULT_MODEL",
+    "EMBEDDING_PROVIDERS",
+    "SDK_PROVIDERS",
+    "EmbeddingConfig",
+    "GenerationConfig",
+]
+
+DEFAULT_MODEL = "gpt-4o-mini"
+SDK_PROVIDERS = ("openai", "azure")
+"""Called with the official SDK; any other provider goes through litellm (an optional extra)."""
+AZURE_API_VERSION = "2024-10-21"
+EMBEDDING_PROVIDERS = (*SDK_PROVIDERS, "offline")
+
+class _Endpoint:
+    """A model endpoint whose settings may be shown, all but its key (and any credentials in
+    its URL)."""
+
+    api_key: str | None
+    base_url: str | None
+
+    def __post_init__(self) -> None:
+        # Whatever qa-eval prints or writes later is redacted of this key (see redact.py).
+        register_secret(self.api_key)
+        register_url(self.base_url)
+
+    def public(self) -> dict[str, Any]:
+        """Every setting but the API key; the base URL without user info or query string."""
+        data = asdict(self)  # type: ignore[call-overload]
+        data.pop("api_key")
+        data["base_url"] = public_url(data.get("base_url"))
+        return data
+
+
+@dataclass(frozen=True)
+class GenerationConfig(_Endpoint):
+    """Where and how the judge model is called."""
+
+    provider: str = "openai"
+    model: str = DEFAULT_MODEL
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    api_version: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Other ``llm.generation`` keys (``seed``, ``top_p``, ...), sent with every judge call as
+    graphrag-eval passes them on."""
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig(_Endpoint):
+    """The embedding model; ``offline`` is the bundled all-MiniLM-L6-v2 (int8 ONNX)."""
+
+    provider: str = "offline"
+    model: str = "all-MiniLM-L6-v2"
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    api_version: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Other ``llm.embedding`` keys, passed to the embedding call."""

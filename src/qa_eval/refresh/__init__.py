@@ -1,0 +1,1 @@
+"""refresh (face written below)."""

@@ -1,0 +1,1 @@
+"""run (face written below)."""

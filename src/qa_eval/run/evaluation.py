@@ -1,0 +1,280 @@
+"""Join reference questions with responses and evaluate them.
+
+``arun_evaluation`` is the one code path; ``run_evaluation`` runs it to completion from sync code,
+also inside a running event loop (Jupyter), by running it on a worker thread with its own loop.
+The caller's objects are never mutated: results hold copies of the reference steps they annotate
+with ``matches``, and share the (unchanged) actual step dicts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import queue
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..config import EvalConfig
+from .execute import NO_JUDGE, ResultCallback, _execute, _Ordered, _Sink, metric_names
+from .execute import reference_fingerprint as reference_fingerprint
+from .question import NO_RESPONSE, Results, evaluate_question
+from .progress import ProgressCallback, RunProgress, StatusCallback
+
+__all__ = [
+    "NO_JUDGE",
+    "NO_RESPONSE",
+    "EvaluationStream",
+    "Results",
+    "RunProgress",
+    "arun_evaluation",
+    "evaluate_question",
+    "iter_evaluation",
+    "metric_names",
+    "reference_fingerprint",
+    "run_evaluation",
+]
+
+if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
+    from ..judge.embeddings import Embedder
+    from ..judge.calls import Judge
+
+ConfigArg = EvalConfig | str | os.PathLike[str] | Mapping[str, Any] | None
+"""A run's config: an :class:`EvalConfig`, a YAML file's path, a mapping, or None."""
+
+
+def _config_arg(config: ConfigArg, config_file_path: str | os.PathLike[str] | None) -> ConfigArg:
+    """The config given as ``config`` (or graphrag-eval's third positional argument) or as
+    ``config_file_path=``; an empty path is no config, as in graphrag-eval."""
+    if config_file_path is not None and config_file_path != "":
+        if config is not None and config != "":
+            raise TypeError("give the config once: config or config_file_path, not both")
+        return config_file_path
+    return None if config == "" else config
+
+async def arun_evaluation(
+    reference_qas: Any,
+    chat_responses: Any,
+    config: ConfigArg = None,
+    *,
+    config_file_path: str | os.PathLike[str] | None = None,
+    concurrency: int | None = None,
+    cache: str | os.PathLike[str] | bool | None = True,
+    max_cost: float | None = None,
+    dry_run: bool = False,
+    disable: Iterable[str] = (),
+    enable: Iterable[str] = (),
+    progress: ProgressCallback | None = None,
+    on_progress: StatusCallback | None = None,
+    on_result: ResultCallback | None = None,
+    reference_source: str = "reference",
+    responses_source: str = "responses",
+    judge: Judge | None = None,
+    embedder: Embedder | None = None,
+    fingerprint: str | None = None,
+    keys: str = "qa-eval",
+) -> Results:
+    """Evaluate every reference question against its response; one result per question, in
+    reference order.
+
+    Steps are scored deterministically. The LLM metrics run when a judge is configured
+    (``config``: an :class:`EvalConfig`, a YAML path or a mapping; without one, ``gpt-4o-mini``
+    when ``OPENAI_API_KEY`` is set), concurrently (at most twice ``concurrency`` questions at a
+    time), with replies cached (``cache``: True for the user cache directory, a path, or False).
+    ``enable`` switches on metrics that are off by default (the GraphRAG set; ``"graphrag"``
+    names all of it but BERTScore), ``disable`` switches any off. ``on_result`` receives each
+    result as it finishes, ``progress(done, total)`` is called after each question,
+    ``on_progress`` gets a :class:`RunProgress` about ten times a second. ``chat_responses`` may
+    be a :class:`~qa_eval.stream.JsonLinesResponses` file, read as a stream.
+    ``config_file_path`` is graphrag-eval's name for ``config`` (give one of them).
+    ``fingerprint``: the reference's :func:`reference_fingerprint`, when the caller computed it
+    already (e.g. one reference run against several systems): the signature takes it as given
+    instead of hashing the reference again. ``keys="graphrag-eval"`` writes only the keys
+    graphrag-eval 6.6.1 writes (no ``mismatch``, ``step_errors``, costs, ...; values unchanged),
+    for golden files and ``==`` tests written against 6.6.1."""
+    sink = _Sink()
+    sink.results.signature = await _execute(
+        reference_qas,
+        chat_responses,
+        sink,
+        config=_config_arg(config, config_file_path),
+        concurrency=concurrency,
+        cache=cache,
+        max_cost=max_cost,
+        dry_run=dry_run,
+        disable=disable,
+        enable=enable,
+        progress=progress,
+        on_progress=on_progress,
+        on_result=on_result,
+        reference_source=reference_source,
+        responses_source=responses_source,
+        judge=judge,
+        embedder=embedder,
+        fingerprint=fingerprint,
+        keys=keys,
+    )
+    return sink.results
+
+
+class EvaluationStream(Iterator[dict[str, Any]]):
+    """The results of a run, in reference order, as they are ready (see ``iter_evaluation``).
+
+    The run works on a thread of its own; ``signature`` is set once every result was read.
+    ``close()`` (or leaving a ``with`` block) stops a run that was not read to the end."""
+
+    def __init__(self, reference_qas: Any, chat_responses: Any, options: dict[str, Any]) -> None:
+        self.signature: dict[str, Any] | None = None
+        self._args = (reference_qas, chat_responses, options)
+        self._queue: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=8)
+        self._batch: list[dict[str, Any]] = []
+        self._position = 0
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._stop = threading.Event()
+        self._over = False
+
+    def __iter__(self) -> EvaluationStream:
+        return self
+
+    def __enter__(self) -> EvaluationStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def ready(self) -> bool:
+        """Whether the next result can be read without waiting."""
+        return self._position < len(self._batch) or not self._queue.empty()
+
+    def __next__(self) -> dict[str, Any]:
+        if self._position < len(self._batch):
+            self._position += 1
+            return self._batch[self._position - 1]
+        if self._over:
+            raise StopIteration
+        if self._thread is None:
+            self._start()
+        kind, value = self._queue.get()
+        if kind == "batch":
+            self._batch, self._position = value, 1
+            return value[0]  # type: ignore[no-any-return]
+        self._over = True
+        assert self._thread is not None
+        self._thread.join()
+        if kind == "error":
+            raise value
+        self.signature = value
+        raise StopIteration
+
+    def _start(self) -> None:
+        reference_qas, chat_responses, options = self._args
+        def deliver(batch: list[dict[str, Any]]) -> None:
+            self._queue.put(("batch", batch))
+
+        async def run() -> dict[str, Any]:
+            self._loop = asyncio.get_running_loop()
+            self._task = asyncio.current_task()
+            if self._stop.is_set():
+                raise asyncio.CancelledError
+            return await _execute(
+                reference_qas, chat_responses, _Ordered(deliver), **options
+            )
+
+        def target() -> None:
+            try:
+                signature = asyncio.run(run())
+            except BaseException as e:  # handed to the reading thread
+                self._queue.put(("error", e))
+            else:
+                self._queue.put(("end", signature))
+
+        self._thread = threading.Thread(target=target, name="qa-eval", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop the run (if it still runs) and wait for its thread to end."""
+        self._over = True
+        self._batch, self._position = [], 0
+        thread = self._thread
+        if thread is None or not thread.is_alive():
+            return
+        self._stop.set()
+        loop, task = self._loop, self._task
+        if loop is not None and task is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(task.cancel)
+        while thread.is_alive():
+            # A run blocked on a full queue must be let through to its end.
+            with contextlib.suppress(queue.Empty):
+                self._queue.get(timeout=0.05)
+        thread.join()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+def iter_evaluation(
+    reference_qas: Any, chat_responses: Any, config: ConfigArg = None, **options: Any
+) -> EvaluationStream:
+    """``run_evaluation`` as an iterator of results in reference order, each as soon as it and
+    every question before it finished; the options are ``arun_evaluation``'s (callbacks are
+    called on the run's thread). Only results not read yet are held: at most ``2 x concurrency``
+    questions are scored at once, ``max(256, 16 x concurrency)`` finished results wait for an
+    earlier question, and 8 batches of at most 256 for the reader. With the responses in a
+    :class:`~qa_eval.stream.JsonLinesResponses` file, the memory of a run does not grow with
+    the number of questions beyond the reference dataset. ``signature`` is set once every
+    result was read."""
+    options["config"] = _config_arg(config, options.pop("config_file_path", None))
+    return EvaluationStream(reference_qas, chat_responses, options)
+def _run_in_thread(coroutine_factory: Callable[[], Any]) -> Any:
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coroutine_factory())
+        except BaseException as e:  # re-raised in the caller's thread
+            box["error"] = e
+
+    worker = threading.Thread(target=target, name="qa-eval", daemon=True)
+    worker.start()
+    worker.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def run_evaluation(
+    reference_qas: Any, chat_responses: Any, config: ConfigArg = None, **options: Any
+) -> Results:
+    """``arun_evaluation`` run to completion (same arguments; ``config`` may be the third
+    positional argument or ``config_file_path=``, as in graphrag-eval); safe to call inside a
+    running event loop, where it blocks the loop until the run is over (``await
+    arun_evaluation(...)`` does not). The results may also be awaited, as graphrag-eval 6.x's
+    coroutine was: ``await run_evaluation(...)`` gives the same list."""
+
+    async def boxed() -> _Box:
+        return _Box(await arun_evaluation(reference_qas, chat_responses, config, **options))
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(boxed()).value
+    return _run_in_thread(boxed).value
+
+
+class _Box:
+    """Carries the results out of ``asyncio.run``, whose SIGINT handling formats the finished
+    task's repr (result included) when it restores the handler: a ``Results`` list would be
+    written out in full for nothing (0.1 s per 1,000 questions)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Results) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"<{len(self.value)} results>"

@@ -1,0 +1,494 @@
+"""Evaluate files as ``qa-eval evaluate`` does, from Python: :func:`evaluate_files`.
+
+On top of ``run_evaluation`` (which takes data and returns results), this is the whole command:
+
+- each result goes to ``OUTPUT.partial.jsonl`` as it finishes (flushed), so a run that stops
+  keeps what it finished; at the end the results are written to ``output`` (``.yaml``,
+  ``.json``) and the partial file is removed. With a JSON Lines ``output`` the results are
+  streamed: written in reference order as they finish and aggregated on the way, none held, and
+  the responses of a ``.jsonl`` file are read as a stream;
+- the run signature goes to ``OUTPUT.signature.yaml`` and into the aggregates, which go to
+  ``aggregates`` (per template, micro, macro and per ``by`` key; custom metrics included);
+- several ``systems`` are each evaluated (to ``OUTPUT.NAME.ext``) and compared with the first;
+- ``batch`` fills the reply cache through the provider's Batch API first; ``dry_run`` counts the
+  judge calls instead (see :class:`~qa_eval.plan.JudgeCallPlan`); a flat file of ragas-style
+  rows is read with :func:`~qa_eval.flat.read_flat`.
+
+:func:`~qa_eval.plan.plan_evaluation` checks and reads everything first; :func:`run_plan` runs
+a plan and tells an :class:`Observer` what happens (the CLI renders it on the terminal).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..aggregate import compute_aggregates
+from ..errors import QaEvalError
+from ..io.files import dump_json, signature_path, write_data
+from .plan import (
+    EvaluationPlan,
+    JudgeCallPlan,
+    PathArg,
+    SystemPlan,
+    plan_evaluation,
+    with_tags,
+)
+from .evaluation import run_evaluation
+
+__all__ = [
+    "EvaluationRun",
+    "Observer",
+    "PartialFile",
+    "SystemRun",
+    "evaluate_files",
+    "notable_keys",
+    "run_plan",
+]
+
+
+class Observer:
+    """What a run tells its caller as it goes; every method does nothing here (subclass it)."""
+
+    def batches(self, report: Any) -> None:
+        """The Batch API step is over (``report``: a :class:`~qa_eval.batch.BatchReport`;
+        ``report.waiting`` lists the batches still in flight: then nothing else runs)."""
+
+    def batch_line(self, line: str) -> None:
+        """One line on the Batch API step (submitted, waiting, collected)."""
+
+    def system_started(self, system: SystemPlan) -> None:
+        """A system's run starts."""
+
+    def progress(self, status: Any) -> None:
+        """The current system's :class:`~qa_eval.runner.RunProgress`."""
+
+    def note(self, text: str) -> None:
+        """Something a user should know (e.g. an earlier run's partial file is replaced)."""
+
+    def system_finished(self, run: SystemRun) -> None:
+        """A system's run is over and its files are written."""
+
+
+@dataclass
+class SystemRun:
+    """One system's evaluation: its results (read back from a streamed ``output`` on demand),
+    aggregates and signature, the files written, and the seconds it took. A dry run has no
+    results: ``judge_calls`` counts the calls it would make."""
+
+    system: SystemPlan
+    results: Sequence[dict[str, Any]] = field(default=(), repr=False)
+    aggregates: dict[str, Any] = field(default_factory=dict, repr=False)
+    elapsed: float = 0.0
+    notable: Sequence[dict[str, Any]] = field(default=(), repr=False)
+    """The results with a problem (no response, step or metric errors, mismatches), cut to the
+    keys that say so; all of them unless the results were streamed."""
+    judge_calls: JudgeCallPlan | None = None
+
+    @property
+    def name(self) -> str | None:
+        """The system's name (None for the one unnamed system)."""
+        return self.system.name
+
+    @property
+    def signature(self) -> dict[str, Any]:
+        """The run signature: versions, judge, prompt hashes, options, usage."""
+        return dict(getattr(self.results, "signature", None) or {})
+
+    @property
+    def written(self) -> list[str]:
+        """The results and aggregates files written (not the signature)."""
+        if self.judge_calls is not None:
+            return []
+        return [p for p in (self.system.output, self.system.aggregates) if p]
+
+
+@dataclass
+class EvaluationRun:
+    """What :func:`evaluate_files` did: one :class:`SystemRun` per system and, with several,
+    each compared with the first (``compare_runs``). With ``batch`` and batches still in flight
+    (``waiting``), nothing was evaluated."""
+
+    plan: EvaluationPlan = field(repr=False)
+    systems: list[SystemRun] = field(default_factory=list)
+    comparisons: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    batch: Any = None
+
+    @property
+    def waiting(self) -> list[str]:
+        """The batches still in flight (``batch`` with ``no_wait``): rerun to collect them."""
+        return list(self.batch.waiting) if self.batch is not None else []
+
+    @property
+    def dry_run(self) -> bool:
+        """Whether judge calls were counted instead of made."""
+        return self.plan.dry_run
+
+    @property
+    def results(self) -> Sequence[dict[str, Any]]:
+        """The results of the first system."""
+        return self.systems[0].results if self.systems else []
+
+    @property
+    def aggregates(self) -> dict[str, Any]:
+        """The aggregates of the first system."""
+        return self.systems[0].aggregates if self.systems else {}
+
+    def summary(self) -> dict[str, Any]:
+        """The aggregates (one unnamed system), else ``{"systems": {name: aggregates},
+        "comparisons": [...]}``: what ``qa-eval evaluate --format json`` prints."""
+        if len(self.systems) == 1 and self.systems[0].name is None:
+            return self.systems[0].aggregates
+        report: dict[str, Any] = {"systems": {s.name: s.aggregates for s in self.systems}}
+        if len(self.systems) > 1:
+            report["comparisons"] = self.comparisons
+        return report
+
+
+def evaluate_files(
+    reference: PathArg | None = None,
+    responses: PathArg | None = None,
+    *,
+    systems: Mapping[str, PathArg] | Sequence[tuple[str, PathArg]] | None = None,
+    flat: PathArg | None = None,
+    columns: Mapping[str, str] | None = None,
+    output: PathArg | None = None,
+    aggregates: PathArg | None = None,
+    config: Any = None,
+    by: Iterable[str] = (),
+    concurrency: int | None = None,
+    repeats: int | None = None,
+    cache: PathArg | bool = True,
+    max_cost: float | None = None,
+    disable: Iterable[str] = (),
+    enable: Iterable[str] = (),
+    no_judge: bool = False,
+    dry_run: bool = False,
+    batch: bool = False,
+    no_wait: bool = False,
+    exclude_errors: bool = False,
+    compare: bool = True,
+    observer: Observer | None = None,
+    keys: str = "qa-eval",
+) -> EvaluationRun:
+    """Evaluate a reference dataset file against responses files (or a flat file), write the
+    results, signature and aggregates, and compare several systems (see the module docstring).
+
+    The options are :func:`~qa_eval.plan.plan_evaluation`'s; ``exclude_errors`` leaves the
+    questions that are an error in either run out of the comparisons (``compare=False``: none);
+    ``observer`` is told what happens as the run goes. ``keys="graphrag-eval"`` writes the
+    results and aggregates files with only graphrag-eval 6.6.1's keys; the returned run keeps
+    qa-eval's (the gates and the summary read ``n``, ``step_errors``, ...). Without ``config``,
+    the judge is the command's default (gpt-4o-mini when ``OPENAI_API_KEY`` is set), unlike
+    ``run_evaluation``, which calls no judge without a config."""
+    plan = plan_evaluation(
+        reference,
+        responses,
+        systems=systems,
+        flat=flat,
+        columns=columns,
+        output=output,
+        aggregates=aggregates,
+        config=config,
+        by=by,
+        concurrency=concurrency,
+        repeats=repeats,
+        cache=cache,
+        max_cost=max_cost,
+        disable=disable,
+        enable=enable,
+        no_judge=no_judge,
+        dry_run=dry_run,
+        batch=batch,
+        no_wait=no_wait,
+        keys=keys,
+    )
+    return run_plan(plan, observer, compare=compare, exclude_errors=exclude_errors)
+
+
+def run_plan(
+    plan: EvaluationPlan,
+    observer: Observer | None = None,
+    *,
+    compare: bool = True,
+    exclude_errors: bool = False,
+) -> EvaluationRun:
+    """Run a plan: the batches first (``batch``), then each system in turn; several systems
+    are compared with the first when ``compare``."""
+    watch = observer or Observer()
+    run = EvaluationRun(plan)
+    if plan.batch and not plan.dry_run:
+        from .prefill import prefill
+
+        run.batch = prefill(
+            [(plan.reference, system.responses) for system in plan.systems],
+            config=plan.config,
+            cache=plan.cache,
+            enable=list(plan.enable),
+            disable=list(plan.disable),
+            no_wait=plan.no_wait,
+            report=watch.batch_line,
+            reference_source=plan.reference_source,
+        )
+        watch.batches(run.batch)
+        if run.batch.waiting:
+            return run
+    fingerprint: str | None = None  # the reference's, hashed by the first system's run only
+    for system in plan.systems:
+        watch.system_started(system)
+        done, fingerprint = _run_system(plan, system, watch, run.batch, fingerprint)
+        if done.judge_calls is None:
+            run.systems.append(done)
+        watch.system_finished(done)
+    if compare and not plan.dry_run:
+        first = run.systems[0] if run.systems else None
+        for other in run.systems[1:]:
+            run.comparisons.append(_compare(first, other, exclude_errors))  # type: ignore[arg-type]
+    return run
+
+
+def _compare(a: SystemRun, b: SystemRun, exclude_errors: bool) -> dict[str, Any]:
+    from ..compare.runs import compare_runs
+
+    try:
+        return compare_runs(
+            a.results,
+            b.results,
+            labels=(a.name or "A", b.name or "B"),
+            errors="exclude" if exclude_errors else "fail",
+        )
+    except ValueError as e:
+        raise QaEvalError(f"comparing {a.name} with {b.name}: {e}") from None
+
+
+def _run_system(
+    plan: EvaluationPlan,
+    system: SystemPlan,
+    watch: Observer,
+    batched: Any,
+    fingerprint: str | None = None,
+) -> tuple[SystemRun, str | None]:
+    """One system's run, and the reference's fingerprint (given as ``fingerprint``, or computed
+    by this run) for the next system's run over the same reference."""
+    output = system.output
+    judge = None
+    if plan.dry_run:
+        from ..judge.cache.store import open_cache
+        from ..judge.calls import Judge
+
+        judge = Judge(plan.config, cache=open_cache(plan.cache), dry_run=True)
+    elif batched is not None:
+        from .prefill import final_judge
+
+        judge = final_judge(plan.config, plan.cache)  # the batches' replies; else synchronously
+    original = _original_keys(plan)
+    partial = (
+        PartialFile(
+            output,
+            plan.cache is not False,
+            watch.note,
+            original[0] if original is not None else None,
+        )
+        if output and not plan.dry_run
+        else None
+    )
+    started = time.monotonic()
+    options = {
+        **plan.run_options(system),
+        "judge": judge,
+        "on_progress": watch.progress,
+        "fingerprint": fingerprint,
+    }
+    results: Sequence[dict[str, Any]]
+    aggregates: dict[str, Any] | None = None
+    try:
+        if partial is not None and system.streamed:
+            results, aggregates, notable = _evaluate_streamed(plan, system, options, partial)
+        else:
+            results = notable = run_evaluation(
+                plan.reference,
+                system.responses,
+                on_result=partial.write if partial is not None else None,
+                **options,
+            )
+    finally:
+        if partial is not None:
+            partial.close()  # on an interrupt, the finished results stay in it
+        if judge is not None and judge.cache is not None:
+            judge.cache.close()
+    elapsed = time.monotonic() - started
+    signature: dict[str, Any] = getattr(results, "signature", {})
+    fingerprint = _fingerprint_of(signature or {}) or fingerprint
+    if plan.dry_run and judge is not None:
+        calls = JudgeCallPlan.of(judge, system.name, plan.batch)
+        return SystemRun(system, elapsed=elapsed, judge_calls=calls), fingerprint
+    if plan.no_judge and signature.get("llm_metrics"):
+        signature["llm_metrics"] = (
+            f"LLM metrics not computed: switched off by {plan.spell('no_judge')}"
+        )
+    if batched is not None:
+        signature["batch"] = batched.as_dict()
+        if judge is not None and judge.cache is not None:
+            signature["options"]["cache"] = str(judge.cache.path)
+    if aggregates is None:
+        results = with_tags(results, plan.reference, plan.by)
+        # the config's custom metric outputs are aggregated too
+        aggregates = compute_aggregates(results, plan.config, by=plan.tags)
+    aggregates["signature"] = signature
+    if system.name is not None:
+        aggregates["system"] = system.name
+    if output and not system.streamed:
+        write_data(output, results if original is None else [original[0](r) for r in results])
+    if output:
+        write_data(signature_path(output), signature)
+        if partial is not None:
+            partial.path.unlink(missing_ok=True)
+    if system.aggregates:
+        write_data(system.aggregates, aggregates if original is None else original[1](aggregates))
+    return SystemRun(system, results, aggregates, elapsed, notable), fingerprint
+
+
+def _original_keys(
+    plan: EvaluationPlan,
+) -> tuple[Callable[[Mapping[str, Any]], dict[str, Any]], Callable[[Any], dict[str, Any]]] | None:
+    """With ``keys="graphrag-eval"``: the projections of a result and of the aggregates to
+    graphrag-eval 6.6.1's keys (the config's custom outputs kept); None for qa-eval's keys."""
+    if plan.keys != "graphrag-eval":
+        return None
+    import functools
+
+    from ..aggregate import custom_outputs
+    from ..io.keysets import custom_keys, original_aggregates, original_result
+
+    outputs = list(custom_outputs(plan.config))
+    return (
+        functools.partial(original_result, custom=custom_keys(plan.config)),
+        functools.partial(original_aggregates, custom=outputs),
+    )
+
+
+def _fingerprint_of(signature: Mapping[str, Any]) -> str | None:
+    """The reference fingerprint a run's signature holds (None without one)."""
+    reference = signature.get("reference")
+    value = reference.get("fingerprint") if isinstance(reference, Mapping) else None
+    return value if isinstance(value, str) else None
+
+
+class PartialFile:
+    """``OUTPUT.partial.jsonl``: each result as it finishes, one JSON line, flushed, so a run
+    that stops keeps what it finished. Opened at the first result: a run that fails before
+    that (bad input) leaves the file of an earlier run as it was (and ``note`` is told when
+    an earlier run's file is replaced)."""
+
+    def __init__(
+        self,
+        output: str,
+        cached: bool,
+        note: Callable[[str], None] | None = None,
+        project: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    ) -> None:
+        self.path = Path(f"{output}.partial.jsonl")
+        self.project = project
+        """What a result is written as (the graphrag-eval key set), when not as it is."""
+        self.cached = cached
+        self.note = note
+        self.file: Any = None
+        self.count = 0
+
+    def write(self, result: dict[str, Any], flush: bool = True) -> None:
+        """Append one result (flushed to the file unless ``flush`` is False)."""
+        if self.file is None:
+            if self.note is not None and self.path.is_file() and self.path.stat().st_size:
+                self.note(
+                    f"replacing {self.path}, left by an earlier run that did not finish"
+                    + (" (its judge replies are in the reply cache)" if self.cached else "")
+                )
+            self.file = self.path.open("wb", buffering=1 << 20)
+        if self.project is not None:
+            result = self.project(result)
+        self.file.write(dump_json(result) + b"\n")
+        self.count += 1
+        if flush:
+            self.file.flush()
+
+    def close(self) -> None:
+        """Close the file (when it was opened)."""
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+
+
+def _evaluate_streamed(
+    plan: EvaluationPlan, system: SystemPlan, options: dict[str, Any], partial: PartialFile
+) -> tuple[Sequence[dict[str, Any]], dict[str, Any], Sequence[dict[str, Any]]]:
+    """Run with the results streamed: each goes to the partial file in reference order as soon
+    as it and those before it finished, and into the aggregates; none is held. The partial file
+    becomes the output at the end. Returns the results (read back from the output on demand),
+    the aggregates and the few keys of the results that the warnings read."""
+    from .evaluation import Results, iter_evaluation
+    from .stream import ResultsFile
+
+    stream = iter_evaluation(plan.reference, system.responses, **options)
+    notable = Results()
+
+    def results() -> Any:
+        for result in stream:
+            partial.write(result, flush=not stream.ready())
+            slim = notable_keys(result)
+            if slim is not None:
+                notable.append(slim)
+            yield result
+
+    with stream:
+        aggregates = compute_aggregates(results(), plan.config, by=plan.tags)
+    partial.close()
+    output = partial.path.with_name(partial.path.name[: -len(".partial.jsonl")])
+    if partial.count:
+        os.replace(partial.path, output)
+    else:  # a reference without questions: the file was never opened, the output is empty
+        output.write_bytes(b"")
+    signature = stream.signature or {}
+    notable.signature = signature
+    return ResultsFile(output, partial.count, signature), aggregates, notable
+
+
+def notable_keys(result: dict[str, Any]) -> dict[str, Any] | None:
+    """The keys of a result that tell of a problem (no response, step errors, metric errors,
+    mismatches), or None when it has none of them."""
+    keys = None
+    for key in result:
+        if key == "error" or key == "step_errors" or key.endswith("_error"):
+            keys = keys or {"question_id": result.get("question_id")}
+            keys[key] = result[key]
+    steps = None
+    for step in result.get("actual_steps") or ():
+        if isinstance(step, dict):
+            errors = {k: v for k, v in step.items() if k.endswith("_error")}
+            if errors:
+                steps = steps or []
+                steps.append(errors)
+    if steps:
+        keys = keys or {"question_id": result.get("question_id")}
+        keys["actual_steps"] = steps
+    found = mismatches(result)
+    if found:
+        keys = keys or {"question_id": result.get("question_id")}
+        keys["mismatches"] = found
+    return keys
+
+
+def mismatches(result: dict[str, Any]) -> list[str]:
+    """The ``mismatch`` texts of a result's reference steps (or of a slim result's list)."""
+    if "mismatches" in result:
+        return list(result["mismatches"])
+    return [
+        step["mismatch"]
+        for group in result.get("reference_steps") or ()
+        if isinstance(group, list)
+        for step in group
+        if isinstance(step, dict) and isinstance(step.get("mismatch"), str)
+    ]

@@ -1,0 +1,575 @@
+"""What an evaluation of files will do, before it runs: :func:`plan_evaluation`.
+
+The plan holds the inputs read and checked (the reference dataset, each system's responses, or
+the rows of a flat file), the resolved config and the run's options, and where each system's
+results, signature and aggregates go. It can count the judge calls a run would make, with
+tokens and cost, by a dry run (:meth:`EvaluationPlan.judge_calls`), on every question or on a
+sample scaled to all (:meth:`EvaluationPlan.estimate`). :func:`qa_eval.evaluate.run_plan` runs
+it; ``qa-eval evaluate`` and ``qa-eval evaluate-flat`` are this plan and that run.
+
+Messages name the options as ``spell`` spells them: the Python parameter names by default, the
+command line's ``--options`` in the CLI.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from ..io import kinds as filekind
+from ..aggregate import CATEGORIES, DEFAULT_TAGS
+from ..errors import InputError, QaEvalError
+from ..io.files import JSONL_SUFFIXES, check_output_path, read_reference, read_responses
+
+if TYPE_CHECKING:
+    from ..config import EvalConfig
+
+__all__ = [
+    "ANNOUNCE_SAMPLE",
+    "EvaluationPlan",
+    "JudgeCallPlan",
+    "JudgeEstimate",
+    "SystemPlan",
+    "check_by_results",
+    "plan_evaluation",
+    "system_output_path",
+]
+
+ANNOUNCE_SAMPLE = 200
+"""The questions whose judge calls are planned (a dry run) to estimate a whole run's."""
+
+PathArg = str | os.PathLike[str]
+Spell = Callable[[str], str]
+
+
+def python_name(name: str) -> str:
+    """The default spelling of an option in messages: its parameter name."""
+    return name
+
+
+def cli_option(name: str) -> str:
+    """An option as the command line spells it: ``max_cost`` -> ``--max-cost``."""
+    return "--" + name.replace("_", "-")
+
+
+def system_output_path(path: str | None, system: str | None) -> str | None:
+    """``results.yaml`` -> ``results.NAME.yaml`` for one of several systems (unchanged for the
+    one unnamed system)."""
+    if path is None or system is None:
+        return path
+    p = Path(path)
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in system)
+    return str(p.with_name(f"{p.stem}.{safe}{p.suffix}"))
+
+
+def streamed(output: str | None) -> bool:
+    """Whether the results of a run go to a JSON Lines file as they finish (in reference order)
+    instead of being held until the end: so memory does not grow with the questions."""
+    return output is not None and Path(output).suffix.lower() in JSONL_SUFFIXES
+
+
+@dataclass(frozen=True)
+class SystemPlan:
+    """One system of a plan: its name (None when there is one system), its responses and where
+    its results (``output``) and aggregates go (``results.NAME.ext`` for a named system)."""
+
+    name: str | None
+    source: str
+    responses: Any = field(repr=False)
+    output: str | None = None
+    aggregates: str | None = None
+
+    @property
+    def streamed(self) -> bool:
+        """Whether the results are streamed to a JSON Lines ``output`` as they finish."""
+        return streamed(self.output)
+
+
+@dataclass(frozen=True)
+class JudgeCallPlan:
+    """The judge calls a run makes (a dry run's count), per metric: calls to make, replies
+    already cached, estimated prompt and completion tokens; costs at the judge's price (at batch
+    rates with ``batch``), None when its price is unknown."""
+
+    system: str | None
+    model: str
+    price: Mapping[str, float] | None
+    calls: Mapping[str, int]
+    cached: Mapping[str, int]
+    prompt_tokens: Mapping[str, int]
+    completion_tokens: Mapping[str, int]
+    batch: bool = False
+
+    @classmethod
+    def of(cls, judge: Any, system: str | None = None, batch: bool = False) -> JudgeCallPlan:
+        """The plan a dry-run :class:`~qa_eval.judge.Judge` recorded."""
+        plan = judge.plan
+        return cls(
+            system,
+            judge.gen.model,
+            judge.price,
+            dict(plan.calls),
+            dict(plan.cached),
+            dict(plan.prompt_tokens),
+            dict(plan.completion_tokens),
+            batch,
+        )
+
+    @property
+    def metrics(self) -> list[str]:
+        """The metrics that call the judge, sorted."""
+        return sorted(set(self.calls) | set(self.cached))
+
+    @property
+    def total_calls(self) -> int:
+        """The calls to make (cached replies not counted)."""
+        return sum(self.calls.values())
+
+    def cost(self, metric: str | None = None) -> float | None:
+        """The estimated cost in US dollars of one metric's calls (all with None)."""
+        from ..judge.prices import usd
+
+        if metric is None:
+            p, c = sum(self.prompt_tokens.values()), sum(self.completion_tokens.values())
+        else:
+            p, c = self.prompt_tokens.get(metric, 0), self.completion_tokens.get(metric, 0)
+        return usd(self.price, p, c, batch=self.batch)
+
+
+@dataclass(frozen=True)
+class JudgeEstimate:
+    """The judge calls and cost of a whole run, from a dry run of its first ``sampled`` of
+    ``questions`` questions scaled to all (cached replies not counted)."""
+
+    model: str
+    provider: str
+    sampled: int
+    questions: int
+    sample_calls: int
+    sample_cost: float | None
+
+    @property
+    def calls(self) -> int:
+        """The estimated judge calls of the whole run."""
+        return round(self.sample_calls * self._scale)
+
+    @property
+    def cost(self) -> float | None:
+        """The estimated cost of the whole run in US dollars (None: no price known)."""
+        return None if self.sample_cost is None else self.sample_cost * self._scale
+
+    @property
+    def _scale(self) -> float:
+        return self.questions / self.sampled if self.sampled else 0.0
+
+
+@dataclass
+class EvaluationPlan:
+    """An evaluation ready to run (see the module docstring); made by :func:`plan_evaluation`."""
+
+    reference: Any = field(repr=False)
+    reference_source: str
+    systems: tuple[SystemPlan, ...]
+    config: EvalConfig = field(repr=False)
+    cache: str | bool = True
+    max_cost: float | None = None
+    disable: tuple[str, ...] = ()
+    enable: tuple[str, ...] = ()
+    by: tuple[str, ...] = ()
+    no_judge: bool = False
+    dry_run: bool = False
+    batch: bool = False
+    no_wait: bool = False
+    flat: bool = False
+    spell: Spell = field(default=python_name, repr=False)
+    keys: str = "qa-eval"
+    """The key set of the files written (``graphrag-eval``: only graphrag-eval 6.6.1's keys)."""
+
+    @property
+    def tags(self) -> list[str]:
+        """The result keys aggregated per value (``by``, else ``question_type``)."""
+        return list(self.by) if self.by else list(DEFAULT_TAGS)
+
+    @property
+    def questions(self) -> int:
+        """The number of reference questions (each system answers all of them)."""
+        return len(_reference_questions(self.reference))
+
+    @property
+    def default_judge(self) -> bool:
+        """Whether the run calls a judge no config asked for (``OPENAI_API_KEY`` set, no
+        config): then a user should be told which judge and the cost to expect."""
+        return (
+            self.config.source == "environment"
+            and self.config.generation is not None
+            and not self.dry_run
+        )
+
+    def run_options(self, system: SystemPlan) -> dict[str, Any]:
+        """The options of ``run_evaluation`` for one system (no judge, no callbacks)."""
+        return {
+            "config": self.config,
+            "cache": self.cache,
+            "max_cost": self.max_cost,
+            "disable": list(self.disable),
+            "enable": list(self.enable),
+            "reference_source": self.reference_source,
+            "responses_source": system.source,
+        }
+
+    def judge_calls(
+        self, sample: int | None = None, on_progress: Callable[[Any], None] | None = None
+    ) -> list[JudgeCallPlan]:
+        """The judge calls each system's run would make (a dry run: nothing is called, nothing
+        written), over the first ``sample`` questions (all with None)."""
+        if self.config.generation is None:
+            raise QaEvalError(
+                f"{self.spell('dry_run')} needs a judge: pass {self.spell('config')} or set "
+                "OPENAI_API_KEY"
+            )
+        from ..judge.cache.store import open_cache
+        from ..errors import UnknownResponsesWarning
+        from ..judge.calls import Judge
+        from .evaluation import run_evaluation
+
+        reference = self.reference if sample is None else _first_questions(self.reference, sample)
+        plans = []
+        fingerprint = None  # the (sampled) reference's, hashed by the first system's run only
+        for system in self.systems:
+            store = open_cache(self.cache)
+            judge = Judge(self.config, cache=store, dry_run=True)
+            options = {
+                **self.run_options(system),
+                "judge": judge,
+                "on_progress": on_progress,
+                "fingerprint": fingerprint,
+            }
+            try:
+                with warnings.catch_warnings():
+                    if sample is not None:  # a sample leaves most responses without question
+                        warnings.simplefilter("ignore", UnknownResponsesWarning)
+                    done = run_evaluation(reference, system.responses, **options)
+                fingerprint = (done.signature or {}).get("reference", {}).get("fingerprint")
+            finally:
+                if store is not None:
+                    store.close()
+            plans.append(JudgeCallPlan.of(judge, system.name, self.batch))
+        return plans
+
+    def estimate(self, sample: int = ANNOUNCE_SAMPLE) -> JudgeEstimate:
+        """The judge calls and cost of the whole run (every system), from a dry run of the
+        first ``sample`` questions scaled to all."""
+        gen = self.config.generation
+        if gen is None:
+            raise QaEvalError("no judge is configured: nothing to estimate")
+        sampled = len(_reference_questions(_first_questions(self.reference, sample)))
+        calls = 0
+        cost: float | None = 0.0
+        for plan in self.judge_calls(sample):
+            calls += plan.total_calls
+            spent = plan.cost()
+            cost = None if cost is None or spent is None else cost + spent
+        return JudgeEstimate(gen.model, gen.provider, sampled, self.questions, calls, cost)
+
+
+def plan_evaluation(
+    reference: PathArg | None = None,
+    responses: PathArg | None = None,
+    *,
+    systems: Mapping[str, PathArg] | Sequence[tuple[str, PathArg]] | None = None,
+    flat: PathArg | None = None,
+    columns: Mapping[str, str] | None = None,
+    output: PathArg | None = None,
+    aggregates: PathArg | None = None,
+    config: Any = None,
+    by: Iterable[str] = (),
+    concurrency: int | None = None,
+    repeats: int | None = None,
+    cache: PathArg | bool = True,
+    max_cost: float | None = None,
+    disable: Iterable[str] = (),
+    enable: Iterable[str] = (),
+    no_judge: bool = False,
+    dry_run: bool = False,
+    batch: bool = False,
+    no_wait: bool = False,
+    check_config: Callable[[EvalConfig], None] | None = None,
+    spell: Spell = python_name,
+    keys: str = "qa-eval",
+) -> EvaluationPlan:
+    """Check the options, resolve the config and read the inputs of an evaluation; nothing is
+    judged or written.
+
+    The inputs: a ``reference`` dataset file and either one ``responses`` file or ``systems``
+    (name -> responses file: each is evaluated and written to ``OUTPUT.NAME.ext``), or a
+    ``flat`` file of ragas-style rows (``columns`` maps fields to other column names; see
+    docs/flat.md). ``config``: an :class:`~qa_eval.config.EvalConfig`, a mapping, a YAML path or
+    None (the environment). ``check_config`` is called with the resolved config before any input
+    is read. ``keys="graphrag-eval"`` writes the results and aggregates files with only the
+    keys graphrag-eval 6.6.1 writes. Bad input raises ``InputError``, bad options
+    ``QaEvalError``."""
+    from ..config import MAX_REPEATS, as_config
+    from ..io.keysets import check_keys
+
+    check_keys(keys)
+
+    pairs = _system_pairs(reference, responses, systems, flat, spell)
+    out = None if output is None else str(output)
+    agg = None if aggregates is None else str(aggregates)
+    for name, _ in pairs:
+        for path in (out, agg):
+            if path:
+                check_output_path(system_output_path(path, name))  # type: ignore[arg-type]
+    if concurrency is not None and concurrency < 1:
+        raise QaEvalError(f"{spell('concurrency')} must be at least 1")
+    if max_cost is not None and not (math.isfinite(max_cost) and max_cost > 0):
+        raise QaEvalError(f"{spell('max_cost')} must be a positive, finite number of US dollars")
+    if no_wait and not batch:
+        raise QaEvalError(f"{spell('no_wait')} goes with {spell('batch')}")
+    if batch and cache is False:
+        raise QaEvalError(
+            f"{spell('batch')} needs the cache (it records the batches): drop {spell('no_cache')}"
+        )
+    if batch and max_cost is not None:
+        raise QaEvalError(
+            f"{spell('batch')} and {spell('max_cost')} cannot be combined: a batch is priced "
+            f"when it ends (use {spell('dry_run')} {spell('batch')} to see the estimated cost at "
+            "batch rates)"
+        )
+    if repeats is not None and not 1 <= repeats <= MAX_REPEATS:
+        raise QaEvalError(f"{spell('repeats')} must be between 1 and {MAX_REPEATS}")
+    settings = as_config(config).with_options(concurrency=concurrency, repeats=repeats)
+    if no_judge:
+        if dry_run:
+            raise QaEvalError(
+                f"{spell('dry_run')} plans the judge's calls: it cannot go with {spell('no_judge')}"
+            )
+        from dataclasses import replace
+
+        settings = replace(settings, generation=None)
+    if check_config is not None:
+        check_config(settings)
+    cache_arg: str | bool = cache if isinstance(cache, bool) else str(cache)
+    if flat is not None:
+        from ..io.flat import read_flat
+
+        data, flat_responses = read_flat(flat, dict(columns or {}))
+        source = str(flat)
+        planned: tuple[SystemPlan, ...] = (SystemPlan(None, source, flat_responses, out, agg),)
+    else:
+        source = str(reference)
+        data = read_input(source, read_reference, "REFERENCE", spell)
+        stream = len(pairs) == 1 and streamed(out)
+        planned = tuple(
+            SystemPlan(
+                name,
+                path,
+                read_input(path, lambda p: _responses_input(p, stream), "RESPONSES", spell, name),
+                system_output_path(out, name),
+                system_output_path(agg, name),
+            )
+            for name, path in pairs
+        )
+    tags = tuple(by)
+    check_by_reference(data, tags, source, spell)
+    plan = EvaluationPlan(
+        data,
+        source,
+        planned,
+        settings,
+        cache_arg,
+        max_cost,
+        tuple(disable),
+        tuple(enable),
+        tags,
+        no_judge,
+        dry_run,
+        batch,
+        no_wait,
+        flat is not None,
+        spell,
+        keys=keys,
+    )
+    if dry_run and settings.generation is None:
+        raise QaEvalError(
+            f"{spell('dry_run')} needs a judge: pass {spell('config')} or set OPENAI_API_KEY"
+        )
+    return plan
+
+
+def _system_pairs(
+    reference: PathArg | None,
+    responses: PathArg | None,
+    systems: Mapping[str, PathArg] | Sequence[tuple[str, PathArg]] | None,
+    flat: PathArg | None,
+    spell: Spell,
+) -> list[tuple[str | None, str]]:
+    """(system name, responses file) pairs: the one ``responses``, or each of ``systems``."""
+    if flat is not None:
+        if reference is not None or responses is not None or systems:
+            raise QaEvalError(
+                f"give {spell('flat')} alone, or {spell('reference')} with {spell('responses')} "
+                f"or {spell('systems')}"
+            )
+        return [(None, str(flat))]
+    if reference is None:
+        raise QaEvalError(f"give {spell('reference')} (or {spell('flat')})")
+    if not systems:
+        if responses is None:
+            raise QaEvalError(f"give {spell('responses')} or {spell('systems')}")
+        return [(None, str(responses))]
+    if responses is not None:
+        raise QaEvalError(f"give either {spell('responses')} or {spell('systems')}, not both")
+    items = list(systems.items()) if isinstance(systems, Mapping) else list(systems)
+    pairs: list[tuple[str | None, str]] = []
+    for name, path in items:
+        if not isinstance(name, str) or not name.strip():
+            raise QaEvalError(f"{spell('systems')}: a system needs a name, not {name!r}")
+        if any(name == seen for seen, _ in pairs):
+            raise QaEvalError(f"{spell('systems')}: {name!r} is given twice")
+        pairs.append((name, str(path)))
+    return pairs
+
+
+_EVALUATE_INPUTS: dict[str, tuple[tuple[str, ...], str, bool]] = {
+    "REFERENCE": (
+        (filekind.REFERENCE,),
+        "a reference dataset (a list of templates with questions)",
+        False,
+    ),
+    "RESPONSES": (
+        (filekind.RESPONSES,),
+        "responses (records with question_id and actual_answer, actual_steps or error)",
+        True,
+    ),
+}
+
+
+def read_input(
+    path: str,
+    reader: Callable[[str], Any],
+    role: str,
+    spell: Spell = python_name,
+    system: str | None = None,
+) -> Any:
+    """Read the REFERENCE or RESPONSES of an evaluation, refusing another kind of qa-eval file
+    (results, aggregates, ...) with one line. The line names what expects the file as ``spell``
+    does: the command line's ``qa-eval evaluate`` and its argument, or the Python parameter
+    (``reference``, ``responses``, or ``systems['NAME']`` for a named ``system``)."""
+    data = reader(path)
+    accept, wanted, weak_ok = _EVALUATE_INPUTS[role]
+    if spell is cli_option:
+        expected = f"`qa-eval evaluate` expects {wanted} as {role}"
+    else:
+        parameter = spell(role.lower())
+        if system is not None and role == "RESPONSES":
+            parameter = f"{spell('systems')}[{system!r}]"
+        expected = f"`{parameter}` expects {wanted}"
+    filekind.require(data, str(path), accept, expected, weak_results_ok=weak_ok)
+    return data
+
+
+def _responses_input(path: str, stream: bool) -> Any:
+    """The responses of one system: a JSON Lines file read as a stream when the run streams
+    (see ``streamed``), else the file's data."""
+    if stream and Path(path).suffix.lower() in JSONL_SUFFIXES:
+        from .stream import JsonLinesResponses
+
+        return JsonLinesResponses(path)
+    return read_responses(path)
+
+
+def _first_questions(reference: Any, limit: int) -> list[Any]:
+    """The reference dataset cut to its first ``limit`` questions."""
+    sample: list[Any] = []
+    taken = 0
+    for template in reference if isinstance(reference, list) else ():
+        questions = template.get("questions") if isinstance(template, dict) else None
+        if not isinstance(questions, list):
+            continue
+        if questions and taken < limit:
+            sample.append({**template, "questions": questions[: limit - taken]})
+            taken += len(sample[-1]["questions"])
+    return sample
+
+
+# ------------------------------------------------------------------- keys aggregated with --by
+
+RESULT_TAGS = ("template_id", "question_id", "question_text", "status", "error", *CATEGORIES)
+"""Keys results have that do not come from the question: always fine for ``by``."""
+
+
+def _reference_questions(reference: Any) -> list[dict[str, Any]]:
+    questions: list[dict[str, Any]] = []
+    for template in reference if isinstance(reference, list) else ():
+        items = template.get("questions") if isinstance(template, dict) else None
+        if isinstance(items, list):  # anything else is the loader's to report, in one line
+            questions += [q for q in items if isinstance(q, dict)]
+    return questions
+
+
+def _is_tag(value: Any) -> bool:
+    return value is not None and not isinstance(value, (dict, list))
+
+
+def check_by_reference(
+    reference: Any, keys: Sequence[str], source: str, spell: Spell = python_name
+) -> None:
+    """An explicit ``by`` key that no reference question has is an ``InputError``."""
+    questions = _reference_questions(reference)
+    for key in dict.fromkeys(keys):
+        if key in RESULT_TAGS or any(_is_tag(q.get(key)) for q in questions):
+            continue
+        have = sorted(
+            {k for q in questions for k, v in q.items() if _is_tag(v)}
+            - {"id", "question_text", "reference_answer"}
+        )
+        raise InputError(
+            f"{spell('by')} {key}: no question has this key (question keys: "
+            f"{', '.join([*have, 'template_id', 'status'])})",
+            source=source,
+        )
+
+
+def with_tags(
+    results: Sequence[dict[str, Any]], reference: Any, keys: Sequence[str]
+) -> Sequence[dict[str, Any]]:
+    """The results with the question keys named by ``by`` copied in where they lack them, so they
+    can be aggregated (a result copies only ``question_type`` from its question): new dicts in a
+    new list of the same kind (its ``signature`` kept); ``results`` itself is not changed."""
+    wanted = [k for k in dict.fromkeys(keys) if k not in RESULT_TAGS]
+    if not wanted or all(all(k in r for k in wanted) for r in results):
+        return results
+    by_id = {q.get("id"): q for q in _reference_questions(reference)}
+    tagged = []
+    for result in results:
+        question = by_id.get(result.get("question_id"))
+        extra = {
+            key: question[key]
+            for key in wanted
+            if question is not None and key not in result and key in question
+        }
+        tagged.append({**result, **extra} if extra else result)
+    copy: Any = type(results)(tagged) if isinstance(results, list) else tagged
+    if hasattr(results, "signature"):
+        copy.signature = results.signature
+    return cast("Sequence[dict[str, Any]]", copy)
+
+
+def check_by_results(
+    results: Sequence[Any], keys: Sequence[str], source: str, spell: Spell = python_name
+) -> None:
+    """An explicit ``by`` key that no result has a value for is an ``InputError``."""
+    records = [r for r in results if isinstance(r, dict)]
+    if not records:
+        return
+    for key in dict.fromkeys(keys):
+        if not any(_is_tag(r.get(key)) for r in records):
+            raise InputError(
+                f"{spell('by')} {key}: no result has a value for this key", source=source
+            )

@@ -1,0 +1,540 @@
+"""Validated, prepared forms of the reference dataset and the responses.
+
+Validation collects every problem with its place (file, record, field) and raises one
+``InputError`` whose message is the first problem and a count of the others; ``.problems`` holds
+them all. Reference step outputs that are compared structurally (SPARQL JSON, retrieval contexts,
+``application/json``) are parsed here once and kept with the step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Container, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InputError, short_repr
+from ..steps.kinds import (
+    APPLICATION_JSON,
+    COMPARE_ARGS,
+    COMPARE_DATA_POINTS,
+    COMPARE_IRI,
+    COMPARE_JSON,
+    COMPARE_RETRIEVAL,
+    COMPARE_SPARQL,
+    COMPARE_TEXT,
+    COMPARE_TIME_SERIES,
+    CONTEXT_ID_TYPES,
+    SPARQL_JSON,
+    ReferenceStep,
+)
+from ..steps.outputs import OutputParseError, loads
+from ..steps.sparql.match import prepare_reference as prepare_sparql_reference
+from ..steps.sparql.terms import SparqlResultError, parse_sparql_json
+
+__all__ = [
+    "SPARQL_JSON",
+    "Question",
+    "ReferenceStep",
+    "Response",
+    "Unknown",
+    "prepare_reference",
+    "prepare_responses",
+]
+
+_ID_TYPES = (str, int)
+
+
+@dataclass(slots=True)
+class Question:
+    """One reference question: where it came from, and its reference step groups."""
+
+    template_id: Any
+    question_id: Any
+    raw: Mapping[str, Any]
+    groups: tuple[tuple[ReferenceStep, ...], ...] | None
+    record: str
+    has_matches: bool = False
+    """Whether a reference step carries a ``matches`` key (e.g. results used as a reference),
+    which the copies in a result drop."""
+
+
+@dataclass(slots=True)
+class Response:
+    """One response of the evaluated system: its question id, the response as given, whether
+    it is an error response, and the indexes of its successful actual steps."""
+
+    question_id: Any
+    raw: Mapping[str, Any]
+    place: tuple[str, Any]
+    """Where it was read: ("line", number), ("response", position) or ("key", question id)."""
+    is_error: bool
+    successful: list[int] | None = None
+
+    @property
+    def record(self) -> str:
+        """The record's name in messages, e.g. ``line 3 (question_id 'q1')``."""
+        return _response_record(self.place, self.question_id)
+
+
+def _response_record(place: tuple[str, Any], qid: Any) -> str:
+    kind, where = place
+    if kind == "key":
+        return f"question_id {short_repr(where)}"
+    name = f"line {where}" if kind == "line" else f"response [{where}]"
+    return name if qid is None else f"{name} (question_id {short_repr(qid)})"
+
+
+@dataclass
+class _Problems:
+    source: str
+    items: list[tuple[str | None, str | None, str]] = field(default_factory=list)
+
+    def add(self, record: str | None, field_path: str | None, message: str) -> None:
+        self.items.append((record, field_path, message))
+
+    def raise_if_any(self) -> None:
+        if not self.items:
+            return
+        record, field_path, message = self.items[0]
+        more = len(self.items) - 1
+        if more:
+            message += f" (and {more} more problem{'s' if more > 1 else ''})"
+        error = InputError(message, source=self.source, record=record, field=field_path)
+        error.problems = [  # type: ignore[attr-defined]
+            str(InputError(m, source=self.source, record=r, field=f)) for r, f, m in self.items
+        ]
+        raise error
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _got(value: Any) -> str:
+    """What was found where another type was wanted: its type, and a scalar's value too
+    (``float 1.5``, ``str '5'``, ``list``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, (bool, int, float, str)):
+        return f"{type(value).__name__} {short_repr(value, 30)}"
+    return type(value).__name__
+
+
+def _wrong(mapping: Mapping[str, Any], key: str, wanted: str) -> str:
+    """The message for ``mapping[key]`` that is not ``wanted``: missing, or what it is."""
+    return "missing" if key not in mapping else f"must be {wanted}, got {_got(mapping[key])}"
+
+
+_AN_ID = "a string or an integer"
+_A_TAG = "a string, a number, true or false"
+
+
+def _where(group: int, index: int) -> str:
+    return f"reference_steps[{group}][{index}]"
+
+
+def _prepare_step(
+    raw: Any, group: int, index: int, record: str, problems: _Problems
+) -> ReferenceStep | None:
+    if not isinstance(raw, dict):
+        problems.add(
+            record, _where(group, index), f"a step must be a mapping, got {_type_name(raw)}"
+        )
+        return None
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        problems.add(record, f"{_where(group, index)}.name", _wrong(raw, "name", "a step name"))
+        return None
+    args = raw.get("args")
+    if args is not None and not isinstance(args, dict):
+        problems.add(record, f"{_where(group, index)}.args", f"must be a mapping, got {_got(args)}")
+    media_type = raw.get("output_media_type")
+    if media_type is not None and not isinstance(media_type, str):
+        problems.add(
+            record,
+            f"{_where(group, index)}.output_media_type",
+            f"must be a string (a media type), got {_got(media_type)}",
+        )
+        media_type = None
+    columns = raw.get("required_columns")
+    if columns is not None or "required_columns" in raw:
+        bad = _bad_columns(columns)
+        if bad is not None:
+            problems.add(record, f"{_where(group, index)}.required_columns{bad[0]}", bad[1])
+            columns = []
+    for flag in ("ordered", "ignore_duplicates"):
+        if flag in raw and not isinstance(raw[flag], bool):
+            problems.add(
+                record,
+                f"{_where(group, index)}.{flag}",
+                f"must be true or false, got {short_repr(raw[flag])}",
+            )
+    output = raw.get("output")
+    parsed: Any = None
+    if name == "iri_discovery":
+        kind = COMPARE_IRI
+        if isinstance(output, str):
+            parsed = output.strip()
+        else:
+            problems.add(
+                record, f"{_where(group, index)}.output", "must be the IRI to discover, as a string"
+            )
+    elif name == "sparql_query" and media_type == SPARQL_JSON:
+        kind = COMPARE_SPARQL
+        if "required_columns" not in raw:
+            problems.add(
+                record,
+                f"{_where(group, index)}.required_columns",
+                "missing (a SPARQL step with JSON results must list the columns that have "
+                "to match)",
+            )
+        try:
+            result = parse_sparql_json(output if isinstance(output, dict) else loads(output))
+        except (OutputParseError, SparqlResultError) as e:
+            problems.add(record, f"{_where(group, index)}.output", f"not a SPARQL JSON result: {e}")
+        else:
+            # Only the required columns are kept, read once; the parsed JSON is let go now.
+            try:
+                parsed = prepare_sparql_reference(result, columns or [])
+            except SparqlResultError as e:
+                problems.add(record, f"{_where(group, index)}.output", str(e))
+    elif name == "retrieval" and output:
+        kind = COMPARE_RETRIEVAL
+        try:
+            parsed = _context_ids(output if isinstance(output, list) else loads(output))
+        except (OutputParseError, ValueError) as e:
+            problems.add(record, f"{_where(group, index)}.output", str(e))
+    elif name == "retrieve_time_series":
+        kind = COMPARE_TIME_SERIES  # compared by arguments: the output is not read
+    elif name == "retrieve_data_points":
+        kind = COMPARE_DATA_POINTS
+    elif media_type == APPLICATION_JSON and output is not None:
+        kind = COMPARE_JSON
+        try:
+            parsed = output if not isinstance(output, str) else loads(output)
+        except OutputParseError as e:
+            problems.add(record, f"{_where(group, index)}.output", str(e))
+    elif output is None:
+        kind = COMPARE_ARGS
+    else:
+        kind = COMPARE_TEXT
+    return ReferenceStep(group, index, raw, name, media_type, parsed, kind)
+
+
+def _bad_columns(columns: Any) -> tuple[str, str] | None:
+    """(where below ``required_columns``, what is wrong) when it is not a list of column
+    names, else None."""
+    if not isinstance(columns, list):
+        return "", f"must be a list of column names, got {_got(columns)}"
+    for position, column in enumerate(columns):
+        if not isinstance(column, str):
+            return f"[{position}]", f"must be a column name (a string), got {_got(column)}"
+    return None
+
+
+def _context_ids(contexts: Any) -> list[Any]:
+    """The ids of a retrieval output: a JSON list of objects that each have an 'id'."""
+    if not isinstance(contexts, list):
+        raise ValueError(f"retrieval output must be a JSON list, got {_type_name(contexts)}")
+    ids = []
+    for position, context in enumerate(contexts):
+        if not isinstance(context, dict) or "id" not in context:
+            raise ValueError(f"retrieval output item [{position}] has no 'id'")
+        if not isinstance(context["id"], CONTEXT_ID_TYPES):
+            raise ValueError(
+                f"retrieval output item [{position}]: 'id' must be a string or a number, got "
+                f"{_type_name(context['id'])}"
+            )
+        ids.append(context["id"])
+    return ids
+
+
+def prepare_reference(data: Any, source: str = "reference") -> list[Question]:
+    """Validate a reference dataset (list of templates) and prepare its questions."""
+    problems = _Problems(source)
+    if not isinstance(data, list):
+        problems.add(
+            None, None, f"the top level must be a list of templates, got {_type_name(data)}"
+        )
+        problems.raise_if_any()
+    questions: list[Question] = []
+    seen: dict[Any, str] = {}
+    for t_pos, template in enumerate(data):
+        t_record = f"template [{t_pos}]"
+        if not isinstance(template, dict):
+            problems.add(t_record, None, f"must be a mapping, got {_type_name(template)}")
+            continue
+        template_id = template.get("template_id")
+        if not isinstance(template_id, _ID_TYPES) or isinstance(template_id, bool):
+            problems.add(t_record, "template_id", _wrong(template, "template_id", _AN_ID))
+            continue
+        t_record = f"template {short_repr(template_id)}"
+        items = template.get("questions")
+        if not isinstance(items, list):
+            problems.add(t_record, "questions", _wrong(template, "questions", "a list"))
+            continue
+        for q_pos, question in enumerate(items):
+            if not isinstance(question, dict):
+                problems.add(
+                    f"{t_record} question [{q_pos}]",
+                    None,
+                    f"must be a mapping, got {_type_name(question)}",
+                )
+                continue
+            qid = question.get("id")
+            if not isinstance(qid, _ID_TYPES) or isinstance(qid, bool):
+                problems.add(f"{t_record} question [{q_pos}]", "id", _wrong(question, "id", _AN_ID))
+                continue
+            record = f"{t_record} question {short_repr(qid)}"
+            if qid in seen:
+                problems.add(record, "id", f"duplicate question id (also in {seen[qid]})")
+                continue
+            seen[qid] = t_record
+            if not isinstance(question.get("question_text"), str):
+                problems.add(record, "question_text", _wrong(question, "question_text", "a string"))
+            answer = question.get("reference_answer")
+            if answer is not None and not isinstance(answer, str):
+                problems.add(record, "reference_answer", f"must be a string, got {_got(answer)}")
+            tag = question.get("question_type")
+            if tag is not None and not isinstance(tag, (str, int, float)):
+                problems.add(record, "question_type", f"must be {_A_TAG}, got {_got(tag)}")
+            groups, has_matches = _prepare_groups(question, record, problems)
+            questions.append(Question(template_id, qid, question, groups, record, has_matches))
+    problems.raise_if_any()
+    return questions
+
+
+def _prepare_groups(
+    question: Mapping[str, Any], record: str, problems: _Problems
+) -> tuple[tuple[tuple[ReferenceStep, ...], ...] | None, bool]:
+    """The prepared step groups (None without ``reference_steps``), and whether some step
+    carries a ``matches`` key."""
+    if "reference_steps" not in question:
+        return None, False
+    raw_groups = question["reference_steps"]
+    if not isinstance(raw_groups, list) or not raw_groups:
+        problems.add(
+            record,
+            "reference_steps",
+            "must be a non-empty list of step groups (leave the key out when there are none)",
+        )
+        return None, False
+    groups = []
+    has_matches = False
+    for g, group in enumerate(raw_groups):
+        if not isinstance(group, list) or not group:
+            problems.add(
+                record, f"reference_steps[{g}]", "a group must be a non-empty list of steps"
+            )
+            continue
+        steps = []
+        for i, step in enumerate(group):
+            prepared = _prepare_step(step, g, i, record, problems)
+            if prepared is not None:
+                steps.append(prepared)
+                if "matches" in step:
+                    has_matches = True
+        groups.append(tuple(steps))
+    return tuple(groups), has_matches
+
+
+def _check_steps(steps: Any, place: tuple[str, Any], qid: Any, problems: _Problems) -> list[int]:
+    """Check the actual steps of the response read at ``place``; returns the indexes of the
+    successful ones."""
+    if not isinstance(steps, list):
+        message = f"must be a list, got {_got(steps)}"
+        problems.add(_response_record(place, qid), "actual_steps", message)
+        return []
+    successful = []
+    for i, step in enumerate(steps):
+        if not isinstance(step, dict):
+            field_path, message = f"actual_steps[{i}]", f"must be a mapping, got {_type_name(step)}"
+        else:
+            status = step.get("status", "success")
+            if status == "success":
+                successful.append(i)
+            step_id = step.get("id")
+            error = step.get("error")
+            if not isinstance(step.get("name"), str):
+                key, wanted = "name", "a string"
+            elif not isinstance(status, str):
+                key, wanted = "status", "a string"
+            elif "args" in step and step["args"] is not None and not isinstance(step["args"], dict):
+                key, wanted = "args", "a mapping"
+            elif step_id is not None and (
+                not isinstance(step_id, _ID_TYPES) or isinstance(step_id, bool)
+            ):
+                key, wanted = "id", _AN_ID
+            elif error is not None and not isinstance(error, str):
+                key, wanted = "error", "a string"
+            else:
+                continue
+            field_path, message = f"actual_steps[{i}].{key}", _wrong(step, key, wanted)
+        problems.add(_response_record(place, qid), field_path, message)
+    return successful
+
+
+def _numbered(data: Any, problems: _Problems) -> Iterable[tuple[tuple[str, Any], Any, Any]]:
+    """Yield (place, key, response) for a list, a dict keyed by question id, or JSONL lines."""
+    if isinstance(data, dict):
+        for key, response in data.items():
+            yield ("key", key), key, response
+    elif isinstance(data, list):
+        line_numbers = getattr(data, "line_numbers", None)
+        if line_numbers is not None:
+            for position, response in enumerate(data):
+                yield ("line", line_numbers[position]), None, response
+        else:
+            for position, response in enumerate(data):
+                yield ("response", position), None, response
+    else:
+        problems.add(
+            None,
+            None,
+            f"responses must be a list, a mapping by question id or JSON lines, got "
+            f"{_type_name(data)}",
+        )
+
+
+_TOKEN_KEYS = ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec")
+_TEXT_KEYS = ("actual_answer", "error")
+_INF = float("inf")
+
+
+class Unknown:
+    """The responses whose question id is not in the reference dataset: left out of the run
+    (graphrag-eval ignores them), counted, and named in one warning."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.examples: list[Any] = []
+        """The first few ids, in the order read."""
+
+    def add(self, qid: Any) -> None:
+        """Count one response for an unknown question id."""
+        self.count += 1
+        if len(self.examples) < 5:
+            self.examples.append(qid)
+
+    def message(self, source: str) -> str:
+        """The warning's one line: how many were left out, and which ids (the first few)."""
+        shown = ", ".join(short_repr(q, 40) for q in self.examples)
+        more = ", ..." if self.count > len(self.examples) else ""
+        noun = "response" if self.count == 1 else "responses"
+        return (
+            f"{source}: {self.count} {noun} for question ids not in the reference dataset "
+            f"ignored ({shown}{more})"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """The signature's record of them."""
+        return {"count": self.count, "question_ids": list(self.examples)}
+
+
+def prepare_responses(
+    data: Any,
+    questions: Iterable[Question],
+    source: str = "responses",
+    unknown: Unknown | None = None,
+) -> dict[Any, Response]:
+    """Validate the responses and index them by question id. A response for a question id not
+    in the reference is counted in ``unknown`` and left out; without ``unknown`` it is an
+    error."""
+    problems = _Problems(source)
+    known = {q.question_id for q in questions}
+    responses: dict[Any, Response] = {}
+
+    def earlier(qid: Any) -> str | None:
+        seen = responses.get(qid)
+        return None if seen is None else seen.record
+
+    for place, key, response in _numbered(data, problems):
+        checked = check_response(place, key, response, problems, known, earlier, unknown)
+        if checked is not None:
+            responses[checked.question_id] = checked
+    problems.raise_if_any()
+    return responses
+
+
+def check_response(
+    place: tuple[str, Any],
+    key: Any,
+    response: Any,
+    problems: _Problems,
+    known: Container[Any],
+    earlier: Callable[[Any], str | None],
+    unknown: Unknown | None = None,
+) -> Response | None:
+    """Check one response read at ``place`` (under ``key`` in a mapping); its problems go to
+    ``problems``. ``known`` holds the reference question ids, ``earlier(qid)`` names a response
+    already read for that question; a response for another id is counted in ``unknown`` (a
+    problem without it). The prepared response, or None when it is not usable."""
+    if not isinstance(response, dict):
+        problems.add(
+            _response_record(place, None),
+            None,
+            f"a response must be a mapping, got {_type_name(response)}",
+        )
+        return None
+    qid = response.get("question_id", key)
+    if key is not None and "question_id" in response and response["question_id"] != key:
+        problems.add(
+            _response_record(place, None),
+            "question_id",
+            f"{short_repr(response['question_id'])} differs from its key",
+        )
+        return None
+    if not isinstance(qid, _ID_TYPES) or isinstance(qid, bool):
+        message = (
+            f"must be {_AN_ID}, got {_got(qid)}"
+            if "question_id" in response or key is not None
+            else "missing"
+        )
+        problems.add(_response_record(place, None), "question_id", message)
+        return None
+    if qid not in known:
+        if unknown is not None:
+            unknown.add(qid)
+            return None
+        problems.add(
+            _response_record(place, qid),
+            "question_id",
+            "no question with this id in the reference dataset",
+        )
+        return None
+    seen = earlier(qid)
+    if seen is not None:
+        problems.add(
+            _response_record(place, qid),
+            "question_id",
+            f"duplicate response (also {seen})",
+        )
+        return None
+    status = response.get("status")
+    if status is not None and status not in ("success", "error"):
+        problems.add(
+            _response_record(place, qid),
+            "status",
+            f"must be 'success' or 'error', got {short_repr(status)}",
+        )
+        return None
+    is_error = status == "error" or (status is None and "error" in response)
+    successful = None
+    if "actual_steps" in response:
+        successful = _check_steps(response["actual_steps"], place, qid, problems)
+    for key_name in _TEXT_KEYS:
+        value = response.get(key_name)
+        if value is not None and not isinstance(value, str):
+            problems.add(
+                _response_record(place, qid), key_name, f"must be a string, got {_got(value)}"
+            )
+    for key_name in _TOKEN_KEYS:
+        value = response.get(key_name)
+        if value is None:
+            continue
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if number and 0 <= value < _INF:
+            continue
+        wanted = "a finite number, at least 0" if number else "a number"
+        problems.add(_response_record(place, qid), key_name, f"must be {wanted}, got {_got(value)}")
+    return Response(qid, response, place, is_error, successful)

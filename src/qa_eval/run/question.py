@@ -1,0 +1,142 @@
+"""One question's result record - the deterministic part, its steps - and the list a run returns.
+
+``evaluate_question`` joins a reference question with its response and scores the steps; the
+caller's objects are never mutated: a result holds copies of the reference steps it annotates with
+``matches``, and shares the (unchanged) actual step dicts. The LLM metrics' keys are added by
+``scoring.AnswerScorer``, which returns a new result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping
+from typing import Any
+
+from .prepare import Question, Response
+from ..steps.compare import StepScorer
+from ..steps.explain import explain_unmatched
+from ..steps.matching import match_steps
+
+__all__ = ["NO_RESPONSE", "Results", "evaluate_question"]
+
+_COPIED_RESPONSE_KEYS = ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec")
+NO_RESPONSE = "no response for this question"
+
+
+def evaluate_question(
+    question: Question,
+    response: Response | None,
+    matched_out: list[tuple[Mapping[str, Any], int]] | None = None,
+) -> dict[str, Any]:
+    """Evaluate the deterministic part (steps) of one question; returns its result record.
+
+    ``matched_out``, when given, receives (reference step copy, actual step index) pairs."""
+    raw = question.raw
+    result: dict[str, Any] = {
+        "template_id": question.template_id,
+        "question_id": question.question_id,
+        "question_text": raw.get("question_text"),
+    }
+    if "reference_answer" in raw:
+        result["reference_answer"] = raw["reference_answer"]
+    if "question_type" in raw:
+        result["question_type"] = raw["question_type"]
+    reply: Mapping[str, Any] = response.raw if response is not None else {}
+    if response is None:
+        result["status"] = "error"
+        result["error"] = NO_RESPONSE
+    elif response.is_error:
+        result["status"] = "error"
+        result["error"] = reply.get("error", "")
+    else:
+        result["status"] = "success"
+    if "actual_answer" in reply:
+        result["actual_answer"] = reply["actual_answer"]
+    actual_steps = reply.get("actual_steps") or []
+    # A new list of the same step dicts: nothing here changes them.
+    result["actual_steps"] = list(actual_steps)
+    if question.groups is not None:
+        scorer = StepScorer(actual_steps, response.successful if response is not None else None)
+        matches, score = match_steps(question.groups, scorer)
+        # Copies of the reference steps (a prepared question keeps every step, in place, so a
+        # match's (group, index) is its position), without any "matches" the input carried.
+        annotated = [[dict(ref.raw) for ref in group] for group in question.groups]
+        if question.has_matches:
+            for copies in annotated:
+                for step in copies:
+                    step.pop("matches", None)
+        for g, i, a, _ in sorted(matches):
+            step = annotated[g][i]
+            step_id = actual_steps[a].get("id")
+            step["matches"] = step_id if step_id is not None else a
+            if matched_out is not None:
+                matched_out.append((step, a))
+        # Why each unmatched step did not match (nothing to do when every step matched); a
+        # reference taken from a results file may carry an old explanation: it never stays.
+        for g, i, _, _ in matches:
+            annotated[g][i].pop("mismatch", None)  # (a partly matched step gets a new one)
+        error = result.get("error") if result["status"] == "error" else None
+        for (g, i), why in explain_unmatched(question.groups, scorer, matches, error).items():
+            annotated[g][i]["mismatch"] = why
+        result["reference_steps"] = annotated
+        result["steps_score"] = score
+        if scorer.problems:
+            result["step_errors"] = [scorer.problems[i] for i in sorted(scorer.problems)]
+    for key in _COPIED_RESPONSE_KEYS:
+        if key in reply:
+            result[key] = reply[key]
+    return result
+
+class Results(list):  # type: ignore[type-arg]
+    """The per-question results (a list, as in the original) with the run's ``signature``:
+    qa-eval version, judge model and parameters, prompt hashes, options, calls, tokens and cost.
+
+    The list is also an already finished coroutine: ``await results`` (and ``asyncio.run`` or
+    ``create_task`` of it) gives the list itself, so code written for graphrag-eval 6.x, whose
+    ``run_evaluation`` was a coroutine (``await run_evaluation(...)``), keeps working."""
+
+    signature: dict[str, Any]
+
+    # Hashed by identity, as coroutines are, so ``asyncio.gather`` takes it (equality stays
+    # the list's).
+    __hash__ = object.__hash__  # type: ignore[assignment]
+
+    def __await__(self) -> Generator[Any, None, Results]:
+        return self
+        yield  # a generator that finishes at once, returning the list
+
+    def send(self, value: Any) -> Any:
+        """Coroutine protocol: finished at once, with the list as its value."""
+        raise StopIteration(self)
+
+    def throw(self, typ: Any, value: Any = None, traceback: Any = None) -> Any:
+        """Coroutine protocol: the exception is raised here (nothing is left to run)."""
+        if value is None:
+            value = typ() if isinstance(typ, type) else typ
+        raise value
+
+    def close(self) -> None:
+        """Coroutine protocol: nothing to close."""
+        return None
+
+    def to_pandas(self) -> Any:
+        """One row per question, metric columns, steps as JSON (qa_eval.frames; needs pandas)."""
+        from ..frames import results_to_pandas
+
+        return results_to_pandas(self)
+
+    def __repr__(self) -> str:
+        """A one-line summary, never the results themselves: asyncio writes out the repr of a
+        finished task's result (``asyncio.run(run_evaluation(...))`` formats it twice on exit),
+        which for the whole list took longer than the run. ``print()`` shows the list."""
+        count = len(self)
+        return f"<Results of {count:,} question{'' if count == 1 else 's'}>"
+
+    def __str__(self) -> str:
+        """The list, as ``print()`` of the original's plain list showed it."""
+        return list.__repr__(self)
+
+    def _repr_html_(self) -> str:
+        """An HTML summary for Jupyter (qa_eval.frames.results_html)."""
+        from ..frames import results_html
+
+        return results_html(self)

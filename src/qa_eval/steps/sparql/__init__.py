@@ -1,0 +1,1 @@
+"""steps.sparql (face written below)."""

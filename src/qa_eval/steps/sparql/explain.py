@@ -1,0 +1,229 @@
+"""Why a SPARQL result does not match its reference, in one line (``steps.sparql``): the columns
+that found no match, or the rows missing, extra or out of order under the best mapping.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Hashable, Mapping
+from typing import Any, cast
+
+from .match import SparqlReference, tolerant_columns
+from .terms import BNODE, BOOLEAN, IRI, MIXED, NAN, NUMBER, UNBOUND, Table, Value
+
+__all__ = ["explain_sparql_results"]
+
+_SHOWN_ROWS = 3
+
+
+_SHOWN_CHARS = 60
+
+
+def _shown(text: str) -> str:
+    text = " ".join(text.split())  # one line
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 1] + "…"
+
+
+def _show(kind: Hashable, value: Value) -> str:
+    """A canonical value as a user reads it: <iri>, "text", "text"@en, 12.5, true."""
+    if kind == MIXED:
+        pair = cast(tuple[Hashable, Value], value)
+        return _show(pair[0], pair[1])
+    if kind == IRI:
+        return "<" + _shown(str(value)) + ">"
+    if kind == NUMBER:
+        return "NaN" if value == NAN else repr(value)
+    if kind == BOOLEAN:
+        return "true" if value else "false"
+    if kind == BNODE:
+        return "_:blank"
+    if kind == UNBOUND:
+        return "(unbound)"
+    text = '"' + _shown(str(value)) + '"'
+    if isinstance(kind, tuple) and kind[0] == "lang":
+        return f"{text}@{kind[1]}"
+    if isinstance(kind, tuple):  # typed or ill-typed literal
+        return f"{text}^^<{_shown(str(kind[1]))}>"
+    return text
+
+
+_Distinct = tuple[Hashable, set[Any]]
+"""A column's distinct terms: its kind and its set of values, or ``MIXED`` and its set of
+(kind, value) pairs; the values are not paired with one kind, which every value shares."""
+
+
+def _distinct(kind: Hashable, values: list[Value]) -> _Distinct:
+    return kind, set(values)
+
+
+def _shared(a: _Distinct, b: _Distinct) -> int:
+    """How many distinct terms two columns have in common."""
+    (kind_a, set_a), (kind_b, set_b) = a, b
+    if kind_a == MIXED and kind_b == MIXED:
+        return len(set_a & set_b)
+    if kind_a == MIXED:
+        return sum(1 for k, v in set_a if k == kind_b and v in set_b)
+    if kind_b == MIXED:
+        return sum(1 for k, v in set_b if k == kind_a and v in set_a)
+    return len(set_a & set_b) if kind_a == kind_b else 0
+
+
+def _rows_list(count: int, what: str) -> str:
+    """``2 rows missing``, ``1 row missing``, ``1 extra row``."""
+    return f"{count} {what}" if count != 1 else f"1 {what.replace('rows', 'row')}"
+
+
+def explain_sparql_results(
+    reference: SparqlReference,
+    actual: Mapping[str, Any],
+    ordered: bool = False,
+    ignore_duplicates: bool = True,
+    table: Table | None = None,
+) -> tuple[float, str]:
+    """Why a checked actual result does not match the reference, for a user: the required
+    columns no actual column holds, rows missing and extra (the first few shown), order, ASK.
+    Returns (closeness 0-1, to pick the closest of several candidates, the text). ``table``:
+    the ``Table`` the comparison read ``actual``'s columns into, reused."""
+    if reference.boolean is not None:
+        expected = "true" if reference.boolean else "false"
+        if "boolean" not in actual:
+            rows = len(actual.get("results", {}).get("bindings", []))
+            return 0.0, f"expected an ASK result ({expected}), got a SELECT result ({rows} rows)"
+        got = "true" if actual["boolean"] else "false"
+        return 0.5, f"ASK result is {got}, expected {expected}"
+    if "boolean" in actual:
+        got = "true" if actual["boolean"] else "false"
+        return 0.0, f"expected a SELECT result, got an ASK result ({got})"
+    act_bindings = actual.get("results", {}).get("bindings", [])
+    act_vars = list(dict.fromkeys(actual.get("head", {}).get("vars", [])))
+    required = reference.required
+    named = ", ".join("?" + v for v in required)
+    if not reference.rows and not act_bindings:
+        return 0.5, (
+            f"no rows on either side, but the actual result has {len(act_vars)} columns and "
+            f"{len(required)} are required ({named})"
+        )
+    if not reference.rows:
+        return 0.0, f"expected no rows, got {len(act_bindings)}"
+    if not act_bindings:
+        return 0.0, f"no rows returned, expected {reference.rows}"
+    parts: list[str] = []
+    if len(required) > len(act_vars):
+        columns = ", ".join("?" + v for v in act_vars) or "none"
+        parts.append(
+            f"the actual result has {len(act_vars)} column{'s' if len(act_vars) != 1 else ''} "
+            f"({columns}), "
+            f"{len(required)} are required ({named})"
+        )
+    try:
+        if table is None or table.bindings is not act_bindings:
+            table = Table(act_bindings)
+        return _explain_select(reference, table, act_vars, ordered, ignore_duplicates, parts)
+    except TypeError:  # an unhashable 'value'
+        return 0.0, "a term's 'value' is not a string"
+
+
+def _explain_select(
+    reference: SparqlReference,
+    table: Table,
+    act_vars: list[str],
+    ordered: bool,
+    ignore_duplicates: bool,
+    parts: list[str],
+) -> tuple[float, str]:
+    ref_cols = reference.columns
+    act_cols = {v: table.column(v) for v in act_vars}
+    tolerant = tolerant_columns(ref_cols, table, act_vars)
+    if tolerant is not None:
+        ref_cols, table = tolerant
+        act_cols = {v: table.column(v) for v in act_vars}
+    required = reference.required
+    # Pair each reference column with the actual column sharing most of its values.
+    act_pairs = {v: _distinct(*column) for v, column in act_cols.items()}
+    ranked = sorted(
+        (share, same, position, i, var)
+        for i, column in enumerate(ref_cols)
+        for share, same, position, var in _options_for(i, column, act_vars, act_pairs, required)
+    )
+    paired: dict[int, str] = {}
+    taken: set[str] = set()
+    for _, _, _, i, var in ranked:
+        if i not in paired and var not in taken:
+            paired[i] = var
+            taken.add(var)
+    missing_cols = [required[i] for i in range(len(required)) if i not in paired]
+    if missing_cols:
+        for var in missing_cols:
+            text = f"column ?{var} not found"
+            kind, values = ref_cols[required.index(var)]
+            # The actual column of the same name, else the first unpaired one of the same kind.
+            free = [v for v in act_vars if v not in taken]
+            like = [v for v in free if v == var] or [v for v in free if act_cols[v][0] == kind]
+            if like:
+                act_kind, act_values = act_cols[like[0]]
+                text += (
+                    f" (the actual ?{like[0]} holds {_show(act_kind, act_values[0])} where the "
+                    f"reference has {_show(kind, values[0])})"
+                )
+                taken.add(like[0])
+            parts.append(text)
+    found = sorted(paired)
+    closeness = 0.5 * len(found) / len(required)
+    if found:
+        ref_rows = list(zip(*(ref_cols[i][1] for i in found)))
+        act_rows = list(zip(*(act_cols[paired[i]][1] for i in found)))
+        kinds = [ref_cols[i][0] for i in found]
+        names = [required[i] for i in found]
+
+        def show_row(row: tuple[Value, ...]) -> str:
+            return " ".join(f"{n}={_show(k, v)}" for n, k, v in zip(names, kinds, row))
+
+        on = " on the columns found" if missing_cols else ""
+
+        def listing(rows: list[tuple[Value, ...]], what: str) -> str:
+            shown = "; ".join(show_row(r) for r in rows[:_SHOWN_ROWS])
+            more = f"; and {len(rows) - _SHOWN_ROWS} more" if len(rows) > _SHOWN_ROWS else ""
+            return f"{_rows_list(len(rows), what)}{on}: {shown}{more}"
+
+        if ignore_duplicates and not ordered:
+            ref_set, act_set = set(ref_rows), set(act_rows)
+            missing = [r for r in dict.fromkeys(ref_rows) if r not in act_set]
+            extra = [r for r in dict.fromkeys(act_rows) if r not in ref_set]
+            common = len(ref_set & act_set) / max(len(ref_set), len(act_set))
+        else:
+            ref_count, act_count = Counter(ref_rows), Counter(act_rows)
+            missing = list((ref_count - act_count).elements())
+            extra = list((act_count - ref_count).elements())
+            common = sum((ref_count & act_count).values()) / max(len(ref_rows), len(act_rows))
+        closeness += 0.5 * common
+        if missing:
+            parts.append(listing(missing, "rows missing"))
+        if extra:
+            parts.append(listing(extra, "extra rows"))
+        row = next((r for r, (a, b) in enumerate(zip(ref_rows, act_rows)) if a != b), None)
+        if ordered and not missing and not extra and row is not None:
+            parts.append(
+                f"rows in another order (ordered): row {row + 1} is {show_row(act_rows[row])}, "
+                f"expected {show_row(ref_rows[row])}"
+            )
+        elif not ignore_duplicates and (missing or extra) and set(ref_rows) == set(act_rows):
+            parts.append("the same rows, repeated a different number of times")
+    if not parts:
+        parts.append("the rows differ")  # not expected: the columns found hold the same rows
+    return closeness, "; ".join(parts)
+
+
+def _options_for(
+    i: int,
+    column: tuple[Hashable, list[Value]],
+    act_vars: list[str],
+    act_pairs: Mapping[str, _Distinct],
+    required: list[str],
+) -> list[tuple[float, bool, int, str]]:
+    ref_pairs = _distinct(*column)
+    options = []
+    for position, var in enumerate(act_vars):
+        shared = _shared(ref_pairs, act_pairs[var])
+        if shared:
+            options.append((-shared / len(ref_pairs[1]), var != required[i], position, var))
+    return options

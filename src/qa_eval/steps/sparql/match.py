@@ -1,0 +1,389 @@
+"""The matching of a SPARQL result against a reference (``steps.sparql`` describes it): the
+reference's required columns prepared once, the injective mapping of them onto the actual
+columns found by sampling, candidates and backtracking, and the tolerant second pass for numbers
+that differ by less than the tolerance.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import math
+from collections import Counter
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from .terms import (
+    MIXED,
+    NUMBER,
+    UNBOUND_PAIR,
+    SparqlResultError,
+    Table,
+    Value,
+    located_term,
+    parse_sparql_json,
+)
+
+__all__ = [
+    "ABS_TOLERANCE",
+    "REL_TOLERANCE",
+    "SparqlReference",
+    "compare_sparql_results",
+    "numbers_close",
+    "prepare_reference",
+    "tolerant_columns",
+]
+
+ABS_TOLERANCE = 1e-8
+"""Two numbers (not both integers) are equal when they differ by at most this much..."""
+REL_TOLERANCE = 1e-15
+"""... or by at most this share of the larger magnitude (beyond 10^7, where doubles are coarser
+than 1e-8)."""
+
+
+def _signature(values: list[Value], ordered: bool, ignore_duplicates: bool) -> Hashable:
+    if ordered:
+        return tuple(values)
+    if ignore_duplicates:
+        return frozenset(values)
+    return frozenset(Counter(values).items())
+
+
+def _rows(columns: Sequence[list[Value]], ordered: bool, ignore_duplicates: bool) -> Any:
+    rows = zip(*columns)
+    if ordered:
+        return list(rows)
+    if ignore_duplicates:
+        return set(rows)
+    return Counter(rows)
+
+
+@dataclass(slots=True)
+class SparqlReference:
+    """A reference result reduced to what the comparison reads: the ASK boolean, or the number
+    of rows and the required columns read once (kind and canonical values). The reference's
+    parsed JSON need not be kept: a prepared dataset holds only these vectors."""
+
+    boolean: bool | None
+    rows: int
+    required: list[str]
+    columns: list[tuple[Hashable, list[Value]]]
+
+
+def prepare_reference(
+    reference: Mapping[str, Any], required_columns: Sequence[str]
+) -> SparqlReference:
+    """Read a checked reference result (see ``parse_sparql_json``) for comparisons;
+    ``SparqlResultError`` when a required column holds a term that is not valid."""
+    required = list(dict.fromkeys(required_columns))
+    if "boolean" in reference:
+        return SparqlReference(reference["boolean"], 0, required, [])
+    bindings = reference["results"]["bindings"]
+    table = Table(bindings)
+    columns = [table.column(v) for v in required] if bindings and required else []
+    return SparqlReference(None, len(bindings), required, columns)
+
+
+def compare_sparql_results(
+    reference: Mapping[str, Any] | SparqlReference,
+    actual: Mapping[str, Any],
+    required_columns: Sequence[str] = (),
+    ordered: bool = False,
+    ignore_duplicates: bool = True,
+    *,
+    checked: bool = False,
+    table: Table | None = None,
+) -> float:
+    """Score an actual SPARQL JSON result against the reference: 1.0 if they match, else 0.0.
+
+    ``reference`` is a parsed result with ``required_columns``, or a ``SparqlReference``
+    (which carries its required columns). ``SparqlResultError`` when a result is malformed;
+    ``checked``: ``actual`` has passed ``parse_sparql_json`` already; ``table``: a ``Table``
+    of ``actual``'s bindings whose columns this comparison reads and keeps (so that other
+    comparisons and the explanation of the same result read each column once)."""
+    if not checked:
+        actual = parse_sparql_json(actual)
+    # Reading columns allocates a value per cell and no cycles: with the collector paused a
+    # 100k-row table compares about a quarter faster.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        if not isinstance(reference, SparqlReference):
+            reference = prepare_reference(parse_sparql_json(reference), required_columns)
+        return _compare(reference, actual, ordered, ignore_duplicates, table)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _compare(
+    reference: SparqlReference,
+    actual: Mapping[str, Any],
+    ordered: bool,
+    ignore_duplicates: bool,
+    table: Table | None = None,
+) -> float:
+    if reference.boolean is not None:
+        return float("boolean" in actual and actual["boolean"] == reference.boolean)
+    if "boolean" in actual:
+        return 0.0
+    ref_rows = reference.rows
+    act_bindings = actual.get("results", {}).get("bindings", [])
+    act_vars = list(dict.fromkeys(actual.get("head", {}).get("vars", [])))
+    required = reference.required
+    if not ref_rows and not act_bindings:
+        return float(len(act_vars) >= len(required))
+    if not ref_rows or not act_bindings:
+        return 0.0
+    if len(required) > len(act_vars):
+        return 0.0
+    if not required:
+        return 1.0
+    if ignore_duplicates is False and not ordered and ref_rows != len(act_bindings):
+        return 0.0
+    if ordered and ref_rows != len(act_bindings):
+        return 0.0
+    try:
+        if table is None or table.bindings is not act_bindings:
+            table = Table(act_bindings)
+        mapping = _find_mapping(
+            reference.columns, required, table, act_vars, ordered, ignore_duplicates
+        )
+        if mapping is None:
+            tolerant = tolerant_columns(reference.columns, table, act_vars)
+            if tolerant is not None:
+                ref_cols, table = tolerant
+                mapping = _find_mapping(
+                    ref_cols, required, table, act_vars, ordered, ignore_duplicates, sample=False
+                )
+    except TypeError:  # an unhashable 'value' (a JSON array or object)
+        raise SparqlResultError("a term's 'value' must be a string") from None
+    return float(mapping is not None)
+
+
+def numbers_close(a: Any, b: Any) -> bool:
+    """Whether two numbers are equal under the tolerance (``ABS_TOLERANCE`` or
+    ``REL_TOLERANCE``); two integers only when they are equal."""
+    if a == b:
+        return True
+    if type(a) is int and type(b) is int:
+        return False
+    try:
+        return bool(abs(a - b) <= max(ABS_TOLERANCE, REL_TOLERANCE * max(abs(a), abs(b))))
+    except (OverflowError, TypeError):  # an integer beyond the float range; not a number
+        return False
+
+
+def _numbers(kind: Hashable, values: list[Value]) -> list[Value]:
+    if kind == NUMBER:
+        return values
+    if kind == MIXED:
+        return [v for k, v in cast(list[tuple[Hashable, Value]], values) if k == NUMBER]
+    return []
+
+
+def _chains(columns: Sequence[tuple[Hashable, list[Value]]]) -> dict[Value, Value]:
+    """For each number of the columns that has a neighbour within the tolerance, the first
+    number of its chain of close values (the numbers sorted); empty when no two are close."""
+    numbers: set[Value] = set()
+    for kind, values in columns:
+        numbers.update(_numbers(kind, values))
+    if float not in set(map(type, numbers)):
+        return {}  # integers (and NaN, INF) compare exactly
+    finite = sorted(v for v in numbers if type(v) is int or (type(v) is float and math.isfinite(v)))
+    remap: dict[Value, Value] = {}
+    previous: Any = None
+    first: Any = None
+    for value in finite:
+        if previous is not None and numbers_close(previous, value):
+            remap[previous] = first
+            remap[value] = first
+        else:
+            first = value
+        previous = value
+    return remap
+
+
+def _remapped(
+    column: tuple[Hashable, list[Value]], remap: Mapping[Value, Value]
+) -> tuple[Hashable, list[Value]]:
+    kind, values = column
+    get = remap.get
+    if kind == NUMBER:
+        return kind, [get(v, v) for v in values]
+    if kind == MIXED:
+        pairs = cast(list[tuple[Hashable, Value]], values)
+        return kind, cast(
+            list[Value], [(k, get(v, v)) if k == NUMBER else (k, v) for k, v in pairs]
+        )
+    return column
+
+
+def tolerant_columns(
+    ref_cols: list[tuple[Hashable, list[Value]]], act: Table, act_vars: list[str]
+) -> tuple[list[tuple[Hashable, list[Value]]], Table] | None:
+    """The reference columns and the actual table with every chain of close numbers replaced
+    by one representative; ``None`` when that changes nothing (no two numbers are close)."""
+    ref_kinds = {kind for kind, _ in ref_cols}
+    if NUMBER not in ref_kinds and MIXED not in ref_kinds:
+        return None
+    if MIXED in ref_kinds:
+        act_numeric = act_vars
+    else:  # only a column of numbers can pair with a column of numbers
+        act_numeric = [v for v in act_vars if act.first_kind(v) == NUMBER]
+    act_cols = {v: act.column(v) for v in act_numeric}
+    remap = _chains([*ref_cols, *act_cols.values()])
+    if not remap:
+        return None
+    table = Table(act.bindings)
+    table._columns = {v: _remapped(column, remap) for v, column in act_cols.items()}
+    return [_remapped(column, remap) for column in ref_cols], table
+
+
+_SAMPLE = 16
+"""Cells of an actual column read term by term to rule it out before it is read in full."""
+_SAMPLE_ABOVE = 64
+"""Results with at most this many rows are read whole: sampling would not save reading."""
+
+
+def _sample_fits(
+    ref_values: list[Value],
+    members: Callable[[], frozenset[Value]],
+    ref_kind: Hashable,
+    sample: list[tuple[Hashable, Value]],
+    ordered: bool,
+) -> bool:
+    """Whether the first cells of an actual column can belong to the reference column: a
+    necessary condition for a match in every mode, since every actual value must occur in the
+    reference column (at the same row, when ordered)."""
+    if ref_kind == MIXED:
+        if ordered:
+            return all(pair == ref_values[i] for i, pair in enumerate(sample))
+        found = members()
+        return all(pair in found for pair in sample)
+    if any(kind != ref_kind for kind, _ in sample):
+        return False
+    if ordered:
+        return all(value == ref_values[i] for i, (_, value) in enumerate(sample))
+    found = members()
+    return all(value in found for _, value in sample)
+
+
+def _sampled_candidates(
+    ref_cols: list[tuple[Hashable, list[Value]]], act: Table, pool: list[str], ordered: bool
+) -> list[list[str]] | None:
+    """For each reference column, the actual columns whose first cells fit it; ``None`` when
+    some reference column has none. A column of other values fails on its first cell, so only
+    the columns that can match are read in full later."""
+    head = act.bindings[:_SAMPLE]
+    samples = {
+        var: [
+            UNBOUND_PAIR if (cell := b.get(var)) is None else located_term(cell, row, var)
+            for row, b in enumerate(head)
+        ]
+        for var in pool
+    }
+    candidates: list[list[str]] = []
+    for kind, values in ref_cols:
+        members: Callable[[], frozenset[Value]] = functools.cache(  # built on first use
+            functools.partial(frozenset, values)
+        )
+        fits = [v for v in pool if _sample_fits(values, members, kind, samples[v], ordered)]
+        if not fits:
+            return None
+        candidates.append(fits)
+    return candidates
+
+
+def _find_mapping(
+    ref_cols: list[tuple[Hashable, list[Value]]],
+    ref_vars: list[str],
+    act: Table,
+    act_vars: list[str],
+    ordered: bool,
+    ignore_duplicates: bool,
+    sample: bool = True,
+) -> list[str] | None:
+    """Return actual column names for ``ref_vars`` under which the results match, or None;
+    ``sample``: rule columns out on their first cells as read from the bindings."""
+    ref_kinds = {kind for kind, _ in ref_cols}
+    mixed = MIXED in ref_kinds
+    first = {} if mixed else {v: act.first_kind(v) for v in act_vars}
+    pool = act_vars if mixed else [v for v in act_vars if first[v] in ref_kinds]
+    rows: Callable[[Sequence[list[Value]]], Any] = lambda cols: _rows(  # noqa: E731
+        cols, ordered, ignore_duplicates
+    )
+    shortlist: list[list[str]] | None = None  # candidates per reference column
+    if sample and len(act.bindings) > _SAMPLE_ABOVE:
+        shortlist = _sampled_candidates(ref_cols, act, pool, ordered)
+        if shortlist is None:
+            return None
+    elif not mixed:
+        # A column of one kind can only be the column whose first cell has that kind.
+        shortlist = [[v for v in pool if first[v] == kind] for kind, _ in ref_cols]
+        if not all(shortlist):
+            return None
+    if shortlist is not None:
+        # The common case: one candidate per column, all different - one projection decides.
+        if all(len(c) == 1 for c in shortlist) and len({c[0] for c in shortlist}) == len(ref_vars):
+            picked = [c[0] for c in shortlist]
+            columns = [act.column(v) for v in picked]
+            if any(a[0] != r[0] for a, r in zip(columns, ref_cols)):
+                return None
+            same = rows([values for _, values in ref_cols]) == rows([v for _, v in columns])
+            return picked if same else None
+        pool = list(dict.fromkeys(v for found in shortlist for v in found))
+    # Keep the candidates whose whole column has the reference column's values.
+    by_signature: dict[tuple[Hashable, Hashable], list[str]] = {}
+    for var in pool:
+        kind, values = act.column(var)
+        if kind in ref_kinds:  # a column of another kind can never match: skip its signature
+            key = (kind, _signature(values, ordered, ignore_duplicates))
+            by_signature.setdefault(key, []).append(var)
+    candidates: list[list[str]] = []
+    for i, (kind, values) in enumerate(ref_cols):
+        found = by_signature.get((kind, _signature(values, ordered, ignore_duplicates)), [])
+        if shortlist is not None:
+            found = [v for v in found if v in shortlist[i]]
+        if not found:
+            return None
+        candidates.append(found)
+    # Most constrained column first keeps the search small.
+    order = sorted(range(len(ref_vars)), key=lambda i: len(candidates[i]))
+    chosen: list[str] = []
+    used: set[str] = set()
+
+    def extend(depth: int) -> bool:
+        if depth == len(order):
+            return True
+        index = order[depth]
+        for var in candidates[index]:
+            if var in used:
+                continue
+            chosen.append(var)
+            used.add(var)
+            picked = order[: depth + 1]
+            # Projections of equal results onto the same columns are equal: prune early. With a
+            # single candidate per column only the full projection needs checking.
+            must_check = depth + 1 == len(order) or len(candidates[index]) > 1
+            consistent = not must_check or rows([ref_cols[i][1] for i in picked]) == rows(
+                [act.column(chosen[k])[1] for k in range(depth + 1)]
+            )
+            if consistent and extend(depth + 1):
+                return True
+            chosen.pop()
+            used.discard(var)
+        return False
+
+    if not extend(0):
+        return None
+    mapping = [""] * len(ref_vars)
+    for position, index in enumerate(order):
+        mapping[index] = chosen[position]
+    return mapping
+
+
+# Explanations: why a result does not match (read only for reference steps left unmatched).
+
+

@@ -1,0 +1,281 @@
+"""Reading SPARQL JSON results for comparison (``steps.sparql``): the shape the format requires
+(:func:`parse_sparql_json`), each term's canonical value (typed: IRIs, literals with their
+language, numbers of every XSD numeric type by value, booleans, blank nodes all alike), and the
+columns of a result read at most once each into vectors of those values (:class:`Table`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from itertools import repeat
+from operator import itemgetter
+from typing import Any, cast
+
+from ...errors import short_repr
+
+__all__ = [
+    "BNODE",
+    "BOOLEAN",
+    "IRI",
+    "LITERAL",
+    "MIXED",
+    "NAN",
+    "NUMBER",
+    "UNBOUND",
+    "UNBOUND_PAIR",
+    "SparqlResultError",
+    "Table",
+    "Value",
+    "located_term",
+    "parse_sparql_json",
+]
+
+XSD = "http://www.w3.org/2001/XMLSchema#"
+_INTEGER_TYPES = frozenset(
+    XSD + t
+    for t in (
+        "integer",
+        "int",
+        "long",
+        "short",
+        "byte",
+        "nonNegativeInteger",
+        "positiveInteger",
+        "nonPositiveInteger",
+        "negativeInteger",
+        "unsignedLong",
+        "unsignedInt",
+        "unsignedShort",
+        "unsignedByte",
+    )
+)
+_REAL_TYPES = frozenset(XSD + t for t in ("decimal", "double", "float"))
+_STRING_TYPE = XSD + "string"
+_BOOLEAN_TYPE = XSD + "boolean"
+NAN = ("NaN",)  # NaN is not equal to itself; this stand-in is.
+
+# Column kinds. A column whose cells all share one kind keeps bare values; any other column
+# keeps (kind, value) pairs per cell. Two columns can only be equal if their kinds are equal.
+IRI = "iri"
+LITERAL = "literal"
+NUMBER = "number"
+BOOLEAN = "boolean"
+BNODE = "bnode"
+UNBOUND = "unbound"
+UNBOUND_PAIR = (UNBOUND, None)
+MIXED = "mixed"
+_VALUE = itemgetter("value")
+_TYPE = itemgetter("type")
+_DATATYPE = itemgetter("datatype")
+_URI_ONLY = {"uri"}
+_LITERAL_ONLY = {"literal"}
+_TWO = {2}
+_THREE = {3}
+
+Value = Hashable
+
+
+class SparqlResultError(ValueError):
+    """A SPARQL JSON result that does not have the shape the format requires."""
+
+
+def parse_sparql_json(data: Any) -> dict[str, Any]:
+    """Check that ``data`` is a SPARQL JSON result (SELECT or ASK) and return it: a ``boolean``,
+    or ``results.bindings``, a list of objects, with ``head.vars``, if given, a list of strings.
+    The terms are checked when their columns are read (``SparqlResultError`` then)."""
+    if not isinstance(data, dict):
+        raise SparqlResultError(f"expected a JSON object, got {_type_name(data)}")
+    if "boolean" in data:
+        if not isinstance(data["boolean"], bool):
+            raise SparqlResultError("'boolean' must be true or false")
+        return data
+    results = data.get("results")
+    if not isinstance(results, dict) or not isinstance(results.get("bindings"), list):
+        raise SparqlResultError("missing 'results.bindings' list (and no 'boolean')")
+    bindings = results["bindings"]
+    if not all(map(isinstance, bindings, repeat(dict))):
+        row = next(i for i, b in enumerate(bindings) if not isinstance(b, dict))
+        raise SparqlResultError(
+            f"results.bindings[{row}]: a binding must be an object, got {_type_name(bindings[row])}"
+        )
+    head = data.get("head", {})
+    if not isinstance(head, dict) or not isinstance(head.get("vars", []), list):
+        raise SparqlResultError("'head.vars' must be a list")
+    for position, var in enumerate(head.get("vars", ())):
+        if not isinstance(var, str):
+            raise SparqlResultError(
+                f"head.vars[{position}]: a variable name must be a string, got {_type_name(var)}"
+            )
+    return data
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _real(text: str) -> Value:
+    number = float(text)  # accepts INF, -INF, NaN as XSD writes them
+    if math.isnan(number):
+        return NAN
+    if math.isinf(number):
+        return number
+    # An integral value is stored as int so that it equals and hashes like an xsd:integer.
+    return int(number) if number.is_integer() else number
+
+
+def _term(term: Any) -> tuple[Hashable, Value]:
+    """Return (kind, canonical value) of one SPARQL JSON term."""
+    if not isinstance(term, dict):
+        raise SparqlResultError(f"a term must be an object, got {_type_name(term)}")
+    term_type = term.get("type")
+    value = term.get("value")
+    if not isinstance(value, str):
+        raise SparqlResultError(f"a term's 'value' must be a string, got {_type_name(value)}")
+    if term_type == "uri":
+        return IRI, value
+    if term_type == "bnode":
+        return BNODE, ""
+    if term_type not in ("literal", "typed-literal"):
+        if not isinstance(term_type, str):
+            raise SparqlResultError(
+                f"a term's 'type' must be a string, got {_type_name(term_type)}"
+            )
+        raise SparqlResultError(f"unknown term type {short_repr(term_type)}")
+    lang = term.get("xml:lang")
+    if lang is not None and not isinstance(lang, str):
+        raise SparqlResultError(f"a term's 'xml:lang' must be a string, got {_type_name(lang)}")
+    datatype = term.get("datatype")
+    if datatype is not None and not isinstance(datatype, str):
+        raise SparqlResultError(f"a term's 'datatype' must be a string, got {_type_name(datatype)}")
+    if lang:
+        return ("lang", lang.lower()), value
+    if not datatype or datatype == _STRING_TYPE:
+        return LITERAL, value
+    try:
+        if datatype in _INTEGER_TYPES:
+            return NUMBER, int(value.strip())
+        if datatype in _REAL_TYPES:
+            return NUMBER, _real(value.strip())
+    except ValueError:
+        return ("ill-typed", datatype), value
+    if datatype == _BOOLEAN_TYPE:
+        text = value.strip()
+        if text in ("true", "1"):
+            return BOOLEAN, True
+        if text in ("false", "0"):
+            return BOOLEAN, False
+        return ("ill-typed", datatype), value
+    return ("typed", datatype), value
+
+
+def located_term(term: Any, row: int, var: str) -> tuple[Hashable, Value]:
+    """``_term``, its error naming the row and the variable."""
+    try:
+        return _term(term)
+    except SparqlResultError as e:
+        raise SparqlResultError(f"results.bindings[{row}].{var}: {e}") from None
+
+
+def _reals(texts: list[str]) -> list[Value]:
+    """``_real`` of every text, in C-level passes when no value is NaN or infinite."""
+    numbers = list(map(float, texts))
+    if not all(map(math.isfinite, numbers)):
+        return list(map(_real, texts))
+    return [int(n) if n.is_integer() else n for n in numbers]
+
+
+def _typed_column(cells: list[Any], values: list[Any]) -> tuple[Hashable, list[Value]] | None:
+    """A column of literals that all have the same datatype, read in bulk; ``None`` when it
+    is not one (a language tag, mixed datatypes, an ill-typed value): the caller reads it term
+    by term."""
+    try:
+        datatypes = set(map(_DATATYPE, cells))
+    except (KeyError, TypeError):  # TypeError: an unhashable datatype, reported term by term
+        return None
+    if len(datatypes) != 1:
+        return None
+    datatype = datatypes.pop()
+    if not isinstance(datatype, str) or not _all_strings(values):
+        return None
+    try:
+        if datatype in _INTEGER_TYPES:
+            return NUMBER, list(map(int, values))  # int() ignores surrounding white space
+        if datatype in _REAL_TYPES:
+            return NUMBER, _reals(values)
+    except ValueError:
+        return None
+    if datatype == _STRING_TYPE or not datatype:
+        return LITERAL, values
+    if datatype == _BOOLEAN_TYPE:
+        return None
+    return ("typed", datatype), values
+
+
+def _all_strings(values: list[Any]) -> bool:
+    """Whether every value is a string: ``str.join`` checks them in one C loop, three times
+    faster than collecting their types."""
+    try:
+        "".join(values)
+    except TypeError:
+        return False
+    return True
+
+
+def _column(bindings: Sequence[Mapping[str, Any]], var: str) -> tuple[Hashable, list[Value]]:
+    """Read one column: its kind and the canonical value of every row."""
+    try:
+        cells = list(map(itemgetter(var), bindings))
+    except KeyError:  # some rows leave the variable unbound
+        cells = [b.get(var) for b in bindings]
+    except TypeError:  # parse_sparql_json checks the bindings; this is for direct callers
+        raise SparqlResultError("every binding must be an object") from None
+    # Fast path, all in C-level passes: a column of IRIs (other keys do not matter), of plain
+    # literals (no key but type and value) or of literals of one datatype.
+    try:
+        types = set(map(_TYPE, cells))
+        values = list(map(_VALUE, cells))
+    except (TypeError, KeyError):
+        pass
+    else:
+        strings = _all_strings(values)
+        if types == _URI_ONLY and strings:
+            return IRI, values
+        if types == _LITERAL_ONLY:
+            sizes = set(map(len, cells))
+            if sizes == _TWO and strings:
+                return LITERAL, values
+            if sizes == _THREE:
+                typed = _typed_column(cells, values)
+                if typed is not None:
+                    return typed
+    kinds: set[Hashable] = set()
+    pairs: list[tuple[Hashable, Value]] = []
+    for row, cell in enumerate(cells):
+        pair = UNBOUND_PAIR if cell is None else located_term(cell, row, var)
+        kinds.add(pair[0])
+        pairs.append(pair)
+    if len(kinds) == 1:
+        return kinds.pop(), [value for _, value in pairs]
+    return MIXED, cast(list[Value], pairs)  # the (kind, value) pairs are the values
+
+
+class Table:
+    """The columns of one result, read lazily and at most once each."""
+
+    def __init__(self, bindings: Sequence[Mapping[str, Any]]) -> None:
+        self.bindings = bindings
+        self._columns: dict[str, tuple[Hashable, list[Value]]] = {}
+
+    def first_kind(self, var: str) -> Hashable:
+        """The kind of the column's first cell (the column's kind unless it is mixed)."""
+        if var in self._columns:
+            return self._columns[var][0]
+        first = self.bindings[0].get(var) if self.bindings else None
+        return UNBOUND if first is None else located_term(first, 0, var)[0]
+
+    def column(self, var: str) -> tuple[Hashable, list[Value]]:
+        """The column's kind and canonical values, read on first use."""
+        if var not in self._columns:
+            self._columns[var] = _column(self.bindings, var)
+        return self._columns[var]
