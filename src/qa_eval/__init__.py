@@ -9,6 +9,9 @@ The names below the first group are imported when first used, so ``import qa_eva
 (no judge SDK, no numpy).
 """
 
+import importlib.abc
+import importlib.util
+import sys
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
@@ -20,23 +23,23 @@ from .run.evaluation import arun_evaluation, iter_evaluation, run_evaluation
 if TYPE_CHECKING:
     from .compare.runs import compare_runs
     from .config import EvalConfig, load_config
-    from .run.files import EvaluationRun, evaluate_files, run_plan
     from .io.flat import read_flat
-    from .run.plan import EvaluationPlan, plan_evaluation
     from .report import Run, build_report
+    from .run.files import EvaluationRun, evaluate_files, run_plan
+    from .run.plan import EvaluationPlan, plan_evaluation
 
 _LAZY = {
     "EvalConfig": "config",
-    "EvaluationPlan": "plan",
-    "EvaluationRun": "evaluate",
+    "EvaluationPlan": "run.plan",
+    "EvaluationRun": "run.files",
     "Run": "report",
     "build_report": "report",
-    "compare_runs": "compare",
-    "evaluate_files": "evaluate",
+    "compare_runs": "compare.runs",
+    "evaluate_files": "run.files",
     "load_config": "config",
-    "plan_evaluation": "plan",
-    "read_flat": "flat",
-    "run_plan": "evaluate",
+    "plan_evaluation": "run.plan",
+    "read_flat": "io.flat",
+    "run_plan": "run.files",
 }
 
 __all__ = [
@@ -63,6 +66,43 @@ __all__ = [
     "run_plan",
     "write_data",
 ]
+
+
+# Import paths documented before the modules moved into packages by layer; each still imports
+# the module that now holds those names (the same module object under both names).
+_MOVED = {
+    "qa_eval.batch": "qa_eval.run.prefill",
+    "qa_eval.cache": "qa_eval.judge.cache",
+    "qa_eval.console": "qa_eval.cli.console",
+    "qa_eval.evaluate": "qa_eval.run.files",
+    "qa_eval.filekind": "qa_eval.io.kinds",
+    "qa_eval.flat": "qa_eval.io.flat",
+    "qa_eval.stream": "qa_eval.run.stream",
+}
+
+
+class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds the old import paths of ``_MOVED``; loading one returns the module it moved to."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        """A spec for an old path, else ``None`` (the normal finders carry on)."""
+        if fullname not in _MOVED:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec: Any) -> Any:
+        """The module the old path moved to, imported under its new name."""
+        module = importlib.import_module(_MOVED[spec.name])
+        spec.loader_state = module.__spec__
+        return module
+
+    def exec_module(self, module: Any) -> None:
+        """Nothing runs (the module ran under its new name); the import system set the old
+        path's spec on it, and the module keeps its own."""
+        module.__spec__ = module.__spec__.loader_state
+
+
+sys.meta_path.append(_MovedModules())
 
 
 def __getattr__(name: str) -> Any:

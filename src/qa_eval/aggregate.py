@@ -39,8 +39,8 @@ from typing import Any, TypeGuard
 from . import metrics as _registry
 from .errors import InputError, short_repr
 from .io.keysets import check_keys, original_aggregates
-from .steps.outputs import OutputParseError, loads
 from .judge.repeats import JudgeTally
+from .steps.outputs import OutputParseError, loads
 
 __all__ = [
     "METRICS",
@@ -57,9 +57,7 @@ STEP_METRICS: dict[str, tuple[str, ...]] = _registry.step_keys()
 """The numeric keys written into actual steps, by step name, aggregated by name."""
 SCORES: tuple[str, ...] = _registry.headline_keys()
 """The headline scores (0-1, higher is better), in the order of the summary and the report."""
-ALWAYS_PRESENT = tuple(
-    key.name for metric in _registry.METRICS.values() for key in metric.keys if key.always
-)
+ALWAYS_PRESENT = _registry.always_present_keys()
 CATEGORIES: dict[str, tuple[str, ...]] = _registry.categories()
 """Labels counted per group, with the labels listed first (others follow as they appear)."""
 STEP_ERRORS: dict[str, dict[str, tuple[str, ...]]] = {
@@ -416,9 +414,7 @@ def compute_aggregates(
             groups[value].add(result, metric_set)
     for group in templates.values():
         overall.merge(group)
-    per_template = {
-        tid: group.summary(metrics, numeric_only) for tid, group in templates.items()
-    }
+    per_template = {tid: group.summary(metrics, numeric_only) for tid, group in templates.items()}
     macro: dict[str, Any] = {}
     for metric in metrics:
         means = [s[metric]["mean"] for s in per_template.values() if s.get(metric, {}).get("n")]

@@ -19,29 +19,16 @@ import orjson
 
 from . import metrics as _registry
 from .errors import InputError
-from .metrics.composite import COMPONENTS
-from .metrics.definitions import CustomMetric, check_prompt, parse_custom_metric
 from .judge.settings import (
     AZURE_API_VERSION,
     DEFAULT_MODEL,
-    EMBEDDING_PROVIDERS,
-    SDK_PROVIDERS,
     EmbeddingConfig,
     GenerationConfig,
 )
+from .metrics.composite import COMPONENTS
+from .metrics.definitions import CustomMetric, check_prompt, parse_custom_metric
 
-__all__ = [
-    "AZURE_API_VERSION",
-    "DEFAULT_MODEL",
-    "EMBEDDING_PROVIDERS",
-    "SDK_PROVIDERS",
-    "EmbeddingConfig",
-    "EvalConfig",
-    "GenerationConfig",
-    "as_config",
-    "load_config",
-    "parse_config",
-]
+__all__ = ["EvalConfig", "as_config", "load_config", "parse_config"]
 
 SWITCHES = _registry.switches()
 """The metric families a config or ``--enable`` / ``--disable`` switches (from the registry,

@@ -3,7 +3,7 @@
 ``QaEvalError`` is the base. Here: ``InputError`` (bad input), ``JudgeUnavailable`` (the judge
 refuses every call: the run stops) and ``JudgeError`` (one metric of one question could not be
 judged, caught where the metric is scored; ``BudgetExceeded``, ``DryRunSkip`` and ``Deferred`` are
-its skips), all re-exported by ``judge``; other modules add their own (``CacheError``, ...)."""
+its skips), which the judge's face names too; other modules add their own (``CacheError``, ...)."""
 
 from __future__ import annotations
 

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import sys
+from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 from .errors import QaEvalError
 
-__all__ = ["EXTRAS", "MissingExtra", "available", "require"]
+__all__ = ["EXTRAS", "MissingExtra", "available", "lazy_face", "require"]
 
 EXTRAS: dict[str, str] = {
     "openai": "judge",
@@ -48,7 +51,28 @@ def require(module: str, feature: str) -> ModuleType:
     if not available(module):
         extra = EXTRAS.get(_top(module), "all")
         raise MissingExtra(
-            f"{feature} needs the optional package {_top(module)!r}: "
-            f"pip install 'qa-eval[{extra}]'"
+            f"{feature} needs the optional package {_top(module)!r}: pip install 'qa-eval[{extra}]'"
         )
     return importlib.import_module(module)
+
+
+def lazy_face(
+    package: str, names: dict[str, str]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """A package face's PEP 562 ``__getattr__`` and ``__dir__``: each name in ``names`` is
+    imported from its module (``names[name]``, relative to ``package``) when first used, so
+    importing the package (or one of its modules) loads nothing else."""
+    module_globals = sys.modules[package].__dict__
+
+    def __getattr__(name: str) -> Any:
+        module = names.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{package}.{module}"), name)
+        module_globals[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*module_globals, *names})
+
+    return __getattr__, __dir__

@@ -96,7 +96,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], Any], ...] = (
 )
 
 
-_LITERALS = (
+SECRET_MARKERS = (
     "authorization",
     "bearer",
     "api-key",
@@ -161,9 +161,9 @@ def redact(text: str) -> str:
     if len(lower) != len(text):  # a few characters lower-case to two: keep positions
         lower = text.translate(_ASCII_LOWER)
     if len(text) <= _LARGE:
-        return _patterns(text) if any(lit in lower for lit in _LITERALS) else text
+        return _patterns(text) if any(lit in lower for lit in SECRET_MARKERS) else text
     spans: list[tuple[int, int]] = []
-    for literal in _LITERALS:
+    for literal in SECRET_MARKERS:
         at = lower.find(literal)
         while at != -1:
             spans.append((max(0, at - _WINDOW), at + len(literal) + _WINDOW))

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import QaEvalError
-from ..run.plan import system_output_path
 from ..redact import redact
+from ..run.plan import system_output_path
 from .common import PROG
 from .evaluation import evaluate, system_pairs
 from .parser import build_parser, tsv_parser
@@ -123,8 +123,8 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 @contextlib.contextmanager
 def _signals_and_warnings(prog: str) -> Iterator[None]:
     """SIGTERM handled like SIGINT (main thread only), and qa-eval's warnings as one line each."""
-    from ..judge.cache.store import CacheWarning
     from ..errors import UnknownResponsesWarning
+    from ..judge.cache.sqlite import CacheWarning
 
     previous: Any = None
     main_thread = threading.current_thread() is threading.main_thread()

@@ -12,12 +12,12 @@ from typing import Any
 
 import orjson
 
-from ..io import kinds as filekind
-from . import gates as quality
 from ..aggregate import DEFAULT_TAGS, compute_aggregates
 from ..errors import QaEvalError
+from ..io import kinds as filekind
 from ..io.files import check_output_path, check_results, read_data, signature_path, write_data
 from ..run.plan import check_by_results, cli_option
+from . import gates as quality
 from .common import check_report_paths, gate_outcome, print_notes
 
 __all__ = [
@@ -82,7 +82,8 @@ def metrics(args: argparse.Namespace) -> int:
 
 
 def refresh(args: argparse.Namespace) -> int:
-    from ..refresh.reference import RefreshRefused, RefreshResult, refresh_reference_file
+    from ..refresh.changes import RefreshResult
+    from ..refresh.reference import RefreshRefused, refresh_reference_file
 
     if args.timeout <= 0:
         raise QaEvalError("--timeout must be a positive number of seconds")
@@ -150,7 +151,9 @@ def schema(args: argparse.Namespace) -> int:
 
 
 def compare(args: argparse.Namespace) -> int:
-    from ..compare.runs import MAX_RESAMPLES, compare_runs, format_table
+    from ..compare.runs import compare_runs
+    from ..compare.signflip import MAX_RESAMPLES
+    from ..compare.table import format_table
 
     if not 1 <= args.resamples <= MAX_RESAMPLES:
         raise QaEvalError(f"--resamples must be between 1 and {MAX_RESAMPLES:,}")
@@ -211,9 +214,7 @@ def report(args: argparse.Namespace) -> int:
     notes: list[str] = []
     if len(runs) >= 2 and not args.no_compare:
         first, second = runs[:2]
-        notes = _check_same_reference(
-            args.results[:2], [first.signature, second.signature], args
-        )
+        notes = _check_same_reference(args.results[:2], [first.signature, second.signature], args)
         try:
             compared = compare_runs(
                 first.results,
@@ -230,7 +231,6 @@ def report(args: argparse.Namespace) -> int:
     print(f"wrote {target} ({size:.1f} MB, {len(runs)} run(s)); open it in a browser")
     print_notes(notes)
     return 0
-
 
 
 def aggregate(args: argparse.Namespace) -> int:
@@ -330,9 +330,10 @@ def _compared_metrics(
 def answer_correctness(args: Any) -> int:
     """``answer-correctness``: judge the rows of a TSV file (graphrag-eval's command)."""
     from ..config import load_config
-    from .console import Progress, usage_line
     from ..extras import require
     from ..run.tsv import run_tsv
+    from .console import usage_line
+    from .display import Progress
 
     if args.concurrency is not None and args.concurrency < 1:
         raise QaEvalError("--concurrency must be at least 1")

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import gates as quality
 from ..errors import InputError
+from . import gates as quality
 
 __all__ = ["PROG", "check_report_paths", "gate_outcome", "print_notes"]
 

@@ -25,17 +25,15 @@ from rich.console import Console
 from rich.table import Table
 
 from ..aggregate import CATEGORIES, SCORES
-from ..run.files import Observer, SystemRun, mismatches
 from ..io.numbers import format_number, scale_of
-from .display import Progress, ProgressDisplay, terminal_width
+from ..run.files import Observer, SystemRun, mismatches
+from .display import Progress, terminal_width
 
 if TYPE_CHECKING:
     from ..run.plan import JudgeCallPlan, JudgeEstimate, SystemPlan
 
 __all__ = [
     "ConsoleObserver",
-    "Progress",
-    "ProgressDisplay",
     "default_judge_note",
     "format_table",
     "label_lines",
@@ -43,7 +41,6 @@ __all__ = [
     "plan_table",
     "render_table",
     "summary_table",
-    "terminal_width",
     "usage_line",
     "warning_lines",
 ]
@@ -52,7 +49,6 @@ _RULE = box.Box("    \n    \n -  \n    \n    \n    \n    \n    \n", ascii=True)
 """A header underlined with dashes, columns two spaces apart, nothing else."""
 _GAP = 3
 """Columns are 3 characters apart (a space of padding on each side and the rule's gap)."""
-
 
 
 def _text(value: Any) -> str:
@@ -125,7 +121,6 @@ def render_table(
             console.print()
         console.print(table)
     return "\n".join(line.rstrip() for line in out.getvalue().rstrip("\n").split("\n"))
-
 
 
 def format_table(
@@ -307,7 +302,7 @@ def mismatch_summary(results: Sequence[dict[str, Any]]) -> str | None:
 def warning_lines(results: Sequence[dict[str, Any]]) -> list[str]:
     """The notes and warnings on a run's results (its LLM metrics note, questions with no
     response, steps that could not be compared, metric values not computed)."""
-    from ..run.evaluation import NO_RESPONSE
+    from ..run.question import NO_RESPONSE
 
     lines = []
     note = getattr(results, "signature", {}).get("llm_metrics")

@@ -27,7 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from ..run.evaluation import RunProgress
+    from ..run.progress import RunProgress
 
 __all__ = ["Progress", "ProgressDisplay", "terminal_width"]
 
@@ -40,7 +40,6 @@ def terminal_width(stream: TextIO) -> int | None:
     except (AttributeError, ValueError):  # no isatty, or a closed stream
         return None
     return shutil.get_terminal_size().columns
-
 
 
 class _Count(ProgressColumn):
@@ -192,7 +191,7 @@ class Progress:
 
     def __call__(self, done: int, total: int) -> None:
         """Show ``done`` of ``total`` questions (the ``progress`` callback of a run)."""
-        from ..run.evaluation import RunProgress
+        from ..run.progress import RunProgress
 
         self.display.update(RunProgress(done, total))
 
@@ -203,4 +202,3 @@ class Progress:
     def close(self) -> None:
         """Stop redrawing; the last state stays on the screen."""
         self.display.close()
-

@@ -12,10 +12,10 @@ from typing import Any
 
 import orjson
 
-from . import gates as quality
 from ..errors import QaEvalError
 from ..io.files import check_output_path
 from ..run.plan import cli_option, plan_evaluation, system_output_path
+from . import gates as quality
 from .common import check_report_paths, gate_outcome
 
 __all__ = ["evaluate", "system_pairs"]
@@ -53,8 +53,8 @@ def _column_mapping(pairs: Sequence[str]) -> dict[str, str]:
 
 def evaluate(args: argparse.Namespace) -> int:
     """Run ``evaluate`` / ``evaluate-flat`` from parsed arguments; returns the exit code."""
-    from .console import ConsoleObserver, default_judge_note
     from ..run.files import run_plan
+    from .console import ConsoleObserver, default_judge_note
 
     systems = system_pairs(args)
     for system, _ in systems:
@@ -115,7 +115,7 @@ def evaluate(args: argparse.Namespace) -> int:
         sys.stdout.write(orjson.dumps(report, default=str, option=orjson.OPT_INDENT_2).decode())
         sys.stdout.write("\n")
     elif len(run.systems) > 1 and not args.quiet:
-        from ..compare.runs import format_table
+        from ..compare.table import format_table
 
         first = run.systems[0]
         for other, comparison in zip(run.systems[1:], run.comparisons):

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..aggregate import SCORES, STEP_METRICS, is_error, is_finite_number, is_number
 from ..errors import QaEvalError
-from ..run.evaluation import NO_RESPONSE
+from ..run.question import NO_RESPONSE
 
 __all__ = [
     "Gate",

@@ -13,7 +13,7 @@ from . import commands as handlers
 from .common import PROG
 from .evaluation import evaluate as evaluate_command
 
-__all__ = ["PROG", "Parser", "UsageError", "build_parser", "tsv_parser"]
+__all__ = ["Parser", "UsageError", "build_parser", "tsv_parser"]
 
 
 class UsageError(QaEvalError):
@@ -182,7 +182,6 @@ def _run_options(command: argparse.ArgumentParser) -> None:
         help="switch a metric on (repeatable); the GraphRAG set is off by default: "
         "'graphrag' is all of it but bertscore",
     )
-
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -386,7 +385,6 @@ def _commands(commands: Any) -> None:
     )
     tsv_options(correctness)
     correctness.set_defaults(handler=handlers.answer_correctness)
-
 
 
 def tsv_parser(prog: str) -> argparse.ArgumentParser:

@@ -1,1 +1,38 @@
-"""compare (face written below)."""
+"""Comparing runs question by question: the paired tests and their Holm adjustment (``runs``), the
+sign-flip permutation test (``signflip``), and the comparison shown as a table or as the
+report's rows (``table``).
+"""
+
+from typing import TYPE_CHECKING
+
+from ..extras import lazy_face
+
+if TYPE_CHECKING:
+    from .runs import compare_runs, default_metrics, lower_is_better
+    from .signflip import EXACT_MAX_N, MAX_RESAMPLES, sign_flip_test, smallest_p
+    from .table import format_table, report_rows
+
+_NAMES = {
+    "EXACT_MAX_N": "signflip",
+    "MAX_RESAMPLES": "signflip",
+    "compare_runs": "runs",
+    "default_metrics": "runs",
+    "format_table": "table",
+    "lower_is_better": "runs",
+    "report_rows": "table",
+    "sign_flip_test": "signflip",
+    "smallest_p": "signflip",
+}
+
+__all__ = [
+    "EXACT_MAX_N",
+    "MAX_RESAMPLES",
+    "compare_runs",
+    "default_metrics",
+    "format_table",
+    "lower_is_better",
+    "report_rows",
+    "sign_flip_test",
+    "smallest_p",
+]
+__getattr__, __dir__ = lazy_face(__name__, _NAMES)

@@ -37,8 +37,8 @@ values error results carry. Every row counts the errors among its questions (``e
 ``within_judge_noise`` (``|delta| < 2 judge_se``; see ``variance.py``). Everything returned
 is plain JSON data (dicts, lists, str, int, float, bool, None).
 
-The test itself is ``signflip``; the console table and the report's rows are ``compare_table``
-(both re-exported here).
+The test itself is ``compare.signflip``; the console table and the report's rows are
+``compare.table``.
 """
 
 from __future__ import annotations
@@ -51,31 +51,18 @@ from typing import Any, Literal
 import numpy as np
 
 from ..aggregate import METRICS, STEP_METRICS, id_error, is_error, is_finite_number, is_number
-from .table import format_table, report_rows
+from ..judge.repeats import MARKER, judge_noise, question_variance, within_noise
 from ..metrics import direction
 from .signflip import (
     EXACT_MAX_N,
-    MAX_RESAMPLES,
     TIE_TOLERANCE,
     alpha_of,
     check_options,
     sign_flip_test,
     smallest_p,
 )
-from ..judge.repeats import MARKER, judge_noise, question_variance, within_noise
 
-__all__ = [
-    "EXACT_MAX_N",
-    "MAX_RESAMPLES",
-    "compare_runs",
-    "default_metrics",
-    "direction",
-    "format_table",
-    "lower_is_better",
-    "report_rows",
-    "sign_flip_test",
-    "smallest_p",
-]
+__all__ = ["compare_runs", "default_metrics", "lower_is_better"]
 
 _ID_KEYS = frozenset({"template_id", "question_id"})
 _STEP_METRIC_NAMES = {m: step for step, names in STEP_METRICS.items() for m in names}
@@ -89,9 +76,7 @@ def lower_is_better(metric: str) -> bool:
     return direction(metric) == "lower"
 
 
-def default_metrics(
-    *runs: Sequence[Mapping[str, Any]], labels: Sequence[str] = ()
-) -> list[str]:
+def default_metrics(*runs: Sequence[Mapping[str, Any]], labels: Sequence[str] = ()) -> list[str]:
     """The metrics present in any result: aggregate.METRICS, step metrics, other numeric keys.
 
     A step name that is not a string or a number (a list, ...) is an ``InputError`` naming the
@@ -404,9 +389,7 @@ def compare_runs(
             pairs, counts = groups[template]
             counts["questions"] += 1
             # errors=fail: an error becomes 0 only for a higher-is-better metric
-            (kind_a, value_a), (kind_b, value_b) = _values(
-                ra, rb, metric, way != "higher", errors
-            )
+            (kind_a, value_a), (kind_b, value_b) = _values(ra, rb, metric, way != "higher", errors)
             if kind_a != "ok":
                 counts[f"{kind_a}_a"] += 1
             if kind_b != "ok":
@@ -497,5 +480,3 @@ def _zero_counts(errors_a: int = 0, errors_b: int = 0) -> dict[str, int]:
         "skipped_a": 0,
         "skipped_b": 0,
     }
-
-

@@ -19,8 +19,7 @@ JSON Lines are split at ``\n`` only (``\r\n`` too): U+2028, U+2029 and U+0085 ar
 characters inside a JSON string. JSON numbers are read as orjson reads them: an integer beyond
 64 bits becomes a float, one beyond the float range is an error.
 
-The writers' limits and their JSON (``MAX_DEPTH``, ``dump_json``) are ``writers``, re-exported
-here.
+The writers' limits and their JSON (``MAX_DEPTH``, ``dump_json``) are ``io.limits``.
 """
 
 from __future__ import annotations
@@ -53,15 +52,7 @@ from .limits import (
     one_line,
 )
 
-__all__ = [
-    "MAX_DEPTH",
-    "dump_json",
-    "read_data",
-    "read_reference",
-    "read_responses",
-    "read_results",
-    "write_data",
-]
+__all__ = ["read_data", "read_reference", "read_responses", "read_results", "write_data"]
 
 try:
     _Loader: Any = yaml.CSafeLoader
@@ -81,7 +72,7 @@ class LineList(list):  # type: ignore[type-arg]
     line_numbers: list[int]
 
 
-def _text(path: Path) -> str:
+def read_text(path: Path) -> str:
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -105,7 +96,7 @@ YAML_ALIAS_ALLOWANCE = 1_000_000
 """What the aliases of a YAML file may repeat beyond the file's own size (see the module doc)."""
 
 
-def _lines(text: str) -> Iterator[tuple[int, str]]:
+def numbered_lines(text: str) -> Iterator[tuple[int, str]]:
     """(line number, line) of JSON Lines text, split at ``\\n`` (and ``\\r\\n``) only."""
     for number, line in enumerate(text.split("\n"), start=1):
         yield number, line[:-1] if line.endswith("\r") else line
@@ -332,7 +323,7 @@ def _json_int(text: str) -> int | float:
 _STRICT_JSON = json.JSONDecoder(object_pairs_hook=_unique_pairs, parse_int=_json_int)
 
 
-def _json(text: str, source: str, record: str | None = None) -> Any:
+def parse_json(text: str, source: str, record: str | None = None) -> Any:
     """Parse one JSON document (a file, or a JSON Lines record named ``record``)."""
     try:
         data = orjson.loads(text)
@@ -377,10 +368,10 @@ def _strict_json(
 def _jsonl(text: str, source: str) -> LineList:
     records = LineList()
     records.line_numbers = []
-    for number, line in _lines(text):
+    for number, line in numbered_lines(text):
         if not line.strip():
             continue
-        records.append(_json(line, source, f"line {number}"))
+        records.append(parse_json(line, source, f"line {number}"))
         records.line_numbers.append(number)
     return records
 
@@ -388,12 +379,12 @@ def _jsonl(text: str, source: str) -> LineList:
 def read_data(path: str | os.PathLike[str]) -> Any:
     """Parse a YAML, JSON or JSON Lines file, chosen by its extension."""
     file = Path(path)
-    text = _text(file)
+    text = read_text(file)
     suffix = file.suffix.lower()
     if suffix in JSONL_SUFFIXES:
         return _jsonl(text, str(file))
     if suffix in JSON_SUFFIXES:
-        return _json(text, str(file))
+        return parse_json(text, str(file))
     if suffix in YAML_SUFFIXES:
         return _yaml(text, str(file))
     # No known extension: JSON, else JSON Lines, else YAML.
@@ -402,8 +393,8 @@ def read_data(path: str | os.PathLike[str]) -> Any:
     except orjson.JSONDecodeError:
         pass
     else:
-        return _json(text, str(file))
-    lines = [line for _, line in _lines(text) if line.strip()]
+        return parse_json(text, str(file))
+    lines = [line for _, line in numbered_lines(text) if line.strip()]
     if lines and all(line.lstrip().startswith("{") for line in lines):
         return _jsonl(text, str(file))
     return _yaml(text, str(file))

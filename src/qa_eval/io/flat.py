@@ -39,7 +39,7 @@ from typing import Any
 import orjson
 
 from ..errors import InputError, short_repr
-from .files import _json, _lines, _text
+from .files import numbered_lines, parse_json, read_text
 
 __all__ = ["FIELDS", "FLAT_MARK", "flat_to_dataset", "read_flat", "read_flat_rows"]
 
@@ -60,15 +60,15 @@ FIELDS: dict[str, tuple[str, ...]] = {
 def read_flat_rows(path: str | os.PathLike[str]) -> list[tuple[int, dict[str, Any]]]:
     """The rows of a JSONL or CSV file with their line numbers (by extension: .csv is CSV)."""
     source = str(path)
-    text = _text(Path(path))
+    text = read_text(Path(path))
     rows: list[tuple[int, dict[str, Any]]] = []
     if Path(path).suffix.lower() in (".csv", ".tsv"):
         delimiter = "\t" if Path(path).suffix.lower() == ".tsv" else ","
         return _csv_rows(text, delimiter, source)
-    for number, line in _lines(text):
+    for number, line in numbered_lines(text):
         if not line.strip():
             continue
-        row = _json(line, source, f"line {number}")
+        row = parse_json(line, source, f"line {number}")
         if not isinstance(row, dict):
             raise InputError(
                 f"must be a JSON object, not {type(row).__name__}",

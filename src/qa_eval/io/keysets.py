@@ -143,9 +143,7 @@ def custom_keys(config: Any) -> frozenset[str]:
     """The result keys a config's custom metrics write that 6.6.1 writes too: each output and
     ``<name>_error`` (``config``: an EvalConfig; None: none)."""
     definitions = getattr(config, "custom_definitions", None) or ()
-    return frozenset(
-        key for m in definitions for key in (*m.outputs, f"{m.name}_error")
-    )
+    return frozenset(key for m in definitions for key in (*m.outputs, f"{m.name}_error"))
 
 
 def _without(record: Any, drop: frozenset[str]) -> Any:
@@ -184,9 +182,7 @@ def _kept(metric: str, block: Any) -> bool:
     return metric in _ALWAYS or bool(block.get("n")) or bool(block.get("skipped"))
 
 
-def _group(
-    group: Mapping[str, Any], allowed: frozenset[str], nest_steps: bool
-) -> dict[str, Any]:
+def _group(group: Mapping[str, Any], allowed: frozenset[str], nest_steps: bool) -> dict[str, Any]:
     out: dict[str, Any] = {k: group[k] for k in _GROUP_FIELDS if k in group}
     steps = group.get("steps")
     if isinstance(steps, Mapping):

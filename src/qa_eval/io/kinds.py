@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..aggregate import ALWAYS_PRESENT, METRICS, STEP_METRICS
+from .. import metrics as _registry
 from ..errors import InputError
 
 __all__ = [
@@ -70,6 +70,9 @@ _ARTICLE = {
     FLAT: "flat per-question rows (qa-eval evaluate-flat input)",
 }
 
+METRICS = _registry.aggregated_keys()
+STEP_METRICS = _registry.step_keys()
+ALWAYS_PRESENT = _registry.always_present_keys()
 _STEP_METRIC_NAMES = frozenset(m for names in STEP_METRICS.values() for m in names)
 _RESULT_KEYS = frozenset(
     {"steps_score", "reference_steps", "step_errors", "answer_eval_error"}

@@ -1,7 +1,7 @@
 """What qa-eval's writers can write, and how they write JSON: the limits every reader checks a
 document against (nesting at most :data:`MAX_DEPTH` levels, integers within 64 bits, text without
 lone surrogates), so that whatever is read can be written back (results copy the inputs), and
-:func:`dump_json`, the JSON of every writer. ``io`` re-exports the public names.
+:func:`dump_json`, the JSON of every writer.
 """
 
 from __future__ import annotations

@@ -18,13 +18,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import QaEvalError
+from ..redact import public_url, redact
 from .cache.store import LAZY_CREATE, ReplyCache
 from .clients import sdk_client
-from ..config import EvalConfig
-from ..errors import QaEvalError
 from .prices import usd
-from ..redact import public_url, redact
 from .replies import read_completion
+from .settings import JudgeSettings
 
 __all__ = [
     "POLL_FIRST",
@@ -201,7 +201,7 @@ class Batcher:
 
     def __init__(
         self,
-        config: EvalConfig,
+        config: JudgeSettings,
         store: BatchStore,
         report: Report,
         poll: float,

@@ -51,11 +51,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .ledger import Accounting, served_by_batch
+from ..errors import BudgetExceeded, DryRunSkip, JudgeError, JudgeUnavailable
+from ..redact import public_url
 from .cache.store import CachedReply, ReplyCache, request_key
-from .clients import make_client, sdk_client
-from ..config import EvalConfig
-from ..errors import BudgetExceeded, Deferred, DryRunSkip, JudgeError, JudgeUnavailable
+from .clients import make_client
 from .faults import (
     about_format,
     cause_of,
@@ -66,15 +65,11 @@ from .faults import (
     refuses_max_tokens,
     retry_after,
 )
+from .ledger import Accounting, served_by_batch
 from .prices import price_of
-from ..redact import public_url
+from .repeats import REPEAT
 from .replies import (
-    BUDGET_RANGE,
-    MAX_DEPTH,
     MODES,
-    OPEN_LIST_ITEMS,
-    PROMPT_MARGIN,
-    STRING_TOKENS,
     Reply,
     ReplyFault,
     extract_json,
@@ -86,43 +81,12 @@ from .replies import (
     read_completion,
     reply_budget,
     response_format,
-    sent_schema,
     split_instructions,
-    writable,
 )
-from .usage import Plan, Usage, Verdict, planning, total_cost
-from .repeats import REPEAT
+from .settings import JudgeSettings
+from .usage import Plan, Usage, Verdict, planning
 
-"""How the parts were split: reply reading, schemas and token budgets in ``replies``, error
-classification in ``faults``, clients in ``clients``, usage records in ``usage``, the counting and
-pricing of replies (batch-served tokens too) in ``accounting``, the errors in ``errors``; their
-public names are importable from here as before."""
-
-__all__ = [
-    "BUDGET_RANGE",
-    "MAX_DEPTH",
-    "OPEN_LIST_ITEMS",
-    "PROMPT_MARGIN",
-    "STRING_TOKENS",
-    "BudgetExceeded",
-    "Deferred",
-    "DryRunSkip",
-    "Judge",
-    "JudgeError",
-    "JudgeUnavailable",
-    "Usage",
-    "Verdict",
-    "extract_json",
-    "json_schema",
-    "parse_reply",
-    "prompt_tokens_of",
-    "reply_budget",
-    "sdk_client",
-    "sent_schema",
-    "split_instructions",
-    "total_cost",
-    "writable",
-]
+__all__ = ["Judge"]
 
 T = TypeVar("T", bound=BaseModel)
 _BACKOFF_CAP = 30.0
@@ -133,7 +97,7 @@ class Judge(Accounting):
 
     def __init__(
         self,
-        config: EvalConfig,
+        config: JudgeSettings,
         *,
         cache: ReplyCache | None = None,
         max_cost: float | None = None,

@@ -12,6 +12,7 @@ from .settings import SDK_PROVIDERS, EmbeddingConfig, GenerationConfig
 
 __all__ = ["LiteLLMClient", "make_client", "sdk_client"]
 
+
 def make_client(gen: GenerationConfig, timeout: float) -> Any:
     """The client for a generation config: the official SDK for OpenAI and Azure (no retries of
     its own: the judge retries), litellm for any other provider."""

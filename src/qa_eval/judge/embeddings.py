@@ -20,9 +20,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .cache.store import ReplyCache
 from ..errors import QaEvalError
 from ..extras import require
+from .cache.store import ReplyCache
 from .prices import price_of, usd
 from .settings import SDK_PROVIDERS, EmbeddingConfig
 

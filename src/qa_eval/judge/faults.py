@@ -109,8 +109,10 @@ def about_format(status: int, message: str, error: Exception) -> bool:
 def refuses_max_tokens(status: int, message: str) -> bool:
     """Whether a 400 says the model takes ``max_completion_tokens`` instead of ``max_tokens``."""
     text = message.lower()
-    return status == 400 and "max_tokens" in text and (
-        "max_completion_tokens" in text or "not supported" in text or "unsupported" in text
+    return (
+        status == 400
+        and "max_tokens" in text
+        and ("max_completion_tokens" in text or "not supported" in text or "unsupported" in text)
     )
 
 

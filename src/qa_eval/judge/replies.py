@@ -7,8 +7,7 @@ completion, the JSON object in its text (code fences, text around the object), c
 writable (integers within 64 bits, finite numbers, nesting at most 64 deep, lone surrogates made
 U+FFFD) and validated against its model.
 
-``judge`` re-exports the public names; batches (``batch_jobs.py``) read completions with
-:func:`read_completion` too.
+Batches (``judge.batch``) read completions with :func:`read_completion` too.
 """
 
 from __future__ import annotations

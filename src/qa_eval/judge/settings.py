@@ -2,14 +2,14 @@
 
 A leaf module (it imports only ``redact``): the judge, the client factories and the embedders
 read these settings without importing the config loader, which reads them from YAML and the
-environment (``config.py`` re-exports them).
+environment.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..redact import public_url, register_secret, register_url
 
@@ -20,6 +20,7 @@ __all__ = [
     "SDK_PROVIDERS",
     "EmbeddingConfig",
     "GenerationConfig",
+    "JudgeSettings",
 ]
 
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -27,6 +28,7 @@ SDK_PROVIDERS = ("openai", "azure")
 """Called with the official SDK; any other provider goes through litellm (an optional extra)."""
 AZURE_API_VERSION = "2024-10-21"
 EMBEDDING_PROVIDERS = (*SDK_PROVIDERS, "offline")
+
 
 class _Endpoint:
     """A model endpoint whose settings may be shown, all but its key (and any credentials in
@@ -75,3 +77,33 @@ class EmbeddingConfig(_Endpoint):
     api_version: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Other ``llm.embedding`` keys, passed to the embedding call."""
+
+
+class JudgeSettings(Protocol):
+    """What the judge reads of a run's configuration (``qa_eval.config.EvalConfig`` is one), so
+    the judge needs no config loader: the model, its prices, the bound on concurrent calls, the
+    timeout and the retries."""
+
+    @property
+    def generation(self) -> GenerationConfig | None:
+        """The judge model's endpoint, or ``None`` when no judge is configured."""
+
+    @property
+    def prices(self) -> Mapping[str, Mapping[str, float]]:
+        """Prices per model that override the maintained ones (USD per million tokens)."""
+
+    @property
+    def concurrency(self) -> int:
+        """The most calls in flight at once."""
+
+    @property
+    def timeout(self) -> float:
+        """Seconds one call may take."""
+
+    @property
+    def max_attempts(self) -> int:
+        """Attempts of one call, the first included."""
+
+    @property
+    def retry_base(self) -> float:
+        """The first back-off, in seconds, doubled per attempt."""

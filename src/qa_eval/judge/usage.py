@@ -1,6 +1,6 @@
 """What judge calls took: the calls, tokens and cost of a metric or a run (:class:`Usage`), a
 validated reply with its tokens and cost (:class:`Verdict`), the sum of a metric's call costs,
-and what a dry run would do (:class:`Plan`). Plain data; ``judge`` re-exports the public names.
+and what a dry run would do (:class:`Plan`). Plain data.
 """
 
 from __future__ import annotations

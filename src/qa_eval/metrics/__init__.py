@@ -28,6 +28,7 @@ __all__ = [
     "Metric",
     "Option",
     "aggregated_keys",
+    "always_present_keys",
     "categories",
     "describe_metrics",
     "direction",
@@ -398,6 +399,11 @@ def error_keys(name: str, registry: Mapping[str, Metric] | None = None) -> tuple
     return ()
 
 
+def always_present_keys() -> tuple[str, ...]:
+    """The result keys every question's result carries (``Key.always``), in order."""
+    return tuple(key.name for metric in METRICS.values() for key in metric.keys if key.always)
+
+
 def aggregated_keys(registry: Mapping[str, Metric] | None = None) -> tuple[str, ...]:
     """The result keys ``compute_aggregates`` summarises (not the step keys), in order."""
     return tuple(
@@ -461,9 +467,7 @@ def reserved(key: str, registry: Mapping[str, Metric] | None = None) -> bool:
     registry = registry if registry is not None else METRICS
     if key in RECORD_FIELDS or key_info(key, registry) is not None:
         return True
-    return any(
-        key == m.name or key.startswith(m.name + "_") for m in registry.values() if m.prefix
-    )
+    return any(key == m.name or key.startswith(m.name + "_") for m in registry.values() if m.prefix)
 
 
 def describe_metrics(registry: Mapping[str, Metric] | None = None) -> list[dict[str, Any]]:

@@ -138,9 +138,7 @@ async def score(judge: Any, inputs: Mapping[str, Any], options: Mapping[str, Any
     the components among their values (``inputs["scores"]``), with ``options["weights"]``;
     ``ValueError`` for a component or weight that is not a score."""
     scores = inputs["scores"]
-    composite = ragas_score(
-        {name: scores.get(name) for name in COMPONENTS}, options.get("weights")
-    )
+    composite = ragas_score({name: scores.get(name) for name in COMPONENTS}, options.get("weights"))
     if composite.score is None:
         return Output("ragas_score", {"ragas_score_reason": "none of its components was computed"})
     return Output(

@@ -26,7 +26,8 @@ from typing import Annotated, Any
 import orjson
 from pydantic import AfterValidator, BaseModel, Field, create_model
 
-from ..judge.calls import Judge, Verdict
+from ..judge.calls import Judge
+from ..judge.usage import Verdict
 from ..prompts import numbered_blocks, render
 from . import ranking
 from .correctness import f1
@@ -91,7 +92,7 @@ def chunk_texts(output: Any) -> list[str]:
     return [c["text"] for c in data]
 
 
-def _numbered(chunks: Sequence[str]) -> str:
+def numbered_chunks(chunks: Sequence[str]) -> str:
     return numbered_blocks(chunks, "chunk")
 
 
@@ -120,7 +121,7 @@ async def ask_recall(
 ) -> Verdict[RecallReply]:
     """Ask which statements of the reference the numbered chunks support (``context_recall``
     prompt); ``JudgeError`` when no usable reply comes."""
-    trusted = {"chunks": _numbered(chunks)}
+    trusted = {"chunks": numbered_chunks(chunks)}
     text = render("context_recall", trusted, question=question, reference=reference)
     return await judge.ask(metric, [{"role": "user", "content": text}], RecallReply)
 
@@ -140,7 +141,7 @@ async def _recall_output(
 async def _precision_output(
     judge: Judge, name: str, question: str, reference: str, chunks: Sequence[str]
 ) -> Output:
-    trusted = {"chunks": _numbered(chunks)}
+    trusted = {"chunks": numbered_chunks(chunks)}
     text = render("context_precision", trusted, question=question, reference=reference)
     messages = [{"role": "user", "content": text}]
     answer = await judge.ask(name, messages, _precision_schema(len(chunks)))
@@ -176,9 +177,7 @@ async def retrieval_outputs(
         outputs += await measure(name, _recall_output(judge, name, question, reference, chunks))
     if precision:
         name = f"{prefix}_precision"
-        outputs += await measure(
-            name, _precision_output(judge, name, question, reference, chunks)
-        )
+        outputs += await measure(name, _precision_output(judge, name, question, reference, chunks))
     if len(outputs) == 2 and all(o.error is None for o in outputs):
         r, p = (o.values[o.metric] for o in outputs)
         costs = tuple(c for o in outputs for c in o.costs)

@@ -50,14 +50,16 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, create_model
 
-from ..judge.calls import Judge, JudgeError, Verdict
+from ..errors import JudgeError
+from ..judge.calls import Judge
+from ..judge.usage import Verdict
 from ..prompts import delimit, render
 from .context import (
     Attribution,
     ChunkVerdict,
-    _numbered,
     ask_recall,
     context_recall,
+    numbered_chunks,
     numbered_schema,
 )
 from .output import Output
@@ -153,7 +155,7 @@ class ContextJudgement:
         return await self.verdict()
 
     async def _ask(self) -> Verdict[Any]:
-        trusted = {"chunks": _numbered(self.contexts)}
+        trusted = {"chunks": numbered_chunks(self.contexts)}
         text = render("context_quality", trusted, question=self.question, reference=self.reference)
         messages = [{"role": "user", "content": text}]
         return await self.judge.ask(COMBINED_METRIC, messages, combined_schema(len(self.contexts)))
@@ -235,7 +237,7 @@ async def context_precision(
             verdict = await shared.verdict_for(contexts, reference)
             cost = _half(verdict.cost)
         else:
-            trusted = {"target": target, "given": given, "chunks": _numbered(contexts)}
+            trusted = {"target": target, "given": given, "chunks": numbered_chunks(contexts)}
             text = render("context_relevance", trusted, question=question)
             messages = [{"role": "user", "content": text}]
             schema = relevance_schema(len(contexts))

@@ -28,14 +28,11 @@ from pydantic import BaseModel, Field, model_validator
 
 from ..judge.calls import Judge
 from ..prompts import delimit, prompt_text, render
-from .definitions import PLACEHOLDERS, check_prompt
 from .output import Output, measure, serialize
 
 __all__ = [
-    "PLACEHOLDERS",
     "CorrectnessReply",
     "answer_correctness",
-    "check_prompt",
     "correctness_output",
     "correctness_scores",
     "f1",

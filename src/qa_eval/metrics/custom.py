@@ -22,17 +22,11 @@ from pydantic import BaseModel, create_model
 
 from ..judge.calls import Judge
 from ..prompts import delimit, render
-from .definitions import INPUTS, CustomMetric, collides, parse_custom_metric
+from .definitions import CustomMetric
 from .output import Output, measure, serialize
 
-__all__ = [
-    "INPUTS",
-    "CustomMetric",
-    "collides",
-    "custom_metric",
-    "custom_output",
-    "parse_custom_metric",
-]
+__all__ = ["custom_metric", "custom_output"]
+
 
 def _step_view(step: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
     view: dict[str, Any] = {}
@@ -79,9 +73,7 @@ def _nulls(metric: CustomMetric) -> dict[str, Any]:
     return dict.fromkeys(metric.outputs)
 
 
-async def _custom_output(
-    judge: Judge, metric: CustomMetric, values: Mapping[str, Any]
-) -> Output:
+async def _custom_output(judge: Judge, metric: CustomMetric, values: Mapping[str, Any]) -> Output:
     blocks = []
     for name in metric.inputs:
         if values.get(name) is None:

@@ -3,8 +3,8 @@ template's placeholders (``answer_correctness.prompt``) and a custom metric's de
 (``custom_evaluations``).
 
 Kept apart from the metrics that score with a judge so that loading a config needs no judge:
-``config`` imports this module (and the registry), never ``judge``. ``metrics.correctness`` and
-``metrics.custom`` re-export what they used to define here.
+``config`` imports this module (and the registry), never ``judge``; ``metrics.correctness`` and
+``metrics.custom`` import what they need of it.
 """
 
 from __future__ import annotations
@@ -52,7 +52,6 @@ def check_prompt(template: str) -> None:
             raise ValueError(
                 f"placeholder {{{name}}} takes no conversion or format spec (write {{{name}}})"
             )
-
 
 
 INPUTS = ("question", "reference_answer", "reference_steps", "actual_answer", "actual_steps")

@@ -129,9 +129,7 @@ class Output:
     def from_keys(cls, metric: str, keys: Mapping[str, Any]) -> Output:
         """A record read back from result keys (``<metric>_cost`` and ``<metric>_error`` taken
         out of the values): for a metric function that still returns keys."""
-        values = {
-            k: v for k, v in keys.items() if k not in (f"{metric}_cost", f"{metric}_error")
-        }
+        values = {k: v for k, v in keys.items() if k not in (f"{metric}_cost", f"{metric}_error")}
         cost_key = f"{metric}_cost"
         error = keys.get(f"{metric}_error")
         return cls(
@@ -230,9 +228,7 @@ async def measure(
     outputs = outputs_of(metric, result)
     if aliases:
         outputs = tuple(
-            Output(
-                o.metric, o.values, o.costs, o.usage, o.error, o.skip, aliases, o.counted
-            )
+            Output(o.metric, o.values, o.costs, o.usage, o.error, o.skip, aliases, o.counted)
             if o.metric == metric and o.error is not None and not o.aliases
             else o
             for o in outputs

@@ -30,8 +30,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
+from ..errors import DryRunSkip, JudgeError
+from ..judge.calls import Judge
 from ..judge.embeddings import Embedder
-from ..judge.calls import DryRunSkip, Judge, JudgeError
 from ..prompts import render
 from ..redact import redact
 from .output import Output, failed, measure, serialize

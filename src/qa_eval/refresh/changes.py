@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .runners import RDF_LANG_STRING, XSD, XSD_STRING
 from ..steps.sparql.terms import parse_sparql_json
+from .runners import RDF_LANG_STRING, XSD, XSD_STRING
 
 __all__ = [
     "SAMPLE_ROWS",
@@ -252,10 +252,7 @@ class Difference:
     note: str = ""
 
 
-def difference(
-    old: Mapping[str, Any] | None, new: Mapping[str, Any], ordered: bool
-) -> Difference:
-
+def difference(old: Mapping[str, Any] | None, new: Mapping[str, Any], ordered: bool) -> Difference:
     """What changed between two canonical results."""
     if old is None or ("boolean" in old) != ("boolean" in new):
         return Difference(True)

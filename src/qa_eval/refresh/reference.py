@@ -38,9 +38,9 @@ message: they are replaced by ``***`` even where a server echoes them.
 For RDF dataset files (N-Quads, TriG) the queries see the union of all graphs as their default
 graph, as most triple stores do, unless ``default_graph_uris`` name the graphs to use.
 
-The parts: the query runners are in ``refresh_runners``, the canonical text and the differences
-in ``refresh_changes``, the writing of the file in ``refresh_writer``; their public names are
-importable from here.
+The parts: the query runners are in ``refresh.runners``, the canonical text and the differences
+in ``refresh.changes``, the writing of the file in ``refresh.writer``; the package's face names
+their public names.
 """
 
 from __future__ import annotations
@@ -54,6 +54,8 @@ from typing import Any
 
 from ..errors import InputError, QaEvalError
 from ..io.files import check_output_path, read_data
+from ..steps.kinds import SPARQL_JSON
+from ..steps.sparql.terms import SparqlResultError, parse_sparql_json
 from .changes import (
     RefreshResult,
     StepChange,
@@ -61,18 +63,13 @@ from .changes import (
     difference,
     output_text,
     parse_old,
-    sparql_json_text,
     summary,
 )
 from .runners import (
     DEFAULT_TIMEOUT,
-    ENV_PASSWORD,
-    ENV_USER,
     QueryRunner,
     SparqlRunError,
     endpoint_runner,
-    load_store,
-    parse_header,
     store_runner,
 )
 from .writer import (
@@ -82,29 +79,14 @@ from .writer import (
     write_atomically,
     write_reference,
 )
-from ..steps.kinds import SPARQL_JSON
-from ..steps.sparql.terms import SparqlResultError, parse_sparql_json
 
 __all__ = [
     "DEFAULT_MAX_CHANGES",
-    "ENV_PASSWORD",
-    "ENV_USER",
-    "QueryRunner",
     "RefreshRefused",
-    "RefreshResult",
-    "SparqlRunError",
-    "StepChange",
     "change_limit",
-    "endpoint_runner",
-    "load_store",
-    "parse_header",
     "refresh_reference",
     "refresh_reference_file",
     "safety_issues",
-    "sparql_json_text",
-    "store_runner",
-    "updated_text",
-    "write_reference",
 ]
 
 DEFAULT_MAX_CHANGES = "50%"
@@ -286,7 +268,6 @@ def refresh_reference_file(
     force: bool = False,
     max_changes: int | str = DEFAULT_MAX_CHANGES,
 ) -> RefreshResult:
-
     """Refresh a reference file against an RDF file or an endpoint; write it to ``output``.
 
     Only the changed outputs are rewritten; an unchanged file is not written (to another

@@ -261,7 +261,6 @@ def endpoint_runner(
     auth: tuple[str, str] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> QueryRunner:
-
     """A query runner over a SPARQL 1.1 protocol endpoint (HTTP POST, JSON results).
 
     ``headers`` (``{"Name": "value"}`` or ``"Name: value"`` strings) go with every request; an

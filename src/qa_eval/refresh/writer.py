@@ -300,7 +300,6 @@ def _represent_str(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
 _LiteralBlockDumper.add_representer(str, _represent_str)
 
 
-
 def write_reference(path: str | os.PathLike[str], data: Any) -> None:
     """Write reference data afresh by extension; YAML keeps multi-line strings as literal blocks
     (``refresh_reference_file`` uses it only to convert between YAML and JSON)."""

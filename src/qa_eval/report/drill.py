@@ -23,8 +23,7 @@ from typing import Any
 
 from ..aggregate import is_error, is_finite_number
 from ..steps.outputs import OutputParseError, loads
-from ..steps.sparql.compare import SparqlResultError
-from ..steps.sparql.terms import _term
+from ..steps.sparql.terms import SparqlResultError, read_term
 from .text import clip, format_query, prefixes
 
 __all__ = ["Drill", "RefBlock", "RunAnswer", "StepView", "Table", "drill_down"]
@@ -168,7 +167,7 @@ def _canon(term: Any) -> Hashable:
     if term is None:
         return ("unbound",)
     try:
-        return _term(term)
+        return read_term(term)
     except (SparqlResultError, TypeError, ValueError):
         return ("invalid", repr(term))
 

@@ -21,8 +21,8 @@ from typing import Any
 import yaml
 
 from ..aggregate import is_finite_number
-from ..redact import _LITERALS, known_secrets, redact
 from ..judge.repeats import SIGMAS
+from ..redact import SECRET_MARKERS, known_secrets, redact
 from . import figures
 from .drill import drill_down, metric_rows
 from .model import Metric, RunSummary, Verdict
@@ -65,7 +65,7 @@ def pack(documents: Sequence[str]) -> str:
 
 # What a text must contain for redact() to change it: one of its trigger words or a known
 # secret (read once per page: redact() itself reads the environment on every call).
-_TRIGGER = re.compile("|".join(re.escape(word) for word in _LITERALS))  # lower-case words
+_TRIGGER = re.compile("|".join(re.escape(word) for word in SECRET_MARKERS))  # lower-case words
 _secrets: tuple[str, ...] = ()
 
 

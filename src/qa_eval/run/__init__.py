@@ -1,1 +1,74 @@
-"""run (face written below)."""
+"""One evaluation: the inputs prepared (``prepare``), one question's deterministic result
+(``question``), its judged metrics scheduled (``score``), the one code path of a run
+(``execute``) and its entry points (``evaluation``), progress (``progress``), streamed files
+(``stream``), the plan of an evaluation of files and its run (``plan``, ``files``), the Batch
+API prefill (``prefill``) and the TSV command (``tsv``).
+"""
+
+from typing import TYPE_CHECKING
+
+from ..extras import lazy_face
+
+if TYPE_CHECKING:
+    from .evaluation import EvaluationStream, arun_evaluation, iter_evaluation, run_evaluation
+    from .execute import NO_JUDGE, metric_names, reference_fingerprint
+    from .files import EvaluationRun, Observer, evaluate_files, run_plan
+    from .plan import EvaluationPlan, plan_evaluation
+    from .prefill import aprefill, prefill
+    from .progress import RunProgress
+    from .question import NO_RESPONSE, Results, evaluate_question
+    from .stream import JsonLinesResponses, ResultsFile
+    from .tsv import evaluate_tsv, run_tsv
+
+_NAMES = {
+    "EvaluationPlan": "plan",
+    "EvaluationRun": "files",
+    "EvaluationStream": "evaluation",
+    "JsonLinesResponses": "stream",
+    "NO_JUDGE": "execute",
+    "NO_RESPONSE": "question",
+    "Observer": "files",
+    "Results": "question",
+    "ResultsFile": "stream",
+    "RunProgress": "progress",
+    "aprefill": "prefill",
+    "arun_evaluation": "evaluation",
+    "evaluate_files": "files",
+    "evaluate_question": "question",
+    "evaluate_tsv": "tsv",
+    "iter_evaluation": "evaluation",
+    "metric_names": "execute",
+    "plan_evaluation": "plan",
+    "prefill": "prefill",
+    "reference_fingerprint": "execute",
+    "run_evaluation": "evaluation",
+    "run_plan": "files",
+    "run_tsv": "tsv",
+}
+
+__all__ = [
+    "NO_JUDGE",
+    "NO_RESPONSE",
+    "EvaluationPlan",
+    "EvaluationRun",
+    "EvaluationStream",
+    "JsonLinesResponses",
+    "Observer",
+    "Results",
+    "ResultsFile",
+    "RunProgress",
+    "aprefill",
+    "arun_evaluation",
+    "evaluate_files",
+    "evaluate_question",
+    "evaluate_tsv",
+    "iter_evaluation",
+    "metric_names",
+    "plan_evaluation",
+    "prefill",
+    "reference_fingerprint",
+    "run_evaluation",
+    "run_plan",
+    "run_tsv",
+]
+__getattr__, __dir__ = lazy_face(__name__, _NAMES)

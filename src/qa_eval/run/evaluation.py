@@ -17,28 +17,16 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..config import EvalConfig
-from .execute import NO_JUDGE, ResultCallback, _execute, _Ordered, _Sink, metric_names
+from .execute import OrderedSink, ResultCallback, ResultSink, execute
 from .execute import reference_fingerprint as reference_fingerprint
-from .question import NO_RESPONSE, Results, evaluate_question
-from .progress import ProgressCallback, RunProgress, StatusCallback
+from .progress import ProgressCallback, StatusCallback
+from .question import Results
 
-__all__ = [
-    "NO_JUDGE",
-    "NO_RESPONSE",
-    "EvaluationStream",
-    "Results",
-    "RunProgress",
-    "arun_evaluation",
-    "evaluate_question",
-    "iter_evaluation",
-    "metric_names",
-    "reference_fingerprint",
-    "run_evaluation",
-]
+__all__ = ["EvaluationStream", "arun_evaluation", "iter_evaluation", "run_evaluation"]
 
 if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
-    from ..judge.embeddings import Embedder
     from ..judge.calls import Judge
+    from ..judge.embeddings import Embedder
 
 ConfigArg = EvalConfig | str | os.PathLike[str] | Mapping[str, Any] | None
 """A run's config: an :class:`EvalConfig`, a YAML file's path, a mapping, or None."""
@@ -52,6 +40,7 @@ def _config_arg(config: ConfigArg, config_file_path: str | os.PathLike[str] | No
             raise TypeError("give the config once: config or config_file_path, not both")
         return config_file_path
     return None if config == "" else config
+
 
 async def arun_evaluation(
     reference_qas: Any,
@@ -93,8 +82,8 @@ async def arun_evaluation(
     instead of hashing the reference again. ``keys="graphrag-eval"`` writes only the keys
     graphrag-eval 6.6.1 writes (no ``mismatch``, ``step_errors``, costs, ...; values unchanged),
     for golden files and ``==`` tests written against 6.6.1."""
-    sink = _Sink()
-    sink.results.signature = await _execute(
+    sink = ResultSink()
+    sink.results.signature = await execute(
         reference_qas,
         chat_responses,
         sink,
@@ -171,6 +160,7 @@ class EvaluationStream(Iterator[dict[str, Any]]):
 
     def _start(self) -> None:
         reference_qas, chat_responses, options = self._args
+
         def deliver(batch: list[dict[str, Any]]) -> None:
             self._queue.put(("batch", batch))
 
@@ -179,9 +169,7 @@ class EvaluationStream(Iterator[dict[str, Any]]):
             self._task = asyncio.current_task()
             if self._stop.is_set():
                 raise asyncio.CancelledError
-            return await _execute(
-                reference_qas, chat_responses, _Ordered(deliver), **options
-            )
+            return await execute(reference_qas, chat_responses, OrderedSink(deliver), **options)
 
         def target() -> None:
             try:
@@ -230,6 +218,8 @@ def iter_evaluation(
     result was read."""
     options["config"] = _config_arg(config, options.pop("config_file_path", None))
     return EvaluationStream(reference_qas, chat_responses, options)
+
+
 def _run_in_thread(coroutine_factory: Callable[[], Any]) -> Any:
     box: dict[str, Any] = {}
 

@@ -1,4 +1,4 @@
-"""The one code path of a run (``_execute``): prepare the questions and responses, set up the judge,
+"""The one code path of a run (``execute``): prepare the questions and responses, set up the judge,
 the embedder and the scorer, evaluate every question in reference order with at most ``window``
 scored at once, hand results to a sink as they finish, and build the run's signature.
 
@@ -21,24 +21,25 @@ from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
-from ..judge.cache.store import ReplyCache, open_cache
 from ..config import GROUPS, OFFLINE_SWITCHES, SWITCHES, EvalConfig, as_config
 from ..errors import QaEvalError, UnknownResponsesWarning
 from ..extras import require
 from ..io.keysets import check_keys, custom_keys, original_result
+from ..judge.cache.store import ReplyCache, open_cache
 from .prepare import Question, Response, Unknown, prepare_reference, prepare_responses
+from .progress import ASKS, CountingJudge, ProgressCallback, StatusCallback, Tracker
 from .question import Results, evaluate_question
-from .progress import _ASKS, ProgressCallback, StatusCallback, _CountingJudge, _Tracker
 
 if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
-    from ..judge.embeddings import Embedder
     from ..judge.calls import Judge
+    from ..judge.embeddings import Embedder
     from .score import AnswerScorer
 
 __all__ = ["NO_JUDGE", "ResultCallback", "metric_names", "reference_fingerprint"]
 
 ResultCallback = Callable[[dict[str, Any]], None]
 """Called with each question's finished result, in the order questions finish."""
+
 
 def _llm_setup(
     config: EvalConfig | str | os.PathLike[str] | Mapping[str, Any] | None,
@@ -96,6 +97,7 @@ NO_JUDGE_LIBRARY = (
     "without a config run_evaluation calls no judge, as graphrag-eval does)"
 )
 
+
 class _Lookup:
     """The responses of a run by reference position: held in memory, or read from a JSON Lines
     file one at a time (:class:`~qa_eval.stream.StreamedResponses`)."""
@@ -135,7 +137,7 @@ def _prepare(
     return questions, lookup
 
 
-class _Sink:
+class ResultSink:
     """Where finished results go: here, into the list the run returns, by position."""
 
     def __init__(self) -> None:
@@ -157,7 +159,7 @@ class _Sink:
         return None
 
 
-class _Ordered(_Sink):
+class OrderedSink(ResultSink):
     """Results handed on in reference order, in batches: a result that finishes before an
     earlier one waits here, and the run reads no further question while ``limit`` wait
     (``max(256, 8 x`` the questions scored at once``)``)."""
@@ -207,10 +209,10 @@ class _Ordered(_Sink):
             self.deliver(batch)
 
 
-async def _execute(
+async def execute(
     reference_qas: Any,
     chat_responses: Any,
-    sink: _Sink,
+    sink: ResultSink,
     *,
     config: EvalConfig | str | os.PathLike[str] | Mapping[str, Any] | None = None,
     concurrency: int | None = None,
@@ -270,8 +272,8 @@ async def _execute(
             if judge is None and settings.generation is not None:
                 require("openai", "the LLM judge")
             require("pydantic", "the answer metrics")
-            from ..judge.embeddings import CachingEmbedder, make_embedder
             from ..judge.calls import Judge
+            from ..judge.embeddings import CachingEmbedder, make_embedder
             from .score import AnswerScorer
         if judge is None and settings.generation is not None:
             store = open_cache(cache)
@@ -289,12 +291,12 @@ async def _execute(
                 judge.slot if remote and judge is not None else None,
             )
         bertscorer = _bertscorer(settings) if wanted("bertscore") else None
-        tracker = _Tracker(judge, progress, on_progress)
+        tracker = Tracker(judge, progress, on_progress)
         scorer: AnswerScorer | None = None
         if judge is not None or offline:
             counted = judge
             if judge is not None and on_progress is not None:
-                counted = cast("Judge", _CountingJudge(judge, tracker))
+                counted = cast("Judge", CountingJudge(judge, tracker))
             scorer = AnswerScorer(settings, counted, embedder, disabled, enabled, bertscorer)
         tracker.total = len(questions)
         # At most this many questions are scored at once: each question's judge calls then
@@ -412,8 +414,8 @@ async def _pipeline(
     scorer: AnswerScorer | None,
     no_judge: bool,
     window: int,
-    sink: _Sink,
-    tracker: _Tracker,
+    sink: ResultSink,
+    tracker: Tracker,
     on_result: ResultCallback | None,
     collecting: bool,
     project: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
@@ -467,7 +469,7 @@ async def _pipeline(
     async def one(index: int, result: dict[str, Any], matched: Any, expected: int) -> None:
         assert scorer is not None
         asks = [0]
-        _ASKS.set(asks)
+        ASKS.set(asks)
         try:
             scored = await scorer.score(result, matched)
         finally:
@@ -514,13 +516,14 @@ async def _pipeline(
     return needs_judge
 
 
-async def _tick(tracker: _Tracker, sink: _Sink) -> None:
+async def _tick(tracker: Tracker, sink: ResultSink) -> None:
     """While the judge works: the progress display is told what it did, and results that
     finished are handed on, even when no question finishes for a while."""
     while True:
         await asyncio.sleep(0.2)
         tracker.report()
         sink.flush()
+
 
 def metric_names(names: Iterable[str], verb: str) -> frozenset[str]:
     """Metric switch names (``graphrag`` expanded); ``QaEvalError`` for an unknown one."""

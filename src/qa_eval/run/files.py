@@ -29,7 +29,9 @@ from typing import Any
 
 from ..aggregate import compute_aggregates
 from ..errors import QaEvalError
-from ..io.files import dump_json, signature_path, write_data
+from ..io.files import signature_path, write_data
+from ..io.limits import dump_json
+from .evaluation import run_evaluation
 from .plan import (
     EvaluationPlan,
     JudgeCallPlan,
@@ -38,7 +40,6 @@ from .plan import (
     plan_evaluation,
     with_tags,
 )
-from .evaluation import run_evaluation
 
 __all__ = [
     "EvaluationRun",
@@ -429,7 +430,8 @@ def _evaluate_streamed(
     as it and those before it finished, and into the aggregates; none is held. The partial file
     becomes the output at the end. Returns the results (read back from the output on demand),
     the aggregates and the few keys of the results that the warnings read."""
-    from .evaluation import Results, iter_evaluation
+    from .evaluation import iter_evaluation
+    from .question import Results
     from .stream import ResultsFile
 
     stream = iter_evaluation(plan.reference, system.responses, **options)

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ..io import kinds as filekind
 from ..aggregate import CATEGORIES, DEFAULT_TAGS
 from ..errors import InputError, QaEvalError
+from ..io import kinds as filekind
 from ..io.files import JSONL_SUFFIXES, check_output_path, read_reference, read_responses
 
 if TYPE_CHECKING:
@@ -232,8 +232,8 @@ class EvaluationPlan:
                 f"{self.spell('dry_run')} needs a judge: pass {self.spell('config')} or set "
                 "OPENAI_API_KEY"
             )
-        from ..judge.cache.store import open_cache
         from ..errors import UnknownResponsesWarning
+        from ..judge.cache.store import open_cache
         from ..judge.calls import Judge
         from .evaluation import run_evaluation
 

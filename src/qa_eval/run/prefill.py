@@ -46,7 +46,7 @@ Costs: tokens a batch served are priced at the model's batch rates (``batch_inpu
 metrics' ``*_cost`` keys and in :class:`BatchReport`, also when they are read back from the cache.
 
 This module plans the rounds and completes the run; the provider's side (the JSONL files, the
-Batch API calls, the batch tables of the cache database and the lock) is in ``batch_jobs.py``.
+Batch API calls, the batch tables of the cache database and the lock) is ``judge.batch``.
 """
 
 from __future__ import annotations
@@ -55,21 +55,14 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..config import EvalConfig
+from ..errors import Deferred
 from ..judge.batch import POLL_FIRST, Batcher, BatchError, BatchReport, BatchStore, Report
 from ..judge.cache.store import open_cache
-from ..config import EvalConfig
-from ..judge.calls import Deferred, Judge
+from ..judge.calls import Judge
 from ..judge.prices import price_of
 
-__all__ = [
-    "MAX_ROUNDS",
-    "BatchError",
-    "BatchReport",
-    "Outbox",
-    "aprefill",
-    "final_judge",
-    "prefill",
-]
+__all__ = ["MAX_ROUNDS", "Outbox", "aprefill", "final_judge", "prefill"]
 
 
 MAX_ROUNDS = 8

@@ -31,15 +31,7 @@ from ..steps.outputs import OutputParseError, loads
 from ..steps.sparql.match import prepare_reference as prepare_sparql_reference
 from ..steps.sparql.terms import SparqlResultError, parse_sparql_json
 
-__all__ = [
-    "SPARQL_JSON",
-    "Question",
-    "ReferenceStep",
-    "Response",
-    "Unknown",
-    "prepare_reference",
-    "prepare_responses",
-]
+__all__ = ["Question", "Response", "Unknown", "prepare_reference", "prepare_responses"]
 
 _ID_TYPES = (str, int)
 
@@ -73,10 +65,10 @@ class Response:
     @property
     def record(self) -> str:
         """The record's name in messages, e.g. ``line 3 (question_id 'q1')``."""
-        return _response_record(self.place, self.question_id)
+        return response_record(self.place, self.question_id)
 
 
-def _response_record(place: tuple[str, Any], qid: Any) -> str:
+def response_record(place: tuple[str, Any], qid: Any) -> str:
     kind, where = place
     if kind == "key":
         return f"question_id {short_repr(where)}"
@@ -85,7 +77,7 @@ def _response_record(place: tuple[str, Any], qid: Any) -> str:
 
 
 @dataclass
-class _Problems:
+class Problems:
     source: str
     items: list[tuple[str | None, str | None, str]] = field(default_factory=list)
 
@@ -134,7 +126,7 @@ def _where(group: int, index: int) -> str:
 
 
 def _prepare_step(
-    raw: Any, group: int, index: int, record: str, problems: _Problems
+    raw: Any, group: int, index: int, record: str, problems: Problems
 ) -> ReferenceStep | None:
     if not isinstance(raw, dict):
         problems.add(
@@ -251,7 +243,7 @@ def _context_ids(contexts: Any) -> list[Any]:
 
 def prepare_reference(data: Any, source: str = "reference") -> list[Question]:
     """Validate a reference dataset (list of templates) and prepare its questions."""
-    problems = _Problems(source)
+    problems = Problems(source)
     if not isinstance(data, list):
         problems.add(
             None, None, f"the top level must be a list of templates, got {_type_name(data)}"
@@ -305,7 +297,7 @@ def prepare_reference(data: Any, source: str = "reference") -> list[Question]:
 
 
 def _prepare_groups(
-    question: Mapping[str, Any], record: str, problems: _Problems
+    question: Mapping[str, Any], record: str, problems: Problems
 ) -> tuple[tuple[tuple[ReferenceStep, ...], ...] | None, bool]:
     """The prepared step groups (None without ``reference_steps``), and whether some step
     carries a ``matches`` key."""
@@ -338,12 +330,12 @@ def _prepare_groups(
     return tuple(groups), has_matches
 
 
-def _check_steps(steps: Any, place: tuple[str, Any], qid: Any, problems: _Problems) -> list[int]:
+def _check_steps(steps: Any, place: tuple[str, Any], qid: Any, problems: Problems) -> list[int]:
     """Check the actual steps of the response read at ``place``; returns the indexes of the
     successful ones."""
     if not isinstance(steps, list):
         message = f"must be a list, got {_got(steps)}"
-        problems.add(_response_record(place, qid), "actual_steps", message)
+        problems.add(response_record(place, qid), "actual_steps", message)
         return []
     successful = []
     for i, step in enumerate(steps):
@@ -370,11 +362,11 @@ def _check_steps(steps: Any, place: tuple[str, Any], qid: Any, problems: _Proble
             else:
                 continue
             field_path, message = f"actual_steps[{i}].{key}", _wrong(step, key, wanted)
-        problems.add(_response_record(place, qid), field_path, message)
+        problems.add(response_record(place, qid), field_path, message)
     return successful
 
 
-def _numbered(data: Any, problems: _Problems) -> Iterable[tuple[tuple[str, Any], Any, Any]]:
+def _numbered(data: Any, problems: Problems) -> Iterable[tuple[tuple[str, Any], Any, Any]]:
     """Yield (place, key, response) for a list, a dict keyed by question id, or JSONL lines."""
     if isinstance(data, dict):
         for key, response in data.items():
@@ -440,7 +432,7 @@ def prepare_responses(
     """Validate the responses and index them by question id. A response for a question id not
     in the reference is counted in ``unknown`` and left out; without ``unknown`` it is an
     error."""
-    problems = _Problems(source)
+    problems = Problems(source)
     known = {q.question_id for q in questions}
     responses: dict[Any, Response] = {}
 
@@ -460,7 +452,7 @@ def check_response(
     place: tuple[str, Any],
     key: Any,
     response: Any,
-    problems: _Problems,
+    problems: Problems,
     known: Container[Any],
     earlier: Callable[[Any], str | None],
     unknown: Unknown | None = None,
@@ -471,7 +463,7 @@ def check_response(
     problem without it). The prepared response, or None when it is not usable."""
     if not isinstance(response, dict):
         problems.add(
-            _response_record(place, None),
+            response_record(place, None),
             None,
             f"a response must be a mapping, got {_type_name(response)}",
         )
@@ -479,7 +471,7 @@ def check_response(
     qid = response.get("question_id", key)
     if key is not None and "question_id" in response and response["question_id"] != key:
         problems.add(
-            _response_record(place, None),
+            response_record(place, None),
             "question_id",
             f"{short_repr(response['question_id'])} differs from its key",
         )
@@ -490,14 +482,14 @@ def check_response(
             if "question_id" in response or key is not None
             else "missing"
         )
-        problems.add(_response_record(place, None), "question_id", message)
+        problems.add(response_record(place, None), "question_id", message)
         return None
     if qid not in known:
         if unknown is not None:
             unknown.add(qid)
             return None
         problems.add(
-            _response_record(place, qid),
+            response_record(place, qid),
             "question_id",
             "no question with this id in the reference dataset",
         )
@@ -505,7 +497,7 @@ def check_response(
     seen = earlier(qid)
     if seen is not None:
         problems.add(
-            _response_record(place, qid),
+            response_record(place, qid),
             "question_id",
             f"duplicate response (also {seen})",
         )
@@ -513,7 +505,7 @@ def check_response(
     status = response.get("status")
     if status is not None and status not in ("success", "error"):
         problems.add(
-            _response_record(place, qid),
+            response_record(place, qid),
             "status",
             f"must be 'success' or 'error', got {short_repr(status)}",
         )
@@ -526,7 +518,7 @@ def check_response(
         value = response.get(key_name)
         if value is not None and not isinstance(value, str):
             problems.add(
-                _response_record(place, qid), key_name, f"must be a string, got {_got(value)}"
+                response_record(place, qid), key_name, f"must be a string, got {_got(value)}"
             )
     for key_name in _TOKEN_KEYS:
         value = response.get(key_name)
@@ -536,5 +528,5 @@ def check_response(
         if number and 0 <= value < _INF:
             continue
         wanted = "a finite number, at least 0" if number else "a number"
-        problems.add(_response_record(place, qid), key_name, f"must be {wanted}, got {_got(value)}")
+        problems.add(response_record(place, qid), key_name, f"must be {wanted}, got {_got(value)}")
     return Response(qid, response, place, is_error, successful)

@@ -1,7 +1,7 @@
 """What a run reports while it works: questions done, judge asks done and planned, tokens, cost.
 
-``RunProgress`` is what ``on_progress`` receives; ``_Tracker`` counts and estimates, and
-``_CountingJudge`` counts every ask of the metrics (in all, and for the question whose task asks).
+``RunProgress`` is what ``on_progress`` receives; ``Tracker`` counts and estimates, and
+``CountingJudge`` counts every ask of the metrics (in all, and for the question whose task asks).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ __all__ = ["ProgressCallback", "RunProgress", "StatusCallback"]
 
 ProgressCallback = Callable[[int, int], None]
 """Called as ``progress(done, total)`` after each question."""
+
+
 @dataclass
 class RunProgress:
     """What a run has done so far, as ``on_progress`` receives it (about ten times a second, and
@@ -39,13 +41,13 @@ class RunProgress:
 
 StatusCallback = Callable[[RunProgress], None]
 
-_ASKS: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
+ASKS: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
     "qa_eval_question_asks", default=None
 )
 """The judge asks of the question whose metrics the current task computes."""
 
 
-class _Tracker:
+class Tracker:
     """Counts the finished questions and the judge's asks, and estimates the asks to come: each
     question sent to the scorer is expected to ask once per judge metric that applies to it
     (``AnswerScorer.expected_asks``), the questions not read yet as many as those read so far on
@@ -109,11 +111,11 @@ class _Tracker:
         self.on_progress(status)
 
 
-class _CountingJudge:
+class CountingJudge:
     """The run's judge as the metrics see it: every ask counted for the progress display (in
     all, and for the question whose task asks); everything else is the judge's own."""
 
-    def __init__(self, judge: Judge, tracker: _Tracker) -> None:
+    def __init__(self, judge: Judge, tracker: Tracker) -> None:
         self._judge = judge
         self._tracker = tracker
 
@@ -122,7 +124,7 @@ class _CountingJudge:
 
     async def ask(self, metric: str, messages: list[dict[str, str]], schema: Any) -> Any:
         """``Judge.ask``, counted."""
-        counter = _ASKS.get()
+        counter = ASKS.get()
         if counter is not None:
             counter[0] += 1
         self._tracker.asks_started += 1

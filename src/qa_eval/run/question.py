@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping
 from typing import Any
 
-from .prepare import Question, Response
 from ..steps.compare import StepScorer
 from ..steps.explain import explain_unmatched
 from ..steps.matching import match_steps
+from .prepare import Question, Response
 
 __all__ = ["NO_RESPONSE", "Results", "evaluate_question"]
 
@@ -85,6 +85,7 @@ def evaluate_question(
         if key in reply:
             result[key] = reply[key]
     return result
+
 
 class Results(list):  # type: ignore[type-arg]
     """The per-question results (a list, as in the original) with the run's ``signature``:

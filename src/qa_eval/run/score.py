@@ -56,14 +56,15 @@ from types import MappingProxyType
 from typing import Any
 
 from ..config import OFFLINE_SWITCHES, SWITCHES, EvalConfig
-from ..judge.embeddings import Embedder
 from ..io.flat import FLAT_MARK
 from ..judge.calls import Judge
+from ..judge.embeddings import Embedder
 from ..metrics import METRICS as REGISTRY
 from ..metrics import Metric
 from ..metrics.context import chunk_texts, retrieval_outputs
 from ..metrics.context_quality import combines, context_judgement
-from ..metrics.custom import CustomMetric, custom_output
+from ..metrics.custom import custom_output
+from ..metrics.definitions import CustomMetric
 from ..metrics.output import Output, failed, llm_cost, measure, serialize
 
 __all__ = ["AnswerScorer", "contexts_of"]

@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import InputError
-from ..io.files import _json
+from ..io.files import parse_json
 from .prepare import (
+    Problems,
     Question,
     Response,
     Unknown,
-    _Problems,
-    _response_record,
     check_response,
+    response_record,
 )
 
 __all__ = ["JsonLinesResponses", "ResultsFile"]
@@ -82,14 +82,14 @@ class JsonLinesResponses:
         reports them) before anything is evaluated. Keeps only each response's place; lines
         for question ids not in the reference are counted in ``unknown`` (an error without
         it), as ``prepare_responses`` does."""
-        problems = _Problems(source)
+        problems = Problems(source)
         position = {q.question_id: i for i, q in enumerate(questions)}
         offsets = array("q", [-1]) * len(questions)
         numbers = array("q", [0]) * len(questions)
 
         def earlier(qid: Any) -> str | None:
             at = position[qid]
-            return None if offsets[at] < 0 else _response_record(("line", numbers[at]), qid)
+            return None if offsets[at] < 0 else response_record(("line", numbers[at]), qid)
 
         with self._open() as file:
             for number, offset, line in _lines(file):
@@ -100,7 +100,7 @@ class JsonLinesResponses:
                 checked = check_response(
                     ("line", number),
                     None,
-                    _json(text, source, record),
+                    parse_json(text, source, record),
                     problems,
                     position,
                     earlier,
@@ -137,11 +137,11 @@ class StreamedResponses:
         number = self.numbers[index]
         record = f"line {number}"
         text = _decode(line, self.source, number, offset)
-        problems = _Problems(self.source)
+        problems = Problems(self.source)
         response = check_response(
             ("line", number),
             None,
-            _json(text, self.source, record),
+            parse_json(text, self.source, record),
             problems,
             (question.question_id,),
             lambda _: None,
@@ -179,7 +179,7 @@ class ResultsFile(Sequence[dict[str, Any]]):
         with self.path.open("rb") as file:
             for _, _, line in _lines(file):
                 if line.strip():
-                    yield _json(line.decode("utf-8"), str(self.path))
+                    yield parse_json(line.decode("utf-8"), str(self.path))
 
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
@@ -197,4 +197,4 @@ class ResultsFile(Sequence[dict[str, Any]]):
             self._offsets = offsets
         with self.path.open("rb") as file:
             file.seek(self._offsets[index])
-            return _json(file.readline().decode("utf-8"), str(self.path))
+            return parse_json(file.readline().decode("utf-8"), str(self.path))

@@ -7,7 +7,7 @@ again repeats no call that had finished. API keys are never part of a request he
 never stored.
 
 How the file is opened and checked, and what happens when it is damaged, read-only or locked, is
-``cache_file.CacheFile`` (the base of :class:`ReplyCache`); this module is what is stored in it.
+``sqlite.CacheFile`` (the base of :class:`ReplyCache`); this module is what is stored in it.
 """
 
 from __future__ import annotations
@@ -25,17 +25,9 @@ from typing import Any
 
 import orjson
 
-from .sqlite import LAZY_CREATE, CacheError, CacheFile, CacheWarning
+from .sqlite import LAZY_CREATE, CacheFile
 
-__all__ = [
-    "CacheError",
-    "CacheWarning",
-    "CachedReply",
-    "ReplyCache",
-    "default_cache_path",
-    "open_cache",
-    "request_key",
-]
+__all__ = ["CachedReply", "ReplyCache", "default_cache_path", "open_cache", "request_key"]
 
 _MAX_TOKENS = 2**53
 _USAGE_TABLE = (

@@ -385,5 +385,3 @@ def _find_mapping(
 
 
 # Explanations: why a result does not match (read only for reference steps left unmatched).
-
-

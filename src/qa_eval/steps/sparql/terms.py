@@ -124,7 +124,7 @@ def _real(text: str) -> Value:
     return int(number) if number.is_integer() else number
 
 
-def _term(term: Any) -> tuple[Hashable, Value]:
+def read_term(term: Any) -> tuple[Hashable, Value]:
     """Return (kind, canonical value) of one SPARQL JSON term."""
     if not isinstance(term, dict):
         raise SparqlResultError(f"a term must be an object, got {_type_name(term)}")
@@ -170,9 +170,9 @@ def _term(term: Any) -> tuple[Hashable, Value]:
 
 
 def located_term(term: Any, row: int, var: str) -> tuple[Hashable, Value]:
-    """``_term``, its error naming the row and the variable."""
+    """``read_term``, its error naming the row and the variable."""
     try:
-        return _term(term)
+        return read_term(term)
     except SparqlResultError as e:
         raise SparqlResultError(f"results.bindings[{row}].{var}: {e}") from None
 
