@@ -30,7 +30,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from qa_eval.compare import signflip
+from qa_eval.compare import signflip  # noqa: E402
 from qa_eval.compare.runs import compare_runs  # noqa: E402
 
 SignSums = Callable[[np.ndarray, int, np.random.Generator], tuple[np.ndarray, np.ndarray]]
@@ -69,11 +69,24 @@ def runs(questions: int, templates: int = 50) -> tuple[list[dict], list[dict]]:
     for i in range(questions):
         common = {"template_id": f"t{i % templates}", "question_id": f"q{i}", "status": "success"}
         score = float(rng.random())
-        a.append({**common, "steps_score": score, "answer_f1": float(rng.random()),
-                  "input_tokens": int(rng.integers(10, 100)), "elapsed_sec": float(rng.random())})
-        b.append({**common, "steps_score": min(1.0, max(0.0, score + 0.01 + rng.normal(0, 0.1))),
-                  "answer_f1": float(rng.random()), "input_tokens": int(rng.integers(10, 100)),
-                  "elapsed_sec": float(rng.random())})
+        a.append(
+            {
+                **common,
+                "steps_score": score,
+                "answer_f1": float(rng.random()),
+                "input_tokens": int(rng.integers(10, 100)),
+                "elapsed_sec": float(rng.random()),
+            }
+        )
+        b.append(
+            {
+                **common,
+                "steps_score": min(1.0, max(0.0, score + 0.01 + rng.normal(0, 0.1))),
+                "answer_f1": float(rng.random()),
+                "input_tokens": int(rng.integers(10, 100)),
+                "elapsed_sec": float(rng.random()),
+            }
+        )
     return a, b
 
 
@@ -153,8 +166,10 @@ def main() -> None:
             print(f"{size:>10,} {new_time * 1000:>7.1f}ms {'-':>9} {'-':>8}")
             continue
         old_time, _ = timed(partial(old_sign_sums, deltas, resamples, seeded()), repeats)
-        print(f"{size:>10,} {new_time * 1000:>7.1f}ms {old_time * 1000:>7.0f}ms "
-              f"{old_time / new_time:>7.1f}x")
+        print(
+            f"{size:>10,} {new_time * 1000:>7.1f}ms {old_time * 1000:>7.0f}ms "
+            f"{old_time / new_time:>7.1f}x"
+        )
 
 
 if __name__ == "__main__":

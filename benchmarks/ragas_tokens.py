@@ -211,9 +211,10 @@ class Recorder:
 async def run_ours(url: str, k: int, combined: bool = True) -> None:
     """Our four metrics on every question, scheduled as ``scoring.py`` does: context precision
     and recall share one call unless ``combined`` is false (``combined: false``)."""
-    from qa_eval.config import EmbeddingConfig, parse_config
-    from qa_eval.judge.embeddings import OpenAIEmbedder
+    from qa_eval.config import parse_config
     from qa_eval.judge.calls import Judge
+    from qa_eval.judge.embeddings import OpenAIEmbedder
+    from qa_eval.judge.settings import EmbeddingConfig
     from qa_eval.metrics.context_quality import (
         context_judgement,
         context_precision,
@@ -309,8 +310,10 @@ def main() -> None:
         raise SystemExit(f"no ragas environment at {args.venv}: see this file's docstring")
     env = {**os.environ, "XDG_DATA_HOME": tempfile.mkdtemp(), "RAGAS_DO_NOT_TRACK": "true"}
     n = len(QUESTIONS)
-    print(f"{n} questions; faithfulness, answer relevance (3 questions), context precision "
-          "(with a reference), context recall; per question:\n")
+    print(
+        f"{n} questions; faithfulness, answer relevance (3 questions), context precision "
+        "(with a reference), context recall; per question:\n"
+    )
     header = (
         f"{'chunks':>6} {'side':<8} {'calls':>6} {'message tok':>12} {'+ schema':>9} "
         f"{'total':>7}   calls by metric"

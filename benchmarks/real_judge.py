@@ -68,7 +68,8 @@ def main() -> None:
     import llama_server
     from qa_eval import run_evaluation
     from qa_eval.config import parse_config
-    from qa_eval.judge.calls import Judge, sdk_client
+    from qa_eval.judge.calls import Judge
+    from qa_eval.judge.clients import sdk_client
 
     why = llama_server.missing()
     if why:

@@ -28,7 +28,7 @@ import orjson
 
 import qa_eval
 from qa_eval.cli import format_table
-from qa_eval.steps.sparql.compare import compare_sparql_results
+from qa_eval.steps.sparql.match import compare_sparql_results
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 HERE = Path(__file__).resolve().parent

@@ -11,8 +11,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from qa_eval.judge.calls import JudgeError, Verdict
-from qa_eval.run.prepare import ReferenceStep, prepare_reference
+from qa_eval.errors import JudgeError
+from qa_eval.judge.usage import Verdict
+from qa_eval.run.prepare import prepare_reference
+from qa_eval.steps.kinds import ReferenceStep
 
 
 class FakeJudge:

@@ -135,8 +135,11 @@ def test_failed_counts_the_error_of_each_metric_next_to_n() -> None:
                     retrieval_answer_precision_error="boom",
                 ),
                 _step(retrieval_answer_recall=1.0, retrieval_answer_precision_error="boom"),
-                _step(retrieval_answer_recall=0.5, retrieval_answer_precision=1.0,
-                      retrieval_answer_f1=2 / 3),
+                _step(
+                    retrieval_answer_recall=0.5,
+                    retrieval_answer_precision=1.0,
+                    retrieval_answer_f1=2 / 3,
+                ),
             ],
         ),
         {"template_id": "t2", "question_id": "e", "status": "error", "error": "agent down"},

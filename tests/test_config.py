@@ -10,16 +10,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from qa_eval.config import (
-    AZURE_API_VERSION,
-    GRAPHRAG_SWITCHES,
-    EmbeddingConfig,
-    GenerationConfig,
-    default_config,
-    load_config,
-    parse_config,
-)
+from qa_eval.config import GRAPHRAG_SWITCHES, default_config, load_config, parse_config
 from qa_eval.errors import InputError
+from qa_eval.judge.settings import AZURE_API_VERSION, EmbeddingConfig, GenerationConfig
 
 SECRET = "sk-test-SECRET-123"
 EMBED_SECRET = "sk-embed-SECRET-456"

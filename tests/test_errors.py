@@ -1,5 +1,5 @@
-"""The error hierarchy: ``JudgeError`` and its skips are ``QaEvalError``s (importable from
-``judge`` as before), and joining the hierarchy changes nothing a user sees: a judge error in
+"""The error hierarchy: ``JudgeError`` and its skips are ``QaEvalError``s (importable from the
+judge's face), and joining the hierarchy changes nothing a user sees: a judge error in
 one metric stays that metric's ``<metric>_error``, a budget skip too, and the CLI exits 0."""
 
 from __future__ import annotations
@@ -11,16 +11,14 @@ from typing import Any
 import pytest
 import yaml
 
+import qa_eval.judge as judge_face
 from fakes import items_dataset
 from openai_stub import Reply, StubServer, asked_text, completion, error, oracle_content
-from qa_eval.judge import clients
 from qa_eval import errors
-from qa_eval.judge import faults
-from qa_eval.judge import calls as judge
-from qa_eval.judge import replies
-from qa_eval.judge import usage
 from qa_eval.cli import main
 from qa_eval.errors import QaEvalError
+from qa_eval.judge import calls as judge
+from qa_eval.judge import faults, usage
 
 JUDGE_ERRORS = ("JudgeError", "BudgetExceeded", "DryRunSkip", "Deferred", "JudgeUnavailable")
 
@@ -29,35 +27,19 @@ JUDGE_ERRORS = ("JudgeError", "BudgetExceeded", "DryRunSkip", "Deferred", "Judge
 def test_judge_errors_are_qa_eval_errors_importable_from_judge(name: str) -> None:
     cls = getattr(errors, name)
     assert issubclass(cls, QaEvalError)
-    assert getattr(judge, name) is cls
+    assert getattr(judge_face, name) is cls
     if name != "JudgeUnavailable":  # the run stops on that one; the others are one metric's
         assert issubclass(cls, errors.JudgeError)
     assert not issubclass(cls, ValueError)  # ``except ValueError`` does not start catching them
 
 
-def test_what_moved_out_of_judge_is_importable_from_it_as_before() -> None:
-    moved = {
-        replies: (
-            "BUDGET_RANGE",
-            "MAX_DEPTH",
-            "OPEN_LIST_ITEMS",
-            "PROMPT_MARGIN",
-            "STRING_TOKENS",
-            "extract_json",
-            "json_schema",
-            "parse_reply",
-            "prompt_tokens_of",
-            "reply_budget",
-            "sent_schema",
-            "split_instructions",
-            "writable",
-        ),
-        clients: ("sdk_client",),
-        usage: ("Usage", "Verdict", "total_cost"),
-    }
-    for module, names in moved.items():
-        for name in names:
-            assert getattr(judge, name) is getattr(module, name), name
+def test_the_judge_face_names_what_its_modules_define() -> None:
+    assert judge_face.Judge is judge.Judge
+    assert judge_face.Usage is usage.Usage and judge_face.Verdict is usage.Verdict
+    assert judge_face.total_cost is usage.total_cost
+    assert "Judge" in dir(judge_face)
+    with pytest.raises(AttributeError):
+        judge_face.no_such_name  # noqa: B018
     assert faults.retry_after({"retry-after": "3"}) == 3.0
 
 

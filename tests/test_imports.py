@@ -1,38 +1,86 @@
-"""The import graph of the package, read statically (every import, function-level ones too): the
-endpoint settings and the config loader never reach the judge, no module of ``steps`` imports
-``records``, and none of the modules split out of the judge, the config, the cache, compare,
-refresh, io and the SPARQL comparison is in an import circle."""
+"""The architecture, asserted on the import graph read statically (every import, function-level
+and ``TYPE_CHECKING`` ones too).
+
+Packages by layer (``docs/architecture.md`` draws it): a module imports modules of its own layer
+or of lower ones, never of a higher one; there is no import circle; and no module imports another
+module's ``_private`` name (a part shared inside a package gets a plain name).
+"""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
+import pytest
+
 import qa_eval
 
 ROOT = Path(qa_eval.__file__).resolve().parent
 
+# The layers, lowest first. A module belongs to the longest prefix listed; ``qa_eval.metrics``
+# itself (the registry: names, directions, scales) is vocabulary every layer may read, while the
+# metric families under it are layer 3.
+LAYERS: dict[str, int] = {
+    "qa_eval._version": 0,
+    "qa_eval.errors": 0,
+    "qa_eval.redact": 0,
+    "qa_eval.extras": 0,
+    "qa_eval.prompts": 0,
+    "qa_eval.schemas": 0,
+    "qa_eval.metrics": 0,
+    "qa_eval.io": 1,
+    "qa_eval.judge": 2,
+    "qa_eval.metrics.": 3,
+    "qa_eval.steps": 3,
+    "qa_eval.config": 4,
+    "qa_eval.aggregate": 4,
+    "qa_eval.frames": 4,
+    "qa_eval.compare": 4,
+    "qa_eval.run": 5,
+    "qa_eval.refresh": 5,
+    "qa_eval.report": 6,
+    "qa_eval.testing": 6,
+    "qa_eval.cli": 7,
+    "qa_eval.__main__": 8,
+    "qa_eval": 8,
+}
 
-def _modules() -> dict[str, Path]:
+
+def layer_of(module: str) -> int:
+    """The layer of a module: its longest prefix in ``LAYERS`` (``x.`` matches submodules only)."""
+    best = ""
+    for prefix in LAYERS:
+        exact = prefix.endswith(".") and module.startswith(prefix)
+        under = not prefix.endswith(".") and (module == prefix or module.startswith(prefix + "."))
+        if (exact or under) and len(prefix) > len(best):
+            best = prefix
+    if not best:
+        raise AssertionError(f"{module} is in no layer of LAYERS: add it")
+    return LAYERS[best]
+
+
+def modules(root: Path = ROOT) -> dict[str, Path]:
+    """Every module of the package under ``root``, by its dotted name."""
     found = {}
-    for path in ROOT.rglob("*.py"):
-        parts = ["qa_eval", *path.relative_to(ROOT).with_suffix("").parts]
+    for path in root.rglob("*.py"):
+        parts = ["qa_eval", *path.relative_to(root).with_suffix("").parts]
         if parts[-1] == "__init__":
             parts = parts[:-1]
         found[".".join(parts)] = path
     return found
 
 
-def _graph() -> dict[str, set[str]]:
-    modules = _modules()
-    graph: dict[str, set[str]] = {}
-    for name, path in modules.items():
+def imports(root: Path = ROOT) -> dict[str, set[tuple[str, str | None]]]:
+    """For each module, the package modules it imports, each with the name imported from it
+    (``None`` for a whole module)."""
+    found = modules(root)
+    graph: dict[str, set[tuple[str, str | None]]] = {}
+    for name, path in found.items():
         package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-        deps: set[str] = set()
+        deps: set[tuple[str, str | None]] = set()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            targets: list[str] = []
             if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
+                deps.update((a.name, None) for a in node.names if a.name in found)
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
@@ -41,70 +89,125 @@ def _graph() -> dict[str, set[str]]:
                     base = ".".join([*parts, base] if base else parts)
                 for alias in node.names:
                     full = f"{base}.{alias.name}"
-                    targets.append(full if full in modules else base)
-            deps.update(t for t in targets if t in modules and t != name)
-        graph[name] = deps
+                    if full in found:
+                        deps.add((full, None))
+                    elif base in found:
+                        deps.add((base, alias.name))
+        graph[name] = {(dep, what) for dep, what in deps if dep != name}
     return graph
 
 
-def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+def upward(graph: dict[str, set[tuple[str, str | None]]]) -> list[str]:
+    """Every import of a module of a higher layer, as ``importer (L) -> imported (L)``."""
+    return sorted(
+        f"{name} (L{layer_of(name)}) -> {dep} (L{layer_of(dep)})"
+        for name, deps in graph.items()
+        for dep, _ in deps
+        if layer_of(dep) > layer_of(name)
+    )
+
+
+def circles(graph: dict[str, set[tuple[str, str | None]]]) -> list[list[str]]:
+    """The import circles (strongly connected components of more than one module)."""
+    edges = {name: {dep for dep, _ in deps} for name, deps in graph.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for dep in edges[node]:
+            if dep not in index:
+                visit(dep)
+                low[node] = min(low[node], low[dep])
+            elif dep in on_stack:
+                low[node] = min(low[node], index[dep])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for name in sorted(edges):
+        if name not in index:
+            visit(name)
+    return found
+
+
+def private_imports(graph: dict[str, set[tuple[str, str | None]]]) -> list[str]:
+    """Every ``_private`` name one module imports from another."""
+    return sorted(
+        f"{name} imports {dep}.{what}"
+        for name, deps in graph.items()
+        for dep, what in deps
+        if what is not None and what.startswith("_") and not what.startswith("__")
+    )
+
+
+def test_every_module_has_a_layer() -> None:
+    for name in modules():
+        layer_of(name)
+
+
+def test_no_module_imports_a_higher_layer() -> None:
+    assert upward(imports()) == []
+
+
+def test_there_is_no_import_circle() -> None:
+    assert circles(imports()) == []
+
+
+def test_no_private_name_crosses_a_module() -> None:
+    assert private_imports(imports()) == []
+
+
+def test_the_top_of_the_package_is_small() -> None:
+    top = sorted(p.name for p in ROOT.glob("*.py"))
+    assert len(top) <= 10, top
+    stems = [name.removesuffix(".py") for name in top] + [
+        p.name for p in ROOT.iterdir() if (p / "__init__.py").exists()
+    ]
+    for a in stems:
+        for b in stems:
+            assert a == b or not b.startswith(a + "_"), f"{b} is {a} plus a suffix"
+
+
+def test_the_rule_catches_an_upward_import(tmp_path: Path) -> None:
+    """The checks above can fail: a copy of the package with one upward import added is caught."""
+    import shutil
+
+    copy = tmp_path / "qa_eval"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns("__pycache__", "data", "templates"))
+    errors = copy / "errors.py"
+    errors.write_text(errors.read_text(encoding="utf-8") + "\nfrom .cli import main\n")
+    found = upward(imports(copy))
+    assert found == ["qa_eval.errors (L0) -> qa_eval.cli (L7)"]
+
+
+@pytest.mark.parametrize(
+    "start",
+    [
+        "qa_eval.judge.settings",
+        "qa_eval.config",
+        "qa_eval.judge.clients",
+        "qa_eval.judge.embeddings",
+    ],
+)
+def test_settings_and_config_never_reach_the_judges_calls(start: str) -> None:
+    edges = {name: {dep for dep, _ in deps} for name, deps in imports().items()}
     seen, todo = set(), [start]
     while todo:
-        for dep in graph[todo.pop()]:
+        for dep in edges[todo.pop()]:
             if dep not in seen:
                 seen.add(dep)
                 todo.append(dep)
-    return seen
-
-
-SPLIT = (
-    "qa_eval.judge.cache.store",
-    "qa_eval.judge.cache.sqlite",
-    "qa_eval.judge.clients",
-    "qa_eval.compare.runs",
-    "qa_eval.compare.table",
-    "qa_eval.config",
-    "qa_eval.judge.embeddings",
-    "qa_eval.errors",
-    "qa_eval.judge.faults",
-    "qa_eval.io.files",
-    "qa_eval.judge.calls",
-    "qa_eval.metrics.definitions",
-    "qa_eval.run.prepare",
-    "qa_eval.refresh.reference",
-    "qa_eval.refresh.changes",
-    "qa_eval.refresh.runners",
-    "qa_eval.refresh.writer",
-    "qa_eval.judge.replies",
-    "qa_eval.judge.settings",
-    "qa_eval.compare.signflip",
-    "qa_eval.steps.kinds",
-    "qa_eval.steps.sparql.compare",
-    "qa_eval.steps.sparql.explain",
-    "qa_eval.steps.sparql.match",
-    "qa_eval.steps.sparql.terms",
-    "qa_eval.judge.usage",
-    "qa_eval.io.limits",
-)
-
-
-def test_the_split_modules_exist_and_none_is_in_an_import_circle() -> None:
-    graph = _graph()
-    for name in SPLIT:
-        assert name in graph, name
-        assert name not in _reachable(graph, name), f"{name} imports itself through others"
-
-
-def test_settings_and_config_never_reach_the_judge() -> None:
-    graph = _graph()
-    for start in ("qa_eval.judge.settings", "qa_eval.config", "qa_eval.judge.clients", "qa_eval.judge.embeddings"):
-        assert "qa_eval.judge.calls" not in _reachable(graph, start), start
-    assert _reachable(graph, "qa_eval.judge.settings") <= {"qa_eval.redact"}  # a leaf
-
-
-def test_no_step_module_imports_records() -> None:
-    graph = _graph()
-    steps = [name for name in graph if name.startswith("qa_eval.steps")]
-    assert "qa_eval.steps.kinds" in steps
-    for name in steps:
-        assert "qa_eval.run.prepare" not in graph[name], name
+    assert "qa_eval.judge.calls" not in seen

@@ -13,8 +13,9 @@ import pytest
 from openai_stub import StubServer, oracle
 from qa_eval import InputError, read_reference, read_responses, read_results, run_evaluation
 from qa_eval.cli import main
+from qa_eval.io.files import read_data, write_data
 from qa_eval.io.flat import read_flat
-from qa_eval.io.files import dump_json, read_data, write_data
+from qa_eval.io.limits import dump_json
 from qa_eval.run.prepare import prepare_reference, prepare_responses
 from qa_eval.schemas import SCHEMAS, load_schema, schema_text
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from qa_eval.judge import embeddings
 from qa_eval.cli import main
+from qa_eval.judge import embeddings
 from qa_eval.judge.embeddings import EmbeddingUnavailable, OfflineEmbedder
 from qa_eval.metrics.relevance import cosine
 

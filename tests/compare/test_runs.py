@@ -12,12 +12,13 @@ import numpy as np
 import orjson
 import pytest
 
+import qa_eval.compare as compare
 from fakes import scipy_p
-from qa_eval.compare import runs as compare
-from qa_eval.compare import signflip
 from qa_eval.aggregate import METRICS
 from qa_eval.cli import main
-from qa_eval.compare.runs import compare_runs, default_metrics, format_table, lower_is_better
+from qa_eval.compare import signflip
+from qa_eval.compare.runs import compare_runs, default_metrics, lower_is_better
+from qa_eval.compare.table import format_table
 
 
 def result(qid: Any, template: Any = "t1", status: str = "success", **metrics: Any) -> dict:

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from qa_eval import compute_aggregates
-from qa_eval.compare.runs import compare_runs, format_table
-from qa_eval.compare.table import verdict_lines
 from qa_eval.cli.console import summary_table
+from qa_eval.compare.runs import compare_runs
+from qa_eval.compare.table import format_table, verdict_lines
 from qa_eval.io.numbers import format_number, scale_of
 
 

@@ -722,7 +722,8 @@ def test_unwritable_values_are_refused_before_any_judge_call(
 
 
 def test_one_writer_writes_what_orjson_cannot(tmp_path: Path) -> None:
-    from qa_eval.io.files import dump_json, write_data
+    from qa_eval.io.files import write_data
+    from qa_eval.io.limits import dump_json
 
     # Values a caller of the API can hand over: integers beyond 64 bits, deep nesting, keys of
     # other types. orjson refuses them; the writer falls back to the standard library.

@@ -16,8 +16,8 @@ from compat_doc import documented_keys, listed
 from openai_stub import StubServer
 from qa_eval import compute_aggregates, run_evaluation
 from qa_eval.cli import main
-from qa_eval.run.files import evaluate_files
 from qa_eval.io.keysets import own_keys
+from qa_eval.run.files import evaluate_files
 
 # What graphrag-eval 6.6.1 writes, read from its code (evaluation.py, answer_correctness.py,
 # answer_relevance.py, custom_evaluation.py, steps/, aggregation.py): written out here, not
@@ -126,7 +126,14 @@ CUSTOM = [
 ]
 CUSTOM_6_6_1 = {"polite", "tone_word", "tone_error"}
 STEP_FIELDS = {
-    "id", "name", "args", "output", "status", "error", "output_media_type", "required_columns",
+    "id",
+    "name",
+    "args",
+    "output",
+    "status",
+    "error",
+    "output_media_type",
+    "required_columns",
 }  # fmt: skip  (the inputs' own step keys, passed through)
 
 

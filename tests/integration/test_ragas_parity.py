@@ -53,9 +53,10 @@ from ragas.metrics.collections import (
 )
 
 from openai_stub import Reply, StubServer, completion, embedding_of
-from qa_eval.config import EmbeddingConfig, parse_config
-from qa_eval.judge.embeddings import OpenAIEmbedder
+from qa_eval.config import parse_config
 from qa_eval.judge.calls import Judge
+from qa_eval.judge.embeddings import OpenAIEmbedder
+from qa_eval.judge.settings import EmbeddingConfig
 from qa_eval.metrics.context_quality import (
     context_judgement,
     context_precision,

@@ -34,11 +34,12 @@ import yaml
 import llama_server
 from llama_server import LlamaServer, chat
 from qa_eval import run_evaluation
-from qa_eval.judge.cache.store import ReplyCache
 from qa_eval.cli import main
 from qa_eval.config import parse_config
 from qa_eval.io.files import write_data
-from qa_eval.judge.calls import Judge, prompt_tokens_of, reply_budget, split_instructions
+from qa_eval.judge.cache.store import ReplyCache
+from qa_eval.judge.calls import Judge
+from qa_eval.judge.replies import prompt_tokens_of, reply_budget, split_instructions
 from qa_eval.metrics.correctness import CorrectnessReply, _messages
 
 pytestmark = [
@@ -305,9 +306,7 @@ def test_a_warm_rerun_makes_no_call(first: First, capfd: pytest.CaptureFixture[s
 def test_the_tsv_command(
     server: LlamaServer, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    rows = [
-        {"Question": q, "Reference answer": r, "Actual answer": a} for q, r, a, _ in FACTS
-    ]
+    rows = [{"Question": q, "Reference answer": r, "Actual answer": a} for q, r, a, _ in FACTS]
     source = tmp_path / "in.tsv"
     with source.open("w", encoding="utf-8", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]), delimiter="\t")

@@ -25,11 +25,11 @@ from qa_eval.io.kinds import (
     UNKNOWN,
     detect,
 )
+from qa_eval.run.execute import reference_fingerprint
 from qa_eval.run.prepare import prepare_reference
-from qa_eval.run.evaluation import reference_fingerprint
 
-DEMO = Path(__file__).parent.parent / "examples" / "powergrid"
-EXAMPLES = Path(__file__).parent.parent / "examples"
+DEMO = Path(__file__).parents[2] / "examples" / "powergrid"
+EXAMPLES = Path(__file__).parents[2] / "examples"
 
 SPEC_RESULT = {  # graphrag-eval's "Evaluation Results" example, shortened
     "template_id": "list_all_transformers_within_Substation_SUBSTATION",

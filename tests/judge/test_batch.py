@@ -24,12 +24,12 @@ from fakes import substation_dataset
 from openai_batch_stub import BatchStubServer
 from openai_stub import Reply, completion, oracle, oracle_content, prompt_text
 from qa_eval import run_evaluation
-from qa_eval.run.prefill import prefill
-from qa_eval.judge.batch import Batcher
 from qa_eval.cli import main
 from qa_eval.config import parse_config
 from qa_eval.errors import QaEvalError
+from qa_eval.judge.batch import Batcher
 from qa_eval.judge.prices import price_of, usd
+from qa_eval.run.prefill import prefill
 
 REFERENCE, RESPONSES = substation_dataset(5)
 CUSTOM = [
@@ -240,7 +240,7 @@ def test_a_killed_batch_run_picks_up_its_batch_instead_of_submitting_again(tmp_p
     with BatchStubServer(oracle()) as server:
         server.hold.set()
         args = [*_files(tmp_path, server.url), "-o", str(out), "--cache", str(cache), "--batch"]
-        env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
         child = subprocess.Popen(
             [sys.executable, "-m", "qa_eval", "evaluate", *args, "-q"],
             env=env,
@@ -401,7 +401,8 @@ def test_the_interrupted_line_says_batches_are_picked_up() -> None:
 def test_the_batch_tables_are_checked_like_the_others(tmp_path: Path) -> None:
     import sqlite3
 
-    from qa_eval.judge.cache.store import CacheError, ReplyCache
+    from qa_eval.judge.cache.sqlite import CacheError
+    from qa_eval.judge.cache.store import ReplyCache
 
     path = tmp_path / "cache.sqlite3"
     ReplyCache(path).put_batch_tokens("k", 1, 2)  # made at first use, in a new file too
@@ -419,8 +420,9 @@ def test_the_batch_tables_are_checked_like_the_others(tmp_path: Path) -> None:
 
 
 def test_batch_needs_a_cache_it_can_write(tmp_path: Path) -> None:
-    from qa_eval.judge.cache.store import ReplyCache
     from test_cache import read_only
+
+    from qa_eval.judge.cache.store import ReplyCache
 
     path = tmp_path / "cache.sqlite3"
     cache = ReplyCache(path)

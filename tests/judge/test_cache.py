@@ -26,13 +26,14 @@ from pydantic import BaseModel
 from fakes import items_dataset
 from openai_stub import Reply, StubServer, completion, oracle, oracle_content
 from qa_eval import run_evaluation
-from qa_eval.judge.cache.store import CachedReply, CacheError, CacheWarning, ReplyCache, request_key
 from qa_eval.cli import main
 from qa_eval.config import parse_config
 from qa_eval.errors import QaEvalError
+from qa_eval.judge.cache.sqlite import CacheError, CacheWarning
+from qa_eval.judge.cache.store import CachedReply, ReplyCache, request_key
 from qa_eval.judge.calls import Judge
 
-SRC = Path(__file__).resolve().parent.parent / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 class Score(BaseModel):

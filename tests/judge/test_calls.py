@@ -33,10 +33,14 @@ from openai_stub import (
     prompt_text,
 )
 from qa_eval import compute_aggregates, run_evaluation
-from qa_eval.judge.cache.store import CachedReply, ReplyCache, request_key
 from qa_eval.config import EvalConfig, parse_config
-from qa_eval.io.files import dump_json, write_data
-from qa_eval.judge.calls import MAX_DEPTH, Judge, JudgeError, JudgeUnavailable, Verdict, sent_schema
+from qa_eval.errors import JudgeError, JudgeUnavailable
+from qa_eval.io.files import write_data
+from qa_eval.io.limits import dump_json
+from qa_eval.judge.cache.store import CachedReply, ReplyCache, request_key
+from qa_eval.judge.calls import Judge
+from qa_eval.judge.replies import MAX_DEPTH, sent_schema
+from qa_eval.judge.usage import Verdict
 from qa_eval.metrics.correctness import CorrectnessReply
 from qa_eval.metrics.custom import _reply_model
 from qa_eval.metrics.relevance import relevance_reply
@@ -766,7 +770,7 @@ def test_reply_values_are_checked_before_they_are_used_or_cached(tmp_path: Path,
     ],
 )
 def test_custom_outputs_must_be_writable(value: Any, problem: str) -> None:
-    from qa_eval.judge.calls import parse_reply
+    from qa_eval.judge.replies import parse_reply
 
     schema = _reply_model("ids", ("id",))
     with pytest.raises(ValueError, match=problem):
@@ -902,7 +906,7 @@ def test_a_judge_that_refuses_every_connection_stops_the_judge() -> None:
 def test_refused_connections_while_other_calls_get_replies_are_the_metric_error() -> None:
     """Connections refused for one call while the endpoint answers others (a flaky balancer,
     a restart): that call's error after its attempts, not the end of the run."""
-    from qa_eval.judge.calls import sdk_client
+    from qa_eval.judge.clients import sdk_client
 
     with StubServer(lambda req, n: completion(GOOD)) as gone:
         dead_config = judge_config(gone.url)
@@ -982,7 +986,7 @@ def test_message_content_that_is_not_a_string(content: Any, ok: bool) -> None:
 
 def test_any_other_client_failure_is_a_retried_fault() -> None:
     """A client other than the SDK (litellm) may raise its own exceptions: faults too."""
-    from qa_eval.judge.calls import sdk_client
+    from qa_eval.judge.clients import sdk_client
 
     with StubServer(lambda req, n: completion(GOOD)) as server:
         config = judge_config(server.url)
@@ -1031,7 +1035,7 @@ def rag_dataset(n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 
 def test_reply_budget_is_sized_to_the_schema() -> None:
-    from qa_eval.judge.calls import BUDGET_RANGE, OPEN_LIST_ITEMS, STRING_TOKENS, reply_budget
+    from qa_eval.judge.replies import BUDGET_RANGE, OPEN_LIST_ITEMS, STRING_TOKENS, reply_budget
     from qa_eval.metrics.context_quality import relevance_schema
     from qa_eval.metrics.faithfulness import StatementsReply
 
@@ -1045,7 +1049,7 @@ def test_reply_budget_is_sized_to_the_schema() -> None:
 
 
 def test_every_call_sends_max_tokens_sized_to_its_schema() -> None:
-    from qa_eval.judge.calls import reply_budget
+    from qa_eval.judge.replies import reply_budget
 
     with StubServer(LlamaLike()) as server:
         results = run_evaluation(
@@ -1073,7 +1077,7 @@ def test_a_model_that_runs_away_is_cut_at_max_tokens_not_at_the_timeout() -> Non
     end of its context, the timeout firing, retries piling up. Now every call is bounded: a
     reply cut at max_tokens is asked again once, then the metric's error; no timeout fires and
     the server never has more requests than the concurrency."""
-    from qa_eval.judge.calls import prompt_tokens_of, reply_budget
+    from qa_eval.judge.replies import prompt_tokens_of, reply_budget
 
     def away(request: dict[str, Any]) -> bool:
         return "[qa-eval:answer-relevance]" in prompt_text(request)

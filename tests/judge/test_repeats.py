@@ -23,11 +23,12 @@ from fakes import substation_dataset
 from openai_stub import Reply, StubServer, completion, error, oracle_content, prompt_text
 from qa_eval import compute_aggregates, run_evaluation
 from qa_eval.cli import main
-from qa_eval.compare.runs import compare_runs, format_table
+from qa_eval.compare.runs import compare_runs
+from qa_eval.compare.table import format_table
 from qa_eval.config import parse_config
 from qa_eval.errors import InputError
-from qa_eval.metrics.correctness import correctness_scores
 from qa_eval.judge.repeats import judge_noise, merge_repeats, sample_variance
+from qa_eval.metrics.correctness import correctness_scores
 
 REFERENCE, RESPONSES = substation_dataset(4)
 

@@ -17,9 +17,9 @@ from fakes import FakeJudge, substation_dataset
 from openai_batch_stub import BatchStubServer
 from openai_stub import StubServer, completion, oracle, oracle_content, prompt_text
 from qa_eval import run_evaluation
-from qa_eval.run.prefill import prefill
 from qa_eval.config import parse_config
-from qa_eval.judge.calls import Judge, JudgeError
+from qa_eval.errors import JudgeError
+from qa_eval.judge.calls import Judge
 from qa_eval.metrics import METRICS
 from qa_eval.metrics.context_quality import (
     COMBINED_METRIC,
@@ -29,6 +29,7 @@ from qa_eval.metrics.context_quality import (
     context_precision,
     context_recall_metric,
 )
+from qa_eval.run.prefill import prefill
 
 QUESTION = "Which transformers are at Oslo?"
 REFERENCE = "Oslo has T1. Oslo has T2."

@@ -9,7 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from fakes import FakeJudge, run
-from qa_eval.judge.calls import JudgeError, json_schema
+from qa_eval.errors import JudgeError
+from qa_eval.judge.replies import json_schema
 from qa_eval.metrics.context import average_precision
 from qa_eval.metrics.context_quality import (
     context_precision,

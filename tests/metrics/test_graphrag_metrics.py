@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from fakes import FailingEmbedder, FakeEmbedder, FakeJudge, run
-from qa_eval.judge.calls import JudgeError
+from qa_eval.errors import JudgeError
 from qa_eval.metrics.classify import (
     DEFAULT_UNCERTAINTY_PHRASES,
     ClassifyReply,

@@ -13,8 +13,7 @@ from pydantic import ValidationError
 
 from fakes import FailingEmbedder, FakeEmbedder, FakeJudge, run
 from qa_eval.config import parse_config
-from qa_eval.errors import InputError
-from qa_eval.judge.calls import JudgeError
+from qa_eval.errors import InputError, JudgeError
 from qa_eval.metrics.context import (
     RecallReply,
     average_precision,
@@ -22,14 +21,9 @@ from qa_eval.metrics.context import (
     context_recall,
     retrieval_metrics,
 )
-from qa_eval.metrics.correctness import (
-    CorrectnessReply,
-    answer_correctness,
-    check_prompt,
-    correctness_scores,
-    f1,
-)
-from qa_eval.metrics.custom import custom_metric, parse_custom_metric
+from qa_eval.metrics.correctness import CorrectnessReply, answer_correctness, correctness_scores, f1
+from qa_eval.metrics.custom import custom_metric
+from qa_eval.metrics.definitions import check_prompt, parse_custom_metric
 from qa_eval.metrics.relevance import answer_relevance, answer_relevancy, cosine
 from qa_eval.run.score import AnswerScorer
 

@@ -10,7 +10,7 @@ import pytest
 
 from fakes import FakeEmbedder, FakeJudge, run
 from qa_eval.config import parse_config
-from qa_eval.judge.calls import BudgetExceeded, Deferred, DryRunSkip, JudgeError
+from qa_eval.errors import BudgetExceeded, Deferred, DryRunSkip, JudgeError
 from qa_eval.metrics import METRICS
 from qa_eval.metrics.output import (
     CallUsage,
@@ -242,8 +242,7 @@ def test_the_worked_example_of_adding_a_metric_runs_as_written(
     import types
 
     from openai_stub import StubServer, completion, prompt_text
-    from qa_eval import compute_aggregates, run_evaluation
-    from qa_eval import prompts
+    from qa_eval import compute_aggregates, prompts, run_evaluation
     from qa_eval import metrics as registry
 
     module_source, entry_source = _doc_blocks("python")

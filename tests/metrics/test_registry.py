@@ -22,7 +22,7 @@ from qa_eval.config import GROUPS, OFFLINE_SWITCHES, SWITCHES, parse_config
 from qa_eval.errors import InputError
 from qa_eval.io.flat import read_flat
 from qa_eval.metrics import Metric, direction, parse_at_k
-from qa_eval.metrics.custom import collides, parse_custom_metric
+from qa_eval.metrics.definitions import collides, parse_custom_metric
 from qa_eval.metrics.ranking import parse_metric_name
 from qa_eval.run.evaluation import run_evaluation
 

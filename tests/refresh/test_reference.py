@@ -1,4 +1,4 @@
-"""Refreshing reference SPARQL outputs (qa_eval.refresh.reference) and the power-grid demo dataset."""
+"""Refreshing reference SPARQL outputs (qa_eval.refresh) and the power-grid demo dataset."""
 
 from __future__ import annotations
 
@@ -22,25 +22,22 @@ import yaml
 
 pyoxigraph = pytest.importorskip("pyoxigraph")
 
-from qa_eval import InputError, run_evaluation
-from qa_eval.refresh import writer as refresh_writer
+from qa_eval import InputError, run_evaluation  # noqa: E402
 from qa_eval.cli import main  # noqa: E402
 from qa_eval.io.files import read_data  # noqa: E402
+from qa_eval.refresh import writer as refresh_writer  # noqa: E402
+from qa_eval.refresh.changes import sparql_json_text  # noqa: E402
 from qa_eval.refresh.reference import (  # noqa: E402
     RefreshRefused,
     change_limit,
-    endpoint_runner,
-    load_store,
-    parse_header,
     refresh_reference,
     refresh_reference_file,
     safety_issues,
-    sparql_json_text,
-    store_runner,
-    updated_text,
 )
+from qa_eval.refresh.runners import endpoint_runner, load_store, parse_header, store_runner  # noqa: E402
+from qa_eval.refresh.writer import updated_text  # noqa: E402
 
-DEMO = Path(__file__).resolve().parent.parent / "examples" / "powergrid"
+DEMO = Path(__file__).resolve().parents[2] / "examples" / "powergrid"
 GRAPH = DEMO / "graph.ttl"
 REFERENCE = DEMO / "reference.yaml"
 

@@ -15,16 +15,17 @@ from typing import Any
 import pytest
 
 from qa_eval.aggregate import compute_aggregates
-from qa_eval.compare.runs import compare_runs, report_rows
+from qa_eval.compare.runs import compare_runs
+from qa_eval.compare.table import report_rows
 from qa_eval.errors import InputError
 from qa_eval.io.files import read_results, write_data
+from qa_eval.judge.repeats import merge_repeats
 from qa_eval.report import Run, build_report, load_run, write_report
 from qa_eval.report.drill import drill_down
 from qa_eval.report.figures import histogram, template_bars
 from qa_eval.report.model import metric_list, summarize_run, verdict_of
 from qa_eval.report.render import num
 from qa_eval.report.text import format_query
-from qa_eval.judge.repeats import merge_repeats
 
 XSS = "<script>alert(1)</script>"
 ROOT = Path(__file__).resolve().parents[2]

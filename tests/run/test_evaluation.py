@@ -15,9 +15,9 @@ import qa_eval
 from qa_eval import arun_evaluation, compute_aggregates, run_evaluation
 from qa_eval.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def load_examples() -> tuple[list, list]:

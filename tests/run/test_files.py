@@ -21,10 +21,10 @@ from openai_stub import StubServer
 from qa_eval import QaEvalError, evaluate_files, plan_evaluation, run_plan
 from qa_eval.cli import main
 from qa_eval.cli.console import plan_table
-from qa_eval.run.files import Observer, PartialFile
 from qa_eval.io.files import read_data
+from qa_eval.run.files import Observer, PartialFile
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 
 
 def _config(tmp_path: Path, url: str) -> Path:

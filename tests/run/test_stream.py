@@ -21,8 +21,9 @@ from qa_eval import run_evaluation
 from qa_eval.cli import Progress, format_table, main, plan_table, summary_table
 from qa_eval.errors import InputError
 from qa_eval.io.files import read_data
+from qa_eval.run.evaluation import iter_evaluation
 from qa_eval.run.prepare import prepare_reference, prepare_responses
-from qa_eval.run.evaluation import RunProgress, iter_evaluation
+from qa_eval.run.progress import RunProgress
 from qa_eval.run.stream import JsonLinesResponses, ResultsFile
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -328,8 +329,8 @@ def test_format_table_leaves_out_empty_columns_and_rows() -> None:
 
 
 def test_plan_table_fits_the_width(stub: StubServer, tmp_path: Path) -> None:
-    from qa_eval.judge.cache.store import open_cache
     from qa_eval.config import parse_config
+    from qa_eval.judge.cache.store import open_cache
     from qa_eval.judge.calls import Judge
 
     reference, responses = _dataset(5)

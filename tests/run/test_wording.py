@@ -12,7 +12,7 @@ from qa_eval import InputError, evaluate_files
 from qa_eval.cli import main
 from qa_eval.run.plan import plan_evaluation
 
-DEMO = Path(__file__).parent.parent / "examples" / "powergrid"
+DEMO = Path(__file__).parents[2] / "examples" / "powergrid"
 REF = DEMO / "reference.yaml"
 RESP = DEMO / "responses-good.jsonl"
 
@@ -59,9 +59,7 @@ def test_python_callers_are_told_the_parameter(entry: Any, results_file: Path) -
 def test_the_command_line_keeps_its_words(results_file: Path, capsys: Any) -> None:
     assert main(["evaluate", str(results_file), str(RESP), "--no-judge"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.endswith(
-        f"; `qa-eval evaluate` expects {REFERENCE_WANTED} as REFERENCE"
-    ), err
+    assert err.endswith(f"; `qa-eval evaluate` expects {REFERENCE_WANTED} as REFERENCE"), err
     assert main(["evaluate", str(REF), str(results_file), "--no-judge"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.endswith(f"; `qa-eval evaluate` expects {RESPONSES_WANTED} as RESPONSES"), err

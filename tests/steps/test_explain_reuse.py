@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 
 from fakes import prepared_groups
 from qa_eval import run_evaluation
-from qa_eval.steps import sparql_terms
 from qa_eval.steps.compare import StepScorer
 from qa_eval.steps.explain import explain_unmatched
 from qa_eval.steps.matching import match_steps
 from qa_eval.steps.outputs import iri_excluded, iri_found, iri_token, shown
+from qa_eval.steps.sparql import terms as sparql_terms
 from qa_eval.steps.sparql.explain import _distinct, _shared
 from qa_eval.steps.sparql.terms import IRI as IRI_KIND
 from qa_eval.steps.sparql.terms import MIXED, NUMBER

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fakes import prepared_groups
-from qa_eval.run.prepare import ReferenceStep
 from qa_eval.steps.compare import StepScorer
+from qa_eval.steps.kinds import ReferenceStep
 
 IRI = "urn:grid:sub/OSLO"
 

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qa_eval.steps.sparql.compare import SparqlResultError, compare_sparql_results, parse_sparql_json
+from qa_eval.steps.sparql.match import compare_sparql_results
+from qa_eval.steps.sparql.terms import SparqlResultError, parse_sparql_json
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 
@@ -290,13 +291,13 @@ def test_agrees_with_brute_force(ref: tuple[dict, list[str]], act: tuple[dict, l
     import itertools
     from collections import Counter
 
-    from qa_eval.steps.sparql.terms import _term
+    from qa_eval.steps.sparql.terms import read_term
 
     ref_table, ref_vars = ref
     act_table, act_vars = act
 
     def key(term: dict | None) -> object:
-        return None if term is None else _term(term)
+        return None if term is None else read_term(term)
 
     def rows(tab: dict, cols: tuple[str, ...]) -> Counter:
         return Counter(tuple(key(b.get(c)) for c in cols) for b in tab["results"]["bindings"])
@@ -333,11 +334,11 @@ def _brute_force(
     import itertools
     from collections import Counter
 
-    from qa_eval.steps.sparql.terms import _term
+    from qa_eval.steps.sparql.terms import read_term
 
     def rows(tab: dict, cols: tuple[str, ...]) -> object:
         found = [
-            tuple(None if b.get(c) is None else _term(b[c]) for c in cols)
+            tuple(None if b.get(c) is None else read_term(b[c]) for c in cols)
             for b in tab["results"]["bindings"]
         ]
         if ordered:
@@ -592,7 +593,7 @@ def test_tolerance_in_every_mode_and_size(rows: int, mode: dict) -> None:
 
 
 def test_numbers_close_matches_a_direct_check() -> None:
-    from qa_eval.steps.sparql.compare import numbers_close
+    from qa_eval.steps.sparql.match import numbers_close
 
     rnd = random.Random(3)
     for _ in range(2000):
@@ -605,7 +606,8 @@ def test_numbers_close_matches_a_direct_check() -> None:
 
 
 def explain(ref: dict, act: dict, required: list[str], **options: bool) -> str:
-    from qa_eval.steps.sparql.compare import explain_sparql_results, prepare_reference
+    from qa_eval.steps.sparql.explain import explain_sparql_results
+    from qa_eval.steps.sparql.match import prepare_reference
 
     assert cmp(ref, act, required, **options) == 0.0  # only mismatches are explained
     return explain_sparql_results(prepare_reference(ref, required), act, **options)[1]
