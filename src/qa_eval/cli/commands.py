@@ -19,6 +19,8 @@ from ..io.files import check_output_path, check_results, read_data, signature_pa
 from ..run.plan import check_by_results, cli_option
 from . import gates as quality
 from .common import check_report_paths, gate_outcome, print_notes
+from .junit import junit_xml
+from .summary import markdown_compare
 
 __all__ = [
     "aggregate",
@@ -189,9 +191,9 @@ def compare(args: argparse.Namespace) -> int:
         print(format_table(comparison, per_template=args.per_template, explain=args.explain))
     gates = quality.regression_gates(comparison, regressions)
     if args.junit:
-        Path(args.junit).write_bytes(quality.junit_xml(gates, name="qa-eval compare"))
+        Path(args.junit).write_bytes(junit_xml(gates, name="qa-eval compare"))
     if args.summary_md:
-        summary = quality.markdown_compare(comparison, gates, notes)
+        summary = markdown_compare(comparison, gates, notes)
         Path(args.summary_md).write_text(summary, encoding="utf-8")
     print_notes(notes)
     return gate_outcome(gates, quiet=False)

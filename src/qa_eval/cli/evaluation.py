@@ -17,6 +17,8 @@ from ..io.files import check_output_path
 from ..run.plan import cli_option, plan_evaluation, system_output_path
 from . import gates as quality
 from .common import check_report_paths, gate_outcome
+from .junit import junit_xml
+from .summary import markdown_evaluate
 
 __all__ = ["evaluate", "system_pairs"]
 
@@ -170,8 +172,8 @@ def _evaluation_gates(
         gates += quality.regression_gates(comparison, regressions, f"{done[0][0]} vs {other[0]}")
     if args.junit:
         runs = [(name, results) for name, results, _ in done]
-        Path(args.junit).write_bytes(quality.junit_xml(gates, runs, name="qa-eval evaluate"))
+        Path(args.junit).write_bytes(junit_xml(gates, runs, name="qa-eval evaluate"))
     if args.summary_md:
-        summary = quality.markdown_evaluate(list(done), gates)
+        summary = markdown_evaluate(list(done), gates)
         Path(args.summary_md).write_text(summary, encoding="utf-8")
     return gate_outcome(gates, quiet=args.quiet)
