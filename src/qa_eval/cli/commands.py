@@ -14,7 +14,7 @@ import orjson
 
 from ..aggregate import DEFAULT_TAGS, compute_aggregates
 from ..errors import QaEvalError
-from ..io import kinds as filekind
+from ..io import kinds
 from ..io.files import check_output_path, check_results, read_data, signature_path, write_data
 from ..run.plan import check_by_results, cli_option
 from . import gates as quality
@@ -259,7 +259,7 @@ def _read_results(path: str, command: str) -> list[Any]:
     aggregates and the like (they would be "aggregated" into made-up numbers)."""
     data = read_data(path)
     expected = f"`qa-eval {command}` expects results written by `qa-eval evaluate -o`"
-    filekind.require(data, str(path), (filekind.RESULTS,), expected)
+    kinds.require(data, str(path), (kinds.RESULTS,), expected)
     return check_results(data, str(path))
 
 

@@ -1,6 +1,7 @@
 """``qa-eval evaluate`` and ``qa-eval evaluate-flat``: the options become a plan
-(:func:`qa_eval.plan.plan_evaluation`), the plan runs (:func:`qa_eval.evaluate.run_plan`) with a
-:class:`qa_eval.console.ConsoleObserver` printing it, then the CI gates decide the exit code."""
+(:func:`qa_eval.run.plan.plan_evaluation`), the plan runs (:func:`qa_eval.run.files.run_plan`)
+with a :class:`qa_eval.cli.console.ConsoleObserver` printing it, then the CI gates
+(:mod:`qa_eval.cli.gates`) decide the exit code."""
 
 from __future__ import annotations
 

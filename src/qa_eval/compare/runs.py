@@ -34,7 +34,7 @@ counts); ``"exclude"`` leaves out questions that are an error in either run; ``"
 values error results carry. Every row counts the errors among its questions (``errors_a``,
 ``errors_b``). When either run was scored with ``--repeats``, a row of a judged metric also has
 ``judge_se`` (the standard error of ``delta`` that the judge's own noise causes) and
-``within_judge_noise`` (``|delta| < 2 judge_se``; see ``variance.py``). Everything returned
+``within_judge_noise`` (``|delta| < 2 judge_se``; see ``judge.repeats``). Everything returned
 is plain JSON data (dicts, lists, str, int, float, bool, None).
 
 The test itself is ``compare.signflip``; the console table and the report's rows are
