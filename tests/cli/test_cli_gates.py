@@ -15,16 +15,9 @@ import yaml
 from openai_stub import StubServer, completion, error, oracle_content, prompt_text
 from qa_eval import cli
 from qa_eval.cli import main
-from qa_eval.cli.gates import (
-    Gate,
-    junit_xml,
-    markdown_compare,
-    markdown_evaluate,
-    md,
-    problems_of,
-    question_checks,
-    strict_gate,
-)
+from qa_eval.cli.gates import Gate, problems_of, question_checks, strict_gate
+from qa_eval.cli.junit import junit_xml
+from qa_eval.cli.summary import markdown_compare, markdown_evaluate, md
 
 N = 30
 

@@ -101,7 +101,7 @@ _CONSOLE = ("Progress", "format_table", "label_lines", "plan_table", "summary_ta
 
 
 def __getattr__(name: str) -> Any:
-    """The terminal renderers, from :mod:`qa_eval.console` (imported when first used: rich is
+    """The terminal renderers, from :mod:`qa_eval.cli.console` (imported when first used: rich is
     not loaded by commands that print no table)."""
     if name in _CONSOLE:
         from . import console

@@ -14,11 +14,13 @@ import orjson
 
 from ..aggregate import DEFAULT_TAGS, compute_aggregates
 from ..errors import QaEvalError
-from ..io import kinds as filekind
+from ..io import kinds
 from ..io.files import check_output_path, check_results, read_data, signature_path, write_data
 from ..run.plan import check_by_results, cli_option
 from . import gates as quality
 from .common import check_report_paths, gate_outcome, print_notes
+from .junit import junit_xml
+from .summary import markdown_compare
 
 __all__ = [
     "aggregate",
@@ -189,9 +191,9 @@ def compare(args: argparse.Namespace) -> int:
         print(format_table(comparison, per_template=args.per_template, explain=args.explain))
     gates = quality.regression_gates(comparison, regressions)
     if args.junit:
-        Path(args.junit).write_bytes(quality.junit_xml(gates, name="qa-eval compare"))
+        Path(args.junit).write_bytes(junit_xml(gates, name="qa-eval compare"))
     if args.summary_md:
-        summary = quality.markdown_compare(comparison, gates, notes)
+        summary = markdown_compare(comparison, gates, notes)
         Path(args.summary_md).write_text(summary, encoding="utf-8")
     print_notes(notes)
     return gate_outcome(gates, quiet=False)
@@ -257,7 +259,7 @@ def _read_results(path: str, command: str) -> list[Any]:
     aggregates and the like (they would be "aggregated" into made-up numbers)."""
     data = read_data(path)
     expected = f"`qa-eval {command}` expects results written by `qa-eval evaluate -o`"
-    filekind.require(data, str(path), (filekind.RESULTS,), expected)
+    kinds.require(data, str(path), (kinds.RESULTS,), expected)
     return check_results(data, str(path))
 
 

@@ -1,12 +1,12 @@
 """Terminal output with rich: tables that fit the terminal, and what ``qa-eval evaluate`` prints.
 
-- :class:`Progress` (in :mod:`qa_eval.progress`): the run's progress display, redrawn in place.
+- :class:`Progress` (in :mod:`qa_eval.cli.display`): the run's progress display, redrawn in place.
 - :func:`render_table`: a plain-text table (no colours) that fits a width: columns whose cells are
   all empty and rows with no value are left out; when the columns do not fit side by side, they
   go into several blocks one under the other, each repeating the first column (cells fold only
   when one column alone is wider than the terminal). Without a width, the table keeps its natural
   width (output to a file or a pipe).
-- what ``qa-eval evaluate`` prints, from what :func:`qa_eval.evaluate.run_plan` returns: the
+- what ``qa-eval evaluate`` prints, from what :func:`qa_eval.run.files.run_plan` returns: the
   summary table (:func:`summary_table`), the judge's usage, the dry run's plan
   (:func:`plan_table`), the warnings, and :class:`ConsoleObserver`, which prints them as a run
   goes (with a :class:`Progress` per system).
@@ -216,8 +216,8 @@ def usage_summary(signature: dict[str, Any]) -> str | None:
 
 def plan_table(plan: JudgeCallPlan | Any, width: int | None = None, batch: bool = False) -> str:
     """What a dry run would do, per metric: calls, cache hits, estimated tokens and cost (at
-    batch rates with ``batch``); fits ``width``. ``plan``: a :class:`~qa_eval.plan.JudgeCallPlan`
-    or a dry-run judge."""
+    batch rates with ``batch``); fits ``width``. ``plan``: a
+    :class:`~qa_eval.run.plan.JudgeCallPlan` or a dry-run judge."""
     from ..run.plan import JudgeCallPlan
 
     if not isinstance(plan, JudgeCallPlan):
@@ -341,7 +341,7 @@ def _metric_errors(results: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
 
 
 class ConsoleObserver(Observer):
-    """Prints a run of :func:`qa_eval.evaluate.run_plan` as ``qa-eval evaluate`` does: a
+    """Prints a run of :func:`qa_eval.run.files.run_plan` as ``qa-eval evaluate`` does: a
     progress display per system on stderr, then its summary (or the dry run's plan) on stdout
     and its warnings on stderr. ``quiet``: no progress and no summary (warnings stay);
     ``machine``: stdout is kept for JSON (quiet, and batch lines go to stderr)."""

@@ -1,6 +1,7 @@
 """``qa-eval evaluate`` and ``qa-eval evaluate-flat``: the options become a plan
-(:func:`qa_eval.plan.plan_evaluation`), the plan runs (:func:`qa_eval.evaluate.run_plan`) with a
-:class:`qa_eval.console.ConsoleObserver` printing it, then the CI gates decide the exit code."""
+(:func:`qa_eval.run.plan.plan_evaluation`), the plan runs (:func:`qa_eval.run.files.run_plan`)
+with a :class:`qa_eval.cli.console.ConsoleObserver` printing it, then the CI gates
+(:mod:`qa_eval.cli.gates`) decide the exit code."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from ..io.files import check_output_path
 from ..run.plan import cli_option, plan_evaluation, system_output_path
 from . import gates as quality
 from .common import check_report_paths, gate_outcome
+from .junit import junit_xml
+from .summary import markdown_evaluate
 
 __all__ = ["evaluate", "system_pairs"]
 
@@ -170,8 +173,8 @@ def _evaluation_gates(
         gates += quality.regression_gates(comparison, regressions, f"{done[0][0]} vs {other[0]}")
     if args.junit:
         runs = [(name, results) for name, results, _ in done]
-        Path(args.junit).write_bytes(quality.junit_xml(gates, runs, name="qa-eval evaluate"))
+        Path(args.junit).write_bytes(junit_xml(gates, runs, name="qa-eval evaluate"))
     if args.summary_md:
-        summary = quality.markdown_evaluate(list(done), gates)
+        summary = markdown_evaluate(list(done), gates)
         Path(args.summary_md).write_text(summary, encoding="utf-8")
     return gate_outcome(gates, quiet=args.quiet)

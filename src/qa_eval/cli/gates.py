@@ -1,4 +1,4 @@
-"""Quality gates for CI, and the files a CI job shows: JUnit XML and a Markdown summary.
+"""Quality gates for CI: what passes, what fails, and what kept a run from being complete.
 
 Gates (each passes or fails; the CLI exits 3 when one fails, see docs/ci.md):
 
@@ -12,22 +12,18 @@ Gates (each passes or fails; the CLI exits 3 when one fails, see docs/ci.md):
   ``*_error`` key in a result, or a retrieval metric's on a step: judge failures, budget skips,
   parse errors), a step could not be compared (``step_errors``), or a question had no response.
 
-Everything read from results (ids, answers, error messages, metric names) is untrusted text: the
-XML writer drops nothing and escapes everything (characters XML 1.0 cannot hold are written as
-``\\uXXXX``), the Markdown writer escapes Markdown and HTML and keeps each value on one line.
+The files a CI job shows are written from these decisions: :mod:`qa_eval.cli.junit` (JUnit XML)
+and :mod:`qa_eval.cli.summary` (the Markdown summary).
 """
 
 from __future__ import annotations
 
-import html
 import math
-import re
-import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..aggregate import SCORES, STEP_METRICS, is_error, is_finite_number, is_number
+from ..aggregate import STEP_METRICS, is_error, is_finite_number, is_number
 from ..errors import QaEvalError
 from ..run.question import NO_RESPONSE
 
@@ -35,20 +31,16 @@ __all__ = [
     "Gate",
     "Problems",
     "fail_under_gates",
-    "junit_xml",
-    "markdown_compare",
-    "markdown_evaluate",
-    "md",
+    "metric_errors_of",
     "parse_bars",
     "parse_regressions",
     "problems_of",
     "question_checks",
     "regression_gates",
     "strict_gate",
-    "xml_safe",
 ]
 
-_STEP_METRIC_NAMES = frozenset(m for names in STEP_METRICS.values() for m in names)
+STEP_METRIC_NAMES = frozenset(m for names in STEP_METRICS.values() for m in names)
 _COPIED_ERROR = "answer_eval_error"
 """graphrag-eval's name for ``answer_correctness_error``; qa-eval writes both: counted once."""
 
@@ -250,7 +242,7 @@ def metric_errors_of(result: Mapping[str, Any]) -> list[tuple[str, str]]:
         if not isinstance(step, Mapping):
             continue
         for key, value in step.items():
-            if value and key.endswith("_error") and key[: -len("_error")] in _STEP_METRIC_NAMES:
+            if value and key.endswith("_error") and key[: -len("_error")] in STEP_METRIC_NAMES:
                 found.append((key, str(value)))
     return found
 
@@ -280,7 +272,8 @@ def problems_of(results: Iterable[Mapping[str, Any]]) -> Problems:
     return found
 
 
-def _plural(n: int, word: str) -> str:
+def plural(n: int, word: str) -> str:
+    """``1 question``, ``2 questions``: a count with its noun."""
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
@@ -292,24 +285,24 @@ def strict_gate(problems: Problems, system: str | None = None) -> Gate:
         counts = ", ".join(f"{key} {len(v)}" for key, v in keys)
         first_key, first = keys[0][0], keys[0][1][0]
         parts.append(
-            f"{_plural(problems.metric_error_count, 'metric value')} not computed ({counts}; "
-            f"e.g. question {first[0]!r}: {first_key}: {_short(first[1])})"
+            f"{plural(problems.metric_error_count, 'metric value')} not computed ({counts}; "
+            f"e.g. question {first[0]!r}: {first_key}: {short(first[1])})"
         )
     if problems.no_response:
         shown = ", ".join(repr(q) for q in problems.no_response[:3])
         more = "" if len(problems.no_response) <= 3 else ", ..."
         parts.append(
-            f"{_plural(len(problems.no_response), 'question')} with no response ({shown}{more})"
+            f"{plural(len(problems.no_response), 'question')} with no response ({shown}{more})"
         )
     if problems.step_errors:
         qid, message = problems.step_errors[0]
         parts.append(
-            f"{_plural(len(problems.step_errors), 'question')} with steps that could not be "
-            f"compared (e.g. question {qid!r}: {_short(message)})"
+            f"{plural(len(problems.step_errors), 'question')} with steps that could not be "
+            f"compared (e.g. question {qid!r}: {short(message)})"
         )
     if problems.ignored_responses:
         parts.append(
-            f"{_plural(problems.ignored_responses, 'response')} for question ids not in the "
+            f"{plural(problems.ignored_responses, 'response')} for question ids not in the "
             "reference ignored"
         )
     target = f"(all {problems.questions} questions evaluated completely)"
@@ -319,7 +312,8 @@ def strict_gate(problems: Problems, system: str | None = None) -> Gate:
     return Gate("strict", target, False, "; ".join(parts), system)
 
 
-def _short(text: str, limit: int = 120) -> str:
+def short(text: str, limit: int = 120) -> str:
+    """Text on one line, cut to ``limit`` characters with an ellipsis."""
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -345,256 +339,3 @@ def question_checks(result: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     if is_finite_number(score) and score < 1:
         failures.append(f"steps_score {score:.4g} < 1")
     return errors, failures
-
-
-# ------------------------------------------------------------------------------- JUnit XML
-
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-
-
-def xml_safe(value: Any) -> str:
-    """Text that XML 1.0 can hold: characters it cannot (controls, lone surrogates, U+FFFE/F)
-    are written as ``\\uXXXX``. ElementTree escapes ``& < > "`` itself."""
-    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", str(value))
-
-
-def _case(
-    suite: ET.Element, classname: str, name: str, errors: list[str], failures: list[str]
-) -> tuple[int, int]:
-    case = ET.SubElement(suite, "testcase", classname=xml_safe(classname), name=xml_safe(name))
-    checks = errors + failures
-    if not checks:
-        return 0, 0
-    tag = "error" if errors else "failure"
-    message = checks[0] if len(checks) == 1 else f"{checks[0]} (and {len(checks) - 1} more)"
-    element = ET.SubElement(case, tag, message=xml_safe(_short(message, 500)))
-    element.set("type", "incomplete" if errors else "quality")
-    element.text = xml_safe("\n".join(checks))
-    return (1, 0) if errors else (0, 1)
-
-
-def _suite(parent: ET.Element, name: str) -> ET.Element:
-    return ET.SubElement(parent, "testsuite", name=xml_safe(name))
-
-
-def _counts(element: ET.Element, tests: int, errors: int, failures: int) -> None:
-    element.set("tests", str(tests))
-    element.set("errors", str(errors))
-    element.set("failures", str(failures))
-
-
-def junit_xml(
-    gates: Sequence[Gate],
-    runs: Sequence[tuple[str | None, Sequence[Mapping[str, Any]]]] = (),
-    name: str = "qa-eval",
-) -> bytes:
-    """A JUnit XML document: a ``gates`` suite (one test case per gate) and, for each run, a
-    suite with one test case per question (class name: its template) and its failed checks."""
-    root = ET.Element("testsuites", name=xml_safe(name))
-    gate_suite = _suite(root, f"{name} gates")
-    failed = 0
-    for gate in gates:
-        detail = [] if gate.passed else [gate.detail]
-        failed += _case(gate_suite, f"{name}.gates", gate.name, [], detail)[1]
-    _counts(gate_suite, len(gates), 0, failed)
-    gate_suite.set("skipped", "0")
-    totals = [len(gates), 0, failed]
-    for system, results in runs:
-        suite_name = f"{name} questions" + (f" [{system}]" if system is not None else "")
-        suite = _suite(root, suite_name)
-        counts = [0, 0, 0]
-        for result in results:
-            errors, failures = question_checks(result)
-            template = result.get("template_id")
-            classname = str(template) if template is not None else "questions"
-            e, f = _case(suite, classname, str(result.get("question_id")), errors, failures)
-            counts = [counts[0] + 1, counts[1] + e, counts[2] + f]
-        _counts(suite, *counts)
-        suite.set("skipped", "0")
-        totals = [t + c for t, c in zip(totals, counts)]
-    _counts(root, *totals)
-    ET.indent(root)
-    text = ET.tostring(root, encoding="unicode")
-    return ('<?xml version="1.0" encoding="UTF-8"?>\n' + text + "\n").encode("utf-8")
-
-
-# ------------------------------------------------------------------------------- Markdown
-
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~:@])")
-
-
-def md(value: Any, limit: int = 200) -> str:
-    """Untrusted text for a Markdown table cell or line: one line, at most ``limit`` characters,
-    HTML escaped and every Markdown punctuation backslash-escaped."""
-    text = _NOT_XML.sub(" ", " ".join(str(value).split()))
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
-    text = html.escape(text, quote=True)
-    return _MD_SPECIAL.sub(r"\\\1", text)
-
-
-def _num(value: Any, digits: int = 4) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}" if abs(value) < 1e5 else f"{value:.4g}"
-    return md(value)
-
-
-def _p(value: Any) -> str:
-    if not is_finite_number(value):
-        return "–"
-    return "&lt;0\\.001" if value < 0.001 else f"{value:.3f}"
-
-
-def _gate_lines(gates: Sequence[Gate]) -> list[str]:
-    if not gates:
-        return ["No gates were set."]
-    lines = ["| gate | outcome | detail |", "|---|---|---|"]
-    for gate in gates:
-        outcome = "✅ passed" if gate.passed else "❌ **failed**"
-        lines.append(f"| {md(gate.name)} | {outcome} | {md(gate.detail, 400)} |")
-    return lines
-
-
-def _headline(gates: Sequence[Gate]) -> str:
-    failed = [g for g in gates if not g.passed]
-    if not gates:
-        return "no gates"
-    if failed:
-        return f"❌ {len(failed)} of {len(gates)} gates failed"
-    return f"✅ all {len(gates)} gates passed"
-
-
-def _problem_lines(problems: Problems) -> list[str]:
-    lines = []
-    if problems.no_response:
-        shown = ", ".join(f"`{md(q, 60)}`" for q in problems.no_response[:5])
-        more = " …" if len(problems.no_response) > 5 else ""
-        lines.append(
-            f"- {_plural(len(problems.no_response), 'question')} had no response: {shown}{more}"
-        )
-    if problems.error_responses:
-        lines.append(
-            f"- {_plural(problems.error_responses, 'error response')} of the system "
-            "(scored as failures)"
-        )
-    for key, items in sorted(problems.metric_errors.items(), key=lambda kv: -len(kv[1])):
-        qid, message = items[0]
-        lines.append(
-            f"- {md(key)}: {_plural(len(items), 'value')} not computed; e.g. question "
-            f"{md(qid, 60)}: {md(message)}"
-        )
-    if problems.step_errors:
-        qid, message = problems.step_errors[0]
-        lines.append(
-            f"- {_plural(len(problems.step_errors), 'question')} with steps that could not be "
-            f"compared; e.g. question {md(qid, 60)}: {md(message)}"
-        )
-    return lines or ["None: every question answered, every metric computed, every step compared."]
-
-
-def _headline_metrics(aggregates: Mapping[str, Any]) -> list[str]:
-    micro, macro = aggregates.get("micro", {}), aggregates.get("macro", {})
-    names = [*SCORES, *sorted(_STEP_METRIC_NAMES), "llm_cost"]
-    rows = []
-    for metric in names:
-        block = micro.get(metric)
-        if not isinstance(block, Mapping) or not block.get("n"):
-            continue
-        macro_mean = macro.get(metric, {}).get("mean") if macro.get(metric, {}).get("n") else None
-        rows.append(
-            f"| {md(metric)} | {_num(block.get('mean'))} | {_num(macro_mean)} | {block['n']} |"
-        )
-    if not rows:
-        return ["No metric has a value."]
-    return ["| metric | micro mean | macro mean | n |", "|---|---:|---:|---:|", *rows]
-
-
-def markdown_evaluate(
-    runs: Sequence[tuple[str | None, Sequence[Mapping[str, Any]], Mapping[str, Any]]],
-    gates: Sequence[Gate],
-) -> str:
-    """A Markdown summary of an evaluation (each run: system name, results, aggregates) and its
-    gates, for a CI job page (e.g. ``$GITHUB_STEP_SUMMARY``)."""
-    out = [f"## qa-eval evaluate: {_headline(gates)}", ""]
-    for system, results, aggregates in runs:
-        problems = problems_of(results)
-        micro = aggregates.get("micro", {})
-        errors = micro.get("number_of_error_samples", 0)
-        title = f"### System {md(system)}" if system is not None else "### Results"
-        templates = len(aggregates.get("per_template", {}))
-        out += [
-            title,
-            "",
-            f"{_plural(problems.questions, 'question')} in {_plural(templates, 'template')}, "
-            f"{_plural(errors, 'error')}.",
-            "",
-            *_headline_metrics(aggregates),
-            "",
-            "#### Problems",
-            "",
-            *_problem_lines(problems),
-            "",
-        ]
-    out += ["### Gates", "", *_gate_lines(gates), ""]
-    return "\n".join(out)
-
-
-def _verdict(row: Mapping[str, Any], label_a: str, label_b: str) -> str:
-    better = row.get("better")
-    if better == "b":
-        return f"{md(label_b)} better"
-    if better == "a":
-        return f"**{md(label_b)} worse**"
-    if row.get("testable") is False:
-        return "too few questions to test"
-    if row.get("n"):
-        return "no significant difference"
-    return "no pairs"
-
-
-def markdown_compare(
-    comparison: Mapping[str, Any], gates: Sequence[Gate], notes: Sequence[str] = ()
-) -> str:
-    """A Markdown summary of a ``compare_runs`` result (overall rows) and its gates."""
-    labels = comparison.get("labels", {})
-    label_a, label_b = str(labels.get("a", "A")), str(labels.get("b", "B"))
-    q = comparison.get("questions", {})
-    out = [
-        f"## qa-eval compare: {_headline(gates)}",
-        "",
-        f"A = {md(label_a)}, B = {md(label_b)}; questions: A {_num(q.get('a'))}, B "
-        f"{_num(q.get('b'))}, paired {_num(q.get('paired'))}; errors: A {_num(q.get('errors_a'))}"
-        f", B {_num(q.get('errors_b'))}.",
-        "",
-    ]
-    entries = comparison.get("metrics", [])
-    has_adjusted = any("p_adjusted" in e.get("overall", {}) for e in entries)
-    header = "| metric | n | mean A | mean B | delta | p |"
-    rule = "|---|---:|---:|---:|---:|---:|"
-    if has_adjusted:
-        header, rule = header + " adjusted p |", rule + "---:|"
-    out += [header + " verdict |", rule + "---|"]
-    for entry in entries:
-        row = entry.get("overall", {})
-        name = md(entry.get("metric")) + (
-            " (lower is better)" if entry.get("direction") == "lower" else ""
-        )
-        delta = row.get("delta")
-        cells = [
-            name,
-            _num(row.get("n")),
-            _num(row.get("mean_a")),
-            _num(row.get("mean_b")),
-            f"{delta:+.4f}" if isinstance(delta, (int, float)) else "–",
-            _p(row.get("p_value")),
-        ]
-        if has_adjusted:
-            cells.append(_p(row.get("p_adjusted")))
-        cells.append(_verdict(row, label_a, label_b))
-        out.append("| " + " | ".join(cells) + " |")
-    out += ["", "### Gates", "", *_gate_lines(gates), ""]
-    if notes:
-        out += ["### Notes", "", *(f"- {md(n, 400)}" for n in notes), ""]
-    return "\n".join(out)

@@ -28,6 +28,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def _report_options(group: Any) -> None:
+    """``--junit`` and ``--summary-md``: the files a CI job shows."""
     group.add_argument(
         "--junit",
         metavar="FILE",
@@ -47,6 +48,7 @@ _REGRESSION_HELP = (
 
 
 def _gate_options(command: argparse.ArgumentParser, regression: bool) -> None:
+    """The CI gates of an evaluation: ``--fail-under``, ``--fail-on-regression``, ``--strict``."""
     group = command.add_argument_group("CI gates (exit 3 when one fails; see docs/ci.md)")
     group.add_argument(
         "--fail-under",
@@ -74,6 +76,7 @@ def _gate_options(command: argparse.ArgumentParser, regression: bool) -> None:
 
 
 def _compare_gate_options(compare: argparse.ArgumentParser) -> None:
+    """The CI gates of ``compare``, and the check of the two runs' references it can lift."""
     compare.add_argument(
         "--allow-different-references",
         action="store_true",
@@ -114,6 +117,13 @@ _EXCLUDE_ERRORS_HELP = (
 
 
 def _run_options(command: argparse.ArgumentParser) -> None:
+    """The options of a run: where its files go, what is printed, and the judge."""
+    _output_options(command)
+    _judge_options(command.add_argument_group("LLM judge"))
+
+
+def _output_options(command: argparse.ArgumentParser) -> None:
+    """Where a run writes its results and aggregates, and what it prints."""
     command.add_argument("-o", "--output", help="write per-question results (.yaml, .json, .jsonl)")
     command.add_argument("--aggregates", help="write aggregates (.yaml, .json)")
     command.add_argument("--by", action="append", metavar="KEY", help=_BY_HELP)
@@ -127,7 +137,10 @@ def _run_options(command: argparse.ArgumentParser) -> None:
         default="text",
         help="json: print the aggregates (and comparisons) as JSON on stdout, nothing else",
     )
-    judge = command.add_argument_group("LLM judge")
+
+
+def _judge_options(judge: Any) -> None:
+    """The LLM judge: config, calls, cache, cost, repeats, batches and the metrics on."""
     judge.add_argument(
         "-c",
         "--config",
@@ -193,7 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _commands(commands: Any) -> None:
+def _evaluate_command(commands: Any) -> None:
+    """``evaluate``: responses against a reference dataset."""
     evaluate = commands.add_parser(
         "evaluate",
         help="evaluate responses against a reference dataset",
@@ -216,6 +230,9 @@ def _commands(commands: Any) -> None:
     _table_options(evaluate)
     evaluate.set_defaults(handler=evaluate_command)
 
+
+def _evaluate_flat_command(commands: Any) -> None:
+    """``evaluate-flat``: one row per question, ragas style."""
     flat = commands.add_parser(
         "evaluate-flat",
         help="evaluate a flat per-question file (ragas style: question, answer, contexts, ...)",
@@ -235,6 +252,9 @@ def _commands(commands: Any) -> None:
     _gate_options(flat, regression=False)
     flat.set_defaults(handler=evaluate_command, reference=None, responses=None)
 
+
+def _aggregate_command(commands: Any) -> None:
+    """``aggregate``: aggregates of per-question results."""
     aggregate = commands.add_parser(
         "aggregate",
         help="aggregate per-question results",
@@ -249,6 +269,9 @@ def _commands(commands: Any) -> None:
     aggregate.add_argument("--keys", choices=KEY_SETS, default="qa-eval", help=_KEYS_HELP)
     aggregate.set_defaults(handler=handlers.aggregate)
 
+
+def _refresh_command(commands: Any) -> None:
+    """``refresh-references``: the reference outputs re-run."""
     refresh = commands.add_parser(
         "refresh-references",
         help="re-run the reference SPARQL queries and update their outputs",
@@ -265,6 +288,14 @@ def _commands(commands: Any) -> None:
         "--store", metavar="GRAPH_FILE", help="RDF file (.ttl, .nt, .nq, .trig, .rdf, .jsonld)"
     )
     source.add_argument("--endpoint", metavar="URL", help="SPARQL 1.1 endpoint (http or https)")
+    _refresh_write_options(refresh)
+    _refresh_query_options(refresh)
+    refresh.add_argument("--format", choices=("text", "json"), default="text")
+    refresh.set_defaults(handler=handlers.refresh)
+
+
+def _refresh_write_options(refresh: argparse.ArgumentParser) -> None:
+    """Where a refresh writes, and the limits it stops at without ``--force``."""
     refresh.add_argument("-o", "--output", help="write the refreshed dataset here instead")
     refresh.add_argument(
         "--dry-run",
@@ -283,6 +314,10 @@ def _commands(commands: Any) -> None:
         default="50%",
         help="without --force, change at most N outputs or PCT%% of the steps run (default 50%%)",
     )
+
+
+def _refresh_query_options(refresh: argparse.ArgumentParser) -> None:
+    """How a refresh queries: HTTP headers, the default graph, the timeout."""
     refresh.add_argument(
         "--header",
         action="append",
@@ -300,9 +335,10 @@ def _commands(commands: Any) -> None:
     refresh.add_argument(
         "--timeout", type=float, default=30.0, help="seconds per endpoint query (default 30)"
     )
-    refresh.add_argument("--format", choices=("text", "json"), default="text")
-    refresh.set_defaults(handler=handlers.refresh)
 
+
+def _schema_command(commands: Any) -> None:
+    """``schema``: the JSON Schema of a file format."""
     schema = commands.add_parser(
         "schema",
         help="print the JSON Schema of the reference, responses or results format",
@@ -312,6 +348,9 @@ def _commands(commands: Any) -> None:
     schema.add_argument("name", choices=("reference", "responses", "results"))
     schema.set_defaults(handler=handlers.schema)
 
+
+def _metrics_command(commands: Any) -> None:
+    """``metrics``: the metric registry."""
     metrics = commands.add_parser(
         "metrics",
         help="list every metric: its keys, direction, whether it needs a judge, its doc page",
@@ -322,6 +361,9 @@ def _commands(commands: Any) -> None:
     metrics.add_argument("--format", choices=("text", "json"), default="text")
     metrics.set_defaults(handler=handlers.metrics)
 
+
+def _compare_command(commands: Any) -> None:
+    """``compare``: two runs, question by question."""
     compare = commands.add_parser(
         "compare",
         help="compare two runs: deltas, paired permutation test (Holm-adjusted), wins/losses",
@@ -348,6 +390,9 @@ def _commands(commands: Any) -> None:
     _compare_gate_options(compare)
     compare.set_defaults(handler=handlers.compare)
 
+
+def _report_command(commands: Any) -> None:
+    """``report``: the HTML report of one or more runs."""
     report = commands.add_parser(
         "report",
         help="write a self-contained HTML report of one or more runs",
@@ -377,6 +422,9 @@ def _commands(commands: Any) -> None:
     )
     report.set_defaults(handler=handlers.report)
 
+
+def _answer_correctness_command(commands: Any) -> None:
+    """``answer-correctness``: graphrag-eval's TSV command."""
     correctness = commands.add_parser(
         "answer-correctness",
         help="answer correctness of a TSV file (graphrag-eval's command)",
@@ -385,6 +433,25 @@ def _commands(commands: Any) -> None:
     )
     tsv_options(correctness)
     correctness.set_defaults(handler=handlers.answer_correctness)
+
+
+_COMMANDS = (
+    _evaluate_command,
+    _evaluate_flat_command,
+    _aggregate_command,
+    _refresh_command,
+    _schema_command,
+    _metrics_command,
+    _compare_command,
+    _report_command,
+    _answer_correctness_command,
+)
+
+
+def _commands(commands: Any) -> None:
+    """Every command, in the order ``--help`` lists them."""
+    for add in _COMMANDS:
+        add(commands)
 
 
 def tsv_parser(prog: str) -> argparse.ArgumentParser:

@@ -34,7 +34,7 @@ counts); ``"exclude"`` leaves out questions that are an error in either run; ``"
 values error results carry. Every row counts the errors among its questions (``errors_a``,
 ``errors_b``). When either run was scored with ``--repeats``, a row of a judged metric also has
 ``judge_se`` (the standard error of ``delta`` that the judge's own noise causes) and
-``within_judge_noise`` (``|delta| < 2 judge_se``; see ``variance.py``). Everything returned
+``within_judge_noise`` (``|delta| < 2 judge_se``; see ``judge.repeats``). Everything returned
 is plain JSON data (dicts, lists, str, int, float, bool, None).
 
 The test itself is ``compare.signflip``; the console table and the report's rows are
@@ -162,6 +162,8 @@ def _value(result: Mapping[str, Any], metric: str) -> tuple[str, float]:
 
 
 def _index(run: Sequence[Mapping[str, Any]], name: str, by_template: bool) -> dict[Any, Any]:
+    """One run's results by pair key; refuses a result that is not a mapping, has no id or
+    repeats one."""
     keyed: dict[Any, Any] = {}
     for position, result in enumerate(run):
         if not isinstance(result, Mapping):
@@ -232,6 +234,7 @@ def _stats(
     confidence: float,
     rng: np.random.Generator,
 ) -> dict[str, Any]:
+    """One row: the means, delta, wins / losses / ties, p-value and interval of the pairs."""
     n = len(pairs)
     row: dict[str, Any] = {
         "n": n,
@@ -272,12 +275,14 @@ def _stats(
 
 
 def _mark(row: dict[str, Any], lower: bool, alpha: float) -> None:
+    """Set ``better`` on a row whose adjusted p is below ``alpha``, in place."""
     adjusted = row["p_adjusted"]
     if adjusted is not None and adjusted < alpha and row["delta"]:
         row["better"] = "b" if (row["delta"] > 0) != lower else "a"
 
 
 def _jsonable_id(value: Any) -> Any:
+    """An id as JSON can hold it: scalars as they are, anything else as its text."""
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     return str(value)
@@ -322,6 +327,41 @@ def compare_runs(
     by_template = _pair_key_mode(a, b, labels)
     index_a = _index(a, labels[0], by_template)
     index_b = _index(b, labels[1], by_template)
+    common = _common_keys(index_a, index_b, labels, by_template)
+    names = _metric_names(a, b, metrics, labels)
+    questions, used, error_counts = _pair_questions(index_a, index_b, common, errors, labels)
+    alpha = alpha_of(confidence)
+    repeated = any(MARKER in r for _, ra, rb in used for r in (ra, rb))
+    lower_names = set(lower_better)
+    out_metrics: list[dict[str, Any]] = []
+    for metric in names:
+        way = "lower" if metric in lower_names else direction(metric)
+        groups, noise = _paired_values(metric, way, used, error_counts, errors, repeated)
+        overall, per_template = _metric_rows(
+            metric, groups, noise if repeated else None, way == "lower", resamples, confidence, seed
+        )
+        out_metrics.append(
+            {
+                "metric": metric,
+                "direction": way,
+                "overall": overall,
+                "per_template": per_template,
+            }
+        )
+    _adjust_and_mark(out_metrics, alpha)
+    return {
+        "labels": {"a": str(labels[0]), "b": str(labels[1])},
+        "method": _method(by_template, alpha, resamples, seed, confidence, errors),
+        "questions": questions,
+        "templates": [_jsonable_id(t) for t in error_counts],
+        "metrics": out_metrics,
+    }
+
+
+def _common_keys(
+    index_a: Mapping[Any, Any], index_b: Mapping[Any, Any], labels: Sequence[str], by_template: bool
+) -> list[Any]:
+    """The pair keys of the questions in both runs, in A's order; none is a ``ValueError``."""
     common = [key for key in index_a if key in index_b]
     if not common:
         raise ValueError(
@@ -329,6 +369,16 @@ def compare_runs(
             f"{labels[1]}: {len(index_b)}; paired by "
             f"{'template_id and question_id' if by_template else 'question_id'})"
         )
+    return common
+
+
+def _metric_names(
+    a: Sequence[Mapping[str, Any]],
+    b: Sequence[Mapping[str, Any]],
+    metrics: Sequence[str] | None,
+    labels: Sequence[str],
+) -> list[str]:
+    """The metrics to compare: those asked for (each one the runs have), else all they have."""
     available = default_metrics(a, b, labels=labels)
     if metrics is not None:
         unknown = [m for m in metrics if m not in available]
@@ -340,6 +390,22 @@ def compare_runs(
     names = list(dict.fromkeys(metrics)) if metrics is not None else available
     if not names:
         raise ValueError("nothing to compare: the runs have no numeric metric")
+    return names
+
+
+_Paired = list[tuple[Any, Mapping[str, Any], Mapping[str, Any]]]
+"""(template, result A, result B) of each question compared."""
+
+
+def _pair_questions(
+    index_a: Mapping[Any, Mapping[str, Any]],
+    index_b: Mapping[Any, Mapping[str, Any]],
+    common: Sequence[Any],
+    errors: ErrorMode,
+    labels: Sequence[str],
+) -> tuple[dict[str, int], _Paired, dict[Any, list[int]]]:
+    """The questions compared, counted: (the ``questions`` counts, the pairs used, the errors
+    of A and B per template in the order the templates first appear)."""
     questions = {
         "a": len(index_a),
         "b": len(index_b),
@@ -351,7 +417,7 @@ def compare_runs(
         "excluded": 0,
         "template_mismatch": 0,
     }
-    used: list[tuple[Any, Mapping[str, Any], Mapping[str, Any]]] = []
+    used: _Paired = []
     error_counts: dict[Any, list[int]] = {}
     for key in common:
         ra, rb = index_a[key], index_b[key]
@@ -373,89 +439,110 @@ def compare_runs(
             f"all {len(common)} paired questions are an error in {labels[0]} or {labels[1]}; "
             "without errors='exclude' (--exclude-errors) they count as failed answers"
         )
-    templates = list(error_counts)
-    lower_names = set(lower_better)
-    alpha = alpha_of(confidence)
-    repeated = any(MARKER in r for _, ra, rb in used for r in (ra, rb))
-    out_metrics: list[dict[str, Any]] = []
-    for metric in names:
-        way = "lower" if metric in lower_names else direction(metric)
-        lower = way == "lower"
-        groups: dict[Any, tuple[list[tuple[float, float]], dict[str, int]]] = {
-            t: ([], _zero_counts(*error_counts[t])) for t in templates
+    return questions, used, error_counts
+
+
+_Groups = dict[Any, tuple[list[tuple[float, float]], dict[str, int]]]
+"""Per template: the (A, B) value pairs of one metric and the counts of its row."""
+
+
+def _paired_values(
+    metric: str,
+    way: str,
+    used: _Paired,
+    error_counts: Mapping[Any, list[int]],
+    errors: ErrorMode,
+    repeated: bool,
+) -> tuple[_Groups, dict[Any, list[Any]]]:
+    """One metric's value pairs and counts per template, and (when a run was scored with
+    repeats) each pair's judge variances."""
+    groups: _Groups = {t: ([], _zero_counts(*counts)) for t, counts in error_counts.items()}
+    noise: dict[Any, list[Any]] = {t: [] for t in error_counts}
+    for template, ra, rb in used:
+        pairs, counts = groups[template]
+        counts["questions"] += 1
+        # errors=fail: an error becomes 0 only for a higher-is-better metric
+        (kind_a, value_a), (kind_b, value_b) = _values(ra, rb, metric, way != "higher", errors)
+        if kind_a != "ok":
+            counts[f"{kind_a}_a"] += 1
+        if kind_b != "ok":
+            counts[f"{kind_b}_b"] += 1
+        if kind_a == "ok" and kind_b == "ok":
+            pairs.append((value_a, value_b))
+            if repeated:
+                noise[template].append((_judge_variance(ra, metric), _judge_variance(rb, metric)))
+    return groups, noise
+
+
+def _metric_rows(
+    metric: str,
+    groups: _Groups,
+    noise: Mapping[Any, list[Any]] | None,
+    lower: bool,
+    resamples: int,
+    confidence: float,
+    seed: int,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One metric's overall row and per-template rows, tested (not yet adjusted); with
+    ``noise``, each row's judge noise."""
+    templates = list(groups)
+    all_pairs = [p for t in templates for p in groups[t][0]]
+    all_counts = _zero_counts()
+    for _, counts in groups.values():
+        for name, count in counts.items():
+            all_counts[name] += count
+    overall = _stats(all_pairs, all_counts, lower, resamples, confidence, _rng(seed, metric, None))
+    per_template = [
+        {
+            "template_id": _jsonable_id(t),
+            **_stats(*groups[t], lower, resamples, confidence, _rng(seed, metric, ("t", t))),
         }
-        noise: dict[Any, list[Any]] = {t: [] for t in templates}
-        for template, ra, rb in used:
-            pairs, counts = groups[template]
-            counts["questions"] += 1
-            # errors=fail: an error becomes 0 only for a higher-is-better metric
-            (kind_a, value_a), (kind_b, value_b) = _values(ra, rb, metric, way != "higher", errors)
-            if kind_a != "ok":
-                counts[f"{kind_a}_a"] += 1
-            if kind_b != "ok":
-                counts[f"{kind_b}_b"] += 1
-            if kind_a == "ok" and kind_b == "ok":
-                pairs.append((value_a, value_b))
-                if repeated:
-                    noise[template].append(
-                        (_judge_variance(ra, metric), _judge_variance(rb, metric))
-                    )
-        all_pairs = [p for t in templates for p in groups[t][0]]
-        all_counts = _zero_counts()
-        for _, counts in groups.values():
-            for name, count in counts.items():
-                all_counts[name] += count
-        overall = _stats(
-            all_pairs, all_counts, lower, resamples, confidence, _rng(seed, metric, None)
-        )
-        per_template = [
-            {
-                "template_id": _jsonable_id(t),
-                **_stats(*groups[t], lower, resamples, confidence, _rng(seed, metric, ("t", t))),
-            }
-            for t in templates
-        ]
-        if repeated:
-            _add_noise(overall, [v for t in templates for v in noise[t]])
-            for t, row in zip(templates, per_template):
-                _add_noise(row, noise[t])
-        out_metrics.append(
-            {
-                "metric": metric,
-                "direction": way,
-                "overall": overall,
-                "per_template": per_template,
-            }
-        )
-    _holm([entry["overall"] for entry in out_metrics])
-    _holm([row for entry in out_metrics for row in entry["per_template"]])
-    for entry in out_metrics:
+        for t in templates
+    ]
+    if noise is not None:
+        _add_noise(overall, [v for t in templates for v in noise[t]])
+        for t, row in zip(templates, per_template):
+            _add_noise(row, noise[t])
+    return overall, per_template
+
+
+def _adjust_and_mark(entries: Sequence[dict[str, Any]], alpha: float) -> None:
+    """Holm's adjustment over the overall rows and over the per-template rows, then ``better``
+    on the rows it rejects (not for a count), in place."""
+    _holm([entry["overall"] for entry in entries])
+    _holm([row for entry in entries for row in entry["per_template"]])
+    for entry in entries:
         if entry["direction"] == "none":  # a count: a change is neither better nor worse
             continue
         lower = entry["direction"] == "lower"
         for row in (entry["overall"], *entry["per_template"]):
             _mark(row, lower, alpha)
+
+
+def _method(
+    by_template: bool,
+    alpha: float,
+    resamples: int,
+    seed: int,
+    confidence: float,
+    errors: ErrorMode,
+) -> dict[str, Any]:
+    """The comparison's ``method``: how it paired, tested, adjusted and scored errors."""
     return {
-        "labels": {"a": str(labels[0]), "b": str(labels[1])},
-        "method": {
-            "design": "paired",
-            "paired_by": "template_id+question_id" if by_template else "question_id",
-            "statistic": "mean difference B - A",
-            "p_value": "two-sided paired sign-flip permutation test",
-            "exact_max_n": EXACT_MAX_N,
-            "ci": "inverted sign-flip test",
-            "adjustment": "holm",
-            "families": ["overall", "per_template"],
-            "alpha": alpha,
-            "resamples": resamples,
-            "seed": seed,
-            "confidence": confidence,
-            "tie_tolerance": TIE_TOLERANCE,
-            "errors": errors,
-        },
-        "questions": questions,
-        "templates": [_jsonable_id(t) for t in templates],
-        "metrics": out_metrics,
+        "design": "paired",
+        "paired_by": "template_id+question_id" if by_template else "question_id",
+        "statistic": "mean difference B - A",
+        "p_value": "two-sided paired sign-flip permutation test",
+        "exact_max_n": EXACT_MAX_N,
+        "ci": "inverted sign-flip test",
+        "adjustment": "holm",
+        "families": ["overall", "per_template"],
+        "alpha": alpha,
+        "resamples": resamples,
+        "seed": seed,
+        "confidence": confidence,
+        "tie_tolerance": TIE_TOLERANCE,
+        "errors": errors,
     }
 
 
@@ -471,6 +558,7 @@ def _add_noise(row: dict[str, Any], variances: list[Any]) -> None:
 
 
 def _zero_counts(errors_a: int = 0, errors_b: int = 0) -> dict[str, int]:
+    """The counters of a row, all 0 but the errors given."""
     return {
         "errors_a": errors_a,
         "errors_b": errors_b,

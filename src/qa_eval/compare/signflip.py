@@ -1,4 +1,4 @@
-"""The paired sign-flip permutation test that ``compare`` runs per metric (its docstring states
+"""The paired sign-flip permutation test that ``compare.runs`` runs per metric (its docstring states
 the method and sources): the p-value of "mean difference = 0", exact over all ``2**n`` sign
 vectors up to :data:`EXACT_MAX_N` pairs, else Monte Carlo with ``resamples`` random vectors plus
 the observed one, and the confidence interval by test inversion.

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import textwrap
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..io.numbers import format_number, scale_of
@@ -28,6 +29,7 @@ _DEFAULT_WIDTH = 100  # when the output is not a terminal
 
 
 def _p(value: float | None) -> str:
+    """A p-value: three decimals, or <0.001 (``-`` for none)."""
     if value is None:
         return "-"
     return "<0.001" if value < 0.001 else f"{value:.3f}"
@@ -42,6 +44,7 @@ def _fewest_testable(alpha: float) -> int | None:
 
 
 def _cells(row: Mapping[str, Any], scale: str | None, too_few: str) -> dict[str, str]:
+    """A row's cells as text, by column name (``too_few`` in ``p`` when it cannot be tested)."""
     if row["ci_low"] is None or row["ci_high"] is None:
         ci = "-"
     else:
@@ -64,12 +67,14 @@ def _cells(row: Mapping[str, Any], scale: str | None, too_few: str) -> dict[str,
 
 
 def _wrap(text: str, width: int, indent: str = "") -> list[str]:
+    """Text wrapped at ``width``, long words broken, never empty."""
     return textwrap.wrap(
         text, width, subsequent_indent=indent, break_long_words=True, break_on_hyphens=False
     ) or [""]
 
 
 def _p_adj(row: Mapping[str, Any]) -> str:
+    """A row's adjusted p as text."""
     return _p(row["p_adjusted"])
 
 
@@ -104,6 +109,20 @@ def verdict_lines(
     fewest = _fewest_testable(alpha)
     too_few = f"n<{fewest}" if fewest is not None else "too few pairs"
     shown = [(e, e["overall"]) for e in comparison["metrics"] if e["overall"]["n"]]
+    outcome = _outcome(shown, alpha, too_few)
+    facts = _facts(comparison, shown, alpha, too_few)
+    named_b = label_b if label_b == "B" else f"{label_b} (B)"
+    named_a = label_a if label_a == "A" else f"{label_a} (A)"
+    return [f"{named_b} against {named_a}: {outcome}", "; ".join(facts)]
+
+
+_Shown = Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]]
+"""(metric entry, overall row) of each metric with values."""
+
+
+def _outcome(shown: _Shown, alpha: float, too_few: str) -> str:
+    """The verdict: the metrics B is significantly worse, better or different on, or that no
+    difference was significant, or that nothing could be tested."""
     groups: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = {
         "a": [],
         "b": [],
@@ -119,12 +138,16 @@ def verdict_lines(
     ]
     tested = sum(1 for _, row in shown if row["testable"])
     if found:
-        outcome = "; ".join(found)
-    elif tested:
+        return "; ".join(found)
+    if tested:
         metrics = "metric" if tested == 1 else f"{tested} metrics"
-        outcome = f"no significant difference (p adj >= {alpha:g} on the {metrics} tested)"
-    else:
-        outcome = f"nothing could be tested: every metric has too few pairs ({too_few})"
+        return f"no significant difference (p adj >= {alpha:g} on the {metrics} tested)"
+    return f"nothing could be tested: every metric has too few pairs ({too_few})"
+
+
+def _facts(comparison: Mapping[str, Any], shown: _Shown, alpha: float, too_few: str) -> list[str]:
+    """The second line's facts: the questions paired and left out, each run's errors, and the
+    rows too few to test (overall, and per template when there are templates)."""
     q = comparison["questions"]
     unpaired = [f"only {k.upper()} {q[f'only_{k}']}" for k in "ab" if q[f"only_{k}"]]
     unpaired += [f"{q['excluded']} left out"] if q.get("excluded") else []
@@ -132,6 +155,7 @@ def verdict_lines(
         f"{q['paired']} paired questions" + (f" ({', '.join(unpaired)})" if unpaired else ""),
         f"errors: A {q['errors_a']}, B {q['errors_b']}",
     ]
+    tested = sum(1 for _, row in shown if row["testable"])
     untested = len(shown) - tested
     if untested and tested:
         facts.append(f"{untested} of {len(shown)} metrics too few to test ({too_few})")
@@ -144,9 +168,7 @@ def verdict_lines(
         else:
             text = f"per template: {marked} of {len(rows)} rows significant"
             facts.append(text + (f", {small} too few to test ({too_few})" if small else ""))
-    named_b = label_b if label_b == "B" else f"{label_b} (B)"
-    named_a = label_a if label_a == "A" else f"{label_a} (A)"
-    return [f"{named_b} against {named_a}: {outcome}", "; ".join(facts)]
+    return facts
 
 
 def format_table(
@@ -169,17 +191,50 @@ def format_table(
     pct = f"{method['confidence'] * 100:g}"
     fewest = _fewest_testable(alpha)
     too_few = f"n<{fewest}" if fewest is not None else "too few"
+    rows = _table_rows(comparison, per_template, too_few)
+    layout = _layout(rows, width, pct)
+    out = [line for text in verdict_lines(comparison, labels) for line in _wrap(text, width, "  ")]
+    if rows.overall:
+        out += ["", *_block("metric", rows.overall, layout)]
+    if rows.per_template:
+        out += ["", *_block("per template", rows.per_template, layout)]
+    out.append("")
+    for text in _notes(method, alpha, pct, too_few, rows, explain, layout):
+        out += _wrap(text, width)
+    return "\n".join(out)
 
-    def metric_name(entry: Mapping[str, Any]) -> str:
-        marks = {"lower": " (-)", "none": " (=)"}
-        return str(entry["metric"]) + marks.get(entry["direction"], "")
 
-    # (name, cells): cells None for a metric heading in the per-template block
-    overall_rows: list[tuple[str, dict[str, str] | None]] = []
-    template_rows: list[tuple[str, dict[str, str] | None]] = []
-    untestable = hidden = 0
-    marks: set[str] = set()  # the directions of the metrics shown
-    noisy = any(
+_Row = tuple[str, dict[str, str] | None]
+"""(name, cells) of a table line; cells None for a metric's heading in the per-template block."""
+
+
+@dataclass
+class _TableRows:
+    """The lines of the two tables, and what the note under them mentions."""
+
+    overall: list[_Row] = field(default_factory=list)
+    per_template: list[_Row] = field(default_factory=list)
+    untestable: int = 0
+    """Rows with too few pairs to test (overall and per template, shown or not)."""
+    hidden: int = 0
+    """Per-template rows too few to test and left out (without ``per_template``)."""
+    marks: set[str] = field(default_factory=set)
+    """The directions of the metrics shown."""
+    noisy: bool = False
+    """Whether some row's delta is within the judge's noise."""
+
+
+def _metric_name(entry: Mapping[str, Any]) -> str:
+    """A metric's name with its direction's mark: ``(-)`` lower is better, ``(=)`` a count."""
+    marks = {"lower": " (-)", "none": " (=)"}
+    return str(entry["metric"]) + marks.get(entry["direction"], "")
+
+
+def _table_rows(comparison: Mapping[str, Any], per_template: bool, too_few: str) -> _TableRows:
+    """The rows with values, as table lines: every overall row, and the per-template rows that
+    could be tested (all with ``per_template``) under their metric's heading."""
+    rows = _TableRows()
+    rows.noisy = any(
         row.get("within_judge_noise")
         for entry in comparison["metrics"]
         for row in (entry["overall"], *entry["per_template"])
@@ -187,24 +242,42 @@ def format_table(
     for entry in comparison["metrics"]:
         scale = scale_of(str(entry["metric"]))
         if entry["overall"]["n"]:
-            overall_rows.append((metric_name(entry), _cells(entry["overall"], scale, too_few)))
-            untestable += not entry["overall"]["testable"]
-            marks.add(entry["direction"])
+            rows.overall.append((_metric_name(entry), _cells(entry["overall"], scale, too_few)))
+            rows.untestable += not entry["overall"]["testable"]
+            rows.marks.add(entry["direction"])
         if len(comparison["templates"]) < 2:
             continue
-        rows = [r for r in entry["per_template"] if r["n"]]
-        untestable += sum(1 for r in rows if not r["testable"])
-        kept = rows if per_template else [r for r in rows if r["testable"]]
-        hidden += len(rows) - len(kept)
+        valued = [r for r in entry["per_template"] if r["n"]]
+        rows.untestable += sum(1 for r in valued if not r["testable"])
+        kept = valued if per_template else [r for r in valued if r["testable"]]
+        rows.hidden += len(valued) - len(kept)
         if kept:
-            template_rows.append((metric_name(entry), None))
-            marks.add(entry["direction"])
+            rows.per_template.append((_metric_name(entry), None))
+            rows.marks.add(entry["direction"])
             for row in kept:
-                template_rows.append((f"  {row['template_id']}", _cells(row, scale, too_few)))
+                rows.per_template.append((f"  {row['template_id']}", _cells(row, scale, too_few)))
+    return rows
 
+
+@dataclass(frozen=True)
+class _Layout:
+    """How the tables fit the width: the columns kept, their widths and the names' width; or
+    one wrapped record per row when even the names do not fit beside the columns."""
+
+    width: int
+    headers: Mapping[str, str]
+    columns: list[str]
+    widths: Mapping[str, int]
+    name_width: int
+    tabular: bool
+
+
+def _layout(rows: _TableRows, width: int, pct: str) -> _Layout:
+    """Fit the tables to ``width``: leave out the optional columns, in order, while the names
+    would get fewer than ``_MIN_NAME`` columns; too narrow still, one record per row."""
     headers = {"CI": f"{pct}% CI"}
     columns = ["n", "mean A", "mean B", "delta", "err A/B", "CI", "p", "p adj", "better", "W/L/T"]
-    filled = [cells for _, cells in overall_rows + template_rows if cells is not None]
+    filled = [cells for _, cells in rows.overall + rows.per_template if cells is not None]
     widths = {
         c: max([len(headers.get(c, c)), *(len(cells[c]) for cells in filled)]) for c in columns
     }
@@ -216,58 +289,79 @@ def format_table(
         if name_room(columns) >= _MIN_NAME:
             break
         columns = [c for c in columns if c not in group]
-    names = [name for name, _ in overall_rows + template_rows] + ["per template"]
+    names = [name for name, _ in rows.overall + rows.per_template] + ["per template"]
     name_width = min(max(len(name) for name in names), name_room(columns))
     tabular = name_width >= _MIN_NAME or name_room(columns) >= max(len(n) for n in names)
     if not tabular:  # records wrap, so they can hold every column
         columns = list(widths)
+    return _Layout(width, headers, columns, widths, name_width, tabular)
 
-    def block(title: str, rows: list[tuple[str, dict[str, str] | None]]) -> list[str]:
-        if not tabular:  # too narrow for columns: one record per row, wrapped
-            lines = [title, "-" * min(width, len(title))]
-            for name, cells in rows:
-                lines += _wrap(name, width, "    ")
-                if cells is not None:
-                    fields = " · ".join(
-                        f"{headers.get(c, c)} {cells[c].replace(', ', ',') or '-'}" for c in columns
-                    )
-                    lines += _wrap("    " + fields, width, "    ")
-            return lines
 
-        def line(name: str, values: Sequence[str]) -> str:
-            parts = [name.ljust(name_width), *(v.rjust(widths[c]) for c, v in zip(columns, values))]
-            return " ".join(parts).rstrip()
+def _block(title: str, rows: list[_Row], layout: _Layout) -> list[str]:
+    """One table (its title line, a rule, its lines), or its records when not tabular."""
+    if not layout.tabular:
+        return _records(title, rows, layout)
+    headers, columns, widths = layout.headers, layout.columns, layout.widths
 
-        lines = [line(title, [headers.get(c, c) for c in columns])]
-        lines.append("-" * len(lines[0]))
-        for name, cells in rows:
-            if cells is None or len(name) > name_width:  # a heading or a long name: own line(s)
-                lines += _wrap(name, width, "  ")
-                name = ""
-            if cells is not None:
-                lines.append(line(name, [cells[c] for c in columns]))
-        return lines
+    def line(name: str, values: Sequence[str]) -> str:
+        parts = [
+            name.ljust(layout.name_width),
+            *(v.rjust(widths[c]) for c, v in zip(columns, values)),
+        ]
+        return " ".join(parts).rstrip()
 
-    out = [line for text in verdict_lines(comparison, labels) for line in _wrap(text, width, "  ")]
-    if overall_rows:
-        out += ["", *block("metric", overall_rows)]
-    if template_rows:
-        out += ["", *block("per template", template_rows)]
+    lines = [line(title, [headers.get(c, c) for c in columns])]
+    lines.append("-" * len(lines[0]))
+    for name, cells in rows:
+        if cells is None or len(name) > layout.name_width:  # a heading or a long name: own line(s)
+            lines += _wrap(name, layout.width, "  ")
+            name = ""
+        if cells is not None:
+            lines.append(line(name, [cells[c] for c in columns]))
+    return lines
+
+
+def _records(title: str, rows: list[_Row], layout: _Layout) -> list[str]:
+    """A table too narrow for columns: one record per row, wrapped."""
+    width, headers = layout.width, layout.headers
+    lines = [title, "-" * min(width, len(title))]
+    for name, cells in rows:
+        lines += _wrap(name, width, "    ")
+        if cells is not None:
+            fields = " · ".join(
+                f"{headers.get(c, c)} {cells[c].replace(', ', ',') or '-'}" for c in layout.columns
+            )
+            lines += _wrap("    " + fields, width, "    ")
+    return lines
+
+
+def _notes(
+    method: Mapping[str, Any],
+    alpha: float,
+    pct: str,
+    too_few: str,
+    rows: _TableRows,
+    explain: bool,
+    layout: _Layout,
+) -> list[str]:
+    """The note under the tables: the short one, or the method in full with ``explain``; and
+    which columns were left out to fit."""
+    shown_too_few = too_few if rows.untestable else None
     if explain:
-        notes = _legend(method, alpha, pct, too_few if untestable else None, noisy)
-        if hidden:
-            notes.append(f"--per-template lists the {_rows(hidden)} too few to test.")
+        notes = _legend(method, alpha, pct, shown_too_few, rows.noisy)
+        if rows.hidden:
+            notes.append(f"--per-template lists the {_rows(rows.hidden)} too few to test.")
     else:
-        notes = [_short_note(alpha, too_few if untestable else None, marks, noisy, hidden)]
-    if len(columns) < len(widths):
-        notes.append(f"Columns left out to fit {width} characters; --format json has them all.")
-    out.append("")
-    for text in notes:
-        out += _wrap(text, width)
-    return "\n".join(out)
+        notes = [_short_note(alpha, shown_too_few, rows.marks, rows.noisy, rows.hidden)]
+    if len(layout.columns) < len(layout.widths):
+        notes.append(
+            f"Columns left out to fit {layout.width} characters; --format json has them all."
+        )
+    return notes
 
 
 def _rows(count: int) -> str:
+    """``1 per-template row``, ``2 per-template rows``."""
     return f"{count} per-template row" + ("" if count == 1 else "s")
 
 

@@ -70,6 +70,7 @@ _secrets: tuple[str, ...] = ()
 
 
 def _finalize(value: Any) -> Any:
+    """Every value a template prints: redacted when it may hold a secret, None as nothing."""
     if type(value) is str:
         if len(value) >= _REDACT_MIN and (
             _TRIGGER.search(value.lower()) or any(s in value for s in _secrets)
@@ -115,6 +116,7 @@ def pvalue(value: Any) -> str:
 
 
 def _plain(value: Any) -> Any:
+    """A value as plain YAML data: mappings, lists and scalars; anything else as its text."""
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -125,6 +127,7 @@ def _plain(value: Any) -> Any:
 
 
 def _signature(run: RunSummary) -> dict[str, Any]:
+    """A run's signature: the facts shown first, and all of it as YAML."""
     sig = run.signature
     if not sig:
         return {"facts": [], "yaml": ""}
@@ -149,6 +152,7 @@ def _signature(run: RunSummary) -> dict[str, Any]:
 
 
 def _delta_class(metric: Metric | None, a: float | None, b: float | None) -> str:
+    """``up`` when B is better than A on the metric, ``down`` when worse, else empty."""
     if metric is None or a is None or b is None or abs(b - a) <= 1e-12:
         return ""
     return "up" if (b > a) != metric.lower else "down"
@@ -161,6 +165,7 @@ def _question_row(
     runs: Sequence[RunSummary],
     fail: bool,
 ) -> dict[str, Any]:
+    """A question's row in the list: its scores, the delta of the first two runs, errors."""
     scores: list[float | None] = []
     for result in question.results:
         value = result.get(primary.name) if (primary and result is not None) else None
@@ -183,6 +188,7 @@ def _question_row(
 
 
 def _is_error(result: Mapping[str, Any]) -> bool:
+    """Whether a result is an error response."""
     from ..aggregate import is_error
 
     return is_error(result)
@@ -208,9 +214,53 @@ def render_page(
     fail = verdict is None or verdict.method.get("errors", "fail") != "exclude"
     visible = questions[:shown]
     rows = [_question_row(q, i + 1, primary, runs, fail) for i, q in enumerate(visible)]
-    anchors = {q.anchor for q in visible}
-    question_metrics = [m for m in metrics if not m.step]
     env = environment()
+    drills = _drills(env, rows, [m for m in metrics if not m.step], by_name, runs)
+    worse, better = _worse_and_better(questions, visible, verdict, primary)
+    variance_runs, variance_metrics, flip_keys = _variance(runs, metrics)
+    return str(
+        env.get_template("page.html.j2").render(
+            title=title,
+            subtitle=_subtitle(runs),
+            runs=runs,
+            colors=figures.RUN_COLORS,
+            metrics=metrics,
+            headline=headline,
+            primary=primary,
+            verdict=verdict,
+            comparison_note=comparison_note,
+            worse=worse[:MAX_LISTED],
+            worse_count=len(worse),
+            better_count=better,
+            anchors={q.anchor for q in visible},
+            rows=rows,
+            drills=pack(drills),
+            total_questions=len(questions),
+            max_questions=max_questions,
+            charts=_charts(runs, metrics),
+            constant=_constant(runs, metrics),
+            strips=_strips(verdict),
+            signatures=[_signature(run) for run in runs],
+            templates=list(dict.fromkeys(q.template for q in visible)),
+            by_name=by_name,
+            judge_rows=_judge_rows(runs),
+            template_rows=_template_rows(runs),
+            variance_runs=variance_runs,
+            variance_metrics=variance_metrics,
+            flip_keys=flip_keys,
+            noise_sigmas=SIGMAS,
+        )
+    )
+
+
+def _drills(
+    env: Any,
+    rows: Sequence[Mapping[str, Any]],
+    question_metrics: Sequence[Metric],
+    by_name: Mapping[str, Metric],
+    runs: Sequence[RunSummary],
+) -> list[str]:
+    """The drill-down HTML of each listed question (packed into the page by :func:`pack`)."""
     drill_template = env.get_template("drill.html.j2")
     drills = []
     for row in rows:
@@ -232,13 +282,26 @@ def render_page(
                 colors=figures.RUN_COLORS,
             )
         )
+    return drills
+
+
+def _worse_and_better(
+    questions: Sequence[QuestionRef],
+    visible: Sequence[QuestionRef],
+    verdict: Verdict | None,
+    primary: Metric | None,
+) -> tuple[list[QuestionRef], int]:
+    """(the questions the verdict lists as worse, how many got better); with one run, the weak
+    questions at the top of the worst-first order and 0."""
     if verdict is not None:
         worse = [q for q in questions if q.worse]  # already worst first
-        better = sum(1 for q in questions if q.better)
-    else:  # one run: the questions at the top of the worst-first order that are not perfect
-        worse = [q for q in visible[:10] if _is_weak(q, primary)]
-        better = 0
-    charts = {
+        return worse, sum(1 for q in questions if q.better)
+    return [q for q in visible[:10] if _is_weak(q, primary)], 0
+
+
+def _charts(runs: Sequence[RunSummary], metrics: Sequence[Metric]) -> dict[str, list[Any]]:
+    """The charts: per-template bars and a histogram per metric, and bars per label key."""
+    return {
         "templates": [c for m in metrics if (c := figures.template_bars(m, runs))],
         "histograms": [c for m in metrics if (c := figures.histogram(m, runs))],
         "labels": [
@@ -247,18 +310,38 @@ def render_page(
             if (c := figures.label_bars(key, runs))
         ],
     }
+
+
+def _constant(runs: Sequence[RunSummary], metrics: Sequence[Metric]) -> list[tuple[str, Any]]:
+    """(metric, value) of each metric with one value over every run (shown without a chart)."""
     constant = []
     for metric in metrics:
         distinct = {v for run in runs for v in run.values.get(metric.name, ())}
         if len(distinct) == 1:
             constant.append((metric.name, distinct.pop()))
+    return constant
+
+
+def _strips(verdict: Verdict | None) -> dict[tuple[str, Any], Any]:
+    """The confidence-interval strip of each compared row, by (metric, template)."""
     strips = {}
     if verdict is not None:
         for compared in [*verdict.overall, *verdict.per_template]:
             strips[(compared.metric, compared.template)] = figures.ci_strip(compared)
-    total = len(questions)
+    return strips
+
+
+def _judge_rows(runs: Sequence[RunSummary]) -> list[tuple[str, list[Any]]]:
+    """The judge's usage: per counter, its value in each run."""
     usage_names = list(dict.fromkeys(name for run in runs for name, _ in run.judge_usage))
-    judge_rows = [(name, [dict(run.judge_usage).get(name) for run in runs]) for name in usage_names]
+    return [(name, [dict(run.judge_usage).get(name) for run in runs]) for name in usage_names]
+
+
+def _variance(
+    runs: Sequence[RunSummary], metrics: Sequence[Metric]
+) -> tuple[list[RunSummary], list[str], list[str]]:
+    """The judge's own noise: the runs that measured it, the metrics with a judge sd in one of
+    them, and the label keys whose labels flipped."""
     variance_runs = [run for run in runs if run.judged_twice or run.label_flips]
     variance_metrics = [
         m.name
@@ -269,52 +352,29 @@ def render_page(
         )
     ]
     flip_keys = sorted({key for run in variance_runs for key in run.label_flips})
+    return variance_runs, variance_metrics, flip_keys
+
+
+def _template_rows(runs: Sequence[RunSummary]) -> list[tuple[str, list[tuple[RunSummary, Any]]]]:
+    """Per template name (in the order first seen): each run's group of that template."""
     template_names = list(dict.fromkeys(g.name for run in runs for g in run.templates))
-    template_rows = [
+    return [
         (name, [(run, g) for run in runs for g in run.templates if g.name == name])
         for name in template_names
     ]
-    subtitle = (
+
+
+def _subtitle(runs: Sequence[RunSummary]) -> str:
+    """The line under the title: the runs, their results and when the page was made."""
+    return (
         f"{', '.join(run.label for run in runs) or 'no runs'} · "
         f"{sum(run.questions for run in runs)} results · "
         f"generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
     )
-    return str(
-        env.get_template("page.html.j2").render(
-            title=title,
-            subtitle=subtitle,
-            runs=runs,
-            colors=figures.RUN_COLORS,
-            metrics=metrics,
-            headline=headline,
-            primary=primary,
-            verdict=verdict,
-            comparison_note=comparison_note,
-            worse=worse[:MAX_LISTED],
-            worse_count=len(worse),
-            better_count=better,
-            anchors=anchors,
-            rows=rows,
-            drills=pack(drills),
-            total_questions=total,
-            max_questions=max_questions,
-            charts=charts,
-            constant=constant,
-            strips=strips,
-            signatures=[_signature(run) for run in runs],
-            templates=list(dict.fromkeys(q.template for q in visible)),
-            by_name=by_name,
-            judge_rows=judge_rows,
-            template_rows=template_rows,
-            variance_runs=variance_runs,
-            variance_metrics=variance_metrics,
-            flip_keys=flip_keys,
-            noise_sigmas=SIGMAS,
-        )
-    )
 
 
 def _is_weak(question: QuestionRef, primary: Metric | None) -> bool:
+    """Whether the first run's result is an error or below full marks on the primary metric."""
     result = question.results[0]
     if result is None:
         return False

@@ -61,82 +61,105 @@ def format_query(query: str) -> str:
     that already has line breaks is returned unchanged."""
     if "\n" in query.strip() or len(query) < 60:
         return query
-    out: list[str] = []
-    depth = 0
-    i = 0
-    newline = False
+    return _QueryLayout(query).run()
 
-    def line_break(level: int) -> None:
-        while out and out[-1] == " ":
-            out.pop()
-        out.append("\n" + _INDENT * max(level, 0))
 
-    while i < len(query):
-        char = query[i]
+def _string_end(query: str, start: int) -> int:
+    """The index after a string literal (``"``, ``'`` or tripled) starting at ``start``."""
+    char = query[start]
+    quote = query[start : start + 3] if query[start : start + 3] in ('"""', "'''") else char
+    end = start + len(quote)
+    while end < len(query) and not query.startswith(quote, end):
+        end += 2 if query[end] == "\\" else 1
+    return min(len(query), end + len(quote))
+
+
+class _QueryLayout:
+    """One pass over a one-line query, token by token, writing it with line breaks."""
+
+    def __init__(self, query: str) -> None:
+        self.query = query
+        self.out: list[str] = []
+        self.depth = 0
+        """Braces open."""
+        self.newline = False
+        """Whether a line was just broken (so a space or a group keyword starts nothing)."""
+
+    def run(self) -> str:
+        """The query laid out."""
+        i = 0
+        while i < len(self.query):
+            i = self._step(i)
+        return "".join(self.out).strip()
+
+    def _line_break(self, level: int) -> None:
+        """End the line (dropping trailing spaces) and indent the next to ``level``."""
+        while self.out and self.out[-1] == " ":
+            self.out.pop()
+        self.out.append("\n" + _INDENT * max(level, 0))
+
+    def _verbatim(self, start: int, end: int) -> int:
+        """Write ``query[start:end]`` as it is (a string, an IRI, a comment); returns ``end``."""
+        self.out.append(self.query[start:end])
+        self.newline = False
+        return end
+
+    def _step(self, i: int) -> int:
+        """Write what starts at ``i``; returns where the next token starts."""
+        query, char = self.query, self.query[i]
         if char in "\"'":
-            quote = query[i : i + 3] if query[i : i + 3] in ('"""', "'''") else char
-            end = i + len(quote)
-            while end < len(query) and not query.startswith(quote, end):
-                end += 2 if query[end] == "\\" else 1
-            end = min(len(query), end + len(quote))
-            out.append(query[i:end])
-            i, newline = end, False
-            continue
-        if char == "<":
-            end = _iri_end(query, i)
-            if end != -1:
-                out.append(query[i:end])
-                i, newline = end, False
-                continue
+            return self._verbatim(i, _string_end(query, i))
+        if char == "<" and (end := _iri_end(query, i)) != -1:
+            return self._verbatim(i, end)
         if char.isspace():
-            if not newline and out and not out[-1].endswith(" "):
-                out.append(" ")
-            i += 1
-            continue
+            if not self.newline and self.out and not self.out[-1].endswith(" "):
+                self.out.append(" ")
+            return i + 1
         if char == "#" and (i == 0 or query[i - 1].isspace()):  # a comment runs to the end
-            out.append(query[i:])
-            break
+            return self._verbatim(i, len(query))
         clause = (
             _CLAUSES.match(query, i)
-            if depth == 0 and (i == 0 or not query[i - 1].isalnum())
+            if self.depth == 0 and (i == 0 or not query[i - 1].isalnum())
             else None
         )
-        if clause and out and clause.group(1).upper() != "WHERE":
-            line_break(depth)
+        if clause and self.out and clause.group(1).upper() != "WHERE":
+            self._line_break(self.depth)
+        return self._token(i, clause)
+
+    def _token(self, i: int, clause: re.Match[str] | None) -> int:
+        """Write a brace, a separator, a group keyword, a clause keyword or one character."""
+        query, char = self.query, self.query[i]
         if char == "{":
-            depth += 1
-            out.append("{")
-            line_break(depth)
-            newline = True
+            self.depth += 1
+            self.out.append("{")
+            self._line_break(self.depth)
+            self.newline = True
         elif char == "}":
-            depth -= 1
-            line_break(depth)
-            out.append("}")
-            newline = False
+            self.depth -= 1
+            self._line_break(self.depth)
+            self.out.append("}")
+            self.newline = False
         elif char in ".;" and (
             i + 1 == len(query) or query[i + 1].isspace() or query[i + 1] == "}"
         ):
-            out.append(char)
-            if depth > 0 and not query[i + 1 :].lstrip().startswith("}"):
-                line_break(depth + (1 if char == ";" else 0))
-                newline = True
+            self.out.append(char)
+            if self.depth > 0 and not query[i + 1 :].lstrip().startswith("}"):
+                self._line_break(self.depth + (1 if char == ";" else 0))
+                self.newline = True
         elif (
-            depth > 0
-            and not newline
+            self.depth > 0
+            and not self.newline
             and not query[i - 1].isalnum()
             and (word := _GROUP_WORDS.match(query, i))
         ):
-            line_break(depth)
-            out.append(word.group(0))
-            i += len(word.group(0))
-            continue
+            self._line_break(self.depth)
+            self.out.append(word.group(0))
+            return i + len(word.group(0))
+        elif clause:
+            self.out.append(clause.group(0))
+            self.newline = False
+            return i + len(clause.group(0))
         else:
-            if clause:
-                out.append(clause.group(0))
-                i += len(clause.group(0))
-                newline = False
-                continue
-            out.append(char)
-            newline = False
-        i += 1
-    return "".join(out).strip()
+            self.out.append(char)
+            self.newline = False
+        return i + 1
