@@ -22,7 +22,7 @@ qa-eval also counts labels (``factual_accuracy_grade``, ``answer_class``: ``{cou
 groups the questions by tags such as ``question_type`` (``per_tag``), with the same statistics.
 For results scored with ``--repeats``, each metric block of a group also has the judge's own
 noise beside the spread between questions (``judge_sd``, ``judge_se``, ``judge_n``, ``sd``) and the
-group has ``label_flips`` (see ``variance.py``).
+group has ``label_flips`` (see ``judge.repeats``).
 
 Pure functions over plain mappings; nothing here reads files or parses step outputs except to
 confirm an empty SPARQL result, which a text scan finds first.

@@ -59,7 +59,7 @@ class EvalConfig:
     relevance_questions: int = 3
     repeats: int = 1
     """How many times every LLM metric is asked per question (``llm.repeats``, ``--repeats``;
-    see ``variance.py``)."""
+    see ``judge.repeats``)."""
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     source: str = "config"
     custom_definitions: tuple[CustomMetric, ...] = field(default=(), compare=False, repr=False)

@@ -45,7 +45,7 @@ from .files import numbered_lines, parse_json, read_text
 __all__ = ["FIELDS", "FLAT_MARK", "flat_to_dataset", "read_flat", "read_flat_rows"]
 
 FLAT_MARK = "flat_contexts"
-"""The key set (to ``true``) on the made-up retrieval step of a flat row (see scoring.py)."""
+"""The key set (to ``true``) on the made-up retrieval step of a flat row (see ``run.score``)."""
 
 FIELDS: dict[str, tuple[str, ...]] = {
     "question_id": ("id", "question_id"),

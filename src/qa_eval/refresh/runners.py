@@ -1,9 +1,8 @@
-"""The query runners of a refresh (``refresh.py``): a SPARQL query run against an RDF file loaded
-into an embedded pyoxigraph store (:func:`store_runner`) or a SPARQL 1.1 protocol endpoint over
-HTTP (:func:`endpoint_runner`: headers, basic auth, ``default-graph-uri``, no redirects), each
-returning the SPARQL JSON result of one query or raising :class:`SparqlRunError`. Header values
-and passwords never appear in a message: they are replaced by ``***`` even where a server echoes
-them.
+"""The query runners of a refresh (``refresh.reference``): a SPARQL query run against an RDF file
+loaded into an embedded pyoxigraph store (:func:`store_runner`) or a SPARQL 1.1 protocol endpoint
+over HTTP (:func:`endpoint_runner`: headers, basic auth, ``default-graph-uri``, no redirects), each
+returning the SPARQL JSON result of one query or raising :class:`SparqlRunError`. Header values and
+passwords never appear in a message: they are replaced by ``***`` even where a server echoes them.
 """
 
 from __future__ import annotations
