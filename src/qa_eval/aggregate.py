@@ -22,7 +22,7 @@ qa-eval also counts labels (``factual_accuracy_grade``, ``answer_class``: ``{cou
 groups the questions by tags such as ``question_type`` (``per_tag``), with the same statistics.
 For results scored with ``--repeats``, each metric block of a group also has the judge's own
 noise beside the spread between questions (``judge_sd``, ``judge_se``, ``judge_n``, ``sd``) and the
-group has ``label_flips`` (see ``variance.py``).
+group has ``label_flips`` (see ``judge.repeats``).
 
 Pure functions over plain mappings; nothing here reads files or parses step outputs except to
 confirm an empty SPARQL result, which a text scan finds first.
@@ -370,25 +370,58 @@ def compute_aggregates(
     original = check_keys(keys)
     if original:
         by = ()  # per_tag is not written: not computed either
-    extra_metrics = list(extra_metrics)
-    custom: dict[str, str] = {}
-    if isinstance(config_file_path, (str, os.PathLike, Mapping)) or hasattr(
-        config_file_path, "custom_metrics"
-    ):
-        custom = custom_outputs(config_file_path)
-        extra_metrics = [*extra_metrics, *custom]
-    elif config_file_path is not None:
-        extra_metrics = [*extra_metrics, *(str(m) for m in config_file_path)]
+    extra_metrics, custom = _extra_metrics(config_file_path, list(extra_metrics))
     registered = _registry.aggregated_keys()  # read now: the registry as it is at this call
     numeric_only = frozenset(extra_metrics) - frozenset(registered)
     step_metrics = [m for names in STEP_METRICS.values() for m in names]
     metrics = list(dict.fromkeys([*registered, *step_metrics, *extra_metrics]))
-    tags = list(dict.fromkeys(by))
+    failures = failure_map(metrics, custom)
+    templates, tagged = _grouped(results, list(dict.fromkeys(by)), failures, frozenset(metrics))
+    overall = _Group(failures)
+    for group in templates.values():
+        overall.merge(group)
+    per_template = {tid: group.summary(metrics, numeric_only) for tid, group in templates.items()}
+    out: dict[str, Any] = {
+        "per_template": per_template,
+        "micro": overall.summary(metrics, numeric_only),
+        "macro": _macro(per_template, metrics),
+    }
+    per_tag = {
+        tag: {value: group.summary(metrics, numeric_only) for value, group in groups.items()}
+        for tag, groups in tagged.items()
+        if groups
+    }
+    if per_tag:
+        out["per_tag"] = per_tag
+    if original:
+        return original_aggregates(out, extra_metrics)
+    return out
+
+
+def _extra_metrics(
+    config_file_path: Any, extra_metrics: list[str]
+) -> tuple[list[str], dict[str, str]]:
+    """(the metrics aggregated besides the registry's, the custom outputs with their metric)
+    from ``compute_aggregates``' second argument: a config, or a list of names."""
+    if isinstance(config_file_path, (str, os.PathLike, Mapping)) or hasattr(
+        config_file_path, "custom_metrics"
+    ):
+        custom = custom_outputs(config_file_path)
+        return [*extra_metrics, *custom], custom
+    if config_file_path is not None:
+        return [*extra_metrics, *(str(m) for m in config_file_path)], {}
+    return extra_metrics, {}
+
+
+def _grouped(
+    results: Iterable[Mapping[str, Any]],
+    tags: list[str],
+    failures: Mapping[str, tuple[str, ...]],
+    metric_set: frozenset[str],
+) -> tuple[dict[Any, _Group], dict[str, dict[Any, _Group]]]:
+    """The results added up per template, and per value of each tag."""
     templates: dict[Any, _Group] = {}
     tagged: dict[str, dict[Any, _Group]] = {tag: {} for tag in tags}
-    failures = failure_map(metrics, custom)
-    overall = _Group(failures)
-    metric_set = frozenset(metrics)
     for position, result in enumerate(results):
         if not isinstance(result, dict):
             raise TypeError(f"result [{position}] must be a mapping, got {type(result).__name__}")
@@ -412,9 +445,11 @@ def compute_aggregates(
             if not known:
                 groups[value] = _Group(failures)
             groups[value].add(result, metric_set)
-    for group in templates.values():
-        overall.merge(group)
-    per_template = {tid: group.summary(metrics, numeric_only) for tid, group in templates.items()}
+    return templates, tagged
+
+
+def _macro(per_template: Mapping[Any, Mapping[str, Any]], metrics: list[str]) -> dict[str, Any]:
+    """The mean of the per-template means of each metric, with how many templates have one."""
     macro: dict[str, Any] = {}
     for metric in metrics:
         means = [s[metric]["mean"] for s in per_template.values() if s.get(metric, {}).get("n")]
@@ -424,18 +459,4 @@ def compute_aggregates(
             macro[metric] = {"mean": 0, "n": 0}  # as the original writes it
         elif any(metric in s for s in per_template.values()):
             macro[metric] = {"mean": None, "n": 0}
-    out: dict[str, Any] = {
-        "per_template": per_template,
-        "micro": overall.summary(metrics, numeric_only),
-        "macro": macro,
-    }
-    per_tag = {
-        tag: {value: group.summary(metrics, numeric_only) for value, group in groups.items()}
-        for tag, groups in tagged.items()
-        if groups
-    }
-    if per_tag:
-        out["per_tag"] = per_tag
-    if original:
-        return original_aggregates(out, extra_metrics)
-    return out
+    return macro

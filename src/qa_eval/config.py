@@ -59,7 +59,7 @@ class EvalConfig:
     relevance_questions: int = 3
     repeats: int = 1
     """How many times every LLM metric is asked per question (``llm.repeats``, ``--repeats``;
-    see ``variance.py``)."""
+    see ``judge.repeats``)."""
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     source: str = "config"
     custom_definitions: tuple[CustomMetric, ...] = field(default=(), compare=False, repr=False)
@@ -397,6 +397,20 @@ def _options() -> dict[str, dict[str, Any]]:
     }
 
 
+_LLM_KEYS = (
+    "generation",
+    "embedding",
+    "concurrency",
+    "timeout",
+    "max_attempts",
+    "retry_base",
+    "prices",
+    "relevance_questions",
+    "repeats",
+)
+"""The keys of a config's ``llm`` section."""
+
+
 def parse_config(data: Any, source: str = "config") -> EvalConfig:
     """Check a config mapping (as loaded from YAML) and fill unset keys from the environment.
 
@@ -415,61 +429,13 @@ def parse_config(data: Any, source: str = "config") -> EvalConfig:
     blocks = tuple(s for s in SWITCHES if s != "custom")  # custom: ``custom_evaluations``
     top.check_keys(("llm", *blocks, "custom_evaluations"))
     llm = top.sub("llm")
-    llm.check_keys(
-        (
-            "generation",
-            "embedding",
-            "concurrency",
-            "timeout",
-            "max_attempts",
-            "retry_base",
-            "prices",
-            "relevance_questions",
-            "repeats",
-        )
-    )
+    llm.check_keys(_LLM_KEYS)
     generation = _generation(llm.sub("generation")) if llm.data or not data else None
-    switches: dict[str, bool] = {}
-    prompt = None
-    options: dict[str, dict[str, Any]] = {}
-    all_options = _options()
-    for key in blocks:
-        checks = all_options.get(key, {})
-        value, block = _switch(top, key, tuple(checks))
-        if value is not None:
-            switches[key] = value
-        read = {name: check(block, name) for name, check in checks.items()}
-        if key == "answer_correctness":  # kept apart: its text is not a signature option
-            prompt = read.pop("prompt", None)
-        chosen = {name: v for name, v in read.items() if v is not None}
-        if chosen:
-            options[key] = chosen
-    custom = data.get("custom_evaluations") if isinstance(data, Mapping) else None
-    if custom is None:
-        custom = []
-    elif not isinstance(custom, list) or not all(isinstance(m, Mapping) for m in custom):
-        raise InputError("must be a list of mappings", source=source, field="custom_evaluations")
-    elif not custom:
-        raise InputError(
-            "must list at least one metric (leave the key out for none)",
-            source=source,
-            field="custom_evaluations",
-        )
+    switches, prompt, options = _metric_blocks(top, blocks)
+    custom = _custom_entries(data, source)
     definitions = tuple(parse_custom_metric(entry, source, i) for i, entry in enumerate(custom))
     if data and not llm.data:
-        # As graphrag-eval: a config that asks for an LLM metric must say which LLM.
-        if custom:
-            raise InputError(
-                "an llm section is required when custom_evaluations are given",
-                source=source,
-                field="llm",
-            )
-        if switches.get("answer_correctness"):
-            raise InputError(
-                "an llm section is required when answer_correctness is enabled",
-                source=source,
-                field="llm",
-            )
+        _require_llm(custom, switches, source)
     return EvalConfig(
         generation=generation,
         embedding=_embedding(llm.sub("embedding"), generation),
@@ -487,6 +453,61 @@ def parse_config(data: Any, source: str = "config") -> EvalConfig:
         options=options,
         source=source,
     )
+
+
+def _metric_blocks(
+    top: _Reader, blocks: tuple[str, ...]
+) -> tuple[dict[str, bool], str | None, dict[str, dict[str, Any]]]:
+    """(the switches set, the ``answer_correctness`` prompt, the options set per metric) of a
+    config's metric blocks."""
+    switches: dict[str, bool] = {}
+    prompt = None
+    options: dict[str, dict[str, Any]] = {}
+    all_options = _options()
+    for key in blocks:
+        checks = all_options.get(key, {})
+        value, block = _switch(top, key, tuple(checks))
+        if value is not None:
+            switches[key] = value
+        read = {name: check(block, name) for name, check in checks.items()}
+        if key == "answer_correctness":  # kept apart: its text is not a signature option
+            prompt = read.pop("prompt", None)
+        chosen = {name: v for name, v in read.items() if v is not None}
+        if chosen:
+            options[key] = chosen
+    return switches, prompt, options
+
+
+def _custom_entries(data: Any, source: str) -> list[Any]:
+    """The entries of ``custom_evaluations`` (none when the key is left out)."""
+    custom = data.get("custom_evaluations") if isinstance(data, Mapping) else None
+    if custom is None:
+        return []
+    if not isinstance(custom, list) or not all(isinstance(m, Mapping) for m in custom):
+        raise InputError("must be a list of mappings", source=source, field="custom_evaluations")
+    if not custom:
+        raise InputError(
+            "must list at least one metric (leave the key out for none)",
+            source=source,
+            field="custom_evaluations",
+        )
+    return custom
+
+
+def _require_llm(custom: list[Any], switches: Mapping[str, bool], source: str) -> None:
+    """As graphrag-eval: a config that asks for an LLM metric must say which LLM."""
+    if custom:
+        raise InputError(
+            "an llm section is required when custom_evaluations are given",
+            source=source,
+            field="llm",
+        )
+    if switches.get("answer_correctness"):
+        raise InputError(
+            "an llm section is required when answer_correctness is enabled",
+            source=source,
+            field="llm",
+        )
 
 
 MAX_REPEATS = 100

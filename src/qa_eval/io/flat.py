@@ -33,6 +33,7 @@ import csv
 import io
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ from .files import numbered_lines, parse_json, read_text
 __all__ = ["FIELDS", "FLAT_MARK", "flat_to_dataset", "read_flat", "read_flat_rows"]
 
 FLAT_MARK = "flat_contexts"
-"""The key set (to ``true``) on the made-up retrieval step of a flat row (see scoring.py)."""
+"""The key set (to ``true``) on the made-up retrieval step of a flat row (see ``run.score``)."""
 
 FIELDS: dict[str, tuple[str, ...]] = {
     "question_id": ("id", "question_id"),
@@ -166,70 +167,86 @@ def flat_to_dataset(
     seen: dict[str, str] = {}
     for line, row in rows:
         record = f"line {line}"
-
-        def get(name: str, row: Mapping[str, Any] = row) -> Any:
-            column = columns[name]
-            value = row.get(column) if column is not None else None
-            return None if value == "" and name not in ("answer",) else value
-
-        question = get("question")
-        if not isinstance(question, str) or not question.strip():
-            raise InputError(
-                "must be a non-empty string",
-                source=source,
-                record=record,
-                field=columns["question"],
-            )
-        raw_id = get("question_id")
-        qid = str(raw_id) if raw_id is not None else f"row-{line}"
-        if qid in seen:
-            raise InputError(
-                f"duplicate question id {short_repr(qid)} (first at {seen[qid]})",
-                source=source,
-                record=record,
-                field=columns["question_id"],
-            )
-        seen[qid] = record
-        entry: dict[str, Any] = {"id": qid, "question_text": question}
-        truth = get("ground_truth")
-        if truth is not None:
-            truths = _as_list(truth, str(columns["ground_truth"]), source, record)
-            entry["reference_answer"] = "\n".join(truths)
-        question_type = get("question_type")
-        if question_type is not None:
-            entry["question_type"] = question_type
-        template = get("template_id")
-        template_id = str(template if template is not None else question_type or "all")
+        cells = _Cells(row, columns, source, record)
+        template_id, entry = _flat_question(cells, line, seen)
         templates.setdefault(template_id, []).append(entry)
-        answer = get("answer")
-        response: dict[str, Any] = {"question_id": qid}
-        if answer is None:
-            response.update(status="error", error="no answer")
-        elif not isinstance(answer, str):
-            raise InputError(
-                f"must be a string, not {type(answer).__name__}",
-                source=source,
-                record=record,
-                field=columns["answer"],
-            )
-        else:
-            response["actual_answer"] = answer
-            contexts = get("contexts")
-            if contexts is not None:
-                texts = _as_list(contexts, str(columns["contexts"]), source, record)
-                chunks = [{"id": str(i), "text": t} for i, t in enumerate(texts, 1)]
-                response["actual_steps"] = [
-                    {
-                        "name": "retrieval",
-                        "args": {},
-                        "status": "success",
-                        "output": orjson.dumps(chunks).decode(),
-                        FLAT_MARK: True,
-                    }
-                ]
-        responses.append(response)
+        responses.append(_flat_response(cells, entry["id"]))
     reference = [{"template_id": t, "questions": qs} for t, qs in templates.items()]
     return reference, responses
+
+
+@dataclass(frozen=True)
+class _Cells:
+    """One flat row read through the column mapping, with where it is for a message."""
+
+    row: Mapping[str, Any]
+    columns: dict[str, str | None]
+    source: str
+    record: str
+
+    def get(self, name: str) -> Any:
+        """The row's value of a field (an empty cell is ``None``, except an empty answer)."""
+        column = self.columns[name]
+        value = self.row.get(column) if column is not None else None
+        return None if value == "" and name not in ("answer",) else value
+
+    def fail(self, message: str, name: str) -> InputError:
+        """An ``InputError`` about the row's column of a field."""
+        return InputError(message, source=self.source, record=self.record, field=self.columns[name])
+
+    def strings(self, value: Any, name: str) -> list[str]:
+        """A list cell of the row as a list of strings."""
+        return _as_list(value, str(self.columns[name]), self.source, self.record)
+
+
+def _flat_question(cells: _Cells, line: int, seen: dict[str, str]) -> tuple[str, dict[str, Any]]:
+    """(template id, reference question) of a row; ``seen``: the ids so far, with their rows."""
+    question = cells.get("question")
+    if not isinstance(question, str) or not question.strip():
+        raise cells.fail("must be a non-empty string", "question")
+    raw_id = cells.get("question_id")
+    qid = str(raw_id) if raw_id is not None else f"row-{line}"
+    if qid in seen:
+        raise cells.fail(
+            f"duplicate question id {short_repr(qid)} (first at {seen[qid]})", "question_id"
+        )
+    seen[qid] = cells.record
+    entry: dict[str, Any] = {"id": qid, "question_text": question}
+    truth = cells.get("ground_truth")
+    if truth is not None:
+        entry["reference_answer"] = "\n".join(cells.strings(truth, "ground_truth"))
+    question_type = cells.get("question_type")
+    if question_type is not None:
+        entry["question_type"] = question_type
+    template = cells.get("template_id")
+    return str(template if template is not None else question_type or "all"), entry
+
+
+def _flat_response(cells: _Cells, qid: str) -> dict[str, Any]:
+    """The response of a row: its answer and a retrieval step of its contexts, or an error
+    response when it has no answer."""
+    answer = cells.get("answer")
+    response: dict[str, Any] = {"question_id": qid}
+    if answer is None:
+        response.update(status="error", error="no answer")
+        return response
+    if not isinstance(answer, str):
+        raise cells.fail(f"must be a string, not {type(answer).__name__}", "answer")
+    response["actual_answer"] = answer
+    contexts = cells.get("contexts")
+    if contexts is not None:
+        texts = cells.strings(contexts, "contexts")
+        chunks = [{"id": str(i), "text": t} for i, t in enumerate(texts, 1)]
+        response["actual_steps"] = [
+            {
+                "name": "retrieval",
+                "args": {},
+                "status": "success",
+                "output": orjson.dumps(chunks).decode(),
+                FLAT_MARK: True,
+            }
+        ]
+    return response
 
 
 def read_flat(

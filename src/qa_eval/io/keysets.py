@@ -54,7 +54,7 @@ RECORD = (
 """The fields of a 6.6.1 result that are not a metric's (the metrics' come from the registry)."""
 
 REPEAT_SUFFIXES = ("_sd", "_repeats", "_flipped")
-"""What ``--repeats`` adds after a metric key (qa_eval.variance)."""
+"""What ``--repeats`` adds after a metric key (``qa_eval.judge.repeats``)."""
 
 OWN: tuple[tuple[str, str], ...] = (
     ("question_type", "result: copied from the reference question, for the per_tag aggregates"),

@@ -9,9 +9,9 @@ groups (``config.py``), the ``--enable`` / ``--disable`` choices, the aggregated
 ``compare`` and the report (``direction``), the keys a custom metric may not use (``reserved``),
 ``qa-eval metrics`` and the ``name@k`` syntax of ranking metrics (``parse_at_k``).
 
-This module imports nothing of qa-eval's (config, scoring and aggregate import it). A family with a
-``score`` entry point (``"module:function"``) is scheduled by ``scoring.py`` without any other
-change (see docs/adding-a-metric.md).
+This module imports nothing of qa-eval's (``config``, ``run.score`` and ``aggregate`` import it). A
+family with a ``score`` entry point (``"module:function"``) is scheduled by ``run.score`` without
+any other change (see docs/adding-a-metric.md).
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ class Metric:
     """Custom metrics may not use ``<name>`` nor ``<name>_...`` as output names."""
     score: str | None = None
     """``"module:function"`` of its ``async (judge, inputs, options) -> Output`` entry point,
-    which ``scoring.py`` schedules by ``needs`` (see docs/adding-a-metric.md)."""
+    which ``run.score`` schedules by ``needs`` (see docs/adding-a-metric.md)."""
     aliases: tuple[str, ...] = ()
     """Keys its error is also written under (graphrag-eval's ``answer_eval_error``)."""
     derived: bool = False

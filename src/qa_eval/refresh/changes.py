@@ -1,8 +1,8 @@
-"""What a refresh finds (``refresh.py``): the canonical SPARQL JSON text of a result (``head.vars``
-in the query's order, each term's keys in a fixed order, ``xsd:string`` left out, rows sorted
-unless the step is ``ordered``), the difference between an old output and a new result (rows added
-and removed, as a sequence when ordered, else as a multiset; blank node labels ignored), and the
-records of a refresh: :class:`StepChange` per changed step and :class:`RefreshResult`.
+"""What a refresh finds (``refresh.reference``): the canonical SPARQL JSON text of a result
+(``head.vars`` in the query's order, each term's keys in a fixed order, ``xsd:string`` left out,
+rows sorted unless the step is ``ordered``), the difference between an old output and a new result
+(rows added and removed, as a sequence when ordered, else as a multiset; blank node labels ignored),
+and the records of a refresh: :class:`StepChange` per changed step and :class:`RefreshResult`.
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -119,15 +119,31 @@ def _has_rows(old: Mapping[str, Any] | None, old_output: Any) -> bool:
     return "boolean" not in old and bool(old["results"]["bindings"])
 
 
-def refresh_reference(
-    data: Any, run_query: QueryRunner, source: str = "reference"
-) -> RefreshResult:
-    """Re-run every SPARQL reference step with ``run_query``; return a refreshed copy."""
-    if not isinstance(data, list):
-        raise InputError("the top level must be a list of templates", source=source)
-    data = copy.deepcopy(data)
-    changes: list[StepChange] = []
-    steps_run = 0
+@dataclasses.dataclass(frozen=True)
+class _Place:
+    """Where a reference step is: its template and question (by id and by position), and its
+    group and index in ``reference_steps``."""
+
+    template_id: Any
+    question_id: Any
+    position: tuple[int, int]
+    group: int
+    index: int
+
+    @property
+    def record(self) -> str:
+        """The question, as an ``InputError`` names it."""
+        return f"template {self.template_id!r} question {self.question_id!r}"
+
+    @property
+    def query_field(self) -> str:
+        """The step's query, as an ``InputError`` names it."""
+        return f"reference_steps[{self.group}][{self.index}].args.query"
+
+
+def _sparql_steps(data: list[Any], source: str) -> Iterator[tuple[_Place, dict[str, Any]]]:
+    """Every SPARQL reference step of a dataset with its place, in file order; a template that
+    is not a mapping with a ``questions`` list is an ``InputError`` when it is reached."""
     for t_pos, template in enumerate(data):
         if not isinstance(template, dict) or not isinstance(template.get("questions"), list):
             raise InputError(
@@ -140,7 +156,6 @@ def refresh_reference(
             if not isinstance(question, dict):
                 continue
             question_id = question.get("id", f"[{q_pos}]")
-            record = f"template {template_id!r} question {question_id!r}"
             groups = question.get("reference_steps")
             if not isinstance(groups, list):
                 continue
@@ -148,59 +163,87 @@ def refresh_reference(
                 if not isinstance(group, list):
                     continue
                 for i, step in enumerate(group):
-                    if not _is_sparql_step(step):
-                        continue
-                    where = f"reference_steps[{g}][{i}]"
-                    try:
-                        result = parse_sparql_json(run_query(step["args"]["query"]))
-                    except SparqlRunError as e:
-                        raise InputError(
-                            str(e), source=source, record=record, field=f"{where}.args.query"
-                        ) from None
-                    except SparqlResultError as e:
-                        raise InputError(
-                            f"not a SPARQL JSON result: {e}",
-                            source=source,
-                            record=record,
-                            field=f"{where}.args.query",
-                        ) from None
-                    steps_run += 1
-                    ordered = step.get("ordered") is True
-                    new = canonical(result, ordered)
-                    old_output = step.get("output")
-                    old = parse_old(old_output, ordered)
-                    diff = difference(old, new, ordered)
-                    if not diff.changed:
-                        continue
-                    if isinstance(old_output, dict):
-                        step["output"] = new
-                    else:
-                        step["output"] = output_text(new, old_output, old)
-                    if old is not None:
-                        old_summary = summary(old)
-                    elif old_output is None:
-                        old_summary = "no output"
-                    else:
-                        old_summary = "output that is not SPARQL JSON"
-                    new_empty = "boolean" not in new and not new["results"]["bindings"]
-                    changes.append(
-                        StepChange(
-                            template_id,
-                            question_id,
-                            g,
-                            i,
-                            old_summary,
-                            summary(new),
-                            diff.added,
-                            diff.removed,
-                            kind="filled" if old_output is None else "changed",
-                            emptied=new_empty and _has_rows(old, old_output),
-                            rows_added=diff.rows_added,
-                            rows_removed=diff.rows_removed,
-                            note=diff.note,
-                            position=(t_pos, q_pos),
-                        )
-                    )
+                    if _is_sparql_step(step):
+                        yield _Place(template_id, question_id, (t_pos, q_pos), g, i), step
+
+
+def _run_step(
+    run_query: QueryRunner, step: Mapping[str, Any], place: _Place, source: str
+) -> dict[str, Any]:
+    """The checked SPARQL JSON result of a step's query; a failure is an ``InputError`` naming
+    the step's query."""
+    try:
+        return parse_sparql_json(run_query(step["args"]["query"]))
+    except SparqlRunError as e:
+        raise InputError(
+            str(e), source=source, record=place.record, field=place.query_field
+        ) from None
+    except SparqlResultError as e:
+        raise InputError(
+            f"not a SPARQL JSON result: {e}",
+            source=source,
+            record=place.record,
+            field=place.query_field,
+        ) from None
+
+
+def _old_summary(old: Mapping[str, Any] | None, old_output: Any) -> str:
+    """What a step's old output was, in a few words."""
+    if old is not None:
+        return summary(old)
+    if old_output is None:
+        return "no output"
+    return "output that is not SPARQL JSON"
+
+
+def _refresh_step(step: dict[str, Any], result: dict[str, Any], place: _Place) -> StepChange | None:
+    """Write a step's new result into it when it differs from the old output, and say how;
+    ``None`` (the step untouched) when the result is unchanged."""
+    ordered = step.get("ordered") is True
+    new = canonical(result, ordered)
+    old_output = step.get("output")
+    old = parse_old(old_output, ordered)
+    diff = difference(old, new, ordered)
+    if not diff.changed:
+        return None
+    if isinstance(old_output, dict):
+        step["output"] = new
+    else:
+        step["output"] = output_text(new, old_output, old)
+    new_empty = "boolean" not in new and not new["results"]["bindings"]
+    return StepChange(
+        place.template_id,
+        place.question_id,
+        place.group,
+        place.index,
+        _old_summary(old, old_output),
+        summary(new),
+        diff.added,
+        diff.removed,
+        kind="filled" if old_output is None else "changed",
+        emptied=new_empty and _has_rows(old, old_output),
+        rows_added=diff.rows_added,
+        rows_removed=diff.rows_removed,
+        note=diff.note,
+        position=place.position,
+    )
+
+
+def refresh_reference(
+    data: Any, run_query: QueryRunner, source: str = "reference"
+) -> RefreshResult:
+    """Re-run every SPARQL reference step with ``run_query``; return a refreshed copy."""
+    if not isinstance(data, list):
+        raise InputError("the top level must be a list of templates", source=source)
+    data = copy.deepcopy(data)
+    changes: list[StepChange] = []
+    steps_run = 0
+    for place, step in _sparql_steps(data, source):
+        result = _run_step(run_query, step, place, source)
+        steps_run += 1
+        change = _refresh_step(step, result, place)
+        if change is not None:
+            changes.append(change)
     return RefreshResult(data, changes, steps_run)
 
 

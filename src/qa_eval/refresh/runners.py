@@ -1,9 +1,8 @@
-"""The query runners of a refresh (``refresh.py``): a SPARQL query run against an RDF file loaded
-into an embedded pyoxigraph store (:func:`store_runner`) or a SPARQL 1.1 protocol endpoint over
-HTTP (:func:`endpoint_runner`: headers, basic auth, ``default-graph-uri``, no redirects), each
-returning the SPARQL JSON result of one query or raising :class:`SparqlRunError`. Header values
-and passwords never appear in a message: they are replaced by ``***`` even where a server echoes
-them.
+"""The query runners of a refresh (``refresh.reference``): a SPARQL query run against an RDF file
+loaded into an embedded pyoxigraph store (:func:`store_runner`) or a SPARQL 1.1 protocol endpoint
+over HTTP (:func:`endpoint_runner`: headers, basic auth, ``default-graph-uri``, no redirects), each
+returning the SPARQL JSON result of one query or raising :class:`SparqlRunError`. Header values and
+passwords never appear in a message: they are replaced by ``***`` even where a server echoes them.
 """
 
 from __future__ import annotations
@@ -277,45 +276,10 @@ def endpoint_runner(
     extra = _headers(headers)
     graphs = _check_graph_uris(default_graph_uris)
     env = os.environ if environ is None else environ
-    secrets = [value for _, value in extra]
-    if parts.username is not None or parts.password is not None:
-        url_auth = (
-            urllib.parse.unquote(parts.username or ""),
-            urllib.parse.unquote(parts.password or ""),
-        )
-        secrets += [parts.username or "", parts.password or "", *url_auth]
-        url = _without_userinfo(url)
-    else:
-        url_auth = None
-    request_headers = {
-        "Accept": SPARQL_JSON,
-        "Content-Type": "application/x-www-form-urlencoded; charset=utf-8",
-    }
-    credentials = "none"
-    if any(name.lower() == "authorization" for name, _ in extra):
-        credentials = "the Authorization header given"
-    elif auth is not None or url_auth is not None:
-        user, password = auth or url_auth or ("", "")
-        credentials = "basic auth (auth argument)" if auth else "basic auth (user in the URL)"
-    elif env.get(ENV_USER) is not None or env.get(ENV_PASSWORD) is not None:
-        env_user, env_password = env.get(ENV_USER), env.get(ENV_PASSWORD)
-        if env_user is None or env_password is None:
-            missing = ENV_USER if env_user is None else ENV_PASSWORD
-            raise InputError(
-                f"{missing} is not set: basic auth needs both {ENV_USER} and {ENV_PASSWORD}"
-            )
-        user, password = env_user, env_password
-        credentials = f"basic auth ({ENV_USER}, {ENV_PASSWORD})"
-    if credentials.startswith("basic auth"):
-        token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
-        request_headers["Authorization"] = f"Basic {token}"
-        secrets += [password, token]
-    for name, value in extra:
-        for known in list(request_headers):
-            if known.lower() == name.lower():
-                del request_headers[known]
-        request_headers[name] = value
-    redact = _redactor(secrets)
+    url, url_auth, url_secrets = _url_credentials(url, parts)
+    basic, credentials = _credentials(extra, auth, url_auth, env)
+    request_headers, auth_secrets = _request_headers(extra, basic)
+    redact = _redactor([*(value for _, value in extra), *url_secrets, *auth_secrets])
     opener = urllib.request.build_opener(_NoRedirect())
 
     def fail(message: str) -> SparqlRunError:
@@ -329,41 +293,117 @@ def endpoint_runner(
             headers=request_headers,
             method="POST",
         )
-        try:
-            with opener.open(request, timeout=timeout) as response:
-                body = response.read()
-        except urllib.error.HTTPError as e:
-            if e.code in (301, 302, 303, 307, 308):
-                target = _without_userinfo(e.headers.get("Location", "") if e.headers else "")
-                raise fail(
-                    f"SPARQL endpoint {url} redirected (HTTP {e.code}) to {target or '?'}: "
-                    "give that URL to --endpoint (credentials are not sent on to a redirect)"
-                ) from None
-            detail = _first_line(e.read().decode("utf-8", "replace")) if e.fp else ""
-            message = f"SPARQL endpoint {url} answered HTTP {e.code} {e.reason}"
-            if detail:
-                message += f": {detail}"
-            if e.code in (401, 403):
-                message += (
-                    f" (credentials sent: {credentials}; use --header 'Authorization: ...' or "
-                    f"set {ENV_USER} and {ENV_PASSWORD})"
-                )
-            raise fail(message) from None
-        except TimeoutError:
-            raise fail(f"SPARQL endpoint {url} did not answer within {timeout:g} s") from None
-        except urllib.error.URLError as e:
-            if isinstance(e.reason, TimeoutError):  # the connection itself timed out
-                raise fail(f"SPARQL endpoint {url} did not answer within {timeout:g} s") from None
-            reason = getattr(e.reason, "strerror", None) or e.reason
-            raise fail(f"cannot reach SPARQL endpoint {url}: {reason}") from None
-        except OSError as e:
-            raise fail(f"cannot reach SPARQL endpoint {url}: {e}") from None
+        body = _post(opener, request, url, timeout, credentials, fail)
         try:
             return parse_sparql_json(json.loads(body.decode("utf-8-sig")))
         except (UnicodeDecodeError, ValueError) as e:  # JSONDecodeError, SparqlResultError
             raise fail(f"SPARQL endpoint {url} did not return SPARQL JSON results ({e})") from None
 
     return run
+
+
+def _url_credentials(
+    url: str, parts: urllib.parse.SplitResult
+) -> tuple[str, tuple[str, str] | None, list[str]]:
+    """(the URL without ``user:password@``, that user and password, the forms of them a
+    message must not show)."""
+    if parts.username is None and parts.password is None:
+        return url, None, []
+    url_auth = (
+        urllib.parse.unquote(parts.username or ""),
+        urllib.parse.unquote(parts.password or ""),
+    )
+    return _without_userinfo(url), url_auth, [parts.username or "", parts.password or "", *url_auth]
+
+
+def _credentials(
+    extra: list[tuple[str, str]],
+    auth: tuple[str, str] | None,
+    url_auth: tuple[str, str] | None,
+    env: Mapping[str, str],
+) -> tuple[tuple[str, str] | None, str]:
+    """(the user and password of HTTP basic auth, or ``None``; the credentials sent, as a 401
+    message names them), first of: an ``Authorization`` header, ``auth``, the URL's user, the
+    environment."""
+    if any(name.lower() == "authorization" for name, _ in extra):
+        return None, "the Authorization header given"
+    if auth is not None or url_auth is not None:
+        basic = auth or url_auth or ("", "")
+        return basic, "basic auth (auth argument)" if auth else "basic auth (user in the URL)"
+    if env.get(ENV_USER) is not None or env.get(ENV_PASSWORD) is not None:
+        env_user, env_password = env.get(ENV_USER), env.get(ENV_PASSWORD)
+        if env_user is None or env_password is None:
+            missing = ENV_USER if env_user is None else ENV_PASSWORD
+            raise InputError(
+                f"{missing} is not set: basic auth needs both {ENV_USER} and {ENV_PASSWORD}"
+            )
+        return (env_user, env_password), f"basic auth ({ENV_USER}, {ENV_PASSWORD})"
+    return None, "none"
+
+
+def _request_headers(
+    extra: list[tuple[str, str]], basic: tuple[str, str] | None
+) -> tuple[dict[str, str], list[str]]:
+    """(the headers of every request, the secrets basic auth adds to them): the given headers
+    replace qa-eval's of the same name, whatever its case."""
+    request_headers = {
+        "Accept": SPARQL_JSON,
+        "Content-Type": "application/x-www-form-urlencoded; charset=utf-8",
+    }
+    secrets: list[str] = []
+    if basic is not None:
+        user, password = basic
+        token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+        request_headers["Authorization"] = f"Basic {token}"
+        secrets = [password, token]
+    for name, value in extra:
+        for known in list(request_headers):
+            if known.lower() == name.lower():
+                del request_headers[known]
+        request_headers[name] = value
+    return request_headers, secrets
+
+
+def _post(
+    opener: urllib.request.OpenerDirector,
+    request: urllib.request.Request,
+    url: str,
+    timeout: float,
+    credentials: str,
+    fail: Callable[[str], SparqlRunError],
+) -> bytes:
+    """The body of the endpoint's answer to a request; every failure (HTTP error, redirect,
+    timeout, connection) raised as ``fail`` of its one-line message naming ``url``."""
+    try:
+        with opener.open(request, timeout=timeout) as response:
+            body: bytes = response.read()
+            return body
+    except urllib.error.HTTPError as e:
+        if e.code in (301, 302, 303, 307, 308):
+            target = _without_userinfo(e.headers.get("Location", "") if e.headers else "")
+            raise fail(
+                f"SPARQL endpoint {url} redirected (HTTP {e.code}) to {target or '?'}: "
+                "give that URL to --endpoint (credentials are not sent on to a redirect)"
+            ) from None
+        detail = _first_line(e.read().decode("utf-8", "replace")) if e.fp else ""
+        message = f"SPARQL endpoint {url} answered HTTP {e.code} {e.reason}"
+        if detail:
+            message += f": {detail}"
+        if e.code in (401, 403):
+            message += (
+                f" (credentials sent: {credentials}; use --header 'Authorization: ...' or "
+                f"set {ENV_USER} and {ENV_PASSWORD})"
+            )
+        raise fail(message) from None
+    except TimeoutError:
+        raise fail(f"SPARQL endpoint {url} did not answer within {timeout:g} s") from None
+    except urllib.error.URLError as e:
+        if isinstance(e.reason, TimeoutError):  # the connection itself timed out
+            raise fail(f"SPARQL endpoint {url} did not answer within {timeout:g} s") from None
+        reason = getattr(e.reason, "strerror", None) or e.reason
+        raise fail(f"cannot reach SPARQL endpoint {url}: {reason}") from None
+    except OSError as e:
+        raise fail(f"cannot reach SPARQL endpoint {url}: {e}") from None
 
 
 def _without_userinfo(url: str) -> str:

@@ -1,4 +1,4 @@
-"""Writing a refreshed reference file back (``refresh.py``): only the changed outputs are
+"""Writing a refreshed reference file back (``refresh.reference``): only the changed outputs are
 rewritten. In a YAML file each changed ``output`` value is replaced where it stands (same quoting
 style, same block indentation), so comments and every other line stay byte for byte as they
 were; the new text is parsed again and must give exactly the refreshed data, else the file is

@@ -1,7 +1,7 @@
 """Step kinds: the media types a reference step's output is read by, how a reference step is
 compared (one of the ``COMPARE_*`` names, chosen once when the dataset loads), and the prepared
 reference step itself. A leaf of the ``steps`` package: the comparators import it, and so does
-``records`` (which prepares the steps), so no module of ``steps`` imports ``records``.
+``run.prepare`` (which prepares the steps), so no module of ``steps`` imports ``run.prepare``.
 """
 
 from __future__ import annotations

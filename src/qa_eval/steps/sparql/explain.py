@@ -131,6 +131,8 @@ def _explain_select(
     ignore_duplicates: bool,
     parts: list[str],
 ) -> tuple[float, str]:
+    """(closeness, text) of a SELECT result: the reference's columns paired with the actual
+    ones, the columns not found, then the rows that differ on the columns found."""
     ref_cols = reference.columns
     act_cols = {v: table.column(v) for v in act_vars}
     tolerant = tolerant_columns(ref_cols, table, act_vars)
@@ -138,7 +140,36 @@ def _explain_select(
         ref_cols, table = tolerant
         act_cols = {v: table.column(v) for v in act_vars}
     required = reference.required
-    # Pair each reference column with the actual column sharing most of its values.
+    paired, taken = _pair_columns(ref_cols, act_vars, act_cols, required)
+    missing_cols = [required[i] for i in range(len(required)) if i not in paired]
+    parts.extend(_columns_not_found(missing_cols, ref_cols, required, act_vars, act_cols, taken))
+    found = sorted(paired)
+    closeness = 0.5 * len(found) / len(required)
+    if found:
+        on = " on the columns found" if missing_cols else ""
+        common, differences = _row_differences(
+            [ref_cols[i] for i in found],
+            [act_cols[paired[i]][1] for i in found],
+            [required[i] for i in found],
+            ordered,
+            ignore_duplicates,
+            on,
+        )
+        closeness += 0.5 * common
+        parts.extend(differences)
+    if not parts:
+        parts.append("the rows differ")  # not expected: the columns found hold the same rows
+    return closeness, "; ".join(parts)
+
+
+def _pair_columns(
+    ref_cols: list[tuple[Hashable, list[Value]]],
+    act_vars: list[str],
+    act_cols: Mapping[str, tuple[Hashable, list[Value]]],
+    required: list[str],
+) -> tuple[dict[int, str], set[str]]:
+    """Each reference column (by position) paired with the actual column sharing most of its
+    values, and the actual columns so taken."""
     act_pairs = {v: _distinct(*column) for v, column in act_cols.items()}
     ranked = sorted(
         (share, same, position, i, var)
@@ -151,66 +182,92 @@ def _explain_select(
         if i not in paired and var not in taken:
             paired[i] = var
             taken.add(var)
-    missing_cols = [required[i] for i in range(len(required)) if i not in paired]
-    if missing_cols:
-        for var in missing_cols:
-            text = f"column ?{var} not found"
-            kind, values = ref_cols[required.index(var)]
-            # The actual column of the same name, else the first unpaired one of the same kind.
-            free = [v for v in act_vars if v not in taken]
-            like = [v for v in free if v == var] or [v for v in free if act_cols[v][0] == kind]
-            if like:
-                act_kind, act_values = act_cols[like[0]]
-                text += (
-                    f" (the actual ?{like[0]} holds {_show(act_kind, act_values[0])} where the "
-                    f"reference has {_show(kind, values[0])})"
-                )
-                taken.add(like[0])
-            parts.append(text)
-    found = sorted(paired)
-    closeness = 0.5 * len(found) / len(required)
-    if found:
-        ref_rows = list(zip(*(ref_cols[i][1] for i in found)))
-        act_rows = list(zip(*(act_cols[paired[i]][1] for i in found)))
-        kinds = [ref_cols[i][0] for i in found]
-        names = [required[i] for i in found]
+    return paired, taken
 
-        def show_row(row: tuple[Value, ...]) -> str:
-            return " ".join(f"{n}={_show(k, v)}" for n, k, v in zip(names, kinds, row))
 
-        on = " on the columns found" if missing_cols else ""
-
-        def listing(rows: list[tuple[Value, ...]], what: str) -> str:
-            shown = "; ".join(show_row(r) for r in rows[:_SHOWN_ROWS])
-            more = f"; and {len(rows) - _SHOWN_ROWS} more" if len(rows) > _SHOWN_ROWS else ""
-            return f"{_rows_list(len(rows), what)}{on}: {shown}{more}"
-
-        if ignore_duplicates and not ordered:
-            ref_set, act_set = set(ref_rows), set(act_rows)
-            missing = [r for r in dict.fromkeys(ref_rows) if r not in act_set]
-            extra = [r for r in dict.fromkeys(act_rows) if r not in ref_set]
-            common = len(ref_set & act_set) / max(len(ref_set), len(act_set))
-        else:
-            ref_count, act_count = Counter(ref_rows), Counter(act_rows)
-            missing = list((ref_count - act_count).elements())
-            extra = list((act_count - ref_count).elements())
-            common = sum((ref_count & act_count).values()) / max(len(ref_rows), len(act_rows))
-        closeness += 0.5 * common
-        if missing:
-            parts.append(listing(missing, "rows missing"))
-        if extra:
-            parts.append(listing(extra, "extra rows"))
-        row = next((r for r, (a, b) in enumerate(zip(ref_rows, act_rows)) if a != b), None)
-        if ordered and not missing and not extra and row is not None:
-            parts.append(
-                f"rows in another order (ordered): row {row + 1} is {show_row(act_rows[row])}, "
-                f"expected {show_row(ref_rows[row])}"
+def _columns_not_found(
+    missing_cols: list[str],
+    ref_cols: list[tuple[Hashable, list[Value]]],
+    required: list[str],
+    act_vars: list[str],
+    act_cols: Mapping[str, tuple[Hashable, list[Value]]],
+    taken: set[str],
+) -> list[str]:
+    """One text per required column no actual column holds, showing what the actual column of
+    the same name (else the first unpaired one of the same kind) holds instead."""
+    texts = []
+    for var in missing_cols:
+        text = f"column ?{var} not found"
+        kind, values = ref_cols[required.index(var)]
+        free = [v for v in act_vars if v not in taken]
+        like = [v for v in free if v == var] or [v for v in free if act_cols[v][0] == kind]
+        if like:
+            act_kind, act_values = act_cols[like[0]]
+            text += (
+                f" (the actual ?{like[0]} holds {_show(act_kind, act_values[0])} where the "
+                f"reference has {_show(kind, values[0])})"
             )
-        elif not ignore_duplicates and (missing or extra) and set(ref_rows) == set(act_rows):
-            parts.append("the same rows, repeated a different number of times")
-    if not parts:
-        parts.append("the rows differ")  # not expected: the columns found hold the same rows
-    return closeness, "; ".join(parts)
+            taken.add(like[0])
+        texts.append(text)
+    return texts
+
+
+def _row_differences(
+    ref_found: list[tuple[Hashable, list[Value]]],
+    act_found: list[list[Value]],
+    names: list[str],
+    ordered: bool,
+    ignore_duplicates: bool,
+    on: str,
+) -> tuple[float, list[str]]:
+    """(share of rows in common, texts) for the rows projected on the columns found: the rows
+    missing and extra (the first few shown), else the order or the repetitions that differ."""
+    ref_rows = list(zip(*(values for _, values in ref_found)))
+    act_rows = list(zip(*act_found))
+    kinds = [kind for kind, _ in ref_found]
+
+    def show_row(row: tuple[Value, ...]) -> str:
+        return " ".join(f"{n}={_show(k, v)}" for n, k, v in zip(names, kinds, row))
+
+    def listing(rows: list[tuple[Value, ...]], what: str) -> str:
+        shown = "; ".join(show_row(r) for r in rows[:_SHOWN_ROWS])
+        more = f"; and {len(rows) - _SHOWN_ROWS} more" if len(rows) > _SHOWN_ROWS else ""
+        return f"{_rows_list(len(rows), what)}{on}: {shown}{more}"
+
+    missing, extra, common = _missing_and_extra(ref_rows, act_rows, ordered, ignore_duplicates)
+    texts = []
+    if missing:
+        texts.append(listing(missing, "rows missing"))
+    if extra:
+        texts.append(listing(extra, "extra rows"))
+    row = next((r for r, (a, b) in enumerate(zip(ref_rows, act_rows)) if a != b), None)
+    if ordered and not missing and not extra and row is not None:
+        texts.append(
+            f"rows in another order (ordered): row {row + 1} is {show_row(act_rows[row])}, "
+            f"expected {show_row(ref_rows[row])}"
+        )
+    elif not ignore_duplicates and (missing or extra) and set(ref_rows) == set(act_rows):
+        texts.append("the same rows, repeated a different number of times")
+    return common, texts
+
+
+def _missing_and_extra(
+    ref_rows: list[tuple[Value, ...]],
+    act_rows: list[tuple[Value, ...]],
+    ordered: bool,
+    ignore_duplicates: bool,
+) -> tuple[list[tuple[Value, ...]], list[tuple[Value, ...]], float]:
+    """(rows missing, extra rows, share in common): as sets when duplicates are ignored and the
+    order is not, else as multisets."""
+    if ignore_duplicates and not ordered:
+        ref_set, act_set = set(ref_rows), set(act_rows)
+        missing = [r for r in dict.fromkeys(ref_rows) if r not in act_set]
+        extra = [r for r in dict.fromkeys(act_rows) if r not in ref_set]
+        return missing, extra, len(ref_set & act_set) / max(len(ref_set), len(act_set))
+    ref_count, act_count = Counter(ref_rows), Counter(act_rows)
+    missing = list((ref_count - act_count).elements())
+    extra = list((act_count - ref_count).elements())
+    return missing, extra, sum((ref_count & act_count).values()) / max(len(ref_rows), len(act_rows))
 
 
 def _options_for(

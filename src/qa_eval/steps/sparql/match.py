@@ -296,45 +296,52 @@ def _sampled_candidates(
     return candidates
 
 
-def _find_mapping(
+def _shortlist(
     ref_cols: list[tuple[Hashable, list[Value]]],
-    ref_vars: list[str],
     act: Table,
-    act_vars: list[str],
+    pool: list[str],
+    first: dict[str, Hashable],
+    mixed: bool,
     ordered: bool,
-    ignore_duplicates: bool,
-    sample: bool = True,
-) -> list[str] | None:
-    """Return actual column names for ``ref_vars`` under which the results match, or None;
-    ``sample``: rule columns out on their first cells as read from the bindings."""
-    ref_kinds = {kind for kind, _ in ref_cols}
-    mixed = MIXED in ref_kinds
-    first = {} if mixed else {v: act.first_kind(v) for v in act_vars}
-    pool = act_vars if mixed else [v for v in act_vars if first[v] in ref_kinds]
-    rows: Callable[[Sequence[list[Value]]], Any] = lambda cols: _rows(  # noqa: E731
-        cols, ordered, ignore_duplicates
-    )
-    shortlist: list[list[str]] | None = None  # candidates per reference column
+    sample: bool,
+) -> tuple[bool, list[list[str]] | None]:
+    """(whether a match is still possible, the candidates per reference column or ``None`` when
+    nothing narrowed them): by sampling first cells, else by the kind of each first cell."""
     if sample and len(act.bindings) > _SAMPLE_ABOVE:
         shortlist = _sampled_candidates(ref_cols, act, pool, ordered)
-        if shortlist is None:
-            return None
-    elif not mixed:
+        return shortlist is not None, shortlist
+    if not mixed:
         # A column of one kind can only be the column whose first cell has that kind.
-        shortlist = [[v for v in pool if first[v] == kind] for kind, _ in ref_cols]
-        if not all(shortlist):
-            return None
-    if shortlist is not None:
-        # The common case: one candidate per column, all different - one projection decides.
-        if all(len(c) == 1 for c in shortlist) and len({c[0] for c in shortlist}) == len(ref_vars):
-            picked = [c[0] for c in shortlist]
-            columns = [act.column(v) for v in picked]
-            if any(a[0] != r[0] for a, r in zip(columns, ref_cols)):
-                return None
-            same = rows([values for _, values in ref_cols]) == rows([v for _, v in columns])
-            return picked if same else None
-        pool = list(dict.fromkeys(v for found in shortlist for v in found))
-    # Keep the candidates whose whole column has the reference column's values.
+        by_kind = [[v for v in pool if first[v] == kind] for kind, _ in ref_cols]
+        return all(by_kind), by_kind
+    return True, None
+
+
+def _single_projection(
+    ref_cols: list[tuple[Hashable, list[Value]]],
+    act: Table,
+    picked: list[str],
+    rows: Callable[[Sequence[list[Value]]], Any],
+) -> list[str] | None:
+    """``picked`` when the actual columns it names hold the reference's rows, else ``None``."""
+    columns = [act.column(v) for v in picked]
+    if any(a[0] != r[0] for a, r in zip(columns, ref_cols)):
+        return None
+    same = rows([values for _, values in ref_cols]) == rows([v for _, v in columns])
+    return picked if same else None
+
+
+def _whole_column_candidates(
+    ref_cols: list[tuple[Hashable, list[Value]]],
+    ref_kinds: set[Hashable],
+    act: Table,
+    pool: list[str],
+    shortlist: list[list[str]] | None,
+    ordered: bool,
+    ignore_duplicates: bool,
+) -> list[list[str]] | None:
+    """For each reference column, the actual columns whose whole column has its values (within
+    the shortlist); ``None`` when some reference column has none."""
     by_signature: dict[tuple[Hashable, Hashable], list[str]] = {}
     for var in pool:
         kind, values = act.column(var)
@@ -349,8 +356,18 @@ def _find_mapping(
         if not found:
             return None
         candidates.append(found)
-    # Most constrained column first keeps the search small.
-    order = sorted(range(len(ref_vars)), key=lambda i: len(candidates[i]))
+    return candidates
+
+
+def _search_mapping(
+    ref_cols: list[tuple[Hashable, list[Value]]],
+    act: Table,
+    candidates: list[list[str]],
+    rows: Callable[[Sequence[list[Value]]], Any],
+) -> list[str] | None:
+    """The injective choice among ``candidates`` under which the projected rows are equal,
+    found by backtracking (most constrained column first), or ``None``."""
+    order = sorted(range(len(candidates)), key=lambda i: len(candidates[i]))
     chosen: list[str] = []
     used: set[str] = set()
 
@@ -378,10 +395,44 @@ def _find_mapping(
 
     if not extend(0):
         return None
-    mapping = [""] * len(ref_vars)
+    mapping = [""] * len(candidates)
     for position, index in enumerate(order):
         mapping[index] = chosen[position]
     return mapping
+
+
+def _find_mapping(
+    ref_cols: list[tuple[Hashable, list[Value]]],
+    ref_vars: list[str],
+    act: Table,
+    act_vars: list[str],
+    ordered: bool,
+    ignore_duplicates: bool,
+    sample: bool = True,
+) -> list[str] | None:
+    """Return actual column names for ``ref_vars`` under which the results match, or None;
+    ``sample``: rule columns out on their first cells as read from the bindings."""
+    ref_kinds = {kind for kind, _ in ref_cols}
+    mixed = MIXED in ref_kinds
+    first = {} if mixed else {v: act.first_kind(v) for v in act_vars}
+    pool = act_vars if mixed else [v for v in act_vars if first[v] in ref_kinds]
+    rows: Callable[[Sequence[list[Value]]], Any] = lambda cols: _rows(  # noqa: E731
+        cols, ordered, ignore_duplicates
+    )
+    possible, shortlist = _shortlist(ref_cols, act, pool, first, mixed, ordered, sample)
+    if not possible:
+        return None
+    if shortlist is not None:
+        # The common case: one candidate per column, all different - one projection decides.
+        if all(len(c) == 1 for c in shortlist) and len({c[0] for c in shortlist}) == len(ref_vars):
+            return _single_projection(ref_cols, act, [c[0] for c in shortlist], rows)
+        pool = list(dict.fromkeys(v for found in shortlist for v in found))
+    candidates = _whole_column_candidates(
+        ref_cols, ref_kinds, act, pool, shortlist, ordered, ignore_duplicates
+    )
+    if candidates is None:
+        return None
+    return _search_mapping(ref_cols, act, candidates, rows)
 
 
 # Explanations: why a result does not match (read only for reference steps left unmatched).
