@@ -1,6 +1,8 @@
 """``qa-eval evaluate`` and ``qa-eval evaluate-flat``: the options become a plan
-(:func:`qa_eval.plan.plan_evaluation`), the plan runs (:func:`qa_eval.evaluate.run_plan`) with a
-:class:`qa_eval.console.ConsoleObserver` printing it, then the CI gates decide the exit code."""
+(:func:`qa_eval.run.plan.plan_evaluation`, the runs' options in one
+:class:`~qa_eval.run.options.RunOptions`), the plan runs (:func:`qa_eval.run.files.run_plan`)
+with a :class:`qa_eval.cli.console.ConsoleObserver` printing it, then the CI gates decide the exit
+code."""
 
 from __future__ import annotations
 
