@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .io.flat import read_flat
     from .report import Run, build_report
     from .run.files import EvaluationRun, evaluate_files, run_plan
+    from .run.options import RunOptions
     from .run.plan import EvaluationPlan, plan_evaluation
 
 _LAZY = {
@@ -33,6 +34,7 @@ _LAZY = {
     "EvaluationPlan": "run.plan",
     "EvaluationRun": "run.files",
     "Run": "report",
+    "RunOptions": "run.options",
     "build_report": "report",
     "compare_runs": "compare.runs",
     "evaluate_files": "run.files",
@@ -49,6 +51,7 @@ __all__ = [
     "InputError",
     "QaEvalError",
     "Run",
+    "RunOptions",
     "__version__",
     "arun_evaluation",
     "build_report",

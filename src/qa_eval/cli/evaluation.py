@@ -1,5 +1,6 @@
 """``qa-eval evaluate`` and ``qa-eval evaluate-flat``: the options become a plan
-(:func:`qa_eval.run.plan.plan_evaluation`), the plan runs (:func:`qa_eval.run.files.run_plan`)
+(:func:`qa_eval.run.plan.plan_evaluation`, the runs' options in one
+:class:`~qa_eval.run.options.RunOptions`), the plan runs (:func:`qa_eval.run.files.run_plan`)
 with a :class:`qa_eval.cli.console.ConsoleObserver` printing it, then the CI gates
 (:mod:`qa_eval.cli.gates`) decide the exit code."""
 

@@ -1,8 +1,8 @@
-"""One evaluation: the inputs prepared (``prepare``), one question's deterministic result
-(``question``), its judged metrics scheduled (``score``), the one code path of a run
-(``execute``) and its entry points (``evaluation``), progress (``progress``), streamed files
-(``stream``), the plan of an evaluation of files and its run (``plan``, ``files``), the Batch
-API prefill (``prefill``) and the TSV command (``tsv``).
+"""One evaluation: its options as one value (``options``), the inputs prepared (``prepare``), one
+question's deterministic result (``question``), its judged metrics scheduled (``score``), the one
+code path of a run (``execute``) and its entry points (``evaluation``), progress
+(``progress``), streamed files (``stream``), the plan of an evaluation of files and its run
+(``plan``, ``files``), the Batch API prefill (``prefill``) and the TSV command (``tsv``).
 """
 
 from typing import TYPE_CHECKING
@@ -11,8 +11,9 @@ from ..extras import lazy_face
 
 if TYPE_CHECKING:
     from .evaluation import EvaluationStream, arun_evaluation, iter_evaluation, run_evaluation
-    from .execute import NO_JUDGE, metric_names, reference_fingerprint
+    from .execute import NO_JUDGE, reference_fingerprint
     from .files import EvaluationRun, Observer, evaluate_files, run_plan
+    from .options import RunOptions, metric_names
     from .plan import EvaluationPlan, plan_evaluation
     from .prefill import aprefill, prefill
     from .progress import RunProgress
@@ -30,6 +31,7 @@ _NAMES = {
     "Observer": "files",
     "Results": "question",
     "ResultsFile": "stream",
+    "RunOptions": "options",
     "RunProgress": "progress",
     "aprefill": "prefill",
     "arun_evaluation": "evaluation",
@@ -37,7 +39,7 @@ _NAMES = {
     "evaluate_question": "question",
     "evaluate_tsv": "tsv",
     "iter_evaluation": "evaluation",
-    "metric_names": "execute",
+    "metric_names": "options",
     "plan_evaluation": "plan",
     "prefill": "prefill",
     "reference_fingerprint": "execute",
@@ -56,6 +58,7 @@ __all__ = [
     "Observer",
     "Results",
     "ResultsFile",
+    "RunOptions",
     "RunProgress",
     "aprefill",
     "arun_evaluation",

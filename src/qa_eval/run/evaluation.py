@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import queue
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..config import EvalConfig
-from .execute import OrderedSink, ResultCallback, ResultSink, execute
+from .execute import OrderedSink, ResultSink, execute
 from .execute import reference_fingerprint as reference_fingerprint
+from .options import ConfigArg, ResultCallback, RunOptions, run_options
 from .progress import ProgressCallback, StatusCallback
 from .question import Results
 
@@ -27,9 +28,6 @@ __all__ = ["EvaluationStream", "arun_evaluation", "iter_evaluation", "run_evalua
 if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
     from ..judge.calls import Judge
     from ..judge.embeddings import Embedder
-
-ConfigArg = EvalConfig | str | os.PathLike[str] | Mapping[str, Any] | None
-"""A run's config: an :class:`EvalConfig`, a YAML file's path, a mapping, or None."""
 
 
 def _config_arg(config: ConfigArg, config_file_path: str | os.PathLike[str] | None) -> ConfigArg:
@@ -63,6 +61,7 @@ async def arun_evaluation(
     embedder: Embedder | None = None,
     fingerprint: str | None = None,
     keys: str = "qa-eval",
+    options: RunOptions | None = None,
 ) -> Results:
     """Evaluate every reference question against its response; one result per question, in
     reference order.
@@ -75,18 +74,16 @@ async def arun_evaluation(
     names all of it but BERTScore), ``disable`` switches any off. ``on_result`` receives each
     result as it finishes, ``progress(done, total)`` is called after each question,
     ``on_progress`` gets a :class:`RunProgress` about ten times a second. ``chat_responses`` may
-    be a :class:`~qa_eval.stream.JsonLinesResponses` file, read as a stream.
+    be a :class:`~qa_eval.run.stream.JsonLinesResponses` file, read as a stream.
     ``config_file_path`` is graphrag-eval's name for ``config`` (give one of them).
     ``fingerprint``: the reference's :func:`reference_fingerprint`, when the caller computed it
     already (e.g. one reference run against several systems): the signature takes it as given
     instead of hashing the reference again. ``keys="graphrag-eval"`` writes only the keys
     graphrag-eval 6.6.1 writes (no ``mismatch``, ``step_errors``, costs, ...; values unchanged),
-    for golden files and ``==`` tests written against 6.6.1."""
-    sink = ResultSink()
-    sink.results.signature = await execute(
-        reference_qas,
-        chat_responses,
-        sink,
+    for golden files and ``==`` tests written against 6.6.1. ``options``: all of these as one
+    :class:`~qa_eval.run.options.RunOptions` (then give none of the others)."""
+    run = run_options(
+        options,
         config=_config_arg(config, config_file_path),
         concurrency=concurrency,
         cache=cache,
@@ -104,6 +101,8 @@ async def arun_evaluation(
         fingerprint=fingerprint,
         keys=keys,
     )
+    sink = ResultSink()
+    sink.results.signature = await execute(reference_qas, chat_responses, sink, run)
     return sink.results
 
 
@@ -113,7 +112,9 @@ class EvaluationStream(Iterator[dict[str, Any]]):
     The run works on a thread of its own; ``signature`` is set once every result was read.
     ``close()`` (or leaving a ``with`` block) stops a run that was not read to the end."""
 
-    def __init__(self, reference_qas: Any, chat_responses: Any, options: dict[str, Any]) -> None:
+    def __init__(
+        self, reference_qas: Any, chat_responses: Any, options: Callable[[], RunOptions]
+    ) -> None:
         self.signature: dict[str, Any] | None = None
         self._args = (reference_qas, chat_responses, options)
         self._queue: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=8)
@@ -169,7 +170,8 @@ class EvaluationStream(Iterator[dict[str, Any]]):
             self._task = asyncio.current_task()
             if self._stop.is_set():
                 raise asyncio.CancelledError
-            return await execute(reference_qas, chat_responses, OrderedSink(deliver), **options)
+            sink = OrderedSink(deliver)
+            return await execute(reference_qas, chat_responses, sink, options())
 
         def target() -> None:
             try:
@@ -213,11 +215,13 @@ def iter_evaluation(
     called on the run's thread). Only results not read yet are held: at most ``2 x concurrency``
     questions are scored at once, ``max(256, 16 x concurrency)`` finished results wait for an
     earlier question, and 8 batches of at most 256 for the reader. With the responses in a
-    :class:`~qa_eval.stream.JsonLinesResponses` file, the memory of a run does not grow with
-    the number of questions beyond the reference dataset. ``signature`` is set once every
-    result was read."""
+    :class:`~qa_eval.run.stream.JsonLinesResponses` file, the memory of a run does not grow
+    with the number of questions beyond the reference dataset. ``signature`` is set once every
+    result was read. The options are checked on the run's thread, at the first result read."""
     options["config"] = _config_arg(config, options.pop("config_file_path", None))
-    return EvaluationStream(reference_qas, chat_responses, options)
+    return EvaluationStream(
+        reference_qas, chat_responses, functools.partial(run_options, **options)
+    )
 
 
 def _run_in_thread(coroutine_factory: Callable[[], Any]) -> Any:

@@ -1,8 +1,9 @@
 """The one code path of a run (``execute``): prepare the questions and responses, set up the judge,
 the embedder and the scorer, evaluate every question in reference order with at most ``window``
-scored at once, hand results to a sink as they finish, and build the run's signature.
+scored at once, hand results to a sink as they finish, and build the run's signature. It reads
+the run's options from one :class:`~qa_eval.run.options.RunOptions`.
 
-``runner.py`` holds the public verbs over it (``run_evaluation``, ``arun_evaluation``,
+``run.evaluation`` holds the public verbs over it (``run_evaluation``, ``arun_evaluation``,
 ``iter_evaluation``).
 """
 
@@ -13,7 +14,6 @@ import functools
 import gc
 import hashlib
 import json
-import os
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
-from ..config import GROUPS, OFFLINE_SWITCHES, SWITCHES, EvalConfig, as_config
-from ..errors import QaEvalError, UnknownResponsesWarning
+from ..config import OFFLINE_SWITCHES, EvalConfig
+from ..errors import UnknownResponsesWarning
 from ..extras import require
-from ..io.keysets import check_keys, custom_keys, original_result
+from ..io.keysets import custom_keys, original_result
 from ..judge.cache.store import ReplyCache, open_cache
+from .options import LIBRARY_DEFAULT, ResultCallback, RunOptions
 from .prepare import Question, Response, Unknown, prepare_reference, prepare_responses
-from .progress import ASKS, CountingJudge, ProgressCallback, StatusCallback, Tracker
+from .progress import CountingJudge, Tracker
 from .question import Results, evaluate_question
 
 if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
@@ -35,26 +36,7 @@ if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only whe
     from ..judge.embeddings import Embedder
     from .score import AnswerScorer
 
-__all__ = ["NO_JUDGE", "ResultCallback", "metric_names", "reference_fingerprint"]
-
-ResultCallback = Callable[[dict[str, Any]], None]
-"""Called with each question's finished result, in the order questions finish."""
-
-
-def _llm_setup(
-    config: EvalConfig | str | os.PathLike[str] | Mapping[str, Any] | None,
-    concurrency: int | None,
-) -> EvalConfig:
-    # No config: no judge, as in graphrag-eval 6.6.1 (a config's llm section is its only way to
-    # an LLM metric), so code written for it neither starts paying nor fails on a stale key
-    # after the import changes. OPENAI_API_KEY is not read here; the command line (and
-    # evaluate_files) resolve their announced default judge in plan_evaluation and pass it on.
-    settings = EvalConfig(source=LIBRARY_DEFAULT) if config is None else as_config(config)
-    return settings.with_options(concurrency=concurrency)
-
-
-LIBRARY_DEFAULT = "no config"
-"""The source of the config a library call without one runs with: no judge."""
+__all__ = ["NO_JUDGE", "execute", "reference_fingerprint"]
 
 
 def _signature(
@@ -100,7 +82,7 @@ NO_JUDGE_LIBRARY = (
 
 class _Lookup:
     """The responses of a run by reference position: held in memory, or read from a JSON Lines
-    file one at a time (:class:`~qa_eval.stream.StreamedResponses`)."""
+    file one at a time (:class:`~qa_eval.run.stream.StreamedResponses`)."""
 
     def __init__(self, responses: dict[Any, Response] | None, streamed: Any = None) -> None:
         self.responses = responses
@@ -210,141 +192,201 @@ class OrderedSink(ResultSink):
 
 
 async def execute(
-    reference_qas: Any,
-    chat_responses: Any,
-    sink: ResultSink,
-    *,
-    config: EvalConfig | str | os.PathLike[str] | Mapping[str, Any] | None = None,
-    concurrency: int | None = None,
-    cache: str | os.PathLike[str] | bool | None = True,
-    max_cost: float | None = None,
-    dry_run: bool = False,
-    disable: Iterable[str] = (),
-    enable: Iterable[str] = (),
-    progress: ProgressCallback | None = None,
-    on_progress: StatusCallback | None = None,
-    on_result: ResultCallback | None = None,
-    reference_source: str = "reference",
-    responses_source: str = "responses",
-    judge: Judge | None = None,
-    embedder: Embedder | None = None,
-    fingerprint: str | None = None,
-    keys: str = "qa-eval",
+    reference_qas: Any, chat_responses: Any, sink: ResultSink, options: RunOptions
 ) -> dict[str, Any]:
     """The one code path of a run: results go to ``sink`` as they finish; returns the run's
-    signature (``fingerprint``: the reference's, already computed by the caller; ``keys``:
-    ``"graphrag-eval"`` writes only the keys graphrag-eval 6.6.1 writes, see keysets.py)."""
-    _check_fingerprint(fingerprint)
-    original = check_keys(keys)
-    settings = _llm_setup(config, concurrency)
-    project: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-    if original:
-        custom = custom_keys(settings)
-        project = functools.partial(original_result, custom=custom)
-    disabled = metric_names(disable, "disable")
-    enabled = metric_names(enable, "enable") - disabled
-    # The inputs can be large and live through the whole run: keep them out of the garbage
-    # collector's full scans while it runs (gc.freeze), and give them back afterwards - unless
-    # the application froze objects itself, whose freeze must not be undone here.
-    # The deterministic part allocates only acyclic data (parsed outputs, result dicts), which
-    # reference counting frees: the collector is paused while it runs (25% of its time on 10k
-    # questions) and runs while the judge's calls do, whose HTTP stack makes cycles.
-    freeze = gc.get_freeze_count() == 0
-    if freeze:
-        gc.freeze()
-    collecting = gc.isenabled()
-    gc.disable()
-    store: ReplyCache | None = None
+    signature (``options.fingerprint``: the reference's, already computed by the caller;
+    ``options.keys``: ``"graphrag-eval"`` writes only the keys graphrag-eval 6.6.1 writes, see
+    ``io.keysets``)."""
+    project = _projection(options)
+    collector = Collector()
+    endpoints = Endpoints()
     lookup: _Lookup | None = None
     unknown = Unknown()
     try:
         questions, lookup = _prepare(
-            reference_qas, chat_responses, reference_source, responses_source, unknown
+            reference_qas,
+            chat_responses,
+            options.reference_source,
+            options.responses_source,
+            unknown,
         )
-        if freeze:
-            gc.freeze()  # the prepared questions (parsed reference outputs) live as long
-
-        def wanted(switch: str) -> bool:
-            return settings.switched_on(switch, enabled, disabled)
-
-        offline = [s for s in OFFLINE_SWITCHES if wanted(s)]
-        if judge is not None or settings.generation is not None or offline:
-            if judge is None and settings.generation is not None:
-                require("openai", "the LLM judge")
-            require("pydantic", "the answer metrics")
-            from ..judge.calls import Judge
-            from ..judge.embeddings import CachingEmbedder, make_embedder
-            from .score import AnswerScorer
-        if judge is None and settings.generation is not None:
-            store = open_cache(cache)
-            judge = Judge(settings, cache=store, max_cost=max_cost, dry_run=dry_run)
-        if embedder is None and (
-            (judge is not None and wanted("answer_relevance")) or wanted("semantic_similarity")
-        ):
-            if judge is None and store is None:
-                store = open_cache(cache)
-            inner = make_embedder(settings.embedding, settings.timeout)
-            remote = settings.embedding.provider != "offline"
-            embedder = CachingEmbedder(
-                inner,
-                judge.cache if judge is not None else store,
-                judge.slot if remote and judge is not None else None,
-            )
-        bertscorer = _bertscorer(settings) if wanted("bertscore") else None
-        tracker = Tracker(judge, progress, on_progress)
-        scorer: AnswerScorer | None = None
-        if judge is not None or offline:
-            counted = judge
-            if judge is not None and on_progress is not None:
-                counted = cast("Judge", CountingJudge(judge, tracker))
-            scorer = AnswerScorer(settings, counted, embedder, disabled, enabled, bertscorer)
+        collector.keep()  # the prepared questions (parsed reference outputs) live as long
+        endpoints.open(options)
+        tracker = Tracker(endpoints.judge, options.progress, options.on_progress)
+        scorer = endpoints.scorer(options)
         tracker.total = len(questions)
         # At most this many questions are scored at once: each question's judge calls then
         # finish close together, and results follow the judge's work instead of all finishing
         # near the end.
-        window = max(1, 2 * (judge.config if judge is not None else settings).concurrency)
+        judge = endpoints.judge
+        window = max(1, 2 * (judge.config if judge is not None else options.config).concurrency)
         sink.start(len(questions), window)
-        needs_judge = await _pipeline(
-            questions,
-            lookup,
-            scorer,
-            judge is None,
-            window,
-            sink,
-            tracker,
-            on_result,
-            collecting,
-            project,
-        )
+        pipeline = Pipeline(questions, lookup, sink, tracker, options.on_result, collector, project)
+        if scorer is None:
+            await pipeline.evaluate(no_judge=judge is None)
+        else:
+            await pipeline.score(scorer, window)
         sink.flush()
         tracker.report()
     finally:
-        if freeze:
+        collector.end()
+        endpoints.close()
+        if lookup is not None:
+            lookup.close()
+    return _run_signature(options, endpoints, questions, unknown, scorer, pipeline.needs_judge)
+
+
+def _projection(options: RunOptions) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+    """What each result becomes with ``keys="graphrag-eval"`` (None: as it is)."""
+    if not options.original_keys:
+        return None
+    return functools.partial(original_result, custom=custom_keys(options.config))
+
+
+class Collector:
+    """The garbage collector during a run.
+
+    The inputs can be large and live through the whole run: they are kept out of the
+    collector's full scans while it runs (``gc.freeze``), and given back afterwards - unless the
+    application froze objects itself, whose freeze must not be undone here. The deterministic
+    part allocates only acyclic data (parsed outputs, result dicts), which reference counting
+    frees: the collector is paused while it runs (25% of its time on 10k questions) and runs
+    while the judge's calls do (:meth:`paused`), whose HTTP stack makes cycles."""
+
+    def __init__(self) -> None:
+        self.freeze = gc.get_freeze_count() == 0
+        if self.freeze:
+            gc.freeze()
+        self.collecting = gc.isenabled()
+        gc.disable()
+
+    def keep(self) -> None:
+        """What was made so far lives through the run: out of the collector's scans."""
+        if self.freeze:
+            gc.freeze()
+
+    async def paused(self, waiting: Awaitable[Any]) -> Any:
+        """Await with the garbage collector on: the judge's tasks run meanwhile."""
+        if self.collecting:
+            gc.enable()
+        try:
+            return await waiting
+        finally:
+            if self.collecting:
+                gc.disable()
+
+    def end(self) -> None:
+        """The collector as the run found it."""
+        if self.freeze:
             # What the run made (the results) joins the inputs as old objects: the collector,
             # enabled again, would otherwise scan every result in its young generations.
             gc.freeze()
             gc.unfreeze()
-        if collecting:
+        if self.collecting:
             gc.enable()
-        if store is not None:
-            store.close()
-        if lookup is not None:
-            lookup.close()
-    options = {
-        "max_cost": max_cost,
-        "dry_run": dry_run,
-        "disabled": sorted(disabled),
-        "enabled": sorted(enabled),
-        "cache": None if store is None else str(store.path),
+
+
+class Endpoints:
+    """The judge, embedder and BERTScore model of a run, and the reply cache the run opened for
+    them (closed at the end): given in the options, or made from the config."""
+
+    def __init__(self) -> None:
+        self.judge: Judge | None = None
+        self.embedder: Embedder | None = None
+        self.store: ReplyCache | None = None
+        self.bertscorer: Any = None
+        self.offline: list[str] = []
+
+    def open(self, options: RunOptions) -> None:
+        """The run's judge, embedder and BERTScore model, as its options and config ask."""
+        settings = options.config
+        judge = options.judge
+        self.offline = [s for s in OFFLINE_SWITCHES if options.wants(s)]
+        if judge is not None or settings.generation is not None or self.offline:
+            if judge is None and settings.generation is not None:
+                require("openai", "the LLM judge")
+            require("pydantic", "the answer metrics")
+            from ..judge.calls import Judge
+        if judge is None and settings.generation is not None:
+            self.store = open_cache(options.cache)
+            judge = Judge(
+                settings, cache=self.store, max_cost=options.max_cost, dry_run=options.dry_run
+            )
+        self.judge = judge
+        self.embedder = options.embedder
+        if self.embedder is None and (
+            (judge is not None and options.wants("answer_relevance"))
+            or options.wants("semantic_similarity")
+        ):
+            self.embedder = self._embedder(options)
+        self.bertscorer = _bertscorer(settings) if options.wants("bertscore") else None
+
+    def _embedder(self, options: RunOptions) -> Embedder:
+        """The embedder the config names, its vectors cached (in the judge's cache)."""
+        from ..judge.embeddings import CachingEmbedder, make_embedder
+
+        judge = self.judge
+        if judge is None and self.store is None:
+            self.store = open_cache(options.cache)
+        settings = options.config
+        inner = make_embedder(settings.embedding, settings.timeout)
+        remote = settings.embedding.provider != "offline"
+        return CachingEmbedder(
+            inner,
+            judge.cache if judge is not None else self.store,
+            judge.slot if remote and judge is not None else None,
+        )
+
+    def scorer(self, options: RunOptions) -> AnswerScorer | None:
+        """The scorer of the LLM (and offline answer) metrics; None when none can run."""
+        if self.judge is None and not self.offline:
+            return None
+        from .score import AnswerScorer
+
+        return AnswerScorer(
+            options.config,
+            self.judge,
+            self.embedder,
+            options.disabled,
+            options.enabled,
+            self.bertscorer,
+        )
+
+    def close(self) -> None:
+        """Close the reply cache the run opened."""
+        if self.store is not None:
+            self.store.close()
+
+
+def _run_signature(
+    options: RunOptions,
+    endpoints: Endpoints,
+    questions: list[Question],
+    unknown: Unknown,
+    scorer: AnswerScorer | None,
+    needs_judge: bool,
+) -> dict[str, Any]:
+    """The run's signature: versions, judge, prompts, options, usage, the reference's
+    fingerprint, the responses left out and the metric values skipped."""
+    run: dict[str, Any] = {
+        "max_cost": options.max_cost,
+        "dry_run": options.dry_run,
+        "disabled": sorted(options.disabled),
+        "enabled": sorted(options.enabled),
+        "cache": None if endpoints.store is None else str(endpoints.store.path),
     }
-    if bertscorer is not None:
-        options["bertscore"] = bertscorer.info()
-    if original:
-        options["keys"] = keys
+    if endpoints.bertscorer is not None:
+        run["bertscore"] = endpoints.bertscorer.info()
+    if options.original_keys:
+        run["keys"] = options.keys
+    settings = options.config
     note = NO_JUDGE_LIBRARY if settings.source == LIBRARY_DEFAULT else NO_JUDGE
-    signature = _signature(settings, judge, embedder, options, note if needs_judge else None)
+    signature = _signature(
+        settings, endpoints.judge, endpoints.embedder, run, note if needs_judge else None
+    )
     signature["reference"] = {
-        "fingerprint": fingerprint or reference_fingerprint(questions),
+        "fingerprint": options.fingerprint or reference_fingerprint(questions),
         "templates": len({q.template_id for q in questions}),
         "questions": len(questions),
     }
@@ -354,23 +396,6 @@ async def execute(
         # metric values whose judge call was not made, by typed reason (budget, dry_run, ...)
         signature["skipped_metric_values"] = dict(sorted(scorer.skipped.items()))
     return signature
-
-
-def _check_fingerprint(fingerprint: Any) -> None:
-    """A fingerprint handed to a run must look like one (``sha256:`` and 64 hex digits)."""
-    if fingerprint is None:
-        return
-    digits = fingerprint[7:] if isinstance(fingerprint, str) else ""
-    if not (
-        isinstance(fingerprint, str)
-        and fingerprint.startswith("sha256:")
-        and len(digits) == 64
-        and all(c in "0123456789abcdef" for c in digits)
-    ):
-        raise QaEvalError(
-            f"fingerprint must be 'sha256:' and 64 hex digits (reference_fingerprint's value), "
-            f"not {fingerprint!r:.80}"
-        )
 
 
 def reference_fingerprint(questions: Iterable[Question]) -> str:
@@ -408,112 +433,129 @@ def _str_keys(value: Any) -> Any:
     return value
 
 
-async def _pipeline(
-    questions: list[Question],
-    lookup: _Lookup,
-    scorer: AnswerScorer | None,
-    no_judge: bool,
-    window: int,
-    sink: ResultSink,
-    tracker: Tracker,
-    on_result: ResultCallback | None,
-    collecting: bool,
-    project: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-) -> bool:
-    """Evaluate every question in reference order; hand the questions some metric applies to
-    to the scorer, at most ``window`` at a time. Returns whether an answered question went
+class Pipeline:
+    """Evaluates every question in reference order and hands each result on (projected, to the
+    sink, to ``on_result``, counted by the tracker); ``needs_judge``: an answered question went
     without LLM metrics because there is no judge."""
-    needs_judge = False
 
-    def finish(index: int, result: dict[str, Any], asks: int | None, expected: int = 0) -> None:
-        if project is not None:
-            result = project(result)
-        sink.put(index, result)
-        if on_result is not None:
-            on_result(result)
-        tracker.finished(asks, expected)
+    def __init__(
+        self,
+        questions: list[Question],
+        lookup: _Lookup,
+        sink: ResultSink,
+        tracker: Tracker,
+        on_result: ResultCallback | None,
+        collector: Collector,
+        project: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    ) -> None:
+        self.questions = questions
+        self.lookup = lookup
+        self.sink = sink
+        self.tracker = tracker
+        self.on_result = on_result
+        self.collector = collector
+        self.project = project
+        self.needs_judge = False
 
-    async def paused(waiting: Awaitable[Any]) -> Any:
-        """Await with the garbage collector on: the judge's tasks run meanwhile."""
-        if collecting:
-            gc.enable()
-        try:
-            return await waiting
-        finally:
-            if collecting:
-                gc.disable()
+    def finish(self, index: int, result: dict[str, Any], asks: int | None, expected: int) -> None:
+        """Hand a finished result on."""
+        if self.project is not None:
+            result = self.project(result)
+        self.sink.put(index, result)
+        if self.on_result is not None:
+            self.on_result(result)
+        self.tracker.finished(asks, expected)
 
-    if scorer is None:
-        for index, question in enumerate(questions):
-            result = evaluate_question(question, lookup.get(index, question))
-            if no_judge and not needs_judge:
-                needs_judge = result.get("status") == "success" and "actual_answer" in result
-            finish(index, result, None)
+    def unscored(self, index: int, result: dict[str, Any], no_judge: bool) -> None:
+        """Hand on a result no metric is scored for (``no_judge``: for want of a judge)."""
+        if no_judge and not self.needs_judge:
+            self.needs_judge = result.get("status") == "success" and "actual_answer" in result
+        self.finish(index, result, None, 0)
+
+    async def evaluate(self, no_judge: bool) -> None:
+        """Every question's deterministic result, with no scorer."""
+        sink = self.sink
+        for index, question in enumerate(self.questions):
+            result = evaluate_question(question, self.lookup.get(index, question))
+            self.unscored(index, result, no_judge)
             if index % 256 == 255:
                 await asyncio.sleep(0)  # let other tasks (e.g. a progress display) run
                 if sink.full():
                     await sink.room()
-        return needs_judge
 
-    track = tracker.on_progress is not None
-    slots = asyncio.Semaphore(window)
-    running: set[asyncio.Task[None]] = set()
-    failures: list[BaseException] = []
-    ticker = asyncio.ensure_future(_tick(tracker, sink))
+    async def score(self, scorer: AnswerScorer, window: int) -> None:
+        """Every question's result; those some metric applies to are scored, at most ``window``
+        at a time."""
+        tracker, sink, paused = self.tracker, self.sink, self.collector.paused
+        no_judge = scorer.judge is None
+        track = tracker.on_progress is not None
+        slots = asyncio.Semaphore(window)
+        running: set[asyncio.Task[None]] = set()
+        failures: list[BaseException] = []
+        ticker = asyncio.ensure_future(_tick(tracker, sink))
 
-    def ended(task: asyncio.Task[None]) -> None:
-        running.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            failures.append(task.exception())  # type: ignore[arg-type]
+        def ended(task: asyncio.Task[None]) -> None:
+            running.discard(task)
+            if not task.cancelled() and task.exception() is not None:
+                failures.append(task.exception())  # type: ignore[arg-type]
 
-    async def one(index: int, result: dict[str, Any], matched: Any, expected: int) -> None:
-        assert scorer is not None
-        asks = [0]
-        ASKS.set(asks)
+        try:
+            for index, question in enumerate(self.questions):
+                matched: list[tuple[Mapping[str, Any], int]] = []
+                result = evaluate_question(question, self.lookup.get(index, question), matched)
+                tracker.produced += 1
+                if scorer.applies(result):
+                    expected = scorer.expected_asks(result, matched) if track else 0
+                    tracker.expected += expected
+                    if slots.locked():
+                        await paused(slots.acquire())
+                    else:
+                        await slots.acquire()  # free: returns at once
+                    if failures:
+                        raise failures[0]
+                    scoring = self._score_one(scorer, slots, index, result, matched, expected)
+                    task = asyncio.ensure_future(scoring)
+                    running.add(task)
+                    task.add_done_callback(ended)
+                else:
+                    self.unscored(index, result, no_judge)
+                if index % 256 == 255:
+                    await paused(asyncio.sleep(0))
+                if sink.full():
+                    await paused(sink.room())
+            while running:
+                await paused(asyncio.wait(list(running), return_when=asyncio.FIRST_EXCEPTION))
+                if failures:
+                    raise failures[0]
+        except BaseException:
+            for task in running:
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
+            raise
+        finally:
+            ticker.cancel()
+            await asyncio.gather(ticker, return_exceptions=True)
+
+    async def _score_one(
+        self,
+        scorer: AnswerScorer,
+        slots: asyncio.Semaphore,
+        index: int,
+        result: dict[str, Any],
+        matched: list[tuple[Mapping[str, Any], int]],
+        expected: int,
+    ) -> None:
+        """Score one question (its asks counted while the progress is followed), free its
+        slot, and hand the result on."""
+        counted = None
+        if scorer.judge is not None and self.tracker.on_progress is not None:
+            counted = CountingJudge(scorer.judge, self.tracker)
+            scorer = scorer.with_judge(cast("Judge", counted))
         try:
             scored = await scorer.score(result, matched)
         finally:
             slots.release()
-        finish(index, scored, asks[0], expected)
-
-    try:
-        for index, question in enumerate(questions):
-            matched: list[tuple[Mapping[str, Any], int]] = []
-            result = evaluate_question(question, lookup.get(index, question), matched)
-            tracker.produced += 1
-            if scorer.applies(result):
-                expected = scorer.expected_asks(result, matched) if track else 0
-                tracker.expected += expected
-                if slots.locked():
-                    await paused(slots.acquire())
-                else:
-                    await slots.acquire()  # free: returns at once
-                if failures:
-                    raise failures[0]
-                task = asyncio.ensure_future(one(index, result, matched, expected))
-                running.add(task)
-                task.add_done_callback(ended)
-            else:
-                if no_judge and not needs_judge:
-                    needs_judge = result.get("status") == "success" and "actual_answer" in result
-                finish(index, result, None)
-            if index % 256 == 255:
-                await paused(asyncio.sleep(0))
-            if sink.full():
-                await paused(sink.room())
-        while running:
-            await paused(asyncio.wait(list(running), return_when=asyncio.FIRST_EXCEPTION))
-            if failures:
-                raise failures[0]
-    except BaseException:
-        for task in running:
-            task.cancel()
-        await asyncio.gather(*running, return_exceptions=True)
-        raise
-    finally:
-        ticker.cancel()
-        await asyncio.gather(ticker, return_exceptions=True)
-    return needs_judge
+        self.finish(index, scored, counted.question_asks if counted is not None else 0, expected)
 
 
 async def _tick(tracker: Tracker, sink: ResultSink) -> None:
@@ -523,20 +565,6 @@ async def _tick(tracker: Tracker, sink: ResultSink) -> None:
         await asyncio.sleep(0.2)
         tracker.report()
         sink.flush()
-
-
-def metric_names(names: Iterable[str], verb: str) -> frozenset[str]:
-    """Metric switch names (``graphrag`` expanded); ``QaEvalError`` for an unknown one."""
-    chosen: set[str] = set()
-    for name in names:
-        if name in GROUPS:
-            chosen.update(GROUPS[name])
-        elif name in SWITCHES:
-            chosen.add(name)
-        else:
-            known = ", ".join([*SWITCHES, *GROUPS])
-            raise QaEvalError(f"unknown metric to {verb}: {name} (known: {known})")
-    return frozenset(chosen)
 
 
 def _bertscorer(settings: EvalConfig) -> Any:

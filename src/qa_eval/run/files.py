@@ -11,11 +11,12 @@ On top of ``run_evaluation`` (which takes data and returns results), this is the
   ``aggregates`` (per template, micro, macro and per ``by`` key; custom metrics included);
 - several ``systems`` are each evaluated (to ``OUTPUT.NAME.ext``) and compared with the first;
 - ``batch`` fills the reply cache through the provider's Batch API first; ``dry_run`` counts the
-  judge calls instead (see :class:`~qa_eval.plan.JudgeCallPlan`); a flat file of ragas-style
-  rows is read with :func:`~qa_eval.flat.read_flat`.
+  judge calls instead (see :class:`~qa_eval.run.plan.JudgeCallPlan`); a flat file of
+  ragas-style rows is read with :func:`~qa_eval.io.flat.read_flat`.
 
-:func:`~qa_eval.plan.plan_evaluation` checks and reads everything first; :func:`run_plan` runs
-a plan and tells an :class:`Observer` what happens (the CLI renders it on the terminal).
+:func:`~qa_eval.run.plan.plan_evaluation` checks and reads everything first (the runs' options
+in one :class:`~qa_eval.run.options.RunOptions`); :func:`run_plan` runs a plan and tells an
+:class:`Observer` what happens (the CLI renders it on the terminal).
 """
 
 from __future__ import annotations
@@ -23,15 +24,16 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..aggregate import compute_aggregates
 from ..errors import QaEvalError
 from ..io.files import signature_path, write_data
 from ..io.limits import dump_json
 from .evaluation import run_evaluation
+from .options import RunOptions
 from .plan import (
     EvaluationPlan,
     JudgeCallPlan,
@@ -40,6 +42,9 @@ from .plan import (
     plan_evaluation,
     with_tags,
 )
+
+if TYPE_CHECKING:
+    from ..judge.calls import Judge
 
 __all__ = [
     "EvaluationRun",
@@ -52,11 +57,15 @@ __all__ = [
 ]
 
 
+Projections = tuple[Callable[[Mapping[str, Any]], dict[str, Any]], Callable[[Any], dict[str, Any]]]
+"""What a result and the aggregates become in graphrag-eval 6.6.1's key set."""
+
+
 class Observer:
     """What a run tells its caller as it goes; every method does nothing here (subclass it)."""
 
     def batches(self, report: Any) -> None:
-        """The Batch API step is over (``report``: a :class:`~qa_eval.batch.BatchReport`;
+        """The Batch API step is over (``report``: a :class:`~qa_eval.judge.batch.BatchReport`;
         ``report.waiting`` lists the batches still in flight: then nothing else runs)."""
 
     def batch_line(self, line: str) -> None:
@@ -66,7 +75,7 @@ class Observer:
         """A system's run starts."""
 
     def progress(self, status: Any) -> None:
-        """The current system's :class:`~qa_eval.runner.RunProgress`."""
+        """The current system's :class:`~qa_eval.run.progress.RunProgress`."""
 
     def note(self, text: str) -> None:
         """Something a user should know (e.g. an earlier run's partial file is replaced)."""
@@ -179,7 +188,7 @@ def evaluate_files(
     """Evaluate a reference dataset file against responses files (or a flat file), write the
     results, signature and aggregates, and compare several systems (see the module docstring).
 
-    The options are :func:`~qa_eval.plan.plan_evaluation`'s; ``exclude_errors`` leaves the
+    The options are :func:`~qa_eval.run.plan.plan_evaluation`'s; ``exclude_errors`` leaves the
     questions that are an error in either run out of the comparisons (``compare=False``: none);
     ``observer`` is told what happens as the run goes. ``keys="graphrag-eval"`` writes the
     results and aggregates files with only graphrag-eval 6.6.1's keys; the returned run keeps
@@ -275,46 +284,20 @@ def _run_system(
 ) -> tuple[SystemRun, str | None]:
     """One system's run, and the reference's fingerprint (given as ``fingerprint``, or computed
     by this run) for the next system's run over the same reference."""
-    output = system.output
-    judge = None
-    if plan.dry_run:
-        from ..judge.cache.store import open_cache
-        from ..judge.calls import Judge
-
-        judge = Judge(plan.config, cache=open_cache(plan.cache), dry_run=True)
-    elif batched is not None:
-        from .prefill import final_judge
-
-        judge = final_judge(plan.config, plan.cache)  # the batches' replies; else synchronously
+    judge = _system_judge(plan, batched)
     original = _original_keys(plan)
-    partial = (
-        PartialFile(
-            output,
-            plan.cache is not False,
-            watch.note,
-            original[0] if original is not None else None,
-        )
-        if output and not plan.dry_run
-        else None
-    )
+    partial = _partial_file(plan, system, watch, original)
     started = time.monotonic()
-    options = {
-        **plan.run_options(system),
-        "judge": judge,
-        "on_progress": watch.progress,
-        "fingerprint": fingerprint,
-    }
+    options = plan.system_options(system, judge, watch.progress, fingerprint)
     results: Sequence[dict[str, Any]]
     aggregates: dict[str, Any] | None = None
     try:
         if partial is not None and system.streamed:
             results, aggregates, notable = _evaluate_streamed(plan, system, options, partial)
         else:
+            on_result = partial.write if partial is not None else None
             results = notable = run_evaluation(
-                plan.reference,
-                system.responses,
-                on_result=partial.write if partial is not None else None,
-                **options,
+                plan.reference, system.responses, options=replace(options, on_result=on_result)
             )
     finally:
         if partial is not None:
@@ -327,6 +310,48 @@ def _run_system(
     if plan.dry_run and judge is not None:
         calls = JudgeCallPlan.of(judge, system.name, plan.batch)
         return SystemRun(system, elapsed=elapsed, judge_calls=calls), fingerprint
+    _complete_signature(plan, signature, judge, batched)
+    if aggregates is None:
+        results = with_tags(results, plan.reference, plan.by)
+        # the config's custom metric outputs are aggregated too
+        aggregates = compute_aggregates(results, plan.config, by=plan.tags)
+    aggregates["signature"] = signature
+    if system.name is not None:
+        aggregates["system"] = system.name
+    _write_files(system, results, signature, aggregates, partial, original)
+    return SystemRun(system, results, aggregates, elapsed, notable), fingerprint
+
+
+def _system_judge(plan: EvaluationPlan, batched: Any) -> Judge | None:
+    """The judge a system's run is given: a dry run's (it counts), or the one that reads the
+    batches' replies; None: the run makes its own from the config."""
+    if plan.dry_run:
+        from ..judge.cache.store import open_cache
+        from ..judge.calls import Judge
+
+        return Judge(plan.config, cache=open_cache(plan.cache), dry_run=True)
+    if batched is not None:
+        from .prefill import final_judge
+
+        return final_judge(plan.config, plan.cache)  # the batches' replies; else synchronously
+    return None
+
+
+def _partial_file(
+    plan: EvaluationPlan, system: SystemPlan, watch: Observer, original: Projections | None
+) -> PartialFile | None:
+    """The partial file a system's results go to as they finish (none without an output, or in
+    a dry run)."""
+    if not system.output or plan.dry_run:
+        return None
+    project = original[0] if original is not None else None
+    return PartialFile(system.output, plan.cache is not False, watch.note, project)
+
+
+def _complete_signature(
+    plan: EvaluationPlan, signature: dict[str, Any], judge: Judge | None, batched: Any
+) -> None:
+    """What the run's signature says of the plan: no judge by choice, the batches."""
     if plan.no_judge and signature.get("llm_metrics"):
         signature["llm_metrics"] = (
             f"LLM metrics not computed: switched off by {plan.spell('no_judge')}"
@@ -335,13 +360,19 @@ def _run_system(
         signature["batch"] = batched.as_dict()
         if judge is not None and judge.cache is not None:
             signature["options"]["cache"] = str(judge.cache.path)
-    if aggregates is None:
-        results = with_tags(results, plan.reference, plan.by)
-        # the config's custom metric outputs are aggregated too
-        aggregates = compute_aggregates(results, plan.config, by=plan.tags)
-    aggregates["signature"] = signature
-    if system.name is not None:
-        aggregates["system"] = system.name
+
+
+def _write_files(
+    system: SystemPlan,
+    results: Sequence[dict[str, Any]],
+    signature: dict[str, Any],
+    aggregates: dict[str, Any],
+    partial: PartialFile | None,
+    original: Projections | None,
+) -> None:
+    """Write a system's results (unless streamed there already), signature and aggregates, in
+    the plan's key set; the partial file goes."""
+    output = system.output
     if output and not system.streamed:
         write_data(output, results if original is None else [original[0](r) for r in results])
     if output:
@@ -350,12 +381,9 @@ def _run_system(
             partial.path.unlink(missing_ok=True)
     if system.aggregates:
         write_data(system.aggregates, aggregates if original is None else original[1](aggregates))
-    return SystemRun(system, results, aggregates, elapsed, notable), fingerprint
 
 
-def _original_keys(
-    plan: EvaluationPlan,
-) -> tuple[Callable[[Mapping[str, Any]], dict[str, Any]], Callable[[Any], dict[str, Any]]] | None:
+def _original_keys(plan: EvaluationPlan) -> Projections | None:
     """With ``keys="graphrag-eval"``: the projections of a result and of the aggregates to
     graphrag-eval 6.6.1's keys (the config's custom outputs kept); None for qa-eval's keys."""
     if plan.keys != "graphrag-eval":
@@ -424,7 +452,7 @@ class PartialFile:
 
 
 def _evaluate_streamed(
-    plan: EvaluationPlan, system: SystemPlan, options: dict[str, Any], partial: PartialFile
+    plan: EvaluationPlan, system: SystemPlan, options: RunOptions, partial: PartialFile
 ) -> tuple[Sequence[dict[str, Any]], dict[str, Any], Sequence[dict[str, Any]]]:
     """Run with the results streamed: each goes to the partial file in reference order as soon
     as it and those before it finished, and into the aggregates; none is held. The partial file
@@ -434,7 +462,7 @@ def _evaluate_streamed(
     from .question import Results
     from .stream import ResultsFile
 
-    stream = iter_evaluation(plan.reference, system.responses, **options)
+    stream = iter_evaluation(plan.reference, system.responses, options=options)
     notable = Results()
 
     def results() -> Any:

@@ -4,8 +4,8 @@ The plan holds the inputs read and checked (the reference dataset, each system's
 the rows of a flat file), the resolved config and the run's options, and where each system's
 results, signature and aggregates go. It can count the judge calls a run would make, with
 tokens and cost, by a dry run (:meth:`EvaluationPlan.judge_calls`), on every question or on a
-sample scaled to all (:meth:`EvaluationPlan.estimate`). :func:`qa_eval.evaluate.run_plan` runs
-it; ``qa-eval evaluate`` and ``qa-eval evaluate-flat`` are this plan and that run.
+sample scaled to all (:meth:`EvaluationPlan.estimate`). :func:`qa_eval.run.files.run_plan`
+runs it; ``qa-eval evaluate`` and ``qa-eval evaluate-flat`` are this plan and that run.
 
 Messages name the options as ``spell`` spells them: the Python parameter names by default, the
 command line's ``--options`` in the CLI.
@@ -17,7 +17,7 @@ import math
 import os
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -25,9 +25,12 @@ from ..aggregate import CATEGORIES, DEFAULT_TAGS
 from ..errors import InputError, QaEvalError
 from ..io import kinds as filekind
 from ..io.files import JSONL_SUFFIXES, check_output_path, read_reference, read_responses
+from .options import RunOptions
+from .progress import StatusCallback
 
 if TYPE_CHECKING:
     from ..config import EvalConfig
+    from ..judge.calls import Judge
 
 __all__ = [
     "ANNOUNCE_SAMPLE",
@@ -107,7 +110,7 @@ class JudgeCallPlan:
 
     @classmethod
     def of(cls, judge: Any, system: str | None = None, batch: bool = False) -> JudgeCallPlan:
-        """The plan a dry-run :class:`~qa_eval.judge.Judge` recorded."""
+        """The plan a dry-run :class:`~qa_eval.judge.calls.Judge` recorded."""
         plan = judge.plan
         return cls(
             system,
@@ -170,25 +173,61 @@ class JudgeEstimate:
 
 @dataclass
 class EvaluationPlan:
-    """An evaluation ready to run (see the module docstring); made by :func:`plan_evaluation`."""
+    """An evaluation ready to run (see the module docstring); made by :func:`plan_evaluation`.
+
+    ``options`` holds the options of its runs (config, cache, budget, metric switches, key set,
+    dry run); ``config``, ``cache``, ``max_cost``, ``disable``, ``enable``, ``dry_run``, ``keys``
+    and ``reference_source`` read them."""
 
     reference: Any = field(repr=False)
-    reference_source: str
     systems: tuple[SystemPlan, ...]
-    config: EvalConfig = field(repr=False)
-    cache: str | bool = True
-    max_cost: float | None = None
-    disable: tuple[str, ...] = ()
-    enable: tuple[str, ...] = ()
+    options: RunOptions = field(repr=False)
     by: tuple[str, ...] = ()
     no_judge: bool = False
-    dry_run: bool = False
     batch: bool = False
     no_wait: bool = False
     flat: bool = False
     spell: Spell = field(default=python_name, repr=False)
-    keys: str = "qa-eval"
-    """The key set of the files written (``graphrag-eval``: only graphrag-eval 6.6.1's keys)."""
+
+    @property
+    def config(self) -> EvalConfig:
+        """The resolved config of the runs."""
+        return self.options.config
+
+    @property
+    def reference_source(self) -> str:
+        """Where the reference dataset (or the flat file) was read from."""
+        return self.options.reference_source
+
+    @property
+    def cache(self) -> str | bool:
+        """The reply cache: True for the user cache directory, a path, or False."""
+        return cast("str | bool", self.options.cache)
+
+    @property
+    def max_cost(self) -> float | None:
+        """The budget of each run in US dollars (None: none)."""
+        return self.options.max_cost
+
+    @property
+    def disable(self) -> tuple[str, ...]:
+        """The metrics switched off, as given."""
+        return self.options.disable
+
+    @property
+    def enable(self) -> tuple[str, ...]:
+        """The metrics switched on, as given."""
+        return self.options.enable
+
+    @property
+    def dry_run(self) -> bool:
+        """Whether the judge calls are counted instead of made."""
+        return self.options.dry_run
+
+    @property
+    def keys(self) -> str:
+        """The key set of the files written (``graphrag-eval``: only graphrag-eval 6.6.1's keys)."""
+        return self.options.keys
 
     @property
     def tags(self) -> list[str]:
@@ -210,20 +249,29 @@ class EvaluationPlan:
             and not self.dry_run
         )
 
-    def run_options(self, system: SystemPlan) -> dict[str, Any]:
-        """The options of ``run_evaluation`` for one system (no judge, no callbacks)."""
-        return {
-            "config": self.config,
-            "cache": self.cache,
-            "max_cost": self.max_cost,
-            "disable": list(self.disable),
-            "enable": list(self.enable),
-            "reference_source": self.reference_source,
-            "responses_source": system.source,
-        }
+    def system_options(
+        self,
+        system: SystemPlan,
+        judge: Judge | None = None,
+        on_progress: StatusCallback | None = None,
+        fingerprint: str | None = None,
+    ) -> RunOptions:
+        """The options of one system's run: its responses' source, the ``judge`` the plan made
+        for it (a dry run's counts through its own; the run itself makes no dry run), the
+        progress callback and the reference's fingerprint when known. The run returns qa-eval's
+        keys: the files' key set is applied when they are written."""
+        return replace(
+            self.options,
+            responses_source=system.source,
+            dry_run=False,
+            keys="qa-eval",
+            judge=judge,
+            on_progress=on_progress,
+            fingerprint=fingerprint,
+        )
 
     def judge_calls(
-        self, sample: int | None = None, on_progress: Callable[[Any], None] | None = None
+        self, sample: int | None = None, on_progress: StatusCallback | None = None
     ) -> list[JudgeCallPlan]:
         """The judge calls each system's run would make (a dry run: nothing is called, nothing
         written), over the first ``sample`` questions (all with None)."""
@@ -243,17 +291,12 @@ class EvaluationPlan:
         for system in self.systems:
             store = open_cache(self.cache)
             judge = Judge(self.config, cache=store, dry_run=True)
-            options = {
-                **self.run_options(system),
-                "judge": judge,
-                "on_progress": on_progress,
-                "fingerprint": fingerprint,
-            }
+            options = self.system_options(system, judge, on_progress, fingerprint)
             try:
                 with warnings.catch_warnings():
                     if sample is not None:  # a sample leaves most responses without question
                         warnings.simplefilter("ignore", UnknownResponsesWarning)
-                    done = run_evaluation(reference, system.responses, **options)
+                    done = run_evaluation(reference, system.responses, options=options)
                 fingerprint = (done.signature or {}).get("reference", {}).get("fingerprint")
             finally:
                 if store is not None:
@@ -313,11 +356,6 @@ def plan_evaluation(
     is read. ``keys="graphrag-eval"`` writes the results and aggregates files with only the
     keys graphrag-eval 6.6.1 writes. Bad input raises ``InputError``, bad options
     ``QaEvalError``."""
-    from ..config import MAX_REPEATS, as_config
-    from ..io.keysets import check_keys
-
-    check_keys(keys)
-
     pairs = _system_pairs(reference, responses, systems, flat, spell)
     out = None if output is None else str(output)
     agg = None if aggregates is None else str(aggregates)
@@ -325,6 +363,53 @@ def plan_evaluation(
         for path in (out, agg):
             if path:
                 check_output_path(system_output_path(path, name))  # type: ignore[arg-type]
+    _check_options(concurrency, repeats, cache, max_cost, no_wait, batch, spell)
+    settings = _settings(config, concurrency, repeats, no_judge, dry_run, spell)
+    source = str(flat) if flat is not None else str(reference)
+    options = RunOptions(
+        settings,
+        cache=cache if isinstance(cache, bool) else str(cache),
+        max_cost=max_cost,
+        dry_run=dry_run,
+        disable=tuple(disable),
+        enable=tuple(enable),
+        keys=keys,
+        reference_source=source,
+    )
+    if check_config is not None:
+        check_config(settings)
+    if flat is not None:
+        from ..io.flat import read_flat
+
+        data, flat_responses = read_flat(flat, dict(columns or {}))
+        planned: tuple[SystemPlan, ...] = (SystemPlan(None, source, flat_responses, out, agg),)
+    else:
+        data = read_input(source, read_reference, "REFERENCE", spell)
+        planned = _read_systems(pairs, out, agg, spell)
+    tags = tuple(by)
+    check_by_reference(data, tags, source, spell)
+    plan = EvaluationPlan(
+        data, planned, options, tags, no_judge, batch, no_wait, flat is not None, spell
+    )
+    if dry_run and settings.generation is None:
+        raise QaEvalError(
+            f"{spell('dry_run')} needs a judge: pass {spell('config')} or set OPENAI_API_KEY"
+        )
+    return plan
+
+
+def _check_options(
+    concurrency: int | None,
+    repeats: int | None,
+    cache: PathArg | bool,
+    max_cost: float | None,
+    no_wait: bool,
+    batch: bool,
+    spell: Spell,
+) -> None:
+    """The command's checks of its options, alone and together (named as ``spell`` names them)."""
+    from ..config import MAX_REPEATS
+
     if concurrency is not None and concurrency < 1:
         raise QaEvalError(f"{spell('concurrency')} must be at least 1")
     if max_cost is not None and not (math.isfinite(max_cost) and max_cost > 0):
@@ -343,63 +428,46 @@ def plan_evaluation(
         )
     if repeats is not None and not 1 <= repeats <= MAX_REPEATS:
         raise QaEvalError(f"{spell('repeats')} must be between 1 and {MAX_REPEATS}")
+
+
+def _settings(
+    config: Any,
+    concurrency: int | None,
+    repeats: int | None,
+    no_judge: bool,
+    dry_run: bool,
+    spell: Spell,
+) -> EvalConfig:
+    """The config of the runs: ``config`` read (None: the environment's default judge), with
+    ``concurrency`` and ``repeats`` applied, and no judge with ``no_judge``."""
+    from ..config import as_config
+
     settings = as_config(config).with_options(concurrency=concurrency, repeats=repeats)
     if no_judge:
         if dry_run:
             raise QaEvalError(
                 f"{spell('dry_run')} plans the judge's calls: it cannot go with {spell('no_judge')}"
             )
-        from dataclasses import replace
-
         settings = replace(settings, generation=None)
-    if check_config is not None:
-        check_config(settings)
-    cache_arg: str | bool = cache if isinstance(cache, bool) else str(cache)
-    if flat is not None:
-        from ..io.flat import read_flat
+    return settings
 
-        data, flat_responses = read_flat(flat, dict(columns or {}))
-        source = str(flat)
-        planned: tuple[SystemPlan, ...] = (SystemPlan(None, source, flat_responses, out, agg),)
-    else:
-        source = str(reference)
-        data = read_input(source, read_reference, "REFERENCE", spell)
-        stream = len(pairs) == 1 and streamed(out)
-        planned = tuple(
-            SystemPlan(
-                name,
-                path,
-                read_input(path, lambda p: _responses_input(p, stream), "RESPONSES", spell, name),
-                system_output_path(out, name),
-                system_output_path(agg, name),
-            )
-            for name, path in pairs
+
+def _read_systems(
+    pairs: list[tuple[str | None, str]], out: str | None, agg: str | None, spell: Spell
+) -> tuple[SystemPlan, ...]:
+    """Each system's responses read (as a stream when its results are), with where its results
+    and aggregates go."""
+    stream = len(pairs) == 1 and streamed(out)
+    return tuple(
+        SystemPlan(
+            name,
+            path,
+            read_input(path, lambda p: _responses_input(p, stream), "RESPONSES", spell, name),
+            system_output_path(out, name),
+            system_output_path(agg, name),
         )
-    tags = tuple(by)
-    check_by_reference(data, tags, source, spell)
-    plan = EvaluationPlan(
-        data,
-        source,
-        planned,
-        settings,
-        cache_arg,
-        max_cost,
-        tuple(disable),
-        tuple(enable),
-        tags,
-        no_judge,
-        dry_run,
-        batch,
-        no_wait,
-        flat is not None,
-        spell,
-        keys=keys,
+        for name, path in pairs
     )
-    if dry_run and settings.generation is None:
-        raise QaEvalError(
-            f"{spell('dry_run')} needs a judge: pass {spell('config')} or set OPENAI_API_KEY"
-        )
-    return plan
 
 
 def _system_pairs(

@@ -1,12 +1,12 @@
 """What a run reports while it works: questions done, judge asks done and planned, tokens, cost.
 
-``RunProgress`` is what ``on_progress`` receives; ``Tracker`` counts and estimates, and
-``CountingJudge`` counts every ask of the metrics (in all, and for the question whose task asks).
+``RunProgress`` is what ``on_progress`` receives; ``Tracker`` counts and estimates, and a
+``CountingJudge``, one question's view of the run's judge, counts the asks of its metrics (for the
+question, and in all).
 """
 
 from __future__ import annotations
 
-import contextvars
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,11 +40,6 @@ class RunProgress:
 
 
 StatusCallback = Callable[[RunProgress], None]
-
-ASKS: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
-    "qa_eval_question_asks", default=None
-)
-"""The judge asks of the question whose metrics the current task computes."""
 
 
 class Tracker:
@@ -112,21 +107,22 @@ class Tracker:
 
 
 class CountingJudge:
-    """The run's judge as the metrics see it: every ask counted for the progress display (in
-    all, and for the question whose task asks); everything else is the judge's own."""
+    """The run's judge as one question's metrics see it: every ask counted, for the question
+    (``question_asks``) and for the progress display (the tracker's); everything else is the
+    judge's own."""
 
     def __init__(self, judge: Judge, tracker: Tracker) -> None:
         self._judge = judge
         self._tracker = tracker
+        self.question_asks = 0
+        """The asks this question's metrics made."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._judge, name)
 
     async def ask(self, metric: str, messages: list[dict[str, str]], schema: Any) -> Any:
         """``Judge.ask``, counted."""
-        counter = ASKS.get()
-        if counter is not None:
-            counter[0] += 1
+        self.question_asks += 1
         self._tracker.asks_started += 1
         try:
             return await self._judge.ask(metric, messages, schema)

@@ -18,7 +18,7 @@ Which metric runs when:
   ``JudgeError`` or ``ValueError`` becomes ``<name>_error`` (with a typed skip reason for a call
   that was not made), ``Output.result_keys`` the one place a record becomes result keys, its costs
   ``<name>_cost``, and ``llm_cost`` is the sum of the question's records' costs.
-- a retrieval step marked ``flat_contexts`` (the made-up step of a flat row, ``flat.py``) gets no
+- a retrieval step marked ``flat_contexts`` (the made-up step of a flat row, ``io.flat``) gets no
   ``retrieval_answer_*`` / ``retrieval_context_*`` unless those are explicitly enabled (``enable``,
   ``--enable``): they would only repeat context precision and recall on it, in the API as on
   the CLI.
@@ -43,12 +43,13 @@ The GraphRAG set (off unless switched on; contexts are the chunk texts of the su
 Each family can be switched on or off in the config or the CLI.
 
 With ``llm.repeats`` above 1 the judge's metrics run that many times per question and their
-values are merged (mean, standard deviation, flips; see ``variance.py``).
+values are merged (mean, standard deviation, flips; see ``judge.repeats``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import importlib
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
@@ -247,7 +248,7 @@ class AnswerScorer:
         self, result: Mapping[str, Any], matched: list[tuple[Mapping[str, Any], int]]
     ) -> dict[str, Any]:
         """This question's result with its metrics' keys: a new dict (``result`` and its steps
-        are not changed); the judge's ``llm.repeats`` times, merged as ``variance.py`` says."""
+        are not changed); the judge's ``llm.repeats`` times, merged as ``judge.repeats`` says."""
         if self.config.repeats > 1 and self.judge is not None:
             from ..aggregate import METRICS, STEP_METRICS
             from ..judge.repeats import score_repeated
@@ -259,6 +260,13 @@ class AnswerScorer:
             )
         return await self._score_once(result, matched)
 
+    def with_judge(self, judge: Judge) -> AnswerScorer:
+        """This scorer asking ``judge`` (one question's counting view of the run's judge); the
+        rest, the tally of ``skipped`` values included, is shared."""
+        view = copy.copy(self)
+        view.judge = judge
+        return view
+
     async def _score_once(
         self,
         result: Mapping[str, Any],
@@ -267,15 +275,44 @@ class AnswerScorer:
     ) -> dict[str, Any]:
         """One computation of the question's metrics (``offline``: also those without a judge),
         as a new result."""
-        question = str(result.get("question_text") or "")
         reference = result.get("reference_answer")
-        answer = result.get("actual_answer")
         steps = result["actual_steps"]
+        chunks = self._chunks(steps)
+        inputs, contexts = self._inputs(result, chunks)
+        jobs: list[Awaitable[Records]] = [
+            job
+            for metric in self.families
+            if not metric.derived and (offline or not metric.offline)
+            for job in self._family_job(metric, inputs, contexts)
+        ]
+        jobs.extend(self._custom_jobs(result))
+        step_jobs = self._step_jobs(chunks, inputs["question"], reference, matched, steps)
+        outcomes = await asyncio.gather(*jobs, *(job for _, job in step_jobs))
+        records = [o for outputs in outcomes[: len(jobs)] for o in outputs]
+        await self._derived(records, inputs)
+        new_steps = list(steps)
+        for (index, _), outputs in zip(step_jobs, outcomes[len(jobs) :]):
+            if outputs:
+                new_steps[index] = {**steps[index], **serialize(outputs)}
+        step_records = [o for outputs in outcomes[len(jobs) :] for o in outputs]
+        return self._scored(result, records, step_records, new_steps)
+
+    def _chunks(self, steps: list[Any]) -> dict[int, list[str] | ValueError]:
+        """The chunk texts of the retrieval steps, when a metric that runs reads them."""
         reads_chunks = any(self.on[s] for s in _STEP_SWITCHES) or any(
             "contexts" in m.needs for m in self.families
         )
         # Only these metrics read the chunks: otherwise the retrieval outputs are not parsed.
-        chunks = retrieval_chunks(steps) if reads_chunks else {}
+        return retrieval_chunks(steps) if reads_chunks else {}
+
+    def _inputs(
+        self, result: Mapping[str, Any], chunks: dict[int, list[str] | ValueError]
+    ) -> tuple[dict[str, Any], list[str] | ValueError | None]:
+        """What the families read of a question, and its contexts (or why they are none)."""
+        question = str(result.get("question_text") or "")
+        reference = result.get("reference_answer")
+        answer = result.get("actual_answer")
+        steps = result["actual_steps"]
         inputs = {
             "question": question,
             "answer": answer if isinstance(answer, str) else None,
@@ -306,41 +343,44 @@ class AnswerScorer:
                 recall=recall,
                 options=self.config.options,
             )
-        jobs: list[Awaitable[Records]] = [
-            job
-            for metric in self.families
-            if not metric.derived and (offline or not metric.offline)
-            for job in self._family_job(metric, inputs, contexts)
-        ]
-        jobs.extend(
+        return inputs, contexts
+
+    def _custom_jobs(self, result: Mapping[str, Any]) -> list[Awaitable[Records]]:
+        """The jobs of the config's custom metrics on one question."""
+        return [
             custom_output(
                 self.judge,  # type: ignore[arg-type]  # custom is on only with a judge
                 metric,
                 {
                     "question": result.get("question_text"),
-                    "reference_answer": reference,
+                    "reference_answer": result.get("reference_answer"),
                     "reference_steps": result.get("reference_steps"),
-                    "actual_answer": answer,
+                    "actual_answer": result.get("actual_answer"),
                     "actual_steps": result.get("actual_steps"),
                 },
             )
             for metric in self.custom
-        )
-        step_jobs = self._step_jobs(chunks, question, reference, matched, steps)
-        outcomes = await asyncio.gather(*jobs, *(job for _, job in step_jobs))
-        records = [o for outputs in outcomes[: len(jobs)] for o in outputs]
+        ]
+
+    async def _derived(self, records: list[Output], inputs: Mapping[str, Any]) -> None:
+        """The derived families (``ragas_score``), computed from the records so far."""
         for metric in self.families:
             if metric.derived:
                 scores = MappingProxyType(serialize(records))
                 records.extend(await self._run(metric, {**inputs, "scores": scores}))
-        new_steps = list(steps)
-        for (index, _), outputs in zip(step_jobs, outcomes[len(jobs) :]):
-            if outputs:
-                new_steps[index] = {**steps[index], **serialize(outputs)}
+
+    def _scored(
+        self,
+        result: Mapping[str, Any],
+        records: list[Output],
+        step_records: list[Output],
+        new_steps: list[Any],
+    ) -> dict[str, Any]:
+        """The new result: the records' keys, the steps with theirs, the question's cost; the
+        skipped values tallied."""
         # A judge without a price makes the question's cost unknown (null), not the sum of the
         # offline metrics' known zeros.
         unpriced = self.judge is not None and getattr(self.judge, "price", {}) is None
-        step_records = [o for outputs in outcomes[len(jobs) :] for o in outputs]
         for record in (*records, *step_records):
             if record.skip is not None:
                 self.skipped[record.skip.value] += 1

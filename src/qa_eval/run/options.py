@@ -1,0 +1,207 @@
+"""The options of one run as one value: :class:`RunOptions`, frozen and checked once, when made.
+
+``run_evaluation``, ``arun_evaluation`` and ``iter_evaluation`` make one of their keywords
+(:meth:`RunOptions.of`), ``plan_evaluation`` one for its plan (``EvaluationPlan.options``); the
+run (``run.execute``) reads it, and nothing below restates the options one by one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..config import GROUPS, SWITCHES, EvalConfig, as_config
+from ..errors import QaEvalError
+from ..io.keysets import check_keys
+from .progress import ProgressCallback, StatusCallback
+
+if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
+    from ..judge.calls import Judge
+    from ..judge.embeddings import Embedder
+
+__all__ = ["LIBRARY_DEFAULT", "ConfigArg", "ResultCallback", "RunOptions", "metric_names"]
+
+ConfigArg = EvalConfig | str | os.PathLike[str] | Mapping[str, Any] | None
+"""A run's config: an :class:`EvalConfig`, a YAML file's path, a mapping, or None."""
+
+ResultCallback = Callable[[dict[str, Any]], None]
+"""Called with each question's finished result, in the order questions finish."""
+
+LIBRARY_DEFAULT = "no config"
+"""The source of the config a library call without one runs with: no judge."""
+
+
+def _no_config() -> EvalConfig:
+    """The config of a run given none: no judge."""
+    return EvalConfig(source=LIBRARY_DEFAULT)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Every option of one run (see ``arun_evaluation`` for what each does), checked when made:
+    a ``fingerprint`` that does not look like one, an unknown ``keys`` or an unknown metric to
+    ``disable`` or ``enable`` is a ``QaEvalError``. ``disabled`` and ``enabled`` are the metric
+    switches those name (``graphrag`` expanded; enabled and disabled is disabled).
+
+    :meth:`of` makes one of ``run_evaluation``'s keywords (a config path or mapping read,
+    ``concurrency`` applied); ``dataclasses.replace`` changes some options of one that is made,
+    and checks again."""
+
+    config: EvalConfig = field(default_factory=_no_config)
+    cache: str | os.PathLike[str] | bool | None = True
+    max_cost: float | None = None
+    dry_run: bool = False
+    disable: tuple[str, ...] = ()
+    enable: tuple[str, ...] = ()
+    keys: str = "qa-eval"
+    reference_source: str = "reference"
+    responses_source: str = "responses"
+    fingerprint: str | None = None
+    judge: Judge | None = field(default=None, repr=False)
+    embedder: Embedder | None = field(default=None, repr=False)
+    progress: ProgressCallback | None = field(default=None, repr=False)
+    on_progress: StatusCallback | None = field(default=None, repr=False)
+    on_result: ResultCallback | None = field(default=None, repr=False)
+    disabled: frozenset[str] = field(init=False, repr=False)
+    enabled: frozenset[str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        """Check the options; the metric switches they name become ``disabled``/``enabled``."""
+        check_fingerprint(self.fingerprint)
+        check_keys(self.keys)
+        if not isinstance(self.config, EvalConfig):
+            raise TypeError(
+                f"config must be an EvalConfig (RunOptions.of reads a path or a mapping), not "
+                f"{type(self.config).__name__}"
+            )
+        object.__setattr__(self, "disable", tuple(self.disable))
+        object.__setattr__(self, "enable", tuple(self.enable))
+        disabled = metric_names(self.disable, "disable")
+        object.__setattr__(self, "disabled", disabled)
+        object.__setattr__(self, "enabled", metric_names(self.enable, "enable") - disabled)
+
+    @classmethod
+    def of(
+        cls,
+        config: ConfigArg = None,
+        *,
+        concurrency: int | None = None,
+        cache: str | os.PathLike[str] | bool | None = True,
+        max_cost: float | None = None,
+        dry_run: bool = False,
+        disable: Iterable[str] = (),
+        enable: Iterable[str] = (),
+        progress: ProgressCallback | None = None,
+        on_progress: StatusCallback | None = None,
+        on_result: ResultCallback | None = None,
+        reference_source: str = "reference",
+        responses_source: str = "responses",
+        judge: Judge | None = None,
+        embedder: Embedder | None = None,
+        fingerprint: str | None = None,
+        keys: str = "qa-eval",
+    ) -> RunOptions:
+        """The options of ``run_evaluation``'s keywords: ``config`` read (None: no judge, as in
+        graphrag-eval 6.6.1) with ``concurrency`` applied."""
+        return cls(
+            library_config(config).with_options(concurrency=concurrency),
+            cache=cache,
+            max_cost=max_cost,
+            dry_run=dry_run,
+            disable=tuple(disable),
+            enable=tuple(enable),
+            keys=keys,
+            reference_source=reference_source,
+            responses_source=responses_source,
+            fingerprint=fingerprint,
+            judge=judge,
+            embedder=embedder,
+            progress=progress,
+            on_progress=on_progress,
+            on_result=on_result,
+        )
+
+    @property
+    def concurrency(self) -> int:
+        """The judge calls in flight at most (the config's, or the ``concurrency`` given)."""
+        return self.config.concurrency
+
+    @property
+    def original_keys(self) -> bool:
+        """Whether the results hold only the keys graphrag-eval 6.6.1 writes."""
+        return self.keys == "graphrag-eval"
+
+    def wants(self, switch: str) -> bool:
+        """Whether a metric switch is on for this run (the config, ``enable``, ``disable``)."""
+        return self.config.switched_on(switch, self.enabled, self.disabled)
+
+
+def library_config(config: ConfigArg) -> EvalConfig:
+    """The config of a library call: ``config`` read, or none (no judge) for None.
+
+    No config: no judge, as in graphrag-eval 6.6.1 (a config's llm section is its only way to an
+    LLM metric), so code written for it neither starts paying nor fails on a stale key after the
+    import changes. ``OPENAI_API_KEY`` is not read here; the command line (and ``evaluate_files``)
+    resolve their announced default judge in ``plan_evaluation`` and pass it on."""
+    return _no_config() if config is None else as_config(config)
+
+
+def run_options(options: RunOptions | None = None, **keywords: Any) -> RunOptions:
+    """``options`` when given (then no other option may be given: ``TypeError``), else the
+    options of the keywords (:meth:`RunOptions.of`)."""
+    if options is None:
+        return RunOptions.of(**keywords)
+    if not isinstance(options, RunOptions):
+        raise TypeError(f"options must be a RunOptions, not {type(options).__name__}")
+    given = sorted(name for name, value in keywords.items() if not _is_default(name, value))
+    if given:
+        raise TypeError(f"give the options once: options= or {', '.join(given)}, not both")
+    return options
+
+
+_DEFAULTS: dict[str, Any] = {"cache": True, "dry_run": False, "keys": "qa-eval"}
+_SOURCES = {"reference_source": "reference", "responses_source": "responses"}
+
+
+def _is_default(name: str, value: Any) -> bool:
+    """Whether a keyword of ``run_evaluation`` has its default value (was not given)."""
+    if name in _SOURCES:
+        return value == _SOURCES[name]
+    if name in _DEFAULTS:
+        return value is _DEFAULTS[name] or value == _DEFAULTS[name]
+    if name in ("disable", "enable"):
+        return value in ((), [])
+    return value is None
+
+
+def check_fingerprint(fingerprint: Any) -> None:
+    """A fingerprint handed to a run must look like one (``sha256:`` and 64 hex digits)."""
+    if fingerprint is None:
+        return
+    digits = fingerprint[7:] if isinstance(fingerprint, str) else ""
+    if not (
+        isinstance(fingerprint, str)
+        and fingerprint.startswith("sha256:")
+        and len(digits) == 64
+        and all(c in "0123456789abcdef" for c in digits)
+    ):
+        raise QaEvalError(
+            f"fingerprint must be 'sha256:' and 64 hex digits (reference_fingerprint's value), "
+            f"not {fingerprint!r:.80}"
+        )
+
+
+def metric_names(names: Iterable[str], verb: str) -> frozenset[str]:
+    """Metric switch names (``graphrag`` expanded); ``QaEvalError`` for an unknown one."""
+    chosen: set[str] = set()
+    for name in names:
+        if name in GROUPS:
+            chosen.update(GROUPS[name])
+        elif name in SWITCHES:
+            chosen.add(name)
+        else:
+            known = ", ".join([*SWITCHES, *GROUPS])
+            raise QaEvalError(f"unknown metric to {verb}: {name} (known: {known})")
+    return frozenset(chosen)
