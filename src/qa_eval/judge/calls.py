@@ -47,7 +47,8 @@ import math
 import random
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -85,6 +86,9 @@ from .replies import (
 )
 from .settings import JudgeSettings
 from .usage import Plan, Usage, Verdict, planning
+
+if TYPE_CHECKING:
+    import openai
 
 __all__ = ["Judge"]
 
@@ -356,123 +360,176 @@ class Judge(Accounting):
         max_tokens: int | None = None,
     ) -> Reply:
         """One successful completion (with retries); its text and tokens, counted and priced."""
-        import openai
-
-        semaphore = self.slot()
-        usage = self._usage(metric)
-        started = time.monotonic()
-        attempt = 0
-        timeouts = 0
-        refused = True  # every attempt so far failed to connect at all
-        probe: str | None = None  # a lower mode this call tries after a format error
-        probe_note: str | None = None  # the format error that started the probe
         if max_tokens is None:
             max_tokens = self.gen.max_tokens or reply_budget(schema, prompt_tokens_of(messages))
-        if self.batch is not None:  # a --batch run: a batch's reply, or one recorded for a batch
-            served = self.batch.serve(
-                request_key(self.request(messages, schema)),
-                self.body(messages, schema, max_tokens=max_tokens),
-            )
-            if served is not None:
-                content, served_prompt, served_completion = served
-                return self._account(
-                    metric, Reply(content, served_prompt, served_completion), batch=True
-                )
+        served = self._from_batch(messages, schema, max_tokens)
+        if served is not None:
+            return self._account(metric, served, batch=True)
+        usage = self._usage(metric)
+        tries = _Tries(started=time.monotonic())
         while True:
-            delay: float | None = None
-            async with semaphore:
-                while True:  # a format error is asked again at once, lower, in this slot
-                    # Checked, and the mode read, once this call has its slot: asks that waited for
-                    # one must see a 401, a spent budget or a downgrade that happened meanwhile.
-                    if self._fatal is not None:
-                        raise self._fatal
-                    if self.max_cost is not None and self.total.cost >= self.max_cost:
-                        raise BudgetExceeded()
-                    mode = self.mode if probe is None else lower_mode(self.mode, probe)
-                    kwargs = self.body(messages, schema, mode, max_tokens)
-                    self.in_flight += 1
-                    self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
-                    connect_failure = False
-                    try:
-                        reply = await self.client.chat.completions.create(
-                            **kwargs, timeout=self.config.timeout
-                        )
-                        self._answered = time.monotonic()
-                        parsed = read_completion(reply)
-                    except openai.RateLimitError as e:
-                        self._answered = time.monotonic()
-                        delay = retry_after(getattr(e.response, "headers", None))
-                        if delay is None:
-                            delay = self._backoff(attempt)
-                        failure = f"429 rate limited: {message_of(e)}"
-                    except openai.APIStatusError as e:
-                        self._answered = time.monotonic()
-                        status = e.status_code
-                        message = message_of(e)
-                        if mode != "text" and about_format(status, message, e):
-                            if probe is None:
-                                probe_note = f"{mode} refused ({status}): {message}"
-                            probe = next_mode(mode)
-                            continue  # the lower mode, in the same slot
-                        limited = self.token_limit == "max_tokens"
-                        if limited and refuses_max_tokens(status, message):
-                            # OpenAI's reasoning models take max_completion_tokens, which counts
-                            # their reasoning too: a configured limit is sent under that name, a
-                            # reply-sized one not at all (it would starve the reasoning).
-                            self.token_limit = "max_completion_tokens"
-                            continue
-                        if status in (401, 403, 404):
-                            self._fatal = JudgeUnavailable(
-                                f"the judge endpoint refused the call ({status}): {message}"
-                            )
-                            raise self._fatal from None
-                        if status < 500 and status not in (408, 409):
-                            self._count(usage, "failures")
-                            raise JudgeError(f"judge call failed ({status}): {message}") from None
-                        failure = f"{status} from the judge: {message}"
-                    except openai.APITimeoutError as e:  # before APIConnectionError, its base class
-                        timeouts += 1
-                        failure = f"{type(e).__name__}: {e}{cause_of(e)}"
-                        if timeouts > 1:
-                            self._count(usage, "failures")
-                            raise JudgeError(
-                                f"no reply within {self.config.timeout:g} s, twice (llm.timeout); "
-                                "a request the client gave up on may still be running on the server"
-                            ) from None
-                    except openai.APIConnectionError as e:
-                        connect_failure = could_not_connect(e)
-                        failure = f"{type(e).__name__}: {e}{cause_of(e)}"
-                    except ReplyFault as e:
-                        self._answered = time.monotonic()
-                        failure = f"unusable reply: {e}"
-                    except (openai.APIError, ValueError, RecursionError, OSError, EOFError) as e:
-                        # A body that is not JSON (a proxy's HTML page, a cut or garbled body):
-                        # the SDK raises the parser's error; a fault like a 500.
-                        failure = f"unreadable reply: {type(e).__name__}: {clip(str(e))}"
-                    except Exception as e:  # any other client failure (litellm's, say): a fault too
-                        failure = f"the call failed: {type(e).__name__}: {clip(str(e))}"
-                    else:
-                        if probe is not None:
-                            self._confirm(mode, probe_note)
-                        self.modes_used[mode] = self.modes_used.get(mode, 0) + 1
-                        return self._account(metric, parsed)
-                    finally:
-                        self.in_flight -= 1
-                    break
-            refused = refused and connect_failure
-            attempt += 1
-            if attempt >= self.config.max_attempts:
+            async with self.slot():
+                reply = await self._attempt(usage, messages, schema, max_tokens, tries)
+            if reply is not None:
+                return self._account(metric, reply)
+            await self._after_fault(usage, tries)
+
+    def _from_batch(
+        self, messages: list[dict[str, str]], schema: type[BaseModel], max_tokens: int
+    ) -> Reply | None:
+        """In a ``--batch`` run, a batch's reply to this request, or None to call it now (the
+        outbox records it for a batch while planning)."""
+        if self.batch is None:
+            return None
+        served = self.batch.serve(
+            request_key(self.request(messages, schema)),
+            self.body(messages, schema, max_tokens=max_tokens),
+        )
+        if served is None:
+            return None
+        content, prompt_tokens, completion_tokens = served
+        return Reply(content, prompt_tokens, completion_tokens)
+
+    async def _attempt(
+        self,
+        usage: Usage,
+        messages: list[dict[str, str]],
+        schema: type[BaseModel],
+        max_tokens: int,
+        tries: _Tries,
+    ) -> Reply | None:
+        """One attempt, in a slot already held: the reply, or None after a fault to retry (noted
+        in ``tries``). A format error is asked again at once, lower, in the same slot."""
+        while True:
+            # Checked, and the mode read, once this call has its slot: asks that waited for one
+            # must see a 401, a spent budget or a downgrade that happened meanwhile.
+            self._check_open()
+            mode = self.mode if tries.probe is None else lower_mode(self.mode, tries.probe)
+            kwargs = self.body(messages, schema, mode, max_tokens)
+            try:
+                reply = await self._send(kwargs)
+            except Exception as e:
+                if self._fault(e, mode, usage, tries):
+                    return None
+                continue
+            if tries.probe is not None:
+                self._confirm(mode, tries.probe_note)
+            self.modes_used[mode] = self.modes_used.get(mode, 0) + 1
+            return reply
+
+    def _check_open(self) -> None:
+        """Raise if no call may start: the endpoint refused the run, or the budget is spent."""
+        if self._fatal is not None:
+            raise self._fatal
+        if self.max_cost is not None and self.total.cost >= self.max_cost:
+            raise BudgetExceeded()
+
+    async def _send(self, kwargs: dict[str, Any]) -> Reply:
+        """One chat completion request, counted in flight, and its reply read."""
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            completion = await self.client.chat.completions.create(
+                **kwargs, timeout=self.config.timeout
+            )
+            self._answered = time.monotonic()
+            return read_completion(completion)
+        finally:
+            self.in_flight -= 1
+
+    def _fault(self, error: Exception, mode: str, usage: Usage, tries: _Tries) -> bool:
+        """Read a failed attempt: True when it is a fault to retry after a wait (noted in
+        ``tries``), False to ask again at once (a lower mode, another token limit); raises when
+        the call cannot succeed."""
+        import openai
+
+        tries.delay = None
+        tries.connect_failure = False
+        if isinstance(error, openai.RateLimitError):
+            self._answered = time.monotonic()
+            tries.delay = retry_after(getattr(error.response, "headers", None))
+            if tries.delay is None:
+                tries.delay = self._backoff(tries.attempt)
+            tries.failure = f"429 rate limited: {message_of(error)}"
+        elif isinstance(error, openai.APIStatusError):
+            self._answered = time.monotonic()
+            return self._status_fault(error, mode, usage, tries)
+        elif isinstance(error, openai.APITimeoutError):  # before APIConnectionError, its base
+            tries.timeouts += 1
+            tries.failure = f"{type(error).__name__}: {error}{cause_of(error)}"
+            if tries.timeouts > 1:
                 self._count(usage, "failures")
-                if refused and self._answered < started:
-                    self._fatal = JudgeUnavailable(
-                        f"cannot reach the judge at {public_url(self.gen.base_url) or 'its URL'}"
-                        f": every connection failed ({attempt} attempts over "
-                        f"{time.monotonic() - started:.0f} s; last: {failure})"
-                    )
-                    raise self._fatal
-                raise JudgeError(f"gave up after {attempt} attempts; last: {failure}")
-            self._count(usage, "retries")
-            await self._sleep(delay if delay is not None else self._backoff(attempt))
+                raise JudgeError(
+                    f"no reply within {self.config.timeout:g} s, twice (llm.timeout); "
+                    "a request the client gave up on may still be running on the server"
+                ) from None
+        elif isinstance(error, openai.APIConnectionError):
+            tries.connect_failure = could_not_connect(error)
+            tries.failure = f"{type(error).__name__}: {error}{cause_of(error)}"
+        elif isinstance(error, ReplyFault):
+            self._answered = time.monotonic()
+            tries.failure = f"unusable reply: {error}"
+        elif isinstance(error, (openai.APIError, ValueError, RecursionError, OSError, EOFError)):
+            # A body that is not JSON (a proxy's HTML page, a cut or garbled body): the SDK
+            # raises the parser's error; a fault like a 500.
+            tries.failure = f"unreadable reply: {type(error).__name__}: {clip(str(error))}"
+        else:  # any other client failure (litellm's, say): a fault too
+            tries.failure = f"the call failed: {type(error).__name__}: {clip(str(error))}"
+        return True
+
+    def _status_fault(
+        self, error: openai.APIStatusError, mode: str, usage: Usage, tries: _Tries
+    ) -> bool:
+        """Read an HTTP error status (see :meth:`_fault`): a format error lowers the mode, a
+        refused ``max_tokens`` changes the token limit, 401/403/404 stop the run, any other 4xx
+        but 408 and 409 is this call's error, the rest a fault to retry."""
+        status = error.status_code
+        message = message_of(error)
+        if mode != "text" and about_format(status, message, error):
+            if tries.probe is None:
+                tries.probe_note = f"{mode} refused ({status}): {message}"
+            tries.probe = next_mode(mode)
+            return False
+        if self.token_limit == "max_tokens" and refuses_max_tokens(status, message):
+            # OpenAI's reasoning models take max_completion_tokens, which counts their reasoning
+            # too: a configured limit is sent under that name, a reply-sized one not at all (it
+            # would starve the reasoning).
+            self.token_limit = "max_completion_tokens"
+            return False
+        if status in (401, 403, 404):
+            self._fatal = JudgeUnavailable(
+                f"the judge endpoint refused the call ({status}): {message}"
+            )
+            raise self._fatal from None
+        if status < 500 and status not in (408, 409):
+            self._count(usage, "failures")
+            raise JudgeError(f"judge call failed ({status}): {message}") from None
+        tries.failure = f"{status} from the judge: {message}"
+        return True
+
+    async def _after_fault(self, usage: Usage, tries: _Tries) -> None:
+        """After a fault: give up when it was the last attempt, else wait before the next
+        (``Retry-After``, or a backoff with full jitter)."""
+        tries.refused = tries.refused and tries.connect_failure
+        tries.attempt += 1
+        if tries.attempt >= self.config.max_attempts:
+            self._count(usage, "failures")
+            raise self._given_up(tries)
+        self._count(usage, "retries")
+        delay = tries.delay if tries.delay is not None else self._backoff(tries.attempt)
+        await self._sleep(delay)
+
+    def _given_up(self, tries: _Tries) -> JudgeError | JudgeUnavailable:
+        """The error of a call that used all its attempts: the judge unreachable (for the rest
+        of the run) when none of them connected and no reply at all came since it started."""
+        if tries.refused and self._answered < tries.started:
+            self._fatal = JudgeUnavailable(
+                f"cannot reach the judge at {public_url(self.gen.base_url) or 'its URL'}"
+                f": every connection failed ({tries.attempt} attempts over "
+                f"{time.monotonic() - tries.started:.0f} s; last: {tries.failure})"
+            )
+            return self._fatal
+        return JudgeError(f"gave up after {tries.attempt} attempts; last: {tries.failure}")
 
     def _confirm(self, mode: str, note: str | None) -> None:
         """Ask with ``mode`` from now on: it worked for a call that a higher mode's format error
@@ -500,6 +557,29 @@ class Judge(Accounting):
         if self.mode_note is not None:
             signature["response_mode_reason"] = self.mode_note
         return signature
+
+
+@dataclass
+class _Tries:
+    """Where one call stands across its attempts."""
+
+    started: float
+    """When the call started, on the monotonic clock."""
+    attempt: int = 0
+    """Attempts that ended in a fault so far."""
+    timeouts: int = 0
+    refused: bool = True
+    """Every attempt so far failed to connect at all."""
+    probe: str | None = None
+    """A lower response mode this call tries after a format error."""
+    probe_note: str | None = None
+    """The format error that started the probe."""
+    failure: str = ""
+    """The last fault, in words."""
+    delay: float | None = None
+    """How long the last fault asks to wait (``Retry-After``), if it says."""
+    connect_failure: bool = False
+    """The last fault was a connection that could not be made."""
 
 
 def _exchange(messages: list[dict[str, str]], max_tokens: int | None) -> str:
