@@ -66,7 +66,7 @@ from .faults import (
     refuses_max_tokens,
     retry_after,
 )
-from .ledger import Accounting, served_by_batch
+from .ledger import Accounting
 from .prices import price_of
 from .repeats import REPEAT
 from .replies import (
@@ -248,7 +248,7 @@ class Judge(Accounting):
         future: asyncio.Future[Verdict[Any]] = asyncio.get_running_loop().create_future()
         self._in_flight_asks[key] = future
         try:
-            verdict = await self._ask_judge_batched(metric, key, messages, schema)
+            verdict = await self._ask_judge(metric, key, messages, schema)
         except BaseException as e:
             if not future.done():
                 future.set_exception(e)
@@ -260,32 +260,27 @@ class Judge(Accounting):
         finally:
             del self._in_flight_asks[key]
 
-    async def _ask_judge_batched(
-        self, metric: str, key: str, messages: list[dict[str, str]], schema: type[T]
-    ) -> Verdict[T]:
-        """:meth:`_ask_judge`, noting which of its tokens a batch served: they are stored with
-        the reply and priced at batch rates."""
-        if self.batch is None:
-            return await self._ask_judge(metric, key, messages, schema)
-        with served_by_batch() as batched:
-            verdict = await self._ask_judge(metric, key, messages, schema)
-        return self._at_batch_rates(key, verdict, batched)
-
     async def _ask_judge(
         self, metric: str, key: str, messages: list[dict[str, str]], schema: type[T]
     ) -> Verdict[T]:
+        """A validated reply from the judge itself, re-asked while it cannot be used, stored
+        under ``key`` and priced (the tokens a batch served at batch rates)."""
         usage = self._usage(metric)
         fixed = self.gen.max_tokens
         tokens = fixed or reply_budget(schema, prompt_tokens_of(messages))
         asked = messages
         sent = {_exchange(asked, tokens)}
         replies = prompt_tokens = completion_tokens = cached_tokens = 0
+        batched = [0, 0]
         while True:
             reply = await self._call(metric, asked, schema, tokens)
             replies += 1
             prompt_tokens += reply.prompt_tokens
             completion_tokens += reply.completion_tokens
             cached_tokens += reply.cached_tokens
+            if reply.batch:
+                batched[0] += reply.prompt_tokens
+                batched[1] += reply.completion_tokens
             try:
                 value = parse_reply(reply.content, schema)
                 break
@@ -336,7 +331,8 @@ class Judge(Accounting):
                 ),
             )
         cost = self.cost_of(prompt_tokens, completion_tokens, cached_tokens)
-        return Verdict(value, prompt_tokens, completion_tokens, cost, False, cached_tokens)
+        verdict = Verdict(value, prompt_tokens, completion_tokens, cost, False, cached_tokens)
+        return self._at_batch_rates(key, verdict, batched)
 
     def plan_call(
         self, metric: str, messages: list[dict[str, str]], schema: type[BaseModel]
@@ -364,7 +360,7 @@ class Judge(Accounting):
             max_tokens = self.gen.max_tokens or reply_budget(schema, prompt_tokens_of(messages))
         served = self._from_batch(messages, schema, max_tokens)
         if served is not None:
-            return self._account(metric, served, batch=True)
+            return self._account(metric, served)
         usage = self._usage(metric)
         tries = _Tries(started=time.monotonic())
         while True:
@@ -388,7 +384,7 @@ class Judge(Accounting):
         if served is None:
             return None
         content, prompt_tokens, completion_tokens = served
-        return Reply(content, prompt_tokens, completion_tokens)
+        return Reply(content, prompt_tokens, completion_tokens, batch=True)
 
     async def _attempt(
         self,
