@@ -41,14 +41,13 @@ validate → cost.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import math
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -68,7 +67,6 @@ from .faults import (
 )
 from .ledger import Accounting
 from .prices import price_of
-from .repeats import REPEAT
 from .replies import (
     MODES,
     Reply,
@@ -85,15 +83,31 @@ from .replies import (
     split_instructions,
 )
 from .settings import JudgeSettings
-from .usage import Plan, Usage, Verdict, planning
+from .usage import Plan, Usage, Verdict
 
 if TYPE_CHECKING:
     import openai
 
-__all__ = ["Judge"]
+__all__ = ["NO_CONTEXT", "AskContext", "Asking", "Judge"]
 
 T = TypeVar("T", bound=BaseModel)
 _BACKOFF_CAP = 30.0
+
+
+@dataclass(frozen=True)
+class AskContext:
+    """What the caller of an ask tells the judge about it (:meth:`Judge.ask`)."""
+
+    repeat: int = 0
+    """Which repeat of a question's LLM metrics asks (``llm.repeats``, ``repeats.py``); above 0
+    the judge puts it into the cache key (:meth:`Judge.request`), so each repeat is its own cache
+    entry and a cache made without repeats stays valid for repeat 0."""
+    planned: list[str] | None = None
+    """Where a dry run notes the metric of each call it plans (not finds cached), if anywhere."""
+
+
+NO_CONTEXT = AskContext()
+"""An ask of repeat 0 whose planned calls are noted nowhere."""
 
 
 class Judge(Accounting):
@@ -161,11 +175,12 @@ class Judge(Accounting):
             self._client = make_client(self.gen, self.config.timeout)
         return self._client
 
-    def request(self, messages: list[dict[str, str]], schema: type[BaseModel]) -> dict[str, Any]:
+    def request(
+        self, messages: list[dict[str, str]], schema: type[BaseModel], repeat: int = 0
+    ) -> dict[str, Any]:
         """The canonical request a cache key is made from (no API key, no response mode): the
         messages as they are sent (:func:`split_instructions`), the extra generation keys, and
-        the repeat index when above 0."""
-        repeat = REPEAT.get()
+        the ``repeat`` index when above 0."""
         return {
             "provider": self.gen.provider,
             "base_url": public_url(self.gen.base_url),
@@ -205,14 +220,21 @@ class Judge(Accounting):
             kwargs["response_format"] = reply_format
         return kwargs
 
-    async def ask(self, metric: str, messages: list[dict[str, str]], schema: type[T]) -> Verdict[T]:
-        """A validated reply of ``schema`` to ``messages``, from the cache or the judge.
+    async def ask(
+        self,
+        metric: str,
+        messages: list[dict[str, str]],
+        schema: type[T],
+        context: AskContext = NO_CONTEXT,
+    ) -> Verdict[T]:
+        """A validated reply of ``schema`` to ``messages``, from the cache or the judge, for an
+        ask in ``context`` (its repeat, where a dry run notes its planned call).
 
         Identical requests in flight at the same time share one call."""
         if self._fatal is not None:
             raise self._fatal
         messages = split_instructions(messages)
-        key = request_key(self.request(messages, schema))
+        key = request_key(self.request(messages, schema, context.repeat))
         usage = self._usage(metric)
         if self.cache is not None:
             hit = await self.cache.aget(key)
@@ -231,7 +253,7 @@ class Judge(Accounting):
                         value, hit.prompt_tokens, hit.completion_tokens, cost, True, hit_cached
                     )
         if self.dry_run:
-            self.plan_call(metric, messages, schema)
+            self.plan_call(metric, messages, schema, context)
             raise DryRunSkip()
         shared = self._in_flight_asks.get(key)
         if shared is not None:
@@ -248,7 +270,7 @@ class Judge(Accounting):
         future: asyncio.Future[Verdict[Any]] = asyncio.get_running_loop().create_future()
         self._in_flight_asks[key] = future
         try:
-            verdict = await self._ask_judge(metric, key, messages, schema)
+            verdict = await self._ask_judge(metric, key, messages, schema, context.repeat)
         except BaseException as e:
             if not future.done():
                 future.set_exception(e)
@@ -261,7 +283,12 @@ class Judge(Accounting):
             del self._in_flight_asks[key]
 
     async def _ask_judge(
-        self, metric: str, key: str, messages: list[dict[str, str]], schema: type[T]
+        self,
+        metric: str,
+        key: str,
+        messages: list[dict[str, str]],
+        schema: type[T],
+        repeat: int = 0,
     ) -> Verdict[T]:
         """A validated reply from the judge itself, re-asked while it cannot be used, stored
         under ``key`` and priced (the tokens a batch served at batch rates)."""
@@ -273,7 +300,7 @@ class Judge(Accounting):
         replies = prompt_tokens = completion_tokens = cached_tokens = 0
         batched = [0, 0]
         while True:
-            reply = await self._call(metric, asked, schema, tokens)
+            reply = await self._call(metric, asked, schema, tokens, repeat)
             replies += 1
             prompt_tokens += reply.prompt_tokens
             completion_tokens += reply.completion_tokens
@@ -335,15 +362,22 @@ class Judge(Accounting):
         return self._at_batch_rates(key, verdict, batched)
 
     def plan_call(
-        self, metric: str, messages: list[dict[str, str]], schema: type[BaseModel]
+        self,
+        metric: str,
+        messages: list[dict[str, str]],
+        schema: type[BaseModel],
+        context: AskContext = NO_CONTEXT,
     ) -> None:
-        """Count a call a dry run would make (see :meth:`usage.Plan.count`)."""
+        """Count a call a dry run would make (see :meth:`usage.Plan.count`), noted in
+        ``context.planned`` too when it has that list."""
         self.plan.count(metric, messages, json_schema(schema), self.gen.max_tokens)
+        if context.planned is not None:
+            context.planned.append(metric)
 
-    def planning(self) -> contextlib.AbstractContextManager[list[str]]:
-        """The metrics of the calls a dry run plans (not finds cached) inside this block, in
-        this task only."""
-        return planning()
+    def planning(self) -> tuple[Judge, list[str]]:
+        """This judge as asks see it whose planned calls are noted (:class:`Asking`), and the
+        list that notes the metric of each call a dry run plans (not finds cached) through it."""
+        return Asking(self, NO_CONTEXT).planning()
 
     def _backoff(self, attempt: int) -> float:
         return random.uniform(0, min(_BACKOFF_CAP, self.config.retry_base * 2**attempt))
@@ -354,11 +388,12 @@ class Judge(Accounting):
         messages: list[dict[str, str]],
         schema: type[BaseModel],
         max_tokens: int | None = None,
+        repeat: int = 0,
     ) -> Reply:
         """One successful completion (with retries); its text and tokens, counted and priced."""
         if max_tokens is None:
             max_tokens = self.gen.max_tokens or reply_budget(schema, prompt_tokens_of(messages))
-        served = self._from_batch(messages, schema, max_tokens)
+        served = self._from_batch(messages, schema, max_tokens, repeat)
         if served is not None:
             return self._account(metric, served)
         usage = self._usage(metric)
@@ -371,14 +406,14 @@ class Judge(Accounting):
             await self._after_fault(usage, tries)
 
     def _from_batch(
-        self, messages: list[dict[str, str]], schema: type[BaseModel], max_tokens: int
+        self, messages: list[dict[str, str]], schema: type[BaseModel], max_tokens: int, repeat: int
     ) -> Reply | None:
         """In a ``--batch`` run, a batch's reply to this request, or None to call it now (the
         outbox records it for a batch while planning)."""
         if self.batch is None:
             return None
         served = self.batch.serve(
-            request_key(self.request(messages, schema)),
+            request_key(self.request(messages, schema, repeat)),
             self.body(messages, schema, max_tokens=max_tokens),
         )
         if served is None:
@@ -553,6 +588,45 @@ class Judge(Accounting):
         if self.mode_note is not None:
             signature["response_mode_reason"] = self.mode_note
         return signature
+
+
+class Asking:
+    """A judge (the run's, or one that wraps it) as the asks of one context see it: ``ask`` and
+    ``plan_call`` pass the context on, everything else is the judge's own. The scorer gives each
+    repeat of a question's metrics its own; a metric that must know what a dry run planned asks
+    through :meth:`planning`'s. A context that says nothing (:data:`NO_CONTEXT`) is not passed,
+    so any object with ``ask(metric, messages, schema)`` can be the judge of a run without
+    repeats."""
+
+    def __init__(self, judge: Any, context: AskContext) -> None:
+        self.judge = judge
+        self.context = context
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.judge, name)
+
+    async def ask(self, metric: str, messages: list[dict[str, str]], schema: type[T]) -> Verdict[T]:
+        """:meth:`Judge.ask` in this context."""
+        if self.context == NO_CONTEXT:
+            verdict: Verdict[T] = await self.judge.ask(metric, messages, schema)
+        else:
+            verdict = await self.judge.ask(metric, messages, schema, self.context)
+        return verdict
+
+    def plan_call(
+        self, metric: str, messages: list[dict[str, str]], schema: type[BaseModel]
+    ) -> None:
+        """:meth:`Judge.plan_call` in this context."""
+        if self.context == NO_CONTEXT:
+            self.judge.plan_call(metric, messages, schema)
+        else:
+            self.judge.plan_call(metric, messages, schema, self.context)
+
+    def planning(self) -> tuple[Judge, list[str]]:
+        """See :meth:`Judge.planning`: this context, with a new list for the planned calls."""
+        planned: list[str] = []
+        asking = Asking(self.judge, replace(self.context, planned=planned))
+        return cast("Judge", asking), planned
 
 
 @dataclass
