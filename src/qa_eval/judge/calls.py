@@ -99,7 +99,7 @@ class AskContext:
     """What the caller of an ask tells the judge about it (:meth:`Judge.ask`)."""
 
     repeat: int = 0
-    """Which repeat of a question's LLM metrics asks (``llm.repeats``, ``repeats.py``); above 0
+    """Which repeat of a question's LLM metrics asks (``llm.repeats``, ``repeats``); above 0
     the judge puts it into the cache key (:meth:`Judge.request`), so each repeat is its own cache
     entry and a cache made without repeats stays valid for repeat 0."""
     planned: list[str] | None = None
@@ -157,7 +157,7 @@ class Judge(Accounting):
         """When the endpoint last answered at all (any HTTP status), on the monotonic clock."""
         self._in_flight_asks: dict[str, asyncio.Future[Verdict[Any]]] = {}
         self.batch: Any = None
-        """A ``batch.Outbox`` while a ``--batch`` run plans or completes: it serves replies
+        """A ``run.prefill.Outbox`` while a ``--batch`` run plans or completes: it serves replies
         that came from a batch, and records (or leaves to a synchronous call) the others."""
         if dry_run and cache is not None:
             cache.stop_writing()  # a dry run writes nothing, not even embeddings
