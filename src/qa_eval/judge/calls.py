@@ -46,7 +46,7 @@ import math
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
@@ -293,45 +293,20 @@ class Judge(Accounting):
         """A validated reply from the judge itself, re-asked while it cannot be used, stored
         under ``key`` and priced (the tokens a batch served at batch rates)."""
         usage = self._usage(metric)
-        fixed = self.gen.max_tokens
-        tokens = fixed or reply_budget(schema, prompt_tokens_of(messages))
+        tokens = self.gen.max_tokens or reply_budget(schema, prompt_tokens_of(messages))
         asked = messages
         sent = {_exchange(asked, tokens)}
-        replies = prompt_tokens = completion_tokens = cached_tokens = 0
-        batched = [0, 0]
+        taken = _Taken()
+        replies = 0
         while True:
             reply = await self._call(metric, asked, schema, tokens, repeat)
             replies += 1
-            prompt_tokens += reply.prompt_tokens
-            completion_tokens += reply.completion_tokens
-            cached_tokens += reply.cached_tokens
-            if reply.batch:
-                batched[0] += reply.prompt_tokens
-                batched[1] += reply.completion_tokens
+            taken.add(reply)
             try:
                 value = parse_reply(reply.content, schema)
                 break
             except (ValueError, ValidationError) as e:
-                problem = problem_of(e)
-                try:
-                    extract_json(reply.content)
-                    has_json = True
-                except ValueError:
-                    has_json = False
-            if reply.cut:
-                problem = f"it was cut off at the limit of {tokens} tokens ({problem})"
-                note = " Keep every text in it short."
-            else:
-                note = ""
-            again = [
-                *messages,
-                {"role": "assistant", "content": reply.content},
-                {
-                    "role": "user",
-                    "content": f"That reply could not be used: {problem}. Reply again with only "
-                    f"the JSON object, with every field the schema requires.{note}",
-                },
-            ]
+                again, problem, has_json = _asked_again(messages, reply, e, tokens)
             # JSON that breaks the schema, or a reply cut at max_tokens, is asked again once (a
             # cut reply with the same limit: a model that ran away once runs away again, and a
             # slow local server would take twice as long); a reply with no JSON at all (prose,
@@ -349,17 +324,21 @@ class Judge(Accounting):
             sent.add(_exchange(again, tokens))
             self._count(usage, "reasks")
             asked = again
+        return self._stored(key, value, reply.content, taken)
+
+    def _stored(self, key: str, value: T, content: str, taken: _Taken) -> Verdict[T]:
+        """The verdict of a usable reply (``content``, read as ``value``): stored under ``key``
+        with the tokens of every reply it took, and priced (those a batch served at batch
+        rates)."""
         if self.cache is not None:
             self.cache.put(
                 key,
                 self.gen.model,
-                CachedReply(
-                    reply.content, prompt_tokens, completion_tokens, cached_tokens=cached_tokens
-                ),
+                CachedReply(content, taken.prompt, taken.completion, cached_tokens=taken.cached),
             )
-        cost = self.cost_of(prompt_tokens, completion_tokens, cached_tokens)
-        verdict = Verdict(value, prompt_tokens, completion_tokens, cost, False, cached_tokens)
-        return self._at_batch_rates(key, verdict, batched)
+        cost = self.cost_of(taken.prompt, taken.completion, taken.cached)
+        verdict = Verdict(value, taken.prompt, taken.completion, cost, False, taken.cached)
+        return self._at_batch_rates(key, verdict, taken.batched)
 
     def plan_call(
         self,
@@ -630,6 +609,26 @@ class Asking:
 
 
 @dataclass
+class _Taken:
+    """The tokens of the replies one ask took (re-asks included)."""
+
+    prompt: int = 0
+    completion: int = 0
+    cached: int = 0
+    batched: list[int] = field(default_factory=lambda: [0, 0])
+    """The prompt and completion tokens of those a batch served."""
+
+    def add(self, reply: Reply) -> None:
+        """Count one reply."""
+        self.prompt += reply.prompt_tokens
+        self.completion += reply.completion_tokens
+        self.cached += reply.cached_tokens
+        if reply.batch:
+            self.batched[0] += reply.prompt_tokens
+            self.batched[1] += reply.completion_tokens
+
+
+@dataclass
 class _Tries:
     """Where one call stands across its attempts."""
 
@@ -650,6 +649,34 @@ class _Tries:
     """How long the last fault asks to wait (``Retry-After``), if it says."""
     connect_failure: bool = False
     """The last fault was a connection that could not be made."""
+
+
+def _asked_again(
+    messages: list[dict[str, str]], reply: Reply, error: Exception, tokens: int
+) -> tuple[list[dict[str, str]], str, bool]:
+    """After ``reply`` to ``messages`` could not be used (``error``): the messages that ask
+    again with the problem, the problem in words, and whether the reply held JSON at all."""
+    problem = problem_of(error)
+    try:
+        extract_json(reply.content)
+        has_json = True
+    except ValueError:
+        has_json = False
+    if reply.cut:
+        problem = f"it was cut off at the limit of {tokens} tokens ({problem})"
+        note = " Keep every text in it short."
+    else:
+        note = ""
+    again = [
+        *messages,
+        {"role": "assistant", "content": reply.content},
+        {
+            "role": "user",
+            "content": f"That reply could not be used: {problem}. Reply again with only "
+            f"the JSON object, with every field the schema requires.{note}",
+        },
+    ]
+    return again, problem, has_json
 
 
 def _exchange(messages: list[dict[str, str]], max_tokens: int | None) -> str:
