@@ -1486,3 +1486,30 @@ def test_cached_prompt_tokens_are_stored_and_an_older_cache_reads_as_none(tmp_pa
     older.put("k3", "m", CachedReply(GOOD, 100, 10, cached_tokens=101))
     assert older.get("k3") == CachedReply(GOOD, 100, 10, cached_tokens=0)
     older.close()
+
+
+def test_an_asks_context_is_passed_not_inherited() -> None:
+    """The repeat and the dry run's planned list go with the ask that is given them: a planning
+    view notes only its own planned calls (not those of asks running beside it), and a repeat
+    above 0 is its own request while repeat 0 is the plain one."""
+    from qa_eval.errors import DryRunSkip
+    from qa_eval.judge.calls import AskContext, Asking
+
+    judge = Judge(judge_config("http://127.0.0.1:9"), dry_run=True)
+    planner, planned = judge.planning()
+    repeat = Asking(judge, AskContext(repeat=2))
+
+    async def one(asker: Any, metric: str, messages: list[dict[str, str]]) -> None:
+        with pytest.raises(DryRunSkip):
+            await asker.ask(metric, messages, Score)
+
+    async def run() -> None:
+        first, second = prompts(2)
+        await asyncio.gather(one(planner, "mine", first), one(judge, "other", second))
+        await one(repeat, "repeated", first)
+
+    asyncio.run(run())
+    assert planned == ["mine"]
+    assert judge.plan.calls == {"mine": 1, "other": 1, "repeated": 1}
+    assert judge.request(QUESTION, Score) == judge.request(QUESTION, Score, 0)
+    assert judge.request(QUESTION, Score, 2) == {**judge.request(QUESTION, Score), "repeat": 2}

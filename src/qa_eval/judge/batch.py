@@ -1,4 +1,4 @@
-"""The provider's side of ``--batch`` (the rounds that use it are in ``batch.py``): the JSONL
+"""The provider's side of ``--batch`` (the rounds that use it are ``run.prefill``): the JSONL
 input files (at most 50,000 requests and about 190 MB a batch), their upload and the batch's
 creation, tagged with a submission id recorded first in the cache database (tables ``batches`` and
 ``batch_requests``, :class:`BatchStore`), the provider's list searched for a batch whose creation

@@ -41,13 +41,13 @@ validate → cost.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import math
 import random
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -65,9 +65,8 @@ from .faults import (
     refuses_max_tokens,
     retry_after,
 )
-from .ledger import Accounting, served_by_batch
+from .ledger import Accounting
 from .prices import price_of
-from .repeats import REPEAT
 from .replies import (
     MODES,
     Reply,
@@ -84,12 +83,31 @@ from .replies import (
     split_instructions,
 )
 from .settings import JudgeSettings
-from .usage import Plan, Usage, Verdict, planning
+from .usage import Plan, Usage, Verdict
 
-__all__ = ["Judge"]
+if TYPE_CHECKING:
+    import openai
+
+__all__ = ["NO_CONTEXT", "AskContext", "Asking", "Judge"]
 
 T = TypeVar("T", bound=BaseModel)
 _BACKOFF_CAP = 30.0
+
+
+@dataclass(frozen=True)
+class AskContext:
+    """What the caller of an ask tells the judge about it (:meth:`Judge.ask`)."""
+
+    repeat: int = 0
+    """Which repeat of a question's LLM metrics asks (``llm.repeats``, ``repeats``); above 0
+    the judge puts it into the cache key (:meth:`Judge.request`), so each repeat is its own cache
+    entry and a cache made without repeats stays valid for repeat 0."""
+    planned: list[str] | None = None
+    """Where a dry run notes the metric of each call it plans (not finds cached), if anywhere."""
+
+
+NO_CONTEXT = AskContext()
+"""An ask of repeat 0 whose planned calls are noted nowhere."""
 
 
 class Judge(Accounting):
@@ -139,7 +157,7 @@ class Judge(Accounting):
         """When the endpoint last answered at all (any HTTP status), on the monotonic clock."""
         self._in_flight_asks: dict[str, asyncio.Future[Verdict[Any]]] = {}
         self.batch: Any = None
-        """A ``batch.Outbox`` while a ``--batch`` run plans or completes: it serves replies
+        """A ``run.prefill.Outbox`` while a ``--batch`` run plans or completes: it serves replies
         that came from a batch, and records (or leaves to a synchronous call) the others."""
         if dry_run and cache is not None:
             cache.stop_writing()  # a dry run writes nothing, not even embeddings
@@ -157,11 +175,12 @@ class Judge(Accounting):
             self._client = make_client(self.gen, self.config.timeout)
         return self._client
 
-    def request(self, messages: list[dict[str, str]], schema: type[BaseModel]) -> dict[str, Any]:
+    def request(
+        self, messages: list[dict[str, str]], schema: type[BaseModel], repeat: int = 0
+    ) -> dict[str, Any]:
         """The canonical request a cache key is made from (no API key, no response mode): the
         messages as they are sent (:func:`split_instructions`), the extra generation keys, and
-        the repeat index when above 0."""
-        repeat = REPEAT.get()
+        the ``repeat`` index when above 0."""
         return {
             "provider": self.gen.provider,
             "base_url": public_url(self.gen.base_url),
@@ -201,14 +220,21 @@ class Judge(Accounting):
             kwargs["response_format"] = reply_format
         return kwargs
 
-    async def ask(self, metric: str, messages: list[dict[str, str]], schema: type[T]) -> Verdict[T]:
-        """A validated reply of ``schema`` to ``messages``, from the cache or the judge.
+    async def ask(
+        self,
+        metric: str,
+        messages: list[dict[str, str]],
+        schema: type[T],
+        context: AskContext = NO_CONTEXT,
+    ) -> Verdict[T]:
+        """A validated reply of ``schema`` to ``messages``, from the cache or the judge, for an
+        ask in ``context`` (its repeat, where a dry run notes its planned call).
 
         Identical requests in flight at the same time share one call."""
         if self._fatal is not None:
             raise self._fatal
         messages = split_instructions(messages)
-        key = request_key(self.request(messages, schema))
+        key = request_key(self.request(messages, schema, context.repeat))
         usage = self._usage(metric)
         if self.cache is not None:
             hit = await self.cache.aget(key)
@@ -227,7 +253,7 @@ class Judge(Accounting):
                         value, hit.prompt_tokens, hit.completion_tokens, cost, True, hit_cached
                     )
         if self.dry_run:
-            self.plan_call(metric, messages, schema)
+            self.plan_call(metric, messages, schema, context)
             raise DryRunSkip()
         shared = self._in_flight_asks.get(key)
         if shared is not None:
@@ -244,7 +270,7 @@ class Judge(Accounting):
         future: asyncio.Future[Verdict[Any]] = asyncio.get_running_loop().create_future()
         self._in_flight_asks[key] = future
         try:
-            verdict = await self._ask_judge_batched(metric, key, messages, schema)
+            verdict = await self._ask_judge(metric, key, messages, schema, context.repeat)
         except BaseException as e:
             if not future.done():
                 future.set_exception(e)
@@ -256,56 +282,31 @@ class Judge(Accounting):
         finally:
             del self._in_flight_asks[key]
 
-    async def _ask_judge_batched(
-        self, metric: str, key: str, messages: list[dict[str, str]], schema: type[T]
-    ) -> Verdict[T]:
-        """:meth:`_ask_judge`, noting which of its tokens a batch served: they are stored with
-        the reply and priced at batch rates."""
-        if self.batch is None:
-            return await self._ask_judge(metric, key, messages, schema)
-        with served_by_batch() as batched:
-            verdict = await self._ask_judge(metric, key, messages, schema)
-        return self._at_batch_rates(key, verdict, batched)
-
     async def _ask_judge(
-        self, metric: str, key: str, messages: list[dict[str, str]], schema: type[T]
+        self,
+        metric: str,
+        key: str,
+        messages: list[dict[str, str]],
+        schema: type[T],
+        repeat: int = 0,
     ) -> Verdict[T]:
+        """A validated reply from the judge itself, re-asked while it cannot be used, stored
+        under ``key`` and priced (the tokens a batch served at batch rates)."""
         usage = self._usage(metric)
-        fixed = self.gen.max_tokens
-        tokens = fixed or reply_budget(schema, prompt_tokens_of(messages))
+        tokens = self.gen.max_tokens or reply_budget(schema, prompt_tokens_of(messages))
         asked = messages
         sent = {_exchange(asked, tokens)}
-        replies = prompt_tokens = completion_tokens = cached_tokens = 0
+        taken = _Taken()
+        replies = 0
         while True:
-            reply = await self._call(metric, asked, schema, tokens)
+            reply = await self._call(metric, asked, schema, tokens, repeat)
             replies += 1
-            prompt_tokens += reply.prompt_tokens
-            completion_tokens += reply.completion_tokens
-            cached_tokens += reply.cached_tokens
+            taken.add(reply)
             try:
                 value = parse_reply(reply.content, schema)
                 break
             except (ValueError, ValidationError) as e:
-                problem = problem_of(e)
-                try:
-                    extract_json(reply.content)
-                    has_json = True
-                except ValueError:
-                    has_json = False
-            if reply.cut:
-                problem = f"it was cut off at the limit of {tokens} tokens ({problem})"
-                note = " Keep every text in it short."
-            else:
-                note = ""
-            again = [
-                *messages,
-                {"role": "assistant", "content": reply.content},
-                {
-                    "role": "user",
-                    "content": f"That reply could not be used: {problem}. Reply again with only "
-                    f"the JSON object, with every field the schema requires.{note}",
-                },
-            ]
+                again, problem, has_json = _asked_again(messages, reply, e, tokens)
             # JSON that breaks the schema, or a reply cut at max_tokens, is asked again once (a
             # cut reply with the same limit: a model that ran away once runs away again, and a
             # slow local server would take twice as long); a reply with no JSON at all (prose,
@@ -323,27 +324,39 @@ class Judge(Accounting):
             sent.add(_exchange(again, tokens))
             self._count(usage, "reasks")
             asked = again
+        return self._stored(key, value, reply.content, taken)
+
+    def _stored(self, key: str, value: T, content: str, taken: _Taken) -> Verdict[T]:
+        """The verdict of a usable reply (``content``, read as ``value``): stored under ``key``
+        with the tokens of every reply it took, and priced (those a batch served at batch
+        rates)."""
         if self.cache is not None:
             self.cache.put(
                 key,
                 self.gen.model,
-                CachedReply(
-                    reply.content, prompt_tokens, completion_tokens, cached_tokens=cached_tokens
-                ),
+                CachedReply(content, taken.prompt, taken.completion, cached_tokens=taken.cached),
             )
-        cost = self.cost_of(prompt_tokens, completion_tokens, cached_tokens)
-        return Verdict(value, prompt_tokens, completion_tokens, cost, False, cached_tokens)
+        cost = self.cost_of(taken.prompt, taken.completion, taken.cached)
+        verdict = Verdict(value, taken.prompt, taken.completion, cost, False, taken.cached)
+        return self._at_batch_rates(key, verdict, taken.batched)
 
     def plan_call(
-        self, metric: str, messages: list[dict[str, str]], schema: type[BaseModel]
+        self,
+        metric: str,
+        messages: list[dict[str, str]],
+        schema: type[BaseModel],
+        context: AskContext = NO_CONTEXT,
     ) -> None:
-        """Count a call a dry run would make (see :meth:`usage.Plan.count`)."""
+        """Count a call a dry run would make (see :meth:`usage.Plan.count`), noted in
+        ``context.planned`` too when it has that list."""
         self.plan.count(metric, messages, json_schema(schema), self.gen.max_tokens)
+        if context.planned is not None:
+            context.planned.append(metric)
 
-    def planning(self) -> contextlib.AbstractContextManager[list[str]]:
-        """The metrics of the calls a dry run plans (not finds cached) inside this block, in
-        this task only."""
-        return planning()
+    def planning(self) -> tuple[Judge, list[str]]:
+        """This judge as asks see it whose planned calls are noted (:class:`Asking`), and the
+        list that notes the metric of each call a dry run plans (not finds cached) through it."""
+        return Asking(self, NO_CONTEXT).planning()
 
     def _backoff(self, attempt: int) -> float:
         return random.uniform(0, min(_BACKOFF_CAP, self.config.retry_base * 2**attempt))
@@ -354,125 +367,179 @@ class Judge(Accounting):
         messages: list[dict[str, str]],
         schema: type[BaseModel],
         max_tokens: int | None = None,
+        repeat: int = 0,
     ) -> Reply:
         """One successful completion (with retries); its text and tokens, counted and priced."""
-        import openai
-
-        semaphore = self.slot()
-        usage = self._usage(metric)
-        started = time.monotonic()
-        attempt = 0
-        timeouts = 0
-        refused = True  # every attempt so far failed to connect at all
-        probe: str | None = None  # a lower mode this call tries after a format error
-        probe_note: str | None = None  # the format error that started the probe
         if max_tokens is None:
             max_tokens = self.gen.max_tokens or reply_budget(schema, prompt_tokens_of(messages))
-        if self.batch is not None:  # a --batch run: a batch's reply, or one recorded for a batch
-            served = self.batch.serve(
-                request_key(self.request(messages, schema)),
-                self.body(messages, schema, max_tokens=max_tokens),
-            )
-            if served is not None:
-                content, served_prompt, served_completion = served
-                return self._account(
-                    metric, Reply(content, served_prompt, served_completion), batch=True
-                )
+        served = self._from_batch(messages, schema, max_tokens, repeat)
+        if served is not None:
+            return self._account(metric, served)
+        usage = self._usage(metric)
+        tries = _Tries(started=time.monotonic())
         while True:
-            delay: float | None = None
-            async with semaphore:
-                while True:  # a format error is asked again at once, lower, in this slot
-                    # Checked, and the mode read, once this call has its slot: asks that waited for
-                    # one must see a 401, a spent budget or a downgrade that happened meanwhile.
-                    if self._fatal is not None:
-                        raise self._fatal
-                    if self.max_cost is not None and self.total.cost >= self.max_cost:
-                        raise BudgetExceeded()
-                    mode = self.mode if probe is None else lower_mode(self.mode, probe)
-                    kwargs = self.body(messages, schema, mode, max_tokens)
-                    self.in_flight += 1
-                    self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
-                    connect_failure = False
-                    try:
-                        reply = await self.client.chat.completions.create(
-                            **kwargs, timeout=self.config.timeout
-                        )
-                        self._answered = time.monotonic()
-                        parsed = read_completion(reply)
-                    except openai.RateLimitError as e:
-                        self._answered = time.monotonic()
-                        delay = retry_after(getattr(e.response, "headers", None))
-                        if delay is None:
-                            delay = self._backoff(attempt)
-                        failure = f"429 rate limited: {message_of(e)}"
-                    except openai.APIStatusError as e:
-                        self._answered = time.monotonic()
-                        status = e.status_code
-                        message = message_of(e)
-                        if mode != "text" and about_format(status, message, e):
-                            if probe is None:
-                                probe_note = f"{mode} refused ({status}): {message}"
-                            probe = next_mode(mode)
-                            continue  # the lower mode, in the same slot
-                        limited = self.token_limit == "max_tokens"
-                        if limited and refuses_max_tokens(status, message):
-                            # OpenAI's reasoning models take max_completion_tokens, which counts
-                            # their reasoning too: a configured limit is sent under that name, a
-                            # reply-sized one not at all (it would starve the reasoning).
-                            self.token_limit = "max_completion_tokens"
-                            continue
-                        if status in (401, 403, 404):
-                            self._fatal = JudgeUnavailable(
-                                f"the judge endpoint refused the call ({status}): {message}"
-                            )
-                            raise self._fatal from None
-                        if status < 500 and status not in (408, 409):
-                            self._count(usage, "failures")
-                            raise JudgeError(f"judge call failed ({status}): {message}") from None
-                        failure = f"{status} from the judge: {message}"
-                    except openai.APITimeoutError as e:  # before APIConnectionError, its base class
-                        timeouts += 1
-                        failure = f"{type(e).__name__}: {e}{cause_of(e)}"
-                        if timeouts > 1:
-                            self._count(usage, "failures")
-                            raise JudgeError(
-                                f"no reply within {self.config.timeout:g} s, twice (llm.timeout); "
-                                "a request the client gave up on may still be running on the server"
-                            ) from None
-                    except openai.APIConnectionError as e:
-                        connect_failure = could_not_connect(e)
-                        failure = f"{type(e).__name__}: {e}{cause_of(e)}"
-                    except ReplyFault as e:
-                        self._answered = time.monotonic()
-                        failure = f"unusable reply: {e}"
-                    except (openai.APIError, ValueError, RecursionError, OSError, EOFError) as e:
-                        # A body that is not JSON (a proxy's HTML page, a cut or garbled body):
-                        # the SDK raises the parser's error; a fault like a 500.
-                        failure = f"unreadable reply: {type(e).__name__}: {clip(str(e))}"
-                    except Exception as e:  # any other client failure (litellm's, say): a fault too
-                        failure = f"the call failed: {type(e).__name__}: {clip(str(e))}"
-                    else:
-                        if probe is not None:
-                            self._confirm(mode, probe_note)
-                        self.modes_used[mode] = self.modes_used.get(mode, 0) + 1
-                        return self._account(metric, parsed)
-                    finally:
-                        self.in_flight -= 1
-                    break
-            refused = refused and connect_failure
-            attempt += 1
-            if attempt >= self.config.max_attempts:
+            async with self.slot():
+                reply = await self._attempt(usage, messages, schema, max_tokens, tries)
+            if reply is not None:
+                return self._account(metric, reply)
+            await self._after_fault(usage, tries)
+
+    def _from_batch(
+        self, messages: list[dict[str, str]], schema: type[BaseModel], max_tokens: int, repeat: int
+    ) -> Reply | None:
+        """In a ``--batch`` run, a batch's reply to this request, or None to call it now (the
+        outbox records it for a batch while planning)."""
+        if self.batch is None:
+            return None
+        served = self.batch.serve(
+            request_key(self.request(messages, schema, repeat)),
+            self.body(messages, schema, max_tokens=max_tokens),
+        )
+        if served is None:
+            return None
+        content, prompt_tokens, completion_tokens = served
+        return Reply(content, prompt_tokens, completion_tokens, batch=True)
+
+    async def _attempt(
+        self,
+        usage: Usage,
+        messages: list[dict[str, str]],
+        schema: type[BaseModel],
+        max_tokens: int,
+        tries: _Tries,
+    ) -> Reply | None:
+        """One attempt, in a slot already held: the reply, or None after a fault to retry (noted
+        in ``tries``). A format error is asked again at once, lower, in the same slot."""
+        while True:
+            # Checked, and the mode read, once this call has its slot: asks that waited for one
+            # must see a 401, a spent budget or a downgrade that happened meanwhile.
+            self._check_open()
+            mode = self.mode if tries.probe is None else lower_mode(self.mode, tries.probe)
+            kwargs = self.body(messages, schema, mode, max_tokens)
+            try:
+                reply = await self._send(kwargs)
+            except Exception as e:
+                if self._fault(e, mode, usage, tries):
+                    return None
+                continue
+            if tries.probe is not None:
+                self._confirm(mode, tries.probe_note)
+            self.modes_used[mode] = self.modes_used.get(mode, 0) + 1
+            return reply
+
+    def _check_open(self) -> None:
+        """Raise if no call may start: the endpoint refused the run, or the budget is spent."""
+        if self._fatal is not None:
+            raise self._fatal
+        if self.max_cost is not None and self.total.cost >= self.max_cost:
+            raise BudgetExceeded()
+
+    async def _send(self, kwargs: dict[str, Any]) -> Reply:
+        """One chat completion request, counted in flight, and its reply read."""
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            completion = await self.client.chat.completions.create(
+                **kwargs, timeout=self.config.timeout
+            )
+            self._answered = time.monotonic()
+            return read_completion(completion)
+        finally:
+            self.in_flight -= 1
+
+    def _fault(self, error: Exception, mode: str, usage: Usage, tries: _Tries) -> bool:
+        """Read a failed attempt: True when it is a fault to retry after a wait (noted in
+        ``tries``), False to ask again at once (a lower mode, another token limit); raises when
+        the call cannot succeed."""
+        import openai
+
+        tries.delay = None
+        tries.connect_failure = False
+        if isinstance(error, openai.RateLimitError):
+            self._answered = time.monotonic()
+            tries.delay = retry_after(getattr(error.response, "headers", None))
+            if tries.delay is None:
+                tries.delay = self._backoff(tries.attempt)
+            tries.failure = f"429 rate limited: {message_of(error)}"
+        elif isinstance(error, openai.APIStatusError):
+            self._answered = time.monotonic()
+            return self._status_fault(error, mode, usage, tries)
+        elif isinstance(error, openai.APITimeoutError):  # before APIConnectionError, its base
+            tries.timeouts += 1
+            tries.failure = f"{type(error).__name__}: {error}{cause_of(error)}"
+            if tries.timeouts > 1:
                 self._count(usage, "failures")
-                if refused and self._answered < started:
-                    self._fatal = JudgeUnavailable(
-                        f"cannot reach the judge at {public_url(self.gen.base_url) or 'its URL'}"
-                        f": every connection failed ({attempt} attempts over "
-                        f"{time.monotonic() - started:.0f} s; last: {failure})"
-                    )
-                    raise self._fatal
-                raise JudgeError(f"gave up after {attempt} attempts; last: {failure}")
-            self._count(usage, "retries")
-            await self._sleep(delay if delay is not None else self._backoff(attempt))
+                raise JudgeError(
+                    f"no reply within {self.config.timeout:g} s, twice (llm.timeout); "
+                    "a request the client gave up on may still be running on the server"
+                ) from None
+        elif isinstance(error, openai.APIConnectionError):
+            tries.connect_failure = could_not_connect(error)
+            tries.failure = f"{type(error).__name__}: {error}{cause_of(error)}"
+        elif isinstance(error, ReplyFault):
+            self._answered = time.monotonic()
+            tries.failure = f"unusable reply: {error}"
+        elif isinstance(error, (openai.APIError, ValueError, RecursionError, OSError, EOFError)):
+            # A body that is not JSON (a proxy's HTML page, a cut or garbled body): the SDK
+            # raises the parser's error; a fault like a 500.
+            tries.failure = f"unreadable reply: {type(error).__name__}: {clip(str(error))}"
+        else:  # any other client failure (litellm's, say): a fault too
+            tries.failure = f"the call failed: {type(error).__name__}: {clip(str(error))}"
+        return True
+
+    def _status_fault(
+        self, error: openai.APIStatusError, mode: str, usage: Usage, tries: _Tries
+    ) -> bool:
+        """Read an HTTP error status (see :meth:`_fault`): a format error lowers the mode, a
+        refused ``max_tokens`` changes the token limit, 401/403/404 stop the run, any other 4xx
+        but 408 and 409 is this call's error, the rest a fault to retry."""
+        status = error.status_code
+        message = message_of(error)
+        if mode != "text" and about_format(status, message, error):
+            if tries.probe is None:
+                tries.probe_note = f"{mode} refused ({status}): {message}"
+            tries.probe = next_mode(mode)
+            return False
+        if self.token_limit == "max_tokens" and refuses_max_tokens(status, message):
+            # OpenAI's reasoning models take max_completion_tokens, which counts their reasoning
+            # too: a configured limit is sent under that name, a reply-sized one not at all (it
+            # would starve the reasoning).
+            self.token_limit = "max_completion_tokens"
+            return False
+        if status in (401, 403, 404):
+            self._fatal = JudgeUnavailable(
+                f"the judge endpoint refused the call ({status}): {message}"
+            )
+            raise self._fatal from None
+        if status < 500 and status not in (408, 409):
+            self._count(usage, "failures")
+            raise JudgeError(f"judge call failed ({status}): {message}") from None
+        tries.failure = f"{status} from the judge: {message}"
+        return True
+
+    async def _after_fault(self, usage: Usage, tries: _Tries) -> None:
+        """After a fault: give up when it was the last attempt, else wait before the next
+        (``Retry-After``, or a backoff with full jitter)."""
+        tries.refused = tries.refused and tries.connect_failure
+        tries.attempt += 1
+        if tries.attempt >= self.config.max_attempts:
+            self._count(usage, "failures")
+            raise self._given_up(tries)
+        self._count(usage, "retries")
+        delay = tries.delay if tries.delay is not None else self._backoff(tries.attempt)
+        await self._sleep(delay)
+
+    def _given_up(self, tries: _Tries) -> JudgeError | JudgeUnavailable:
+        """The error of a call that used all its attempts: the judge unreachable (for the rest
+        of the run) when none of them connected and no reply at all came since it started."""
+        if tries.refused and self._answered < tries.started:
+            self._fatal = JudgeUnavailable(
+                f"cannot reach the judge at {public_url(self.gen.base_url) or 'its URL'}"
+                f": every connection failed ({tries.attempt} attempts over "
+                f"{time.monotonic() - tries.started:.0f} s; last: {tries.failure})"
+            )
+            return self._fatal
+        return JudgeError(f"gave up after {tries.attempt} attempts; last: {tries.failure}")
 
     def _confirm(self, mode: str, note: str | None) -> None:
         """Ask with ``mode`` from now on: it worked for a call that a higher mode's format error
@@ -500,6 +567,116 @@ class Judge(Accounting):
         if self.mode_note is not None:
             signature["response_mode_reason"] = self.mode_note
         return signature
+
+
+class Asking:
+    """A judge (the run's, or one that wraps it) as the asks of one context see it: ``ask`` and
+    ``plan_call`` pass the context on, everything else is the judge's own. The scorer gives each
+    repeat of a question's metrics its own; a metric that must know what a dry run planned asks
+    through :meth:`planning`'s. A context that says nothing (:data:`NO_CONTEXT`) is not passed,
+    so any object with ``ask(metric, messages, schema)`` can be the judge of a run without
+    repeats."""
+
+    def __init__(self, judge: Any, context: AskContext) -> None:
+        self.judge = judge
+        self.context = context
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.judge, name)
+
+    async def ask(self, metric: str, messages: list[dict[str, str]], schema: type[T]) -> Verdict[T]:
+        """:meth:`Judge.ask` in this context."""
+        if self.context == NO_CONTEXT:
+            verdict: Verdict[T] = await self.judge.ask(metric, messages, schema)
+        else:
+            verdict = await self.judge.ask(metric, messages, schema, self.context)
+        return verdict
+
+    def plan_call(
+        self, metric: str, messages: list[dict[str, str]], schema: type[BaseModel]
+    ) -> None:
+        """:meth:`Judge.plan_call` in this context."""
+        if self.context == NO_CONTEXT:
+            self.judge.plan_call(metric, messages, schema)
+        else:
+            self.judge.plan_call(metric, messages, schema, self.context)
+
+    def planning(self) -> tuple[Judge, list[str]]:
+        """See :meth:`Judge.planning`: this context, with a new list for the planned calls."""
+        planned: list[str] = []
+        asking = Asking(self.judge, replace(self.context, planned=planned))
+        return cast("Judge", asking), planned
+
+
+@dataclass
+class _Taken:
+    """The tokens of the replies one ask took (re-asks included)."""
+
+    prompt: int = 0
+    completion: int = 0
+    cached: int = 0
+    batched: list[int] = field(default_factory=lambda: [0, 0])
+    """The prompt and completion tokens of those a batch served."""
+
+    def add(self, reply: Reply) -> None:
+        """Count one reply."""
+        self.prompt += reply.prompt_tokens
+        self.completion += reply.completion_tokens
+        self.cached += reply.cached_tokens
+        if reply.batch:
+            self.batched[0] += reply.prompt_tokens
+            self.batched[1] += reply.completion_tokens
+
+
+@dataclass
+class _Tries:
+    """Where one call stands across its attempts."""
+
+    started: float
+    """When the call started, on the monotonic clock."""
+    attempt: int = 0
+    """Attempts that ended in a fault so far."""
+    timeouts: int = 0
+    refused: bool = True
+    """Every attempt so far failed to connect at all."""
+    probe: str | None = None
+    """A lower response mode this call tries after a format error."""
+    probe_note: str | None = None
+    """The format error that started the probe."""
+    failure: str = ""
+    """The last fault, in words."""
+    delay: float | None = None
+    """How long the last fault asks to wait (``Retry-After``), if it says."""
+    connect_failure: bool = False
+    """The last fault was a connection that could not be made."""
+
+
+def _asked_again(
+    messages: list[dict[str, str]], reply: Reply, error: Exception, tokens: int
+) -> tuple[list[dict[str, str]], str, bool]:
+    """After ``reply`` to ``messages`` could not be used (``error``): the messages that ask
+    again with the problem, the problem in words, and whether the reply held JSON at all."""
+    problem = problem_of(error)
+    try:
+        extract_json(reply.content)
+        has_json = True
+    except ValueError:
+        has_json = False
+    if reply.cut:
+        problem = f"it was cut off at the limit of {tokens} tokens ({problem})"
+        note = " Keep every text in it short."
+    else:
+        note = ""
+    again = [
+        *messages,
+        {"role": "assistant", "content": reply.content},
+        {
+            "role": "user",
+            "content": f"That reply could not be used: {problem}. Reply again with only "
+            f"the JSON object, with every field the schema requires.{note}",
+        },
+    ]
+    return again, problem, has_json
 
 
 def _exchange(messages: list[dict[str, str]], max_tokens: int | None) -> str:

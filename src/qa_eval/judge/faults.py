@@ -1,7 +1,7 @@
 """How a failed judge call is read: how long a 429 asks to wait, whether an error is the
 endpoint refusing the response format (not the request), whether the model takes
 ``max_completion_tokens``, whether a connection was never made, and the short, redacted texts of
-errors that go into results and messages (``judge`` decides what to do with each).
+errors that go into results and messages (``calls`` decides what to do with each).
 """
 
 from __future__ import annotations

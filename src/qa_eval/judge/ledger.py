@@ -1,15 +1,12 @@
 """What the judge's calls cost, per metric and for the run: the judge's counters (replies from
 the cache, retries, re-asks, failures), the tokens and cost of each reply at the model's price,
-and the tokens a batch served (``batch.py``), which are stored with the reply and priced at batch
-rates. :class:`Accounting` is a part of ``judge.Judge``, which sets ``price``, ``usage``,
+and the tokens a batch served (``--batch``: ``batch``), which are stored with the reply and priced
+at batch rates. :class:`Accounting` is a part of ``calls.Judge``, which sets ``price``, ``usage``,
 ``total`` and ``cache``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-from collections.abc import Iterator
 from typing import TypeVar
 
 from pydantic import BaseModel
@@ -19,25 +16,9 @@ from .prices import usd
 from .replies import Reply
 from .usage import Usage, Verdict
 
-__all__ = ["Accounting", "served_by_batch"]
+__all__ = ["Accounting"]
 
 T = TypeVar("T", bound=BaseModel)
-_BATCHED: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
-    "qa_eval_batched", default=None
-)
-"""Prompt and completion tokens of the current ask that were served by a batch (``batch.py``)."""
-
-
-@contextlib.contextmanager
-def served_by_batch() -> Iterator[list[int]]:
-    """The prompt and completion tokens a batch serves to the calls inside this block, in this
-    task only."""
-    batched = [0, 0]
-    token = _BATCHED.set(batched)
-    try:
-        yield batched
-    finally:
-        _BATCHED.reset(token)
 
 
 class Accounting:
@@ -78,8 +59,8 @@ class Accounting:
         return standard + (usd(self.price, bp, bc, batch=True) or 0.0)
 
     def _at_batch_rates(self, key: str, verdict: Verdict[T], batched: list[int]) -> Verdict[T]:
-        """``verdict`` (stored under ``key``) with the tokens a batch served of it recorded in
-        the cache and priced at batch rates."""
+        """``verdict`` (stored under ``key``) with the prompt and completion tokens a batch
+        served of it (``batched``) recorded in the cache and priced at batch rates."""
         if not any(batched):
             return verdict
         reply = CachedReply(
@@ -101,19 +82,15 @@ class Accounting:
             verdict.cached_tokens,
         )
 
-    def _account(self, metric: str, reply: Reply, batch: bool = False) -> Reply:
-        """Count one reply received (``batch``: served by a batch) for ``metric`` and the run."""
+    def _account(self, metric: str, reply: Reply) -> Reply:
+        """Count one reply received for ``metric`` and the run."""
         cost = usd(
             self.price,
             reply.prompt_tokens,
             reply.completion_tokens,
             cached_tokens=reply.cached_tokens,
-            batch=batch,
+            batch=reply.batch,
         )
-        batched = _BATCHED.get() if batch else None
-        if batched is not None:
-            batched[0] += reply.prompt_tokens
-            batched[1] += reply.completion_tokens
         for u in (self._usage(metric), self.total):
             u.calls += 1
             u.prompt_tokens += reply.prompt_tokens

@@ -59,7 +59,6 @@ approximation), so it says nothing about the systems until more repeats or quest
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import math
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -68,7 +67,6 @@ from typing import Any
 import orjson
 
 __all__ = [
-    "REPEAT",
     "SIGMAS",
     "JudgeTally",
     "judge_noise",
@@ -78,10 +76,6 @@ __all__ = [
     "score_repeated",
 ]
 
-REPEAT: contextvars.ContextVar[int] = contextvars.ContextVar("qa_eval_repeat", default=0)
-"""Which repeat of a question's LLM metrics the current task computes; above 0 the judge puts it
-into every cache key (``Judge.request``), so each repeat is its own cache entry and a cache made
-without repeats stays valid for repeat 0."""
 SIGMAS = 2.0
 """A delta within this many judge standard errors is ``within_judge_noise``."""
 OFFLINE_PREFIXES = ("semantic_similarity", "bertscore")
@@ -95,8 +89,9 @@ VERDICTS: dict[str, tuple[str, str]] = {
 LABELS = ("answer_class", "factual_accuracy_grade")
 MARKER = "judge_repeats"
 
-ScoreOnce = Callable[[Mapping[str, Any], list[Any], bool], Awaitable[dict[str, Any]]]
-"""Scores a result once (``True``: with the offline metrics) and returns the new result."""
+ScoreOnce = Callable[[Mapping[str, Any], list[Any], int], Awaitable[dict[str, Any]]]
+"""Scores a result once, as the repeat it is given (its judge asks carry that index into their
+cache keys; the offline metrics run in repeat 0 only), and returns the new result."""
 
 
 def _number(value: Any) -> bool:
@@ -197,15 +192,10 @@ async def score_repeated(
     repeats: int,
     value_keys: Iterable[str],
 ) -> dict[str, Any]:
-    """``result`` scored ``repeats`` times (repeat ``r`` with :data:`REPEAT` = ``r``, the
-    offline metrics in repeat 0 only), concurrently, with the merged keys: a new result."""
+    """``result`` scored ``repeats`` times (``score_once`` as repeat 0, 1, ...), concurrently,
+    with the merged keys: a new result."""
     steps = result["actual_steps"]
-
-    async def one(index: int) -> dict[str, Any]:
-        REPEAT.set(index)  # this task's own context: its judge calls, and theirs, see it
-        return await score_once(result, matched, index == 0)
-
-    scored = await asyncio.gather(*(one(i) for i in range(repeats)))
+    scored = await asyncio.gather(*(score_once(result, matched, i) for i in range(repeats)))
     keys = list(value_keys)
     merged = merge_repeats([{k: v for k, v in s.items() if k not in result} for s in scored], keys)
     merged_steps = list(steps)

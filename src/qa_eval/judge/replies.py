@@ -115,6 +115,8 @@ class Reply:
     """Prompt tokens the provider served from its prompt cache (part of ``prompt_tokens``)."""
     cut: bool = False
     """The reply stopped at ``max_tokens`` (``finish_reason: length``)."""
+    batch: bool = False
+    """A batch served it (``--batch``): its tokens are priced at batch rates."""
 
 
 def extract_json(text: str) -> Any:

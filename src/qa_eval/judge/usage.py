@@ -5,24 +5,17 @@ and what a dry run would do (:class:`Plan`). Plain data.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-__all__ = ["DRY_RUN_COMPLETION_TOKENS", "Plan", "Usage", "Verdict", "planning", "total_cost"]
+__all__ = ["DRY_RUN_COMPLETION_TOKENS", "Plan", "Usage", "Verdict", "total_cost"]
 
 T = TypeVar("T", bound=BaseModel)
 DRY_RUN_COMPLETION_TOKENS = 150
 """Completion tokens a dry run assumes for a call when ``max_tokens`` is not set."""
-_PLANNED: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
-    "qa_eval_planned", default=None
-)
-"""The calls a dry run planned inside :func:`planning` (one list per task)."""
 
 
 @dataclass
@@ -105,18 +98,3 @@ class Plan:
         self.completion_tokens[metric] = self.completion_tokens.get(metric, 0) + (
             max_tokens or DRY_RUN_COMPLETION_TOKENS
         )
-        planned = _PLANNED.get()
-        if planned is not None:
-            planned.append(metric)
-
-
-@contextlib.contextmanager
-def planning() -> Iterator[list[str]]:
-    """The metrics of the calls a dry run plans (not finds cached) inside this block, in this
-    task only."""
-    planned: list[str] = []
-    token = _PLANNED.set(planned)
-    try:
-        yield planned
-    finally:
-        _PLANNED.reset(token)

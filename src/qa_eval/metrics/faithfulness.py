@@ -131,8 +131,8 @@ async def score(judge: Judge, inputs: Mapping[str, Any], options: Mapping[str, A
     question, answer, contexts = inputs["question"], inputs["answer"], inputs["contexts"]
     if not getattr(judge, "dry_run", False):
         return await faithfulness_output(judge, question, answer, contexts)
-    with judge.planning() as planned:
-        (output,) = await measure(METRIC, faithfulness_output(judge, question, answer, contexts))
+    planner, planned = judge.planning()
+    (output,) = await measure(METRIC, faithfulness_output(planner, question, answer, contexts))
     if len(planned) == 1:
         sentences = [s for s in re.split(r"(?<=[.!?])\s+", answer.strip()) if s] or [answer]
         text = render(

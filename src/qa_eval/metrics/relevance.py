@@ -159,10 +159,10 @@ async def score(
     if not options.get("rubric_fallback", True):
         return await measure(METRIC, relevance_output(judge, embedder, question, answer, count))
     if getattr(judge, "dry_run", False):  # the rubric fallback is counted with the call
-        with judge.planning() as planned:
-            outputs = await measure(
-                METRIC, relevance_output(judge, embedder, question, answer, count)
-            )
+        planner, planned = judge.planning()
+        outputs = await measure(
+            METRIC, relevance_output(planner, embedder, question, answer, count)
+        )
         if planned:
             await measure(RUBRIC, rubric_output(judge, question, answer))
         return outputs

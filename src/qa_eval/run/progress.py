@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
-    from ..judge.calls import Judge
+    from ..judge.calls import AskContext, Judge
 
 __all__ = ["ProgressCallback", "RunProgress", "StatusCallback"]
 
@@ -120,11 +120,19 @@ class CountingJudge:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._judge, name)
 
-    async def ask(self, metric: str, messages: list[dict[str, str]], schema: Any) -> Any:
-        """``Judge.ask``, counted."""
+    async def ask(
+        self,
+        metric: str,
+        messages: list[dict[str, str]],
+        schema: Any,
+        context: AskContext | None = None,
+    ) -> Any:
+        """``Judge.ask`` (in ``context``, if given), counted."""
         self.question_asks += 1
         self._tracker.asks_started += 1
         try:
-            return await self._judge.ask(metric, messages, schema)
+            if context is None:
+                return await self._judge.ask(metric, messages, schema)
+            return await self._judge.ask(metric, messages, schema, context)
         finally:
             self._tracker.asks_done += 1

@@ -54,11 +54,11 @@ import importlib
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from ..config import OFFLINE_SWITCHES, SWITCHES, EvalConfig
 from ..io.flat import FLAT_MARK
-from ..judge.calls import Judge
+from ..judge.calls import AskContext, Asking, Judge
 from ..judge.embeddings import Embedder
 from ..metrics import METRICS as REGISTRY
 from ..metrics import Metric
@@ -256,9 +256,20 @@ class AnswerScorer:
             values = [*METRICS, *(m for names in STEP_METRICS.values() for m in names)]
             values += [name for metric in self.custom for name in metric.outputs]
             return await score_repeated(
-                self._score_once, result, matched, self.config.repeats, values
+                self._score_repeat, result, matched, self.config.repeats, values
             )
-        return await self._score_once(result, matched)
+        return await self._score_repeat(result, matched, 0)
+
+    async def _score_repeat(
+        self, result: Mapping[str, Any], matched: list[tuple[Mapping[str, Any], int]], repeat: int
+    ) -> dict[str, Any]:
+        """One computation of the question's metrics as repeat ``repeat``, its asks in that
+        context (repeat 0: also the metrics without a judge), as a new result."""
+        scorer = self
+        if self.judge is not None:
+            asking = Asking(self.judge, AskContext(repeat=repeat))
+            scorer = self.with_judge(cast("Judge", asking))
+        return await scorer._score_once(result, matched, offline=repeat == 0)
 
     def with_judge(self, judge: Judge) -> AnswerScorer:
         """This scorer asking ``judge`` (one question's counting view of the run's judge); the

@@ -1,4 +1,4 @@
-"""The SQLite file under the reply cache (``cache.ReplyCache``), opened defensively.
+"""The SQLite file under the reply cache (``store.ReplyCache``), opened defensively.
 
 The store is checked when it is opened, before any judge call (see docs/judge.md, "Cache"):
 
@@ -83,7 +83,7 @@ LAZY_TABLES = {
         "body_bytes",
     ),
 }
-"""Tables made only when a ``--batch`` run first needs them (``batch.py``): the tokens of a
+"""Tables made only when a ``--batch`` run first needs them (``judge.batch``): the tokens of a
 stored reply that a batch served (priced at batch rates), the batches submitted (``submission``
 is qa-eval's id, set before the batch exists, so a run killed while submitting finds it again),
 and each batched request with its outcome."""
