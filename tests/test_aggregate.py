@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
 from pathlib import Path
 from statistics import mean, median
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from qa_eval import compute_aggregates
+from qa_eval.aggregate import describe
 
 CONFIG = """\
 llm:
@@ -205,3 +210,115 @@ def test_a_custom_output_that_failed_everywhere_is_shown(tmp_path: Path) -> None
     ]
     micro = compute_aggregates(failed, path)["micro"]
     assert micro["retrieval_recall"]["n"] == 0 and micro["retrieval_recall"]["failed"] == 2
+
+
+# ------------------------------------------------------------------ values near the float range
+
+HUGE_INTS = st.integers(-(2**1100), 2**1100) | st.integers(-(2**64), 2**64) | st.integers(-9, 9)
+HUGE_FLOATS = st.floats(-1.7e308, 1.7e308, allow_nan=False) | st.sampled_from(
+    [1.7e308, -1.7e308, 8.98846567431158e307, 0.5]
+)
+EXACT_INTS = st.integers(-(2**53), 2**53)
+
+
+def _nearest(exact: Fraction) -> float | None:
+    """The float nearest an exact value; None beyond the float range."""
+    try:
+        return float(exact)
+    except OverflowError:
+        return None
+
+
+def _model(values: list[int | float]) -> dict[str, Any]:
+    """The statistics by exact arithmetic, rounded to a float at each step the definition names
+    (sum, mean = sum / n, median = (a + b) / 2); None where the value is beyond the float range."""
+    n = len(values)
+    exact = sum(map(Fraction, values), Fraction(0))
+    ordered = sorted(values)
+    if all(type(v) is int for v in values):
+        total: Any = int(exact)
+        mean: Any = total // n if total % n == 0 else _nearest(Fraction(total, n))
+    else:
+        total = _nearest(exact)
+        mean = _nearest(Fraction(total) / n) if total is not None else _nearest(exact / n)
+    if n % 2:
+        median: Any = ordered[n // 2]
+    else:
+        low, high = ordered[n // 2 - 1], ordered[n // 2]
+        both = Fraction(low) + Fraction(high)
+        if type(low) is int and type(high) is int:
+            median = _nearest(both / 2)
+            if median is None and both.denominator == 1 and both.numerator % 2 == 0:
+                median = both.numerator // 2
+        else:
+            added = _nearest(both)
+            median = _nearest(Fraction(added) / 2) if added is not None else _nearest(both / 2)
+    return {"sum": total, "mean": mean, "median": median, "min": ordered[0], "max": ordered[-1]}
+
+
+def _assert_finite(data: Any) -> None:
+    """No NaN and no infinity anywhere in ``data``."""
+    if isinstance(data, float):
+        assert math.isfinite(data), data
+    elif isinstance(data, dict):
+        for value in data.values():
+            _assert_finite(value)
+    elif isinstance(data, list):
+        for value in data:
+            _assert_finite(value)
+
+
+def _check_block(block: dict[str, Any], values: list[int | float]) -> None:
+    model = _model(values)
+    assert block["n"] == len(values)
+    for statistic, expected in model.items():
+        assert block[statistic] == expected, (statistic, block[statistic], expected)
+        assert type(block[statistic]) is type(expected), statistic
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(HUGE_INTS, min_size=1, max_size=6)
+    | st.lists(HUGE_FLOATS, min_size=1, max_size=6)
+    | st.lists(EXACT_INTS | HUGE_FLOATS, min_size=1, max_size=6)
+)
+def test_values_near_the_float_range_never_overflow(values: list[int | float]) -> None:
+    """Huge ints (any size) and floats up to 1.7e308: no exception, no NaN or infinity, and each
+    statistic is the exact one rounded to a float, or null when that is beyond the float range."""
+    _check_block(describe(values), values)
+    results = [_result(f"t{i % 2}", str(i), answer_f1=v) for i, v in enumerate(values)]
+    out = compute_aggregates(results)
+    _assert_finite(out)
+    _check_block(out["micro"]["answer_f1"], values)
+    means = []
+    for template, block in out["per_template"].items():
+        _check_block(block["answer_f1"], values[int(template[1]) :: 2])
+        if block["answer_f1"]["mean"] is not None:
+            means.append(block["answer_f1"]["mean"])
+    macro = out["macro"]["answer_f1"]
+    assert macro["n"] == len(means)
+    assert macro["mean"] == (_model(means)["mean"] if means else None)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(HUGE_INTS | HUGE_FLOATS, min_size=1, max_size=6))
+def test_any_mix_of_huge_values_has_finite_statistics(values: list[int | float]) -> None:
+    """Ints of any size among floats near the float range: no exception, no NaN or infinity."""
+    stats = describe(values)
+    _assert_finite(stats)
+    assert stats["min"] == min(values) and stats["max"] == max(values)
+
+
+def test_a_sum_beyond_the_float_range_is_null_and_the_mean_is_exact() -> None:
+    stats = describe([1.7e308, 1.7e308, -1.0e308])
+    assert stats["sum"] is None  # 2.4e308: no float holds it
+    assert stats["mean"] == float(sum(map(Fraction, [1.7e308, 1.7e308, -1.0e308])) / 3)
+    assert describe([1e308, 1.7e308, -1e308])["sum"] == 1.7e308  # fsum overflowed on the way
+    assert describe([1.7e308, 1.6e308])["median"] == float(
+        (Fraction(1.7e308) + Fraction(1.6e308)) / 2
+    )
+    big = 10**400
+    assert describe([big, big + 2])["median"] == big + 1
+    assert describe([big, big + 1])["median"] is None  # big + 0.5: no float, no int
+    assert describe([big, big + 1])["mean"] is None
+    assert describe([big, big + 2])["mean"] == big + 1

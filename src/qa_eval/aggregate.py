@@ -34,7 +34,8 @@ import math
 import os
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any, TypeGuard
+from fractions import Fraction
+from typing import Any, TypeGuard, cast
 
 from . import metrics as _registry
 from .errors import InputError, short_repr
@@ -75,6 +76,8 @@ _AFTER_BINDINGS_KEY = re.compile(r"\s*:\s*(\[\s*\])?")
 _BINDINGS_KEY = '"bindings"'
 _INF = math.inf
 _INT_ONLY = {int}
+_EXACT_INT = 2**53
+"""Every int up to this size is a float exactly."""
 
 
 def id_error(
@@ -108,8 +111,87 @@ def is_error(result: Mapping[str, Any]) -> bool:
 
 
 def is_finite_number(value: Any) -> TypeGuard[int | float]:
-    """Whether a value is a number that is neither NaN nor infinite."""
-    return is_number(value) and math.isfinite(value)
+    """Whether a value is a number that is neither NaN nor infinite (every int is finite)."""
+    return is_number(value) and (isinstance(value, int) or math.isfinite(value))
+
+
+def as_float(value: Any) -> float | None:
+    """A finite number as a float; None for anything else, and for an int beyond the float
+    range (one of more than 308 digits)."""
+    if not is_finite_number(value):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return None
+
+
+def _nearest_float(exact: Fraction) -> float | None:
+    """The float nearest an exact value; None when it is beyond the float range."""
+    try:
+        return float(exact)
+    except OverflowError:
+        return None
+
+
+def _exact_sum(values: list[int | float]) -> Fraction:
+    return sum(map(Fraction, values), Fraction(0))
+
+
+def _float_sum(values: list[int | float]) -> float | None:
+    """The float nearest the exact sum of numbers that are not all ints (None beyond the float
+    range): ``math.fsum`` when it is exact, else the sum of the exact fractions."""
+    if int not in set(map(type, values)) or all(
+        -_EXACT_INT <= v <= _EXACT_INT for v in values if type(v) is int
+    ):
+        try:
+            return math.fsum(values)
+        except OverflowError:  # a partial sum beyond the float range
+            pass
+    return _nearest_float(_exact_sum(values))
+
+
+def _float_mean(total: float | None, values: list[int | float]) -> float | None:
+    """``sum / n`` from the float sum of the values; when the sum is beyond the float range, the
+    float nearest the exact mean (None when that is beyond it too)."""
+    if total is not None:
+        return total / len(values)
+    return _nearest_float(_exact_sum(values) / len(values))
+
+
+def mean_of(values: list[int | float]) -> float | None:
+    """The mean of finite numbers (at least one) as a float, ``sum / n``, without overflow; None
+    when it is beyond the float range (only ints of more than 308 digits can make it so)."""
+    return _float_mean(_float_sum(values), values)
+
+
+def _int_mean(total: int, n: int) -> int | float | None:
+    """The mean of ints from their sum: an int when whole, else the nearest float (None beyond
+    the float range), as ``statistics.mean`` types it and the original writes it."""
+    if total % n == 0:
+        return total // n
+    try:
+        return total / n
+    except OverflowError:
+        return None
+
+
+def _median(ordered: list[int | float]) -> int | float | None:
+    """The median of sorted finite numbers: the middle one, or the mean of the middle two
+    (computed exactly when the float arithmetic would overflow; None beyond the float range)."""
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[middle]
+    low, high = ordered[middle - 1], ordered[middle]
+    try:
+        median = (low + high) / 2
+    except OverflowError:  # an int beyond the float range
+        median = _INF
+    if -_INF < median < _INF:
+        return median
+    if type(low) is int and type(high) is int and (low + high) % 2 == 0:
+        return (low + high) // 2
+    return _nearest_float((Fraction(low) + Fraction(high)) / 2)
 
 
 def describe(
@@ -117,7 +199,8 @@ def describe(
 ) -> dict[str, Any]:
     """sum, mean, median, min, max and n of finite numbers (and ``skipped``, ``failed`` when not
     0). With none: sum 0 and the others null (no value has a mean), or all 0 with ``zeros`` (the
-    token and time metrics, which the original writes as zeros)."""
+    token and time metrics, which the original writes as zeros). A statistic beyond the float
+    range (a sum of floats past 1.8e308) is null; ints add up exactly."""
     n = len(values)
     if n == 0:
         empty = 0 if zeros else None
@@ -131,16 +214,17 @@ def describe(
         }
     else:
         ordered = sorted(values)
-        exact_ints = set(map(type, values)) == _INT_ONLY
-        total = sum(values) if exact_ints else math.fsum(values)
-        middle = n // 2
-        median = ordered[middle] if n % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+        if set(map(type, values)) == _INT_ONLY:
+            exact = cast(int, sum(values))
+            total: int | float | None = exact
+            mean = _int_mean(exact, n)
+        else:
+            total = _float_sum(values)
+            mean = _float_mean(total, values)
         stats = {
             "sum": total,
-            # statistics.mean's type, as the original writes it: an int when every value is
-            # an int and the mean is whole, else a float.
-            "mean": total // n if exact_ints and total % n == 0 else total / n,
-            "median": median,
+            "mean": mean,
+            "median": _median(ordered),
             "min": ordered[0],
             "max": ordered[-1],
             "n": n,
@@ -449,10 +533,15 @@ def _grouped(
 
 
 def _macro(per_template: Mapping[Any, Mapping[str, Any]], metrics: list[str]) -> dict[str, Any]:
-    """The mean of the per-template means of each metric, with how many templates have one."""
+    """The mean of the per-template means of each metric, with how many templates have one (a
+    mean beyond the float range, null, is not one)."""
     macro: dict[str, Any] = {}
     for metric in metrics:
-        means = [s[metric]["mean"] for s in per_template.values() if s.get(metric, {}).get("n")]
+        means = [
+            s[metric]["mean"]
+            for s in per_template.values()
+            if s.get(metric, {}).get("n") and s[metric]["mean"] is not None
+        ]
         if means:
             macro[metric] = {"mean": describe(means)["mean"], "n": len(means)}
         elif metric in ALWAYS_PRESENT:

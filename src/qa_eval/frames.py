@@ -29,7 +29,15 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .aggregate import CATEGORIES, METRICS, SCORES, compute_aggregates, is_error, is_number
+from .aggregate import (
+    CATEGORIES,
+    METRICS,
+    SCORES,
+    as_float,
+    compute_aggregates,
+    is_error,
+    is_number,
+)
 from .extras import require
 
 __all__ = ["ResultsSummary", "aggregates_to_pandas", "results_html", "results_to_pandas"]
@@ -49,7 +57,14 @@ def _json(value: Any) -> str:
 
 
 def _number(value: Any) -> float:
-    return float(value) if is_number(value) else _NAN
+    """A number as a float, NaN (missing) for anything else and for an int beyond the float
+    range."""
+    if not is_number(value):
+        return _NAN
+    try:
+        return float(value)
+    except OverflowError:
+        return _NAN
 
 
 def result_columns(results: Iterable[Mapping[str, Any]]) -> tuple[list[str], list[str], set[str]]:
@@ -197,9 +212,9 @@ def results_html(results: Iterable[Mapping[str, Any]], max_rows: int = 20) -> st
         for metric in scores:
             macro_mean = (macro.get(metric) or {}).get("mean")
             parts.append(
-                f"<tr><td>{_cell(metric)}</td><td>{_cell(float(micro[metric]['mean']))}</td>"
+                f"<tr><td>{_cell(metric)}</td><td>{_cell(as_float(micro[metric]['mean']))}</td>"
                 f"<td>{_cell(micro[metric]['n'])}</td>"
-                f"<td>{_cell(None if macro_mean is None else float(macro_mean))}</td></tr>"
+                f"<td>{_cell(as_float(macro_mean))}</td></tr>"
             )
         parts.append("</tbody></table>")
     columns = ["template_id", "question_id", "status", *scores, *extra]

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .aggregate import compute_aggregates, is_error, is_finite_number
+from .aggregate import as_float, compute_aggregates, is_error, mean_of
 from .compare.runs import lower_is_better
 
 __all__ = ["ScoreCheck", "assert_scores", "check_scores"]
@@ -74,9 +74,9 @@ def _mean(block: Any, rows: Sequence[Mapping[str, Any]], metric: str) -> tuple[f
     have (custom metric outputs)."""
     if isinstance(block, Mapping) and "n" in block:
         n = int(block.get("n") or 0)
-        return (float(block["mean"]) if n else None), n
-    values = [float(r[metric]) for r in rows if is_finite_number(r.get(metric))]
-    return (math.fsum(values) / len(values) if values else None), len(values)
+        return (as_float(block["mean"]) if n else None), n
+    values = [v for r in rows if (v := as_float(r.get(metric))) is not None]
+    return (mean_of(values) if values else None), len(values)
 
 
 def _thresholds(given: Mapping[str, Any], where: str) -> dict[str, float]:
@@ -171,11 +171,10 @@ def _worst(rows: Sequence[Mapping[str, Any]], check: ScoreCheck, count: int) -> 
         members = rows
     else:
         members = [r for r in rows if f"template {r.get('template_id')!r}" == check.scope]
-    valued = [r for r in members if is_finite_number(r.get(check.metric))]
-    valued.sort(key=lambda r: float(r[check.metric]), reverse=check.lower_is_better)
+    valued = [(v, r) for r in members if (v := as_float(r.get(check.metric))) is not None]
+    valued.sort(key=lambda pair: pair[0], reverse=check.lower_is_better)
     lines = []
-    for result in valued[:count]:
-        value = float(result[check.metric])
+    for value, result in valued[:count]:
         if value >= check.threshold if not check.lower_is_better else value <= check.threshold:
             break  # the rest meet the threshold themselves
         line = f"      {check.metric} = {value:.4g}: question {result.get('question_id')!r}"

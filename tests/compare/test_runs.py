@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import math
 import re
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import qa_eval.compare as compare
 from fakes import scipy_p
@@ -741,3 +744,69 @@ def test_report_comparison_counts_errors_unless_excluded(
     other.write_text(json.dumps([result("x1", answer_f1=1.0)]))
     assert main(["report", a, str(other), "-o", str(out)]) == 2
     assert "no question is in both runs" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ values near the float range
+
+
+def _rounded(exact: Fraction) -> Fraction:
+    """``exact`` rounded to a float's 53 significant bits, at any exponent (no overflow)."""
+    if exact == 0:
+        return exact
+    shift = exact.numerator.bit_length() - exact.denominator.bit_length()
+    return Fraction(float(exact / Fraction(2) ** shift)) * Fraction(2) ** shift
+
+
+def _in_floats(exact: Fraction) -> float | None:
+    try:
+        return float(exact)
+    except OverflowError:
+        return None
+
+
+def _mean_model(values: list[float]) -> float | None:
+    """``sum / n`` of floats, the sum the float nearest the exact one (exact when it is not)."""
+    exact = sum(map(Fraction, values), Fraction(0))
+    total = _in_floats(exact)
+    if total is None:
+        return _in_floats(exact / len(values))
+    return _in_floats(Fraction(total) / len(values))
+
+
+_SIZED = st.floats(1e-280, 1.7e308) | st.floats(-1.7e308, -1e-280) | st.just(0.0)
+_VALUES = (
+    _SIZED
+    | st.sampled_from([1.7e308, -1.7e308, 1.0, 0.5])
+    | st.integers(-(2**64), 2**64)
+    | st.integers(-(2**1100), 2**1100)
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(_VALUES, _VALUES), min_size=1, max_size=8))
+def test_values_near_the_float_range_compare_without_overflow(pairs: list[tuple[Any, Any]]) -> None:
+    """Huge ints and floats up to 1.7e308: no exception, no NaN or infinity; an int beyond the
+    float range is skipped; the means are the exact ones rounded, and the delta is the mean of
+    the rounded differences (null when it is beyond the float range)."""
+    a = [{"question_id": str(i), "answer_f1": x} for i, (x, _) in enumerate(pairs)]
+    b = [{"question_id": str(i), "answer_f1": y} for i, (_, y) in enumerate(pairs)]
+    out = compare_runs(a, b, resamples=200)
+    text = json.dumps(out, allow_nan=True)
+    assert "NaN" not in text and "Infinity" not in text
+    row = out["metrics"][0]["overall"]
+    floats = [(_in_floats(Fraction(x)), _in_floats(Fraction(y))) for x, y in pairs]
+    used = [(float(x), float(y)) for x, y in floats if x is not None and y is not None]
+    assert row["skipped_a"] == sum(x is None for x, _ in floats)
+    assert row["skipped_b"] == sum(y is None for _, y in floats)
+    assert row["n"] == len(used)
+    if not used:
+        assert row["delta"] is None
+        return
+    assert row["mean_a"] == _mean_model([x for x, _ in used])
+    assert row["mean_b"] == _mean_model([y for _, y in used])
+    differences = [_rounded(Fraction(y) - Fraction(x)) for x, y in used]
+    delta = _rounded(sum(differences, Fraction(0)))
+    assert row["delta"] == _in_floats(_rounded(delta / len(used)))
+    assert 0.0 <= row["p_value"] <= 1.0
+    if row["ci_low"] is not None:
+        assert row["ci_low"] <= row["delta"] <= row["ci_high"]

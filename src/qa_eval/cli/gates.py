@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..aggregate import STEP_METRICS, is_error, is_finite_number, is_number
+from ..aggregate import STEP_METRICS, as_float, is_error, is_finite_number, is_number, mean_of
 from ..errors import QaEvalError
 from ..run.question import NO_RESPONSE
 
@@ -131,11 +131,11 @@ def _micro(
     block = aggregates.get("micro", {}).get(metric)
     if isinstance(block, Mapping) and "n" in block:
         n = int(block.get("n") or 0)
-        return (float(block["mean"]) if n else None), n
-    values = [float(r[metric]) for r in results if is_finite_number(r.get(metric))]
+        return (as_float(block["mean"]) if n else None), n
+    values = [v for r in results if (v := as_float(r.get(metric))) is not None]
     if not values:
         return None, 0
-    return math.fsum(values) / len(values), len(values)
+    return mean_of(values), len(values)
 
 
 def fail_under_gates(
@@ -151,6 +151,8 @@ def fail_under_gates(
         target = f"{metric} >= {_fmt(bar)}"
         if mean is None:
             detail = f"no question has a value of {metric}: it was not computed in this run"
+            if n:
+                detail = f"the micro mean of {metric} is beyond the float range (n = {n})"
             gates.append(Gate("fail-under", target, False, detail, system))
             continue
         passed = mean >= bar
@@ -178,6 +180,8 @@ def regression_gates(
         delta, n = overall.get("delta"), overall.get("n") or 0
         if entry is None or delta is None or not n:
             detail = f"no question has a value of {metric} in both runs: nothing to compare"
+            if entry is not None and n:
+                detail = f"the delta of {metric} is beyond the float range (n = {n})"
             gates.append(Gate("fail-on-regression", target, False, detail, where))
             continue
         p = overall.get("p_adjusted", overall.get("p_value"))

@@ -44,13 +44,23 @@ The test itself is ``compare.signflip``; the console table and the report's rows
 from __future__ import annotations
 
 import math
+import sys
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
 
-from ..aggregate import METRICS, STEP_METRICS, id_error, is_error, is_finite_number, is_number
+from ..aggregate import (
+    METRICS,
+    STEP_METRICS,
+    as_float,
+    id_error,
+    is_error,
+    is_finite_number,
+    is_number,
+    mean_of,
+)
 from ..judge.repeats import MARKER, judge_noise, question_variance, within_noise
 from ..metrics import direction
 from .signflip import (
@@ -133,13 +143,17 @@ def _judge_variance(result: Mapping[str, Any], metric: str) -> tuple[float | Non
     ]
     if not parts or any(v is None for v, _ in parts):
         return None, 1
-    return math.fsum(v / k for v, k in parts) / len(parts) ** 2, 1  # type: ignore[operator]
+    try:
+        return math.fsum(v / k for v, k in parts) / len(parts) ** 2, 1  # type: ignore[operator]
+    except OverflowError:  # variances that add up beyond the float range: not measured
+        return None, 1
 
 
 def _value(result: Mapping[str, Any], metric: str) -> tuple[str, float]:
     """("ok", value), ("missing", nan) or ("skipped", nan) for one result and metric.
 
-    A step metric (``retrieval_*``) is the mean of its finite values over the question's steps."""
+    A step metric (``retrieval_*``) is the mean of its finite values over the question's steps.
+    A value beyond the float range (an int of more than 308 digits) is skipped like infinity."""
     step_name = _STEP_METRIC_NAMES.get(metric)
     if step_name is not None and metric not in result:
         values = [
@@ -149,15 +163,16 @@ def _value(result: Mapping[str, Any], metric: str) -> tuple[str, float]:
         ]
         if not values:
             return "missing", math.nan
-        finite = [float(v) for v in values if is_finite_number(v)]
+        finite = [f for v in values if (f := as_float(v)) is not None]
         if not finite:
             return "skipped", math.nan
-        return "ok", math.fsum(finite) / len(finite)
+        return "ok", mean_of(finite)  # type: ignore[return-value]  # floats have a float mean
     value = result.get(metric)
     if value is None:
         return "missing", math.nan
-    if is_finite_number(value):
-        return "ok", float(value)
+    number = as_float(value)
+    if number is not None:
+        return "ok", number
     return "skipped", math.nan
 
 
@@ -254,12 +269,11 @@ def _stats(
     }
     if n == 0:
         return row
-    a = [p[0] for p in pairs]
-    b = [p[1] for p in pairs]
-    deltas = np.array([y - x for x, y in pairs])
-    row["mean_a"] = math.fsum(a) / n
-    row["mean_b"] = math.fsum(b) / n
-    row["delta"] = math.fsum(deltas.tolist()) / n
+    row["mean_a"] = mean_of([p[0] for p in pairs])
+    row["mean_b"] = mean_of([p[1] for p in pairs])
+    scale = _scale(pairs)
+    deltas = np.array([y * scale - x * scale for x, y in pairs])
+    row["delta"] = _unscaled(math.fsum(deltas.tolist()) / n, scale)
     improved = -deltas if lower else deltas
     row["wins"] = int(np.count_nonzero(improved > TIE_TOLERANCE))
     row["losses"] = int(np.count_nonzero(improved < -TIE_TOLERANCE))
@@ -268,10 +282,31 @@ def _stats(
         deltas, confidence=confidence, resamples=resamples, rng=rng
     )
     row["p_value"] = p_value
-    if ci_low is not None and ci_high is not None:
+    ci_low, ci_high = _unscaled(ci_low, scale), _unscaled(ci_high, scale)
+    if ci_low is not None and ci_high is not None and row["delta"] is not None:
         row["ci_low"] = min(ci_low, row["delta"])
         row["ci_high"] = max(ci_high, row["delta"])
     return row
+
+
+def _scale(pairs: list[tuple[float, float]]) -> float:
+    """A power of two that keeps every sum of the pairs' differences within the float range:
+    1 unless the values are near it (the test's p-value does not change with the scale, and
+    scaling by a power of two is exact)."""
+    largest = max(max(abs(x), abs(y)) for x, y in pairs)
+    room = sys.float_info.max / (4 * len(pairs))
+    if largest <= room:
+        return 1.0
+    return 2.0 ** -math.ceil(math.log2(largest / room))
+
+
+def _unscaled(value: float | None, scale: float) -> float | None:
+    """A delta or a bound computed on differences times ``scale``, at the values' own scale;
+    None when that is beyond the float range."""
+    if value is None or scale == 1.0:
+        return value
+    value /= scale
+    return value if math.isfinite(value) else None
 
 
 def _mark(row: dict[str, Any], lower: bool, alpha: float) -> None:

@@ -55,10 +55,11 @@ def scale_of(metric: str) -> str | None:
     return None
 
 
-def _fixed(number: float, decimals: int, plus: str = "") -> str:
+def _fixed(number: float | Decimal, decimals: int, plus: str = "") -> str:
     """``number`` with ``decimals`` decimals, a half rounded away from zero as people do (72.5
-    is 73, 2.675 is 2.68: the decimal the float prints, not its binary neighbour)."""
-    if abs(number) >= 1e15:  # beyond what the decimal context holds exactly
+    is 73, 2.675 is 2.68: the decimal the float prints, not its binary neighbour). A
+    ``Decimal`` is a number beyond the float range, printed with all its digits."""
+    if isinstance(number, Decimal) or abs(number) >= 1e15:  # more than the context holds
         return f"{number:{plus}.{decimals}f}"
     exact = Decimal(repr(number)).quantize(Decimal(1).scaleb(-decimals), ROUND_HALF_UP)
     return f"{exact:{plus}.{decimals}f}"
@@ -72,6 +73,17 @@ def _usd(value: float, sign: str) -> str:
     return f"{sign}${_fixed(size, decimals)}"
 
 
+def _beyond_floats(value: int, scale: str | None, plus: str) -> str:
+    """An int beyond the float range as ``scale`` prints it: every digit, and the decimals of
+    the scale (none for counts and tokens)."""
+    if scale == "usd":
+        return f"{'-' if value < 0 else plus}${_fixed(Decimal(abs(value)), 4)}"
+    if scale == "percent":
+        return _fixed(Decimal(value * 100), 1, plus)
+    decimals = {"0-1": 3, "seconds": 2}.get(scale or "", 0)
+    return _fixed(Decimal(value), decimals, plus)
+
+
 def format_number(value: Any, scale: str | None, *, signed: bool = False) -> str:
     """A number as the terminal tables print it for ``scale`` (``-`` for None; ``+`` before a
     positive value when ``signed``)."""
@@ -79,14 +91,19 @@ def format_number(value: Any, scale: str | None, *, signed: bool = False) -> str
         return "-"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return str(value)
-    number = float(value) + 0.0  # -0.0 prints as 0
+    try:
+        number = float(value) + 0.0  # -0.0 prints as 0
+    except OverflowError:  # an int beyond the float range
+        return _beyond_floats(int(value), scale, "+" if signed else "")
     if not math.isfinite(number):
         return str(number)
     plus = "+" if signed else ""
     if scale == "usd":
         return _usd(number, "-" if number < 0 else plus)
     if scale == "percent":
-        return _fixed(number * 100, 1, plus)
+        percent = number * 100
+        # a float this large is whole: its digits times 100, exactly
+        return _fixed(percent if math.isfinite(percent) else Decimal(int(number) * 100), 1, plus)
     if scale == "0-1":
         decimals = 3
     elif scale == "tokens":

@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import sys
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -95,19 +96,28 @@ cache keys; the offline metrics run in repeat 0 only), and returns the new resul
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """Whether a value is a number within the float range (not NaN, not infinite)."""
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and -sys.float_info.max <= value <= sys.float_info.max
+    )
 
 
 def sample_variance(values: Sequence[float]) -> float | None:
     """The sample variance (``n - 1`` in the denominator) of finite numbers; None for fewer
-    than 2."""
+    than 2, or when it is beyond the float range."""
     n = len(values)
     if n < 2:
         return None
     if min(values) == max(values):
         return 0.0  # exactly: the rounding of the mean would make a tiny variance of nothing
-    mean = math.fsum(values) / n
-    return math.fsum((v - mean) ** 2 for v in values) / (n - 1)
+    try:
+        mean = math.fsum(values) / n
+        variance = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
+    except OverflowError:  # values whose squares are beyond the float range
+        return None
+    return variance if math.isfinite(variance) else None
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -238,9 +248,12 @@ class _Spread:
         measured = [v for v, _ in self.items if v is not None]
         if not measured:
             return None
-        pooled = _mean(measured)
         n = len(self.items)
-        total = math.fsum((pooled if v is None else v) / k for v, k in self.items)
+        try:
+            pooled = _mean(measured)
+            total = math.fsum((pooled if v is None else v) / k for v, k in self.items)
+        except OverflowError:  # variances that add up beyond the float range
+            return None
         return {
             "judge_sd": math.sqrt(pooled),
             "judge_n": len(measured),
@@ -293,7 +306,7 @@ class JudgeTally:
             found = spread.summary()
             if not isinstance(block, dict) or found is None:
                 continue
-            variance = sample_variance([float(v) for v in values.get(key, [])])
+            variance = sample_variance([float(v) for v in values.get(key, []) if _number(v)])
             block["sd"] = math.sqrt(variance) if variance is not None else None
             block.update(found)
         if self.flips:
@@ -311,13 +324,17 @@ def judge_noise(
 ) -> float | None:
     """The judge's standard error of ``mean_i (B_i - A_i)`` from each pair's (variance, count)
     of A and of B (see the module docstring); a count of 0 is a value without judge noise (an
-    error scored 0). None when neither run measured any variance."""
+    error scored 0). None when neither run measured any variance, or when the variances add up
+    beyond the float range."""
     if not variances:
         return None
     pooled: list[float | None] = []
-    for side in (0, 1):
-        measured = [v for v, k in (pair[side] for pair in variances) if v is not None and k > 0]
-        pooled.append(_mean(measured) if measured else None)
+    try:
+        for side in (0, 1):
+            measured = [v for v, k in (pair[side] for pair in variances) if v is not None and k > 0]
+            pooled.append(_mean(measured) if measured else None)
+    except OverflowError:  # variances that add up beyond the float range
+        return None
     if pooled[0] is None and pooled[1] is None:
         return None
     fill = [p if p is not None else pooled[1 - i] for i, p in enumerate(pooled)]
@@ -327,7 +344,7 @@ def judge_noise(
             variance, k = pair[side]
             if k > 0:
                 total += (fill[side] if variance is None else variance) / k  # type: ignore[operator]
-    return math.sqrt(total) / len(variances)
+    return math.sqrt(total) / len(variances) if math.isfinite(total) else None
 
 
 def within_noise(delta: float, judge_se: float) -> bool:

@@ -21,7 +21,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..aggregate import is_error, is_finite_number
+from ..aggregate import as_float, is_error, is_finite_number
 from ..steps.outputs import OutputParseError, loads
 from ..steps.sparql.terms import SparqlResultError, read_term
 from .text import clip, format_query, prefixes
@@ -565,10 +565,7 @@ def metric_rows(
     """Per metric the question's value in each run (metrics no run has are left out)."""
     out = []
     for name in names:
-        values = [
-            float(r[name]) if r is not None and is_finite_number(r.get(name)) else None
-            for r in results
-        ]
+        values = [as_float(r.get(name)) if r is not None else None for r in results]
         if any(v is not None for v in values):
             out.append((name, values))
     return out

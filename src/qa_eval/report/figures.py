@@ -10,9 +10,13 @@ template writes them as SVG elements, so text is escaped like every other value.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
+from fractions import Fraction
 
+from ..aggregate import as_float, mean_of
 from .model import ComparisonRow, Metric, RunSummary
 
 __all__ = ["Chart", "ci_strip", "histogram", "label_bars", "nice_ticks", "template_bars"]
@@ -32,6 +36,8 @@ GOOD, BAD, NEUTRAL = "#2e7d32", "#c62828", "#8a94a0"
 WIDTH = 420
 _LABEL_WIDTH = 176
 _LABEL_CHARS = 26
+_FLOAT_MAX = sys.float_info.max
+_EXACT_INT = 2**53
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,8 @@ def fmt(value: float | None) -> str:
         return "–"
     if value == 0:
         return "0"
+    if isinstance(value, int) and not -_FLOAT_MAX <= value <= _FLOAT_MAX:
+        return f"{Decimal(value):,.0f}"  # beyond the float range: its digits
     if float(value).is_integer() and abs(value) < 1e15:
         return f"{int(value):,}"
     magnitude = abs(value)
@@ -97,13 +105,38 @@ def _r(value: float) -> float:
     return round(value, 1)
 
 
-def _step(span: float, target: int) -> float:
-    raw = span / max(target, 1)
+def _share(value: float, low: float, high: float) -> float:
+    """Where ``value`` lies from ``low`` (0) to ``high`` (1), computed exactly when the float
+    arithmetic would overflow (values near the float range, ticks past it)."""
+    try:
+        span = high - low
+        share = (value - low) / span
+    except OverflowError:  # an int beyond the float range
+        span = share = math.inf
+    if -math.inf < span < math.inf and -math.inf < share < math.inf:
+        return share
+    return float((Fraction(value) - Fraction(low)) / (Fraction(high) - Fraction(low)))
+
+
+def _step(low: float, high: float, target: int) -> float:
+    """A round step (1, 2, 2.5 or 5 times a power of ten) near ``(high - low) / target``; an
+    exact int when it is beyond what a float holds exactly, so that ticks past the float range
+    stay numbers."""
+    raw = (high - low) / max(target, 1)
+    if raw == math.inf:  # a span beyond the float range
+        raw = high / max(target, 1) - low / max(target, 1)
     power = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1.0
     for factor in (1, 2, 2.5, 5, 10):
         if raw <= factor * power:
-            return factor * power
+            return _exact_step(factor, power)
     return 10 * power
+
+
+def _exact_step(factor: float, power: float) -> float:
+    step = factor * power
+    if isinstance(power, int) and step > _EXACT_INT:
+        return int(Fraction(factor) * power)
+    return step
 
 
 def nice_ticks(low: float, high: float, target: int = 5) -> list[float]:
@@ -112,7 +145,7 @@ def nice_ticks(low: float, high: float, target: int = 5) -> list[float]:
         return [0.0, 1.0]
     if high <= low:
         high = low + (abs(low) if low else 1.0)
-    step = _step(high - low, target)
+    step = _step(low, high, target)
     start = math.floor(low / step + 1e-9) * step
     ticks: list[float] = []
     value = start
@@ -136,6 +169,13 @@ def _short(text: str, limit: int = _LABEL_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _bar(mean: float | None, n: int) -> tuple[float, int] | None:
+    """A bar of a mean and its count; none for a mean beyond the float range (null, or an int
+    of more than 308 digits): no axis holds it."""
+    value = as_float(mean)
+    return None if value is None else (value, n)
+
+
 def template_bars(metric: Metric, runs: Sequence[RunSummary]) -> Chart | None:
     """Mean of one metric per template, all questions (micro) and macro: horizontal bars, one per
     run in each row, on the metric's own axis."""
@@ -146,19 +186,20 @@ def template_bars(metric: Metric, runs: Sequence[RunSummary]) -> Chart | None:
         for run in runs:
             group = next((g for g in run.templates if g.name == name), None)
             stat = group.stats.get(metric.name) if group else None
-            cells.append((stat.mean, stat.n) if stat else None)
+            cells.append(_bar(stat.mean, stat.n) if stat else None)
         rows.append((name, cells))
     if len(names) > 1:
         rows.append(
             (
                 "all questions (micro)",
                 [
-                    (s.mean, s.n) if (s := run.micro.stats.get(metric.name)) else None
+                    _bar(s.mean, s.n) if (s := run.micro.stats.get(metric.name)) else None
                     for run in runs
                 ],
             )
         )
-        rows.append(("macro (mean of templates)", [run.macro.get(metric.name) for run in runs]))
+        macro = [run.macro.get(metric.name) for run in runs]
+        rows.append(("macro (mean of templates)", [_bar(*m) if m else None for m in macro]))
     rows = [(name, cells) for name, cells in rows if any(cells)]
     if not rows:
         return None
@@ -170,7 +211,7 @@ def template_bars(metric: Metric, runs: Sequence[RunSummary]) -> Chart | None:
     height = top + len(rows) * (len(runs) * bar + gap) + 22
 
     def x(value: float) -> float:
-        return _LABEL_WIDTH + (value - low) / (high - low) * plot_w
+        return _LABEL_WIDTH + _share(value, low, high) * plot_w
 
     chart = Chart(f"{metric.name}: mean per template", WIDTH, height)
     chart.texts.append(Text(4, 14, f"{metric.name}: mean per template", cls="ct"))
@@ -215,7 +256,7 @@ def _bins(metric: Metric, values: Sequence[float]) -> list[float]:
         return [i / 10 for i in range(11)]
     low, high = min(values), max(values)
     integers = all(float(v).is_integer() for v in values)
-    step = _step(high - low, 12)
+    step = _step(low, high, 12)
     if integers:
         step = max(1.0, math.ceil(step))
     start = math.floor(low / step) * step
@@ -228,9 +269,9 @@ def _bins(metric: Metric, values: Sequence[float]) -> list[float]:
 def _count(values: Sequence[float], edges: Sequence[float]) -> list[int]:
     counts = [0] * (len(edges) - 1)
     last = len(counts) - 1
-    low, width = edges[0], edges[1] - edges[0]
+    low, high = edges[0], edges[1]
     for v in values:
-        counts[min(last, max(0, int((v - low) / width + 1e-9)))] += 1
+        counts[min(last, max(0, int(_share(v, low, high) + 1e-9)))] += 1
     return counts
 
 
@@ -252,10 +293,9 @@ def histogram(metric: Metric, runs: Sequence[RunSummary]) -> Chart | None:
     chart.texts.append(Text(4, 14, f"{metric.name}: distribution (questions per bin)", cls="ct"))
     if metric.step:
         chart.texts[-1] = Text(4, 14, f"{metric.name}: distribution (steps per bin)", cls="ct")
-    span = edges[-1] - edges[0]
 
     def x(value: float) -> float:
-        return left + (value - edges[0]) / span * plot_w
+        return left + _share(value, edges[0], edges[-1]) * plot_w
 
     def y(count: float) -> float:
         return top + plot_h - count / y_max * plot_h
@@ -293,7 +333,7 @@ def histogram(metric: Metric, runs: Sequence[RunSummary]) -> Chart | None:
     chart.lines.append(Line(left, top + plot_h, left + plot_w, top + plot_h))
     for index, values in enumerate(series):
         if values:
-            mean = math.fsum(values) / len(values)
+            mean = mean_of(values) or 0.0  # the mean of floats is a float
             chart.lines.append(
                 Line(_r(x(mean)), top, _r(x(mean)), top + plot_h, "mean", _color(index))
             )
@@ -364,11 +404,11 @@ def ci_strip(row: ComparisonRow, width: int = 150, height: int = 18) -> Chart | 
     bounded = row.ci_low is not None and row.ci_high is not None
     if bounded:
         ends += [abs(row.ci_low or 0.0), abs(row.ci_high or 0.0)]
-    reach = max(ends) * 1.1 or 1.0
+    reach = min(max(ends) * 1.1, _FLOAT_MAX) or 1.0
     pad = 6
 
     def x(value: float) -> float:
-        return pad + (value + reach) / (2 * reach) * (width - 2 * pad)
+        return pad + _share(value, -reach, reach) * (width - 2 * pad)
 
     color = {"better": GOOD, "worse": BAD}.get(row.outcome, NEUTRAL)
     mid = height / 2

@@ -18,6 +18,7 @@ from ..aggregate import (
     METRICS,
     SCORES,
     STEP_METRICS,
+    as_float,
     compute_aggregates,
     is_finite_number,
 )
@@ -292,14 +293,14 @@ def values_of(records: Sequence[Mapping[str, Any]], metric: str) -> list[float]:
     """Every finite value of a metric: one per question, or one per step for step metrics."""
     owner = STEP_METRIC_OWNER.get(metric)
     if owner is None:
-        return [float(r[metric]) for r in records if is_finite_number(r.get(metric))]
+        return [v for r in records if (v := as_float(r.get(metric))) is not None]
     out: list[float] = []
     for result in records:
         for step in result.get("actual_steps") or ():
             if isinstance(step, Mapping) and step.get("name") == owner:
-                value = step.get(metric)
-                if is_finite_number(value):
-                    out.append(float(value))
+                value = as_float(step.get(metric))
+                if value is not None:
+                    out.append(value)
     return out
 
 
@@ -445,7 +446,7 @@ def headline_metrics(metrics: Sequence[Metric]) -> list[Metric]:
 
 
 def _number(value: Any) -> float | None:
-    return float(value) if is_finite_number(value) else None
+    return as_float(value)
 
 
 def _row(

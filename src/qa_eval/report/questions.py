@@ -9,12 +9,11 @@ score. One run: errors first, then the main score ascending.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..aggregate import is_error, is_finite_number
+from ..aggregate import as_float, is_error, mean_of
 from .model import STEP_METRIC_OWNER, Metric, RunSummary, template_name, values_of
 
 __all__ = ["QuestionRef", "collect_questions", "order_questions", "paired_values"]
@@ -42,9 +41,9 @@ def _value(result: Mapping[str, Any] | None, metric: str) -> float | None:
         return None
     if metric in STEP_METRIC_OWNER and metric not in result:
         values = values_of([result], metric)
-        return math.fsum(values) / len(values) if values else None
+        return mean_of(values) if values else None
     value = result.get(metric)
-    return float(value) if is_finite_number(value) else None
+    return as_float(value)
 
 
 def paired_values(

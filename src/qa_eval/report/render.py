@@ -11,16 +11,16 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import math
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
 import yaml
 
-from ..aggregate import is_finite_number
+from ..aggregate import as_float, is_finite_number
 from ..judge.repeats import SIGMAS
 from ..redact import SECRET_MARKERS, known_secrets, redact
 from . import figures
@@ -86,8 +86,8 @@ def num(value: Any) -> str:
         return "–"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return str(value)
-    if not math.isfinite(value):
-        return str(value)
+    if as_float(value) is None:  # NaN, infinite, or an int beyond the float range
+        return f"{Decimal(value):,.1f}" if isinstance(value, int) else str(value)
     if value == 0:
         return "0"
     if float(value).is_integer() and abs(value) < 1e15:
@@ -169,13 +169,13 @@ def _question_row(
     scores: list[float | None] = []
     for result in question.results:
         value = result.get(primary.name) if (primary and result is not None) else None
-        scores.append(float(value) if is_finite_number(value) else None)
+        scores.append(as_float(value))
     delta = None
     delta_class = ""
     if len(runs) >= 2 and primary is not None:
         a, b = paired_values(question.results[0], question.results[1], primary.name, fail)
         if a is not None and b is not None:
-            delta = b - a
+            delta = as_float(b - a)  # None beyond the float range
             delta_class = _delta_class(primary, a, b)
     return {
         "ref": question,
