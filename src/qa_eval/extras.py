@@ -1,7 +1,8 @@
 """Optional parts of qa-eval: which extra installs which package, and one error that says so.
 
 The core (steps, SPARQL comparison, aggregates, compare) needs only the base install; the judge,
-offline embeddings, the HTML report, the embedded RDF store and BERTScore are extras.
+offline embeddings, the HTML report, the embedded RDF store, BERTScore and the libraries of ragas'
+deterministic metrics are extras.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ EXTRAS: dict[str, str] = {
     "ruamel": "rdf",
     "litellm": "litellm",
     "pandas": "pandas",
+    "sacrebleu": "ragas-metrics",
+    "rouge_score": "ragas-metrics",
+    "rapidfuzz": "ragas-metrics",
+    "datacompy": "ragas-metrics",
 }
 """The top-level module of each optional package -> the qa-eval extra that installs it."""
 
