@@ -33,7 +33,7 @@ EXTRAS: dict[str, str] = {
     "sacrebleu": "ragas-metrics",
     "rouge_score": "ragas-metrics",
     "rapidfuzz": "ragas-metrics",
-    "datacompy": "ragas-metrics",
+    "datacompy": "datacompy",
 }
 """The top-level module of each optional package -> the qa-eval extra that installs it."""
 
