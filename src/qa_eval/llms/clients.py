@@ -2,9 +2,10 @@
 
 - ``AsyncOpenAI`` / ``AsyncAzureOpenAI`` (or any object whose ``chat.completions.create`` is a
   coroutine function) is used as it is, but with its own retries off (``max_retries=0``): the
-  judge retries, and the two would multiply. An event loop other than the first one that uses it
-  (``score()`` runs a loop per call) gets a copy with an HTTP connection pool of its own, since an
-  ``httpx`` pool cannot be shared between loops.
+  judge retries, and the two would multiply. Each event loop that uses it (``score()`` runs a loop
+  per call) gets a copy with an HTTP connection pool of its own, since an ``httpx`` pool cannot be
+  shared between loops (a client built with a custom ``http_client`` keeps it: sharing it across
+  loops is then the caller's choice).
 - ``OpenAI`` / ``AzureOpenAI`` (synchronous) is called in a worker thread (``asyncio.to_thread``),
   so its calls never block the event loop.
 - Anything else is refused with one line (:class:`UnusableClient`) when the handle is made, i.e.
@@ -73,6 +74,19 @@ def _kind(client: Any) -> str:
     )
 
 
+def _default_pool(client: Any) -> bool:
+    """Whether an async SDK client uses the SDK's default HTTP client (then each loop gets a
+    pool of its own); a custom one (a proxy, a transport) is the caller's to share."""
+    try:
+        import openai
+    except ImportError:
+        return False
+    pool = getattr(client, "_client", None)
+    return isinstance(client, openai.AsyncOpenAI) and isinstance(
+        pool, openai.DefaultAsyncHttpxClient
+    )
+
+
 def _is_sdk(client: Any) -> bool:
     try:
         import openai
@@ -88,7 +102,7 @@ class ClientHandle:
         self.kind = _kind(client)
         self.provider = "azure" if "Azure" in type(client).__name__ else "openai"
         base = getattr(client, "base_url", None)
-        self.base_url: str | None = public_url(str(base)) if base is not None else None
+        self.base_url: str | None = public_url(str(base).rstrip("/")) if base is not None else None
         self._client = client
         self._lock = threading.Lock()
         self._views: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
@@ -105,13 +119,13 @@ class ClientHandle:
         with self._lock:
             view = self._views.get(loop)
             if view is None:
-                view = self._quiet(self._client, own_pool=bool(len(self._views)))
+                view = self._quiet(self._client, own_pool=_default_pool(self._client))
                 self._views[loop] = view
             return view
 
     @staticmethod
     def _quiet(client: Any, own_pool: bool = False) -> Any:
-        """The client with its own retries off (and, for a second loop, its own pool)."""
+        """The client with its own retries off (and its own connection pool when asked)."""
         if not _is_sdk(client):
             return client
         if own_pool:

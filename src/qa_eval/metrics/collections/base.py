@@ -198,8 +198,8 @@ class BaseMetric:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
 
-    async def ascore(self, **inputs: Any) -> MetricResult:
-        """The metric's result on one sample."""
+    async def ascore(self, *args: Any, **inputs: Any) -> MetricResult:
+        """The metric's result on one sample (subclasses name their inputs as ragas does)."""
         raise NotImplementedError
 
     async def _scored(self, compute: Callable[[Session], Awaitable[Scored]]) -> MetricResult:
@@ -271,8 +271,8 @@ class BaseMetric:
 
     def plan(self, rows: Iterable[Mapping[str, Any]]) -> CallPlan:
         """The calls, tokens and estimated cost of scoring ``rows``, without a call."""
-        rows = [dict(row) for row in rows]
-        return run_sync(lambda: self._aplan(rows))
+        todo = [dict(row) for row in rows]
+        return run_sync(lambda: self._aplan(todo))
 
     async def _aplan(self, rows: list[dict[str, Any]]) -> CallPlan:
         if self.llm is None:  # no judge: nothing to plan (embeddings are not counted)
@@ -326,8 +326,8 @@ class DeterministicMetric(BaseMetric):
         super().__init__(name, threshold=threshold, allowed_values=allowed_values)
         self.function = function
 
-    async def ascore(self, **inputs: Any) -> MetricResult:
-        """The function's value on these inputs."""
+    async def ascore(self, *args: Any, **inputs: Any) -> MetricResult:
+        """The function's value on these inputs (by keyword)."""
         return await self._scored(lambda session: self._compute_row(session, inputs))
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:

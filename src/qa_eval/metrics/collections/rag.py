@@ -33,7 +33,7 @@ from ..context_quality import context_precision, context_recall_metric
 from ..relevance import relevance_output
 from ..similarity import similarity_output
 from .base import BaseMetric, Scored, Session, require_embeddings, require_llm
-from .result import ChunkVerdict, Details, StatementVerdict, tally
+from .result import ChunkVerdict, Details, MetricResult, StatementVerdict, tally
 
 __all__ = [
     "AnswerRelevancy",
@@ -68,7 +68,9 @@ class Faithfulness(BaseMetric):
         self.llm = require_llm(type(self).__name__, llm)
         super().__init__(name, **kwargs)
 
-    async def ascore(self, user_input: str, response: str, retrieved_contexts: list[str]) -> Any:
+    async def ascore(
+        self, user_input: str, response: str, retrieved_contexts: list[str]
+    ) -> MetricResult:
         """The faithfulness of ``response`` to ``retrieved_contexts``."""
         row = {
             "user_input": user_input,
@@ -122,16 +124,18 @@ class AnswerRelevancy(BaseMetric):
         self.strictness = strictness
         super().__init__(name, **kwargs)
 
-    async def ascore(self, user_input: str, response: str) -> Any:
+    async def ascore(self, user_input: str, response: str) -> MetricResult:
         """The relevancy of ``response`` to ``user_input``."""
         row = {"user_input": user_input, "response": response}
         return await self._scored(lambda session: self._compute_row(session, row))
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
         _required(row, "user_input")
+        embedder = session.embedder or self.embeddings
+        assert embedder is not None
         output = await relevance_output(
             session.judge,
-            session.embedder or self.embeddings,
+            embedder,
             row["user_input"],
             row["response"],
             self.strictness,
@@ -157,7 +161,9 @@ class ContextPrecisionWithReference(BaseMetric):
         self.llm = require_llm(type(self).__name__, llm)
         super().__init__(name, **kwargs)
 
-    async def ascore(self, user_input: str, reference: str, retrieved_contexts: list[str]) -> Any:
+    async def ascore(
+        self, user_input: str, reference: str, retrieved_contexts: list[str]
+    ) -> MetricResult:
         """The precision of ``retrieved_contexts`` for arriving at ``reference``."""
         row = {
             "user_input": user_input,
@@ -187,7 +193,9 @@ class ContextPrecisionWithoutReference(BaseMetric):
         self.llm = require_llm(type(self).__name__, llm)
         super().__init__(name, **kwargs)
 
-    async def ascore(self, user_input: str, response: str, retrieved_contexts: list[str]) -> Any:
+    async def ascore(
+        self, user_input: str, response: str, retrieved_contexts: list[str]
+    ) -> MetricResult:
         """The precision of ``retrieved_contexts`` for arriving at ``response``."""
         row = {
             "user_input": user_input,
@@ -240,7 +248,9 @@ class ContextRecall(BaseMetric):
         self.llm = require_llm(type(self).__name__, llm)
         super().__init__(name, **kwargs)
 
-    async def ascore(self, user_input: str, retrieved_contexts: list[str], reference: str) -> Any:
+    async def ascore(
+        self, user_input: str, retrieved_contexts: list[str], reference: str
+    ) -> MetricResult:
         """The recall of ``retrieved_contexts`` for the statements of ``reference``."""
         row = {
             "user_input": user_input,
@@ -289,7 +299,7 @@ class SemanticSimilarity(BaseMetric):
         self.embeddings = require_embeddings(type(self).__name__, embeddings)
         super().__init__(name, threshold=threshold, **kwargs)
 
-    async def ascore(self, reference: str, response: str) -> Any:
+    async def ascore(self, reference: str, response: str) -> MetricResult:
         """The similarity of ``response`` to ``reference``."""
         row = {"reference": reference, "response": response}
         return await self._scored(lambda session: self._compute_row(session, row))
@@ -300,6 +310,7 @@ class SemanticSimilarity(BaseMetric):
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
         embedder = session.embedder or self.embeddings
+        assert embedder is not None
         output = await similarity_output(embedder, row["response"] or "", row["reference"] or "")
         similarity = output.values["semantic_similarity"]
         reason = f"cosine similarity of the response and the reference: {similarity:.4f}"
