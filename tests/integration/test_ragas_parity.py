@@ -57,6 +57,7 @@ from qa_eval.config import parse_config
 from qa_eval.judge.calls import Judge
 from qa_eval.judge.embeddings import OpenAIEmbedder
 from qa_eval.judge.settings import EmbeddingConfig
+from qa_eval.llms import llm_factory as our_llm_factory
 from qa_eval.metrics.context_quality import (
     context_judgement,
     context_precision,
@@ -237,6 +238,8 @@ class Sides:
     embedder: OpenAIEmbedder
     llm: Any
     embeddings: Any
+    our_llm: Any = None
+    """qa-eval's ``llm_factory`` judge (no cache) over the same client as ragas'."""
 
 
 @dataclass
@@ -308,6 +311,7 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
             ),
             llm=llm_factory("gpt-4o-mini", client=client),
             embeddings=embedding_factory("openai", model=EMBEDDING_MODEL, client=client),
+            our_llm=our_llm_factory("gpt-4o-mini", client=client, cache=False),
         )
         try:
             yield Harness(server, script, loop, sides)
@@ -650,3 +654,52 @@ def test_inputs_ragas_refuses_follow_qa_eval_policies(
     assert isinstance(out.theirs, ValueError)  # ragas raises before any call
     assert out.ours.items() >= expected.items()
     assert out.requests == 0
+
+
+# --- the per-sample classes of qa_eval.metrics.collections against ragas' -------------------
+
+
+async def _value(result: Any) -> dict[str, Any]:
+    """Our per-sample result as the keys a case compares."""
+    got = await result
+    return {"value": got.value, "reason": got.reason, "calls": got.usage.calls}
+
+
+@pytest.mark.parametrize("verdicts", [[1, 0, 1], [0, 0, 0]], ids=["101", "000"])
+def test_collections_faithfulness_matches_ragas(harness: Harness, verdicts: list[int]) -> None:
+    from qa_eval.metrics.collections import Faithfulness as OurFaithfulness
+
+    out = harness.run(
+        Judgments(statements={ANSWER: STATEMENTS}, supported=dict(zip(STATEMENTS, verdicts))),
+        lambda s: _value(
+            OurFaithfulness(llm=s.our_llm).ascore(
+                user_input=QUESTION, response=ANSWER, retrieved_contexts=CONTEXTS
+            )
+        ),
+        lambda s: Faithfulness(llm=s.llm).ascore(
+            user_input=QUESTION, response=ANSWER, retrieved_contexts=CONTEXTS
+        ),
+    )
+    assert out.ours["value"] == pytest.approx(out.theirs.value, abs=TIGHT)
+    assert out.ours["reason"].startswith(f"{sum(verdicts)} of 3 statements")
+    assert out.theirs.reason is None  # ragas computes the reasons, then drops them
+
+
+@pytest.mark.parametrize("verdicts", [[1, 0, 1], [0, 1, 1]], ids=["101", "011"])
+def test_collections_context_precision_matches_ragas(harness: Harness, verdicts: list[int]) -> None:
+    from qa_eval.metrics.collections import ContextPrecision as OurPrecision
+
+    contexts = CONTEXTS[: len(verdicts)]
+    out = harness.run(
+        Judgments(useful=dict(zip(contexts, verdicts))),
+        lambda s: _value(
+            OurPrecision(llm=s.our_llm).ascore(
+                user_input=QUESTION, reference=REFERENCE, retrieved_contexts=contexts
+            )
+        ),
+        lambda s: ContextPrecision(llm=s.llm).ascore(
+            user_input=QUESTION, reference=REFERENCE, retrieved_contexts=contexts
+        ),
+    )
+    assert out.ours["value"] == pytest.approx(out.theirs.value, abs=TIGHT)
+    assert out.ours["calls"] == 1 and out.calls == {"ours": 1, "ragas": len(verdicts)}

@@ -1,0 +1,66 @@
+"""ragas 0.4.3's ``ragas.metrics.collections`` for qa-eval: per-sample metric objects built with a
+judge from ``qa_eval.llms.llm_factory`` (and embeddings from ``qa_eval.embeddings``), scored with
+``await metric.ascore(...)``, ``metric.score(...)``, ``abatch_score`` / ``batch_score``, and
+planned with ``plan(rows)`` (``base``). Results are :class:`MetricResult` (``result``).
+
+Here: Faithfulness, AnswerRelevancy, ContextPrecision, ContextPrecisionWithReference,
+ContextPrecisionWithoutReference, ContextUtilization, ContextRecall and SemanticSimilarity, thin
+faces over the engines of a full run (``rag``); :class:`DeterministicMetric` wraps a pure function.
+The names load when first used.
+"""
+
+from typing import TYPE_CHECKING
+
+from ...extras import lazy_face
+
+if TYPE_CHECKING:
+    from .base import BaseMetric, CallPlan, DeterministicMetric
+    from .rag import (
+        AnswerRelevancy,
+        ContextPrecision,
+        ContextPrecisionWithoutReference,
+        ContextPrecisionWithReference,
+        ContextRecall,
+        ContextUtilization,
+        Faithfulness,
+        SemanticSimilarity,
+    )
+    from .result import ChunkVerdict, Details, MetricResult, ResultUsage, StatementVerdict
+
+_NAMES = {
+    "AnswerRelevancy": "rag",
+    "BaseMetric": "base",
+    "CallPlan": "base",
+    "ChunkVerdict": "result",
+    "ContextPrecision": "rag",
+    "ContextPrecisionWithReference": "rag",
+    "ContextPrecisionWithoutReference": "rag",
+    "ContextRecall": "rag",
+    "ContextUtilization": "rag",
+    "Details": "result",
+    "DeterministicMetric": "base",
+    "Faithfulness": "rag",
+    "MetricResult": "result",
+    "ResultUsage": "result",
+    "SemanticSimilarity": "rag",
+    "StatementVerdict": "result",
+}
+__all__ = [
+    "AnswerRelevancy",
+    "BaseMetric",
+    "CallPlan",
+    "ChunkVerdict",
+    "ContextPrecision",
+    "ContextPrecisionWithReference",
+    "ContextPrecisionWithoutReference",
+    "ContextRecall",
+    "ContextUtilization",
+    "Details",
+    "DeterministicMetric",
+    "Faithfulness",
+    "MetricResult",
+    "ResultUsage",
+    "SemanticSimilarity",
+    "StatementVerdict",
+]
+__getattr__, __dir__ = lazy_face(__name__, _NAMES)
