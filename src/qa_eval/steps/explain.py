@@ -122,14 +122,11 @@ def _explain_stopped(
     """Into ``out``: the texts of the unmatched steps of group ``stop`` (where matching
     stopped, ``done`` of its steps matched) and of every group before it."""
     steps = scorer.actual
-    matched = {(g, i): a for g, i, a, _ in matches}
-    used = {a: (g, i) for (g, i), a in matched.items()}
-    later = [a for (g, _), a in matched.items() if g == stop + 1]
-    upto = min(later) if later else len(steps)
+    matched = {(g, i) for g, i, _, _ in matches}
+    used = {a: (g, i) for g, i, a, _ in matches}
+    upto = min([a for g, _, a, _ in matches if g == stop + 1], default=len(steps))
     successful = scorer.successful()
-    size = len(groups[stop])
-    why = "has no match" if done == 0 else f"matched only {done} of its {size} steps"
-    header = f"not evaluated: group {stop + 1} {why}, and matching stops there"
+    header = _header(stop, done, len(groups[stop]))
     for g in range(stop):
         for ref in groups[g]:
             if (g, ref.index) not in matched:
@@ -143,6 +140,14 @@ def _explain_stopped(
         else:
             text = _explain_step(ref, scorer, usable, upto, used, stop)
         out[(stop, ref.index)] = text
+
+
+@functools.lru_cache(maxsize=256)
+def _header(stop: int, done: int, size: int) -> str:
+    """The text of a step matching never reached: group ``stop`` (0-based) matched ``done``
+    of its ``size`` steps."""
+    why = "has no match" if done == 0 else f"matched only {done} of its {size} steps"
+    return f"not evaluated: group {stop + 1} {why}, and matching stops there"
 
 
 def _not_evaluated(
