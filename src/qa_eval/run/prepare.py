@@ -128,6 +128,8 @@ def _where(group: int, index: int) -> str:
 def _prepare_step(
     raw: Any, group: int, index: int, record: str, problems: Problems
 ) -> ReferenceStep | None:
+    """One reference step checked, with its output read the way its comparison reads it; None
+    when it is not a mapping with a name."""
     if not isinstance(raw, dict):
         problems.add(
             record, _where(group, index), f"a step must be a mapping, got {_type_name(raw)}"
@@ -137,6 +139,24 @@ def _prepare_step(
     if not isinstance(name, str) or not name:
         problems.add(record, f"{_where(group, index)}.name", _wrong(raw, "name", "a step name"))
         return None
+    media_type, columns = _check_step_fields(raw, name, group, index, record, problems)
+    output = raw.get("output")
+    kind = _step_kind(name, media_type, output)
+    parsed: Any = None
+    read = _OUTPUT_READERS.get(kind)
+    if read is not None:
+        try:
+            parsed = read(output, columns)
+        except _OutputProblem as problem:
+            problems.add(record, f"{_where(group, index)}.output", str(problem))
+    return ReferenceStep(group, index, raw, name, media_type, parsed, kind)
+
+
+def _check_step_fields(
+    raw: dict[str, Any], name: str, group: int, index: int, record: str, problems: Problems
+) -> tuple[str | None, list[Any]]:
+    """Check a step's arguments, media type, required columns and flags; returns the media type
+    (None when it is not a string) and the required columns ([] when missing or not names)."""
     args = raw.get("args")
     if args is not None and not isinstance(args, dict):
         problems.add(record, f"{_where(group, index)}.args", f"must be a mapping, got {_got(args)}")
@@ -154,63 +174,90 @@ def _prepare_step(
         if bad is not None:
             problems.add(record, f"{_where(group, index)}.required_columns{bad[0]}", bad[1])
             columns = []
-    for flag in ("ordered", "ignore_duplicates"):
-        if flag in raw and not isinstance(raw[flag], bool):
-            problems.add(
-                record,
-                f"{_where(group, index)}.{flag}",
-                f"must be true or false, got {short_repr(raw[flag])}",
-            )
-    output = raw.get("output")
-    parsed: Any = None
+    if "ordered" in raw or "ignore_duplicates" in raw:
+        for flag in _FLAGS:
+            if flag in raw and not isinstance(raw[flag], bool):
+                problems.add(
+                    record,
+                    f"{_where(group, index)}.{flag}",
+                    f"must be true or false, got {short_repr(raw[flag])}",
+                )
+    if name == "sparql_query" and media_type == SPARQL_JSON and "required_columns" not in raw:
+        problems.add(
+            record,
+            f"{_where(group, index)}.required_columns",
+            "missing (a SPARQL step with JSON results must list the columns that have to match)",
+        )
+    return media_type, columns or []
+
+
+_FLAGS = ("ordered", "ignore_duplicates")
+
+
+def _step_kind(name: str, media_type: str | None, output: Any) -> str:
+    """How a reference step is compared: one of the ``COMPARE_*`` names."""
     if name == "iri_discovery":
-        kind = COMPARE_IRI
-        if isinstance(output, str):
-            parsed = output.strip()
-        else:
-            problems.add(
-                record, f"{_where(group, index)}.output", "must be the IRI to discover, as a string"
-            )
-    elif name == "sparql_query" and media_type == SPARQL_JSON:
-        kind = COMPARE_SPARQL
-        if "required_columns" not in raw:
-            problems.add(
-                record,
-                f"{_where(group, index)}.required_columns",
-                "missing (a SPARQL step with JSON results must list the columns that have "
-                "to match)",
-            )
-        try:
-            result = parse_sparql_json(output if isinstance(output, dict) else loads(output))
-        except (OutputParseError, SparqlResultError) as e:
-            problems.add(record, f"{_where(group, index)}.output", f"not a SPARQL JSON result: {e}")
-        else:
-            # Only the required columns are kept, read once; the parsed JSON is let go now.
-            try:
-                parsed = prepare_sparql_reference(result, columns or [])
-            except SparqlResultError as e:
-                problems.add(record, f"{_where(group, index)}.output", str(e))
-    elif name == "retrieval" and output:
-        kind = COMPARE_RETRIEVAL
-        try:
-            parsed = _context_ids(output if isinstance(output, list) else loads(output))
-        except (OutputParseError, ValueError) as e:
-            problems.add(record, f"{_where(group, index)}.output", str(e))
-    elif name == "retrieve_time_series":
-        kind = COMPARE_TIME_SERIES  # compared by arguments: the output is not read
-    elif name == "retrieve_data_points":
-        kind = COMPARE_DATA_POINTS
-    elif media_type == APPLICATION_JSON and output is not None:
-        kind = COMPARE_JSON
-        try:
-            parsed = output if not isinstance(output, str) else loads(output)
-        except OutputParseError as e:
-            problems.add(record, f"{_where(group, index)}.output", str(e))
-    elif output is None:
-        kind = COMPARE_ARGS
-    else:
-        kind = COMPARE_TEXT
-    return ReferenceStep(group, index, raw, name, media_type, parsed, kind)
+        return COMPARE_IRI
+    if name == "sparql_query" and media_type == SPARQL_JSON:
+        return COMPARE_SPARQL
+    if name == "retrieval" and output:
+        return COMPARE_RETRIEVAL
+    if name == "retrieve_time_series":
+        return COMPARE_TIME_SERIES  # compared by arguments: the output is not read
+    if name == "retrieve_data_points":
+        return COMPARE_DATA_POINTS
+    if media_type == APPLICATION_JSON and output is not None:
+        return COMPARE_JSON
+    return COMPARE_ARGS if output is None else COMPARE_TEXT
+
+
+class _OutputProblem(Exception):
+    """What is wrong with a reference step's output, for its ``.output`` problem."""
+
+
+def _read_iri(output: Any, columns: list[Any]) -> str:
+    """The IRI an ``iri_discovery`` step is to discover."""
+    if not isinstance(output, str):
+        raise _OutputProblem("must be the IRI to discover, as a string")
+    return output.strip()
+
+
+def _read_sparql(output: Any, columns: list[Any]) -> Any:
+    """A SPARQL JSON result reduced to its required columns, read once; the parsed JSON is
+    let go."""
+    try:
+        result = parse_sparql_json(output if isinstance(output, dict) else loads(output))
+    except (OutputParseError, SparqlResultError) as e:
+        raise _OutputProblem(f"not a SPARQL JSON result: {e}") from None
+    try:
+        return prepare_sparql_reference(result, columns)
+    except SparqlResultError as e:
+        raise _OutputProblem(str(e)) from None
+
+
+def _read_retrieval(output: Any, columns: list[Any]) -> list[Any]:
+    """The context ids of a retrieval step's output."""
+    try:
+        return _context_ids(output if isinstance(output, list) else loads(output))
+    except (OutputParseError, ValueError) as e:
+        raise _OutputProblem(str(e)) from None
+
+
+def _read_json(output: Any, columns: list[Any]) -> Any:
+    """An ``application/json`` output, parsed when it is text."""
+    try:
+        return output if not isinstance(output, str) else loads(output)
+    except OutputParseError as e:
+        raise _OutputProblem(str(e)) from None
+
+
+_OUTPUT_READERS: dict[str, Callable[[Any, list[Any]], Any]] = {
+    COMPARE_IRI: _read_iri,
+    COMPARE_SPARQL: _read_sparql,
+    COMPARE_RETRIEVAL: _read_retrieval,
+    COMPARE_JSON: _read_json,
+}
+"""The kinds whose reference output is read when the dataset loads, and how."""
 
 
 def _bad_columns(columns: Any) -> tuple[str, str] | None:
@@ -218,10 +265,15 @@ def _bad_columns(columns: Any) -> tuple[str, str] | None:
     names, else None."""
     if not isinstance(columns, list):
         return "", f"must be a list of column names, got {_got(columns)}"
+    try:
+        "".join(columns)  # every item a string: checked in one C loop
+        return None
+    except TypeError:
+        pass
     for position, column in enumerate(columns):
         if not isinstance(column, str):
             return f"[{position}]", f"must be a column name (a string), got {_got(column)}"
-    return None
+    return None  # pragma: no cover - join refused an item that is not a string
 
 
 def _context_ids(contexts: Any) -> list[Any]:
@@ -252,48 +304,72 @@ def prepare_reference(data: Any, source: str = "reference") -> list[Question]:
     questions: list[Question] = []
     seen: dict[Any, str] = {}
     for t_pos, template in enumerate(data):
-        t_record = f"template [{t_pos}]"
-        if not isinstance(template, dict):
-            problems.add(t_record, None, f"must be a mapping, got {_type_name(template)}")
-            continue
-        template_id = template.get("template_id")
-        if not isinstance(template_id, _ID_TYPES) or isinstance(template_id, bool):
-            problems.add(t_record, "template_id", _wrong(template, "template_id", _AN_ID))
-            continue
-        t_record = f"template {short_repr(template_id)}"
-        items = template.get("questions")
-        if not isinstance(items, list):
-            problems.add(t_record, "questions", _wrong(template, "questions", "a list"))
-            continue
-        for q_pos, question in enumerate(items):
-            if not isinstance(question, dict):
-                problems.add(
-                    f"{t_record} question [{q_pos}]",
-                    None,
-                    f"must be a mapping, got {_type_name(question)}",
-                )
-                continue
-            qid = question.get("id")
-            if not isinstance(qid, _ID_TYPES) or isinstance(qid, bool):
-                problems.add(f"{t_record} question [{q_pos}]", "id", _wrong(question, "id", _AN_ID))
-                continue
-            record = f"{t_record} question {short_repr(qid)}"
-            if qid in seen:
-                problems.add(record, "id", f"duplicate question id (also in {seen[qid]})")
-                continue
-            seen[qid] = t_record
-            if not isinstance(question.get("question_text"), str):
-                problems.add(record, "question_text", _wrong(question, "question_text", "a string"))
-            answer = question.get("reference_answer")
-            if answer is not None and not isinstance(answer, str):
-                problems.add(record, "reference_answer", f"must be a string, got {_got(answer)}")
-            tag = question.get("question_type")
-            if tag is not None and not isinstance(tag, (str, int, float)):
-                problems.add(record, "question_type", f"must be {_A_TAG}, got {_got(tag)}")
-            groups, has_matches = _prepare_groups(question, record, problems)
-            questions.append(Question(template_id, qid, question, groups, record, has_matches))
+        _prepare_template(template, t_pos, seen, questions, problems)
     problems.raise_if_any()
     return questions
+
+
+def _prepare_template(
+    template: Any,
+    t_pos: int,
+    seen: dict[Any, str],
+    questions: list[Question],
+    problems: Problems,
+) -> None:
+    """Check one template and append its prepared questions to ``questions``; ``seen`` maps
+    the question ids read so far to their template's record."""
+    t_record = f"template [{t_pos}]"
+    if not isinstance(template, dict):
+        problems.add(t_record, None, f"must be a mapping, got {_type_name(template)}")
+        return
+    template_id = template.get("template_id")
+    if not isinstance(template_id, _ID_TYPES) or isinstance(template_id, bool):
+        problems.add(t_record, "template_id", _wrong(template, "template_id", _AN_ID))
+        return
+    t_record = f"template {short_repr(template_id)}"
+    items = template.get("questions")
+    if not isinstance(items, list):
+        problems.add(t_record, "questions", _wrong(template, "questions", "a list"))
+        return
+    for q_pos, question in enumerate(items):
+        prepared = _prepare_question(question, q_pos, template_id, t_record, seen, problems)
+        if prepared is not None:
+            questions.append(prepared)
+
+
+def _prepare_question(
+    question: Any,
+    q_pos: int,
+    template_id: Any,
+    t_record: str,
+    seen: dict[Any, str],
+    problems: Problems,
+) -> Question | None:
+    """One question checked, with its step groups prepared; None without a usable, new id."""
+    if not isinstance(question, dict):
+        problems.add(
+            f"{t_record} question [{q_pos}]", None, f"must be a mapping, got {_type_name(question)}"
+        )
+        return None
+    qid = question.get("id")
+    if not isinstance(qid, _ID_TYPES) or isinstance(qid, bool):
+        problems.add(f"{t_record} question [{q_pos}]", "id", _wrong(question, "id", _AN_ID))
+        return None
+    record = f"{t_record} question {short_repr(qid)}"
+    if qid in seen:
+        problems.add(record, "id", f"duplicate question id (also in {seen[qid]})")
+        return None
+    seen[qid] = t_record
+    if not isinstance(question.get("question_text"), str):
+        problems.add(record, "question_text", _wrong(question, "question_text", "a string"))
+    answer = question.get("reference_answer")
+    if answer is not None and not isinstance(answer, str):
+        problems.add(record, "reference_answer", f"must be a string, got {_got(answer)}")
+    tag = question.get("question_type")
+    if tag is not None and not isinstance(tag, (str, int, float)):
+        problems.add(record, "question_type", f"must be {_A_TAG}, got {_got(tag)}")
+    groups, has_matches = _prepare_groups(question, record, problems)
+    return Question(template_id, qid, question, groups, record, has_matches)
 
 
 def _prepare_groups(
@@ -461,46 +537,8 @@ def check_response(
     ``problems``. ``known`` holds the reference question ids, ``earlier(qid)`` names a response
     already read for that question; a response for another id is counted in ``unknown`` (a
     problem without it). The prepared response, or None when it is not usable."""
-    if not isinstance(response, dict):
-        problems.add(
-            response_record(place, None),
-            None,
-            f"a response must be a mapping, got {_type_name(response)}",
-        )
-        return None
-    qid = response.get("question_id", key)
-    if key is not None and "question_id" in response and response["question_id"] != key:
-        problems.add(
-            response_record(place, None),
-            "question_id",
-            f"{short_repr(response['question_id'])} differs from its key",
-        )
-        return None
-    if not isinstance(qid, _ID_TYPES) or isinstance(qid, bool):
-        message = (
-            f"must be {_AN_ID}, got {_got(qid)}"
-            if "question_id" in response or key is not None
-            else "missing"
-        )
-        problems.add(response_record(place, None), "question_id", message)
-        return None
-    if qid not in known:
-        if unknown is not None:
-            unknown.add(qid)
-            return None
-        problems.add(
-            response_record(place, qid),
-            "question_id",
-            "no question with this id in the reference dataset",
-        )
-        return None
-    seen = earlier(qid)
-    if seen is not None:
-        problems.add(
-            response_record(place, qid),
-            "question_id",
-            f"duplicate response (also {seen})",
-        )
+    qid = _response_id(place, key, response, problems)
+    if qid is _NO_ID or not _joins(place, qid, problems, known, earlier, unknown):
         return None
     status = response.get("status")
     if status is not None and status not in ("success", "error"):
@@ -514,6 +552,78 @@ def check_response(
     successful = None
     if "actual_steps" in response:
         successful = _check_steps(response["actual_steps"], place, qid, problems)
+    _check_values(response, place, qid, problems)
+    return Response(qid, response, place, is_error, successful)
+
+
+_NO_ID = object()
+"""What ``_response_id`` gives for a response without a usable question id."""
+
+
+def _response_id(place: tuple[str, Any], key: Any, response: Any, problems: Problems) -> Any:
+    """The question id of a response (its ``question_id``, else its key in a mapping), or
+    ``_NO_ID`` when it is not a mapping or has no usable id."""
+    if not isinstance(response, dict):
+        problems.add(
+            response_record(place, None),
+            None,
+            f"a response must be a mapping, got {_type_name(response)}",
+        )
+        return _NO_ID
+    qid = response.get("question_id", key)
+    if key is not None and "question_id" in response and response["question_id"] != key:
+        problems.add(
+            response_record(place, None),
+            "question_id",
+            f"{short_repr(response['question_id'])} differs from its key",
+        )
+        return _NO_ID
+    if not isinstance(qid, _ID_TYPES) or isinstance(qid, bool):
+        message = (
+            f"must be {_AN_ID}, got {_got(qid)}"
+            if "question_id" in response or key is not None
+            else "missing"
+        )
+        problems.add(response_record(place, None), "question_id", message)
+        return _NO_ID
+    return qid
+
+
+def _joins(
+    place: tuple[str, Any],
+    qid: Any,
+    problems: Problems,
+    known: Container[Any],
+    earlier: Callable[[Any], str | None],
+    unknown: Unknown | None,
+) -> bool:
+    """Whether the response for ``qid`` joins a reference question no earlier response took;
+    one for an unknown id is counted in ``unknown`` (a problem without it)."""
+    if qid not in known:
+        if unknown is not None:
+            unknown.add(qid)
+            return False
+        problems.add(
+            response_record(place, qid),
+            "question_id",
+            "no question with this id in the reference dataset",
+        )
+        return False
+    seen = earlier(qid)
+    if seen is not None:
+        problems.add(
+            response_record(place, qid),
+            "question_id",
+            f"duplicate response (also {seen})",
+        )
+        return False
+    return True
+
+
+def _check_values(
+    response: Mapping[str, Any], place: tuple[str, Any], qid: Any, problems: Problems
+) -> None:
+    """Check the answer and error texts and the token counts and time of a response."""
     for key_name in _TEXT_KEYS:
         value = response.get(key_name)
         if value is not None and not isinstance(value, str):
@@ -529,4 +639,3 @@ def check_response(
             continue
         wanted = "a finite number, at least 0" if number else "a number"
         problems.add(response_record(place, qid), key_name, f"must be {wanted}, got {_got(value)}")
-    return Response(qid, response, place, is_error, successful)

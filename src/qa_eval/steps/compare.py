@@ -72,6 +72,17 @@ class _StepProblem(Exception):
 class StepScorer:
     """Scores reference steps against the actual steps of one response, with caches."""
 
+    __slots__ = (
+        "_checked",
+        "_contexts",
+        "_json",
+        "_scores",
+        "_successful",
+        "_tables",
+        "actual",
+        "problems",
+    )
+
     def __init__(
         self, actual_steps: Sequence[Mapping[str, Any]], successful: list[int] | None = None
     ) -> None:
@@ -177,23 +188,45 @@ class StepScorer:
         return f"{label}: {message}"
 
     def _output(self, act_index: int) -> Any:
-        step = self.actual[act_index]
-        if "output" not in step or step["output"] is None:
+        """The actual step's output; a problem when a successful step has none."""
+        output = self.actual[act_index].get("output")
+        if output is None:
             raise _StepProblem("output: missing in a successful step")
-        return step["output"]
+        return output
 
     def _parsed(self, act_index: int) -> Any:
+        """The actual step's output as JSON, parsed once; a problem when it is not JSON."""
         value = self._json.get(act_index, _MISSING)
         if value is _MISSING:
-            output = self._output(act_index)
-            try:
-                value = output if isinstance(output, (dict, list)) else loads(output)
-            except OutputParseError as e:
-                value = e
-            self._json[act_index] = value
+            value = self._parse(act_index, self._output(act_index))
         if isinstance(value, OutputParseError):
             raise _StepProblem(f"output: {value}")
         return value
+
+    def _parse(self, act_index: int, output: Any) -> Any:
+        """Parse ``output`` (a JSON text, or a value already) and keep it, or the error."""
+        try:
+            value = output if isinstance(output, (dict, list)) else loads(output)
+        except OutputParseError as e:
+            value = e
+        self._json[act_index] = value
+        return value
+
+    def _iri(self, iri: str, act_index: int) -> float:
+        """1.0 when the IRI is among those actual step ``act_index`` returned, else 0.0."""
+        output = self._output(act_index)
+        parsed = self._json.get(act_index, _MISSING)
+        if iri and isinstance(output, str):
+            is_json = parsed is not _MISSING and not isinstance(parsed, OutputParseError)
+            if iri_excluded(output, iri, is_json):
+                # Decided from the text, without a parse (or a walk over a result parsed
+                # already): the IRI is neither a string in it nor a token of it.
+                return 0.0
+        if parsed is _MISSING:
+            parsed = self._parse(act_index, output)
+        if isinstance(parsed, OutputParseError):
+            parsed = None  # e.g. a DESCRIBE result: look for the IRI as a token
+        return float(iri_found(iri, parsed, output))
 
     def _sparql(self, act_index: int) -> Mapping[str, Any]:
         """The actual step's output, checked once as a SPARQL JSON result."""
@@ -224,23 +257,7 @@ class StepScorer:
         name = act.get("name")
         kind = ref.kind
         if kind == COMPARE_IRI:
-            if name not in _IRI_STEPS:
-                return 0.0
-            output = self._output(act_index)
-            iri = ref.parsed
-            parsed_before = self._json.get(act_index, _MISSING)
-            is_json = parsed_before is not _MISSING and not isinstance(
-                parsed_before, OutputParseError
-            )
-            if iri and isinstance(output, str) and iri_excluded(output, iri, is_json):
-                # Decided from the text, without a parse (or a walk over a result parsed
-                # already): the IRI is neither a string in it nor a token of it.
-                return 0.0
-            try:
-                parsed = self._parsed(act_index)
-            except _StepProblem:
-                parsed = None  # e.g. a DESCRIBE result: look for the IRI as a token
-            return float(iri_found(iri, parsed, output))
+            return self._iri(ref.parsed, act_index) if name in _IRI_STEPS else 0.0
         if name != ref.name:
             return 0.0
         if kind == COMPARE_SPARQL:

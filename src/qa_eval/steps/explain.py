@@ -23,6 +23,7 @@ precedence:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -39,16 +40,31 @@ _MAX_CANDIDATES = 8  # explained against at most this many candidates (the lates
 
 
 def _label(steps: Sequence[Mapping[str, Any]], a: int) -> str:
+    """``actual step NAME [a] (id ID)``: how an explanation names an actual step."""
     step = steps[a]
+    name = step.get("name")
     step_id = step.get("id")
-    label = f"actual step {shown(step.get('name'))} [{a}]"
+    if type(name) is str and type(step_id) in _ID_TYPES:
+        return _cached_label(name, a, step_id)
+    return _spelled_label(name, a, step_id)
+
+
+_ID_TYPES = (str, int, type(None))
+
+
+def _spelled_label(name: Any, a: int, step_id: Any) -> str:
+    """The label of actual step ``a`` from its name and id."""
+    label = f"actual step {shown(name)} [{a}]"
     return label + (f" (id {shown(step_id)})" if step_id is not None else "")
 
 
-def _named(ref: ReferenceStep, step: Mapping[str, Any]) -> bool:
-    if ref.kind == COMPARE_IRI:
-        return step.get("name") in _IRI_STEPS
-    return bool(step.get("name") == ref.name)
+_cached_label = functools.lru_cache(maxsize=4096)(_spelled_label)
+"""The same labels come back question after question (the same tools, positions and ids)."""
+
+
+def _names(ref: ReferenceStep) -> tuple[Any, ...]:
+    """The actual step names that can match ``ref``."""
+    return _IRI_STEPS if ref.kind == COMPARE_IRI else (ref.name,)
 
 
 def _step_error(steps: Sequence[Mapping[str, Any]], a: int) -> str:
@@ -73,42 +89,65 @@ def explain_unmatched(
     partial = []
     for g, i, a, score in matches:
         counts[g] += 1
-        if score < 1.0 - 1e-12:
+        if score < _WHOLE:
             partial.append((g, i, a))  # a retrieval step matched with recall@k below 1
-    unmatched = [g for g, group in enumerate(groups) if counts[g] < len(group)]
-    if not unmatched and not partial:
+    stop = len(groups) - 1  # the last group not fully matched: matching stopped there
+    while stop >= 0 and counts[stop] >= len(groups[stop]):
+        stop -= 1
+    if stop < 0 and not partial:
         return {}
     steps = scorer.actual
     out: dict[tuple[int, int], str] = {}
     for g, i, a in partial:
         _, text = scorer.explain(groups[g][i], a)
         out[(g, i)] = f"partly matched by {_label(steps, a)}: {text}"
-    if not unmatched:
-        return out
-    matched = {(g, i): a for g, i, a, _ in matches}
-    used = {a: (g, i) for (g, i), a in matched.items()}
-    stop = unmatched[-1]
-    later = [a for (g, _), a in matched.items() if g == stop + 1]
-    upto = min(later) if later else len(steps)
-    successful = scorer.successful()
-    done = counts[stop]
-    size = len(groups[stop])
-    why = "has no match" if done == 0 else f"matched only {done} of its {size} steps"
-    header = f"not evaluated: group {stop + 1} {why}, and matching stops there"
-    for g in range(stop + 1):
-        for ref in groups[g]:
-            if (g, ref.index) in matched:
-                continue
-            if g < stop:
-                out[(g, ref.index)] = _not_evaluated(header, ref, scorer, successful)
-            else:
-                text = _explain_step(ref, scorer, set(successful), upto, used, stop)
-                if response_error is not None and not steps:
-                    text = (
-                        f"the response is an error ({shown(response_error)}) with no actual steps"
-                    )
-                out[(g, ref.index)] = text
+    if stop >= 0:
+        _explain_stopped(groups, scorer, matches, stop, counts[stop], response_error, out)
     return out
+
+
+_WHOLE = 1.0 - 1e-12
+"""A match scoring below this is partial."""
+
+
+def _explain_stopped(
+    groups: Sequence[Sequence[ReferenceStep]],
+    scorer: StepScorer,
+    matches: Sequence[Match],
+    stop: int,
+    done: int,
+    response_error: Any,
+    out: dict[tuple[int, int], str],
+) -> None:
+    """Into ``out``: the texts of the unmatched steps of group ``stop`` (where matching
+    stopped, ``done`` of its steps matched) and of every group before it."""
+    steps = scorer.actual
+    matched = {(g, i) for g, i, _, _ in matches}
+    used = {a: (g, i) for g, i, a, _ in matches}
+    upto = min([a for g, _, a, _ in matches if g == stop + 1], default=len(steps))
+    successful = scorer.successful()
+    header = _header(stop, done, len(groups[stop]))
+    for g in range(stop):
+        for ref in groups[g]:
+            if (g, ref.index) not in matched:
+                out[(g, ref.index)] = _not_evaluated(header, ref, scorer, successful)
+    usable = set(successful)
+    for ref in groups[stop]:
+        if (stop, ref.index) in matched:
+            continue
+        if response_error is not None and not steps:
+            text = f"the response is an error ({shown(response_error)}) with no actual steps"
+        else:
+            text = _explain_step(ref, scorer, usable, upto, used, stop)
+        out[(stop, ref.index)] = text
+
+
+@functools.lru_cache(maxsize=256)
+def _header(stop: int, done: int, size: int) -> str:
+    """The text of a step matching never reached: group ``stop`` (0-based) matched ``done``
+    of its ``size`` steps."""
+    why = "has no match" if done == 0 else f"matched only {done} of its {size} steps"
+    return f"not evaluated: group {stop + 1} {why}, and matching stops there"
 
 
 def _not_evaluated(
@@ -116,9 +155,11 @@ def _not_evaluated(
 ) -> str:
     """A step of a group before the one matching stopped at, with a hint when an actual step
     would match it on its own."""
+    steps = scorer.actual
+    names = _names(ref)
     for a in reversed(successful):
-        if _named(ref, scorer.actual[a]) and scorer.would_match(ref, a) > 0.0:
-            return header + f" (on its own this step would match {_label(scorer.actual, a)})"
+        if steps[a].get("name") in names and scorer.would_match(ref, a) > 0.0:
+            return header + f" (on its own this step would match {_label(steps, a)})"
     return header
 
 
@@ -130,10 +171,12 @@ def _explain_step(
     used: Mapping[int, tuple[int, int]],
     group: int,
 ) -> str:
+    """Why ``ref``, a step of the group matching stopped at, found no match."""
     steps = scorer.actual
     if not steps:
         return f"the response has no actual steps (expected a {shown(ref.name)} step)"
-    named = [a for a, step in enumerate(steps) if _named(ref, step)]
+    names = _names(ref)
+    named = [a for a, step in enumerate(steps) if step.get("name") in names]
     if not named:
         if ref.kind == COMPARE_IRI:
             return "no actual step named autocomplete_search or sparql_query"
@@ -152,23 +195,34 @@ def _explain_step(
             f"group {group + 2}, and a step of group {group + 1} must come before them"
         )
     if in_order:
-        candidates = in_order[::-1][:_MAX_CANDIDATES]  # latest first, as the matching tries
-        best: tuple[float, int, str] | None = None
-        for a in candidates:
-            if a in used and scorer.would_match(ref, a) > 0.0:
-                g, i = used[a]
-                closeness = 1.0
-                text = f"it matches, but it is matched to step {i + 1} of group {g + 1}"
-            elif scorer.would_match(ref, a) > 0.0:
-                closeness, text = 1.0, "it matches, but the best matching left it out"
-            else:
-                closeness, text = scorer.explain(ref, a)
-            if best is None or closeness > best[0]:
-                best = (closeness, a, text)
-        assert best is not None
-        prefix = f"closest of {len(in_order)} candidates, " if len(in_order) > 1 else ""
-        parts.append(f"{prefix}{_label(steps, best[1])}: {best[2]}")
+        parts.append(_closest(ref, scorer, in_order, used))
     return "; ".join(parts)
+
+
+def _closest(
+    ref: ReferenceStep,
+    scorer: StepScorer,
+    in_order: list[int],
+    used: Mapping[int, tuple[int, int]],
+) -> str:
+    """The explanation against the closest of the candidates ``in_order`` (the latest ones
+    first, as the matching tries them)."""
+    best: tuple[float, int, str] | None = None
+    for a in in_order[::-1][:_MAX_CANDIDATES]:
+        if scorer.would_match(ref, a) > 0.0:
+            closeness = 1.0
+            if a in used:
+                g, i = used[a]
+                text = f"it matches, but it is matched to step {i + 1} of group {g + 1}"
+            else:
+                text = "it matches, but the best matching left it out"
+        else:
+            closeness, text = scorer.explain(ref, a)
+        if best is None or closeness > best[0]:
+            best = (closeness, a, text)
+    assert best is not None
+    prefix = f"closest of {len(in_order)} candidates, " if len(in_order) > 1 else ""
+    return f"{prefix}{_label(scorer.actual, best[1])}: {best[2]}"
 
 
 _KINDS = (
