@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("pydantic")
 
 from qa_eval.errors import QaEvalError
+from qa_eval.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
 from qa_eval.metrics import collections as face
 from qa_eval.metrics import text
 from qa_eval.metrics.collections import (
@@ -35,7 +36,6 @@ from qa_eval.metrics.collections.deterministic import (
     TableDetails,
     ToolCallDetails,
 )
-from qa_eval.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
 
 CLASSES = [
     "BleuScore",
@@ -106,7 +106,9 @@ def test_bleu_details_name_the_sentence_that_counted() -> None:
 
 def test_bleu_and_chrf_pass_their_kwargs_to_sacrebleu() -> None:
     lower = BleuScore(kwargs={"lowercase": True})
-    assert lower.score(reference="The Cat Sat On", response="the cat sat on").value == pytest.approx(1)
+    assert lower.score(
+        reference="The Cat Sat On", response="the cat sat on"
+    ).value == pytest.approx(1)
     assert BleuScore().score(reference="The Cat Sat On", response="the cat sat on").value < 1.0
     chars = CHRFScore(kwargs={"char_order": 2, "word_order": 0})
     assert chars.score(reference="ab", response="ab").value == 1.0

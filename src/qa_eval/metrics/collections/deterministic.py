@@ -51,8 +51,8 @@ __all__ = [
     "ExactMatch",
     "NonLLMStringSimilarity",
     "OverlapDetails",
-    "QuotedSpansAlignment",
     "QuoteDetails",
+    "QuotedSpansAlignment",
     "RougeScore",
     "StringPresence",
     "TableDetails",
@@ -253,7 +253,9 @@ class NonLLMStringSimilarity(_TwoTexts):
         **base_kwargs: Any,
     ) -> None:
         # ragas' own enum, or its value, names the same measure
-        self.distance_measure = DistanceMeasure(getattr(distance_measure, "value", distance_measure))
+        self.distance_measure = DistanceMeasure(
+            getattr(distance_measure, "value", distance_measure)
+        )
         require("rapidfuzz.distance", type(self).__name__)  # refused now, as ragas does
         super().__init__(name, **base_kwargs)
 
