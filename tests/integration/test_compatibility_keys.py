@@ -195,7 +195,11 @@ ALLOWED_6_6_1 = {
 def _run(url: str, repeats: int, keys: str) -> dict[str, set[str]]:
     config = _config(url, repeats)
     results = run_evaluation(
-        copy.deepcopy(REFERENCE), RESPONSES, config=config, enable=["graphrag"], keys=keys
+        copy.deepcopy(REFERENCE),
+        RESPONSES,
+        config=config,
+        enable=["graphrag", "ragas-text"],
+        keys=keys,
     )
     aggregates = compute_aggregates(results, config, keys=keys)
     return _keys(list(results), aggregates)
@@ -217,6 +221,7 @@ def test_every_key_written_is_6_6_1s_or_documented(stub: StubServer, repeats: in
     # the run exercised what the table is about: qa-eval's own keys at every level
     assert {"mismatch"} <= seen["reference"]
     assert {"llm_cost", "faithfulness", "step_errors", "tone_reason"} <= seen["result"]
+    assert {"bleu_score", "non_llm_string_similarity"} <= seen["result"]
     assert {"retrieval_answer_recall_cost", "retrieval_answer_recall"} <= seen["step"]
     assert {"n", "sum"} <= seen["statistic"] and "per_tag" in seen["top"]
     if repeats > 1:

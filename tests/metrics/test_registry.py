@@ -36,10 +36,16 @@ OLD_AGGREGATED = {
     "bertscore_recall", "bertscore_f1", "answer_relevance_rubric", "steps_score",
     "input_tokens", "output_tokens", "total_tokens", "elapsed_sec",
 }  # fmt: skip
+# ragas' string metrics, registered after the hand lists (the ragas-text group)
+RAGAS_TEXT = (
+    "bleu_score", "chrf_score", "rouge_score", "exact_match", "string_present",
+    "non_llm_string_similarity",
+)  # fmt: skip
 
 
 def test_derived_lists_equal_the_former_hand_lists() -> None:
-    assert set(METRICS) == OLD_AGGREGATED and len(METRICS) == len(OLD_AGGREGATED)
+    assert set(METRICS) == OLD_AGGREGATED | set(RAGAS_TEXT)
+    assert len(METRICS) == len(OLD_AGGREGATED) + len(RAGAS_TEXT)
     assert SCORES == (
         "steps_score", "answer_recall", "answer_precision", "answer_f1", "answer_relevance",
         "faithfulness", "context_precision", "context_recall", "ragas_score",
@@ -58,18 +64,22 @@ def test_derived_lists_equal_the_former_hand_lists() -> None:
         "factual_accuracy_grade": ("A", "B", "C", "D", "E"),
         "answer_class": ("CORRECT", "WRONG", "DON'T KNOW"),
     }
-    assert SWITCHES == (
+    switches = (
         "answer_correctness", "answer_relevance", "retrieval_answer", "retrieval_context",
         "faithfulness", "context_precision", "context_recall", "ragas_score",
-        "factual_accuracy", "semantic_similarity", "answer_class", "bertscore", "custom",
+        "factual_accuracy", "semantic_similarity", "answer_class", "bertscore", *RAGAS_TEXT,
+        "custom",
     )  # fmt: skip
+    assert switches == SWITCHES
     assert GROUPS == {
         "graphrag": (
             "faithfulness", "context_precision", "context_recall", "ragas_score",
             "factual_accuracy", "semantic_similarity", "answer_class",
-        )
+        ),
+        "ragas-text": RAGAS_TEXT,
     }  # fmt: skip
-    assert OFFLINE_SWITCHES == ("semantic_similarity", "bertscore")
+    offline = ("semantic_similarity", "bertscore", *RAGAS_TEXT)
+    assert offline == OFFLINE_SWITCHES
 
 
 def test_every_key_has_one_family_and_docs_exist() -> None:

@@ -150,6 +150,17 @@ def _retrieval(prefix: str) -> tuple[Key, ...]:
 
 _GRAPHRAG = ("graphrag",)
 
+
+def _ragas_text(name: str, summary: str) -> Metric:
+    """A string metric of ragas (``metrics/text.py``) of the answer against the reference answer:
+    one score key and its error, opt-in, in the ``ragas-text`` group, no judge."""
+    return Metric(
+        name, summary, ("answer", "reference_answer"), (_score(name), Key(f"{name}_error")),
+        "docs/metrics/ragas-text.md", default=False, groups=("ragas-text",), own=True,
+        score=f"qa_eval.metrics.text:{name}_entry", calls=0,
+    )  # fmt: skip
+
+
 # fmt: off
 METRICS: dict[str, Metric] = {
     "answer_correctness": Metric(
@@ -288,6 +299,25 @@ METRICS: dict[str, Metric] = {
         "docs/metrics/bertscore.md", default=False, own=True,
         options=(Option("model", "str", "model name"), Option("layer", "layer", "layer")),
         score="qa_eval.metrics.bertscore:score", calls=0,
+    ),
+    "bleu_score": _ragas_text(
+        "bleu_score", "ragas' BLEU of the answer against the reference answer (sacrebleu)"
+    ),
+    "chrf_score": _ragas_text(
+        "chrf_score", "ragas' chrF of the answer against the reference answer (sacrebleu)"
+    ),
+    "rouge_score": _ragas_text(
+        "rouge_score", "ragas' ROUGE-L F1 of the answer against the reference (rouge-score)"
+    ),
+    "exact_match": _ragas_text(
+        "exact_match", "1 when the answer equals the reference answer, else 0 (ragas)"
+    ),
+    "string_present": _ragas_text(
+        "string_present", "1 when the reference answer occurs in the answer, else 0 (ragas)"
+    ),
+    "non_llm_string_similarity": _ragas_text(
+        "non_llm_string_similarity",
+        "1 - normalised Levenshtein distance of the answer and the reference answer (ragas)",
     ),
     "custom": Metric(
         "custom", "the config's custom_evaluations (outputs named by the config)", ("judge",),

@@ -29,6 +29,10 @@ ragas class named below returns for the same inputs, bit for bit (the parity tes
 
 sacrebleu, rouge-score and rapidfuzz come with the ``ragas-metrics`` extra and are imported when
 a function that needs one is called.
+
+The ``<name>_entry`` functions are the registry's entry points of the ``ragas-text`` group
+(``--enable ragas-text``): each scores a question's ``actual_answer`` (as ``response``) against
+its ``reference_answer`` (as ``reference``) with ragas' defaults and writes ``<name>``.
 """
 
 from __future__ import annotations
@@ -41,17 +45,24 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from ..extras import require
+from .output import Output
 
 __all__ = [
     "DistanceMeasure",
     "Scored",
     "bleu_score",
+    "bleu_score_entry",
     "chrf_score",
+    "chrf_score_entry",
     "exact_match",
+    "exact_match_entry",
     "non_llm_string_similarity",
+    "non_llm_string_similarity_entry",
     "quoted_spans_alignment",
     "rouge_score",
+    "rouge_score_entry",
     "string_presence",
+    "string_present_entry",
 ]
 
 
@@ -230,3 +241,46 @@ def quoted_spans_alignment(
         f"Matched {len(matched)}/{len(spans)} quoted spans",
         {"spans": spans, "matched": matched},
     )
+
+
+# The registry's entry points (``qa_eval.metrics.METRICS``, group ``ragas-text``): the answer
+# against the reference answer, ragas' defaults, one key each.
+
+
+def _answer_pair(inputs: Mapping[str, Any]) -> tuple[str, str]:
+    """(reference, response) of a question: its reference answer and the system's answer."""
+    return inputs["reference_answer"], inputs["answer"]
+
+
+async def bleu_score_entry(judge: Any, inputs: Mapping[str, Any], options: Any) -> Output:
+    """``bleu_score`` of a question's answer against its reference answer."""
+    return Output("bleu_score", {"bleu_score": bleu_score(*_answer_pair(inputs)).value})
+
+
+async def chrf_score_entry(judge: Any, inputs: Mapping[str, Any], options: Any) -> Output:
+    """``chrf_score`` of a question's answer against its reference answer."""
+    return Output("chrf_score", {"chrf_score": chrf_score(*_answer_pair(inputs)).value})
+
+
+async def rouge_score_entry(judge: Any, inputs: Mapping[str, Any], options: Any) -> Output:
+    """``rouge_score`` (ROUGE-L F1) of a question's answer against its reference answer."""
+    return Output("rouge_score", {"rouge_score": rouge_score(*_answer_pair(inputs)).value})
+
+
+async def exact_match_entry(judge: Any, inputs: Mapping[str, Any], options: Any) -> Output:
+    """``exact_match`` of a question's answer and its reference answer."""
+    return Output("exact_match", {"exact_match": exact_match(*_answer_pair(inputs)).value})
+
+
+async def string_present_entry(judge: Any, inputs: Mapping[str, Any], options: Any) -> Output:
+    """``string_present``: whether the reference answer occurs in a question's answer."""
+    value = string_presence(*_answer_pair(inputs)).value
+    return Output("string_present", {"string_present": value})
+
+
+async def non_llm_string_similarity_entry(
+    judge: Any, inputs: Mapping[str, Any], options: Any
+) -> Output:
+    """``non_llm_string_similarity`` (Levenshtein) of a question's answer and reference answer."""
+    value = non_llm_string_similarity(*_answer_pair(inputs)).value
+    return Output("non_llm_string_similarity", {"non_llm_string_similarity": value})

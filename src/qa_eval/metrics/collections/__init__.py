@@ -6,6 +6,9 @@ planned with ``plan(rows)`` (``base``). Results are :class:`MetricResult` (``res
 Here: Faithfulness, AnswerRelevancy, ContextPrecision, ContextPrecisionWithReference,
 ContextPrecisionWithoutReference, ContextUtilization, ContextRecall and SemanticSimilarity, thin
 faces over the engines of a full run (``rag``); :class:`DeterministicMetric` wraps a pure function.
+BleuScore, CHRFScore, RougeScore, ExactMatch, StringPresence, NonLLMStringSimilarity (with
+DistanceMeasure), QuotedSpansAlignment, ToolCallAccuracy, ToolCallF1 and DataCompyScore wrap the
+deterministic engines (``deterministic``).
 The names load when first used.
 """
 
@@ -15,6 +18,19 @@ from ...extras import lazy_face
 
 if TYPE_CHECKING:
     from .base import BaseMetric, CallPlan, DeterministicMetric
+    from .deterministic import (
+        BleuScore,
+        CHRFScore,
+        DataCompyScore,
+        DistanceMeasure,
+        ExactMatch,
+        NonLLMStringSimilarity,
+        QuotedSpansAlignment,
+        RougeScore,
+        StringPresence,
+        ToolCallAccuracy,
+        ToolCallF1,
+    )
     from .rag import (
         AnswerRelevancy,
         ContextPrecision,
@@ -44,10 +60,23 @@ _NAMES = {
     "ResultUsage": "result",
     "SemanticSimilarity": "rag",
     "StatementVerdict": "result",
+    "BleuScore": "deterministic",
+    "CHRFScore": "deterministic",
+    "DataCompyScore": "deterministic",
+    "DistanceMeasure": "deterministic",
+    "ExactMatch": "deterministic",
+    "NonLLMStringSimilarity": "deterministic",
+    "QuotedSpansAlignment": "deterministic",
+    "RougeScore": "deterministic",
+    "StringPresence": "deterministic",
+    "ToolCallAccuracy": "deterministic",
+    "ToolCallF1": "deterministic",
 }
 __all__ = [
     "AnswerRelevancy",
     "BaseMetric",
+    "BleuScore",
+    "CHRFScore",
     "CallPlan",
     "ChunkVerdict",
     "ContextPrecision",
@@ -55,12 +84,21 @@ __all__ = [
     "ContextPrecisionWithoutReference",
     "ContextRecall",
     "ContextUtilization",
+    "DataCompyScore",
     "Details",
     "DeterministicMetric",
+    "DistanceMeasure",
+    "ExactMatch",
     "Faithfulness",
     "MetricResult",
+    "NonLLMStringSimilarity",
+    "QuotedSpansAlignment",
     "ResultUsage",
+    "RougeScore",
     "SemanticSimilarity",
     "StatementVerdict",
+    "StringPresence",
+    "ToolCallAccuracy",
+    "ToolCallF1",
 ]
 __getattr__, __dir__ = lazy_face(__name__, _NAMES)
