@@ -6,6 +6,7 @@ planned with ``plan(rows)`` (``base``). Results are :class:`MetricResult` (``res
 Here: Faithfulness, AnswerRelevancy, ContextPrecision, ContextPrecisionWithReference,
 ContextPrecisionWithoutReference, ContextUtilization, ContextRecall and SemanticSimilarity, thin
 faces over the engines of a full run (``rag``); :class:`DeterministicMetric` wraps a pure function.
+``ascore_rows`` / ``score_rows`` score several metrics over many rows as one run (``evaluate``).
 The names load when first used.
 """
 
@@ -15,6 +16,7 @@ from ...extras import lazy_face
 
 if TYPE_CHECKING:
     from .base import BaseMetric, CallPlan, DeterministicMetric
+    from .evaluate import RowResults, ascore_rows, score_rows
     from .rag import (
         AnswerRelevancy,
         ContextPrecision,
@@ -44,6 +46,9 @@ _NAMES = {
     "ResultUsage": "result",
     "SemanticSimilarity": "rag",
     "StatementVerdict": "result",
+    "RowResults": "evaluate",
+    "ascore_rows": "evaluate",
+    "score_rows": "evaluate",
 }
 __all__ = [
     "AnswerRelevancy",
@@ -60,7 +65,10 @@ __all__ = [
     "Faithfulness",
     "MetricResult",
     "ResultUsage",
+    "RowResults",
     "SemanticSimilarity",
     "StatementVerdict",
+    "ascore_rows",
+    "score_rows",
 ]
 __getattr__, __dir__ = lazy_face(__name__, _NAMES)
