@@ -183,3 +183,37 @@ def test_bad_thresholds(
 def test_not_results() -> None:
     with pytest.raises(TypeError, match=r"result \[1\] must be a mapping"):
         assert_scores([{"question_id": "q"}, "oops"], steps_score=0.5)
+
+
+def test_assert_test_passes_silently_and_prints_each_failed_metric() -> None:
+    from qa_eval.metrics.collections import MetricResult
+    from qa_eval.testing import assert_test
+
+    good = MetricResult(0.9, "3 of 3 statements supported", threshold=0.7, name="faithfulness")
+    assert_test(good)
+    assert_test([good, MetricResult(0.2, "no threshold", name="other")])
+    bad = MetricResult(0.25, "1 of 4 statements supported", threshold=0.7, name="faithfulness")
+    broken = MetricResult.failed(ValueError("reference is missing"), "context_recall", 0.5)
+    with pytest.raises(AssertionError) as caught:
+        assert_test({"faithfulness": bad, "context_recall": broken, "ok": good})
+    assert str(caught.value).splitlines() == [
+        "2 of 3 metrics failed:",
+        "  faithfulness: 0.25 < threshold 0.7; reason: 1 of 4 statements supported",
+        "  context_recall: not scored: reference is missing",
+    ]
+    assert_test({"faithfulness": bad, "ok": good}, metrics={"ok": 0.7})  # only those named
+
+
+def test_assert_test_reads_a_result_dict_with_the_thresholds_given() -> None:
+    from qa_eval.metrics.collections import DeterministicMetric
+    from qa_eval.testing import assert_test
+
+    row = {"question_id": "q", "exact": 0.0, "exact_reason": "exact = 0", "bleu": 0.8}
+    assert_test(row, {"bleu": 0.5})
+    exact = DeterministicMetric("exact", lambda reference, response: 0.0, threshold=1.0)
+    with pytest.raises(AssertionError, match=r"exact: 0 < threshold 1; reason: exact = 0"):
+        assert_test(row, [exact])
+    with pytest.raises(AssertionError, match="missing: not scored: no value"):
+        assert_test(row, {"missing": 0.5})
+    with pytest.raises(TypeError, match="metrics="):
+        assert_test(row)

@@ -11,6 +11,11 @@ of fails: a misspelt name or a metric the run did not compute never passes silen
 thresholds for some templates only. The ``AssertionError`` lists every failed check and, under
 each, the worst questions (lowest score, or highest cost) with their value, their error when the
 response was one, and the first reason a reference step did not match when the results say it.
+
+``assert_test(result_or_row, metrics=None)`` is deepeval's habit for one sample: it checks one
+``MetricResult`` of ``qa_eval.metrics.collections``, a list or dict of them, or a row of
+``score_rows`` (its ``scores[i]``, or its result dict with ``metrics`` giving the thresholds), and
+fails with value, threshold and reason of each metric that failed (one with an error fails too).
 """
 
 from __future__ import annotations
@@ -23,8 +28,9 @@ from typing import Any
 
 from .aggregate import as_float, compute_aggregates, is_error, mean_of
 from .compare.runs import lower_is_better
+from .metrics.collections.result import MetricResult
 
-__all__ = ["ScoreCheck", "assert_scores", "check_scores"]
+__all__ = ["ScoreCheck", "assert_scores", "assert_test", "check_scores"]
 
 
 @dataclass(frozen=True)
@@ -221,3 +227,86 @@ def assert_scores(
                 lines.append("    worst questions:")
                 lines.extend(worst_lines)
     raise AssertionError("\n".join(lines))
+
+
+def _named(results: Any) -> list[tuple[str, MetricResult]]:
+    """(name, result) pairs of one ``MetricResult``, a list of them or a dict by name."""
+    if isinstance(results, MetricResult):
+        return [(results.name or "metric", results)]
+    if isinstance(results, Mapping):
+        return [(str(k), v) for k, v in results.items()]
+    pairs = []
+    for position, item in enumerate(results):
+        if not isinstance(item, MetricResult):
+            raise TypeError(f"[{position}] must be a MetricResult, got {type(item).__name__}")
+        pairs.append((item.name or f"metric {position + 1}", item))
+    return pairs
+
+
+def _is_result_dict(value: Any) -> bool:
+    """Whether ``value`` is a result dict (of a run or ``score_rows``), not results by name."""
+    return isinstance(value, Mapping) and not all(
+        isinstance(v, MetricResult) for v in value.values()
+    )
+
+
+def _name_of(metric: Any) -> str:
+    """A metric object's name (a plain string names itself)."""
+    return metric if isinstance(metric, str) else str(metric.name)
+
+
+def _from_row(
+    row: Mapping[str, Any], metrics: Iterable[Any] | Mapping[str, float] | None
+) -> list[tuple[str, MetricResult]]:
+    """The results of the metrics named in ``metrics`` as a result dict holds them."""
+    if metrics is None:
+        raise TypeError(
+            "a result dict holds no thresholds: give metrics= (the metric objects, or a "
+            "mapping of result key to threshold)"
+        )
+    wanted: list[tuple[str, float | None]]
+    if isinstance(metrics, Mapping):
+        wanted = list(_thresholds(metrics, "").items())
+    else:
+        wanted = [(_name_of(m), getattr(m, "threshold", None)) for m in metrics]
+    pairs = []
+    for key, threshold in wanted:
+        error = row.get(f"{key}_error")
+        reason = row.get(f"{key}_reason")
+        if key not in row and error is None:
+            error = "no value in this row (not computed, or a misspelt name)"
+        result = MetricResult(
+            row.get(key),
+            str(reason) if reason is not None else None,
+            error=str(error) if error is not None else None,
+            threshold=threshold,
+            name=key,
+        )
+        pairs.append((key, result))
+    return pairs
+
+
+def assert_test(
+    result_or_row: Any, metrics: Iterable[Any] | Mapping[str, float] | None = None
+) -> None:
+    """Raise ``AssertionError`` naming value, threshold and reason of each metric that failed
+    (below its threshold, or not scored); pass silently otherwise."""
+    if _is_result_dict(result_or_row):
+        pairs = _from_row(result_or_row, metrics)
+    else:
+        pairs = _named(result_or_row)
+        if metrics is not None:  # only the metrics named
+            names = {_name_of(m) for m in metrics}
+            pairs = [(n, r) for n, r in pairs if n in names]
+    failed = []
+    for name, result in pairs:
+        if result.error is not None:
+            failed.append(f"  {name}: not scored: {_short(result.error, 300)}")
+        elif result.success is False:
+            value = as_float(result.value)
+            shown = f"{value:.4g}" if value is not None else repr(result.value)
+            reason = _short(result.reason or "(no reason)", 300)
+            failed.append(f"  {name}: {shown} < threshold {result.threshold:g}; reason: {reason}")
+    if failed:
+        head = f"{len(failed)} of {_plural(len(pairs), 'metric')} failed:"
+        raise AssertionError("\n".join([head, *failed]))

@@ -9,6 +9,7 @@ faces over the engines of a full run (``rag``); :class:`DeterministicMetric` wra
 BleuScore, CHRFScore, RougeScore, ExactMatch, StringPresence, NonLLMStringSimilarity (with
 DistanceMeasure), QuotedSpansAlignment, ToolCallAccuracy, ToolCallF1 and DataCompyScore wrap the
 deterministic engines (``deterministic``).
+``ascore_rows`` / ``score_rows`` score several metrics over many rows as one run (``evaluate``).
 The names load when first used.
 """
 
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
         ToolCallAccuracy,
         ToolCallF1,
     )
+    from .evaluate import RowResults, ascore_rows, score_rows
     from .rag import (
         AnswerRelevancy,
         ContextPrecision,
@@ -71,6 +73,9 @@ _NAMES = {
     "StringPresence": "deterministic",
     "ToolCallAccuracy": "deterministic",
     "ToolCallF1": "deterministic",
+    "RowResults": "evaluate",
+    "ascore_rows": "evaluate",
+    "score_rows": "evaluate",
 }
 __all__ = [
     "AnswerRelevancy",
@@ -95,10 +100,13 @@ __all__ = [
     "QuotedSpansAlignment",
     "ResultUsage",
     "RougeScore",
+    "RowResults",
     "SemanticSimilarity",
     "StatementVerdict",
     "StringPresence",
     "ToolCallAccuracy",
     "ToolCallF1",
+    "ascore_rows",
+    "score_rows",
 ]
 __getattr__, __dir__ = lazy_face(__name__, _NAMES)

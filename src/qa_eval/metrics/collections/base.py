@@ -165,7 +165,8 @@ def require_embeddings(metric: str, embeddings: Any) -> Embedder:
 Progress = Callable[[int, int], Any]
 
 
-def _progress_of(progress: bool | Progress | None, name: str) -> Progress | None:
+def progress_of(progress: bool | Progress | None, name: str) -> Progress | None:
+    """The progress callback asked for: ``True`` writes ``name: done/total`` to stderr."""
     if progress is True:
 
         def show(done: int, total: int) -> None:
@@ -211,6 +212,16 @@ class BaseMetric:
     def _threshold(self) -> float | None:
         return self.threshold
 
+    async def ascore_row(self, row: Mapping[str, Any], judge: Any = None) -> MetricResult:
+        """One row's result (its inputs by ``ascore``'s keyword names), the calls made through
+        ``judge`` when given (a run's shared judge: one budget, shared in-flight asks), else
+        through this metric's own."""
+        if judge is None and self.llm is not None:
+            judge = self.llm.judge()
+        session = Session(judge if self.llm is not None else None, self.embeddings)
+        scored = await self._compute_row(session, dict(row))
+        return session.result(scored, self.name, self._threshold())
+
     def score(self, **inputs: Any) -> MetricResult:
         """:meth:`ascore` from synchronous code (inside a running loop too)."""
         return run_sync(lambda: self.ascore(**inputs))
@@ -228,7 +239,7 @@ class BaseMetric:
         limit = concurrency or (self.llm.config.concurrency if self.llm is not None else 8)
         gate = asyncio.Semaphore(max(1, limit))
         results: list[MetricResult | None] = [None] * len(todo)
-        show = _progress_of(progress, self.name)
+        show = progress_of(progress, self.name)
         done = 0
 
         async def one(index: int, row: dict[str, Any]) -> None:
