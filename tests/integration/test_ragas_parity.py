@@ -11,14 +11,14 @@ Embeddings come from the stub's ``/embeddings`` endpoint (``embedding_of``) for 
 Where ragas and qa-eval differ on purpose (no claims, no classifications, inputs ragas refuses),
 the difference is asserted explicitly.
 
-ragas 0.4.3 cannot be installed next to qa-eval: through langchain-openai (openai < 3) and
-instructor (openai < 2) it needs an openai SDK qa-eval's ``openai >= 3.40, < 4`` excludes, so this
-module is skipped unless ragas is importable. In a separate environment::
+ragas is not a dependency of qa-eval, so this module is skipped where ragas is not importable,
+unless ``QA_EVAL_REQUIRE_RAGAS=1`` is set: then a missing ragas fails the run instead (CI's ragas
+step sets it, so the parity tests cannot pass by being skipped). ragas 0.4.3 installs next to
+qa-eval's judge (ragas resolves openai 1.x; qa-eval's ``judge`` extra takes 1.55.3 up to 3.x)::
 
-    python -m venv /tmp/ragas-venv
-    /tmp/ragas-venv/bin/pip install -e '.[test]'
-    /tmp/ragas-venv/bin/pip install ragas==0.4.3 langchain-community==0.4.1  # openai -> 1.109.1
-    /tmp/ragas-venv/bin/python -m pytest tests/integration/test_ragas_parity.py
+    python3 -m venv /tmp/rv
+    /tmp/rv/bin/pip install -e '.[judge]' ragas==0.4.3 langchain-community==0.4.1 pytest
+    QA_EVAL_REQUIRE_RAGAS=1 /tmp/rv/bin/python -m pytest tests/integration/test_ragas_parity.py
 
 (langchain-community 0.4.2 lacks ``chat_models.vertexai``, which ragas 0.4.3 imports.)
 """
@@ -39,7 +39,10 @@ import pytest
 
 # ragas' analytics read this once (lru_cache) and would otherwise post usage events.
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
-pytest.importorskip("ragas")
+if os.environ.get("QA_EVAL_REQUIRE_RAGAS") == "1":
+    import ragas  # noqa: F401  # CI's ragas step: a missing ragas is an error, not a skip
+else:
+    pytest.importorskip("ragas")
 
 from openai import AsyncOpenAI
 from ragas.embeddings.base import embedding_factory

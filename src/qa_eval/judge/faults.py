@@ -119,6 +119,8 @@ def refuses_max_tokens(status: int, message: str) -> bool:
 def could_not_connect(error: BaseException) -> bool:
     """Whether a connection error failed to connect at all (refused, no route, unknown host),
     rather than breaking a connection that was made."""
+    # Matched by class name, not class: openai 1.x and 2.x raise httpx.ConnectError underneath,
+    # openai 3.x httpx2.ConnectError, and only one of the two transports is installed.
     seen: set[int] = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
