@@ -5,7 +5,9 @@ planned with ``plan(rows)`` (``base``). Results are :class:`MetricResult` (``res
 
 Here: Faithfulness, AnswerRelevancy, ContextPrecision, ContextPrecisionWithReference,
 ContextPrecisionWithoutReference, ContextUtilization, ContextRecall and SemanticSimilarity, thin
-faces over the engines of a full run (``rag``); :class:`DeterministicMetric` wraps a pure function.
+faces over the engines of a full run (``rag``); ContextEntityRecall, ContextRelevance,
+NoiseSensitivity and SQLSemanticEquivalence over new engines (``context``);
+:class:`DeterministicMetric` wraps a pure function.
 The names load when first used.
 """
 
@@ -15,6 +17,13 @@ from ...extras import lazy_face
 
 if TYPE_CHECKING:
     from .base import BaseMetric, CallPlan, DeterministicMetric
+    from .context import (
+        ContextDetails,
+        ContextEntityRecall,
+        ContextRelevance,
+        NoiseSensitivity,
+        SQLSemanticEquivalence,
+    )
     from .rag import (
         AnswerRelevancy,
         ContextPrecision,
@@ -32,6 +41,11 @@ _NAMES = {
     "BaseMetric": "base",
     "CallPlan": "base",
     "ChunkVerdict": "result",
+    "ContextDetails": "context",
+    "ContextEntityRecall": "context",
+    "ContextRelevance": "context",
+    "NoiseSensitivity": "context",
+    "SQLSemanticEquivalence": "context",
     "ContextPrecision": "rag",
     "ContextPrecisionWithReference": "rag",
     "ContextPrecisionWithoutReference": "rag",
@@ -50,16 +64,21 @@ __all__ = [
     "BaseMetric",
     "CallPlan",
     "ChunkVerdict",
+    "ContextDetails",
+    "ContextEntityRecall",
     "ContextPrecision",
     "ContextPrecisionWithReference",
     "ContextPrecisionWithoutReference",
     "ContextRecall",
+    "ContextRelevance",
     "ContextUtilization",
     "Details",
     "DeterministicMetric",
     "Faithfulness",
     "MetricResult",
+    "NoiseSensitivity",
     "ResultUsage",
+    "SQLSemanticEquivalence",
     "SemanticSimilarity",
     "StatementVerdict",
 ]
