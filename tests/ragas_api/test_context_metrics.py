@@ -333,3 +333,33 @@ def test_an_empty_query_is_refused_without_a_call(script: Script, llm: Any) -> N
     with pytest.raises(ValueError, match="response"):
         _score(SQLSemanticEquivalence(llm=llm), response=" ", reference="SELECT 1")
     assert not script.kinds
+
+
+# --- plan: every call counted, none made -----------------------------------------------------
+
+
+def test_plan_counts_every_call_without_making_one(script: Script, llm: Any) -> None:
+    cases = [
+        (ContextEntityRecall(llm=llm), {"reference": REFERENCE, "retrieved_contexts": CHUNKS}, 2),
+        (ContextRelevance(llm=llm), {"user_input": QUESTION, "retrieved_contexts": ["c"]}, 2),
+        (
+            NoiseSensitivity(llm=llm),
+            {
+                "user_input": NS_QUESTION,
+                "response": NS_RESPONSE,
+                "reference": NS_REFERENCE,
+                "retrieved_contexts": NS_CHUNKS,
+            },
+            4,  # the statement lists, the support table and the correctness
+        ),
+        (
+            SQLSemanticEquivalence(llm=llm),
+            {"response": "SELECT 1", "reference": "SELECT 2", "reference_contexts": None},
+            1,
+        ),
+    ]
+    for metric, row, calls in cases:
+        plan = metric.plan([row, row])
+        assert (plan.rows, plan.calls) == (2, 2 * calls), type(metric).__name__
+        assert plan.prompt_tokens > 0
+    assert not script.kinds

@@ -71,7 +71,12 @@ async def _entities(judge: Any, text: str) -> list[str]:
 async def entity_recall(judge: Any, reference: str, contexts: Sequence[str]) -> EntityRecall:
     """Ask for the entities of ``reference`` and of the joined ``contexts`` (both calls at once)
     and compute the recall; ``JudgeError`` when a call gives no usable reply."""
+    # both asks finish before a failure is raised: no call is left running unawaited
     wanted, found = await asyncio.gather(
-        _entities(judge, reference), _entities(judge, "\n".join(contexts))
+        _entities(judge, reference), _entities(judge, "\n".join(contexts)), return_exceptions=True
     )
+    for reply in (wanted, found):
+        if isinstance(reply, BaseException):
+            raise reply
+    assert isinstance(wanted, list) and isinstance(found, list)
     return EntityRecall(entity_recall_score(wanted, found), tuple(wanted), tuple(found))

@@ -18,12 +18,14 @@ per statement), and the response's statements against the reference in another, 
 calls that list the statements: four calls whatever the number of chunks. A response without
 statements leaves nothing to measure (ragas: NaN) and a reference without statements makes the
 chunks' relevance undefined (ragas raises): both are "not computed" (``None``) with the reason.
+A dry run counts all four calls, the statements estimated by the sentences of each text.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import re
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -128,6 +130,33 @@ async def _correct(judge: Any, statements: Sequence[str], reference: str) -> lis
     return [v.verdict == 1 for v in ordered]
 
 
+async def _settled(*asks: Awaitable[Any]) -> list[Any]:
+    """The replies of asks run at once; the first failure is raised only when all are done, so
+    no call is left running unawaited."""
+    replies = await asyncio.gather(*asks, return_exceptions=True)
+    for reply in replies:
+        if isinstance(reply, BaseException):
+            raise reply
+    return list(replies)
+
+
+def _sentences(text: str) -> list[str]:
+    return [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s] or [text]
+
+
+async def _plan(
+    judge: Any, question: str, response: str, reference: str, contexts: Sequence[str]
+) -> None:
+    """A dry run's count of all four calls, the statements estimated by the sentences."""
+    ours, theirs = _sentences(reference), _sentences(response)
+    await _settled(
+        _statements(judge, question, reference),
+        _statements(judge, question, response),
+        _support(judge, [*ours, *theirs], contexts),
+        _correct(judge, theirs, reference),
+    )
+
+
 async def noise_sensitivity(
     judge: Any,
     question: str,
@@ -146,14 +175,16 @@ async def noise_sensitivity(
     ):
         if not given:
             raise ValueError(f"{name} is missing or empty")
-    ours, theirs = await asyncio.gather(
+    if getattr(judge, "dry_run", False):
+        await _plan(judge, question, response, reference, contexts)
+    ours, theirs = await _settled(
         _statements(judge, question, reference), _statements(judge, question, response)
     )
     if not theirs:
         return Noise(None, tuple(ours), reason="the response makes no claims")
     if not ours:
         return Noise(None, (), tuple(theirs), reason="the reference makes no claims")
-    support, correct = await asyncio.gather(
+    support, correct = await _settled(
         _support(judge, [*ours, *theirs], contexts), _correct(judge, theirs, reference)
     )
     g, a = support[: len(ours)], support[len(ours) :]
