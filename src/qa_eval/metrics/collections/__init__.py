@@ -10,6 +10,9 @@ BleuScore, CHRFScore, RougeScore, ExactMatch, StringPresence, NonLLMStringSimila
 DistanceMeasure), QuotedSpansAlignment, ToolCallAccuracy, ToolCallF1 and DataCompyScore wrap the
 deterministic engines (``deterministic``).
 ``ascore_rows`` / ``score_rows`` score several metrics over many rows as one run (``evaluate``).
+faces over the engines of a full run (``rag``); ContextEntityRecall, ContextRelevance,
+NoiseSensitivity and SQLSemanticEquivalence over new engines (``context``);
+:class:`DeterministicMetric` wraps a pure function.
 The names load when first used.
 """
 
@@ -19,6 +22,13 @@ from ...extras import lazy_face
 
 if TYPE_CHECKING:
     from .base import BaseMetric, CallPlan, DeterministicMetric
+    from .context import (
+        ContextDetails,
+        ContextEntityRecall,
+        ContextRelevance,
+        NoiseSensitivity,
+        SQLSemanticEquivalence,
+    )
     from .deterministic import (
         BleuScore,
         CHRFScore,
@@ -50,6 +60,11 @@ _NAMES = {
     "BaseMetric": "base",
     "CallPlan": "base",
     "ChunkVerdict": "result",
+    "ContextDetails": "context",
+    "ContextEntityRecall": "context",
+    "ContextRelevance": "context",
+    "NoiseSensitivity": "context",
+    "SQLSemanticEquivalence": "context",
     "ContextPrecision": "rag",
     "ContextPrecisionWithReference": "rag",
     "ContextPrecisionWithoutReference": "rag",
@@ -84,10 +99,13 @@ __all__ = [
     "CHRFScore",
     "CallPlan",
     "ChunkVerdict",
+    "ContextDetails",
+    "ContextEntityRecall",
     "ContextPrecision",
     "ContextPrecisionWithReference",
     "ContextPrecisionWithoutReference",
     "ContextRecall",
+    "ContextRelevance",
     "ContextUtilization",
     "DataCompyScore",
     "Details",
@@ -96,11 +114,13 @@ __all__ = [
     "ExactMatch",
     "Faithfulness",
     "MetricResult",
+    "NoiseSensitivity",
     "NonLLMStringSimilarity",
     "QuotedSpansAlignment",
     "ResultUsage",
     "RougeScore",
     "RowResults",
+    "SQLSemanticEquivalence",
     "SemanticSimilarity",
     "StatementVerdict",
     "StringPresence",
