@@ -5,7 +5,9 @@ planned with ``plan(rows)`` (``base``). Results are :class:`MetricResult` (``res
 
 Here: Faithfulness, AnswerRelevancy, ContextPrecision, ContextPrecisionWithReference,
 ContextPrecisionWithoutReference, ContextUtilization, ContextRecall and SemanticSimilarity, thin
-faces over the engines of a full run (``rag``); :class:`DeterministicMetric` wraps a pure function.
+faces over the engines of a full run (``rag``); AgentGoalAccuracy(WithReference,
+WithoutReference), TopicAdherence, DomainSpecificRubrics, RubricsScoreWith(out)Reference and
+InstanceSpecificRubrics (``agent``); :class:`DeterministicMetric` wraps a pure function.
 The names load when first used.
 """
 
@@ -14,6 +16,16 @@ from typing import TYPE_CHECKING
 from ...extras import lazy_face
 
 if TYPE_CHECKING:
+    from .agent import (
+        AgentGoalAccuracy,
+        AgentGoalAccuracyWithoutReference,
+        AgentGoalAccuracyWithReference,
+        DomainSpecificRubrics,
+        InstanceSpecificRubrics,
+        RubricsScoreWithoutReference,
+        RubricsScoreWithReference,
+        TopicAdherence,
+    )
     from .base import BaseMetric, CallPlan, DeterministicMetric
     from .rag import (
         AnswerRelevancy,
@@ -28,6 +40,14 @@ if TYPE_CHECKING:
     from .result import ChunkVerdict, Details, MetricResult, ResultUsage, StatementVerdict
 
 _NAMES = {
+    "AgentGoalAccuracy": "agent",
+    "AgentGoalAccuracyWithReference": "agent",
+    "AgentGoalAccuracyWithoutReference": "agent",
+    "DomainSpecificRubrics": "agent",
+    "InstanceSpecificRubrics": "agent",
+    "RubricsScoreWithReference": "agent",
+    "RubricsScoreWithoutReference": "agent",
+    "TopicAdherence": "agent",
     "AnswerRelevancy": "rag",
     "BaseMetric": "base",
     "CallPlan": "base",
@@ -46,6 +66,9 @@ _NAMES = {
     "StatementVerdict": "result",
 }
 __all__ = [
+    "AgentGoalAccuracy",
+    "AgentGoalAccuracyWithReference",
+    "AgentGoalAccuracyWithoutReference",
     "AnswerRelevancy",
     "BaseMetric",
     "CallPlan",
@@ -57,10 +80,15 @@ __all__ = [
     "ContextUtilization",
     "Details",
     "DeterministicMetric",
+    "DomainSpecificRubrics",
     "Faithfulness",
+    "InstanceSpecificRubrics",
     "MetricResult",
     "ResultUsage",
+    "RubricsScoreWithReference",
+    "RubricsScoreWithoutReference",
     "SemanticSimilarity",
     "StatementVerdict",
+    "TopicAdherence",
 ]
 __getattr__, __dir__ = lazy_face(__name__, _NAMES)
