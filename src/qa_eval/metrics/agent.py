@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, field_validator
 
+from ..errors import DryRunSkip
 from ..prompts import numbered_blocks, render
 from .context import numbered_schema
 
@@ -119,9 +120,17 @@ def _user(text: str) -> list[dict[str, str]]:
 
 async def agent_goal_accuracy(judge: Any, conversation: str, reference: str | None) -> GoalOutcome:
     """Whether the workflow reached ``reference`` (or, without one, the goal the judge infers)."""
-    workflow = await judge.ask(
-        GOAL_METRIC, _user(render("agent_goal_outcome", conversation=conversation)), WorkflowReply
-    )
+    try:
+        workflow = await judge.ask(
+            GOAL_METRIC,
+            _user(render("agent_goal_outcome", conversation=conversation)),
+            WorkflowReply,
+        )
+    except DryRunSkip:  # a dry run counts the comparison too, estimated with the last turn
+        last = conversation.rsplit("\n", 1)[-1]
+        compare = render("agent_goal_compare", desired=reference or last, arrived=last)
+        judge.plan_call(GOAL_METRIC, _user(compare), CompareReply)
+        raise
     goal, end = workflow.value.user_goal, workflow.value.end_state
     desired = reference if reference is not None else goal
     compared = await judge.ask(
@@ -154,19 +163,15 @@ def _ordered(verdicts: Sequence[Any], field: str) -> tuple[bool, ...]:
     return tuple(bool(getattr(v, field)) for v in sorted(verdicts, key=lambda v: v.topic))
 
 
-async def topic_adherence(
-    judge: Any, conversation: str, reference_topics: Sequence[str], mode: Mode
-) -> TopicOutcome:
-    """Topic adherence of a conversation to ``reference_topics`` (module docstring)."""
-    extracted = await judge.ask(
-        TOPIC_METRIC, _user(render("topic_extraction", conversation=conversation)), TopicsReply
-    )
-    topics = tuple(t.strip() for t in extracted.value.topics if t.strip())
-    if not topics:
-        return TopicOutcome(None, (), (), (), None, None)
-    numbered = {"topics": numbered_blocks(topics, "topic")}
-    refused = await judge.ask(
-        TOPIC_METRIC,
+Ask = tuple[list[dict[str, str]], Any]
+
+
+def _topic_asks(
+    conversation: str, topics: Sequence[str], reference_topics: Sequence[str]
+) -> tuple[Ask, Ask]:
+    """The messages and reply schemas of the refusal call and the classification call."""
+    numbered = {"topics": numbered_blocks(list(topics), "topic")}
+    refusals = (
         _user(render("topic_refused", numbered, conversation=conversation)),
         numbered_schema("TopicRefusals", RefusalVerdict, "topic", len(topics)),
     )
@@ -174,11 +179,38 @@ async def topic_adherence(
         **numbered,
         "reference_topics": numbered_blocks(list(reference_topics), "reference_topic"),
     }
-    classified = await judge.ask(
-        TOPIC_METRIC,
+    classes = (
         _user(render("topic_classification", references)),
         numbered_schema("TopicClasses", ClassVerdict, "topic", len(topics)),
     )
+    return refusals, classes
+
+
+async def topic_adherence(
+    judge: Any, conversation: str, reference_topics: Sequence[str], mode: Mode
+) -> TopicOutcome:
+    """Topic adherence of a conversation to ``reference_topics`` (module docstring)."""
+    try:
+        extracted = await judge.ask(
+            TOPIC_METRIC, _user(render("topic_extraction", conversation=conversation)), TopicsReply
+        )
+    except DryRunSkip:  # a dry run counts the other two calls, a topic per human turn
+        human = [line for line in conversation.splitlines() if line.startswith("Human: ")]
+        guess = tuple(human) or (conversation,)
+        refusals, classes = _topic_asks(conversation, guess, reference_topics)
+        judge.plan_call(TOPIC_METRIC, *refusals)
+        judge.plan_call(TOPIC_METRIC, *classes)
+        raise
+    topics = tuple(t.strip() for t in extracted.value.topics if t.strip())
+    if not topics:
+        return TopicOutcome(None, (), (), (), None, None)
+    refusals, classes = _topic_asks(conversation, topics, reference_topics)
+    try:
+        refused = await judge.ask(TOPIC_METRIC, *refusals)
+    except DryRunSkip:
+        judge.plan_call(TOPIC_METRIC, *classes)
+        raise
+    classified = await judge.ask(TOPIC_METRIC, *classes)
     answered = tuple(not r for r in _ordered(refused.value.verdicts, "refused"))
     in_reference = _ordered(classified.value.verdicts, "in_reference")
     return TopicOutcome(
