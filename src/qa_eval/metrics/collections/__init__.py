@@ -13,6 +13,9 @@ deterministic engines (``deterministic``).
 faces over the engines of a full run (``rag``); ContextEntityRecall, ContextRelevance,
 NoiseSensitivity and SQLSemanticEquivalence over new engines (``context``);
 :class:`DeterministicMetric` wraps a pure function.
+faces over the engines of a full run (``rag``); AgentGoalAccuracy(WithReference,
+WithoutReference), TopicAdherence, DomainSpecificRubrics, RubricsScoreWith(out)Reference and
+InstanceSpecificRubrics (``agent``); :class:`DeterministicMetric` wraps a pure function.
 The names load when first used.
 """
 
@@ -21,6 +24,16 @@ from typing import TYPE_CHECKING
 from ...extras import lazy_face
 
 if TYPE_CHECKING:
+    from .agent import (
+        AgentGoalAccuracy,
+        AgentGoalAccuracyWithoutReference,
+        AgentGoalAccuracyWithReference,
+        DomainSpecificRubrics,
+        InstanceSpecificRubrics,
+        RubricsScoreWithoutReference,
+        RubricsScoreWithReference,
+        TopicAdherence,
+    )
     from .base import BaseMetric, CallPlan, DeterministicMetric
     from .context import (
         ContextDetails,
@@ -56,6 +69,14 @@ if TYPE_CHECKING:
     from .result import ChunkVerdict, Details, MetricResult, ResultUsage, StatementVerdict
 
 _NAMES = {
+    "AgentGoalAccuracy": "agent",
+    "AgentGoalAccuracyWithReference": "agent",
+    "AgentGoalAccuracyWithoutReference": "agent",
+    "DomainSpecificRubrics": "agent",
+    "InstanceSpecificRubrics": "agent",
+    "RubricsScoreWithReference": "agent",
+    "RubricsScoreWithoutReference": "agent",
+    "TopicAdherence": "agent",
     "AnswerRelevancy": "rag",
     "BaseMetric": "base",
     "CallPlan": "base",
@@ -93,6 +114,9 @@ _NAMES = {
     "score_rows": "evaluate",
 }
 __all__ = [
+    "AgentGoalAccuracy",
+    "AgentGoalAccuracyWithReference",
+    "AgentGoalAccuracyWithoutReference",
     "AnswerRelevancy",
     "BaseMetric",
     "BleuScore",
@@ -111,8 +135,10 @@ __all__ = [
     "Details",
     "DeterministicMetric",
     "DistanceMeasure",
+    "DomainSpecificRubrics",
     "ExactMatch",
     "Faithfulness",
+    "InstanceSpecificRubrics",
     "MetricResult",
     "NoiseSensitivity",
     "NonLLMStringSimilarity",
@@ -120,12 +146,15 @@ __all__ = [
     "ResultUsage",
     "RougeScore",
     "RowResults",
+    "RubricsScoreWithReference",
+    "RubricsScoreWithoutReference",
     "SQLSemanticEquivalence",
     "SemanticSimilarity",
     "StatementVerdict",
     "StringPresence",
     "ToolCallAccuracy",
     "ToolCallF1",
+    "TopicAdherence",
     "ascore_rows",
     "score_rows",
 ]
