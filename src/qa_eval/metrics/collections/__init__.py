@@ -5,7 +5,9 @@ planned with ``plan(rows)`` (``base``). Results are :class:`MetricResult` (``res
 
 Here: Faithfulness, AnswerRelevancy, ContextPrecision, ContextPrecisionWithReference,
 ContextPrecisionWithoutReference, ContextUtilization, ContextRecall and SemanticSimilarity, thin
-faces over the engines of a full run (``rag``); :class:`DeterministicMetric` wraps a pure function.
+faces over the engines of a full run (``rag``); AnswerAccuracy, AnswerCorrectness,
+FactualCorrectness, ResponseGroundedness and SummaryScore over their own engines (``answer``);
+:class:`DeterministicMetric` wraps a pure function.
 The names load when first used.
 """
 
@@ -14,6 +16,14 @@ from typing import TYPE_CHECKING
 from ...extras import lazy_face
 
 if TYPE_CHECKING:
+    from .answer import (
+        AnswerAccuracy,
+        AnswerCorrectness,
+        AnswerDetails,
+        FactualCorrectness,
+        ResponseGroundedness,
+        SummaryScore,
+    )
     from .base import BaseMetric, CallPlan, DeterministicMetric
     from .rag import (
         AnswerRelevancy,
@@ -28,6 +38,12 @@ if TYPE_CHECKING:
     from .result import ChunkVerdict, Details, MetricResult, ResultUsage, StatementVerdict
 
 _NAMES = {
+    "AnswerAccuracy": "answer",
+    "AnswerCorrectness": "answer",
+    "AnswerDetails": "answer",
+    "FactualCorrectness": "answer",
+    "ResponseGroundedness": "answer",
+    "SummaryScore": "answer",
     "AnswerRelevancy": "rag",
     "BaseMetric": "base",
     "CallPlan": "base",
@@ -46,6 +62,9 @@ _NAMES = {
     "StatementVerdict": "result",
 }
 __all__ = [
+    "AnswerAccuracy",
+    "AnswerCorrectness",
+    "AnswerDetails",
     "AnswerRelevancy",
     "BaseMetric",
     "CallPlan",
@@ -57,10 +76,13 @@ __all__ = [
     "ContextUtilization",
     "Details",
     "DeterministicMetric",
+    "FactualCorrectness",
     "Faithfulness",
     "MetricResult",
+    "ResponseGroundedness",
     "ResultUsage",
     "SemanticSimilarity",
     "StatementVerdict",
+    "SummaryScore",
 ]
 __getattr__, __dir__ = lazy_face(__name__, _NAMES)
