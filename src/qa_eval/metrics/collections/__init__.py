@@ -16,6 +16,9 @@ NoiseSensitivity and SQLSemanticEquivalence over new engines (``context``);
 faces over the engines of a full run (``rag``); AgentGoalAccuracy(WithReference,
 WithoutReference), TopicAdherence, DomainSpecificRubrics, RubricsScoreWith(out)Reference and
 InstanceSpecificRubrics (``agent``); :class:`DeterministicMetric` wraps a pure function.
+faces over the engines of a full run (``rag``); AnswerAccuracy, AnswerCorrectness,
+FactualCorrectness, ResponseGroundedness and SummaryScore over their own engines (``answer``);
+:class:`DeterministicMetric` wraps a pure function.
 The names load when first used.
 """
 
@@ -33,6 +36,14 @@ if TYPE_CHECKING:
         RubricsScoreWithoutReference,
         RubricsScoreWithReference,
         TopicAdherence,
+    )
+    from .answer import (
+        AnswerAccuracy,
+        AnswerCorrectness,
+        AnswerDetails,
+        FactualCorrectness,
+        ResponseGroundedness,
+        SummaryScore,
     )
     from .base import BaseMetric, CallPlan, DeterministicMetric
     from .context import (
@@ -77,6 +88,12 @@ _NAMES = {
     "RubricsScoreWithReference": "agent",
     "RubricsScoreWithoutReference": "agent",
     "TopicAdherence": "agent",
+    "AnswerAccuracy": "answer",
+    "AnswerCorrectness": "answer",
+    "AnswerDetails": "answer",
+    "FactualCorrectness": "answer",
+    "ResponseGroundedness": "answer",
+    "SummaryScore": "answer",
     "AnswerRelevancy": "rag",
     "BaseMetric": "base",
     "CallPlan": "base",
@@ -117,6 +134,9 @@ __all__ = [
     "AgentGoalAccuracy",
     "AgentGoalAccuracyWithReference",
     "AgentGoalAccuracyWithoutReference",
+    "AnswerAccuracy",
+    "AnswerCorrectness",
+    "AnswerDetails",
     "AnswerRelevancy",
     "BaseMetric",
     "BleuScore",
@@ -137,12 +157,14 @@ __all__ = [
     "DistanceMeasure",
     "DomainSpecificRubrics",
     "ExactMatch",
+    "FactualCorrectness",
     "Faithfulness",
     "InstanceSpecificRubrics",
     "MetricResult",
     "NoiseSensitivity",
     "NonLLMStringSimilarity",
     "QuotedSpansAlignment",
+    "ResponseGroundedness",
     "ResultUsage",
     "RougeScore",
     "RowResults",
@@ -152,6 +174,7 @@ __all__ = [
     "SemanticSimilarity",
     "StatementVerdict",
     "StringPresence",
+    "SummaryScore",
     "ToolCallAccuracy",
     "ToolCallF1",
     "TopicAdherence",
