@@ -673,3 +673,46 @@ def test_explanation_uses_the_tolerance_too() -> None:
     ref = table(["v"], [[lit("1.5", "decimal")], [lit("2.5", "decimal")]])
     act = table(["v"], [[lit("1.500000001", "double")], [lit("2.6", "double")]])
     assert explain(ref, act, ["v"]) == "1 row missing: v=2.5; 1 extra row: v=2.6"
+
+
+def test_explanation_leaves_unread_a_column_of_numbers_no_reference_column_can_share() -> None:
+    from qa_eval.steps.sparql import terms
+    from qa_eval.steps.sparql.explain import explain_sparql_results
+    from qa_eval.steps.sparql.match import prepare_reference
+
+    rows = [[lit("7", "integer"), lit(f"OSLO T{i}"), uri(f"urn:t{i}")] for i in (2, 1)]
+    act = table(["count", "label", "t"], rows)
+    reference = prepare_reference(OSLO, ["tr", "name"])
+    read = terms.Table(act["results"]["bindings"])
+    assert explain_sparql_results(reference, act, table=read)[1] == (
+        '1 row missing: tr=<urn:t3> name="OSLO T3"'
+    )
+    assert sorted(read._columns) == ["label", "t"]
+    # a column the reference has numbers in, or one named as a required column, is read
+    assert explain(OSLO, act, ["tr", "mva"]).startswith("column ?mva not found")
+    renamed = table(["count", "name", "t"], rows)
+    assert explain(OSLO, renamed, ["tr", "name"]) == '1 row missing: tr=<urn:t3> name="OSLO T3"'
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        {"type": "literal", "datatype": XSD + "integer", "value": 7},
+        {"type": "literal", "datatype": 7, "value": "7"},
+        {"type": "number", "value": "7"},
+    ],
+)
+def test_explanation_still_reports_a_bad_term_in_a_column_it_need_not_read(cell: dict) -> None:
+    from qa_eval.steps.sparql.explain import explain_sparql_results
+    from qa_eval.steps.sparql.match import prepare_reference
+
+    bindings = [
+        {
+            "count": {"type": "literal", "datatype": XSD + "integer", "value": "1"},
+            "t": uri("urn:t1"),
+        },
+        {"count": cell, "t": uri("urn:t2")},
+    ]
+    act = {"head": {"vars": ["count", "t"]}, "results": {"bindings": bindings}}
+    with pytest.raises(SparqlResultError, match=r"results\.bindings\[1\]\.count"):
+        explain_sparql_results(prepare_reference(OSLO, ["tr"]), act)

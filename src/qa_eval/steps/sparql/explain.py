@@ -134,12 +134,13 @@ def _explain_select(
     """(closeness, text) of a SELECT result: the reference's columns paired with the actual
     ones, the columns not found, then the rows that differ on the columns found."""
     ref_cols = reference.columns
-    act_cols = {v: table.column(v) for v in act_vars}
+    required = reference.required
+    read = _columns_that_matter(ref_cols, table, act_vars, required)
+    act_cols = {v: table.column(v) for v in read}
     tolerant = tolerant_columns(ref_cols, table, act_vars)
     if tolerant is not None:
         ref_cols, table = tolerant
-        act_cols = {v: table.column(v) for v in act_vars}
-    required = reference.required
+        act_cols = {v: table.column(v) for v in read}
     paired, taken = _pair_columns(ref_cols, act_vars, act_cols, required)
     missing_cols = [required[i] for i in range(len(required)) if i not in paired]
     parts.extend(_columns_not_found(missing_cols, ref_cols, required, act_vars, act_cols, taken))
@@ -160,6 +161,27 @@ def _explain_select(
     if not parts:
         parts.append("the rows differ")  # not expected: the columns found hold the same rows
     return closeness, "; ".join(parts)
+
+
+def _columns_that_matter(
+    ref_cols: list[tuple[Hashable, list[Value]]],
+    table: Table,
+    act_vars: list[str],
+    required: list[str],
+) -> list[str]:
+    """The actual columns an explanation may read: all but the columns of numbers not read yet
+    whose kinds no reference column has (they share no value with one, and a column not found
+    is shown beside one of its own kind or name)."""
+    ref_kinds = {kind for kind, _ in ref_cols}
+    if MIXED in ref_kinds:
+        return act_vars
+    names = set(required)
+    out = []
+    for var in act_vars:
+        kinds = None if var in names else table.number_kinds(var)
+        if kinds is None or not kinds.isdisjoint(ref_kinds):
+            out.append(var)
+    return out
 
 
 def _pair_columns(
@@ -200,7 +222,9 @@ def _columns_not_found(
         text = f"column ?{var} not found"
         kind, values = ref_cols[required.index(var)]
         free = [v for v in act_vars if v not in taken]
-        like = [v for v in free if v == var] or [v for v in free if act_cols[v][0] == kind]
+        like = [v for v in free if v == var] or [
+            v for v in free if v in act_cols and act_cols[v][0] == kind
+        ]
         if like:
             act_kind, act_values = act_cols[like[0]]
             text += (
@@ -280,6 +304,8 @@ def _options_for(
     ref_pairs = _distinct(*column)
     options = []
     for position, var in enumerate(act_vars):
+        if var not in act_pairs:  # a column that shares no value with a reference column
+            continue
         shared = _shared(ref_pairs, act_pairs[var])
         if shared:
             options.append((-shared / len(ref_pairs[1]), var != required[i], position, var))

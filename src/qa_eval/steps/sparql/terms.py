@@ -274,6 +274,27 @@ class Table:
         first = self.bindings[0].get(var) if self.bindings else None
         return UNBOUND if first is None else located_term(first, 0, var)[0]
 
+    def number_kinds(self, var: str) -> frozenset[Hashable] | None:
+        """The kinds a column of numeric literals of one datatype can have (the number, or the
+        datatype's ill-typed literal), found without converting a value, for a column not read
+        yet whose reading raises no error; ``None`` for any other column."""
+        if var in self._columns:
+            return None
+        try:
+            cells = list(map(itemgetter(var), self.bindings))
+            if set(map(_TYPE, cells)) != _LITERAL_ONLY or set(map(len, cells)) != _THREE:
+                return None
+            datatypes = set(map(_DATATYPE, cells))
+            "".join(map(_VALUE, cells))  # every value is a string
+        except (KeyError, TypeError):
+            return None
+        datatype = datatypes.pop() if len(datatypes) == 1 else None
+        if not isinstance(datatype, str):
+            return None
+        if datatype not in _INTEGER_TYPES and datatype not in _REAL_TYPES:
+            return None
+        return frozenset((NUMBER, ("ill-typed", datatype)))
+
     def column(self, var: str) -> tuple[Hashable, list[Value]]:
         """The column's kind and canonical values, read on first use."""
         if var not in self._columns:
