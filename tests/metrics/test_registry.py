@@ -41,11 +41,16 @@ RAGAS_TEXT = (
     "bleu_score", "chrf_score", "rouge_score", "exact_match", "string_present",
     "non_llm_string_similarity",
 )  # fmt: skip
+# ragas' LLM metrics on a question's inputs (the ragas group)
+RAGAS_LLM = (
+    "answer_accuracy", "factual_correctness", "response_groundedness", "context_entity_recall",
+    "context_relevance", "noise_sensitivity", "summary_score", "ragas_answer_correctness",
+)  # fmt: skip
 
 
 def test_derived_lists_equal_the_former_hand_lists() -> None:
-    assert set(METRICS) == OLD_AGGREGATED | set(RAGAS_TEXT)
-    assert len(METRICS) == len(OLD_AGGREGATED) + len(RAGAS_TEXT)
+    assert set(METRICS) == OLD_AGGREGATED | set(RAGAS_TEXT) | set(RAGAS_LLM)
+    assert len(METRICS) == len(OLD_AGGREGATED) + len(RAGAS_TEXT) + len(RAGAS_LLM)
     assert SCORES == (
         "steps_score", "answer_recall", "answer_precision", "answer_f1", "answer_relevance",
         "faithfulness", "context_precision", "context_recall", "ragas_score",
@@ -68,7 +73,7 @@ def test_derived_lists_equal_the_former_hand_lists() -> None:
         "answer_correctness", "answer_relevance", "retrieval_answer", "retrieval_context",
         "faithfulness", "context_precision", "context_recall", "ragas_score",
         "factual_accuracy", "semantic_similarity", "answer_class", "bertscore", *RAGAS_TEXT,
-        "custom",
+        *RAGAS_LLM, "custom",
     )  # fmt: skip
     assert switches == SWITCHES
     assert GROUPS == {
@@ -77,6 +82,7 @@ def test_derived_lists_equal_the_former_hand_lists() -> None:
             "factual_accuracy", "semantic_similarity", "answer_class",
         ),
         "ragas-text": RAGAS_TEXT,
+        "ragas": RAGAS_LLM,
     }  # fmt: skip
     offline = ("semantic_similarity", "bertscore", *RAGAS_TEXT)
     assert offline == OFFLINE_SWITCHES

@@ -161,6 +161,20 @@ def _ragas_text(name: str, summary: str) -> Metric:
     )  # fmt: skip
 
 
+def _ragas_llm(
+    name: str, summary: str, needs: tuple[Need, ...], calls: int, direction: Direction = "higher"
+) -> Metric:
+    """An LLM metric of ragas (``metrics/ragas_run.py``, the engine of its collections class) on
+    a question's inputs: its value, cost, reason and error, opt-in, in the ``ragas`` group."""
+    value = Key(name, direction, "0-1", aggregate=True)
+    return Metric(
+        name, summary, (*needs, "judge"),
+        (value, _cost(name), *_text(f"{name}_reason", f"{name}_error")),
+        "docs/ragas.md", default=False, groups=("ragas",), own=True,
+        score=f"qa_eval.metrics.ragas_run:{name}_entry", calls=calls,
+    )  # fmt: skip
+
+
 # fmt: off
 METRICS: dict[str, Metric] = {
     "answer_correctness": Metric(
@@ -318,6 +332,39 @@ METRICS: dict[str, Metric] = {
     "non_llm_string_similarity": _ragas_text(
         "non_llm_string_similarity",
         "1 - normalised Levenshtein distance of the answer and the reference answer (ragas)",
+    ),
+    "answer_accuracy": _ragas_llm(
+        "answer_accuracy", "two raters' agreement of the answer with the reference (ragas)",
+        ("question", "answer", "reference_answer"), 2,
+    ),
+    "factual_correctness": _ragas_llm(
+        "factual_correctness", "F1 of the answer's and the reference's claims by NLI (ragas)",
+        ("answer", "reference_answer"), 4,
+    ),
+    "response_groundedness": _ragas_llm(
+        "response_groundedness", "two raters' support of the answer by the contexts (ragas)",
+        ("answer", "contexts"), 2,
+    ),
+    "context_entity_recall": _ragas_llm(
+        "context_entity_recall", "share of the reference's entities the contexts name (ragas)",
+        ("reference_answer", "contexts"), 2,
+    ),
+    "context_relevance": _ragas_llm(
+        "context_relevance", "two raters' relevance of the contexts to the question (ragas)",
+        ("question", "contexts"), 2,
+    ),
+    "noise_sensitivity": _ragas_llm(
+        "noise_sensitivity", "share of the answer's wrong statements a relevant chunk supports "
+        "(ragas; lower is better)", ("question", "answer", "reference_answer", "contexts"), 4,
+        direction="lower",
+    ),
+    "summary_score": _ragas_llm(
+        "summary_score", "the answer as a summary of the contexts: questions answered and "
+        "conciseness (ragas)", ("answer", "contexts"), 3,
+    ),
+    "ragas_answer_correctness": _ragas_llm(
+        "ragas_answer_correctness", "ragas' answer correctness: statement F1 and embedding "
+        "similarity, 0.75/0.25", ("question", "answer", "reference_answer", "embedder"), 3,
     ),
     "custom": Metric(
         "custom", "the config's custom_evaluations (outputs named by the config)", ("judge",),

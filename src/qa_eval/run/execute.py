@@ -26,6 +26,7 @@ from ..errors import UnknownResponsesWarning
 from ..extras import require
 from ..io.keysets import custom_keys, original_result
 from ..judge.cache.store import ReplyCache, open_cache
+from ..metrics import METRICS
 from .options import LIBRARY_DEFAULT, ResultCallback, RunOptions
 from .prepare import Question, Response, Unknown, prepare_reference, prepare_responses
 from .progress import CountingJudge, Tracker
@@ -315,10 +316,11 @@ class Endpoints:
             )
         self.judge = judge
         self.embedder = options.embedder
-        if self.embedder is None and (
-            (judge is not None and options.wants("answer_relevance"))
-            or options.wants("semantic_similarity")
-        ):
+        if self.embedder is None and any(
+            options.wants(m.name) and (judge is not None or m.offline)
+            for m in METRICS.values()
+            if m.switch and "embedder" in m.needs
+        ):  # a family that runs needs one (answer_relevance, semantic_similarity, ...)
             self.embedder = self._embedder(options)
         self.bertscorer = _bertscorer(settings) if options.wants("bertscore") else None
 
