@@ -67,9 +67,10 @@ async def arun_evaluation(
     reference order.
 
     Steps are scored deterministically. The LLM metrics run when a judge is configured
-    (``config``: an :class:`EvalConfig`, a YAML path or a mapping; without one, ``gpt-4o-mini``
-    when ``OPENAI_API_KEY`` is set), concurrently (at most twice ``concurrency`` questions at a
-    time), with replies cached (``cache``: True for the user cache directory, a path, or False).
+    (``config``: an :class:`EvalConfig`, a YAML path or a mapping; without one, no judge, as in
+    graphrag-eval 6.6.1, even when ``OPENAI_API_KEY`` is set), concurrently (at most twice
+    ``concurrency`` questions at a time), with replies cached (``cache``: True for the user cache
+    directory, a path, or False).
     ``enable`` switches on metrics that are off by default (the GraphRAG set; ``"graphrag"``
     names all of it but BERTScore), ``disable`` switches any off. ``on_result`` receives each
     result as it finishes, ``progress(done, total)`` is called after each question,

@@ -126,7 +126,7 @@ class AgentGoalAccuracyWithReference(BaseMetric):
     async def ascore(self, user_input: list[Any], reference: str) -> MetricResult:
         """Whether the workflow in ``user_input`` reached ``reference``."""
         row = {"user_input": user_input, "reference": reference}
-        return await self._scored(lambda session: self._compute_row(session, row))
+        return await self.ascore_row(row)
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
         conversation = transcript(row.get("user_input"))
@@ -150,7 +150,7 @@ class AgentGoalAccuracyWithoutReference(BaseMetric):
     async def ascore(self, user_input: list[Any]) -> MetricResult:
         """Whether the workflow in ``user_input`` reached the user's goal."""
         row = {"user_input": user_input}
-        return await self._scored(lambda session: self._compute_row(session, row))
+        return await self.ascore_row(row)
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
         conversation = transcript(row.get("user_input"))
@@ -177,7 +177,7 @@ class TopicAdherence(BaseMetric):
     async def ascore(self, user_input: list[Any], reference_topics: list[str]) -> MetricResult:
         """The adherence of the conversation in ``user_input`` to ``reference_topics``."""
         row = {"user_input": user_input, "reference_topics": reference_topics}
-        return await self._scored(lambda session: self._compute_row(session, row))
+        return await self.ascore_row(row)
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
         conversation = transcript(row.get("user_input"))
@@ -249,7 +249,7 @@ class DomainSpecificRubrics(BaseMetric):
             "reference_contexts": reference_contexts,
             "reference": reference,
         }
-        return await self._scored(lambda session: self._compute_row(session, row))
+        return await self.ascore_row(row)
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
         return await _rubric_scored(session, self.rubrics, row)
@@ -307,7 +307,7 @@ class InstanceSpecificRubrics(BaseMetric):
             "reference_contexts": reference_contexts,
             "reference": reference,
         }
-        return await self._scored(lambda session: self._compute_row(session, row))
+        return await self.ascore_row(row)
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
         rubrics = row.get("rubrics")

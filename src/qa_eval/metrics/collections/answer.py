@@ -103,7 +103,7 @@ class AnswerAccuracy(BaseMetric):
     async def ascore(self, user_input: str, response: str, reference: str) -> MetricResult:
         """The accuracy of ``response`` against ``reference`` for ``user_input``."""
         row = {"user_input": user_input, "response": response, "reference": reference}
-        return await self._scored(lambda session: self._compute_row(session, row))
+        return await self.ascore_row(row)
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
         _required(row, "user_input", "response", "reference")
@@ -129,7 +129,7 @@ class ResponseGroundedness(BaseMetric):
     async def ascore(self, response: str, retrieved_contexts: list[str]) -> MetricResult:
         """The groundedness of ``response`` in ``retrieved_contexts``."""
         row = {"response": response, "retrieved_contexts": retrieved_contexts}
-        return await self._scored(lambda session: self._compute_row(session, row))
+        return await self.ascore_row(row)
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
         _required(row, "response", "retrieved_contexts")
@@ -181,7 +181,7 @@ class FactualCorrectness(BaseMetric):
     async def ascore(self, response: str, reference: str) -> MetricResult:
         """The factual correctness of ``response`` against ``reference``."""
         row = {"response": response, "reference": reference}
-        return await self._scored(lambda session: self._compute_row(session, row))
+        return await self.ascore_row(row)
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
         _required(row, "response", "reference")
@@ -262,7 +262,7 @@ class AnswerCorrectness(BaseMetric):
     async def ascore(self, user_input: str, response: str, reference: str) -> MetricResult:
         """The correctness of ``response`` against ``reference`` for ``user_input``."""
         row = {"user_input": user_input, "response": response, "reference": reference}
-        return await self._scored(lambda session: self._compute_row(session, row))
+        return await self.ascore_row(row)
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
         _required(row, "user_input", "response", "reference")
@@ -325,7 +325,7 @@ class SummaryScore(BaseMetric):
     async def ascore(self, reference_contexts: list[str], response: str) -> MetricResult:
         """The score of the summary ``response`` of ``reference_contexts``."""
         row = {"reference_contexts": reference_contexts, "response": response}
-        return await self._scored(lambda session: self._compute_row(session, row))
+        return await self.ascore_row(row)
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
         contexts = row.get("reference_contexts") or []

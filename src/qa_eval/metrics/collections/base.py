@@ -23,7 +23,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import sys
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -179,7 +179,8 @@ def progress_of(progress: bool | Progress | None, name: str) -> Progress | None:
 
 class BaseMetric:
     """A per-sample metric (see the module docstring); subclasses define ``ascore`` with their
-    keyword inputs and compute through :meth:`_scored`."""
+    keyword inputs, gather them into a row and score it with :meth:`ascore_row`, which calls
+    their ``_compute_row``."""
 
     name: str
     llm: QaEvalLLM | None = None
@@ -202,12 +203,6 @@ class BaseMetric:
     async def ascore(self, *args: Any, **inputs: Any) -> MetricResult:
         """The metric's result on one sample (subclasses name their inputs as ragas does)."""
         raise NotImplementedError
-
-    async def _scored(self, compute: Callable[[Session], Awaitable[Scored]]) -> MetricResult:
-        """Run ``compute`` in a new :class:`Session` of this metric's judge and embeddings."""
-        judge = self.llm.judge() if self.llm is not None else None
-        session = Session(judge, self.embeddings)
-        return session.result(await compute(session), self.name, self._threshold())
 
     def _threshold(self) -> float | None:
         return self.threshold
@@ -339,7 +334,7 @@ class DeterministicMetric(BaseMetric):
 
     async def ascore(self, *args: Any, **inputs: Any) -> MetricResult:
         """The function's value on these inputs (by keyword)."""
-        return await self._scored(lambda session: self._compute_row(session, inputs))
+        return await self.ascore_row(inputs)
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
         out = self.function(**row)

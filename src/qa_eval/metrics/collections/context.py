@@ -63,7 +63,7 @@ class _Judged(BaseMetric):
         super().__init__(name, **kwargs)
 
     async def _row(self, row: dict[str, Any]) -> MetricResult:
-        return await self._scored(lambda session: self._compute_row(session, row))
+        return await self.ascore_row(row)
 
 
 class ContextEntityRecall(_Judged):

@@ -143,7 +143,7 @@ class _EngineMetric(DeterministicMetric):
 
     async def _result(self, **row: Any) -> MetricResult:
         try:
-            return await self._scored(lambda session: self._compute_row(session, row))
+            return await self.ascore_row(row)
         except _Unreadable as unreadable:
             reason = str(unreadable)
             return MetricResult(

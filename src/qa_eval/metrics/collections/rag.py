@@ -77,7 +77,7 @@ class Faithfulness(BaseMetric):
             "response": response,
             "retrieved_contexts": retrieved_contexts,
         }
-        return await self._scored(lambda session: self._compute_row(session, row))
+        return await self.ascore_row(row)
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
         _required(row, "user_input", "retrieved_contexts")
@@ -127,7 +127,7 @@ class AnswerRelevancy(BaseMetric):
     async def ascore(self, user_input: str, response: str) -> MetricResult:
         """The relevancy of ``response`` to ``user_input``."""
         row = {"user_input": user_input, "response": response}
-        return await self._scored(lambda session: self._compute_row(session, row))
+        return await self.ascore_row(row)
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
         _required(row, "user_input")
@@ -170,7 +170,7 @@ class ContextPrecisionWithReference(BaseMetric):
             "reference": reference,
             "retrieved_contexts": retrieved_contexts,
         }
-        return await self._scored(lambda session: self._compute_row(session, row))
+        return await self.ascore_row(row)
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
         _required(row, "user_input", "reference")
@@ -202,7 +202,7 @@ class ContextPrecisionWithoutReference(BaseMetric):
             "response": response,
             "retrieved_contexts": retrieved_contexts,
         }
-        return await self._scored(lambda session: self._compute_row(session, row))
+        return await self.ascore_row(row)
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
         _required(row, "user_input", "response")
@@ -257,7 +257,7 @@ class ContextRecall(BaseMetric):
             "retrieved_contexts": retrieved_contexts,
             "reference": reference,
         }
-        return await self._scored(lambda session: self._compute_row(session, row))
+        return await self.ascore_row(row)
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
         _required(row, "user_input", "reference")
@@ -302,7 +302,7 @@ class SemanticSimilarity(BaseMetric):
     async def ascore(self, reference: str, response: str) -> MetricResult:
         """The similarity of ``response`` to ``reference``."""
         row = {"reference": reference, "response": response}
-        return await self._scored(lambda session: self._compute_row(session, row))
+        return await self.ascore_row(row)
 
     def _threshold(self) -> float | None:
         # ragas' threshold turns the value into 1.0 / 0.0; success then means 1.0
