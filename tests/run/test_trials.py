@@ -82,10 +82,10 @@ def test_a_question_with_and_without_trial_is_an_error(
 ) -> None:
     memory, streamed = _errors([_response("q1", first), _response("q1", second)], tmp_path)
     assert memory == (
-        f"responses: response [1] (question_id 'q1'): {message} "
-        "(response [0] (question_id 'q1'))"
+        f"responses: response [1] (question_id 'q1'): {message} (response [0] (question_id 'q1'))"
     )
-    assert streamed == f"responses: line 2 (question_id 'q1'): {message} (line 1 (question_id 'q1'))"
+    expected = f"responses: line 2 (question_id 'q1'): {message} (line 1 (question_id 'q1'))"
+    assert streamed == expected
 
 
 def test_without_trials_a_second_response_is_still_a_duplicate(tmp_path: Path) -> None:
