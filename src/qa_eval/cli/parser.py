@@ -341,11 +341,11 @@ def _schema_command(commands: Any) -> None:
     """``schema``: the JSON Schema of a file format."""
     schema = commands.add_parser(
         "schema",
-        help="print the JSON Schema of the reference, responses or results format",
+        help="print the JSON Schema of the reference, responses, results or aggregates format",
         description="Print the JSON Schema (draft 2020-12) of a qa-eval file format, e.g. to "
         "validate what an agent emits (see docs/integrations.md).",
     )
-    schema.add_argument("name", choices=("reference", "responses", "results"))
+    schema.add_argument("name", choices=("reference", "responses", "results", "aggregates"))
     schema.set_defaults(handler=handlers.schema)
 
 
