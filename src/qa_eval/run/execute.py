@@ -399,6 +399,8 @@ def _run_signature(
         "enabled": sorted(options.enabled),
         "cache": None if endpoints.store is None else str(endpoints.store.path),
     }
+    if options.pass_thresholds:
+        run["pass_thresholds"] = dict(options.pass_thresholds)
     if endpoints.bertscorer is not None:
         run["bertscore"] = endpoints.bertscorer.info()
     if options.original_keys:
