@@ -91,3 +91,27 @@ def test_a_bad_pass_threshold_exits_2_with_one_line(
     assert code == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_the_report_shows_the_pass_table_with_the_run_thresholds(tmp_path: Path) -> None:
+    """The report reads the thresholds from the results' signature; a template name is text."""
+    responses = _trials(tmp_path)
+    out, page = tmp_path / "results.json", tmp_path / "report.html"
+    assert main(["evaluate", str(EXAMPLES / "reference.yaml"), str(responses), "-o", str(out),
+                 "--no-judge", "-q", "--pass-threshold", "steps_score=0.5"]) == 0  # fmt: skip
+    assert main(["report", str(out), "-o", str(page)]) == 0
+    html = page.read_text()
+    section = html[
+        html.index('<section id="trials">') : html.index(
+            "</section>", html.index('<section id="trials">')
+        )
+    ]
+    assert section.count('<td class="l">steps_score</td>') == 4  # 3 templates and all
+    assert "pass^k" in section
+    plain = tmp_path / "plain.html"
+    results = read_data(out)
+    for result in results:
+        result.pop("trial")
+    (tmp_path / "plain.json").write_text(json.dumps(results[::3])  # one per question)
+    assert main(["report", str(tmp_path / "plain.json"), "-o", str(plain)]) == 0
+    assert 'id="trials"' not in plain.read_text()

@@ -26,6 +26,7 @@ from rich.table import Table
 
 from ..aggregate import CATEGORIES, SCORES
 from ..io.numbers import format_number, scale_of
+from ..metrics.trials import table_rows
 from ..run.files import Observer, SystemRun, mismatches
 from .display import Progress, terminal_width
 
@@ -198,29 +199,10 @@ def trials_table(aggregates: dict[str, Any], width: int | None = None) -> str | 
     at k = the fewest trials of a question in the group (every question counted); None
     without trials."""
     headers = ["template", "metric", "trials", "k", "pass@1", "pass@k", "pass^k"]
-    rows: list[list[Any]] = []
-    groups = [*aggregates.get("per_template", {}).items(), ("all questions", aggregates["micro"])]
-    for name, stats in groups:
-        block = stats.get("trials")
-        if not isinstance(block, dict):
-            continue
-        low, high = block["n_trials"]["min"], block["n_trials"]["max"]
-        spread = str(low) if low == high else f"{low}-{high}"
-        for metric, table in block.items():
-            if not isinstance(table, dict) or "pass_at_k" not in table:
-                continue
-            k = str(low)
-            rows.append(
-                [
-                    str(name),
-                    metric,
-                    spread,
-                    low,
-                    format_number(table["pass_at_k"]["1"], "0-1"),
-                    format_number(table["pass_at_k"][k], "0-1"),
-                    format_number(table["pass_hat_k"][k], "0-1"),
-                ]
-            )
+    rows = [
+        [name, metric, spread, k, *(format_number(v, "0-1") for v in values)]
+        for name, metric, spread, k, *values in table_rows(aggregates)
+    ]
     if not rows:
         return None
     text = format_table(headers, rows, width)

@@ -37,6 +37,7 @@ __all__ = [
     "pass_hat_k",
     "passes",
     "summarise",
+    "table_rows",
 ]
 
 TRIAL_KEY = "trial"
@@ -85,6 +86,29 @@ def summarise(counts: Sequence[tuple[int, int]]) -> dict[str, Any]:
     if left:
         out["left_out"] = left
     return out
+
+
+def table_rows(aggregates: Mapping[str, Any]) -> list[tuple[str, str, str, int, Any, Any, Any]]:
+    """The rows of a small pass@k table: per template and over all questions, each metric with
+    trials as (group, metric, trials per question, k, pass@1, pass@k, pass^k), k being the
+    fewest trials of a question in the group (so every question counts)."""
+    rows: list[tuple[str, str, str, int, Any, Any, Any]] = []
+    templates = aggregates.get("per_template") or {}
+    groups = [*templates.items(), ("all questions", aggregates.get("micro") or {})]
+    for name, stats in groups:
+        block = stats.get("trials") if isinstance(stats, Mapping) else None
+        if not isinstance(block, Mapping):
+            continue
+        low, high = block["n_trials"]["min"], block["n_trials"]["max"]
+        spread = str(low) if low == high else f"{low}-{high}"
+        for metric, table in block.items():
+            if not isinstance(table, Mapping) or "pass_at_k" not in table:
+                continue
+            at_k, hat_k = table["pass_at_k"], table["pass_hat_k"]
+            rows.append(
+                (str(name), metric, spread, low, at_k["1"], at_k[str(low)], hat_k[str(low)])
+            )
+    return rows
 
 
 def consistency(per_question: Iterable[Sequence[Any]]) -> dict[str, Any] | None:
