@@ -112,6 +112,6 @@ def test_the_report_shows_the_pass_table_with_the_run_thresholds(tmp_path: Path)
     results = read_data(out)
     for result in results:
         result.pop("trial")
-    (tmp_path / "plain.json").write_text(json.dumps(results[::3])  # one per question)
+    (tmp_path / "plain.json").write_text(json.dumps(results[::3]))  # one per question
     assert main(["report", str(tmp_path / "plain.json"), "-o", str(plain)]) == 0
     assert 'id="trials"' not in plain.read_text()
