@@ -38,9 +38,10 @@ from fractions import Fraction
 from typing import Any, TypeGuard, cast
 
 from . import metrics as _registry
-from .errors import InputError, short_repr
+from .errors import InputError, QaEvalError, short_repr
 from .io.keysets import check_keys, original_aggregates
 from .judge.repeats import JudgeTally
+from .metrics.trials import TRIAL_KEY, consistency, passes, summarise
 from .steps.outputs import OutputParseError, loads
 
 __all__ = [
@@ -296,11 +297,38 @@ def failure_map(
     return {error: tuple(names) for error, names in out.items()}
 
 
-class _Group:
-    """Running totals for one template (or for all questions)."""
+PASS_KEY = "trajectory_match"
+"""The metric whose trials pass at 1 without being given a threshold (``--pass-threshold``)."""
+ALTERNATIVE_KEY = "trajectory_alternative"
+"""Which acceptable trajectory a trial chose: ``trajectory_consistency`` compares them."""
 
-    def __init__(self, failures: Mapping[str, tuple[str, ...]] | None = None) -> None:
+
+class _Trials:
+    """One question's trials: each metric's values (for the mean over trials), and the values
+    and choices pass@k, pass^k and the consistency are computed from."""
+
+    __slots__ = ("alternatives", "count", "passing", "values")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.values: dict[str, list[Any]] = {}
+        self.passing: dict[str, list[Any]] = {}
+        self.alternatives: list[Any] = []
+
+
+class _Group:
+    """Running totals for one template (or for all questions). Results with a ``trial`` are
+    kept per question until :meth:`finish`, which adds one value per question and metric: the
+    mean over its trials."""
+
+    def __init__(
+        self,
+        failures: Mapping[str, tuple[str, ...]] | None = None,
+        thresholds: Mapping[str, float] | None = None,
+    ) -> None:
         self.failures = failures or {}
+        self.thresholds = thresholds or {}
+        self.trials: dict[tuple[Any, Any], _Trials] = {}
         self.errors = 0
         self.successes = 0
         self.series: dict[str, _Series] = {}
@@ -322,9 +350,13 @@ class _Group:
         self.judge.add(result, metrics)
         failures = self.failures
         failed: set[str] | None = None
+        trials = self._trials(result) if TRIAL_KEY in result else None
         for key in result:  # a result has fewer keys than there are metrics
             if key in metrics:
-                self._series(key).add(result[key])
+                if trials is None:
+                    self._series(key).add(result[key])
+                else:
+                    trials.values.setdefault(key, []).append(result[key])
             elif key in failures:
                 if failed is None:
                     failed = set()
@@ -373,6 +405,60 @@ class _Group:
                 for metric in failed_step:
                     self._series(metric).failed += 1
 
+    def _trials(self, result: Mapping[str, Any]) -> _Trials:
+        """The trials of the result's question (one more counted), keyed by template and id;
+        the values pass@k is computed from and the trial's choice of trajectory noted."""
+        key = (result.get("template_id"), result.get("question_id"))
+        trials = self.trials.get(key)
+        if trials is None:
+            trials = self.trials[key] = _Trials()
+        trials.count += 1
+        trials.alternatives.append(result.get(ALTERNATIVE_KEY))
+        for metric in (PASS_KEY, *self.thresholds):
+            if metric in result:
+                trials.passing.setdefault(metric, []).append(result[metric])
+        return trials
+
+    def finish(self) -> None:
+        """Each question with trials gives one value per metric: the mean of its trials' finite
+        values (the others are ``skipped``, once per trial)."""
+        for trials in self.trials.values():
+            for metric, values in trials.values.items():
+                series = self._series(metric)
+                finite = _Series()
+                for value in values:
+                    finite.add(value)
+                series.skipped += finite.skipped
+                mean = mean_of(finite.values) if finite.values else None
+                if mean is not None:
+                    series.values.append(mean)
+            trials.values = {}
+
+    def trials_block(self) -> dict[str, Any] | None:
+        """pass@k and pass^k of ``trajectory_match`` and of each thresholded metric, the trials
+        per question and the trajectory consistency; None without trials."""
+        if not self.trials:
+            return None
+        counts = [t.count for t in self.trials.values()]
+        block: dict[str, Any] = {
+            "n_trials": {"min": min(counts), "max": max(counts)},
+            "questions": len(counts),
+        }
+        thresholds = {PASS_KEY: 1.0, **self.thresholds}
+        for metric, threshold in thresholds.items():
+            pairs = []
+            for trials in self.trials.values():
+                values = trials.passing.get(metric) or []
+                if any(as_float(v) is not None for v in values):
+                    passed = sum(1 for v in values if passes(v, threshold))
+                    pairs.append((trials.count, passed))
+            if pairs:
+                block[metric] = {"threshold": threshold, **summarise(pairs)}
+        agreement = consistency(t.alternatives for t in self.trials.values())
+        if agreement is not None:
+            block["trajectory_consistency"] = agreement
+        return block
+
     def summary(
         self, metrics: Iterable[str], numeric_only: frozenset[str] = frozenset()
     ) -> dict[str, Any]:
@@ -405,6 +491,9 @@ class _Group:
         for key, counts in self.labels.items():
             out[key] = {"counts": dict(counts), "n": sum(counts.values())}
         self.judge.annotate(out, {m: s.values for m, s in self.series.items()})
+        trials = self.trials_block()
+        if trials is not None:
+            out["trials"] = trials
         return out
 
     def merge(self, other: _Group) -> None:
@@ -412,6 +501,7 @@ class _Group:
         self.errors += other.errors
         self.successes += other.successes
         self.judge.merge(other.judge)
+        self.trials.update(other.trials)
         for metric, series in other.series.items():
             mine = self._series(metric)
             mine.values.extend(series.values)
@@ -424,6 +514,22 @@ class _Group:
             mine_counts = self.labels.setdefault(key, dict.fromkeys(CATEGORIES[key], 0))
             for label, count in counts.items():
                 mine_counts[label] = mine_counts.get(label, 0) + count
+
+
+def check_thresholds(thresholds: Mapping[str, float] | None) -> dict[str, float]:
+    """The pass thresholds as metric -> float; ``QaEvalError`` for a name that is not text or
+    a value that is not a finite number."""
+    out: dict[str, float] = {}
+    for metric, value in (thresholds or {}).items():
+        if not isinstance(metric, str) or not metric:
+            raise QaEvalError(f"a pass threshold's metric must be a name, got {short_repr(metric)}")
+        number = as_float(value)
+        if number is None:
+            raise QaEvalError(
+                f"the pass threshold of {metric} must be a finite number, got {short_repr(value)}"
+            )
+        out[metric] = number
+    return out
 
 
 def custom_outputs(config: Any) -> dict[str, str]:
@@ -443,6 +549,7 @@ def compute_aggregates(
     *,
     extra_metrics: Iterable[str] = (),
     keys: str = "qa-eval",
+    pass_thresholds: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """Aggregate per-question results into ``per_template``, ``micro`` and ``macro``, and
     ``per_tag`` for each key of ``by`` (e.g. ``question_type``) that some result has.
@@ -450,8 +557,14 @@ def compute_aggregates(
     ``config_file_path`` (the original's second argument: a YAML path, or a mapping or
     EvalConfig) adds its custom metrics' numeric outputs; a list of names adds those names.
     ``keys="graphrag-eval"``: only the keys graphrag-eval 6.6.1 writes (no ``n``, ``skipped``,
-    ``failed``, ``per_tag``, costs; retrieval step metrics per template under ``steps``)."""
+    ``failed``, ``per_tag``, costs; retrieval step metrics per template under ``steps``).
+
+    Results with a ``trial`` (repeated trials of a question): each metric's statistics take one
+    value per question, the mean over its trials, and each group gets ``trials``: pass@k and
+    pass^k of ``trajectory_match`` and of each metric of ``pass_thresholds`` (metric -> the value
+    a trial must reach), see ``qa_eval.metrics.trials``."""
     original = check_keys(keys)
+    thresholds = check_thresholds(pass_thresholds)
     if original:
         by = ()  # per_tag is not written: not computed either
     extra_metrics, custom = _extra_metrics(config_file_path, list(extra_metrics))
@@ -460,8 +573,12 @@ def compute_aggregates(
     step_metrics = [m for names in STEP_METRICS.values() for m in names]
     metrics = list(dict.fromkeys([*registered, *step_metrics, *extra_metrics]))
     failures = failure_map(metrics, custom)
-    templates, tagged = _grouped(results, list(dict.fromkeys(by)), failures, frozenset(metrics))
-    overall = _Group(failures)
+    templates, tagged = _grouped(
+        results, list(dict.fromkeys(by)), failures, frozenset(metrics), thresholds
+    )
+    overall = _Group(failures, thresholds)
+    for group in [*templates.values(), *(g for groups in tagged.values() for g in groups.values())]:
+        group.finish()
     for group in templates.values():
         overall.merge(group)
     per_template = {tid: group.summary(metrics, numeric_only) for tid, group in templates.items()}
@@ -502,6 +619,7 @@ def _grouped(
     tags: list[str],
     failures: Mapping[str, tuple[str, ...]],
     metric_set: frozenset[str],
+    thresholds: Mapping[str, float],
 ) -> tuple[dict[Any, _Group], dict[str, dict[Any, _Group]]]:
     """The results added up per template, and per value of each tag."""
     templates: dict[Any, _Group] = {}
@@ -515,7 +633,7 @@ def _grouped(
         except TypeError:  # unhashable: a list, a mapping, ...
             raise id_error(result, position, "template_id", template_id) from None
         if group is None:
-            group = templates[template_id] = _Group(failures)
+            group = templates[template_id] = _Group(failures, thresholds)
         group.add(result, metric_set)
         for tag in tags:
             value = result.get(tag)
@@ -527,7 +645,7 @@ def _grouped(
             except TypeError:  # an unhashable tag value (a set, ...) is no group, as a list
                 continue
             if not known:
-                groups[value] = _Group(failures)
+                groups[value] = _Group(failures, thresholds)
             groups[value].add(result, metric_set)
     return templates, tagged
 

@@ -242,7 +242,10 @@ def aggregate(args: argparse.Namespace) -> int:
     check_by_results(results, args.by or (), args.results, cli_option)
     try:
         tags = list(args.by) if args.by else list(DEFAULT_TAGS)
-        aggregates = compute_aggregates(results, args.config, by=tags, keys=args.keys)
+        thresholds = quality.parse_pass_thresholds(args.pass_threshold or ())
+        aggregates = compute_aggregates(
+            results, args.config, by=tags, keys=args.keys, pass_thresholds=thresholds
+        )
     except TypeError as e:
         raise QaEvalError(f"{args.results}: {e}") from None
     if args.output:

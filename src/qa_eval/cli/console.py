@@ -26,6 +26,7 @@ from rich.table import Table
 
 from ..aggregate import CATEGORIES, SCORES
 from ..io.numbers import format_number, scale_of
+from ..metrics.trials import table_rows
 from ..run.files import Observer, SystemRun, mismatches
 from .display import Progress, terminal_width
 
@@ -41,6 +42,7 @@ __all__ = [
     "plan_table",
     "render_table",
     "summary_table",
+    "trials_table",
     "usage_line",
     "warning_lines",
 ]
@@ -190,6 +192,24 @@ def summary_table(aggregates: dict[str, Any], width: int | None = None) -> str:
         ]
     )
     return format_table(headers, rows, width)
+
+
+def trials_table(aggregates: dict[str, Any], width: int | None = None) -> str | None:
+    """Repeated trials: per template and overall, each metric's pass@1, and pass@k and pass^k
+    at k = the fewest trials of a question in the group (every question counted); None
+    without trials."""
+    headers = ["template", "metric", "trials", "k", "pass@1", "pass@k", "pass^k"]
+    rows = [
+        [name, metric, spread, k, *(format_number(v, "0-1") for v in values)]
+        for name, metric, spread, k, *values in table_rows(aggregates)
+    ]
+    if not rows:
+        return None
+    text = format_table(headers, rows, width)
+    agreement = aggregates["micro"].get("trials", {}).get("trajectory_consistency")
+    if agreement:
+        text += f"\ntrajectory_consistency: {agreement['mean']:.3f} (of {agreement['n']} questions)"
+    return text
 
 
 def _usage_text(model: str, total: dict[str, Any]) -> str:
@@ -409,7 +429,14 @@ class ConsoleObserver(Observer):
             print(summary_table(run.aggregates, stdout_width()))
             for line in label_lines(run.aggregates):
                 print(line)
-            print(f"\n{len(run.results)} questions evaluated in {run.elapsed:.2f}s", end="")
+            trials = trials_table(run.aggregates, stdout_width())
+            if trials is not None:
+                print(f"\nrepeated trials: pass@k and pass^k\n{trials}")
+            block = run.aggregates.get("micro", {}).get("trials")
+            counted = f"{len(run.results)} questions"
+            if isinstance(block, dict):  # repeated trials: one result per trial
+                counted = f"{len(run.results)} results (trials of {block['questions']} questions)"
+            print(f"\n{counted} evaluated in {run.elapsed:.2f}s", end="")
             print(f"; wrote {', '.join(run.written)}" if run.written else "")
             usage = usage_summary(run.signature)
             if usage:

@@ -98,6 +98,7 @@ def evaluate(args: argparse.Namespace) -> int:
         check_config=lambda config: _check_gate_metrics(config, bars, regressions),
         spell=cli_option,
         keys=args.keys,
+        pass_thresholds=quality.parse_pass_thresholds(getattr(args, "pass_threshold", None) or ()),
     )
     if plan.default_judge:
         print(default_judge_note(plan.estimate()), file=sys.stderr, flush=True)

@@ -33,6 +33,7 @@ __all__ = [
     "fail_under_gates",
     "metric_errors_of",
     "parse_bars",
+    "parse_pass_thresholds",
     "parse_regressions",
     "problems_of",
     "question_checks",
@@ -95,6 +96,24 @@ def parse_bars(items: Iterable[str]) -> list[tuple[str, float]]:
             raise QaEvalError(f"--fail-under {metric} is given twice")
         bars[metric] = _number(value.strip(), "--fail-under", item)
     return list(bars.items())
+
+
+def parse_pass_thresholds(items: Iterable[str]) -> dict[str, float]:
+    """``KEY=VALUE`` items of ``--pass-threshold`` as metric -> value; ``QaEvalError`` when
+    bad."""
+    thresholds: dict[str, float] = {}
+    for item in items:
+        metric, sep, value = item.partition("=")
+        metric = metric.strip()
+        if not sep or not metric or not value.strip():
+            raise QaEvalError(f"--pass-threshold takes KEY=VALUE, not {item!r}")
+        if metric in thresholds:
+            raise QaEvalError(f"--pass-threshold {metric} is given twice")
+        number = _number(value.strip(), "--pass-threshold", item)
+        if not math.isfinite(number):
+            raise QaEvalError(f"--pass-threshold {item!r}: the value must be a finite number")
+        thresholds[metric] = number
+    return thresholds
 
 
 def parse_regressions(items: Iterable[str]) -> list[tuple[str, float]]:

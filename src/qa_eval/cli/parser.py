@@ -47,6 +47,13 @@ _REGRESSION_HELP = (
 )
 
 
+_PASS_HELP = (
+    "with repeated trials (responses with 'trial'): a trial passes METRIC at VALUE or more, and "
+    "the aggregates get its pass@k and pass^k (trajectory_match passes at 1 without one); "
+    "repeatable (docs/aggregates.md#repeated-trials)"
+)
+
+
 def _gate_options(command: argparse.ArgumentParser, regression: bool) -> None:
     """The CI gates of an evaluation: ``--fail-under``, ``--fail-on-regression``, ``--strict``."""
     group = command.add_argument_group("CI gates (exit 3 when one fails; see docs/ci.md)")
@@ -127,6 +134,7 @@ def _output_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("-o", "--output", help="write per-question results (.yaml, .json, .jsonl)")
     command.add_argument("--aggregates", help="write aggregates (.yaml, .json)")
     command.add_argument("--by", action="append", metavar="KEY", help=_BY_HELP)
+    command.add_argument("--pass-threshold", action="append", metavar="KEY=VALUE", help=_PASS_HELP)
     command.add_argument("--keys", choices=KEY_SETS, default="qa-eval", help=_KEYS_HELP)
     command.add_argument(
         "-q", "--quiet", action="store_true", help="no progress bar and no summary table"
@@ -266,6 +274,9 @@ def _aggregate_command(commands: Any) -> None:
         "--config", help="the run's config: its custom metrics' numeric outputs are aggregated too"
     )
     aggregate.add_argument("--by", action="append", metavar="KEY", help=_BY_HELP)
+    aggregate.add_argument(
+        "--pass-threshold", action="append", metavar="KEY=VALUE", help=_PASS_HELP
+    )
     aggregate.add_argument("--keys", choices=KEY_SETS, default="qa-eval", help=_KEYS_HELP)
     aggregate.set_defaults(handler=handlers.aggregate)
 
@@ -341,11 +352,11 @@ def _schema_command(commands: Any) -> None:
     """``schema``: the JSON Schema of a file format."""
     schema = commands.add_parser(
         "schema",
-        help="print the JSON Schema of the reference, responses or results format",
+        help="print the JSON Schema of the reference, responses, results or aggregates format",
         description="Print the JSON Schema (draft 2020-12) of a qa-eval file format, e.g. to "
         "validate what an agent emits (see docs/integrations.md).",
     )
-    schema.add_argument("name", choices=("reference", "responses", "results"))
+    schema.add_argument("name", choices=("reference", "responses", "results", "aggregates"))
     schema.set_defaults(handler=handlers.schema)
 
 

@@ -27,6 +27,11 @@ Hypotheses*, §3.5; multiplicity by Holm 1979, *Scand. J. Statist.* 6:65-70):
   "lower is better" for costs, tokens and times; ``none`` for counts such as the claim counts,
   which get a delta and a p-value but no ``better``).
 - wins / losses / ties count the questions where B is better / worse / equal (``|d| <= 1e-12``).
+- Repeated trials (results with a ``trial``): each side's value of a question is the mean over
+  its trials (an error trial counts as the errors mode says: 0, left out, or its own values), so
+  a question is still one pair and the questions stay independent: the test's exchangeability
+  holds for the means as it does for single values. A question is an error only when every
+  trial is; judge noise (``--repeats``) is not estimated through trial means.
 
 Errors (``errors=``): ``"fail"`` (default) scores an error result as a failed answer, 0 on every
 higher-is-better metric, and keeps the values it carries for the others (tokens, cost, time,
@@ -63,6 +68,7 @@ from ..aggregate import (
 )
 from ..judge.repeats import MARKER, judge_noise, question_variance, within_noise
 from ..metrics import direction
+from ..metrics.trials import TRIAL_KEY
 from .signflip import (
     EXACT_MAX_N,
     TIE_TOLERANCE,
@@ -72,9 +78,10 @@ from .signflip import (
     smallest_p,
 )
 
-__all__ = ["compare_runs", "default_metrics", "lower_is_better"]
+__all__ = ["collapse_trials", "compare_runs", "default_metrics", "lower_is_better"]
 
-_ID_KEYS = frozenset({"template_id", "question_id"})
+_ID_KEYS = frozenset({"template_id", "question_id", TRIAL_KEY, "trials"})
+"""Keys that are no metric: the ids, a result's trial and a merged question's trial count."""
 _STEP_METRIC_NAMES = {m: step for step, names in STEP_METRICS.items() for m in names}
 ErrorMode = Literal["fail", "exclude", "include"]
 _ERROR_MODES = ("fail", "exclude", "include")
@@ -359,6 +366,11 @@ def compare_runs(
     check_options(resamples, confidence)
     if errors not in _ERROR_MODES:
         raise ValueError(f"errors must be 'fail', 'exclude' or 'include', got {errors!r}")
+    lower_names = set(lower_better)
+    if any(isinstance(r, Mapping) and TRIAL_KEY in r for run in (a, b) for r in run):
+        wanted = default_metrics(a, b, labels=labels) if metrics is None else metrics
+        ways = {m: "lower" if m in lower_names else direction(m) for m in wanted}
+        a, b = collapse_trials(a, ways, errors), collapse_trials(b, ways, errors)
     by_template = _pair_key_mode(a, b, labels)
     index_a = _index(a, labels[0], by_template)
     index_b = _index(b, labels[1], by_template)
@@ -367,7 +379,6 @@ def compare_runs(
     questions, used, error_counts = _pair_questions(index_a, index_b, common, errors, labels)
     alpha = alpha_of(confidence)
     repeated = any(MARKER in r for _, ra, rb in used for r in (ra, rb))
-    lower_names = set(lower_better)
     out_metrics: list[dict[str, Any]] = []
     for metric in names:
         way = "lower" if metric in lower_names else direction(metric)
@@ -391,6 +402,74 @@ def compare_runs(
         "templates": [_jsonable_id(t) for t in error_counts],
         "metrics": out_metrics,
     }
+
+
+def collapse_trials(
+    run: Sequence[Mapping[str, Any]], ways: Mapping[str, str], errors: ErrorMode = "fail"
+) -> Sequence[Mapping[str, Any]]:
+    """The run with each question's trials (results with a ``trial``) made one result: each
+    metric of ``ways`` (metric -> direction) the mean over the trials with a finite value
+    (``errors="fail"``: an error trial is 0 on a higher-is-better metric some trial carries;
+    ``"exclude"``: error trials are left out), an error only when every trial is. Results
+    without a trial stay as they are; a run without trials is returned itself."""
+    if not any(isinstance(r, Mapping) and TRIAL_KEY in r for r in run):
+        return run
+    order: list[Any] = []
+    grouped: dict[Any, list[Mapping[str, Any]]] = {}
+    for result in run:
+        if not isinstance(result, Mapping) or TRIAL_KEY not in result:
+            order.append(result)
+            continue
+        key = (result.get("template_id"), result.get("question_id"))
+        try:
+            trials = grouped.get(key)
+        except TypeError:  # an unhashable id: reported as for any result
+            order.append(result)
+            continue
+        if trials is None:
+            trials = grouped[key] = []
+            order.append(key)
+        trials.append(result)
+    out: list[Mapping[str, Any]] = []
+    for item in order:
+        if isinstance(item, tuple) and item in grouped:
+            out.append(_merged(grouped[item], ways, errors))
+        else:
+            out.append(item)
+    return out
+
+
+def _merged(
+    trials: Sequence[Mapping[str, Any]], ways: Mapping[str, str], errors: ErrorMode
+) -> dict[str, Any]:
+    """One question's trials as one result (see :func:`collapse_trials`)."""
+    first = trials[0]
+    failed = [is_error(t) for t in trials]
+    merged: dict[str, Any] = {
+        "template_id": first.get("template_id"),
+        "question_id": first.get("question_id"),
+        "status": "error" if all(failed) else "success",
+        "trials": len(trials),
+    }
+    for metric, way in ways.items():
+        values = [_value(t, metric) for t in trials]
+        carried = any(kind != "missing" for kind, _ in values)
+        kept: list[float] = []
+        skipped = False
+        for (kind, value), error in zip(values, failed):
+            if error and errors == "exclude" and not all(failed):
+                continue
+            if error and errors == "fail" and way == "higher" and carried:
+                kept.append(0.0)
+            elif kind == "ok":
+                kept.append(value)
+            elif kind == "skipped":
+                skipped = True
+        if kept:
+            merged[metric] = mean_of(kept)
+        elif skipped:
+            merged[metric] = math.nan
+    return merged
 
 
 def _common_keys(

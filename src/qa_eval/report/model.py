@@ -25,6 +25,7 @@ from ..aggregate import (
 from ..compare.runs import default_metrics, lower_is_better
 from ..errors import InputError
 from ..judge.repeats import MARKER
+from ..metrics.trials import table_rows
 
 __all__ = [
     "ComparisonRow",
@@ -132,6 +133,8 @@ class RunSummary:
     values: Mapping[str, Sequence[float]] = field(default_factory=dict)
     repeats: int | None = None
     """``judge_repeats`` of the run (the most any result has), None without repeats."""
+    trials: list[tuple[Any, ...]] = field(default_factory=list)
+    """Repeated trials: the pass@k table's rows (``qa_eval.metrics.trials.table_rows``)."""
     label_flips: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """The aggregates' ``label_flips``: per label or verdict list, ``{n, flipped, share}``."""
 
@@ -321,8 +324,12 @@ def summarize_run(
     records = _records(label, results)
     names = metric_names(records)
     extra = [m for m in names if m not in METRICS and m not in STEP_METRIC_OWNER]
+    options = (signature or {}).get("options")
+    thresholds = options.get("pass_thresholds") if isinstance(options, Mapping) else None
     aggregates = compute_aggregates(
-        [r if isinstance(r, dict) else dict(r) for r in records], extra_metrics=extra
+        [r if isinstance(r, dict) else dict(r) for r in records],
+        extra_metrics=extra,
+        pass_thresholds=thresholds if isinstance(thresholds, Mapping) else None,
     )
     micro = aggregates["micro"]
     metrics = [m for m in micro if _stat(micro.get(m)) is not None]
@@ -355,6 +362,7 @@ def summarize_run(
         values={m: values_of(records, m) for m in metrics},
         repeats=_repeats(records),
         label_flips=_flips(micro.get("label_flips")),
+        trials=table_rows(aggregates),
     )
 
 

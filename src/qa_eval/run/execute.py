@@ -85,14 +85,34 @@ class _Lookup:
     """The responses of a run by reference position: held in memory, or read from a JSON Lines
     file one at a time (:class:`~qa_eval.run.stream.StreamedResponses`)."""
 
-    def __init__(self, responses: dict[Any, Response] | None, streamed: Any = None) -> None:
+    def __init__(self, responses: dict[Any, list[Response]] | None, streamed: Any = None) -> None:
         self.responses = responses
         self.streamed = streamed
 
-    def get(self, index: int, question: Question) -> Response | None:
+    def get(self, index: int, question: Question) -> list[Response]:
+        """The question's responses: one per trial, none when it has no response."""
         if self.responses is not None:
-            return self.responses.get(question.question_id)
+            return self.responses.get(question.question_id) or []
         return self.streamed.get(index, question)  # type: ignore[no-any-return]
+
+    def count(self, questions: list[Question]) -> int:
+        """How many results the run makes: one per question, one per trial of a question
+        answered in several."""
+        if self.responses is None:
+            return self.streamed.count()  # type: ignore[no-any-return]
+        ids = {q.question_id for q in questions}
+        extra = sum(len(r) - 1 for qid, r in self.responses.items() if qid in ids and r)
+        return len(questions) + extra
+
+    def units(self, questions: list[Question]) -> Iterable[tuple[Question, Response | None]]:
+        """Each question with each of its responses, in reference order (a question without a
+        response once, with None)."""
+        for index, question in enumerate(questions):
+            responses = self.get(index, question)
+            if not responses:
+                yield question, None
+            for response in responses:
+                yield question, response
 
     def close(self) -> None:
         if self.streamed is not None:
@@ -216,13 +236,14 @@ async def execute(
         endpoints.open(options)
         tracker = Tracker(endpoints.judge, options.progress, options.on_progress)
         scorer = endpoints.scorer(options)
-        tracker.total = len(questions)
+        total = lookup.count(questions)
+        tracker.total = total
         # At most this many questions are scored at once: each question's judge calls then
         # finish close together, and results follow the judge's work instead of all finishing
         # near the end.
         judge = endpoints.judge
         window = max(1, 2 * (judge.config if judge is not None else options.config).concurrency)
-        sink.start(len(questions), window)
+        sink.start(total, window)
         pipeline = Pipeline(questions, lookup, sink, tracker, options.on_result, collector, project)
         if scorer is None:
             await pipeline.evaluate(no_judge=judge is None)
@@ -378,6 +399,8 @@ def _run_signature(
         "enabled": sorted(options.enabled),
         "cache": None if endpoints.store is None else str(endpoints.store.path),
     }
+    if options.pass_thresholds:
+        run["pass_thresholds"] = dict(options.pass_thresholds)
     if endpoints.bertscorer is not None:
         run["bertscore"] = endpoints.bertscorer.info()
     if options.original_keys:
@@ -477,8 +500,8 @@ class Pipeline:
     async def evaluate(self, no_judge: bool) -> None:
         """Every question's deterministic result, with no scorer."""
         sink = self.sink
-        for index, question in enumerate(self.questions):
-            result = evaluate_question(question, self.lookup.get(index, question))
+        for index, (question, response) in enumerate(self.lookup.units(self.questions)):
+            result = evaluate_question(question, response)
             self.unscored(index, result, no_judge)
             if index % 256 == 255:
                 await asyncio.sleep(0)  # let other tasks (e.g. a progress display) run
@@ -502,9 +525,9 @@ class Pipeline:
                 failures.append(task.exception())  # type: ignore[arg-type]
 
         try:
-            for index, question in enumerate(self.questions):
+            for index, (question, response) in enumerate(self.lookup.units(self.questions)):
                 matched: list[tuple[Mapping[str, Any], int]] = []
-                result = evaluate_question(question, self.lookup.get(index, question), matched)
+                result = evaluate_question(question, response, matched)
                 tracker.produced += 1
                 if scorer.applies(result):
                     expected = scorer.expected_asks(result, matched) if track else 0

@@ -184,6 +184,7 @@ def evaluate_files(
     compare: bool = True,
     observer: Observer | None = None,
     keys: str = "qa-eval",
+    pass_thresholds: Mapping[str, float] | None = None,
 ) -> EvaluationRun:
     """Evaluate a reference dataset file against responses files (or a flat file), write the
     results, signature and aggregates, and compare several systems (see the module docstring).
@@ -216,6 +217,7 @@ def evaluate_files(
         batch=batch,
         no_wait=no_wait,
         keys=keys,
+        pass_thresholds=pass_thresholds,
     )
     return run_plan(plan, observer, compare=compare, exclude_errors=exclude_errors)
 
@@ -314,7 +316,9 @@ def _run_system(
     if aggregates is None:
         results = with_tags(results, plan.reference, plan.by)
         # the config's custom metric outputs are aggregated too
-        aggregates = compute_aggregates(results, plan.config, by=plan.tags)
+        aggregates = compute_aggregates(
+            results, plan.config, by=plan.tags, pass_thresholds=plan.options.pass_thresholds
+        )
     aggregates["signature"] = signature
     if system.name is not None:
         aggregates["system"] = system.name
@@ -474,7 +478,9 @@ def _evaluate_streamed(
             yield result
 
     with stream:
-        aggregates = compute_aggregates(results(), plan.config, by=plan.tags)
+        aggregates = compute_aggregates(
+            results(), plan.config, by=plan.tags, pass_thresholds=plan.options.pass_thresholds
+        )
     partial.close()
     output = partial.path.with_name(partial.path.name[: -len(".partial.jsonl")])
     if partial.count:

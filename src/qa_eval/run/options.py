@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..aggregate import check_thresholds
 from ..config import GROUPS, SWITCHES, EvalConfig, as_config
 from ..errors import QaEvalError
 from ..io.keysets import check_keys
@@ -64,6 +65,9 @@ class RunOptions:
     progress: ProgressCallback | None = field(default=None, repr=False)
     on_progress: StatusCallback | None = field(default=None, repr=False)
     on_result: ResultCallback | None = field(default=None, repr=False)
+    pass_thresholds: Mapping[str, float] = field(default_factory=dict)
+    """Metric -> the value a trial must reach to pass, for the aggregates' pass@k and pass^k of
+    repeated trials (``--pass-threshold``; ``trajectory_match`` passes at 1 without one)."""
     disabled: frozenset[str] = field(init=False, repr=False)
     enabled: frozenset[str] = field(init=False, repr=False)
 
@@ -78,6 +82,7 @@ class RunOptions:
             )
         object.__setattr__(self, "disable", tuple(self.disable))
         object.__setattr__(self, "enable", tuple(self.enable))
+        object.__setattr__(self, "pass_thresholds", check_thresholds(self.pass_thresholds))
         disabled = metric_names(self.disable, "disable")
         object.__setattr__(self, "disabled", disabled)
         object.__setattr__(self, "enabled", metric_names(self.enable, "enable") - disabled)

@@ -344,6 +344,7 @@ def plan_evaluation(
     check_config: Callable[[EvalConfig], None] | None = None,
     spell: Spell = python_name,
     keys: str = "qa-eval",
+    pass_thresholds: Mapping[str, float] | None = None,
 ) -> EvaluationPlan:
     """Check the options, resolve the config and read the inputs of an evaluation; nothing is
     judged or written.
@@ -354,8 +355,9 @@ def plan_evaluation(
     docs/flat.md). ``config``: an :class:`~qa_eval.config.EvalConfig`, a mapping, a YAML path or
     None (the environment). ``check_config`` is called with the resolved config before any input
     is read. ``keys="graphrag-eval"`` writes the results and aggregates files with only the
-    keys graphrag-eval 6.6.1 writes. Bad input raises ``InputError``, bad options
-    ``QaEvalError``."""
+    keys graphrag-eval 6.6.1 writes. ``pass_thresholds`` (metric -> value) adds the metric's
+    pass@k and pass^k to the aggregates of responses with repeated trials. Bad input raises
+    ``InputError``, bad options ``QaEvalError``."""
     pairs = _system_pairs(reference, responses, systems, flat, spell)
     out = None if output is None else str(output)
     agg = None if aggregates is None else str(aggregates)
@@ -375,6 +377,7 @@ def plan_evaluation(
         enable=tuple(enable),
         keys=keys,
         reference_source=source,
+        pass_thresholds=dict(pass_thresholds or {}),
     )
     if check_config is not None:
         check_config(settings)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError, short_repr
+from ..metrics.trials import TRIAL_KEY
 from ..steps.kinds import (
     APPLICATION_JSON,
     COMPARE_ARGS,
@@ -31,7 +32,14 @@ from ..steps.outputs import OutputParseError, loads
 from ..steps.sparql.match import prepare_reference as prepare_sparql_reference
 from ..steps.sparql.terms import SparqlResultError, parse_sparql_json
 
-__all__ = ["Question", "Response", "Unknown", "prepare_reference", "prepare_responses"]
+__all__ = [
+    "Question",
+    "Response",
+    "Seen",
+    "Unknown",
+    "prepare_reference",
+    "prepare_responses",
+]
 
 _ID_TYPES = (str, int)
 
@@ -504,24 +512,57 @@ def prepare_responses(
     questions: Iterable[Question],
     source: str = "responses",
     unknown: Unknown | None = None,
-) -> dict[Any, Response]:
-    """Validate the responses and index them by question id. A response for a question id not
-    in the reference is counted in ``unknown`` and left out; without ``unknown`` it is an
-    error."""
+) -> dict[Any, list[Response]]:
+    """Validate the responses and index them by question id: one response per question, or
+    several when each carries a distinct ``trial`` (in the order read). A response for a
+    question id not in the reference is counted in ``unknown`` and left out; without
+    ``unknown`` it is an error."""
     problems = Problems(source)
     known = {q.question_id for q in questions}
-    responses: dict[Any, Response] = {}
-
-    def earlier(qid: Any) -> str | None:
-        seen = responses.get(qid)
-        return None if seen is None else seen.record
-
+    responses: dict[Any, list[Response]] = {}
+    seen = Seen()
     for place, key, response in _numbered(data, problems):
-        checked = check_response(place, key, response, problems, known, earlier, unknown)
+        checked = check_response(place, key, response, problems, known, seen, unknown)
         if checked is not None:
-            responses[checked.question_id] = checked
+            responses.setdefault(checked.question_id, []).append(checked)
     problems.raise_if_any()
     return responses
+
+
+_NO_TRIAL = object()
+"""The trial of a response without ``trial``."""
+
+
+class Seen:
+    """The responses read so far, by question id and trial: finds a second response for a
+    question without trials, a duplicate (question id, trial) pair, and a question answered both
+    with and without ``trial``. Keeps one place per response read (a question without trials:
+    the place alone)."""
+
+    def __init__(self) -> None:
+        self.places: dict[Any, Any] = {}
+        """question id -> the place of its response, or {trial: place} for one with trials."""
+
+    def claim(self, place: tuple[str, Any], qid: Any, trial: Any) -> tuple[str, str] | None:
+        """Note the response at ``place``; (field, message) when it collides with one read
+        before, else None."""
+        before = self.places.get(qid)
+        if before is None:
+            self.places[qid] = place if trial is _NO_TRIAL else {trial: place}
+            return None
+        if not isinstance(before, dict):  # the question's one response had no trial
+            also = response_record(before, qid)
+            if trial is _NO_TRIAL:
+                return "question_id", f"duplicate response (also {also})"
+            return "trial", f"given here but not in another response to this question ({also})"
+        if trial is _NO_TRIAL:
+            also = response_record(next(iter(before.values())), qid)
+            return "trial", f"missing here but given in another response to this question ({also})"
+        if trial in before:
+            also = response_record(before[trial], qid)
+            return "trial", f"duplicate trial {short_repr(trial)} (also {also})"
+        before[trial] = place
+        return None
 
 
 def check_response(
@@ -530,15 +571,24 @@ def check_response(
     response: Any,
     problems: Problems,
     known: Container[Any],
-    earlier: Callable[[Any], str | None],
+    seen: Seen | None,
     unknown: Unknown | None = None,
 ) -> Response | None:
     """Check one response read at ``place`` (under ``key`` in a mapping); its problems go to
-    ``problems``. ``known`` holds the reference question ids, ``earlier(qid)`` names a response
-    already read for that question; a response for another id is counted in ``unknown`` (a
-    problem without it). The prepared response, or None when it is not usable."""
+    ``problems``. ``known`` holds the reference question ids, ``seen`` the responses already
+    read (a second one for a question needs a distinct ``trial`` in both; None: not checked);
+    a response for another id is counted in ``unknown`` (a problem without it). The prepared
+    response, or None when it is not usable."""
     qid = _response_id(place, key, response, problems)
-    if qid is _NO_ID or not _joins(place, qid, problems, known, earlier, unknown):
+    if qid is _NO_ID or not _joins(place, qid, problems, known, unknown):
+        return None
+    trial = response.get(TRIAL_KEY, _NO_TRIAL)
+    if trial is not _NO_TRIAL and (not isinstance(trial, _ID_TYPES) or isinstance(trial, bool)):
+        problems.add(response_record(place, qid), TRIAL_KEY, f"must be {_AN_ID}, got {_got(trial)}")
+        return None
+    collision = None if seen is None else seen.claim(place, qid, trial)
+    if collision is not None:
+        problems.add(response_record(place, qid), *collision)
         return None
     status = response.get("status")
     if status is not None and status not in ("success", "error"):
@@ -594,11 +644,10 @@ def _joins(
     qid: Any,
     problems: Problems,
     known: Container[Any],
-    earlier: Callable[[Any], str | None],
     unknown: Unknown | None,
 ) -> bool:
-    """Whether the response for ``qid`` joins a reference question no earlier response took;
-    one for an unknown id is counted in ``unknown`` (a problem without it)."""
+    """Whether the response for ``qid`` joins a reference question; one for an unknown id is
+    counted in ``unknown`` (a problem without it)."""
     if qid not in known:
         if unknown is not None:
             unknown.add(qid)
@@ -607,14 +656,6 @@ def _joins(
             response_record(place, qid),
             "question_id",
             "no question with this id in the reference dataset",
-        )
-        return False
-    seen = earlier(qid)
-    if seen is not None:
-        problems.add(
-            response_record(place, qid),
-            "question_id",
-            f"duplicate response (also {seen})",
         )
         return False
     return True

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping
 from typing import Any
 
+from ..metrics.trials import TRIAL_KEY
 from ..steps.compare import StepScorer
 from ..steps.explain import explain_unmatched
 from ..steps.matching import match_steps
@@ -36,6 +37,8 @@ def evaluate_question(
         "question_id": question.question_id,
         "question_text": raw.get("question_text"),
     }
+    if response is not None and TRIAL_KEY in response.raw:
+        result[TRIAL_KEY] = response.raw[TRIAL_KEY]
     if "reference_answer" in raw:
         result["reference_answer"] = raw["reference_answer"]
     if "question_type" in raw:

@@ -3,8 +3,9 @@
 A run over :class:`JsonLinesResponses` does not hold the responses in memory: one pass reads and
 checks every line (the errors are the ones ``prepare_responses`` gives, all found before anything
 is evaluated) and keeps only where each question's response starts in the file (two 8-byte
-integers per reference question); the run then reads each response again when its question comes,
-in reference order. A file in reference order is read front to back twice; lines in another order
+integers per reference question, and a list of the further trials' places for a question answered
+in several ``trial``s); the run then reads each response again when its question comes, in
+reference order. A file in reference order is read front to back twice; lines in another order
 cost a seek each. Lines are split at ``\\n`` only, so a raw U+2028 inside a string is no line break.
 """
 
@@ -22,9 +23,9 @@ from .prepare import (
     Problems,
     Question,
     Response,
+    Seen,
     Unknown,
     check_response,
-    response_record,
 )
 
 __all__ = ["JsonLinesResponses", "ResultsFile"]
@@ -86,11 +87,8 @@ class JsonLinesResponses:
         position = {q.question_id: i for i, q in enumerate(questions)}
         offsets = array("q", [-1]) * len(questions)
         numbers = array("q", [0]) * len(questions)
-
-        def earlier(qid: Any) -> str | None:
-            at = position[qid]
-            return None if offsets[at] < 0 else response_record(("line", numbers[at]), qid)
-
+        more: dict[int, list[tuple[int, int]]] = {}
+        seen = Seen()
         with self._open() as file:
             for number, offset, line in _lines(file):
                 if not line.strip():
@@ -103,38 +101,59 @@ class JsonLinesResponses:
                     parse_json(text, source, record),
                     problems,
                     position,
-                    earlier,
+                    seen,
                     unknown,
                 )
                 if checked is not None:
                     at = position[checked.question_id]
-                    offsets[at], numbers[at] = offset, number
+                    if offsets[at] < 0:
+                        offsets[at], numbers[at] = offset, number
+                    else:  # a further trial
+                        more.setdefault(at, []).append((offset, number))
+        del seen
         problems.raise_if_any()
-        return StreamedResponses(self, source, offsets, numbers)
+        return StreamedResponses(self, source, offsets, numbers, more)
 
 
 class StreamedResponses:
     """The checked responses of a :class:`JsonLinesResponses` file, read again one at a time."""
 
     def __init__(
-        self, origin: JsonLinesResponses, source: str, offsets: array[int], numbers: array[int]
+        self,
+        origin: JsonLinesResponses,
+        source: str,
+        offsets: array[int],
+        numbers: array[int],
+        more: dict[int, list[tuple[int, int]]] | None = None,
     ) -> None:
         self.origin = origin
         self.source = source
         self.offsets = offsets
         self.numbers = numbers
+        self.more = more or {}
+        """The places (offset, line number) of further trials, by reference position."""
         self._file: IO[bytes] | None = None
 
-    def get(self, index: int, question: Question) -> Response | None:
-        """The response to the question at ``index`` of the reference, or None."""
+    def count(self) -> int:
+        """How many results the run makes: one per question, one per trial of a question with
+        several."""
+        return len(self.offsets) + sum(len(places) for places in self.more.values())
+
+    def get(self, index: int, question: Question) -> list[Response]:
+        """The responses to the question at ``index`` of the reference (one per trial; none
+        when it has no response)."""
         offset = self.offsets[index]
         if offset < 0:
-            return None
+            return []
+        places = [(offset, self.numbers[index]), *self.more.get(index, ())]
+        return [self._read(at, number, question) for at, number in places]
+
+    def _read(self, offset: int, number: int, question: Question) -> Response:
+        """The response on the line at ``offset``, checked again."""
         if self._file is None:
             self._file = self.origin._open()
         self._file.seek(offset)
         line = self._file.readline()
-        number = self.numbers[index]
         record = f"line {number}"
         text = _decode(line, self.source, number, offset)
         problems = Problems(self.source)
@@ -144,11 +163,12 @@ class StreamedResponses:
             parse_json(text, self.source, record),
             problems,
             (question.question_id,),
-            lambda _: None,
+            None,
         )
         if response is None or response.question_id != question.question_id:
             problems.add(record, None, "the file changed while it was being evaluated")
         problems.raise_if_any()
+        assert response is not None  # (raised otherwise)
         return response
 
     def close(self) -> None:
