@@ -26,6 +26,7 @@ __all__ = [
     "aggregate",
     "answer_correctness",
     "compare",
+    "export_scores",
     "metrics",
     "refresh",
     "report",
@@ -233,6 +234,48 @@ def report(args: argparse.Namespace) -> int:
     print(f"wrote {target} ({size:.1f} MB, {len(runs)} run(s)); open it in a browser")
     print_notes(notes)
     return 0
+
+
+def export_scores(args: argparse.Namespace) -> int:
+    """``qa-eval export-scores``: the scores of evaluated traces back to their traces."""
+    from ..traces.export import evaluation_events, otlp_logs, send_langfuse, send_otlp
+
+    if not (args.otlp_json or args.otlp_endpoint or args.langfuse):
+        raise QaEvalError("export-scores needs --otlp-json FILE, --otlp-endpoint URL or --langfuse")
+    if args.otlp_json:
+        check_output_path(args.otlp_json)
+    results = _read_results(args.results, "export-scores")
+    selection = evaluation_events(results, args.metric)
+    print_notes(selection.notes())
+    events = selection.events
+    if args.metric:
+        present = {e.name for e in events}
+        missing = [m for m in args.metric if m not in present]
+        if missing and events:
+            print_notes([f"no value of {', '.join(missing)} in {args.results}: not exported"])
+    traces = len({e.trace_id for e in events})
+    if args.otlp_json:
+        payload, skipped = otlp_logs(events)
+        Path(args.otlp_json).write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2))
+        written = len(events) - skipped
+        print(f"{written} evaluation event(s) of {traces} trace(s) written to {args.otlp_json}")
+        _note_skipped(skipped)
+    if args.otlp_endpoint:
+        sent, skipped = send_otlp(events, args.otlp_endpoint)
+        print(f"{sent} evaluation event(s) of {traces} trace(s) sent over OTLP/HTTP")
+        _note_skipped(skipped)
+    if args.langfuse:
+        sent = send_langfuse(events)
+        print(f"{sent} score(s) of {traces} trace(s) posted to Langfuse")
+    return 0
+
+
+def _note_skipped(skipped: int) -> None:
+    """Say how many events had a trace id that is not an OpenTelemetry one."""
+    if skipped:
+        print_notes(
+            [f"{skipped} event(s) left out: their trace id is not an OpenTelemetry trace id"]
+        )
 
 
 def aggregate(args: argparse.Namespace) -> int:

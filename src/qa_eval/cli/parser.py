@@ -446,6 +446,37 @@ def _answer_correctness_command(commands: Any) -> None:
     correctness.set_defaults(handler=handlers.answer_correctness)
 
 
+def _export_scores_command(commands: Any) -> None:
+    """``export-scores``: scores back to where the traces live."""
+    export = commands.add_parser(
+        "export-scores",
+        help="write the scores of evaluated traces back: OTLP/JSON, OTLP/HTTP, Langfuse",
+        description="Write each metric value of the results evaluated from imported traces as "
+        "an OpenTelemetry gen_ai.evaluation.result event parented to the trace's root span "
+        "(OTLP/JSON file or OTLP/HTTP), or as a Langfuse score on the trace (docs/traces.md).",
+    )
+    export.add_argument("results", help="results written by `qa-eval evaluate -o`")
+    export.add_argument(
+        "--metric",
+        action="append",
+        metavar="KEY",
+        help="a result key to export (repeatable; default: every 0-1 score and label present)",
+    )
+    export.add_argument("--otlp-json", metavar="FILE", help="write OTLP/JSON logs to FILE")
+    export.add_argument(
+        "--otlp-endpoint",
+        metavar="URL",
+        help="send over OTLP/HTTP (JSON) to URL (no path: URL/v1/logs); headers from "
+        "OTEL_EXPORTER_OTLP_HEADERS",
+    )
+    export.add_argument(
+        "--langfuse",
+        action="store_true",
+        help="post Langfuse scores (LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY, LANGFUSE_HOST)",
+    )
+    export.set_defaults(handler=handlers.export_scores)
+
+
 _COMMANDS = (
     _evaluate_command,
     _evaluate_flat_command,
@@ -455,6 +486,7 @@ _COMMANDS = (
     _metrics_command,
     _compare_command,
     _report_command,
+    _export_scores_command,
     _answer_correctness_command,
 )
 

@@ -59,6 +59,7 @@ REPEAT_SUFFIXES = ("_sd", "_repeats", "_flipped")
 OWN: tuple[tuple[str, str], ...] = (
     ("question_type", "result: copied from the reference question, for the per_tag aggregates"),
     ("<tag>", "result file of evaluate --by KEY: the reference question's KEY, copied"),
+    ("trace", "result: the trace its response was imported from (format, trace_id, root_span_id)"),
     ("judge_repeats", "result: how often each LLM metric was asked (--repeats)"),
     ("<key>_sd", "result, actual step: sd of a metric over the repeats (--repeats)"),
     ("<key>_repeats", "result, actual step: each repeat's value or error (--repeats)"),

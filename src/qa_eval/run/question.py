@@ -19,7 +19,13 @@ from .prepare import Question, Response
 
 __all__ = ["NO_RESPONSE", "Results", "evaluate_question"]
 
-_COPIED_RESPONSE_KEYS = ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec")
+_COPIED_RESPONSE_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "elapsed_sec",
+    "trace",
+)
 NO_RESPONSE = "no response for this question"
 
 
