@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -35,7 +34,17 @@ from typing import Any
 
 from ..errors import InputError
 from .model import ToolCall, Trace
-from .treelink import finish, link, parse_args, text_of
+from .treelink import (
+    Message,
+    as_text,
+    chat_message,
+    depths,
+    finish,
+    from_json,
+    link,
+    messages_of,
+    parse_args,
+)
 
 __all__ = ["HOLD", "detect", "looks_binary", "read", "read_bytes"]
 
@@ -46,6 +55,13 @@ given out."""
 _REQUEST_KEYS = ("resourceSpans", "resource_spans", "resourceLogs", "resource_logs")
 _MODEL_OPERATIONS = {"chat", "text_completion", "generate_content", "completion"}
 _AGENT_OPERATIONS = {"invoke_agent", "create_agent", "invoke_workflow"}
+_MODEL_HINTS = (
+    "gen_ai.system",
+    "gen_ai.request.model",
+    "gen_ai.usage.prompt_tokens",
+    "gen_ai.usage.input_tokens",
+    "llm.model_name",
+)
 _DEPRECATED_EVENTS = {
     "gen_ai.system.message": "system",
     "gen_ai.user.message": "user",
@@ -424,24 +440,39 @@ def read_bytes(data: bytes, source: str) -> Iterator[Trace]:
         ) from None
 
     def messages() -> Iterator[dict[str, Any]]:
-        chunks = _chunks(data, source)
-        for number, chunk in enumerate(chunks, 1):
+        for number, chunk in enumerate(_chunks(data, source), 1):
+            problem = None
+            found: dict[str, Any] = {}
+            # protobuf names no type: a logs request may parse as a trace request of nonsense
             for kind in (ExportTraceServiceRequest, ExportLogsServiceRequest):
                 message = kind()
                 try:
                     message.ParseFromString(chunk)
                 except (DecodeError, RuntimeError, ValueError) as error:
+                    problem = problem or str(error)
+                    continue
+                found = MessageToDict(message)
+                if _plausible(found):
+                    break
+            else:
+                if problem is not None and not _plausible(found):
                     raise InputError(
-                        f"not an OTLP protobuf message ({error})",
+                        f"not an OTLP protobuf message ({problem})",
                         source=source,
                         record=f"message {number}",
-                    ) from None
-                as_dict = MessageToDict(message)
-                if as_dict:
-                    yield as_dict
-                    break
+                    )
+            yield found
 
     yield from _read(messages(), source, "otlp-proto")
+
+
+def _plausible(request: dict[str, Any]) -> bool:
+    """Whether a decoded request holds spans or log records with ids of the right size."""
+    for span in _spans(request, [0]):
+        return _HEX.issuperset(span.trace_id + span.span_id) and len(span.span_id) == 16
+    for trace_id, _, _ in _logs(request):
+        return _HEX.issuperset(trace_id) and len(trace_id) == 32
+    return False
 
 
 def _chunks(data: bytes, source: str) -> list[bytes]:
@@ -466,97 +497,18 @@ def _chunks(data: bytes, source: str) -> list[bytes]:
 
 
 @dataclass
-class _Message:
-    role: str
-    text: str | None = None
-    calls: list[tuple[str | None, str, Any]] = field(default_factory=list)
-    result_of: str | None = None
-    result: Any = None
-
-
-@dataclass
 class _Reading:
     """What one span says, by convention."""
 
     kind: str = "other"  # model, tool, agent, other
-    inputs: list[_Message] = field(default_factory=list)
-    outputs: list[_Message] = field(default_factory=list)
+    inputs: list[Message] = field(default_factory=list)
+    outputs: list[Message] = field(default_factory=list)
     call: ToolCall | None = None
     usage: tuple[int | None, int | None, int | None] = (None, None, None)
     conventions: set[str] = field(default_factory=set)
 
 
-def _json(value: Any) -> Any:
-    if isinstance(value, str):
-        text = value.strip()
-        if text[:1] in ("{", "["):
-            try:
-                return json.loads(text)
-            except (json.JSONDecodeError, RecursionError):
-                return value
-    return value
-
-
-def _chat_message(item: Any) -> _Message | None:
-    """A Chat Completions-shaped message (deprecated GenAI events and attributes, OpenInference
-    ``input.value``)."""
-    if not isinstance(item, dict):
-        return None
-    if "parts" in item:
-        return _parts_message(item)
-    role = str(item.get("role") or "")
-    message = _Message(role, text_of(item.get("content")))
-    for call in item.get("tool_calls") or []:
-        if isinstance(call, dict):
-            function = call.get("function") if isinstance(call.get("function"), dict) else call
-            name = function.get("name")
-            if name is not None:
-                message.calls.append((_str(call.get("id")), str(name), function.get("arguments")))
-    if role == "tool" or item.get("tool_call_id") is not None:
-        message.result_of = _str(item.get("tool_call_id") or item.get("id"))
-        message.result = item.get("content")
-        message.text = None
-    return message
-
-
-def _parts_message(item: dict[str, Any]) -> _Message:
-    """A GenAI ``gen_ai.input.messages``/``gen_ai.output.messages`` message of parts."""
-    message = _Message(str(item.get("role") or ""))
-    texts = []
-    for part in item.get("parts") or []:
-        if not isinstance(part, dict):
-            continue
-        kind = part.get("type")
-        if kind == "text" and isinstance(part.get("content"), str):
-            texts.append(part["content"])
-        elif kind == "tool_call" and part.get("name") is not None:
-            message.calls.append((_str(part.get("id")), str(part["name"]), part.get("arguments")))
-        elif kind == "tool_call_response":
-            message.result_of = _str(part.get("id"))
-            message.result = part.get("response", part.get("result"))
-    message.text = "".join(texts) if texts else None
-    return message
-
-
-def _str(value: Any) -> str | None:
-    return None if value is None else str(value)
-
-
-def _messages(value: Any) -> list[_Message]:
-    value = _json(value)
-    if isinstance(value, dict):
-        if isinstance(value.get("messages"), list):
-            value = value["messages"]
-        elif isinstance(value.get("choices"), list):
-            value = [c.get("message") for c in value["choices"] if isinstance(c, dict)]
-        else:
-            value = [value]
-    if isinstance(value, list):
-        return [m for item in value if (m := _chat_message(item)) is not None]
-    return []
-
-
-def _flattened(attributes: dict[str, Any], pattern: re.Pattern[str], side: str) -> list[_Message]:
+def _flattened(attributes: dict[str, Any], pattern: re.Pattern[str], side: str) -> list[Message]:
     """Messages from flattened attributes (OpenLLMetry ``gen_ai.completion.0.tool_calls.0.name``,
     OpenInference ``llm.output_messages.0.message.tool_calls.0.tool_call.function.name``)."""
     rows: dict[int, dict[str, Any]] = {}
@@ -574,27 +526,27 @@ def _flattened(attributes: dict[str, Any], pattern: re.Pattern[str], side: str) 
                 (k, v) for k, v in row.items() if k.startswith("contents.") and k.endswith(".text")
             )
             content = "".join(str(v) for _, v in parts) if parts else None
-        message = _Message(role, None if content is None else str(content))
+        message = Message(role, None if content is None else str(content))
         calls: dict[int, dict[str, Any]] = {}
         for key, value in row.items():
             if key.startswith("tool_calls."):
-                number, _, rest = key[len("tool_calls.") :].partition(".")
-                if number.isdigit():
-                    calls.setdefault(int(number), {})[rest.removeprefix("tool_call.")] = value
+                digits, _, rest = key[len("tool_calls.") :].partition(".")
+                if digits.isdigit():
+                    calls.setdefault(int(digits), {})[rest.removeprefix("tool_call.")] = value
         for number in sorted(calls):
             call = calls[number]
             name = call.get("name", call.get("function.name"))
             if name is not None:
                 arguments = call.get("arguments", call.get("function.arguments"))
-                message.calls.append((_str(call.get("id")), str(name), arguments))
+                message.calls.append((as_text(call.get("id")), str(name), arguments))
         result_of = row.get("tool_call_id")
         if role == "tool" or result_of is not None:
-            message.result_of, message.result, message.text = _str(result_of), content, None
+            message.result_of, message.result, message.text = as_text(result_of), content, None
         messages.append(message)
     return messages
 
 
-def _event_message(event: _Event) -> tuple[str, _Message] | None:
+def _event_message(event: _Event) -> tuple[str, Message] | None:
     """A deprecated GenAI event (span event or log record) as an input or output message."""
     payload = event.body if isinstance(event.body, dict) else {}
     if not payload:
@@ -604,16 +556,17 @@ def _event_message(event: _Event) -> tuple[str, _Message] | None:
         item["role"] = _DEPRECATED_EVENTS[event.name]
         if item["role"] == "tool":
             item.setdefault("tool_call_id", item.get("id") or "")
-        message = _chat_message(item)
+        message = chat_message(item)
         return ("input", message) if message else None
     if event.name == "gen_ai.choice":
-        inner = payload.get("message") if isinstance(payload.get("message"), dict) else {}
-        message = _chat_message({"role": "assistant", **inner})
+        choice = payload.get("message")
+        inner: dict[str, Any] = choice if isinstance(choice, dict) else {}
+        message = chat_message({"role": "assistant", **inner})
         return ("output", message) if message else None
     if event.name == "gen_ai.content.prompt" and "gen_ai.prompt" in event.attributes:
-        return "prompt", _Message("", event.attributes["gen_ai.prompt"])
+        return "prompt", Message("", event.attributes["gen_ai.prompt"])
     if event.name == "gen_ai.content.completion" and "gen_ai.completion" in event.attributes:
-        return "completion", _Message("", event.attributes["gen_ai.completion"])
+        return "completion", Message("", event.attributes["gen_ai.completion"])
     return None
 
 
@@ -668,9 +621,11 @@ def _read_span(span: _Span, events: list[_Event]) -> _Reading:
         reading.kind = "model"
     elif operation in _AGENT_OPERATIONS or oi_kind in ("AGENT", "CHAIN") or loop_kind:
         reading.kind = "agent"
+    elif not operation and not oi_kind and any(key in a for key in _MODEL_HINTS):
+        reading.kind = "model"  # deprecated conventions: no operation name
 
-    inputs: list[_Message] = []
-    outputs: list[_Message] = []
+    inputs: list[Message] = []
+    outputs: list[Message] = []
     for event in events:
         found = _event_message(event)
         if found is not None:
@@ -680,22 +635,22 @@ def _read_span(span: _Span, events: list[_Event]) -> _Reading:
             elif side == "output":
                 outputs.append(message)
             elif side == "prompt":
-                inputs.extend(_messages(message.text) or [_Message("user", message.text)])
+                inputs.extend(messages_of(message.text) or [Message("user", message.text)])
             else:
-                outputs.extend(_messages(message.text) or [_Message("assistant", message.text)])
+                outputs.extend(messages_of(message.text) or [Message("assistant", message.text)])
         details = event.attributes
         if "gen_ai.input.messages" in details:
-            inputs.extend(_messages(details["gen_ai.input.messages"]))
+            inputs.extend(messages_of(details["gen_ai.input.messages"]))
         if "gen_ai.output.messages" in details:
-            outputs.extend(_messages(details["gen_ai.output.messages"]))
-    inputs.extend(_messages(a.get("gen_ai.input.messages")))
-    outputs.extend(_messages(a.get("gen_ai.output.messages")))
+            outputs.extend(messages_of(details["gen_ai.output.messages"]))
+    inputs.extend(messages_of(a.get("gen_ai.input.messages")))
+    outputs.extend(messages_of(a.get("gen_ai.output.messages")))
     for key, side, target in (
         ("gen_ai.prompt", "user", inputs),
         ("gen_ai.completion", "assistant", outputs),
     ):
         if isinstance(a.get(key), str):
-            target.extend(_messages(a[key]) or [_Message(side, a[key])])
+            target.extend(messages_of(a[key]) or [Message(side, a[key])])
     inputs.extend(_flattened(a, _OPENLLMETRY, "prompt"))
     outputs.extend(_flattened(a, _OPENLLMETRY, "completion"))
     inputs.extend(_flattened(a, _OPENINFERENCE, "input"))
@@ -707,7 +662,7 @@ def _read_span(span: _Span, events: list[_Event]) -> _Reading:
         ("traceloop.entity.output", "assistant", outputs),
     ):
         if not target and a.get(key) is not None:
-            target.extend(_value_messages(a[key], role))
+            target.extend(_valuemessages_of(a[key], role))
     reading.inputs, reading.outputs = inputs, outputs
     prompt = _int(
         _first(
@@ -734,20 +689,20 @@ def _read_span(span: _Span, events: list[_Event]) -> _Reading:
     return reading
 
 
-def _value_messages(value: Any, role: str) -> list[_Message]:
+def _valuemessages_of(value: Any, role: str) -> list[Message]:
     """Messages from an ``input.value``/``output.value``: chat messages or a reply in JSON, a
     LangChain-style ``{"input": ...}``/``{"output": ...}``, or plain text."""
-    parsed = _json(value)
+    parsed = from_json(value)
     if isinstance(parsed, (dict, list)):
-        messages = _messages(parsed)
+        messages = messages_of(parsed)
         if messages and any(m.role for m in messages):
             return messages
         if isinstance(parsed, dict):
             for key in ("input", "question", "query", "output", "answer", "content"):
                 if isinstance(parsed.get(key), str):
-                    return [_Message(role, parsed[key])]
+                    return [Message(role, parsed[key])]
         return []
-    return [_Message(role, str(value))] if value not in (None, "") else []
+    return [Message(role, str(value))] if value not in (None, "") else []
 
 
 def _tool_call(span: _Span) -> ToolCall:
@@ -759,20 +714,20 @@ def _tool_call(span: _Span) -> ToolCall:
         name = span.name.removeprefix("execute_tool ").strip() or span.name
     call = ToolCall(
         name=str(name),
-        id=_str(_first(a, "gen_ai.tool.call.id", "tool_call.id", "tool.id")),
+        id=as_text(_first(a, "gen_ai.tool.call.id", "tool_call.id", "tool.id")),
         record_id=span.span_id,
         parent=span.parent,
         start=span.start,
     )
     raw = _first(a, "gen_ai.tool.call.arguments", "input.value", "tool_call.function.arguments")
     if raw is None and a.get("traceloop.entity.input") is not None:
-        entity = _json(a["traceloop.entity.input"])
+        entity = from_json(a["traceloop.entity.input"])
         if isinstance(entity, dict) and ("kwargs" in entity or "args" in entity):
             raw = entity.get("kwargs") if entity.get("kwargs") or not entity.get("args") else entity
         else:
             raw = a["traceloop.entity.input"]
     if raw is None and a.get("tool.parameters") is not None:
-        parameters = _json(a["tool.parameters"])
+        parameters = from_json(a["tool.parameters"])
         if _is_schema(parameters):
             call.lost.append("args_schema")
         else:
@@ -814,7 +769,7 @@ def _question_id(spans: list[_Span]) -> str | None:
             )
             if value is not None:
                 return str(value)
-            metadata = _json(attributes.get("metadata"))
+            metadata = from_json(attributes.get("metadata"))
             if isinstance(metadata, dict) and metadata.get("question_id") is not None:
                 return str(metadata["question_id"])
     return None
@@ -832,39 +787,13 @@ def _tree(spans: list[_Span]) -> tuple[list[_Span], dict[str, int], int, int]:
     """Spans with unique ids, the depth of each, and how many repeated ids and broken parent links
     (missing, or in a cycle: read as roots) there were."""
     unique: dict[str, _Span] = {}
-    duplicates = 0
     for span in spans:
-        if span.span_id in unique:
-            duplicates += 1
-        else:
-            unique[span.span_id] = span
-    broken = 0
-    parent: dict[str, str | None] = {}
+        unique.setdefault(span.span_id, span)
+    parent = {span.span_id: span.parent for span in unique.values()}
+    depth, broken = depths(parent)
     for span in unique.values():
-        if span.parent is not None and span.parent not in unique:
-            broken += 1
-            span.parent = None
-        parent[span.span_id] = span.parent
-    depth: dict[str, int] = {}
-    for start in parent:
-        while start not in depth:
-            path: list[str] = []
-            seen: set[str] = set()
-            node: str | None = start
-            while node is not None and node not in depth and node not in seen:
-                seen.add(node)
-                path.append(node)
-                node = parent[node]
-            if node is not None and node in seen:  # a cycle: its entry becomes a root
-                broken += 1
-                parent[node] = None
-                unique[node].parent = None
-                continue
-            base = depth[node] if node is not None else -1
-            for item in reversed(path):
-                base += 1
-                depth[item] = base
-    return list(unique.values()), depth, duplicates, broken
+        span.parent = parent[span.span_id]
+    return list(unique.values()), depth, len(spans) - len(unique), broken
 
 
 def _trace(trace_id: str, open_trace: _Open, source: str, form: str) -> Trace:
@@ -963,7 +892,7 @@ def _trace(trace_id: str, open_trace: _Open, source: str, form: str) -> Trace:
     finish(
         trace,
         calls,
-        dict(depth),
+        depth,
         {"duplicate_id": duplicates, "broken_parent": broken, "unlinked_result": unlinked},
     )
     trace.fidelity.losses["unknown_attribute"] += sum(trace.fidelity.unknown_attributes.values())
