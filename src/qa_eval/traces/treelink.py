@@ -111,9 +111,8 @@ def chat_message(item: Any) -> Message | None:
             function: dict[str, Any] = inner if isinstance(inner, dict) else call
             name = function.get("name")
             if name is not None:
-                message.calls.append(
-                    (as_text(call.get("id")), str(name), function.get("arguments"))
-                )
+                arguments = function.get("arguments", function.get("args"))
+                message.calls.append((as_text(call.get("id")), str(name), arguments))
     if role == "tool" or item.get("tool_call_id") is not None:
         message.result_of = as_text(item.get("tool_call_id") or item.get("id"))
         message.result = item.get("content")
@@ -193,6 +192,8 @@ def _merge(plan: ToolCall, done: ToolCall) -> ToolCall:
     """One call from its plan (id, arguments) and its execution (output, status, record)."""
     if done.args is None and done.args_error is None and "args_schema" not in done.lost:
         done.args, done.args_error = plan.args, plan.args_error
+    elif done.args_error is not None and plan.args is not None and plan.args_error is None:
+        done.args, done.args_error = plan.args, None  # the plan's JSON, not the executor's repr
     elif done.args is None and plan.args is not None:
         done.args, done.args_error = plan.args, plan.args_error
         done.lost = [item for item in done.lost if item != "args_schema"]
