@@ -276,10 +276,9 @@ def _tool(key: str, observation: dict[str, Any], parent: str | None, start: int 
         start=start,
     )
     arguments = from_json(observation.get("input"))
-    if isinstance(arguments, dict) and set(arguments) == {"args", "kwargs"}:
-        # the @observe decorator's capture of a function's arguments
-        if arguments["kwargs"] and not arguments["args"]:
-            arguments = arguments["kwargs"]
+    decorated = isinstance(arguments, dict) and set(arguments) == {"args", "kwargs"}
+    if decorated and arguments["kwargs"] and not arguments["args"]:
+        arguments = arguments["kwargs"]  # the @observe decorator's capture of keyword arguments
     call.args, call.args_error = parse_args(arguments)
     call.output = observation.get("output")
     if str(observation.get("level", "")).upper() == "ERROR":
