@@ -91,7 +91,8 @@ def read(records: Iterable[Any], source: str) -> Iterator[Trace]:
             if isinstance(item.get("observations"), list):
                 yield _trace(item, item["observations"], where)
                 continue
-            page = item.get("data") if isinstance(item.get("data"), list) else [item]
+            data = item.get("data")
+            page: list[Any] = data if isinstance(data, list) else [item]
             for observation in page:
                 if not _is_observation(observation):
                     continue

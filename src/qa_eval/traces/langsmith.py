@@ -112,7 +112,8 @@ def _langchain(value: Any) -> Any:
     if not isinstance(value, dict):
         return value
     if value.get("lc") is not None and isinstance(value.get("kwargs"), dict):
-        kind = value.get("id")[-1] if isinstance(value.get("id"), list) and value["id"] else ""
+        path = value.get("id")
+        kind = path[-1] if isinstance(path, list) and path else ""
         body = dict(value["kwargs"])
     elif isinstance(value.get("data"), dict) and value.get("type") in _ROLES:
         kind, body = str(value["type"]), dict(value["data"])
