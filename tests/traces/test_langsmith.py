@@ -230,7 +230,8 @@ def test_deep_trees_and_hostile_text() -> None:
         node = child
     node.update(run_type="tool", inputs={hostile: hostile}, outputs={"output": hostile})
     (trace,) = langsmith.read([root], "ls.json")
-    assert [(c.name, c.args, c.output) for c in trace.calls][0] == (
+    first = trace.calls[0]
+    assert (first.name, first.args, first.output) == (
         hostile,
         {hostile: hostile},
         hostile,

@@ -413,3 +413,11 @@ def test_garbage_records_are_skipped_not_fatal() -> None:
 def test_detect() -> None:
     assert otlp.detect(request()) and otlp.detect(logs_request()) and otlp.detect([request()])
     assert not otlp.detect({"messages": []}) and not otlp.detect([]) and not otlp.detect("x")
+
+
+def test_protobuf_without_the_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from qa_eval import extras
+
+    monkeypatch.setattr(extras, "available", lambda module: False)
+    with pytest.raises(extras.MissingExtra, match=r"pip install 'qa-eval\[otlp\]'"):
+        list(otlp.read_bytes(b"\x0a\x00", "t.pb"))

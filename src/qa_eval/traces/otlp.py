@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
+from ..extras import MissingExtra, require
 from .model import ToolCall, Trace
 from .treelink import (
     Message,
@@ -425,19 +426,19 @@ def read_bytes(data: bytes, source: str) -> Iterator[Trace]:
     or several each prefixed by its length (4 bytes, big-endian), as the collector's file exporter
     writes them."""
     try:
-        from google.protobuf.json_format import MessageToDict
-        from google.protobuf.message import DecodeError
-        from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
-            ExportLogsServiceRequest,
+        trace_service = require(
+            "opentelemetry.proto.collector.trace.v1.trace_service_pb2", "reading OTLP protobuf"
         )
-        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-            ExportTraceServiceRequest,
-        )
-    except ImportError:
-        raise InputError(
-            "reading OTLP protobuf needs the otlp extra: pip install 'qa-eval[otlp]'",
-            source=source,
+    except ImportError:  # the opentelemetry namespace without opentelemetry-proto in it
+        raise MissingExtra(
+            "reading OTLP protobuf needs the optional package 'opentelemetry-proto': "
+            "pip install 'qa-eval[otlp]'"
         ) from None
+    from google.protobuf.json_format import MessageToDict
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+    ExportTraceServiceRequest = trace_service.ExportTraceServiceRequest
 
     def messages() -> Iterator[dict[str, Any]]:
         for number, chunk in enumerate(_chunks(data, source), 1):
