@@ -16,10 +16,11 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 FROM_IMPORT = re.compile(r"from (qa_eval(?:\.\w+)*) import ([\w, ]+)")
 DOTTED = re.compile(r"\bqa_eval(?:\.[A-Za-z_]\w*)+")
-# Names the docs use for things that are not import paths (a metric's documented key prefix).
+# Names the docs use for things that are not import paths: a metric's documented key prefix, and
+# OpenTelemetry attribute names and values (the trace attribute a question id may be recorded
+# under, docs/traces*.md; what export-scores writes, docs/export-scores.md).
 NOT_PATHS = {
     "qa_eval.metrics.conciseness",
-    # OpenTelemetry attribute names and values that export-scores writes (docs/export-scores.md)
     "qa_eval.metric_error",
     "qa_eval.question_id",
 }

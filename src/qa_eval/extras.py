@@ -34,6 +34,7 @@ EXTRAS: dict[str, str] = {
     "rouge_score": "ragas-metrics",
     "rapidfuzz": "ragas-metrics",
     "datacompy": "datacompy",
+    "opentelemetry": "otlp",
 }
 """The top-level module of each optional package -> the qa-eval extra that installs it."""
 

@@ -24,6 +24,8 @@ LOSSES: dict[str, str] = {
     "args_invalid": "calls whose arguments are not valid JSON (raw text kept)",
     "unlinked_result": "tool results whose call is missing",
     "unknown_attribute": "attributes of an unknown convention",
+    "duplicate_id": "records whose id repeats (the first kept)",
+    "broken_parent": "records whose parent is missing or in a cycle (read as roots)",
 }
 """What a reader may fail to find, by the name it is counted under, and how the report says it."""
 

@@ -1,0 +1,174 @@
+"""OTLP traces written by real instrumentation: the OpenTelemetry SDK with the official GenAI
+instrumentation of the ``openai`` client (``opentelemetry-instrumentation-openai-v2``) and
+OpenInference's (``openinference-instrumentation-openai``), around a small agent
+(``otel_agent.py``) talking to the scripted server; spans encoded by the exporter's own encoder.
+Each file must read into the traces the agent ran: question, tool calls (planned in the model's
+reply, executed in a tool span: one call), statuses, answer, tokens and ids."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openai_stub import Reply, StubServer
+from qa_eval.traces import otlp
+from qa_eval.traces.model import Trace
+
+AGENT = Path(__file__).with_name("otel_agent.py")
+NEEDED = (
+    "opentelemetry.sdk",
+    "opentelemetry.exporter.otlp.proto.common",
+    "opentelemetry.instrumentation.openai_v2",
+    "openinference.instrumentation.openai",
+    "openai",
+)
+
+
+def _have(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:
+        return False
+
+
+pytestmark = pytest.mark.skipif(
+    not all(_have(name) for name in NEEDED),
+    reason="needs opentelemetry-sdk, the openai-v2 and OpenInference instrumentations (test extra)",
+)
+
+# What the scripted model does for each question: the tool call it plans, then its answer.
+PLAN = {
+    "What is the capital of France?": ("call_q1", "search", {"query": "capital of France"}),
+    "Who owns record 7?": ("call_q2", "lookup", {"id": 7}),
+}
+ANSWER = {"What is the capital of France?": "Paris.", "Who owns record 7?": "I could not find it."}
+TOOL_OUTPUT = {"search": "Paris is the capital of France."}
+TOOL_ERROR = {"lookup": "no record 7"}
+
+
+def usage(number: int) -> dict[str, int]:
+    """The usage the server reports for its ``number``-th reply."""
+    return {"prompt_tokens": 50 + number, "completion_tokens": 10 + number}
+
+
+def script(request: dict[str, Any], number: int) -> Reply:
+    """A tool call for a new question, the answer once the tool's result is in the messages."""
+    question = request["messages"][0]["content"]
+    if not any(message.get("role") == "tool" for message in request["messages"]):
+        call_id, name, args = PLAN[question]
+        function = {"name": name, "arguments": json.dumps(args)}
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+        }
+        finish = "tool_calls"
+    else:
+        message, finish = {"role": "assistant", "content": ANSWER[question]}, "stop"
+    tokens = usage(number)
+    tokens["total_tokens"] = tokens["prompt_tokens"] + tokens["completion_tokens"]
+    return Reply(
+        body={
+            "id": f"chatcmpl-{number}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "stub",
+            "choices": [{"index": 0, "finish_reason": finish, "message": message}],
+            "usage": tokens,
+        }
+    )
+
+
+def run_agent(tmp_path: Path, kind: str, env: dict[str, str]) -> list[Trace]:
+    """Run the agent under ``kind``'s instrumentation and read the file it wrote."""
+    out = tmp_path / f"{kind}.jsonl"
+    variables = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    variables.update(env)
+    with StubServer(script) as server:
+        done = subprocess.run(
+            [sys.executable, str(AGENT), f"http://127.0.0.1:{server.port}/v1", str(out), kind],
+            env=variables,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert otlp.detect(records[0])
+    return list(otlp.read(records, str(out)))
+
+
+def expected_calls(question: str, with_content: bool) -> list[dict[str, Any]]:
+    """The one tool call the agent made for ``question``, as the reader should give it."""
+    call_id, name, args = PLAN[question]
+    failed = name in TOOL_ERROR
+    # the agent sends a failed tool's error back to the model as the tool's result
+    output = f"error: {TOOL_ERROR[name]}" if failed else TOOL_OUTPUT[name]
+    return [
+        {
+            "name": name,
+            "id": call_id,
+            "args": args if with_content else None,
+            "output": output if with_content else None,
+            "status": "error" if failed else "success",
+            "error": TOOL_ERROR.get(name),
+            "lost": [] if with_content else ["args"] + ([] if failed else ["output"]),
+        }
+    ]
+
+
+def check(traces: list[Trace], with_content: bool, conventions: set[str]) -> None:
+    """Both questions' traces read as the agent ran them."""
+    assert [t.question_id for t in traces] == ["q1", "q2"]
+    for number, (trace, question) in enumerate(zip(traces, PLAN, strict=True)):
+        got = [
+            {k: getattr(c, k) for k in ("name", "id", "args", "output", "status", "error", "lost")}
+            for c in trace.calls
+        ]
+        expected = expected_calls(question, with_content)
+        assert got == expected
+        assert trace.calls[0].record_id and trace.calls[0].parent == trace.root_span_id
+        assert trace.question == (question if with_content else None)
+        assert trace.answer == (ANSWER[question] if with_content else None)
+        replies = [usage(2 * number), usage(2 * number + 1)]
+        assert trace.input_tokens == sum(u["prompt_tokens"] for u in replies)
+        assert trace.output_tokens == sum(u["completion_tokens"] for u in replies)
+        assert trace.total_tokens == trace.input_tokens + trace.output_tokens
+        assert trace.model == "stub"
+        assert trace.trace_id and len(trace.trace_id) == 32
+        assert trace.root_span_id and len(trace.root_span_id) == 16
+        assert trace.elapsed_sec is not None and 0 < trace.elapsed_sec < 60
+        assert trace.fidelity.traces == 1 and trace.fidelity.tool_calls == 1
+        assert set(trace.fidelity.conventions) == conventions
+        assert not trace.fidelity.unknown_attributes
+        assert sum(trace.fidelity.losses.values()) == sum(len(c["lost"]) for c in expected)
+
+
+def test_genai_conventions_with_content(tmp_path: Path) -> None:
+    traces = run_agent(
+        tmp_path,
+        "openai-v2",
+        {
+            "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "span_only",
+        },
+    )
+    check(traces, with_content=True, conventions={"gen_ai", "gen_ai 1.37.0"})
+
+
+def test_genai_conventions_without_content_counts_lost_arguments(tmp_path: Path) -> None:
+    traces = run_agent(tmp_path, "openai-v2", {})
+    check(traces, with_content=False, conventions={"gen_ai", "gen_ai 1.37.0"})
+    assert traces[0].fidelity.losses["args"] == 1
+
+
+def test_openinference(tmp_path: Path) -> None:
+    traces = run_agent(tmp_path, "openinference", {})
+    check(traces, with_content=True, conventions={"openinference"})
