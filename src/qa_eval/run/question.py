@@ -16,9 +16,12 @@ from ..steps.explain import explain_unmatched
 from ..steps.matching import match_steps
 from .prepare import Question, Response
 
-__all__ = ["NO_RESPONSE", "Results", "evaluate_question"]
+__all__ = ["AGENT_REFERENCE_KEYS", "NO_RESPONSE", "Results", "evaluate_question"]
 
 _COPIED_RESPONSE_KEYS = ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec")
+AGENT_REFERENCE_KEYS = ("reference_goal", "reference_topics", "reference_trajectory")
+"""What a result copies of its question for the agent metrics (``goal_accuracy``,
+``topic_adherence``, ``trajectory_judgement``; ``trajectory_match`` annotates its own copy)."""
 NO_RESPONSE = "no response for this question"
 
 
@@ -40,6 +43,9 @@ def evaluate_question(
         result["reference_answer"] = raw["reference_answer"]
     if "question_type" in raw:
         result["question_type"] = raw["question_type"]
+    for key in AGENT_REFERENCE_KEYS:
+        if key in raw:
+            result[key] = raw[key]
     reply: Mapping[str, Any] = response.raw if response is not None else {}
     if response is None:
         result["status"] = "error"
