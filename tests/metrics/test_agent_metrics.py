@@ -469,3 +469,60 @@ def test_judge_errors_become_the_metrics_error(server: StubServer) -> None:
         assert "goal_accuracy" not in result and result["goal_accuracy_error"]
         assert "trajectory_judgement" not in result and result["trajectory_judgement_error"]
     assert not isinstance(results[0]["goal_accuracy_error"], JudgeError)
+
+
+def _files(tmp_path: Any, output: str = "booked") -> tuple[Any, Any]:
+    reference, responses = _dataset(output)
+    ref, resp = tmp_path / "reference.json", tmp_path / "responses.json"
+    ref.write_text(json.dumps(reference), encoding="utf-8")
+    resp.write_text(json.dumps(responses), encoding="utf-8")
+    return ref, resp
+
+
+def test_a_dry_run_counts_the_calls_under_the_run_metrics_names(
+    server: StubServer, tmp_path: Any
+) -> None:
+    from qa_eval.run.plan import plan_evaluation
+
+    ref, resp = _files(tmp_path)
+    plan = plan_evaluation(
+        ref, resp, config=_config(server.url), enable=["agent"], dry_run=True, cache=False
+    )
+    (calls,) = plan.judge_calls()
+    assert dict(calls.calls) == {"goal_accuracy": 4, "trajectory_judgement": 2}
+    assert server.chat_requests == []
+    # a trajectory beyond the budget plans no call at all
+    config = _config(
+        server.url,
+        goal_accuracy={"enabled": True, "max_prompt_tokens": 50},
+        trajectory_judgement={"enabled": True, "max_prompt_tokens": 50},
+    )
+    plan = plan_evaluation(ref, resp, config=config, dry_run=True, cache=False)
+    (calls,) = plan.judge_calls()
+    assert calls.total_calls == 0
+
+
+def test_topic_adherence_runs_in_the_ragas_group_for_questions_with_topics() -> None:
+    def script(request: dict[str, Any], number: int) -> Reply:
+        text = asked_text(request)
+        if "[qa-eval:topic-extraction]" in text:
+            return completion(json.dumps({"topics": ["flights", "hotels"]}))
+        if "[qa-eval:topic-refused]" in text:
+            verdicts = [{"topic": 1, "refused": False}, {"topic": 2, "refused": False}]
+            return completion(json.dumps({"verdicts": verdicts}))
+        if "[qa-eval:topic-classification]" in text:
+            verdicts = [{"topic": 1, "in_reference": True}, {"topic": 2, "in_reference": False}]
+            return completion(json.dumps({"verdicts": verdicts}))
+        raise AssertionError(text[:60])
+
+    reference, responses = _dataset()
+    reference[0]["questions"][0]["reference_topics"] = ["flights"]
+    with StubServer(script) as stub:
+        first, second = run_evaluation(
+            reference, responses, config=_config(stub.url), enable=["topic_adherence"]
+        )
+        assert len(stub.chat_requests) == 3  # the question without topics asks nothing
+    # TP 1 (flights), FP 1 (hotels answered, not a reference topic), FN 0
+    assert first["topic_adherence"] == pytest.approx(2 * 0.5 * 1.0 / 1.5, abs=1e-9)
+    assert first["topic_adherence_cost"] is not None
+    assert "topic_adherence" not in second and "topic_adherence_error" not in second
