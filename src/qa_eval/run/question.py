@@ -19,10 +19,10 @@ from .prepare import Question, Response
 __all__ = ["AGENT_REFERENCE_KEYS", "NO_RESPONSE", "Results", "evaluate_question"]
 
 _COPIED_RESPONSE_KEYS = ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec")
+NO_RESPONSE = "no response for this question"
 AGENT_REFERENCE_KEYS = ("reference_goal", "reference_topics", "reference_trajectory")
 """What a result copies of its question for the agent metrics (``goal_accuracy``,
 ``topic_adherence``, ``trajectory_judgement``; ``trajectory_match`` annotates its own copy)."""
-NO_RESPONSE = "no response for this question"
 
 
 def evaluate_question(
