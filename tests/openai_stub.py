@@ -382,6 +382,15 @@ def oracle_content(request: dict[str, Any]) -> str:
     if "[qa-eval:relevance-rubric]" in text:
         levels = ("complete", "mostly", "partial", "tangential", "irrelevant")
         return json.dumps({"level": levels[seed % 5], "reason": "rubric"})
+    if "[qa-eval:agent-goal-outcome]" in text:
+        return json.dumps({"user_goal": "the user's goal", "end_state": "what the agent did"})
+    if "[qa-eval:agent-goal-compare]" in text:
+        return json.dumps({"reason": "outcomes compared", "verdict": seed & 1})
+    if "[qa-eval:trajectory-judgement" in text:  # with and without a reference
+        ratings = {"logical": seed % 3, "efficient": (seed >> 2) % 3, "equivalent": (seed >> 4) % 3}
+        if "[qa-eval:trajectory-judgement-free]" in text:
+            ratings.pop("equivalent")
+        return json.dumps({"reason": "trajectory judged", **ratings})
     if "[qa-eval:custom]" in text:
         outputs = re.findall(r'^- "(\w+)"', text, re.M)
         return json.dumps({name: 1 for name in outputs} | {"reason": "ok"})

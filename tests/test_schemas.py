@@ -167,6 +167,12 @@ def _bad_references() -> list[tuple[str, Any]]:
     case("id a list", lambda d: _demo_question(d, "capacity-no1").update(id=["x"]))
     case("reference_answer a number", lambda d: _demo_question(d, "capacity-no1").update(
         reference_answer=7))  # fmt: skip
+    case("reference_goal a list", lambda d: _demo_question(d, "capacity-no1").update(
+        reference_goal=["book"]))  # fmt: skip
+    case("reference_topics empty", lambda d: _demo_question(d, "capacity-no1").update(
+        reference_topics=[]))  # fmt: skip
+    case("a blank reference topic", lambda d: _demo_question(d, "capacity-no1").update(
+        reference_topics=["flights", " "]))  # fmt: skip
     case("no step groups", lambda d: _demo_question(d, "capacity-no1").update(reference_steps=[]))
     case("an empty group", lambda d: _demo_question(d, "capacity-no1").update(
         reference_steps=[[]]))  # fmt: skip

@@ -45,12 +45,15 @@ RAGAS_TEXT = (
 RAGAS_LLM = (
     "answer_accuracy", "factual_correctness", "response_groundedness", "context_entity_recall",
     "context_relevance", "noise_sensitivity", "summary_score", "ragas_answer_correctness",
+    "topic_adherence",
 )  # fmt: skip
+# the judged agent metrics (the agent group)
+AGENT = ("goal_accuracy", "trajectory_judgement")
 
 
 def test_derived_lists_equal_the_former_hand_lists() -> None:
-    assert set(METRICS) == OLD_AGGREGATED | set(RAGAS_TEXT) | set(RAGAS_LLM)
-    assert len(METRICS) == len(OLD_AGGREGATED) + len(RAGAS_TEXT) + len(RAGAS_LLM)
+    assert set(METRICS) == OLD_AGGREGATED | set(RAGAS_TEXT) | set(RAGAS_LLM) | set(AGENT)
+    assert len(METRICS) == len(OLD_AGGREGATED) + len(RAGAS_TEXT) + len(RAGAS_LLM) + len(AGENT)
     assert SCORES == (
         "steps_score", "answer_recall", "answer_precision", "answer_f1", "answer_relevance",
         "faithfulness", "context_precision", "context_recall", "ragas_score",
@@ -73,7 +76,7 @@ def test_derived_lists_equal_the_former_hand_lists() -> None:
         "answer_correctness", "answer_relevance", "retrieval_answer", "retrieval_context",
         "faithfulness", "context_precision", "context_recall", "ragas_score",
         "factual_accuracy", "semantic_similarity", "answer_class", "bertscore", *RAGAS_TEXT,
-        *RAGAS_LLM, "custom",
+        *RAGAS_LLM, *AGENT, "custom",
     )  # fmt: skip
     assert switches == SWITCHES
     assert GROUPS == {
@@ -83,6 +86,7 @@ def test_derived_lists_equal_the_former_hand_lists() -> None:
         ),
         "ragas-text": RAGAS_TEXT,
         "ragas": RAGAS_LLM,
+        "agent": AGENT,
     }  # fmt: skip
     offline = ("semantic_similarity", "bertscore", *RAGAS_TEXT)
     assert offline == OFFLINE_SWITCHES

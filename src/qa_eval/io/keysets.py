@@ -58,6 +58,9 @@ REPEAT_SUFFIXES = ("_sd", "_repeats", "_flipped")
 
 OWN: tuple[tuple[str, str], ...] = (
     ("question_type", "result: copied from the reference question, for the per_tag aggregates"),
+    ("reference_goal", "result: copied from the reference question, for goal_accuracy"),
+    ("reference_topics", "result: copied from the reference question, for topic_adherence"),
+    ("reference_trajectory", "result: copied from the reference question (agent metrics)"),
     ("<tag>", "result file of evaluate --by KEY: the reference question's KEY, copied"),
     ("trace", "result: the trace its response was imported from (format, trace_id, root_span_id)"),
     ("judge_repeats", "result: how often each LLM metric was asked (--repeats)"),

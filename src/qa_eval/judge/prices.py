@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["price_of", "usd"]
+__all__ = ["context_window", "price_of", "usd"]
 
 _DATED = re.compile(r"-\d{4}-\d{2}-\d{2}$")
 _PROVIDERS = {"openai": "openai", "azure": "azure"}
@@ -95,6 +95,27 @@ def _catalogue_price(model: str, provider: str | None) -> dict[str, float] | Non
             ):
                 entry["batch_input"], entry["batch_output"] = b_in, b_out
         return {k: v for k, v in entry.items() if v is not None}
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def context_window(model: str, provider: str | None = None) -> int | None:
+    """The context window in tokens of a model as genai-prices records it (``vendor/model``
+    names the vendor; a date suffix is tried without), or ``None``: not installed, not known."""
+    try:
+        from genai_prices import Usage, calc_price
+    except ImportError:
+        return None
+    bare = model.split("/", 1)[1] if "/" in model else model
+    vendor = model.split("/", 1)[0] if "/" in model else _PROVIDERS.get(provider or "", "openai")
+    for name, prov in ((bare, vendor), (bare, None), (_DATED.sub("", bare), None)):
+        try:
+            found = calc_price(Usage(input_tokens=1, output_tokens=1), name, provider_id=prov)
+        except Exception:  # not known, an unknown provider id, or data it cannot read
+            continue
+        window = getattr(found.model, "context_window", None)
+        if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+            return window
     return None
 
 

@@ -11,7 +11,14 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-__all__ = ["DRY_RUN_COMPLETION_TOKENS", "Plan", "Usage", "Verdict", "total_cost"]
+__all__ = [
+    "DRY_RUN_COMPLETION_TOKENS",
+    "Plan",
+    "Usage",
+    "Verdict",
+    "estimated_prompt_tokens",
+    "total_cost",
+]
 
 T = TypeVar("T", bound=BaseModel)
 DRY_RUN_COMPLETION_TOKENS = 150
@@ -74,6 +81,13 @@ def total_cost(*costs: float | None) -> float | None:
     return None if any(c is None for c in costs) else sum(costs)  # type: ignore[arg-type]
 
 
+def estimated_prompt_tokens(messages: list[dict[str, str]], schema: dict[str, Any]) -> int:
+    """A call's prompt tokens as a dry run estimates them: characters / 4 of the messages and the
+    reply's JSON schema, plus 8 (the one estimate of the plan and of the metrics' budgets)."""
+    text = sum(len(m["content"]) for m in messages) + len(json.dumps(schema))
+    return text // 4 + 8
+
+
 @dataclass
 class Plan:
     """What a dry run would do: calls, estimated tokens and cost per metric."""
@@ -92,9 +106,9 @@ class Plan:
     ) -> None:
         """Count a call a dry run would make: its estimated prompt tokens (characters / 4 of the
         messages and the JSON schema) and completion tokens (``max_tokens``, else 150)."""
-        text = sum(len(m["content"]) for m in messages) + len(json.dumps(schema))
         self.calls[metric] = self.calls.get(metric, 0) + 1
-        self.prompt_tokens[metric] = self.prompt_tokens.get(metric, 0) + text // 4 + 8
+        tokens = estimated_prompt_tokens(messages, schema)
+        self.prompt_tokens[metric] = self.prompt_tokens.get(metric, 0) + tokens
         self.completion_tokens[metric] = self.completion_tokens.get(metric, 0) + (
             max_tokens or DRY_RUN_COMPLETION_TOKENS
         )

@@ -42,7 +42,16 @@ __all__ = [
 
 Direction = Literal["higher", "lower", "none"]
 Scale = Literal["0-1", "count", "tokens", "usd", "seconds", "label", "text"]
-Need = Literal["question", "answer", "reference_answer", "contexts", "steps", "judge", "embedder"]
+Need = Literal[
+    "question",
+    "answer",
+    "reference_answer",
+    "reference_topics",
+    "contexts",
+    "steps",
+    "judge",
+    "embedder",
+]
 
 
 @dataclass(frozen=True)
@@ -173,6 +182,12 @@ def _ragas_llm(
         "docs/ragas.md", default=False, groups=("ragas",), own=True,
         score=f"qa_eval.metrics.ragas_run:{name}_entry", calls=calls,
     )  # fmt: skip
+
+
+_BUDGET = Option(
+    "max_prompt_tokens", "integer", "prompt budget in tokens (default: from the judge model)"
+)
+"""The context budget of the judged agent metrics (``metrics.agent_inputs``)."""
 
 
 # fmt: off
@@ -365,6 +380,31 @@ METRICS: dict[str, Metric] = {
     "ragas_answer_correctness": _ragas_llm(
         "ragas_answer_correctness", "ragas' answer correctness: statement F1 and embedding "
         "similarity, 0.75/0.25", ("question", "answer", "reference_answer", "embedder"), 3,
+    ),
+    "topic_adherence": Metric(
+        "topic_adherence", "F1 of the topics the agent answered against the question's "
+        "reference_topics (ragas' TopicAdherence)", ("question", "reference_topics", "judge"),
+        (_score("topic_adherence"), _cost("topic_adherence"),
+         *_text("topic_adherence_reason", "topic_adherence_error")),
+        "docs/ragas.md", default=False, groups=("ragas",), own=True, options=(_BUDGET,),
+        score="qa_eval.metrics.ragas_run:topic_adherence_entry", calls=3,
+    ),
+    "goal_accuracy": Metric(
+        "goal_accuracy", "1 when the agent reached the user's goal (reference_goal, else the "
+        "reference answer, else the goal it infers), else 0 (ragas' AgentGoalAccuracy)",
+        ("question", "steps", "judge"),
+        (_score("goal_accuracy"), _cost("goal_accuracy"),
+         *_text("goal_accuracy_reason", "goal_accuracy_error")),
+        "docs/metrics/agent.md", default=False, groups=("agent",), own=True, options=(_BUDGET,),
+        score="qa_eval.metrics.goal_accuracy:score", calls=2,
+    ),
+    "trajectory_judgement": Metric(
+        "trajectory_judgement", "rubric judgement of the agent's tool calls (logical, efficient, "
+        "equivalent to the reference_trajectory), 0-1", ("question", "steps", "judge"),
+        (_score("trajectory_judgement"), _cost("trajectory_judgement"),
+         *_text("trajectory_judgement_reason", "trajectory_judgement_error")),
+        "docs/metrics/agent.md", default=False, groups=("agent",), own=True, options=(_BUDGET,),
+        score="qa_eval.metrics.trajectory_judgement:score",
     ),
     "custom": Metric(
         "custom", "the config's custom_evaluations (outputs named by the config)", ("judge",),

@@ -15,6 +15,10 @@ are in the engines' docstrings:
   mixed half and half with its conciseness against the contexts.
 - ``ragas_answer_correctness`` - ``statement_correctness``: 0.75 · factuality F1 + 0.25 · cosine
   similarity (ragas' ``AnswerCorrectness``; qa-eval's own ``answer_correctness`` is another one).
+- ``topic_adherence``          - ``agent``: F1 of the topics the AI answered against the question's
+  ``reference_topics`` (ragas' ``TopicAdherence``, mode f1), on the one-turn conversation of the
+  response (question, numbered tool calls, answer; ``metrics.goal_accuracy.conversation``), within
+  the prompt budget of ``metrics.agent_inputs``.
 
 A question's inputs map to ragas' as: question → ``user_input``, answer → ``response``, reference
 answer → ``reference``, the chunk texts of its retrieval steps → ``retrieved_contexts`` (and
@@ -24,12 +28,26 @@ with the reason; a judge failure or a missing input is the metric's ``<name>_err
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..judge.replies import json_schema
+from ..judge.usage import estimated_prompt_tokens
+from ..prompts import render
+from .agent import TopicsReply, topic_adherence
+from .agent_inputs import (
+    Call,
+    Noting,
+    actual_calls,
+    fit,
+    not_evaluated,
+    prompt_budget,
+    shortened_note,
+)
 from .context_relevance import context_rating
 from .entity_recall import entity_recall
 from .factual_correctness import factual_correctness_judgement, factual_score
+from .goal_accuracy import conversation
 from .noise_sensitivity import noise_sensitivity
 from .output import Output
 from .relevance import cosine
@@ -46,6 +64,7 @@ __all__ = [
     "ragas_answer_correctness_entry",
     "response_groundedness_entry",
     "summary_score_entry",
+    "topic_adherence_entry",
 ]
 
 _TRIES = 5
@@ -220,3 +239,46 @@ async def ragas_answer_correctness_entry(
     value = weighted_correctness(factuality, similarity, (0.75, 0.25))
     reason = f"factuality {factuality:.4f} (TP {tp}, FP {fp}, FN {fn}), similarity {similarity:.4f}"
     return _record(name, noted, value, reason, cost)
+
+
+async def topic_adherence_entry(
+    judge: Any, inputs: Mapping[str, Any], options: Mapping[str, Any]
+) -> Output | tuple[Output, ...]:
+    """``topic_adherence`` (mode f1): the topics of the response's conversation the AI answered,
+    against the question's ``reference_topics`` (none for a question without them)."""
+    references = inputs.get("reference_topics")
+    if references is None:
+        return ()
+    if (
+        not isinstance(references, list)
+        or not all(isinstance(t, str) and t.strip() for t in references)
+        or not references
+    ):
+        raise ValueError("reference_topics must be a non-empty list of non-blank strings")
+    name = "topic_adherence"
+    question, answer = str(inputs.get("question") or ""), inputs.get("answer")
+    budget = prompt_budget(judge, options)
+    schema = json_schema(TopicsReply)
+
+    def tokens(calls: Sequence[Call]) -> int:
+        text = render("topic_extraction", conversation=conversation(question, calls, answer))
+        return estimated_prompt_tokens([{"role": "user", "content": text}], schema)
+
+    fitted = fit(actual_calls(inputs.get("steps") or []), tokens, budget)
+    if not fitted.fits:
+        return not_evaluated(name, fitted, budget)
+    noted = Noting(judge, name)
+    outcome = await topic_adherence(
+        noted, conversation(question, fitted.calls, answer), references, "f1"
+    )
+    if outcome.value is None:
+        reason = "not computed: the question raises no topic"
+    else:
+        on = sum(a and r for a, r in zip(outcome.answered, outcome.in_reference, strict=True))
+        reason = (
+            f"{len(outcome.topics)} topics, {sum(outcome.answered)} answered, {on} of them "
+            f"reference topics; precision {outcome.precision:.4f}, recall {outcome.recall:.4f}"
+        )
+    reason += shortened_note(fitted, budget)
+    values = {name: outcome.value, f"{name}_reason": reason}
+    return Output.judged(name, values, *noted.verdicts)

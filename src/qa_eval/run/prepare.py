@@ -373,11 +373,30 @@ def _prepare_question(
     answer = question.get("reference_answer")
     if answer is not None and not isinstance(answer, str):
         problems.add(record, "reference_answer", f"must be a string, got {_got(answer)}")
+    goal = question.get("reference_goal")
+    if goal is not None and not isinstance(goal, str):
+        problems.add(record, "reference_goal", f"must be a string, got {_got(goal)}")
+    _check_topics(question.get("reference_topics"), record, problems)
     tag = question.get("question_type")
     if tag is not None and not isinstance(tag, (str, int, float)):
         problems.add(record, "question_type", f"must be {_A_TAG}, got {_got(tag)}")
     groups, has_matches = _prepare_groups(question, record, problems)
     return Question(template_id, qid, question, groups, record, has_matches)
+
+
+def _check_topics(topics: Any, record: str, problems: Problems) -> None:
+    """``reference_topics`` (``topic_adherence``), when given: a non-empty list of strings."""
+    if topics is None:
+        return
+    if not isinstance(topics, list) or not topics:
+        got = "an empty list" if isinstance(topics, list) else _got(topics)
+        problems.add(record, "reference_topics", f"must be a non-empty list of strings, got {got}")
+        return
+    for i, topic in enumerate(topics):
+        if not isinstance(topic, str) or not topic.strip():
+            problems.add(
+                record, f"reference_topics[{i}]", f"must be a non-blank string, got {_got(topic)}"
+            )
 
 
 def _prepare_groups(

@@ -17,7 +17,7 @@ from ..steps.explain import explain_unmatched
 from ..steps.matching import match_steps
 from .prepare import Question, Response
 
-__all__ = ["NO_RESPONSE", "Results", "evaluate_question"]
+__all__ = ["AGENT_REFERENCE_KEYS", "NO_RESPONSE", "Results", "evaluate_question"]
 
 _COPIED_RESPONSE_KEYS = (
     "input_tokens",
@@ -27,6 +27,9 @@ _COPIED_RESPONSE_KEYS = (
     "trace",
 )
 NO_RESPONSE = "no response for this question"
+AGENT_REFERENCE_KEYS = ("reference_goal", "reference_topics", "reference_trajectory")
+"""What a result copies of its question for the agent metrics (``goal_accuracy``,
+``topic_adherence``, ``trajectory_judgement``; ``trajectory_match`` annotates its own copy)."""
 
 
 def evaluate_question(
@@ -49,6 +52,9 @@ def evaluate_question(
         result["reference_answer"] = raw["reference_answer"]
     if "question_type" in raw:
         result["question_type"] = raw["question_type"]
+    for key in AGENT_REFERENCE_KEYS:
+        if key in raw:
+            result[key] = raw[key]
     reply: Mapping[str, Any] = response.raw if response is not None else {}
     if response is None:
         result["status"] = "error"

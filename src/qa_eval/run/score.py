@@ -67,6 +67,7 @@ from ..metrics.context_quality import combines, context_judgement
 from ..metrics.custom import custom_output
 from ..metrics.definitions import CustomMetric
 from ..metrics.output import Output, failed, llm_cost, measure, serialize
+from .question import AGENT_REFERENCE_KEYS
 
 __all__ = ["AnswerScorer", "contexts_of"]
 
@@ -229,6 +230,7 @@ class AnswerScorer:
                 ("answer" not in metric.needs or answer)
                 and ("reference_answer" not in metric.needs or reference)
                 and ("contexts" not in metric.needs or retrieval)
+                and ("reference_topics" not in metric.needs or "reference_topics" in result)
             ):
                 asks += metric.calls
         reference_text = result.get("reference_answer")
@@ -329,6 +331,7 @@ class AnswerScorer:
             "answer": answer if isinstance(answer, str) else None,
             "reference_answer": reference if isinstance(reference, str) else None,
             "steps": steps,
+            **{key: result.get(key) for key in AGENT_REFERENCE_KEYS},
             "embedder": self.embedder,
             "bertscorer": self.bertscorer,
         }
@@ -418,6 +421,8 @@ class AnswerScorer:
         if "answer" in needs and inputs["answer"] is None:
             return []
         if "reference_answer" in needs and inputs["reference_answer"] is None:
+            return []
+        if "reference_topics" in needs and inputs["reference_topics"] is None:
             return []
         return [self._run(metric, inputs)]
 
