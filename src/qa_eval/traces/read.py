@@ -118,6 +118,25 @@ class TraceReport:
             )
         return lines
 
+    def summary(self) -> str:
+        """The report in one line: what was read, what was lost, what did not match."""
+        f = self.fidelity
+        formats = ", ".join(f"{name} {n}" for name, n in sorted(self.formats.items()))
+        line = f"traces: {f.traces} read ({formats or 'none'}), {f.tool_calls} tool calls"
+        lost = [f"{n} {LOSSES.get(name, name)}" for name, n in sorted(f.losses.items()) if n]
+        unknown = sum(f.unknown_attributes.values())
+        if unknown:
+            lost.append(f"{unknown} attributes of an unknown convention")
+        line += "; lost: " + ("; ".join(lost) if lost else "nothing")
+        if self.matched["trace id"]:
+            line += f"; {plural(self.matched['trace id'], 'trace')} named by trace id"
+        if self.unmatched_count:
+            line += f"; {self.unmatched_count} with no question (first: {_ids(self.unmatched)})"
+        if self.missing_count:
+            missing = plural(self.missing_count, "question")
+            line += f"; {missing} with no trace (first: {_ids(self.missing)})"
+        return line
+
     def as_dict(self) -> dict[str, Any]:
         """The report as a run's signature records it."""
         report: dict[str, Any] = {
