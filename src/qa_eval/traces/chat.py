@@ -44,15 +44,22 @@ def _is_trace(value: Any) -> bool:
     return isinstance(value, Mapping) and _is_trace(value.get("messages"))
 
 
-def detect(record: Any) -> bool:
-    """A list of chat messages, an object with ``messages``, a list of such objects, or one
-    chat message (JSON Lines of messages)."""
-    if (
+def _traces(record: Any) -> bool:
+    """Whether a record is a list of traces (objects with ``messages``, or message lists)."""
+    return (
         isinstance(record, list)
-        and record
-        and isinstance(record[0], Mapping)
-        and ("messages" in record[0])
-    ):
+        and bool(record)
+        and (
+            isinstance(record[0], list)
+            or (isinstance(record[0], Mapping) and "messages" in record[0])
+        )
+    )
+
+
+def detect(record: Any) -> bool:
+    """A list of chat messages, an object with ``messages``, a list of such objects (or of
+    message lists), or one chat message (JSON Lines of messages)."""
+    if _traces(record):
         return _is_trace(record[0])
     return _is_trace(record) or _is_message(record)
 
@@ -64,12 +71,7 @@ def read(records: Iterable[Any], source: str) -> Iterator[Trace]:
         where = f"record {n}"
         if _is_message(record):
             loose.append(record)
-        elif (
-            isinstance(record, list)
-            and record
-            and isinstance(record[0], Mapping)
-            and ("messages" in record[0])
-        ):
+        elif _traces(record):
             for i, item in enumerate(record):
                 yield read_trace(item, source, f"{where}[{i}]")
         else:
