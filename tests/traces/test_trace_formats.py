@@ -107,7 +107,7 @@ def test_openai_chat_imports_to_the_expected_response(tmp_path: Path) -> None:
 # openai-responses -------------------------------------------------------------------------------
 def responses_trace() -> dict[str, Any]:
     """The run as Responses API items, made with ``openai.types.responses``."""
-    pytest.importorskip("openai")
+    pytest.importorskip("openai.types.responses", reason="openai < 1.66 has no Responses API")
     from openai.types.responses import (
         ResponseFunctionToolCall,
         ResponseOutputMessage,
@@ -166,7 +166,7 @@ def test_openai_responses_imports_to_the_expected_response(tmp_path: Path) -> No
 
 
 def test_responses_built_in_tools_are_one_step_each(tmp_path: Path) -> None:
-    pytest.importorskip("openai")
+    pytest.importorskip("openai.types.responses", reason="openai < 1.66 has no Responses API")
     from openai.types.responses import ResponseFileSearchToolCall, ResponseFunctionWebSearch
 
     web = ResponseFunctionWebSearch.model_validate(
