@@ -16,8 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 FROM_IMPORT = re.compile(r"from (qa_eval(?:\.\w+)*) import ([\w, ]+)")
 DOTTED = re.compile(r"\bqa_eval(?:\.[A-Za-z_]\w*)+")
-# Names the docs use for things that are not import paths (a metric's documented key prefix).
-NOT_PATHS = {"qa_eval.metrics.conciseness"}
+# Names the docs use for things that are not import paths (a metric's documented key prefix, the
+# trace attribute that names a question).
+NOT_PATHS = {"qa_eval.metrics.conciseness", "qa_eval.question_id"}
 
 
 def _resolve(dotted: str) -> object:
