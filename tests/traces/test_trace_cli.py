@@ -144,3 +144,66 @@ def test_bad_commands_are_one_line(tmp_path: Path) -> None:
         code, _, err = _run(argv)
         assert code == 2 and err.count("\n") == 1 and words in err, (argv, err)
     assert not out.exists() and not (tmp_path / "r.jsonl.partial").exists()
+
+
+def test_a_ragas_file_writes_its_reference_side_and_evaluates_against_it(tmp_path: Path) -> None:
+    samples = [
+        {
+            "user_input": [
+                {"type": "human", "content": "Weather in Paris?"},
+                {
+                    "type": "ai",
+                    "content": "",
+                    "tool_calls": [{"name": "weather", "args": {"city": "Paris"}}],
+                },
+                {"type": "tool", "content": "sunny"},
+                {"type": "ai", "content": "Sunny."},
+            ],
+            "reference": "It is sunny.",
+            "reference_tool_calls": [{"name": "weather", "args": {"city": "Paris"}}],
+            "question_id": "w1",
+        },
+        {
+            "user_input": [
+                {"type": "human", "content": "And Rome?"},
+                {"type": "ai", "content": "No idea."},
+            ],
+            "reference_tool_calls": [{"name": "weather", "args": {"city": "Rome"}}],
+            "question_id": "w2",
+        },
+    ]
+    traces = tmp_path / "ragas.jsonl"
+    traces.write_text("".join(json.dumps(s) + "\n" for s in samples), encoding="utf-8")
+    reference, responses = tmp_path / "ref.yaml", tmp_path / "resp.jsonl"
+    code, out, err = _run(
+        ["import", str(traces), "-o", str(responses), "--write-reference", str(reference)]
+    )
+    assert code == 0, err
+    assert f"wrote 2 reference questions to {reference}" in out
+    written = yaml.safe_load(reference.read_text(encoding="utf-8"))
+    assert written[0]["questions"][0] == {
+        "id": "w1",
+        "question_text": "Weather in Paris?",
+        "reference_answer": "It is sunny.",
+        "reference_steps": [[{"name": "weather", "args": {"city": "Paris"}}]],
+    }
+    imported = responses.read_text(encoding="utf-8")
+    assert "reference_steps" not in imported and "It is sunny." not in imported  # never in one
+    results = tmp_path / "results.jsonl"
+    code, _, err = _run(
+        ["evaluate", str(reference), str(responses), "--no-judge", "-q", "-o", str(results)]
+    )
+    assert code == 0, err
+    assert [r["steps_score"] for r in _results(results)] == [1.0, 0.0]
+    code, _, err = _run(
+        [
+            "import",
+            str(_traces(tmp_path)),
+            "-o",
+            str(tmp_path / "x.jsonl"),
+            "--write-reference",
+            str(tmp_path / "x.yaml"),
+        ]
+    )
+    assert code == 2 and "no trace carries a reference side" in err
+    assert not (tmp_path / "x.jsonl").exists()

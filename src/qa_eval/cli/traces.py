@@ -41,6 +41,12 @@ def add_import_command(commands: Any) -> None:
         "and count the questions with no trace",
     )
     command.add_argument(
+        "--write-reference",
+        metavar="REFERENCE_OUT",
+        help="also write the reference side the traces carry (ragas' reference and "
+        "reference_tool_calls) as a reference dataset",
+    )
+    command.add_argument(
         "--format",
         default="auto",
         choices=["auto", *sorted(FORMATS)],
@@ -57,8 +63,10 @@ def import_traces(args: argparse.Namespace) -> int:
     from ..traces.read import TraceReport, iter_responses
 
     check_output_path(args.output)
+    if args.write_reference:
+        check_output_path(args.write_reference)
     output = Path(args.output)
-    report = TraceReport()
+    report = TraceReport(references={} if args.write_reference else None)
     responses = iter_responses(args.traces, args.reference, args.format, report)
     if output.suffix.lower() in JSONL_SUFFIXES:
         partial = output.with_name(output.name + ".partial")
@@ -66,22 +74,32 @@ def import_traces(args: argparse.Namespace) -> int:
             with partial.open("wb") as file:
                 for response in responses:
                     file.write(dump_json(response) + b"\n")
-            _check(report, args)
+            reference = _check(report, args)
             os.replace(partial, output)
         finally:
             partial.unlink(missing_ok=True)
     else:
         held = list(responses)
-        _check(report, args)
+        reference = _check(report, args)
         write_data(output, held)
+    if reference is not None:
+        write_data(args.write_reference, reference)
     for line in report.lines():
         print(line)
     print(f"wrote {report.fidelity.traces} responses to {output}")
+    if args.write_reference:
+        questions = len(report.references or {})
+        print(f"wrote {questions} reference questions to {args.write_reference}")
     return 0
 
 
-def _check(report: Any, args: argparse.Namespace) -> None:
+def _check(report: Any, args: argparse.Namespace) -> list[dict[str, Any]] | None:
+    """Refuse what must not be written (no traces, a loss with ``--strict``, no reference side
+    for ``--write-reference``); the reference dataset to write, if asked for."""
+    from ..traces.read import reference_dataset
+
     if not report.fidelity.traces:
         raise QaEvalError(f"no traces in {', '.join(args.traces)}: nothing to import")
     if args.strict:
         report.check_strict()
+    return reference_dataset(report) if args.write_reference else None

@@ -9,7 +9,9 @@ After a message with several calls, the results cannot be told apart (never by p
 they are counted as ``unlinked_result`` and the calls as without output. Nor is there a status.
 
 The sample's ``reference_tool_calls`` and ``reference`` belong to the reference side: they are
-not part of a response and are not imported.
+never part of a response; they are kept on the trace (``Trace.reference``: one reference step
+group per call, in order, compared by name and arguments; the ``reference`` text as
+``reference_answer``) for ``qa-eval import --write-reference``.
 """
 
 from __future__ import annotations
@@ -113,4 +115,22 @@ def read_trace(record: Any, source: str, where: str) -> Trace:
                 trace.calls.append(made)
                 pending.append(made)
     settle()
+    trace.reference = _reference(record)
     return finish(trace)
+
+
+def _reference(record: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The sample's reference side as a reference question's fields, or None without one."""
+    found: dict[str, Any] = {}
+    if isinstance(record.get("reference"), str):
+        found["reference_answer"] = record["reference"]
+    groups = []
+    for call in record.get("reference_tool_calls") or ():
+        if isinstance(call, Mapping) and isinstance(call.get("name"), str):
+            step: dict[str, Any] = {"name": call["name"]}
+            if isinstance(call.get("args"), dict):
+                step["args"] = call["args"]
+            groups.append([step])
+    if groups:
+        found["reference_steps"] = groups
+    return found or None

@@ -33,6 +33,7 @@ __all__ = [
     "is_trace_file",
     "iter_responses",
     "read_traces",
+    "reference_dataset",
     "to_response",
 ]
 
@@ -67,6 +68,8 @@ class TraceReport:
     missing: list[Any] = field(default_factory=list)
     """The first reference questions with no trace."""
     missing_count: int = 0
+    references: dict[Any, dict[str, Any]] | None = None
+    """With ``collect_references``: the reference questions the traces carry, by question id."""
     per_trace: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Each lossy trace's own report, by question id (the first ``PER_TRACE_LIMIT``)."""
     lossy_traces: int = 0
@@ -389,6 +392,8 @@ def is_trace_file(path: PathArg) -> bool:
     """Whether a file's first record is a trace of a known format (cheap: one record is read;
     a file that cannot be read or parsed is not, and is left to the caller's own reader)."""
     file = Path(path)
+    if _suffix(file) in (".yaml", ".yml"):
+        return False  # no trace format is YAML
     try:
         if not file.is_file():
             return False
@@ -476,6 +481,9 @@ def iter_responses(
                     if len(report.unmatched) < _FIRST:
                         report.unmatched.append(qid)
             report.add(trace, qid)
+            if report.references is not None and trace.reference is not None:
+                question = {"id": qid, "question_text": trace.question or "", **trace.reference}
+                report.references.setdefault(qid, question)
             yield to_response(trace, qid, trial)
     if questions is not None:
         for qid in questions.order:
@@ -483,6 +491,19 @@ def iter_responses(
                 report.missing_count += 1
                 if len(report.missing) < _FIRST:
                     report.missing.append(qid)
+
+
+def reference_dataset(report: TraceReport, template_id: str = "imported") -> list[dict[str, Any]]:
+    """The reference questions the traces carried (``report.references``) as a reference
+    dataset of one template; ``InputError`` when none did."""
+    questions = list((report.references or {}).values())
+    if not questions:
+        raise InputError(
+            "no trace carries a reference side (ragas samples' reference and "
+            "reference_tool_calls do)",
+            source=", ".join(report.files),
+        )
+    return [{"template_id": template_id, "questions": questions}]
 
 
 def _question_of(trace: Trace, questions: _Questions | None, report: TraceReport) -> Any:
