@@ -335,3 +335,19 @@ def test_strict_fails_on_any_loss_and_passes_a_lossless_trace(tmp_path: Path) ->
     }
     responses, report = read_traces(_write(tmp_path / "a.json", lossless), strict=True)
     assert report.fidelity.lossless and responses[0]["actual_steps"] == []
+
+
+def test_the_signature_report_keeps_the_first_lossy_traces_and_counts_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from qa_eval.traces import read as pipeline
+
+    monkeypatch.setattr(pipeline, "PER_TRACE_LIMIT", 2)
+    traces = [_chat(question_id=f"q{n}") for n in range(5)]
+    _, report = read_traces(_write(tmp_path / "t.jsonl", traces, lines=True))
+    recorded = report.as_dict()
+    assert recorded["lossy_traces"] == 5 and list(recorded["per_trace"]) == ["q0", "q1"]
+    assert recorded["losses"] == {"status": 5} and recorded["tool_calls"] == 5
+    assert report.summary() == (
+        "traces: 5 read (openai-chat 5), 5 tool calls; lost: 5 calls without a status"
+    )
