@@ -207,3 +207,12 @@ def test_a_ragas_file_writes_its_reference_side_and_evaluates_against_it(tmp_pat
     )
     assert code == 2 and "no trace carries a reference side" in err
     assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_evaluate_files_takes_trace_files_from_python(tmp_path: Path) -> None:
+    from qa_eval.run.files import evaluate_files
+
+    traces = _traces(tmp_path)
+    run = evaluate_files(REFERENCE, [traces], no_judge=True)
+    assert [r["question_id"] for r in run.results] == ["q1", "q2"]
+    assert run.systems[0].signature["traces"]["formats"] == {"openai-chat": 2}
