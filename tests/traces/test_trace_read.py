@@ -351,3 +351,17 @@ def test_the_signature_report_keeps_the_first_lossy_traces_and_counts_all(
     assert report.summary() == (
         "traces: 5 read (openai-chat 5), 5 tool calls; lost: 5 calls without a status"
     )
+
+
+@pytest.mark.parametrize("fmt", sorted(SAMPLES))
+def test_kinds_of_the_wrong_type_are_unknown_kinds_not_crashes(tmp_path: Path, fmt: str) -> None:
+    odd = {"role": ["user"], "type": {"a": 1}, "status": [1], "content": [{"type": ["text"]}]}
+    trace = json.loads(json.dumps(SAMPLES[fmt]))
+    messages = (
+        trace
+        if isinstance(trace, list)
+        else (trace.get("messages") or trace.get("user_input") or trace.get("output"))
+    )
+    messages.append(odd)
+    responses, report = read_traces(_write(tmp_path / "t.json", trace), format=fmt)
+    assert len(responses) == 1 and report.fidelity.traces == 1

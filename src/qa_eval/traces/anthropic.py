@@ -24,6 +24,7 @@ from .common import (
     set_result,
     text_of,
     tokens_from,
+    word,
 )
 from .model import ToolCall, Trace
 
@@ -51,7 +52,9 @@ def _marked(messages: Any) -> bool:
         if not isinstance(message, Mapping) or "tool_calls" in message:
             return False
         for block in _blocks(message):
-            if isinstance(block, Mapping) and (block.get("type") in _MARKS or _is_result(block)):
+            if isinstance(block, Mapping) and (
+                word(block.get("type")) in _MARKS or _is_result(block)
+            ):
                 return True
     return False
 
@@ -144,7 +147,7 @@ def _message(trace: Trace, linker: Linker, message: Mapping[str, Any]) -> None:
         if text:
             trace.answer = text
         for block in _blocks(message):
-            if isinstance(block, Mapping) and block.get("type") in _CALLS:
+            if isinstance(block, Mapping) and word(block.get("type")) in _CALLS:
                 name = block.get("name")
                 block_id = block.get("id")
                 args, error = parse_arguments(block.get("input"))

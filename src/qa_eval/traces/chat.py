@@ -25,6 +25,7 @@ from .common import (
     set_result,
     text_of,
     tokens_from,
+    word,
 )
 from .model import ToolCall, Trace
 
@@ -35,7 +36,7 @@ _ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "functio
 
 
 def _is_message(value: Any) -> bool:
-    return isinstance(value, Mapping) and value.get("role") in _ROLES and "type" not in value
+    return isinstance(value, Mapping) and word(value.get("role")) in _ROLES and "type" not in value
 
 
 def _is_trace(value: Any) -> bool:

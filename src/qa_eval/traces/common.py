@@ -15,12 +15,17 @@ from .model import ToolCall, Trace
 
 __all__ = [
     "Linker",
+    "add_tokens",
     "explicit_question_id",
     "finish",
+    "messages_of",
     "number",
     "parse_arguments",
+    "read_header",
+    "set_result",
     "text_of",
     "tokens_from",
+    "word",
 ]
 
 
@@ -66,6 +71,12 @@ def text_of(content: Any) -> str | None:
                 parts.append(part["text"])
         return "\n".join(parts) if parts else None
     return None
+
+
+def word(value: Any) -> str | None:
+    """A value used as a kind (``role``, ``type``, ``status``): itself when it is a string, else
+    None (so a list or a mapping there is an unknown kind, never a crash)."""
+    return value if isinstance(value, str) else None
 
 
 def number(value: Any) -> int | None:

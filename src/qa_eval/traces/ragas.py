@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from ..errors import InputError
-from .common import finish, parse_arguments, read_header, text_of
+from .common import finish, parse_arguments, read_header, text_of, word
 from .model import ToolCall, Trace
 
 __all__ = ["detect", "read"]
@@ -36,7 +36,7 @@ def _is_sample(value: Any) -> bool:
     return (
         isinstance(messages, list)
         and bool(messages)
-        and all(isinstance(m, Mapping) and m.get("type") in _TYPES for m in messages[:50])
+        and all(isinstance(m, Mapping) and word(m.get("type")) in _TYPES for m in messages[:50])
     )
 
 
@@ -89,7 +89,7 @@ def read_trace(record: Any, source: str, where: str) -> Trace:
                 record=where,
                 field=f"user_input[{i}]",
             )
-        kind = message.get("type")
+        kind = word(message.get("type"))
         content = message.get("content")
         if kind == "tool":
             if not pending:

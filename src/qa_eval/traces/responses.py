@@ -17,7 +17,16 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from ..errors import InputError
-from .common import Linker, finish, parse_arguments, read_header, set_result, text_of, tokens_from
+from .common import (
+    Linker,
+    finish,
+    parse_arguments,
+    read_header,
+    set_result,
+    text_of,
+    tokens_from,
+    word,
+)
 from .model import ToolCall, Trace
 
 __all__ = ["detect", "read"]
@@ -48,7 +57,7 @@ def _is_items(value: Any) -> bool:
     return (
         isinstance(value, list)
         and bool(value)
-        and any(isinstance(i, Mapping) and i.get("type") in _ALL for i in value[:50])
+        and any(isinstance(i, Mapping) and word(i.get("type")) in _ALL for i in value[:50])
     )
 
 
@@ -130,7 +139,7 @@ def read_trace(record: Any, source: str, where: str) -> Trace:
 
 
 def _item(trace: Trace, linker: Linker, item: Mapping[str, Any]) -> None:
-    kind = item.get("type")
+    kind = word(item.get("type"))
     if kind in (None, "message"):
         text = text_of(item.get("content"))
         if item.get("role") == "user" and trace.question is None:
@@ -170,7 +179,7 @@ def _text(value: Any) -> str | None:
 
 def _built_in(kind: str, item: Mapping[str, Any]) -> ToolCall:
     """A built-in tool's item: call and result in one."""
-    status = _STATUS.get(item.get("status"))  # type: ignore[arg-type]
+    status = _STATUS.get(word(item.get("status")) or "")
     args: Any = None
     output: Any = None
     error = None
