@@ -216,3 +216,13 @@ def test_evaluate_files_takes_trace_files_from_python(tmp_path: Path) -> None:
     run = evaluate_files(REFERENCE, [traces], no_judge=True)
     assert [r["question_id"] for r in run.results] == ["q1", "q2"]
     assert run.systems[0].signature["traces"]["formats"] == {"openai-chat": 2}
+
+
+def test_import_writes_yaml_and_json_too(tmp_path: Path) -> None:
+    traces = _traces(tmp_path)
+    for suffix in (".yaml", ".json"):
+        out = tmp_path / f"responses{suffix}"
+        code, _, err = _run(["import", str(traces), "-o", str(out)])
+        assert code == 0, err
+        written = yaml.safe_load(out.read_text(encoding="utf-8"))
+        assert [len(r["actual_steps"]) for r in written] == [3, 0]
