@@ -28,10 +28,13 @@ __all__ = ["evaluate", "system_pairs"]
 def system_pairs(args: argparse.Namespace) -> list[tuple[str | None, str]]:
     """(system name, responses file) pairs: the one RESPONSES, or each ``--system NAME=FILE``."""
     systems = getattr(args, "system", None) or []
+    if isinstance(getattr(args, "responses", None), list):  # RESPONSES... (several: traces)
+        given = args.responses
+        args.responses = None if not given else given[0] if len(given) == 1 else given
     if not systems:
         if getattr(args, "responses", None) is None and getattr(args, "input", None) is None:
             raise QaEvalError("give RESPONSES, or --system NAME=FILE for each system")
-        return [(None, args.responses)]
+        return [(None, args.responses)]  # several trace files: checked by the plan
     if getattr(args, "responses", None) is not None:
         raise QaEvalError("give either RESPONSES or --system NAME=FILE, not both")
     pairs: list[tuple[str | None, str]] = []

@@ -12,6 +12,7 @@ from ..io.keysets import KEY_SETS
 from . import commands as handlers
 from .common import PROG
 from .evaluation import evaluate as evaluate_command
+from .traces import add_import_command
 
 __all__ = ["Parser", "UsageError", "build_parser", "tsv_parser"]
 
@@ -223,13 +224,18 @@ def _evaluate_command(commands: Any) -> None:
     )
     evaluate.add_argument("reference", help="reference dataset (.yaml or .json)")
     evaluate.add_argument(
-        "responses", nargs="?", help="responses (.jsonl, or a .json/.yaml list or mapping)"
+        "responses",
+        nargs="*",
+        metavar="RESPONSES",
+        help="responses (.jsonl, or a .json/.yaml list or mapping), or agent trace files "
+        "(converted on the fly, see docs/traces.md)",
     )
     evaluate.add_argument(
         "--system",
         action="append",
         metavar="NAME=FILE",
-        help="evaluate several systems' responses (repeatable, instead of RESPONSES): results "
+        help="evaluate several systems' responses or traces (repeatable, instead of RESPONSES): "
+        "results "
         "go to RESULTS.NAME.ext, and each system is compared with the first",
     )
     _run_options(evaluate)
@@ -488,6 +494,7 @@ _COMMANDS = (
     _report_command,
     _export_scores_command,
     _answer_correctness_command,
+    add_import_command,
 )
 
 

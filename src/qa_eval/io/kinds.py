@@ -20,6 +20,10 @@ The kinds and what marks them (checked on every record; a record is a mapping):
 - **run signature** (``RESULTS.signature.yaml``): a mapping with ``qa_eval_version``.
 - **flat rows** (``evaluate-flat`` input): records with ``question`` or ``user_input`` and no
   ``question_id``.
+- **agent traces** (``qa-eval import`` input, which ``evaluate`` converts on the fly): a document
+  whose first record a trace format of ``qa_eval.traces`` recognises (chat messages, Responses
+  items, ...). A response imported from a trace (it has a ``trace`` mapping) may carry
+  ``step_errors`` (arguments that are not valid JSON): there they are no mark of results.
 
 An empty document (nothing, ``[]``, ``{}``) is **empty** and anything else **unknown**: both are
 let through, so the command's own validation reports what is wrong, and no legitimate input is
@@ -34,6 +38,7 @@ from typing import Any
 
 from .. import metrics as _registry
 from ..errors import InputError
+from ..traces.formats import detect_format
 
 __all__ = [
     "AGGREGATES",
@@ -44,6 +49,7 @@ __all__ = [
     "RESPONSES",
     "RESULTS",
     "SIGNATURE",
+    "TRACES",
     "UNKNOWN",
     "FileKind",
     "detect",
@@ -57,6 +63,7 @@ AGGREGATES = "aggregates"
 COMPARISON = "comparison"
 SIGNATURE = "run signature"
 FLAT = "flat rows"
+TRACES = "agent traces"
 EMPTY = "empty"
 UNKNOWN = "unknown"
 
@@ -68,6 +75,7 @@ _ARTICLE = {
     COMPARISON: "a comparison (qa-eval compare -o)",
     SIGNATURE: "a run signature",
     FLAT: "flat per-question rows (qa-eval evaluate-flat input)",
+    TRACES: "agent traces (qa-eval import input)",
 }
 
 METRICS = _registry.aggregated_keys()
@@ -122,7 +130,8 @@ def _records(records: Iterable[Any], implied_id: bool = False) -> FileKind:
                 flat += 1
             continue
         with_id += 1
-        key = _first(record, _RESULT_KEYS)
+        imported = isinstance(record.get("trace"), Mapping) and "steps_score" not in record
+        key = _first((k for k in record if not (imported and k == "step_errors")), _RESULT_KEYS)
         if key is None and isinstance(record.get("actual_steps"), list):
             # Step metrics live on the actual steps of a result (retrieval steps).
             for step in record["actual_steps"]:
@@ -154,10 +163,21 @@ def _records(records: Iterable[Any], implied_id: bool = False) -> FileKind:
     return FileKind(UNKNOWN)
 
 
+def _trace_format(data: Any) -> str | None:
+    """The trace format of a document (itself, or its first record), or None."""
+    found = detect_format(data)
+    if found is None and isinstance(data, list) and data:
+        found = detect_format(data[0])
+    return found
+
+
 def detect(data: Any) -> FileKind:
     """The kind of a parsed YAML / JSON / JSON Lines document (see the module docstring)."""
     if data is None or (isinstance(data, (list, dict)) and not data):
         return FileKind(EMPTY)
+    trace_format = _trace_format(data)
+    if trace_format is not None:
+        return FileKind(TRACES, trace_format)
     if isinstance(data, list):
         return _records(data)
     if not isinstance(data, Mapping):

@@ -161,7 +161,7 @@ class EvaluationRun:
 
 def evaluate_files(
     reference: PathArg | None = None,
-    responses: PathArg | None = None,
+    responses: PathArg | Sequence[PathArg] | None = None,
     *,
     systems: Mapping[str, PathArg] | Sequence[tuple[str, PathArg]] | None = None,
     flat: PathArg | None = None,
@@ -286,6 +286,8 @@ def _run_system(
 ) -> tuple[SystemRun, str | None]:
     """One system's run, and the reference's fingerprint (given as ``fingerprint``, or computed
     by this run) for the next system's run over the same reference."""
+    if system.traces is not None:
+        watch.note(system.traces.summary())
     judge = _system_judge(plan, batched)
     original = _original_keys(plan)
     partial = _partial_file(plan, system, watch, original)
@@ -313,6 +315,8 @@ def _run_system(
         calls = JudgeCallPlan.of(judge, system.name, plan.batch)
         return SystemRun(system, elapsed=elapsed, judge_calls=calls), fingerprint
     _complete_signature(plan, signature, judge, batched)
+    if system.traces is not None:  # responses converted from agent traces: what they lost
+        signature["traces"] = system.traces.as_dict()
     if aggregates is None:
         results = with_tags(results, plan.reference, plan.by)
         # the config's custom metric outputs are aggregated too

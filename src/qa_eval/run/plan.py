@@ -86,6 +86,9 @@ class SystemPlan:
     responses: Any = field(repr=False)
     output: str | None = None
     aggregates: str | None = None
+    traces: Any = field(default=None, repr=False)
+    """The :class:`~qa_eval.traces.read.TraceReport` of responses read from agent traces (what
+    was read and lost: it goes into the run's signature); None for a responses file."""
 
     @property
     def streamed(self) -> bool:
@@ -322,7 +325,7 @@ class EvaluationPlan:
 
 def plan_evaluation(
     reference: PathArg | None = None,
-    responses: PathArg | None = None,
+    responses: PathArg | Sequence[PathArg] | None = None,
     *,
     systems: Mapping[str, PathArg] | Sequence[tuple[str, PathArg]] | None = None,
     flat: PathArg | None = None,
@@ -350,7 +353,9 @@ def plan_evaluation(
     judged or written.
 
     The inputs: a ``reference`` dataset file and either one ``responses`` file or ``systems``
-    (name -> responses file: each is evaluated and written to ``OUTPUT.NAME.ext``), or a
+    (name -> responses file: each is evaluated and written to ``OUTPUT.NAME.ext``); a responses
+    file may be agent traces (``responses`` several trace files), converted on the fly with
+    :func:`~qa_eval.traces.read.read_traces` (see docs/traces.md); or a
     ``flat`` file of ragas-style rows (``columns`` maps fields to other column names; see
     docs/flat.md). ``config``: an :class:`~qa_eval.config.EvalConfig`, a mapping, a YAML path or
     None (the environment). ``check_config`` is called with the resolved config before any input
@@ -388,7 +393,7 @@ def plan_evaluation(
         planned: tuple[SystemPlan, ...] = (SystemPlan(None, source, flat_responses, out, agg),)
     else:
         data = read_input(source, read_reference, "REFERENCE", spell)
-        planned = _read_systems(pairs, out, agg, spell)
+        planned = _read_systems(pairs, out, agg, spell, data)
     tags = tuple(by)
     check_by_reference(data, tags, source, spell)
     plan = EvaluationPlan(
@@ -456,31 +461,47 @@ def _settings(
 
 
 def _read_systems(
-    pairs: list[tuple[str | None, str]], out: str | None, agg: str | None, spell: Spell
+    pairs: list[tuple[str | None, str | tuple[str, ...]]],
+    out: str | None,
+    agg: str | None,
+    spell: Spell,
+    reference: Any = None,
 ) -> tuple[SystemPlan, ...]:
-    """Each system's responses read (as a stream when its results are), with where its results
-    and aggregates go."""
+    """Each system's responses read (as a stream when its results are; converted from agent
+    traces when they are traces), with where its results and aggregates go."""
+    from ..traces.read import is_trace_file, read_traces
+
     stream = len(pairs) == 1 and streamed(out)
-    return tuple(
-        SystemPlan(
-            name,
-            path,
-            read_input(path, lambda p: _responses_input(p, stream), "RESPONSES", spell, name),
-            system_output_path(out, name),
-            system_output_path(agg, name),
+    planned = []
+    for name, path in pairs:
+        paths = list(path) if isinstance(path, tuple) else [path]
+        source = ", ".join(paths)
+        output, aggregates = system_output_path(out, name), system_output_path(agg, name)
+        if all(is_trace_file(p) for p in paths):
+            responses, report = read_traces(paths, reference)
+            planned.append(SystemPlan(name, source, responses, output, aggregates, report))
+            continue
+        if len(paths) > 1:
+            raise QaEvalError(
+                f"{spell('responses')}: several files must all be agent traces (one responses "
+                f"file otherwise); not traces: {next(p for p in paths if not is_trace_file(p))}"
+            )
+        responses = read_input(
+            source, lambda p: _responses_input(p, stream), "RESPONSES", spell, name
         )
-        for name, path in pairs
-    )
+        planned.append(SystemPlan(name, source, responses, output, aggregates))
+    return tuple(planned)
 
 
 def _system_pairs(
     reference: PathArg | None,
-    responses: PathArg | None,
+    responses: PathArg | Sequence[PathArg] | None,
     systems: Mapping[str, PathArg] | Sequence[tuple[str, PathArg]] | None,
     flat: PathArg | None,
     spell: Spell,
-) -> list[tuple[str | None, str]]:
-    """(system name, responses file) pairs: the one ``responses``, or each of ``systems``."""
+) -> list[tuple[str | None, str | tuple[str, ...]]]:
+    """(system name, responses file) pairs: the one ``responses`` (several trace files: a
+    tuple), or each of ``systems``."""
     if flat is not None:
         if reference is not None or responses is not None or systems:
             raise QaEvalError(
@@ -493,11 +514,16 @@ def _system_pairs(
     if not systems:
         if responses is None:
             raise QaEvalError(f"give {spell('responses')} or {spell('systems')}")
-        return [(None, str(responses))]
+        if isinstance(responses, (str, os.PathLike)):
+            return [(None, str(responses))]
+        files = [str(p) for p in responses]
+        if not files:
+            raise QaEvalError(f"give {spell('responses')} or {spell('systems')}")
+        return [(None, files[0] if len(files) == 1 else tuple(files))]
     if responses is not None:
         raise QaEvalError(f"give either {spell('responses')} or {spell('systems')}, not both")
     items = list(systems.items()) if isinstance(systems, Mapping) else list(systems)
-    pairs: list[tuple[str | None, str]] = []
+    pairs: list[tuple[str | None, str | tuple[str, ...]]] = []
     for name, path in items:
         if not isinstance(name, str) or not name.strip():
             raise QaEvalError(f"{spell('systems')}: a system needs a name, not {name!r}")

@@ -8,15 +8,43 @@ from typing import TYPE_CHECKING
 from ..extras import lazy_face
 
 if TYPE_CHECKING:
+    from .formats import FORMATS
     from .model import LOSSES, Fidelity, ToolCall, Trace
+    from .read import (
+        TraceLossError,
+        TraceReport,
+        is_trace_file,
+        iter_responses,
+        read_traces,
+        to_response,
+    )
 
 _NAMES = {
+    "FORMATS": "formats",
     "LOSSES": "model",
     "Fidelity": "model",
     "ToolCall": "model",
     "Trace": "model",
+    "TraceLossError": "read",
+    "TraceReport": "read",
+    "is_trace_file": "read",
+    "iter_responses": "read",
+    "read_traces": "read",
+    "to_response": "read",
 }
 
-__all__ = ["LOSSES", "Fidelity", "ToolCall", "Trace"]
+__all__ = [
+    "FORMATS",
+    "LOSSES",
+    "Fidelity",
+    "ToolCall",
+    "Trace",
+    "TraceLossError",
+    "TraceReport",
+    "is_trace_file",
+    "iter_responses",
+    "read_traces",
+    "to_response",
+]
 
 __getattr__, __dir__ = lazy_face(__name__, _NAMES)

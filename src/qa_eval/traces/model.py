@@ -102,3 +102,7 @@ class Trace:
     model: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     fidelity: Fidelity = field(default_factory=Fidelity)
+    reference: dict[str, Any] | None = None
+    """The reference side a trace carries (ragas' ``reference`` and ``reference_tool_calls``, as
+    ``reference_answer`` and ``reference_steps``): never part of its response; ``qa-eval import
+    --write-reference`` writes it as a reference dataset."""

@@ -1,0 +1,541 @@
+"""Trace files in, responses out: :func:`read_traces` (and :func:`iter_responses`, which streams).
+
+Each file is read as JSON Lines (``.jsonl``, ``.ndjson``: streamed, one record at a time) or one
+JSON document (``.json``), gzip-compressed too (``.gz``); a file of another name is tried as a
+JSON document, then as JSON Lines. Its format is detected on its first record (``format`` forces
+one) and the format's module turns its records into :class:`~qa_eval.traces.model.Trace` records,
+calls linked and losses counted. Each trace then gets its question, in this order: an explicit id
+in the trace; else its first user message matched to a reference question's text (whitespace and
+case normalised); else its trace id (a warning). Each becomes one response
+(:func:`to_response`); the :class:`TraceReport` sums what was read and lost.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import chain
+from pathlib import Path
+from typing import IO, Any
+
+from ..errors import InputError, QaEvalError, short_repr
+from ..io.files import parse_json, read_reference
+from ..io.limits import one_line
+from .formats import FORMATS, detect_format, load
+from .model import LOSSES, Fidelity, ToolCall, Trace
+
+__all__ = [
+    "TraceLossError",
+    "TraceReport",
+    "is_trace_file",
+    "iter_responses",
+    "read_traces",
+    "reference_dataset",
+    "to_response",
+]
+
+PathArg = str | os.PathLike[str]
+_LINES = (".jsonl", ".ndjson")
+_BINARY = (".pb", ".binpb", ".protobuf")
+PER_TRACE_LIMIT = 1000
+"""The lossy traces whose own report goes into a run's signature (the rest are counted)."""
+_FIRST = 3
+"""How many ids a one-line count names."""
+
+
+class TraceLossError(QaEvalError):
+    """``strict``: the traces lost something (the message says what, in one line)."""
+
+
+@dataclass
+class TraceReport:
+    """What reading traces found: the fidelity summed over every trace, the formats and files,
+    how traces were matched to questions, and the traces and questions left without a match."""
+
+    fidelity: Fidelity = field(default_factory=Fidelity)
+    formats: Counter[str] = field(default_factory=Counter)
+    files: list[str] = field(default_factory=list)
+    matched: Counter[str] = field(default_factory=Counter)
+    """Traces by how their question was found: ``id``, ``text``, ``trace id``."""
+    by_trace_id: list[str] = field(default_factory=list)
+    """The first traces that got their trace id as question id."""
+    unmatched: list[Any] = field(default_factory=list)
+    """The first question ids (with a reference) that are not in it."""
+    unmatched_count: int = 0
+    missing: list[Any] = field(default_factory=list)
+    """The first reference questions with no trace."""
+    missing_count: int = 0
+    references: dict[Any, dict[str, Any]] | None = None
+    """With ``collect_references``: the reference questions the traces carry, by question id."""
+    per_trace: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Each lossy trace's own report, by question id (the first ``PER_TRACE_LIMIT``)."""
+    lossy_traces: int = 0
+
+    def add(self, trace: Trace, question_id: Any) -> None:
+        """Count one trace read and answered as ``question_id``."""
+        self.fidelity.add(trace.fidelity)
+        self.formats[trace.format] += 1
+        if not trace.fidelity.lossless:
+            self.lossy_traces += 1
+            if len(self.per_trace) < PER_TRACE_LIMIT:
+                self.per_trace[str(question_id)] = fidelity_dict(trace.fidelity)
+
+    def lines(self) -> list[str]:
+        """The fidelity report, one line each."""
+        f = self.fidelity
+        formats = ", ".join(f"{name} {n}" for name, n in sorted(self.formats.items()))
+        files = plural(len(self.files), "file")
+        lines = [f"traces read: {f.traces} ({formats or 'none'}) from {files}"]
+        lines.append(f"tool calls: {f.tool_calls}")
+        for name, words in LOSSES.items():
+            if name != "unknown_attribute":
+                lines.append(f"  {words}: {f.losses.get(name, 0)}")
+        unknown = sum(f.unknown_attributes.values())
+        shown = ", ".join(name for name, _ in f.unknown_attributes.most_common(_FIRST))
+        lines.append(
+            f"attributes of an unknown convention: {unknown}"
+            + (f" (first: {shown})" if shown else "")
+        )
+        if f.conventions:
+            seen = ", ".join(f"{name} ({n})" for name, n in sorted(f.conventions.items()))
+            lines.append(f"conventions: {seen}")
+        how = ", ".join(f"{n} by {way}" for way, n in sorted(self.matched.items()))
+        lines.append(f"questions found: {how or 'none'}")
+        if self.by_trace_id:
+            lines.append(
+                f"warning: {plural(self.matched['trace id'], 'trace')} with no question id "
+                f"(nor a matching question text): the trace id is used (first: "
+                f"{_ids(self.by_trace_id)})"
+            )
+        if self.unmatched_count:
+            lines.append(
+                f"traces with no question in the reference: {self.unmatched_count} (first: "
+                f"{_ids(self.unmatched)})"
+            )
+        if self.missing_count:
+            lines.append(
+                f"questions with no trace: {self.missing_count} (first: {_ids(self.missing)})"
+            )
+        return lines
+
+    def summary(self) -> str:
+        """The report in one line: what was read, what was lost, what did not match."""
+        f = self.fidelity
+        formats = ", ".join(f"{name} {n}" for name, n in sorted(self.formats.items()))
+        line = f"traces: {f.traces} read ({formats or 'none'}), {f.tool_calls} tool calls"
+        lost = [f"{n} {LOSSES.get(name, name)}" for name, n in sorted(f.losses.items()) if n]
+        unknown = sum(f.unknown_attributes.values())
+        if unknown:
+            lost.append(f"{unknown} attributes of an unknown convention")
+        line += "; lost: " + ("; ".join(lost) if lost else "nothing")
+        if self.matched["trace id"]:
+            line += f"; {plural(self.matched['trace id'], 'trace')} named by trace id"
+        if self.unmatched_count:
+            line += f"; {self.unmatched_count} with no question (first: {_ids(self.unmatched)})"
+        if self.missing_count:
+            missing = plural(self.missing_count, "question")
+            line += f"; {missing} with no trace (first: {_ids(self.missing)})"
+        return line
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as a run's signature records it."""
+        report: dict[str, Any] = {
+            "files": list(self.files),
+            "formats": dict(sorted(self.formats.items())),
+            **fidelity_dict(self.fidelity),
+            "questions_found": dict(sorted(self.matched.items())),
+        }
+        if self.lossy_traces:
+            report["lossy_traces"] = self.lossy_traces
+            report["per_trace"] = dict(self.per_trace)
+        return report
+
+    def check_strict(self) -> None:
+        """``TraceLossError`` when anything was lost."""
+        f = self.fidelity
+        if f.lossless:
+            return
+        parts = [f"{n} {LOSSES.get(name, name)}" for name, n in f.losses.items() if n]
+        unknown = sum(f.unknown_attributes.values())
+        if unknown:
+            parts.append(f"{unknown} attributes of an unknown convention")
+        first = next(iter(self.per_trace), None)
+        raise TraceLossError(
+            "strict: the traces lost something: "
+            + "; ".join(parts)
+            + (f" (first trace: question {first})" if first is not None else "")
+        )
+
+
+def fidelity_dict(fidelity: Fidelity) -> dict[str, Any]:
+    """A fidelity report as plain data (only the losses that happened)."""
+    report: dict[str, Any] = {"traces": fidelity.traces, "tool_calls": fidelity.tool_calls}
+    losses = {name: n for name, n in sorted(fidelity.losses.items()) if n}
+    if losses:
+        report["losses"] = losses
+    if fidelity.unknown_attributes:
+        report["unknown_attributes"] = dict(fidelity.unknown_attributes.most_common(20))
+    if fidelity.conventions:
+        report["conventions"] = dict(sorted(fidelity.conventions.items()))
+    return report
+
+
+def plural(n: int, word: str) -> str:
+    """``1 file``, ``2 files``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _ids(ids: Sequence[Any]) -> str:
+    return ", ".join(short_repr(i, 40) for i in ids[:_FIRST])
+
+
+# Responses ------------------------------------------------------------------------------------
+def to_response(trace: Trace, question_id: Any, trial: Any = None) -> dict[str, Any]:
+    """The response a trace becomes (see docs/traces.md)."""
+    response: dict[str, Any] = {"question_id": question_id}
+    if trial is not None:
+        response["trial"] = trial
+    if trace.answer is not None:
+        response["actual_answer"] = trace.answer
+    response["actual_steps"] = [_step(call) for call in trace.calls]
+    for key in ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec"):
+        value = getattr(trace, key)
+        if value is not None:
+            response[key] = value
+    problems = [
+        f"step {i} ({call.name}): {call.args_error}; raw text kept"
+        for i, call in enumerate(trace.calls, start=1)
+        if call.args_error is not None
+    ]
+    if problems:
+        response["step_errors"] = problems
+    response["trace"] = {
+        "format": trace.format,
+        "trace_id": trace.trace_id,
+        "root_span_id": trace.root_span_id,
+        "source": trace.source,
+    }
+    return response
+
+
+def _step(call: ToolCall) -> dict[str, Any]:
+    step: dict[str, Any] = {"name": call.name}
+    if call.args is not None:
+        step["args"] = call.args
+    if call.output is not None:
+        step["output"] = call.output
+    if call.status is not None:
+        step["status"] = call.status
+    if call.error is not None:
+        step["error"] = call.error
+    step_id = call.id if call.id is not None else call.record_id
+    if step_id is not None:
+        step["id"] = step_id
+    if call.lost:
+        step["lost"] = list(call.lost)
+    return step
+
+
+# Files ------------------------------------------------------------------------------------------
+def _open(path: Path) -> IO[bytes]:
+    try:
+        if path.suffix.lower() == ".gz":
+            packed = gzip.open(path, "rb")  # noqa: SIM115  # closed by the caller
+            try:
+                packed.peek(1)  # not gzip: fails here, not later
+            except BaseException:
+                packed.close()
+                raise
+            return packed  # type: ignore[return-value]
+        return path.open("rb")
+    except FileNotFoundError:
+        raise InputError("no such file", source=str(path)) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a file", source=str(path)) from None
+    except (OSError, EOFError) as e:
+        reason = getattr(e, "strerror", None) or one_line(str(e))
+        raise InputError(f"cannot read: {reason}", source=str(path)) from None
+
+
+def _suffix(path: Path) -> str:
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes.pop()
+    return suffixes[-1] if suffixes else ""
+
+
+def _decode(raw: bytes, source: str, record: str | None) -> str:
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InputError(
+            f"not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})",
+            source=source,
+            record=record,
+        ) from None
+
+
+def _read_all(file: IO[bytes], source: str) -> bytes:
+    try:
+        return file.read()
+    except (OSError, EOFError) as e:  # a truncated or corrupt .gz
+        raise InputError(f"cannot read: {one_line(str(e))}", source=source) from None
+
+
+def _lines(file: IO[bytes], source: str) -> Iterator[Any]:
+    """The records of a JSON Lines file, one at a time (blank lines skipped)."""
+    number = 0
+    try:
+        for number, raw in enumerate(file, start=1):
+            if not raw.strip():
+                continue
+            text = _decode(raw, source, f"line {number}")
+            yield parse_json(text, source, f"line {number}")
+    except (OSError, EOFError) as e:
+        raise InputError(
+            f"cannot read: {one_line(str(e))}", source=source, record=f"after line {number}"
+        ) from None
+    finally:
+        file.close()
+
+
+def _records(path: Path, source: str) -> Iterator[Any]:
+    """The top-level records of a trace file (a JSON document: itself; JSON Lines: each line)."""
+    suffix = _suffix(path)
+    file = _open(path)
+    if suffix in _LINES:
+        yield from _lines(file, source)
+        return
+    with file:
+        raw = _read_all(file, source)
+    text = _decode(raw, source, None)
+    if suffix == ".json" or not text.strip():
+        yield parse_json(text, source) if text.strip() else None
+        return
+    try:
+        document = parse_json(text, source)
+    except InputError:
+        lines = [line for line in text.split("\n") if line.strip()]
+        if len(lines) < 2:
+            raise
+        for number, line in enumerate(text.split("\n"), start=1):
+            if line.strip():
+                yield parse_json(line, source, f"line {number}")
+        return
+    yield document
+
+
+def _binary(path: Path, forced: str) -> bool:
+    """Whether a file is read as bytes (OTLP protobuf): forced, named so, or looking so."""
+    if forced == "otlp-proto":
+        return True
+    if forced != "auto":
+        return False
+    module = load("otlp-proto", required=False)
+    if module is None or not hasattr(module, "looks_binary"):
+        return False
+    if _suffix(path) in _BINARY:
+        return True
+    with _open(path) as file:
+        try:
+            head = file.read(64)
+        except (OSError, EOFError):
+            return False
+    return bool(module.looks_binary(head))
+
+
+def read_file(path: PathArg, format: str = "auto") -> Iterator[Trace]:
+    """The traces of one file, in the given ``format`` or the one its first record is in."""
+    file = Path(path)
+    source = str(path)
+    if format != "auto":
+        load(format)  # unknown or unavailable: one line
+    if _binary(file, format):
+        module = load("otlp-proto")
+        with _open(file) as stream:
+            data = _read_all(stream, source)
+        yield from _guarded(module.read_bytes(data, source), source, "otlp-proto")  # type: ignore[union-attr]
+        return
+    records = _records(file, source)
+    first = next(records, None)
+    if first is None:
+        return  # an empty file: no traces (the report says 0)
+    name = format if format != "auto" else detect_format(first)
+    if name is None:
+        raise InputError(
+            "not a trace file of a known format (give --format to name it; known: "
+            + ", ".join(sorted(FORMATS))
+            + ")",
+            source=source,
+        )
+    module = load(name)
+    yield from _guarded(module.read(chain([first], records), source), source, name)  # type: ignore[union-attr]
+
+
+def _guarded(traces: Iterator[Trace], source: str, name: str) -> Iterator[Trace]:
+    """A reader's traces; a reader tripping over a record it did not expect is one line."""
+    try:
+        yield from traces
+    except QaEvalError:
+        raise
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError) as e:
+        reason = "nested too deeply" if isinstance(e, RecursionError) else one_line(str(e))
+        raise InputError(
+            f"cannot read as {name}: {type(e).__name__}: {reason[:200]}", source=source
+        ) from None
+
+
+def is_trace_file(path: PathArg) -> bool:
+    """Whether a file's first record is a trace of a known format (cheap: one record is read;
+    a file that cannot be read or parsed is not, and is left to the caller's own reader)."""
+    file = Path(path)
+    if _suffix(file) in (".yaml", ".yml"):
+        return False  # no trace format is YAML
+    try:
+        if not file.is_file():
+            return False
+        if _binary(file, "auto"):
+            return True
+        first = next(_records(file, str(path)), None)
+    except (QaEvalError, OSError):
+        return False
+    return first is not None and detect_format(first) is not None
+
+
+# Questions --------------------------------------------------------------------------------------
+def _normal(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+@dataclass
+class _Questions:
+    ids: dict[str, Any] = field(default_factory=dict)
+    """str(id) -> the reference's id (an integer id given as text matches)."""
+    texts: dict[str, Any] = field(default_factory=dict)
+    order: list[Any] = field(default_factory=list)
+
+
+def _reference_questions(reference: Any) -> _Questions | None:
+    if reference is None:
+        return None
+    data = read_reference(reference) if isinstance(reference, (str, os.PathLike)) else reference
+    found = _Questions()
+    for template in data if isinstance(data, list) else ():
+        questions = template.get("questions") if isinstance(template, Mapping) else None
+        for question in questions if isinstance(questions, list) else ():
+            if not isinstance(question, Mapping):
+                continue
+            qid = question.get("id")
+            if not isinstance(qid, (str, int)) or isinstance(qid, bool):
+                continue
+            found.ids.setdefault(str(qid), qid)
+            found.order.append(qid)
+            text = question.get("question_text")
+            if isinstance(text, str):
+                found.texts.setdefault(_normal(text), qid)
+    return found
+
+
+def iter_responses(
+    paths: PathArg | Iterable[PathArg],
+    reference: Any = None,
+    format: str = "auto",
+    report: TraceReport | None = None,
+) -> Iterator[dict[str, Any]]:
+    """The responses of the traces in ``paths``, one at a time, counted in ``report`` (complete
+    when the iteration ends). ``reference``: a reference dataset file or its data, to match
+    traces by question text and to count what matched."""
+    files = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    report = report if report is not None else TraceReport()
+    questions = _reference_questions(reference)
+    seen: dict[Any, dict[Any, str]] = {}  # question id -> trial -> source
+    answered: set[Any] = set()
+    for path in files:
+        report.files.append(str(path))
+        for trace in read_file(path, format):
+            qid = _question_of(trace, questions, report)
+            trial = trace.metadata.get("trial") if isinstance(trace.metadata, dict) else None
+            if not isinstance(trial, (str, int)) or isinstance(trial, bool):
+                trial = None
+            trials = seen.setdefault(qid, {})
+            if trials and (trial is None or None in trials or trial in trials):
+                earlier = (
+                    next(iter(trials.values()))
+                    if trial is None
+                    else trials.get(trial, next(iter(trials.values())))
+                )
+                raise InputError(
+                    f"question {short_repr(qid)} is answered by two traces, here and in "
+                    f"{earlier} (give each a distinct metadata trial, or drop one)",
+                    source=trace.source,
+                )
+            trials[trial] = trace.source
+            if questions is not None:
+                if str(qid) in questions.ids:
+                    answered.add(questions.ids[str(qid)])
+                else:
+                    report.unmatched_count += 1
+                    if len(report.unmatched) < _FIRST:
+                        report.unmatched.append(qid)
+            report.add(trace, qid)
+            if report.references is not None and trace.reference is not None:
+                question = {"id": qid, "question_text": trace.question or "", **trace.reference}
+                report.references.setdefault(qid, question)
+            yield to_response(trace, qid, trial)
+    if questions is not None:
+        for qid in questions.order:
+            if qid not in answered:
+                report.missing_count += 1
+                if len(report.missing) < _FIRST:
+                    report.missing.append(qid)
+
+
+def reference_dataset(report: TraceReport, template_id: str = "imported") -> list[dict[str, Any]]:
+    """The reference questions the traces carried (``report.references``) as a reference
+    dataset of one template; ``InputError`` when none did."""
+    questions = list((report.references or {}).values())
+    if not questions:
+        raise InputError(
+            "no trace carries a reference side (ragas samples' reference and "
+            "reference_tool_calls do)",
+            source=", ".join(report.files),
+        )
+    return [{"template_id": template_id, "questions": questions}]
+
+
+def _question_of(trace: Trace, questions: _Questions | None, report: TraceReport) -> Any:
+    """The question a trace answers: its explicit id, its question text's, else its trace id."""
+    qid = trace.question_id
+    if qid is not None:
+        report.matched["id"] += 1
+        if questions is not None:
+            return questions.ids.get(str(qid), qid)
+        return qid
+    if questions is not None and trace.question:
+        found = questions.texts.get(_normal(trace.question))
+        if found is not None:
+            report.matched["text"] += 1
+            return found
+    report.matched["trace id"] += 1
+    qid = trace.trace_id if trace.trace_id is not None else trace.source
+    if len(report.by_trace_id) < _FIRST:
+        report.by_trace_id.append(qid)
+    return qid
+
+
+def read_traces(
+    paths: PathArg | Iterable[PathArg],
+    reference: Any = None,
+    format: str = "auto",
+    strict: bool = False,
+) -> tuple[list[dict[str, Any]], TraceReport]:
+    """The responses of the traces in ``paths`` and the report of what was read and lost;
+    ``strict``: a :class:`TraceLossError` when anything was lost (see :func:`iter_responses`)."""
+    report = TraceReport()
+    responses = list(iter_responses(paths, reference, format, report))
+    if strict:
+        report.check_strict()
+    return responses, report
