@@ -46,11 +46,19 @@ RAGAS_LLM = (
     "answer_accuracy", "factual_correctness", "response_groundedness", "context_entity_recall",
     "context_relevance", "noise_sensitivity", "summary_score", "ragas_answer_correctness",
 )  # fmt: skip
+# the trajectory family (issue 25, docs/metrics/trajectory.md)
+TRAJECTORY = (
+    "trajectory_match", "tool_recall", "tool_precision", "tool_f1", "tool_args_score",
+    "tool_calls_missing", "tool_calls_extra", "tool_calls_failed", "tool_calls_repeated",
+    "tool_calls_ratio",
+)  # fmt: skip
 
 
 def test_derived_lists_equal_the_former_hand_lists() -> None:
-    assert set(METRICS) == OLD_AGGREGATED | set(RAGAS_TEXT) | set(RAGAS_LLM)
-    assert len(METRICS) == len(OLD_AGGREGATED) + len(RAGAS_TEXT) + len(RAGAS_LLM)
+    assert set(METRICS) == OLD_AGGREGATED | set(RAGAS_TEXT) | set(RAGAS_LLM) | set(TRAJECTORY)
+    assert len(METRICS) == (
+        len(OLD_AGGREGATED) + len(RAGAS_TEXT) + len(RAGAS_LLM) + len(TRAJECTORY)
+    )
     assert SCORES == (
         "steps_score", "answer_recall", "answer_precision", "answer_f1", "answer_relevance",
         "faithfulness", "context_precision", "context_recall", "ragas_score",
@@ -73,7 +81,7 @@ def test_derived_lists_equal_the_former_hand_lists() -> None:
         "answer_correctness", "answer_relevance", "retrieval_answer", "retrieval_context",
         "faithfulness", "context_precision", "context_recall", "ragas_score",
         "factual_accuracy", "semantic_similarity", "answer_class", "bertscore", *RAGAS_TEXT,
-        *RAGAS_LLM, "custom",
+        *RAGAS_LLM, "trajectory", "custom",
     )  # fmt: skip
     assert switches == SWITCHES
     assert GROUPS == {

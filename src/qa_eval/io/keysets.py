@@ -66,6 +66,11 @@ OWN: tuple[tuple[str, str], ...] = (
     ("<name>_reason", "result: a custom metric's reason"),
     ("<name>_cost", "result: a custom metric's cost"),
     ("mismatch", "reference step: why it matched no actual step"),
+    (
+        "reference_trajectory",
+        "result: the question's reference trajectory, the chosen trajectory's calls with "
+        "`matches` / `mismatch`",
+    ),
     ("n", "aggregates, every statistic (macro too): the values it was computed from"),
     ("skipped", "aggregates, a statistic: values present but not finite numbers"),
     ("failed", "aggregates, a statistic: questions or steps whose value could not be computed"),

@@ -42,7 +42,16 @@ __all__ = [
 
 Direction = Literal["higher", "lower", "none"]
 Scale = Literal["0-1", "count", "tokens", "usd", "seconds", "label", "text"]
-Need = Literal["question", "answer", "reference_answer", "contexts", "steps", "judge", "embedder"]
+Need = Literal[
+    "question",
+    "answer",
+    "reference_answer",
+    "contexts",
+    "steps",
+    "judge",
+    "embedder",
+    "reference_trajectory",
+]
 
 
 @dataclass(frozen=True)
@@ -366,6 +375,22 @@ METRICS: dict[str, Metric] = {
         "ragas_answer_correctness", "ragas' answer correctness: statement F1 and embedding "
         "similarity, 0.75/0.25", ("question", "answer", "reference_answer", "embedder"), 3,
     ),
+    "trajectory": Metric(
+        "trajectory", "the response's tool calls against the reference trajectory: optimal "
+        "matching, modes, argument comparators (deterministic; $llm asks the judge)",
+        ("reference_trajectory", "judge"),
+        (
+            _score("trajectory_match"), Key("trajectory_alternative", scale="count"),
+            _score("tool_recall"), _score("tool_precision"), _score("tool_f1"),
+            _score("tool_args_score"),
+            *(Key(f"tool_calls_{n}", "lower", "count", aggregate=True)
+              for n in ("missing", "extra", "failed", "repeated")),
+            Key("tool_calls_ratio", "none", "0-1", aggregate=True), _cost("trajectory"),
+            *_text("trajectory_reason", "trajectory_calls", "trajectory_error"),
+        ),
+        "docs/metrics/trajectory.md", own=True, score="qa_eval.metrics.trajectory:score",
+        calls=0,
+    ),
     "custom": Metric(
         "custom", "the config's custom_evaluations (outputs named by the config)", ("judge",),
         (), "docs/metrics/custom.md", prefix=False,
@@ -526,6 +551,7 @@ RECORD_FIELDS = frozenset(
         "question_text",
         "reference_answer",
         "reference_steps",
+        "reference_trajectory",
         "status",
         "error",
         "actual_answer",

@@ -67,6 +67,7 @@ from ..metrics.context_quality import combines, context_judgement
 from ..metrics.custom import custom_output
 from ..metrics.definitions import CustomMetric
 from ..metrics.output import Output, failed, llm_cost, measure, serialize
+from ..steps.trajectory.comparators import mentions_llm
 
 __all__ = ["AnswerScorer", "contexts_of"]
 
@@ -199,6 +200,9 @@ class AnswerScorer:
             if "answer" in metric.needs:
                 if answer:
                     return True
+            elif "reference_trajectory" in metric.needs:
+                if mentions_llm(result.get("reference_trajectory")):
+                    return True
             elif "contexts" in metric.needs:
                 if retrieval:
                     return True
@@ -329,6 +333,7 @@ class AnswerScorer:
             "answer": answer if isinstance(answer, str) else None,
             "reference_answer": reference if isinstance(reference, str) else None,
             "steps": steps,
+            "reference_trajectory": result.get("reference_trajectory"),
             "embedder": self.embedder,
             "bertscorer": self.bertscorer,
         }
@@ -419,6 +424,8 @@ class AnswerScorer:
             return []
         if "reference_answer" in needs and inputs["reference_answer"] is None:
             return []
+        if "reference_trajectory" in needs and not mentions_llm(inputs["reference_trajectory"]):
+            return []  # computed with the question's deterministic results (run/question.py)
         return [self._run(metric, inputs)]
 
     async def _run(self, metric: Metric, inputs: Mapping[str, Any]) -> Records:

@@ -33,7 +33,7 @@ import string
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from ...errors import QaEvalError
@@ -47,6 +47,7 @@ __all__ = [
     "TrajectoryError",
     "canonical",
     "compile_args",
+    "mentions_llm",
     "parse_args",
     "show",
 ]
@@ -346,7 +347,7 @@ def _as_datetime(value: Any) -> datetime | None:
         parsed = datetime.fromisoformat(value.strip())
     except ValueError:
         return None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 def _as_date(value: Any) -> date | None:
@@ -626,12 +627,13 @@ def compile_args(args: Any, mode: str, where: str) -> ArgsSpec:
     root = compile_value(args, mode, where)
     if not isinstance(root, Obj):
         raise TrajectoryError(f"{where}: the arguments must be a mapping, not a comparator")
-    return ArgsSpec(root, mode, _has_llm(args))
+    return ArgsSpec(root, mode, mentions_llm(args))
 
 
-def _has_llm(value: Any) -> bool:
+def mentions_llm(value: Any) -> bool:
+    """Whether a reference value (a trajectory, a call's arguments) holds a ``$llm`` key."""
     if isinstance(value, Mapping):
-        return "$llm" in value or any(_has_llm(v) for v in value.values())
+        return "$llm" in value or any(mentions_llm(v) for v in value.values())
     if isinstance(value, (list, tuple)):
-        return any(_has_llm(v) for v in value)
+        return any(mentions_llm(v) for v in value)
     return False

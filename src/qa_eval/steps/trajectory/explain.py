@@ -13,11 +13,10 @@ An optional call's text starts with ``optional, ``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .match import ActualCall, TrajectoryScore
-    from .reference import RefCall
+from .calls import ActualCall, TrajectoryScore
+from .reference import RefCall
 
 __all__ = ["explain_reference_call", "problems_text"]
 

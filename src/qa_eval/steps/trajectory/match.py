@@ -26,48 +26,16 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from .comparators import LlmAnswers, canonical, parse_args
+from .calls import ActualCall, TrajectoryScore, actual_calls
+from .comparators import LlmAnswers, canonical
 from .explain import explain_reference_call
-from .reference import Reference, RefCall
+from .reference import RefCall, Reference
 
-__all__ = ["ActualCall", "TrajectoryScore", "actual_calls", "assign", "evaluate_trajectory"]
+__all__ = ["assign", "evaluate_trajectory", "score_one"]
 
 _SCIPY = importlib.util.find_spec("scipy") is not None
-
-
-@dataclass(frozen=True)
-class ActualCall:
-    """One actual step as a tool call."""
-
-    index: int
-    name: str
-    args: Any
-    ok: bool
-    id: Any
-    lost_args: bool
-
-
-def actual_calls(steps: Sequence[Any]) -> list[ActualCall]:
-    """The actual steps as tool calls, in order (arguments parsed)."""
-    out = []
-    for index, step in enumerate(steps):
-        if not isinstance(step, Mapping):
-            continue
-        lost = step.get("lost")
-        out.append(
-            ActualCall(
-                index,
-                str(step.get("name")),
-                parse_args(step.get("args")),
-                step.get("status", "success") == "success",
-                step.get("id"),
-                isinstance(lost, (list, tuple)) and "args" in lost,
-            )
-        )
-    return out
 
 
 def _hungarian(cost: list[list[float]]) -> list[tuple[int, int]]:
@@ -111,7 +79,7 @@ def _max_assignment(w: list[list[float]]) -> list[tuple[int, int]]:
     n, m = len(w), len(w[0])
     if _SCIPY:
         import numpy as np
-        from scipy.optimize import linear_sum_assignment
+        from scipy.optimize import linear_sum_assignment  # type: ignore[import-untyped]
 
         rows, cols = linear_sum_assignment(np.asarray(w, dtype=float), maximize=True)
         pairs = list(zip(rows.tolist(), cols.tolist()))
@@ -153,7 +121,7 @@ def _unordered(w: list[list[float]]) -> list[tuple[int, int]]:
     pairs: list[tuple[int, int]] = []
     for rows, cols in _blocks(w):
         if len(rows) == 1 or len(cols) == 1:
-            best = max(((w[i][j], -i, -j) for i in rows for j in cols))
+            best = max((w[i][j], -i, -j) for i in rows for j in cols)
             pairs.append((-best[1], -best[2]))
             continue
         sub = [[w[i][j] for j in cols] for i in rows]
@@ -193,28 +161,6 @@ def assign(w: list[list[float]], ordered: bool) -> list[tuple[int, int]]:
     if not w or not w[0]:
         return []
     return _ordered(w) if ordered else _unordered(w)
-
-
-@dataclass
-class TrajectoryScore:
-    """One acceptable trajectory against the actual calls."""
-
-    calls: tuple[RefCall, ...]
-    pairs: dict[int, int]
-    """Reference call -> position in the successful calls, for assigned same-name pairs."""
-    matched: dict[int, int]
-    """Reference call -> position in the successful calls, for the matching pairs."""
-    scores: dict[tuple[int, int], tuple[int, int, list[str]]]
-    match: bool
-    recall: float
-    precision: float
-    f1: float
-    args_score: float
-
-    @property
-    def required(self) -> int:
-        """The number of required reference calls."""
-        return sum(not c.optional for c in self.calls)
 
 
 def _f1(precision: float, recall: float) -> float:
@@ -267,9 +213,7 @@ def score_one(
         ok = all_required
     else:
         ok = all_actual
-    return TrajectoryScore(
-        calls, pairs, matched, scores, ok, recall, precision, f1, args_score
-    )
+    return TrajectoryScore(calls, pairs, matched, scores, ok, recall, precision, f1, args_score)
 
 
 def _repeated(done: list[ActualCall]) -> set[int]:
@@ -371,6 +315,7 @@ def _annotated(
             for c in calls
         ]
 
+    copy: Any
     if reference.mapping:
         copy = dict(raw)
         copy["calls"] = clean(raw["calls"])

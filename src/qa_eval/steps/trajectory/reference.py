@@ -23,7 +23,7 @@ from typing import Any
 
 from .comparators import ARG_MODES, ArgsSpec, TrajectoryError, compile_args, show
 
-__all__ = ["MATCH_MODES", "Reference", "RefCall", "parse_reference"]
+__all__ = ["MATCH_MODES", "RefCall", "Reference", "parse_reference"]
 
 MATCH_MODES = ("strict", "unordered", "superset", "subset")
 _KEYS = ("match", "ordered", "args", "calls", "alternatives")
