@@ -3,9 +3,11 @@
 Each pair (reference call i, successful actual call j) of the same tool name gets an argument
 score s (``comparators.ArgsSpec.score``: satisfied units / units, 1 without units) and matches
 when s = 1 with no mismatch. The assignment maximises, lexicographically, the matched required
-calls, then all matched calls, then the total argument score, through one weight per pair::
+calls, then all matched calls, then the total argument score of the required calls (then of the
+optional ones), through one weight per pair::
 
-    w = matched * (K1 * required + K2) + s,   K2 = n + 1,   K1 = (min(n, m) + 1) * K2
+    w = matched * (K1 * required + K2) + s * (1 if required else 1e-6) + 1e-9
+    K2 = n + 1,   K1 = (min(n, m) + 1) * K2
 
 (0 for a pair of different names: never assigned). Unordered modes solve the assignment problem
 (``scipy.optimize.linear_sum_assignment`` when scipy is importable, else the O(n^2 m) Hungarian
@@ -186,7 +188,8 @@ def score_one(
             satisfied, units, problems = found
             s = 1.0 if units == 0 else satisfied / units
             good = not problems and s == 1.0
-            row[j] = (k1 * (not ref.optional) + k2 if good else 0.0) + s + 1e-9
+            partial = s * (1e-6 if ref.optional else 1.0) + 1e-9
+            row[j] = (k1 * (not ref.optional) + k2 if good else 0.0) + partial
     pairs = dict(assign(w, ordered))
     matched = {i: j for i, j in pairs.items() if w[i][j] >= k2}
     required = [i for i, c in enumerate(calls) if not c.optional]
