@@ -36,10 +36,8 @@ ARG_MODES = st.sampled_from(["exact", "ignore", "subset", "superset"])
 
 def _values(out: dict[str, Any]) -> tuple[Any, ...]:
     keys = ("trajectory_match", "tool_recall", "tool_precision", "tool_f1", "tool_args_score")
-    return tuple(round(out[k], 9) for k in keys) + (
-        out["tool_calls_missing"],
-        out["tool_calls_extra"],
-    )
+    rounded = (round(out[k], 9) for k in keys)
+    return (*rounded, out["tool_calls_missing"], out["tool_calls_extra"])
 
 
 @settings(max_examples=300, deadline=None)
