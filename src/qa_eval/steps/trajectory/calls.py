@@ -13,7 +13,7 @@ from .reference import RefCall
 __all__ = ["ActualCall", "TrajectoryScore", "actual_calls"]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ActualCall:
     """One actual step as a tool call."""
 
@@ -29,23 +29,28 @@ def actual_calls(steps: Sequence[Any]) -> list[ActualCall]:
     """The actual steps as tool calls, in order (arguments parsed)."""
     out = []
     for index, step in enumerate(steps):
-        if not isinstance(step, Mapping):
-            continue
+        if not isinstance(step, dict):
+            if not isinstance(step, Mapping):
+                continue
+            step = dict(step)
+        args = step.get("args")
+        if type(args) is not dict:
+            args = parse_args(args)
         lost = step.get("lost")
         out.append(
             ActualCall(
                 index,
                 str(step.get("name")),
-                parse_args(step.get("args")),
+                args,
                 step.get("status", "success") == "success",
                 step.get("id"),
-                isinstance(lost, (list, tuple)) and "args" in lost,
+                lost is not None and isinstance(lost, (list, tuple)) and "args" in lost,
             )
         )
     return out
 
 
-@dataclass
+@dataclass(slots=True)
 class TrajectoryScore:
     """One acceptable trajectory against the actual calls."""
 
@@ -54,7 +59,8 @@ class TrajectoryScore:
     """Reference call -> position in the successful calls, for assigned same-name pairs."""
     matched: dict[int, int]
     """Reference call -> position in the successful calls, for the matching pairs."""
-    scores: dict[tuple[int, int], tuple[int, int, list[str]]]
+    scores: dict[tuple[int, int], tuple[int, int]]
+    """(satisfied units, units) of each same-name pair."""
     match: bool
     recall: float
     precision: float

@@ -47,6 +47,7 @@ __all__ = [
     "TrajectoryError",
     "canonical",
     "compile_args",
+    "freeze",
     "mentions_llm",
     "parse_args",
     "show",
@@ -108,6 +109,29 @@ def canonical(value: Any) -> str:
     return json.dumps(_norm(value), sort_keys=True, ensure_ascii=False, default=str)
 
 
+_SCALARS = (str, int, float, type(None))
+
+
+def freeze(value: Any) -> Any:
+    """A hashable key equal for equal argument values (key order ignored, ``1`` as ``1.0``,
+    ``true`` apart from ``1``)."""
+    kind = type(value)
+    if kind is dict:
+        return (
+            "d",
+            frozenset((k, v if type(v) in _SCALARS else freeze(v)) for k, v in value.items()),
+        )
+    if kind is list or kind is tuple:
+        return ("l", tuple(freeze(v) for v in value))
+    if kind is bool:
+        return ("b", value)
+    try:
+        hash(value)
+    except TypeError:
+        return ("r", repr(value))
+    return value
+
+
 def parse_args(args: Any) -> Any:
     """An actual call's arguments: a mapping, a JSON-object string parsed, None as ``{}``; any
     other text stays text (raw arguments)."""
@@ -137,6 +161,10 @@ def _equal(a: Any, b: Any) -> bool:
 class Node:
     """One compiled reference value."""
 
+    def ok(self, actual: Any, llm: LlmAnswers) -> bool:
+        """Whether ``actual`` matches (the fast path of :meth:`check`)."""
+        return not self.check(actual, "", llm)
+
     def check(self, actual: Any, path: str, llm: LlmAnswers) -> list[str]:
         """The mismatches of ``actual`` at ``path`` (none: it matches)."""
         raise NotImplementedError
@@ -149,9 +177,15 @@ class Node:
 class Plain(Node):
     def __init__(self, value: Any) -> None:
         self.value = value
+        self.kind = type(value)
+
+    def ok(self, actual: Any, llm: LlmAnswers) -> bool:
+        if self.kind is str:
+            return type(actual) is str and actual == self.value
+        return actual is not MISSING and _equal(self.value, actual)
 
     def check(self, actual: Any, path: str, llm: LlmAnswers) -> list[str]:
-        if actual is not MISSING and _equal(self.value, actual):
+        if self.ok(actual, llm):
             return []
         return [f"{path}: reference {self.words()}, actual {show(actual)}"]
 
@@ -171,10 +205,58 @@ def _maybe_json(actual: Any, kind: type | tuple[type, ...]) -> Any:
     return actual
 
 
+_INLINE = (str, int, type(None))
+
+
 class Obj(Node):
     def __init__(self, fields: dict[str, Node], mode: str) -> None:
         self.fields = fields
         self.mode = mode
+        # fields holding a string, a whole number or null: compared inline (a string equals
+        # only a string; a number is not a bool)
+        self.plain: list[tuple[str, Any, bool]] = []
+        self.other: list[tuple[str, Node]] = []
+        for key, node in fields.items():
+            if type(node) is Plain and node.kind in _INLINE:
+                self.plain.append((key, node.value, node.kind is int))
+            else:
+                self.other.append((key, node))
+
+    def count(self, actual: Any, llm: LlmAnswers) -> tuple[int, int]:
+        """(satisfied units, units) of an actual mapping in this node's mode (no words)."""
+        mode = self.mode
+        if mode == "ignore":
+            return 0, 0
+        if type(actual) is not dict:
+            actual = _maybe_json(actual, dict)
+            if not isinstance(actual, dict):
+                return 0, max(len(self.fields) if mode != "subset" else 1, 1)
+        satisfied = total = 0
+        fields = self.fields
+        if mode != "subset":
+            get = actual.get
+            for key, value, number in self.plain:
+                found = get(key, MISSING)
+                if found == value and (not number or type(found) is not bool):
+                    satisfied += 1
+            for key, node in self.other:
+                satisfied += node.ok(get(key, MISSING), llm)
+            total = len(fields)
+        if mode != "superset":
+            for key, value in actual.items():
+                node = fields.get(key)
+                if node is None:
+                    total += 1
+                elif mode == "subset":
+                    total += 1
+                    satisfied += node.ok(value, llm)
+        return satisfied, total
+
+    def ok(self, actual: Any, llm: LlmAnswers) -> bool:
+        if actual is MISSING:
+            return False
+        satisfied, total = self.count(actual, llm)
+        return satisfied == total
 
     def units(self, actual: Any, path: str, llm: LlmAnswers) -> tuple[int, int, list[str]]:
         """(satisfied units, units, mismatches) of an actual mapping in this node's mode."""
@@ -230,11 +312,22 @@ class Seq(Node):
             problems += node.check(value, f"{path}[{i}]", llm)
         return problems
 
+    def ok(self, actual: Any, llm: LlmAnswers) -> bool:
+        actual = _maybe_json(actual, list)
+        return (
+            isinstance(actual, list)
+            and len(actual) == len(self.items)
+            and all(node.ok(v, llm) for node, v in zip(self.items, actual))
+        )
+
     def words(self) -> str:
         return "a list"
 
 
 class AnyValue(Node):
+    def ok(self, actual: Any, llm: LlmAnswers) -> bool:
+        return actual is not MISSING
+
     def check(self, actual: Any, path: str, llm: LlmAnswers) -> list[str]:
         return [f"{path}: reference any, actual missing"] if actual is MISSING else []
 
@@ -409,7 +502,7 @@ class SetOf(Node):
         actual = _maybe_json(actual, list)
         if not isinstance(actual, list):
             return [f"{path}: reference a set, actual {show(actual)}"]
-        ok = [[not node.check(v, path, llm) for v in actual] for node in self.items]
+        ok = [[node.ok(v, llm) for v in actual] for node in self.items]
         matched = _bipartite(ok)
         if matched == len(self.items) == len(actual):
             return []
@@ -472,7 +565,7 @@ class OneOf(Node):
         self.options = options
 
     def check(self, actual: Any, path: str, llm: LlmAnswers) -> list[str]:
-        if any(not node.check(actual, path, llm) for node in self.options):
+        if any(node.ok(actual, llm) for node in self.options):
             return []
         return [f"{path}: reference {self.words()}, actual {show(actual)}"]
 
@@ -581,10 +674,21 @@ def _comparator(spec: Mapping[str, Any], mode: str, where: str) -> Node:
 
 def compile_value(value: Any, mode: str, where: str) -> Node:
     """The node of a reference value at field path ``where`` (``TrajectoryError`` if bad)."""
-    if isinstance(value, Mapping):
-        if any(isinstance(k, str) and k.startswith("$") for k in value):
-            return _comparator(value, mode, where)
-        return Obj({str(k): compile_value(v, mode, f"{where}.{k}") for k, v in value.items()}, mode)
+    kind = type(value)
+    if kind is str or kind is int or value is None or kind is bool:
+        return Plain(value)
+    if kind is dict or isinstance(value, Mapping):
+        for k in value:
+            if type(k) is str and k[:1] == "$":
+                return _comparator(value, mode, where)
+        fields = {}
+        for k, v in value.items():
+            fields[str(k)] = (
+                Plain(v)
+                if type(v) is str or type(v) is int
+                else compile_value(v, mode, f"{where}.{k}")
+            )
+        return Obj(fields, mode)
     if isinstance(value, (list, tuple)):
         return Seq([compile_value(v, mode, f"{where}[{i}]") for i, v in enumerate(value)])
     if isinstance(value, float) and not math.isfinite(value):
@@ -596,7 +700,7 @@ def compile_value(value: Any, mode: str, where: str) -> Node:
     return Plain(value)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ArgsSpec:
     """A reference call's compiled arguments (``root`` None: the call gives none to check)."""
 
@@ -609,6 +713,12 @@ class ArgsSpec:
         if self.root is None or self.mode == "ignore":
             return 0, 0, []
         return self.root.units(actual, "args", llm)
+
+    def count(self, actual: Any, llm: LlmAnswers = _NO_LLM) -> tuple[int, int]:
+        """(satisfied units, units) of an actual call's parsed arguments, without words."""
+        if self.root is None or self.mode == "ignore":
+            return 0, 0
+        return self.root.count(actual, llm)
 
 
 def compile_args(args: Any, mode: str, where: str) -> ArgsSpec:
@@ -632,6 +742,9 @@ def compile_args(args: Any, mode: str, where: str) -> ArgsSpec:
 
 def mentions_llm(value: Any) -> bool:
     """Whether a reference value (a trajectory, a call's arguments) holds a ``$llm`` key."""
+    kind = type(value)
+    if kind is str or kind is int or kind is float or value is None or kind is bool:
+        return False
     if isinstance(value, Mapping):
         return "$llm" in value or any(mentions_llm(v) for v in value.values())
     if isinstance(value, (list, tuple)):

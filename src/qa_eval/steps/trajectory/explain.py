@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .calls import ActualCall, TrajectoryScore
+from .comparators import LlmAnswers
 from .reference import RefCall
 
 __all__ = ["explain_reference_call", "problems_text"]
@@ -43,22 +44,23 @@ def explain_reference_call(
     done: Sequence[ActualCall],
     acts: Sequence[ActualCall],
     ordered: bool,
+    llm: LlmAnswers,
 ) -> str:
     """The ``mismatch`` text of reference call ``i`` of the chosen trajectory."""
     prefix = "optional, " if call.optional else ""
     if i in best.pairs:
-        _, _, problems = best.scores[i, best.pairs[i]]
+        problems = call.args.score(done[best.pairs[i]].args, llm)[2]
         return f"{prefix}{call.name}: {problems_text(problems)}"
     candidates: list[tuple[float, int, Any]] = []
-    for (row, j), (satisfied, units, problems) in best.scores.items():
+    for (row, j), (satisfied, units) in best.scores.items():
         if row == i:
             s = 1.0 if units == 0 else satisfied / units
-            candidates.append((s, -j, (satisfied, units, problems)))
+            candidates.append((s, -j, (satisfied, units)))
     if candidates:
-        _, j, (satisfied, units, problems) = max(candidates, key=lambda c: (c[0], c[1]))
+        _, j, (satisfied, units) = max(candidates, key=lambda c: (c[0], c[1]))
         act = done[-j]
         words = _equal_words(satisfied, units)
-        if not problems:
+        if satisfied == units:
             words += ", but it is out of order" if ordered else ", but it matches another call"
         return f"{prefix}not called (closest: {act.name} [{act.index}], {words})"
     for act in acts:

@@ -31,13 +31,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .calls import ActualCall, TrajectoryScore, actual_calls
-from .comparators import LlmAnswers, canonical
+from .comparators import LlmAnswers, freeze
 from .explain import explain_reference_call
 from .reference import RefCall, Reference
 
 __all__ = ["assign", "evaluate_trajectory", "score_one"]
 
 _SCIPY = importlib.util.find_spec("scipy") is not None
+_SMALL = 144
+"""Blocks up to this many cells are solved by the Hungarian algorithm below: faster there than
+scipy's call (its array conversion), the same optimum."""
 
 
 def _hungarian(cost: list[list[float]]) -> list[tuple[int, int]]:
@@ -79,7 +82,7 @@ def _hungarian(cost: list[list[float]]) -> list[tuple[int, int]]:
 def _max_assignment(w: list[list[float]]) -> list[tuple[int, int]]:
     """The pairs of a maximum-weight assignment with a positive weight."""
     n, m = len(w), len(w[0])
-    if _SCIPY:
+    if _SCIPY and n * m > _SMALL:
         import numpy as np
         from scipy.optimize import linear_sum_assignment  # type: ignore[import-untyped]
 
@@ -93,41 +96,55 @@ def _max_assignment(w: list[list[float]]) -> list[tuple[int, int]]:
     return [(i, j) for i, j in pairs if w[i][j] > 0]
 
 
-def _blocks(w: list[list[float]]) -> list[tuple[list[int], list[int]]]:
-    """The connected blocks (rows, columns) of the positive entries."""
-    n, m = len(w), len(w[0]) if w else 0
-    parent = list(range(n + m))
+def _blocks(rows: list[dict[int, float]]) -> list[tuple[list[int], list[int]]]:
+    """The connected blocks (rows, columns) of the positive entries of a sparse matrix."""
+    parent: dict[Any, Any] = {}
 
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
+    def find(x: Any) -> Any:
+        root = x
+        while parent.get(root, root) != root:
+            root = parent[root]
+        while x != root:
+            parent[x], x = root, parent.get(x, x)
+        return root
 
-    for i in range(n):
-        for j in range(m):
-            if w[i][j] > 0:
-                parent[find(i)] = find(n + j)
-    blocks: dict[int, tuple[list[int], list[int]]] = {}
-    for i in range(n):
-        if any(x > 0 for x in w[i]):
-            blocks.setdefault(find(i), ([], []))[0].append(i)
-    for j in range(m):
-        root = find(n + j)
-        if root in blocks:
-            blocks[root][1].append(j)
+    for i, row in enumerate(rows):
+        for j in row:
+            a, b = find(("r", i)), find(("c", j))
+            if a != b:
+                parent[a] = b
+    blocks: dict[Any, tuple[list[int], list[int]]] = {}
+    columns: set[int] = set()
+    for i, row in enumerate(rows):
+        if row:
+            blocks.setdefault(find(("r", i)), ([], []))[0].append(i)
+            columns.update(row)
+    for j in sorted(columns):
+        blocks[find(("c", j))][1].append(j)
     return list(blocks.values())
 
 
-def _unordered(w: list[list[float]]) -> list[tuple[int, int]]:
+def _unordered(
+    rows: list[dict[int, float]], blocks: list[tuple[list[int], list[int]]] | None = None
+) -> list[tuple[int, int]]:
+    """The maximum-weight assignment, block by block (``blocks``: known already)."""
     pairs: list[tuple[int, int]] = []
-    for rows, cols in _blocks(w):
-        if len(rows) == 1 or len(cols) == 1:
-            best = max((w[i][j], -i, -j) for i in rows for j in cols)
+    for block_rows, cols in _blocks(rows) if blocks is None else blocks:
+        if len(block_rows) == 1 or len(cols) == 1:
+            best = max((rows[i].get(j, 0.0), -i, -j) for i in block_rows for j in cols)
             pairs.append((-best[1], -best[2]))
             continue
-        sub = [[w[i][j] for j in cols] for i in rows]
-        pairs += [(rows[a], cols[b]) for a, b in _max_assignment(sub)]
+        # each row's best column (the first of its ties): when no two rows want the same one,
+        # that is the optimum (no assignment can do better than every row's maximum)
+        chosen = [max(rows[i].items(), key=lambda item: (item[1], -item[0]))[0] for i in block_rows]
+        if len(set(chosen)) == len(chosen) and all(
+            sum(1 for x in rows[i].values() if x == rows[i][j]) == 1
+            for i, j in zip(block_rows, chosen)
+        ):
+            pairs += zip(block_rows, chosen)
+            continue
+        sub = [[rows[i].get(j, 0.0) for j in cols] for i in block_rows]
+        pairs += [(block_rows[a], cols[b]) for a, b in _max_assignment(sub)]
     return pairs
 
 
@@ -162,7 +179,9 @@ def assign(w: list[list[float]], ordered: bool) -> list[tuple[int, int]]:
     weights; order-preserving on both sides when ``ordered``."""
     if not w or not w[0]:
         return []
-    return _ordered(w) if ordered else _unordered(w)
+    if ordered:
+        return _ordered(w)
+    return _unordered([{j: x for j, x in enumerate(row) if x > 0} for row in w])
 
 
 def _f1(precision: float, recall: float) -> float:
@@ -170,42 +189,58 @@ def _f1(precision: float, recall: float) -> float:
 
 
 def score_one(
-    calls: tuple[RefCall, ...], done: list[ActualCall], mode: str, ordered: bool, llm: LlmAnswers
+    calls: tuple[RefCall, ...],
+    done: list[ActualCall],
+    by_name: dict[str, list[int]],
+    mode: str,
+    ordered: bool,
+    llm: LlmAnswers,
 ) -> TrajectoryScore:
-    """One acceptable trajectory scored against the successful calls ``done``."""
+    """One acceptable trajectory scored against the successful calls ``done`` (``by_name``:
+    their positions by tool name)."""
     n, m = len(calls), len(done)
     k2 = n + 1.0
     k1 = (min(n, m) + 1) * k2
-    w = [[0.0] * m for _ in range(n)]
-    scores: dict[tuple[int, int], tuple[int, int, list[str]]] = {}
+    rows: list[dict[int, float]] = []
+    scores: dict[tuple[int, int], tuple[int, int]] = {}
     for i, ref in enumerate(calls):
-        names = ref.names
-        row = w[i]
-        for j, act in enumerate(done):
-            if act.name not in names:
-                continue
-            found = scores[i, j] = ref.args.score(act.args, llm)
-            satisfied, units, problems = found
-            s = 1.0 if units == 0 else satisfied / units
-            good = not problems and s == 1.0
-            partial = s * (1e-6 if ref.optional else 1.0) + 1e-9
-            row[j] = (k1 * (not ref.optional) + k2 if good else 0.0) + partial
-    pairs = dict(assign(w, ordered))
-    matched = {i: j for i, j in pairs.items() if w[i][j] >= k2}
+        row: dict[int, float] = {}
+        count = ref.args.count
+        bonus = k2 if ref.optional else k1 + k2
+        scale = 1e-6 if ref.optional else 1.0
+        for name in ref.names:
+            for j in by_name.get(name, ()):
+                satisfied, units = scores[i, j] = count(done[j].args, llm)
+                if satisfied == units:
+                    row[j] = bonus + scale + 1e-9
+                else:
+                    row[j] = satisfied / units * scale + 1e-9
+        rows.append(row)
+    if ordered and rows and m:
+        pairs = dict(_ordered([[row.get(j, 0.0) for j in range(m)] for row in rows]))
+    elif all(len(c.names) == 1 for c in calls):  # the blocks are the tool names
+        groups: dict[str, list[int]] = {}
+        for i, call in enumerate(calls):
+            if rows[i]:
+                groups.setdefault(call.names[0], []).append(i)
+        pairs = dict(_unordered(rows, [(g, by_name[name]) for name, g in groups.items()]))
+    else:
+        pairs = dict(_unordered(rows))
+    matched = {i: j for i, j in pairs.items() if rows[i][j] >= k2}
     required = [i for i, c in enumerate(calls) if not c.optional]
     matched_required = sum(1 for i in required if i in matched)
     recall = matched_required / len(required) if required else 1.0
     precision = len(matched) / m if m else 1.0
     if not required and not m:
         f1 = 1.0
+    elif not required or not m:
+        f1 = 0.0  # every actual call extra (precision 0), or nothing called (recall 0)
     else:
-        f1 = _f1(precision, recall) if m else 0.0
-        if not required:
-            f1 = 0.0  # m > 0: every actual call is extra, precision 0
+        f1 = _f1(precision, recall)
     total = 0.0
     for i in required:
         if i in pairs:
-            satisfied, units, _ = scores[i, pairs[i]]
+            satisfied, units = scores[i, pairs[i]]
             total += 1.0 if units == 0 else satisfied / units
     args_score = total / len(required) if required else 1.0
     all_required = matched_required == len(required)
@@ -220,10 +255,10 @@ def score_one(
 
 
 def _repeated(done: list[ActualCall]) -> set[int]:
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, Any]] = set()
     out = set()
     for act in done:
-        key = (act.name, canonical(act.args))
+        key = (act.name, freeze(act.args))
         if key in seen:
             out.add(act.index)
         seen.add(key)
@@ -244,8 +279,13 @@ def evaluate_trajectory(
             "arguments (content capture off)"
         }
     done = [a for a in acts if a.ok]
+    by_name: dict[str, list[int]] = {}
+    for j, act in enumerate(done):
+        by_name.setdefault(act.name, []).append(j)
     ordered = reference.ordered or reference.match == "strict"
-    outcomes = [score_one(t, done, reference.match, ordered, llm) for t in reference.trajectories]
+    outcomes = [
+        score_one(t, done, by_name, reference.match, ordered, llm) for t in reference.trajectories
+    ]
     chosen = max(range(len(outcomes)), key=lambda k: (outcomes[k].match, outcomes[k].f1, -k))
     best = outcomes[chosen]
     by_actual = {done[j].index: i for i, j in best.matched.items()}
@@ -295,7 +335,7 @@ def evaluate_trajectory(
         "tool_calls_ratio": len(done) / required if required else None,
         "trajectory_reason": reason,
         "trajectory_calls": calls,
-        "reference_trajectory": _annotated(raw, reference, chosen, best, done, acts, ordered),
+        "reference_trajectory": _annotated(raw, reference, chosen, best, done, acts, ordered, llm),
     }
 
 
@@ -307,6 +347,7 @@ def _annotated(
     done: list[ActualCall],
     acts: list[ActualCall],
     ordered: bool,
+    llm: LlmAnswers,
 ) -> Any:
     """A copy of the reference trajectory, the chosen trajectory's calls annotated."""
 
@@ -332,5 +373,5 @@ def _annotated(
             act = done[best.matched[i]]
             target[i]["matches"] = act.id if act.id is not None else act.index
         else:
-            target[i]["mismatch"] = explain_reference_call(call, i, best, done, acts, ordered)
+            target[i]["mismatch"] = explain_reference_call(call, i, best, done, acts, ordered, llm)
     return copy

@@ -30,7 +30,7 @@ _KEYS = ("match", "ordered", "args", "calls", "alternatives")
 _CALL_KEYS = ("name", "args", "optional", "matches", "mismatch")
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class RefCall:
     """One reference call."""
 
