@@ -167,3 +167,19 @@ def test_ragas_flat_rows_give_a_reference_trajectory_and_actual_steps() -> None:
     # a CSV cell holds JSON
     csv_row = {"user_input": json.dumps(messages), "reference_tool_calls": json.dumps(row["reference_tool_calls"])}  # fmt: skip
     assert flat_to_dataset([(1, csv_row)]) == (reference, responses)
+
+
+def test_the_json_schemas_accept_trajectories_and_trace_steps() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    from qa_eval.schemas import load_schema
+
+    reference = dataset(TRAJECTORY, [{"name": ["a", "b"], "args": '{"x": 1}', "optional": True}])
+    jsonschema.validate(reference, load_schema("reference"))
+    bad = dataset({"match": "loose", "calls": []})
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, load_schema("reference"))
+    actual = [
+        {"name": "a", "args": "raw text", "lost": ["output"]},
+        {"name": "b", "args": '{"x": 1}'},
+    ]
+    jsonschema.validate([{"question_id": "q0", "actual_steps": actual}], load_schema("responses"))
