@@ -244,12 +244,12 @@ class Obj(Node):
             total = len(fields)
         if mode != "superset":
             for key, value in actual.items():
-                node = fields.get(key)
-                if node is None:
+                found = fields.get(key)
+                if found is None:
                     total += 1
                 elif mode == "subset":
                     total += 1
-                    satisfied += node.ok(value, llm)
+                    satisfied += found.ok(value, llm)
         return satisfied, total
 
     def ok(self, actual: Any, llm: LlmAnswers) -> bool:
