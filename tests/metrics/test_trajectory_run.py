@@ -183,3 +183,25 @@ def test_the_json_schemas_accept_trajectories_and_trace_steps() -> None:
         {"name": "b", "args": '{"x": 1}'},
     ]
     jsonschema.validate([{"question_id": "q0", "actual_steps": actual}], load_schema("responses"))
+
+
+def test_the_command_line_scores_trajectories_and_refuses_a_bad_one(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from qa_eval.cli import main
+
+    good = tmp_path / "ref.json"
+    good.write_text(json.dumps(dataset(TRAJECTORY)))
+    responses = tmp_path / "responses.jsonl"
+    actual = steps(("search", {"to": "BGO"}), ("book", {"flight": "F1"}))
+    responses.write_text(json.dumps({"question_id": "q0", "actual_steps": actual}) + "\n")
+    out = tmp_path / "results.json"
+    assert main(["evaluate", str(good), str(responses), "--no-judge", "-q", "-o", str(out)]) == 0
+    assert json.loads(out.read_text())[0]["trajectory_match"] == 1.0
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(dataset({"match": "loose", "calls": []})))
+    capsys.readouterr()
+    assert main(["evaluate", str(bad), str(responses), "--no-judge", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "question 'q0': reference_trajectory.match: must be one of strict" in err
+    assert "Traceback" not in err
