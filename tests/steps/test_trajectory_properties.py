@@ -117,3 +117,33 @@ def test_removing_an_extra_call_never_lowers_precision(
             after = evaluate(reference, fewer, match=mode, args=args)
             assert after["tool_precision"] >= out["tool_precision"] - 1e-12
             assert after["tool_recall"] == out["tool_recall"]
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5)
+    | st.sampled_from(["$any", "$date", "$regex", "$set", "$llm", "name", "args", "calls", "1d", "(", "2026-01-01"]),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(
+        st.sampled_from(["name", "args", "optional", "calls", "match", "alternatives", "x", "$any",
+                         "$date", "$regex", "$set", "$number", "$one_of", "$fuzzy", "tolerance",
+                         "min", "abs_tol"]),
+        inner, max_size=4,
+    ),
+    max_leaves=12,
+)  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(JSON, st.lists(ACT_CALL, max_size=3))
+def test_any_reference_is_read_or_refused_in_words(raw: Any, actual: list[dict]) -> None:
+    from qa_eval.steps.trajectory.comparators import TrajectoryError
+    from qa_eval.steps.trajectory.match import evaluate_trajectory
+    from qa_eval.steps.trajectory.reference import parse_reference
+
+    try:
+        reference = parse_reference(raw)
+    except TrajectoryError as e:
+        assert str(e).startswith("reference_trajectory")
+        return
+    out = evaluate_trajectory(reference, raw, actual)
+    assert "trajectory_error" in out or 0.0 <= out["tool_f1"] <= 1.0
