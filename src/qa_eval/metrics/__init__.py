@@ -406,6 +406,7 @@ METRICS: dict[str, Metric] = {
          *_text("trajectory_judgement_reason", "trajectory_judgement_error")),
         "docs/metrics/agent.md", default=False, groups=("agent",), own=True, options=(_BUDGET,),
         score="qa_eval.metrics.trajectory_judgement:score",
+    ),
     "trajectory": Metric(
         "trajectory", "the response's tool calls against the reference trajectory: optimal "
         "matching, modes, argument comparators (deterministic; $llm asks the judge)",

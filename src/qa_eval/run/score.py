@@ -67,8 +67,8 @@ from ..metrics.context_quality import combines, context_judgement
 from ..metrics.custom import custom_output
 from ..metrics.definitions import CustomMetric
 from ..metrics.output import Output, failed, llm_cost, measure, serialize
-from .question import AGENT_REFERENCE_KEYS
 from ..steps.trajectory.comparators import mentions_llm
+from .question import AGENT_REFERENCE_KEYS
 
 __all__ = ["AnswerScorer", "contexts_of"]
 
