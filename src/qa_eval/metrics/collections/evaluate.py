@@ -36,6 +36,7 @@ from ...errors import BudgetExceeded, QaEvalError
 from ...run.evaluation import arun_evaluation
 from ...run.options import RunOptions, library_config
 from ...run.question import Results
+from ..ragas_judged import tally
 from .base import BaseMetric, Progress, progress_of, run_sync
 from .rag import (
     AnswerRelevancy,
@@ -45,7 +46,7 @@ from .rag import (
     Faithfulness,
     SemanticSimilarity,
 )
-from .result import MetricResult, tally
+from .result import MetricResult
 
 __all__ = ["RowResults", "ascore_rows", "result_keys", "score_rows"]
 
