@@ -365,17 +365,12 @@ def test_rubrics_scores_follow_the_config_and_the_question(server: Any) -> None:
         InstanceSpecificRubrics(llm=llm).ascore(
             user_input=QUESTION,
             response=ANSWER,
-            retrieved_contexts=CONTEXTS,
             reference=REFERENCE,
             rubrics=rubrics,
         )
     )
     assert same.value == own["instance_specific_rubrics"]
-    plain = asyncio.run(
-        DomainSpecificRubrics(llm=llm).ascore(
-            user_input=QUESTION, response=ANSWER, retrieved_contexts=CONTEXTS
-        )
-    )
+    plain = asyncio.run(DomainSpecificRubrics(llm=llm).ascore(user_input=QUESTION, response=ANSWER))
     assert (plain.value, plain.reason) == (1.0, default["rubrics_score_reason"])
 
 
