@@ -57,6 +57,7 @@ from ragas.metrics.collections import (
 
 from openai_stub import Reply, StubServer, completion, embedding_of
 from qa_eval.config import parse_config
+from qa_eval.embeddings import embedding_factory as our_embedding_factory
 from qa_eval.judge.calls import Judge
 from qa_eval.judge.embeddings import OpenAIEmbedder
 from qa_eval.judge.settings import EmbeddingConfig
@@ -243,6 +244,8 @@ class Sides:
     embeddings: Any
     our_llm: Any = None
     """qa-eval's ``llm_factory`` judge (no cache) over the same client as ragas'."""
+    our_embeddings: Any = None
+    """qa-eval's ``embedding_factory`` embeddings over the same client as ragas'."""
 
 
 @dataclass
@@ -315,6 +318,7 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
             llm=llm_factory("gpt-4o-mini", client=client),
             embeddings=embedding_factory("openai", model=EMBEDDING_MODEL, client=client),
             our_llm=our_llm_factory("gpt-4o-mini", client=client, cache=False),
+            our_embeddings=our_embedding_factory("openai", model=EMBEDDING_MODEL, client=client),
         )
         try:
             yield Harness(server, script, loop, sides)
@@ -706,3 +710,59 @@ def test_collections_context_precision_matches_ragas(harness: Harness, verdicts:
     )
     assert out.ours["value"] == pytest.approx(out.theirs.value, abs=TIGHT)
     assert out.ours["calls"] == 1 and out.calls == {"ours": 1, "ragas": len(verdicts)}
+
+
+@pytest.mark.parametrize(
+    "attributed", [[1, 1, 0], [1, 1, 1], [0, 0, 0], [0, 1, 0]], ids=lambda v: "".join(map(str, v))
+)
+def test_collections_context_recall_matches_ragas(harness: Harness, attributed: list[int]) -> None:
+    from qa_eval.metrics.collections import ContextRecall as OurRecall
+
+    pairs = list(zip(REFERENCE_STATEMENTS, attributed))
+    inputs = {"user_input": QUESTION, "retrieved_contexts": CONTEXTS, "reference": REFERENCE}
+    out = harness.run(
+        Judgments(attributed={REFERENCE: pairs}),
+        lambda s: _value(OurRecall(llm=s.our_llm).ascore(**inputs)),
+        lambda s: ContextRecall(llm=s.llm).ascore(**inputs),
+    )
+    assert out.theirs.value == pytest.approx(sum(attributed) / len(attributed), abs=TIGHT)
+    assert out.ours["value"] == pytest.approx(out.theirs.value, abs=TIGHT)
+    assert out.ours["calls"] == 1 and out.calls == {"ours": 1, "ragas": 1}
+    assert out.ours["reason"]  # ragas: None
+
+
+@pytest.mark.parametrize(
+    "generated",
+    [
+        GENERATED,
+        [(q, 1) for q, _ in GENERATED],
+        [("", 1), (GENERATED[2][0], 0), ("", 0)],
+        [(q, 0) for q, _ in GENERATED[:2]],
+    ],
+    ids=["one-noncommittal", "all-noncommittal", "blanks-dropped", "strictness-2"],
+)
+def test_collections_answer_relevancy_matches_ragas(
+    harness: Harness, generated: list[tuple[str, int]]
+) -> None:
+    from qa_eval.metrics.collections import AnswerRelevancy as OurRelevancy
+
+    inputs = {"user_input": RELEVANCY_QUESTION, "response": RELEVANCY_ANSWER}
+    strictness = len(generated)
+
+    def ours(s: Sides) -> Awaitable[dict[str, Any]]:
+        metric = OurRelevancy(llm=s.our_llm, embeddings=s.our_embeddings, strictness=strictness)
+        return _value(metric.ascore(**inputs))
+
+    out = harness.run(
+        Judgments(questions={RELEVANCY_ANSWER: generated}),
+        ours,
+        lambda s: AnswerRelevancy(llm=s.llm, embeddings=s.embeddings, strictness=strictness).ascore(
+            **inputs
+        ),
+    )
+    kept = [q for q, _ in generated if q]
+    expected = 0.0 if all(nc for _, nc in generated) else relevancy(RELEVANCY_QUESTION, kept)
+    assert out.theirs.value == pytest.approx(expected, abs=TIGHT)
+    assert out.ours["value"] == pytest.approx(out.theirs.value, abs=TIGHT)
+    assert out.ours["calls"] == 1 and out.calls == {"ours": 1, "ragas": strictness}
+    assert out.ours["reason"]
