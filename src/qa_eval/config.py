@@ -318,25 +318,29 @@ def _weights(block: _Reader, key: str) -> dict[str, float] | None:
     return weights
 
 
-def _criteria_weights(block: _Reader, key: str) -> tuple[float, float, float] | None:
-    value = block.data.get(key)
-    if value is None:
-        return None
-    if isinstance(value, Mapping):
-        sub = block.sub(key)
-        sub.check_keys(("correctness", "completeness", "consistency"))
-        value = [sub.number(c, 0.0) for c in ("correctness", "completeness", "consistency")]
+def _weight_list(block: _Reader, key: str, value: Any, names: tuple[str, ...]) -> tuple[float, ...]:
+    """``value`` as one weight per name: numbers >= 0, not all 0 (else the field's error)."""
     if (
         not isinstance(value, list)
-        or len(value) != 3
+        or len(value) != len(names)
         or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
         or any(v < 0 for v in value)
         or not any(v > 0 for v in value)
     ):
-        raise block._fail(
-            key, "must be 3 numbers >= 0 (correctness, completeness, consistency), not all 0"
-        )
-    return (float(value[0]), float(value[1]), float(value[2]))
+        raise block._fail(key, f"must be {len(names)} numbers >= 0 ({', '.join(names)}), not all 0")
+    return tuple(float(v) for v in value)
+
+
+def _criteria_weights(block: _Reader, key: str) -> tuple[float, float, float] | None:
+    value = block.data.get(key)
+    if value is None:
+        return None
+    names = ("correctness", "completeness", "consistency")
+    if isinstance(value, Mapping):
+        sub = block.sub(key)
+        sub.check_keys(names)
+        value = [sub.number(c, 0.0) for c in names]
+    return _weight_list(block, key, value, names)  # type: ignore[return-value]
 
 
 def _cutoffs(block: _Reader, key: str) -> dict[str, float] | None:
@@ -403,15 +407,7 @@ def _two_weights(block: _Reader, key: str) -> tuple[float, float] | None:
     value = block.data.get(key)
     if value is None:
         return None
-    if (
-        not isinstance(value, list)
-        or len(value) != 2
-        or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
-        or any(v < 0 for v in value)
-        or not any(v > 0 for v in value)
-    ):
-        raise block._fail(key, "must be 2 numbers >= 0 (factuality, similarity), not both 0")
-    return (float(value[0]), float(value[1]))
+    return _weight_list(block, key, value, ("factuality", "similarity"))  # type: ignore[return-value]
 
 
 def _rubrics(block: _Reader, key: str) -> dict[str, str] | None:

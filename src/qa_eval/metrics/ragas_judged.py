@@ -264,18 +264,9 @@ async def sql_semantic_equivalence(
     return Judged(judged.value, reason, judged)
 
 
-async def rubric(
-    judge: Any,
-    rubrics: Mapping[str, str],
-    user_input: str | None = None,
-    response: str | None = None,
-    retrieved_contexts: Sequence[str] | None = None,
-    reference_contexts: Sequence[str] | None = None,
-    reference: str | None = None,
-) -> Judged:
-    """The rubric metrics: the level the judge picks, its feedback as the reason."""
-    outcome: RubricOutcome = await rubric_score(
-        judge, rubrics, user_input, response, retrieved_contexts, reference_contexts, reference
-    )
+async def rubric(judge: Any, rubrics: Mapping[str, str], **inputs: Any) -> Judged:
+    """The rubric metrics: the level the judge picks on ``rubrics`` for the given inputs
+    (``rubric_score``'s keywords), its feedback as the reason."""
+    outcome: RubricOutcome = await rubric_score(judge, rubrics, **inputs)
     reason = outcome.feedback.strip() or f"rubric score {outcome.score}"
     return Judged(float(outcome.score), reason, outcome)
