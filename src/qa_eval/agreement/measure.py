@@ -435,11 +435,19 @@ def _gap(judge: LabelValue, label: LabelValue, kind: Kind) -> float:
 
 
 def _disagreements(
-    paired: _Paired, items: Mapping[Item, list[Label]], kind: Kind, metric: str, limit: int
+    paired: _Paired,
+    items: Mapping[Item, list[Label]],
+    kind: Kind,
+    metric: str,
+    limit: int,
+    wrong: Sequence[bool] | None = None,
 ) -> list[dict[str, Any]]:
-    """The items with the largest gap between judge and label (gap 0 left out)."""
+    """The items with the largest gap between judge and label (gap 0 left out; with ``wrong``,
+    only the items the judge's call got wrong: a value on the right side of its threshold is
+    not a disagreement)."""
     gaps = [_gap(j, lab, kind) for j, lab in zip(paired.judge, paired.label)]
-    order = sorted((i for i, g in enumerate(gaps) if g > 1e-12), key=lambda i: -gaps[i])
+    kept = [i for i, g in enumerate(gaps) if g > 1e-12 and (wrong is None or wrong[i])]
+    order = sorted(kept, key=lambda i: -gaps[i])
     out = []
     for i in order[:limit]:
         result = paired.results[i]
@@ -856,7 +864,6 @@ def _metric_entry(
             figures.pop("confusion", None)
             per_template[str(template)] = figures
     entry["per_template"] = per_template
-    entry["disagreements"] = _disagreements(pair, items, kind, name, limit)
     if kind == "continuous":
         called: Any = None
     elif kind == "binary" and judge_kind == "continuous":
@@ -867,6 +874,8 @@ def _metric_entry(
         called = list(pair.judge)
     if kind == "binary":
         pair.label = [bool(v) for v in pair.label]
+    wrong = None if called is None else [c != lab for c, lab in zip(called, pair.label)]
+    entry["disagreements"] = _disagreements(pair, items, kind, name, limit, wrong)
     return entry, called
 
 

@@ -583,8 +583,8 @@ def paired_bootstrap(
     finite = deltas[np.isfinite(deltas)]
     if n < 2 or not math.isfinite(difference) or finite.size < max(10, deltas.size // 2):
         return PairedDifference(a, b, difference, None, Interval(None, None, "percentile"))
-    extreme = np.count_nonzero(np.abs(finite - difference) >= abs(difference) - 1e-12)
-    p = min(1.0, (1 + extreme) / (finite.size + 1))
+    extreme = int(np.count_nonzero(np.abs(finite - difference) >= abs(difference) - 1e-12))
+    p = min(1.0, float(1 + extreme) / (finite.size + 1))
     tail = (1.0 - confidence) / 2.0
     low, high = np.quantile(finite, [tail, 1.0 - tail])
     undefined = 1.0 - finite.size / deltas.size
