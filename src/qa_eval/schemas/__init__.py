@@ -2,7 +2,8 @@
 a system, the per-question results, and the agreement report (``qa-eval agreement``).
 
 They are data files of the package (``reference.schema.json``, ``responses.schema.json``,
-``results.schema.json``, ``agreement.schema.json``), printed by ``qa-eval schema NAME`` and loaded by ``load_schema(NAME)``.
+``results.schema.json``, ``agreement.schema.json``), printed by ``qa-eval schema NAME`` and
+loaded by ``load_schema(NAME)``.
 Each is self-contained (its ``$defs`` repeat the shared parts: ids, SPARQL JSON results, steps).
 They state the formats of the spec README; what a schema cannot express (unique question ids,
 JSON given as text that must parse, responses naming known questions) qa-eval checks when it
