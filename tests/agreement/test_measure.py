@@ -225,13 +225,19 @@ def test_model_comes_from_the_signature_and_label_from_the_file(tmp_path: Path) 
     report = agreement(path, rows(label.tolist()), resamples=200).to_dict()
     assert report["judges"][0]["model"] == "gpt-4o-mini"
     assert report["judges"][0]["source"] == str(path)
+    reference = tmp_path / "reference.yaml"
+    reference.write_text("- template_id: t\n  questions:\n  - id: q\n    question_text: Q?\n")
+    with pytest.raises(InputError, match="`qa-eval agreement` expects results"):
+        load_judges([reference])
 
 
 def test_bad_requests_are_clear_errors() -> None:
     label = truth(15).tolist()
     with pytest.raises(InputError, match="no label for metric 'nope'"):
         agreement(results(label), rows(label), metric="nope")
-    with pytest.raises(InputError, match="values of faithfulness are text"):
+    with pytest.raises(
+        InputError, match="judge: faithfulness: the values of faithfulness are text"
+    ):
         agreement(results(["yes"] * N), rows(label))
     twice = [*results(label), dict(results(label)[0], template_id="other")]
     with pytest.raises(InputError, match="give the label a template_id"):

@@ -45,7 +45,8 @@ import numpy as np
 from ..aggregate import as_float
 from ..compare.runs import holm
 from ..errors import InputError
-from ..io.files import read_data, read_results, signature_path
+from ..io import kinds
+from ..io.files import check_results, read_data, signature_path
 from .labels import Kind, Label, Labels, LabelValue, labels_from_records, read_labels
 from .stats import (
     RESAMPLES,
@@ -131,7 +132,10 @@ def load_judges(
         label = names[position] if names and position < len(names) else stems[position]
         if not names and stems.count(stems[position]) > 1:
             label = str(path)
-        results = read_results(path)
+        data = read_data(path)
+        expected = "`qa-eval agreement` expects results written by `qa-eval evaluate -o`"
+        kinds.require(data, str(path), (kinds.RESULTS,), expected)
+        results = check_results(data, str(path))
         model = None
         sig_file = signature_path(path)
         if sig_file.is_file():
@@ -408,8 +412,9 @@ def _judge_kind(values: Sequence[LabelValue], kind: Kind, metric: str, judge: st
         return "class"
     if text:
         raise InputError(
-            f"{judge}'s values of {metric} are text (e.g. {text[0]!r}) but the labels are "
+            f"the values of {metric} are text (e.g. {text[0]!r}) but its labels are "
             f"{'numbers' if kind == 'continuous' else 'true/false'}",
+            source=judge,
             field=metric,
         )
     if kind == "continuous":
@@ -734,7 +739,7 @@ def agreement(
         for judge in judges:
             rows_found = [found[judge.label][key] for key in common]
             values = [_judge_value(r, name) for r in rows_found]
-            judge_kind = _judge_kind(values, kind, name, judge.label)  # type: ignore[arg-type]
+            judge_kind = _judge_kind(values, kind, name, judge.source or judge.label)  # type: ignore[arg-type]
             if kind == "class":
                 values = [_class_value(v) for v in values]  # type: ignore[arg-type]
             pair = _Paired(common, values, [consensus[k] for k in common], rows_found)  # type: ignore[arg-type,misc]

@@ -230,8 +230,6 @@ def agreement(args: argparse.Namespace) -> int:
         raise QaEvalError(
             f"--label was given {len(args.label)} time(s) for {len(args.results)} results file(s)"
         )
-    for path in args.results:
-        _read_results(path, "agreement")
     judges = load_judges(args.results, args.label)
     try:
         report = measure(
