@@ -27,7 +27,9 @@ def test_csv_rows_are_parsed_by_cell_text(tmp_path: Path) -> None:
         "q2,answer_f1,0.5,ann\n"
         "q2,answer_class,correct,\n"
         "\n"
-        "7,answer_f1,1,ann\n",
+        "7,answer_f1,1,ann\n"
+        'q3,answer_class,"two\nlines",ann\n'
+        "q4,answer_class,wrong,ann\n",
     )
     labels = read_labels(path)
     assert [(r.question_id, r.value, r.annotator, r.row) for r in labels.rows] == [
@@ -36,6 +38,8 @@ def test_csv_rows_are_parsed_by_cell_text(tmp_path: Path) -> None:
         ("q2", 0.5, "ann", "row 4"),
         ("q2", "correct", "", "row 5"),
         ("7", 1.0, "ann", "row 7"),
+        ("q3", "two\nlines", "ann", "row 9"),
+        ("q4", "wrong", "ann", "row 10"),
     ]
     assert labels.kinds == {
         "faithfulness": "binary",

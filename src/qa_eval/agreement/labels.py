@@ -20,6 +20,7 @@ A bad row is an ``InputError`` naming the file, the row (``row N``: the CSV line
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -112,9 +113,9 @@ def labels_from_records(records: Iterable[Mapping[str, Any]], source: str = "lab
 
 
 def _csv_records(path: Path) -> list[tuple[str, Any, bool]]:
-    """The rows of a CSV file as (``row N``, mapping, True), N counting the header as row 1."""
+    """The rows of a CSV file as (``row N``, mapping, True), N the file's line (header: 1)."""
     text = read_text(path)
-    reader = csv.reader(text.splitlines())
+    reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = [h.strip() for h in next(reader)]
     except StopIteration:
@@ -127,7 +128,8 @@ def _csv_records(path: Path) -> list[tuple[str, Any, bool]]:
             record="row 1",
         )
     rows = []
-    for number, cells in enumerate(reader, start=2):
+    for cells in reader:
+        number = reader.line_num  # the file's line (a quoted cell may span lines: its last)
         if not any(c.strip() for c in cells):
             continue
         if len(cells) > len(header):
