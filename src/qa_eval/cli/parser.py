@@ -445,7 +445,8 @@ def _agreement_command(commands: Any) -> None:
         action="append",
         metavar="METRIC=VALUE",
         help="a continuous judge value against binary labels counts as true at >= VALUE "
-        "(default: the best cut, cross-validated; repeatable)",
+        "(default: the cut with the best accuracy on the labels, its optimism cross-validated; "
+        "repeatable)",
     )
     agree.add_argument(
         "--label", action="append", metavar="NAME", help="the judges' names, in order"
