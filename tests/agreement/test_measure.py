@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from qa_eval.agreement import agreement, format_report, load_judges
+from qa_eval.agreement.measure import judge_labels
 from qa_eval.agreement.stats import (
     cohen_kappa,
     kendall_tau_b,
@@ -244,3 +245,13 @@ def test_bad_requests_are_clear_errors() -> None:
         agreement(twice, rows(label))
     with pytest.raises(ValueError, match="resamples"):
         agreement(results(label), rows(label), resamples=10)
+
+
+def test_judge_labels_are_the_system_names_of_evaluate_system_files() -> None:
+    assert judge_labels(["out/results.gpt-4o-mini.jsonl", "out/results.gpt-4.1.jsonl"]) == [
+        "gpt-4o-mini",
+        "gpt-4.1",
+    ]
+    assert judge_labels(["mini.jsonl", "big.jsonl"]) == ["mini", "big"]
+    assert judge_labels(["results.a.jsonl"]) == ["results.a"]  # one file: nothing to strip
+    assert judge_labels(["x/run.jsonl", "y/run.jsonl"]) == ["x/run.jsonl", "y/run.jsonl"]

@@ -64,7 +64,7 @@ from .stats import (
     spearman_statistic,
 )
 
-__all__ = ["AgreementReport", "Judge", "agreement", "load_judges"]
+__all__ = ["AgreementReport", "Judge", "agreement", "judge_labels", "load_judges"]
 
 DISAGREEMENTS = 10
 """How many disagreements a metric lists per judge (the largest gaps)."""
@@ -125,13 +125,10 @@ def load_judges(
     paths: Sequence[str | os.PathLike[str]], names: Sequence[str] | None = None
 ) -> list[Judge]:
     """Read results files (and the signature beside each, for the judge's model); a judge's
-    label is its name in ``names``, else the file's stem (its path when two stems clash)."""
-    stems = [Path(p).stem for p in paths]
+    label is its name in ``names``, else :func:`judge_labels` of the paths."""
+    labels = list(names) if names else judge_labels(paths)
     judges = []
-    for position, path in enumerate(paths):
-        label = names[position] if names and position < len(names) else stems[position]
-        if not names and stems.count(stems[position]) > 1:
-            label = str(path)
+    for path, label in zip(paths, labels, strict=True):
         data = read_data(path)
         expected = "`qa-eval agreement` expects results written by `qa-eval evaluate -o`"
         kinds.require(data, str(path), (kinds.RESULTS,), expected)
@@ -142,6 +139,17 @@ def load_judges(
             model = _model_of(read_data(sig_file))
         judges.append(Judge(label, results, model, str(path)))
     return judges
+
+
+def judge_labels(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
+    """A label per results file: its stem, without the first dotted part all of them share
+    (``evaluate --system NAME -o results.jsonl`` writes ``results.NAME.jsonl``: the label is
+    ``NAME``); a file's path when two labels would clash."""
+    stems = [Path(p).stem for p in paths]
+    heads = {stem.partition(".")[0] for stem in stems}
+    if len(stems) > 1 and len(heads) == 1 and all("." in stem for stem in stems):
+        stems = [stem.partition(".")[2] for stem in stems]
+    return [s if stems.count(s) == 1 else str(p) for s, p in zip(stems, paths)]
 
 
 def _model_of(signature: Any) -> str | None:
