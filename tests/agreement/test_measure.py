@@ -255,3 +255,12 @@ def test_judge_labels_are_the_system_names_of_evaluate_system_files() -> None:
     assert judge_labels(["mini.jsonl", "big.jsonl"]) == ["mini", "big"]
     assert judge_labels(["results.a.jsonl"]) == ["results.a"]  # one file: nothing to strip
     assert judge_labels(["x/run.jsonl", "y/run.jsonl"]) == ["x/run.jsonl", "y/run.jsonl"]
+
+
+def test_labels_that_match_no_result_measure_nothing_and_say_so() -> None:
+    report = agreement(
+        results([True, False]), [{"question_id": "zz", "metric": "faithfulness", "label": True}]
+    )
+    entry = report.metric("judge", "faithfulness")
+    assert entry is not None and entry["n"] == 0 and entry["missing"] == 1
+    assert "no labelled item has a value in every results file" in format_report(report)

@@ -52,6 +52,11 @@ def format_report(report: Any, disagreements: int = 3) -> str:
         first = rows[0][1]
         kind = first["kind"]
         lines.append(f"{metric} ({kind} labels, n = {first['n']}, 95% intervals)")
+        if not first["n"]:
+            lines.append(
+                "  no labelled item has a value in every results file (question ids are "
+                "compared as text; a label may name its template_id)"
+            )
         shown = [(k, title) for k, title in _COLUMNS if any(r.get(k) is not None for _, r in rows)]
         header = ["judge", "model", "cost/question", *(t for _, t in shown)]
         if any("threshold" in r for _, r in rows):
