@@ -24,6 +24,7 @@ from .summary import markdown_compare
 
 __all__ = [
     "aggregate",
+    "agreement",
     "answer_correctness",
     "compare",
     "export_scores",
@@ -198,6 +199,60 @@ def compare(args: argparse.Namespace) -> int:
         Path(args.summary_md).write_text(summary, encoding="utf-8")
     print_notes(notes)
     return gate_outcome(gates, quiet=False)
+
+
+def agreement(args: argparse.Namespace) -> int:
+    """``qa-eval agreement``: judges against people's labels, as a table or JSON."""
+    from ..agreement.measure import agreement as measure
+    from ..agreement.measure import load_judges
+    from ..agreement.table import format_report
+
+    if args.resamples < 100:
+        raise QaEvalError(f"--resamples must be at least 100, got {args.resamples}")
+    if args.output:
+        check_output_path(args.output)
+    bars = quality.parse_bars(args.fail_under or ())
+    for figure, _ in bars:
+        if figure not in quality.AGREEMENT_FIGURES:
+            raise QaEvalError(
+                f"--fail-under {figure}: an agreement gate is one of "
+                f"{', '.join(quality.AGREEMENT_FIGURES)}"
+            )
+    thresholds: dict[str, float] = {}
+    for item in args.threshold or ():
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise QaEvalError(f"--threshold takes METRIC=VALUE, not {item!r}")
+        try:
+            thresholds[name.strip()] = float(value)
+        except ValueError:
+            raise QaEvalError(f"--threshold {item!r}: {value!r} is not a number") from None
+    if args.label and len(args.label) != len(args.results):
+        raise QaEvalError(
+            f"--label was given {len(args.label)} time(s) for {len(args.results)} results file(s)"
+        )
+    judges = load_judges(args.results, args.label)
+    try:
+        report = measure(
+            judges,
+            args.labels,
+            metric=args.metric,
+            threshold=thresholds or None,
+            resamples=args.resamples,
+            seed=args.seed,
+        )
+    except ValueError as e:
+        if isinstance(e, QaEvalError):
+            raise
+        raise QaEvalError(str(e)) from None
+    data = report.to_dict()
+    if args.output:
+        write_data(args.output, data)
+    if args.format == "json":
+        sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        sys.stdout.write(format_report(data))
+    return gate_outcome(quality.agreement_gates(data, bars), quiet=False)
 
 
 def report(args: argparse.Namespace) -> int:

@@ -28,8 +28,10 @@ from ..errors import QaEvalError
 from ..run.question import NO_RESPONSE
 
 __all__ = [
+    "AGREEMENT_FIGURES",
     "Gate",
     "Problems",
+    "agreement_gates",
     "fail_under_gates",
     "metric_errors_of",
     "parse_bars",
@@ -221,6 +223,47 @@ def regression_gates(
         else:
             detail = f"no significant regression: {means}"
         gates.append(Gate("fail-on-regression", target, True, detail, where))
+    return gates
+
+
+AGREEMENT_FIGURES = ("accuracy", "kappa", "auc", "spearman", "kendall")
+"""The figures of an agreement report that ``agreement --fail-under`` can gate on."""
+
+
+def agreement_gates(report: Mapping[str, Any], bars: Sequence[tuple[str, float]]) -> list[Gate]:
+    """One ``fail-under`` gate per (figure, bar) and judge: passes when the judge's figure on
+    every measured metric that has it is at least the bar (the point estimate, as
+    ``evaluate --fail-under`` gates the mean); a figure no metric has fails."""
+    gates = []
+    for figure, bar in bars:
+        if figure not in AGREEMENT_FIGURES:
+            raise QaEvalError(
+                f"--fail-under {figure}: an agreement gate is one of {', '.join(AGREEMENT_FIGURES)}"
+            )
+        for judge in report.get("judges", []):
+            rows = [m for m in judge.get("metrics", []) if figure in m]
+            target = f"{figure} >= {_fmt(bar)}"
+            if not rows:
+                detail = f"no measured metric has a {figure} (see docs/agreement.md)"
+                gates.append(Gate("fail-under", target, False, detail, judge.get("label")))
+                continue
+            for row in rows:
+                value, n = row.get(figure), row.get("n")
+                where = f"{judge.get('label')}, {row['metric']}"
+                if value is None:
+                    detail = f"{figure} is undefined (n = {n}: one class only?)"
+                    gates.append(Gate("fail-under", target, False, detail, where))
+                    continue
+                passed = value >= bar
+                relation = ">=" if passed else "<"
+                interval = row.get(f"{figure}_ci") or [None, None]
+                shown = (
+                    f", 95% interval [{interval[0]:.3f}, {interval[1]:.3f}]"
+                    if interval[0] is not None and interval[1] is not None
+                    else ""
+                )
+                detail = f"{figure} {value:.4f} {relation} {_fmt(bar)}{shown} (n = {n})"
+                gates.append(Gate("fail-under", target, passed, detail, where))
     return gates
 
 

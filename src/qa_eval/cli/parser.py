@@ -9,6 +9,7 @@ from .._version import __version__
 from ..config import GROUPS, SWITCHES
 from ..errors import QaEvalError
 from ..io.keysets import KEY_SETS
+from ..schemas import SCHEMAS
 from . import commands as handlers
 from .common import PROG
 from .evaluation import evaluate as evaluate_command
@@ -362,7 +363,7 @@ def _schema_command(commands: Any) -> None:
         description="Print the JSON Schema (draft 2020-12) of a qa-eval file format, e.g. to "
         "validate what an agent emits (see docs/integrations.md).",
     )
-    schema.add_argument("name", choices=("reference", "responses", "results", "aggregates"))
+    schema.add_argument("name", choices=SCHEMAS)
     schema.set_defaults(handler=handlers.schema)
 
 
@@ -440,6 +441,51 @@ def _report_command(commands: Any) -> None:
     report.set_defaults(handler=handlers.report)
 
 
+def _agreement_command(commands: Any) -> None:
+    """``agreement``: the judge against people's labels."""
+    agree = commands.add_parser(
+        "agreement",
+        help="how far to trust the judge: its values against your labels, judges compared",
+        description="Measure each judge (one results file per judge) against people's labels "
+        "(CSV, JSONL or YAML rows of question_id, metric, label and optionally annotator): "
+        "accuracy, Cohen's kappa, confusion, ROC AUC, Spearman, Kendall, MAE with 95% "
+        "intervals, Krippendorff's alpha among the people, the disagreements, and the judges "
+        "compared with each other (see docs/agreement.md).",
+    )
+    agree.add_argument("results", nargs="+", help="results written by 'qa-eval evaluate -o'")
+    agree.add_argument("--labels", required=True, metavar="FILE", help="the people's labels")
+    agree.add_argument(
+        "--metric", action="append", help="measure only this metric (repeatable; default: all)"
+    )
+    agree.add_argument(
+        "--threshold",
+        action="append",
+        metavar="METRIC=VALUE",
+        help="a continuous judge value against binary labels counts as true at >= VALUE "
+        "(default: the cut with the best accuracy on the labels, its optimism cross-validated; "
+        "repeatable)",
+    )
+    agree.add_argument(
+        "--label", action="append", metavar="NAME", help="the judges' names, in order"
+    )
+    agree.add_argument(
+        "--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)"
+    )
+    agree.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    agree.add_argument("-o", "--output", help="also write the report (.json, .yaml)")
+    agree.add_argument("--format", choices=("text", "json"), default="text")
+    group = agree.add_argument_group("CI gates (exit 3 when one fails; see docs/ci.md)")
+    group.add_argument(
+        "--fail-under",
+        nargs="+",
+        action="extend",
+        metavar="FIGURE=VALUE",
+        help="exit 3 when a judge's accuracy, kappa, auc, spearman or kendall on a measured "
+        "metric is below VALUE (e.g. kappa=0.6)",
+    )
+    agree.set_defaults(handler=handlers.agreement)
+
+
 def _answer_correctness_command(commands: Any) -> None:
     """``answer-correctness``: graphrag-eval's TSV command."""
     correctness = commands.add_parser(
@@ -493,6 +539,7 @@ _COMMANDS = (
     _compare_command,
     _report_command,
     _export_scores_command,
+    _agreement_command,
     _answer_correctness_command,
     add_import_command,
 )

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from ..extras import lazy_face
 
 if TYPE_CHECKING:
-    from .runs import compare_runs, default_metrics, lower_is_better
+    from .runs import compare_runs, default_metrics, holm, lower_is_better
     from .signflip import EXACT_MAX_N, MAX_RESAMPLES, sign_flip_test, smallest_p
     from .table import format_table, report_rows
 
@@ -18,6 +18,7 @@ _NAMES = {
     "compare_runs": "runs",
     "default_metrics": "runs",
     "format_table": "table",
+    "holm": "runs",
     "lower_is_better": "runs",
     "report_rows": "table",
     "sign_flip_test": "signflip",
@@ -30,6 +31,7 @@ __all__ = [
     "compare_runs",
     "default_metrics",
     "format_table",
+    "holm",
     "lower_is_better",
     "report_rows",
     "sign_flip_test",

@@ -78,7 +78,7 @@ from .signflip import (
     smallest_p,
 )
 
-__all__ = ["collapse_trials", "compare_runs", "default_metrics", "lower_is_better"]
+__all__ = ["collapse_trials", "compare_runs", "default_metrics", "holm", "lower_is_better"]
 
 _ID_KEYS = frozenset({"template_id", "question_id", TRIAL_KEY, "trials"})
 """Keys that are no metric: the ids, a result's trial and a merged question's trial count."""
@@ -235,17 +235,23 @@ def _rng(seed: int, metric: str, template: Any) -> np.random.Generator:
     return np.random.default_rng([seed, tag])
 
 
+def holm(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjusted p-values of one family, in the order given (None stays None
+    and is not part of the family)."""
+    tested = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    adjusted: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for rank, (p, i) in enumerate(tested):
+        running = max(running, min(1.0, (len(tested) - rank) * p))
+        adjusted[i] = running
+    return adjusted
+
+
 def _holm(rows: Sequence[dict[str, Any]]) -> None:
     """Set ``p_adjusted`` (Holm's step-down) on the testable rows of one family, in place."""
-    tested = sorted(
-        (r for r in rows if r["testable"] and r["p_value"] is not None),
-        key=lambda r: r["p_value"],
-    )
-    size = len(tested)
-    running = 0.0
-    for rank, row in enumerate(tested):
-        running = max(running, min(1.0, (size - rank) * row["p_value"]))
-        row["p_adjusted"] = running
+    tested = [r for r in rows if r["testable"] and r["p_value"] is not None]
+    for row, adjusted in zip(tested, holm([r["p_value"] for r in tested])):
+        row["p_adjusted"] = adjusted
 
 
 def _stats(
