@@ -258,12 +258,22 @@ def test_missing_args_k() -> None:
             ],
         },
     ]
+    # arguments kept as raw text (a trace whose tool arguments were not valid JSON)
+    ref[0]["questions"].append({**ref[0]["questions"][1], "id": "q3"})
+    raw_args = json.loads(json.dumps(responses[1]))
+    raw_args["question_id"] = "q3"
+    raw_args["actual_steps"][0]["args"] = "k=2, not json"
+    responses.append(raw_args)
     results = run_evaluation(ref, responses)
     assert results[0]["step_errors"] == [
         "actual_steps[0] (id r): args.k: must be a positive integer, got None"
     ]
     assert results[0]["steps_score"] == 0.0
     assert results[1]["steps_score"] == 1.0
+    assert results[2]["step_errors"] == [
+        "actual_steps[0] (id r): args: must be a mapping with k, got 'k=2, not json'"
+    ]
+    assert results[2]["steps_score"] == 0.0
 
 
 def _data_points(start: str, timestamp: object) -> tuple[list, list]:

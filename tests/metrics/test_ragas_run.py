@@ -518,3 +518,20 @@ def test_a_bad_question_field_is_refused_naming_the_question(
     with pytest.raises(QaEvalError) as caught:
         run_evaluation(reference, responses)
     assert "q1" in str(caught.value) and named in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("args", "value"),
+    [({"a": 1}, 1.0), ('{"a": 1}', 1.0), ("a=1, not JSON", 0.0), (None, 0.0)],
+)
+def test_tool_call_accuracy_reads_argument_text_as_a_trace_import_keeps_it(
+    args: Any, value: float
+) -> None:
+    from qa_eval.metrics.ragas_run import tool_call_accuracy_entry
+
+    inputs = {
+        "reference_tool_calls": [{"name": "f", "args": {"a": 1}}],
+        "steps": [{"name": "f", "args": args}],
+    }
+    output = asyncio.run(tool_call_accuracy_entry(None, inputs, {}))
+    assert output.values["tool_call_accuracy"] == value

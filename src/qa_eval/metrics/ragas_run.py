@@ -47,6 +47,7 @@ field (``reference_tool_calls``, ``rubrics``) does not get the metric.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -314,6 +315,24 @@ async def quoted_spans_alignment_entry(
     return _deterministic("quoted_spans_alignment", scored)
 
 
+def _call_args(args: Any) -> dict[str, Any]:
+    """A call's arguments as ragas' ToolCall takes them: a mapping, a JSON-object text parsed,
+    none as ``{}``; other raw text (kept by a trace import) stays visible under ``<raw>``, so it
+    matches no reference arguments instead of passing as none."""
+    if isinstance(args, Mapping):
+        return dict(args)
+    if args is None or args == "":
+        return {}
+    if isinstance(args, str):
+        try:
+            parsed = json.loads(args)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            return parsed
+    return {"<raw>": args}
+
+
 def _tool_calls(inputs: Mapping[str, Any]) -> tuple[list[Any], list[Any]] | None:
     """(the conversation of the actual steps as one agent message, the reference calls), or
     ``None`` when the question has no ``reference_tool_calls``."""
@@ -321,11 +340,11 @@ def _tool_calls(inputs: Mapping[str, Any]) -> tuple[list[Any], list[Any]] | None
     if reference is None:
         return None
     calls = [
-        {"name": step.get("name"), "args": step.get("args") or {}}
+        {"name": step.get("name"), "args": _call_args(step.get("args"))}
         for step in inputs.get("steps") or []
         if isinstance(step, Mapping)
     ]
-    reference = [{"name": c["name"], "args": c.get("args") or {}} for c in reference]
+    reference = [{"name": c["name"], "args": _call_args(c.get("args"))} for c in reference]
     return [{"type": "ai", "tool_calls": calls}], reference
 
 

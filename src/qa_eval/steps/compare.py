@@ -316,6 +316,8 @@ class StepScorer:
                 "string or a number)"
             )
         args = self.actual[act_index].get("args") or {}
+        if not isinstance(args, dict):  # raw argument text, as a trace import keeps it
+            raise _StepProblem(f"args: must be a mapping with k, got {short_repr(args)}")
         k = args.get("k")
         if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
             raise _StepProblem(f"args.k: must be a positive integer, got {short_repr(k)}")
