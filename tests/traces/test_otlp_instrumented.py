@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_script import ANSWER, PLAN, TOOL_ERROR, TOOL_OUTPUT, script, usage
 
-from openai_stub import Reply, StubServer
+from openai_stub import StubServer
 from qa_eval.traces import otlp
 from qa_eval.traces.model import Trace
 
@@ -42,48 +43,6 @@ pytestmark = pytest.mark.skipif(
     not all(_have(name) for name in NEEDED),
     reason="needs opentelemetry-sdk, the openai-v2 and OpenInference instrumentations (test extra)",
 )
-
-# What the scripted model does for each question: the tool call it plans, then its answer.
-PLAN = {
-    "What is the capital of France?": ("call_q1", "search", {"query": "capital of France"}),
-    "Who owns record 7?": ("call_q2", "lookup", {"id": 7}),
-}
-ANSWER = {"What is the capital of France?": "Paris.", "Who owns record 7?": "I could not find it."}
-TOOL_OUTPUT = {"search": "Paris is the capital of France."}
-TOOL_ERROR = {"lookup": "no record 7"}
-
-
-def usage(number: int) -> dict[str, int]:
-    """The usage the server reports for its ``number``-th reply."""
-    return {"prompt_tokens": 50 + number, "completion_tokens": 10 + number}
-
-
-def script(request: dict[str, Any], number: int) -> Reply:
-    """A tool call for a new question, the answer once the tool's result is in the messages."""
-    question = request["messages"][0]["content"]
-    if not any(message.get("role") == "tool" for message in request["messages"]):
-        call_id, name, args = PLAN[question]
-        function = {"name": name, "arguments": json.dumps(args)}
-        message: dict[str, Any] = {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [{"id": call_id, "type": "function", "function": function}],
-        }
-        finish = "tool_calls"
-    else:
-        message, finish = {"role": "assistant", "content": ANSWER[question]}, "stop"
-    tokens = usage(number)
-    tokens["total_tokens"] = tokens["prompt_tokens"] + tokens["completion_tokens"]
-    return Reply(
-        body={
-            "id": f"chatcmpl-{number}",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "stub",
-            "choices": [{"index": 0, "finish_reason": finish, "message": message}],
-            "usage": tokens,
-        }
-    )
 
 
 def run_agent(tmp_path: Path, kind: str, env: dict[str, str]) -> list[Trace]:
