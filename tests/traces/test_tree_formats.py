@@ -487,3 +487,52 @@ def test_langsmith(tmp_path: Path) -> None:
         tmp_path, "langsmith.jsonl", (json.dumps(tree) + "\n").encode(), "langsmith"
     )
     assert (trace["trace_id"], trace["root_span_id"]) == (LS_TRACE, LS_TRACE)
+
+
+# one reading of arguments -------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "arguments", ['{"q": "x"}', "", "[1, 2]", '{"q": "x",', "null", '"text"', "[" * 5000]
+)
+def test_arguments_read_the_same_in_every_format(tmp_path: Path, arguments: str) -> None:
+    """A call's arguments text becomes the same step (``args``, ``lost``, ``step_errors``) from
+    a chat message, an OTLP tool span and a Langfuse tool observation."""
+    chat = {
+        "question_id": "q1",
+        "messages": [
+            {"role": "user", "content": QUESTION},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "f", "arguments": arguments},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "out"},
+        ],
+    }
+    tool = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "f",
+        "gen_ai.tool.call.id": "c1",
+        "gen_ai.tool.call.arguments": arguments,
+        "gen_ai.tool.call.result": "out",
+    }
+    otel = request(
+        span(ROOT, None, "agent", {"question_id": "q1"}, 0, 2),
+        span(_span_id("tool", 0), ROOT, "execute_tool f", tool, 1, 2),
+    )
+    steps = []
+    for name, data in (("chat.json", chat), ("otlp.json", otel)):
+        path = tmp_path / name
+        path.write_text(json.dumps(data), encoding="utf-8")
+        (response,), _ = read_traces(path)
+        (step,) = response["actual_steps"]
+        steps.append(({k: step.get(k) for k in ("args", "lost")}, response.get("step_errors")))
+    assert steps[0][0]["args"] == steps[1][0]["args"]
+    # chat has no status: that loss is its own; the rest is the same
+    assert [x for x in steps[0][0]["lost"] or [] if x != "status"] == (steps[1][0]["lost"] or [])
+    assert steps[0][1] == steps[1][1]
