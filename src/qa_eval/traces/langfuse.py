@@ -85,7 +85,7 @@ def read(records: Iterable[Any], source: str) -> Iterator[Trace]:
     for number, record in enumerate(records, 1):
         items = record if isinstance(record, list) else [record]
         for index, item in enumerate(items):
-            where = f"{source}:{number}" + (f":{index + 1}" if isinstance(record, list) else "")
+            where = f"{source}:record {number}" + (f"[{index}]" if isinstance(record, list) else "")
             if not isinstance(item, dict):
                 continue
             if isinstance(item.get("observations"), list):
