@@ -260,6 +260,7 @@ def test_switches_and_correctness_prompt() -> None:
         "retrieval_answer": True,
         "retrieval_context": True,
         **dict.fromkeys(GRAPHRAG_SWITCHES, False),
+        "trajectory": True,
         "custom": True,
     }
 

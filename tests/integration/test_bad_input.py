@@ -912,7 +912,11 @@ def test_reference_fields_of_the_wrong_type(data: list, expected: str) -> None:
         ),
         (
             {"question_id": "q1", "actual_steps": [{"name": "x", "args": ["q"]}]},
-            "actual_steps[0].args: must be a mapping, got list",
+            "actual_steps[0].args: must be a mapping or a string, got list",
+        ),
+        (
+            {"question_id": "q1", "actual_steps": [{"name": "x", "lost": "args"}]},
+            "actual_steps[0].lost: must be a list of strings, got str 'args'",
         ),
         ({"question_id": "q1", "actual_steps": [{"id": "s1"}]}, "actual_steps[0].name: missing"),
     ],

@@ -49,11 +49,18 @@ RAGAS_LLM = (
 )  # fmt: skip
 # the judged agent metrics (the agent group)
 AGENT = ("goal_accuracy", "trajectory_judgement")
+# the trajectory family (issue 25, docs/metrics/trajectory.md)
+TRAJECTORY = (
+    "trajectory_match", "tool_recall", "tool_precision", "tool_f1", "tool_args_score",
+    "tool_calls_missing", "tool_calls_extra", "tool_calls_failed", "tool_calls_repeated",
+    "tool_calls_ratio",
+)  # fmt: skip
 
 
 def test_derived_lists_equal_the_former_hand_lists() -> None:
-    assert set(METRICS) == OLD_AGGREGATED | set(RAGAS_TEXT) | set(RAGAS_LLM) | set(AGENT)
-    assert len(METRICS) == len(OLD_AGGREGATED) + len(RAGAS_TEXT) + len(RAGAS_LLM) + len(AGENT)
+    families = (OLD_AGGREGATED, RAGAS_TEXT, RAGAS_LLM, AGENT, TRAJECTORY)
+    assert set(METRICS) == set().union(*map(set, families))
+    assert len(METRICS) == sum(map(len, families))
     assert SCORES == (
         "steps_score", "answer_recall", "answer_precision", "answer_f1", "answer_relevance",
         "faithfulness", "context_precision", "context_recall", "ragas_score",
@@ -76,7 +83,7 @@ def test_derived_lists_equal_the_former_hand_lists() -> None:
         "answer_correctness", "answer_relevance", "retrieval_answer", "retrieval_context",
         "faithfulness", "context_precision", "context_recall", "ragas_score",
         "factual_accuracy", "semantic_similarity", "answer_class", "bertscore", *RAGAS_TEXT,
-        *RAGAS_LLM, *AGENT, "custom",
+        *RAGAS_LLM, *AGENT, "trajectory", "custom",
     )  # fmt: skip
     assert switches == SWITCHES
     assert GROUPS == {

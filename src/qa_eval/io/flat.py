@@ -11,6 +11,7 @@ One row per question. The fields and the column names recognised for them (first
     ground_truth    ground_truth, reference, reference_answer, ground_truths
     question_type   question_type
     template_id     template_id                             (else question_type, else "all")
+    reference_tool_calls  reference_tool_calls              (ragas: a list of {name, args})
 
 In CSV a list cell is JSON (``["a", "b"]``) or a Python-style list of string literals
 (``['a', 'b']``, as pandas writes them), read with ``ast.literal_eval`` (literals only, never
@@ -24,6 +25,15 @@ step, so faithfulness and the context metrics do not apply to it. The made-up st
 precision and recall (the same in ``run_evaluation`` and ``qa-eval evaluate-flat``). A row
 without an answer is an error response ("no answer"), evaluated as such while the other rows are
 scored.
+
+Agent rows (ragas' ``MultiTurnSample``): ``reference_tool_calls`` becomes the question's
+``reference_trajectory`` in the list form, so with its defaults (``superset`` matching, ``exact``
+arguments; docs/metrics/trajectory.md). A ``user_input`` that is a list of messages (``type``
+``human`` / ``ai`` / ``tool``, or ``role`` ``user`` / ``assistant`` / ``tool``) gives the question
+(the first human message), the actual steps (the AI messages' ``tool_calls``, in order, each with
+the output of the tool message answering it: by ``tool_call_id`` where both have one, else in
+order) and, without an answer column, the answer (the last AI message's text). In CSV these
+cells are JSON.
 """
 
 from __future__ import annotations
@@ -55,6 +65,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "ground_truth": ("ground_truth", "reference", "reference_answer", "ground_truths"),
     "question_type": ("question_type",),
     "template_id": ("template_id",),
+    "reference_tool_calls": ("reference_tool_calls",),
 }
 
 
@@ -202,6 +213,9 @@ class _Cells:
 def _flat_question(cells: _Cells, line: int, seen: dict[str, str]) -> tuple[str, dict[str, Any]]:
     """(template id, reference question) of a row; ``seen``: the ids so far, with their rows."""
     question = cells.get("question")
+    messages = _messages(cells, question)
+    if messages is not None:
+        question = next((_text(m) for m in messages if _role(m) == "human"), None)
     if not isinstance(question, str) or not question.strip():
         raise cells.fail("must be a non-empty string", "question")
     raw_id = cells.get("question_id")
@@ -218,8 +232,75 @@ def _flat_question(cells: _Cells, line: int, seen: dict[str, str]) -> tuple[str,
     question_type = cells.get("question_type")
     if question_type is not None:
         entry["question_type"] = question_type
+    calls = cells.get("reference_tool_calls")
+    if calls is not None:
+        if isinstance(calls, str):
+            calls = _json_cell(cells, calls, "reference_tool_calls")
+        if not isinstance(calls, list):
+            raise cells.fail("must be a list of {name, args} calls", "reference_tool_calls")
+        entry["reference_trajectory"] = [dict(c) if isinstance(c, Mapping) else c for c in calls]
     template = cells.get("template_id")
     return str(template if template is not None else question_type or "all"), entry
+
+
+def _json_cell(cells: _Cells, text: str, name: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as e:
+        raise cells.fail(f"not JSON ({e})", name) from None
+
+
+def _role(message: Any) -> str | None:
+    kind = message.get("type", message.get("role")) if isinstance(message, Mapping) else None
+    return {"user": "human", "assistant": "ai"}.get(kind, kind)  # type: ignore[arg-type]
+
+
+def _text(message: Mapping[str, Any]) -> Any:
+    return message.get("content")
+
+
+def _messages(cells: _Cells, question: Any) -> list[Mapping[str, Any]] | None:
+    """The messages of a multi-turn ``user_input`` (None for a question text)."""
+    if isinstance(question, str) and question.lstrip().startswith("[{"):
+        try:
+            question = orjson.loads(question)
+        except orjson.JSONDecodeError:
+            return None
+    if not isinstance(question, list):
+        return None
+    if not all(isinstance(m, Mapping) and _role(m) is not None for m in question):
+        raise cells.fail("a list of messages must give each a type or role", "question")
+    return question
+
+
+def _agent_steps(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The tool calls of the AI messages as actual steps, with their tool messages' outputs."""
+    steps: list[dict[str, Any]] = []
+    waiting: list[dict[str, Any]] = []
+    for message in messages:
+        role = _role(message)
+        if role == "ai":
+            waiting = []
+            for call in message.get("tool_calls") or []:
+                if not isinstance(call, Mapping):
+                    continue
+                function = call.get("function")
+                if isinstance(function, Mapping):  # OpenAI's shape
+                    call = {"name": function.get("name"), "args": function.get("arguments"),
+                            "id": call.get("id")}  # fmt: skip
+                step = {"name": str(call.get("name")), "args": call.get("args"),
+                        "status": "success"}  # fmt: skip
+                if call.get("id") is not None:
+                    step["id"] = call["id"]
+                steps.append(step)
+                waiting.append(step)
+        elif role == "tool" and waiting:
+            wanted = message.get("tool_call_id")
+            found = next((s for s in waiting if wanted is not None and s.get("id") == wanted), None)
+            step = found if found is not None else waiting[0]
+            waiting.remove(step)
+            step["output"] = _text(message)
+    return steps
 
 
 def _flat_response(cells: _Cells, qid: str) -> dict[str, Any]:
@@ -227,6 +308,12 @@ def _flat_response(cells: _Cells, qid: str) -> dict[str, Any]:
     response when it has no answer."""
     answer = cells.get("answer")
     response: dict[str, Any] = {"question_id": qid}
+    messages = _messages(cells, cells.get("question"))
+    if messages is not None:
+        response["actual_steps"] = _agent_steps(messages)
+        if answer is None:
+            texts = [_text(m) for m in messages if _role(m) == "ai" and _text(m)]
+            answer = texts[-1] if texts else None
     if answer is None:
         response.update(status="error", error="no answer")
         return response
@@ -238,13 +325,14 @@ def _flat_response(cells: _Cells, qid: str) -> dict[str, Any]:
         texts = cells.strings(contexts, "contexts")
         chunks = [{"id": str(i), "text": t} for i, t in enumerate(texts, 1)]
         response["actual_steps"] = [
+            *response.get("actual_steps", []),
             {
                 "name": "retrieval",
                 "args": {},
                 "status": "success",
                 "output": orjson.dumps(chunks).decode(),
                 FLAT_MARK: True,
-            }
+            },
         ]
     return response
 

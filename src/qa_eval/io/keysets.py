@@ -60,7 +60,10 @@ OWN: tuple[tuple[str, str], ...] = (
     ("question_type", "result: copied from the reference question, for the per_tag aggregates"),
     ("reference_goal", "result: copied from the reference question, for goal_accuracy"),
     ("reference_topics", "result: copied from the reference question, for topic_adherence"),
-    ("reference_trajectory", "result: copied from the reference question (agent metrics)"),
+    (
+        "reference_trajectory",
+        "result: the question's, its chosen calls marked matches / mismatch (agent metrics)",
+    ),
     ("<tag>", "result file of evaluate --by KEY: the reference question's KEY, copied"),
     ("trace", "result: the trace its response was imported from (format, trace_id, root_span_id)"),
     ("judge_repeats", "result: how often each LLM metric was asked (--repeats)"),

@@ -51,6 +51,7 @@ Need = Literal[
     "steps",
     "judge",
     "embedder",
+    "reference_trajectory",
 ]
 
 
@@ -406,6 +407,22 @@ METRICS: dict[str, Metric] = {
         "docs/metrics/agent.md", default=False, groups=("agent",), own=True, options=(_BUDGET,),
         score="qa_eval.metrics.trajectory_judgement:score",
     ),
+    "trajectory": Metric(
+        "trajectory", "the response's tool calls against the reference trajectory: optimal "
+        "matching, modes, argument comparators (deterministic; $llm asks the judge)",
+        ("reference_trajectory", "judge"),
+        (
+            _score("trajectory_match"), Key("trajectory_alternative", scale="count"),
+            _score("tool_recall"), _score("tool_precision"), _score("tool_f1"),
+            _score("tool_args_score"),
+            *(Key(f"tool_calls_{n}", "lower", "count", aggregate=True)
+              for n in ("missing", "extra", "failed", "repeated")),
+            Key("tool_calls_ratio", "none", "0-1", aggregate=True), _cost("trajectory"),
+            *_text("trajectory_reason", "trajectory_calls", "trajectory_error"),
+        ),
+        "docs/metrics/trajectory.md", own=True, score="qa_eval.metrics.trajectory:score",
+        calls=0,
+    ),
     "custom": Metric(
         "custom", "the config's custom_evaluations (outputs named by the config)", ("judge",),
         (), "docs/metrics/custom.md", prefix=False,
@@ -566,6 +583,7 @@ RECORD_FIELDS = frozenset(
         "question_text",
         "reference_answer",
         "reference_steps",
+        "reference_trajectory",
         "status",
         "error",
         "actual_answer",

@@ -245,6 +245,7 @@ async def execute(
         window = max(1, 2 * (judge.config if judge is not None else options.config).concurrency)
         sink.start(total, window)
         pipeline = Pipeline(questions, lookup, sink, tracker, options.on_result, collector, project)
+        pipeline.trajectory = _trajectory_mode(options, scorer)
         if scorer is None:
             await pipeline.evaluate(no_judge=judge is None)
         else:
@@ -458,6 +459,16 @@ def _str_keys(value: Any) -> Any:
     return value
 
 
+def _trajectory_mode(options: RunOptions, scorer: AnswerScorer | None) -> str:
+    """``off`` when the trajectory family is disabled, ``judge`` when the scorer runs it with a
+    judge (its ``$llm`` comparisons), else ``on`` (computed with the deterministic results)."""
+    if not options.wants("trajectory"):
+        return "off"
+    if scorer is not None and any(m.name == "trajectory" for m in scorer.families):
+        return "judge"
+    return "on"
+
+
 class Pipeline:
     """Evaluates every question in reference order and hands each result on (projected, to the
     sink, to ``on_result``, counted by the tracker); ``needs_judge``: an answered question went
@@ -481,6 +492,8 @@ class Pipeline:
         self.collector = collector
         self.project = project
         self.needs_judge = False
+        self.trajectory = "on"
+        """How ``evaluate_question`` computes the trajectory metrics: on, judge or off."""
 
     def finish(self, index: int, result: dict[str, Any], asks: int | None, expected: int) -> None:
         """Hand a finished result on."""
@@ -501,7 +514,7 @@ class Pipeline:
         """Every question's deterministic result, with no scorer."""
         sink = self.sink
         for index, (question, response) in enumerate(self.lookup.units(self.questions)):
-            result = evaluate_question(question, response)
+            result = evaluate_question(question, response, trajectory=self.trajectory)
             self.unscored(index, result, no_judge)
             if index % 256 == 255:
                 await asyncio.sleep(0)  # let other tasks (e.g. a progress display) run
@@ -527,7 +540,7 @@ class Pipeline:
         try:
             for index, (question, response) in enumerate(self.lookup.units(self.questions)):
                 matched: list[tuple[Mapping[str, Any], int]] = []
-                result = evaluate_question(question, response, matched)
+                result = evaluate_question(question, response, matched, self.trajectory)
                 tracker.produced += 1
                 if scorer.applies(result):
                     expected = scorer.expected_asks(result, matched) if track else 0

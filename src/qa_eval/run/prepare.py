@@ -31,6 +31,8 @@ from ..steps.kinds import (
 from ..steps.outputs import OutputParseError, loads
 from ..steps.sparql.match import prepare_reference as prepare_sparql_reference
 from ..steps.sparql.terms import SparqlResultError, parse_sparql_json
+from ..steps.trajectory.comparators import TrajectoryError
+from ..steps.trajectory.reference import Reference, parse_reference
 
 __all__ = [
     "Question",
@@ -56,6 +58,8 @@ class Question:
     has_matches: bool = False
     """Whether a reference step carries a ``matches`` key (e.g. results used as a reference),
     which the copies in a result drop."""
+    trajectory: Reference | None = None
+    """Its parsed ``reference_trajectory`` (None without one)."""
 
 
 @dataclass(slots=True)
@@ -381,7 +385,14 @@ def _prepare_question(
     if tag is not None and not isinstance(tag, (str, int, float)):
         problems.add(record, "question_type", f"must be {_A_TAG}, got {_got(tag)}")
     groups, has_matches = _prepare_groups(question, record, problems)
-    return Question(template_id, qid, question, groups, record, has_matches)
+    trajectory = None
+    if "reference_trajectory" in question:
+        try:
+            trajectory = parse_reference(question["reference_trajectory"])
+        except TrajectoryError as e:
+            field_path, _, message = str(e).partition(": ")
+            problems.add(record, field_path, message)
+    return Question(template_id, qid, question, groups, record, has_matches, trajectory)
 
 
 def _check_topics(topics: Any, record: str, problems: Problems) -> None:
@@ -454,8 +465,16 @@ def _check_steps(steps: Any, place: tuple[str, Any], qid: Any, problems: Problem
                 key, wanted = "name", "a string"
             elif not isinstance(status, str):
                 key, wanted = "status", "a string"
-            elif "args" in step and step["args"] is not None and not isinstance(step["args"], dict):
-                key, wanted = "args", "a mapping"
+            elif (
+                "args" in step
+                and step["args"] is not None
+                and not isinstance(step["args"], (dict, str))
+            ):
+                key, wanted = "args", "a mapping or a string"
+            elif "lost" in step and not (
+                isinstance(step["lost"], list) and all(isinstance(x, str) for x in step["lost"])
+            ):
+                key, wanted = "lost", "a list of strings"
             elif step_id is not None and (
                 not isinstance(step_id, _ID_TYPES) or isinstance(step_id, bool)
             ):

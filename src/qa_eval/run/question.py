@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping
 from typing import Any
 
+from ..metrics.trajectory import trajectory_keys
 from ..metrics.trials import TRIAL_KEY
 from ..steps.compare import StepScorer
 from ..steps.explain import explain_unmatched
@@ -36,10 +37,15 @@ def evaluate_question(
     question: Question,
     response: Response | None,
     matched_out: list[tuple[Mapping[str, Any], int]] | None = None,
+    trajectory: str = "on",
 ) -> dict[str, Any]:
-    """Evaluate the deterministic part (steps) of one question; returns its result record.
+    """Evaluate the deterministic part (steps, trajectory) of one question; returns its result
+    record.
 
-    ``matched_out``, when given, receives (reference step copy, actual step index) pairs."""
+    ``matched_out``, when given, receives (reference step copy, actual step index) pairs.
+    ``trajectory``: ``"on"`` computes the trajectory metrics (a ``$llm`` comparator is then an
+    error: no judge), ``"judge"`` leaves a reference with ``$llm`` to the scorer's judge,
+    ``"off"`` computes none."""
     raw = question.raw
     result: dict[str, Any] = {
         "template_id": question.template_id,
@@ -96,6 +102,15 @@ def evaluate_question(
         result["steps_score"] = score
         if scorer.problems:
             result["step_errors"] = [scorer.problems[i] for i in sorted(scorer.problems)]
+    if question.trajectory is not None:
+        raw_trajectory = raw["reference_trajectory"]
+        result["reference_trajectory"] = raw_trajectory
+        if (
+            trajectory != "off"
+            and result["status"] == "success"
+            and not (trajectory == "judge" and question.trajectory.uses_llm)
+        ):
+            result.update(trajectory_keys(question.trajectory, raw_trajectory, actual_steps))
     for key in _COPIED_RESPONSE_KEYS:
         if key in reply:
             result[key] = reply[key]
