@@ -89,9 +89,10 @@ def _value(attribute: dict[str, Any]) -> Any:
 
 
 def run_example(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: Receiver
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: Receiver, capture: bool = True
 ) -> dict[str, str]:
-    """Run the documented commands in ``tmp_path``; what each ``qa-eval`` command printed."""
+    """Run the documented commands in ``tmp_path`` (without ``capture``, leaving out the
+    ``export`` of the content capture setting); what each ``qa-eval`` command printed."""
     (tmp_path / "reference.yaml").write_text(doc_block("reference.yaml") + "\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
@@ -106,7 +107,8 @@ def run_example(
             ]
             if argv[0] == "export":
                 name, _, value = argv[1].partition("=")
-                env[name] = value
+                if capture or "CAPTURE_MESSAGE_CONTENT" not in name:
+                    env[name] = value
             elif argv[0] == "python":
                 agent = ROOT / argv[1]
                 done = subprocess.run(
@@ -149,8 +151,7 @@ def test_the_worked_example_runs_as_documented(
         assert "lost" not in step
     assert responses[1]["actual_steps"][0]["status"] == "error"
     # evaluated and reported
-    results = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
-    assert {r["question_id"] for r in results if "question_id" in r} == {"q1", "q2"}
+    check_results(tmp_path, "results")
     assert (tmp_path / "report.html").stat().st_size > 0
     # the scores arrived at the receiver, each on its question's original trace and root span
     roots = root_spans(tmp_path / "spans.jsonl")
@@ -163,9 +164,11 @@ def test_the_worked_example_runs_as_documented(
                 events.extend(scope["logRecords"])
     assert events
     by_question: dict[str, set[tuple[str, str]]] = {}
+    names: set[str] = set()
     for event in events:
         attributes = {a["key"]: _value(a) for a in event["attributes"]}
         assert attributes["event.name"] == "gen_ai.evaluation.result"
+        names.add(attributes["gen_ai.evaluation.name"])
         by_question.setdefault(attributes["qa_eval.question_id"], set()).add(
             (event["traceId"], event["spanId"])
         )
@@ -174,3 +177,35 @@ def test_the_worked_example_runs_as_documented(
         trace = trace_of[question]
         assert pairs == {(trace, roots[trace])}
     assert set(by_question) == {"q1", "q2"}
+    assert {"trajectory_match", "tool_f1"} <= names
+
+
+def check_results(tmp_path: Path, block: str) -> None:
+    """Each line of the page's block is a part of that question's result in results.jsonl."""
+    results = {
+        r["question_id"]: r
+        for r in map(json.loads, (tmp_path / "results.jsonl").read_text().splitlines())
+        if "question_id" in r
+    }
+    shown = [json.loads(line) for line in doc_block(block).splitlines()]
+    assert [line["question_id"] for line in shown] == sorted(results)
+    for line in shown:
+        result = results[line["question_id"]]
+        assert {k: result.get(k) for k in line} == line
+
+
+def test_without_content_capture_the_trajectory_is_not_evaluable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same commands with content capture off: every call lost its arguments, so the
+    trajectory metrics say "not evaluable" for each question, never 0."""
+    receiver = Receiver()
+    try:
+        printed = run_example(tmp_path, monkeypatch, receiver, capture=False)
+    finally:
+        receiver.close()
+    assert "calls without arguments (content capture off): 2" in printed["import"]
+    check_results(tmp_path, "results without content")
+    for line in (tmp_path / "results.jsonl").read_text().splitlines():
+        result = json.loads(line)
+        assert "trajectory_match" not in result and "tool_f1" not in result
