@@ -4,10 +4,23 @@ worked example of docs/traces.md."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from typing import Any
 
 from openai_stub import Reply
+
+
+def have(*names: str) -> bool:
+    """Whether every module named is installed (the instrumentation tests skip otherwise)."""
+    for name in names:
+        try:
+            if importlib.util.find_spec(name) is None:
+                return False
+        except ImportError:
+            return False
+    return True
+
 
 # What the scripted model does for each question: the tool call it plans, then its answer.
 PLAN = {

@@ -8,7 +8,6 @@ reply, executed in a tool span: one call), statuses, answer, tokens and ids."""
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import json
 import os
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_script import ANSWER, PLAN, TOOL_ERROR, TOOL_OUTPUT, script, usage
+from agent_script import ANSWER, PLAN, TOOL_ERROR, TOOL_OUTPUT, have, script, usage
 
 from openai_stub import StubServer
 from qa_eval.cli import run_command
@@ -35,15 +34,8 @@ NEEDED = (
 )
 
 
-def _have(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ImportError:
-        return False
-
-
 pytestmark = pytest.mark.skipif(
-    not all(_have(name) for name in NEEDED),
+    not have(*NEEDED),
     reason="needs opentelemetry-sdk, the openai-v2 and OpenInference instrumentations (test extra)",
 )
 

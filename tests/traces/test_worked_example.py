@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import importlib.util
 import io
 import json
 import os
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_script import PLAN, script
+from agent_script import PLAN, have, script
 from test_export import Receiver
 
 from openai_stub import StubServer
@@ -36,15 +35,8 @@ NEEDED = (
 )
 
 
-def _have(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ImportError:
-        return False
-
-
 pytestmark = pytest.mark.skipif(
-    not all(_have(name) for name in NEEDED),
+    not have(*NEEDED),
     reason="needs opentelemetry-sdk and the openai-v2 instrumentation (test extra)",
 )
 

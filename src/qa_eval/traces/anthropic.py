@@ -19,6 +19,7 @@ from .common import (
     add_tokens,
     each_trace,
     finish,
+    list_of_objects_with,
     message_list,
     parse_arguments,
     set_result,
@@ -80,17 +81,8 @@ def detect(record: Any) -> bool:
 
 def read(records: Iterable[Any], source: str) -> Iterator[Trace]:
     """One trace per list of messages or object with ``messages``."""
-    for record, where in each_trace(records, _many):
+    for record, where in each_trace(records, list_of_objects_with("messages")):
         yield read_trace(record, source, where)
-
-
-def _many(record: Any) -> bool:
-    return (
-        isinstance(record, list)
-        and bool(record)
-        and isinstance(record[0], Mapping)
-        and "messages" in record[0]
-    )
 
 
 def read_trace(record: Any, source: str, where: str) -> Trace:

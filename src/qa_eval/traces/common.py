@@ -27,6 +27,7 @@ __all__ = [
     "explicit_question_id",
     "finish",
     "link",
+    "list_of_objects_with",
     "message_list",
     "number",
     "parse_arguments",
@@ -300,6 +301,21 @@ def each_trace(records: Iterable[Any], many: Callable[[Any], bool]) -> Iterator[
                 yield item, f"{where}[{i}]"
         else:
             yield record, where
+
+
+def list_of_objects_with(*keys: str) -> Callable[[Any], bool]:
+    """For :func:`each_trace`: whether a record is a list of trace objects (its first item a
+    mapping with one of ``keys``)."""
+
+    def many(record: Any) -> bool:
+        return (
+            isinstance(record, list)
+            and bool(record)
+            and isinstance(record[0], Mapping)
+            and any(key in record[0] for key in keys)
+        )
+
+    return many
 
 
 def message_list(

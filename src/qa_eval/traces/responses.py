@@ -21,6 +21,7 @@ from .common import (
     Linker,
     each_trace,
     finish,
+    list_of_objects_with,
     parse_arguments,
     read_header,
     set_result,
@@ -83,17 +84,8 @@ def detect(record: Any) -> bool:
 
 def read(records: Iterable[Any], source: str) -> Iterator[Trace]:
     """One trace per list of items or object with ``input`` / ``output``."""
-    for record, where in each_trace(records, _many):
+    for record, where in each_trace(records, list_of_objects_with("output", "input")):
         yield read_trace(record, source, where)
-
-
-def _many(record: Any) -> bool:
-    return (
-        isinstance(record, list)
-        and bool(record)
-        and isinstance(record[0], Mapping)
-        and ("output" in record[0] or "input" in record[0])
-    )
 
 
 def read_trace(record: Any, source: str, where: str) -> Trace:
