@@ -217,3 +217,38 @@ def test_assert_test_reads_a_result_dict_with_the_thresholds_given() -> None:
         assert_test(row, {"missing": 0.5})
     with pytest.raises(TypeError, match="metrics="):
         assert_test(row)
+
+
+def test_assert_test_reads_the_run_key_of_a_face_whose_name_is_another_run_key() -> None:
+    """ContextPrecision is named ``context_precision``, but a run holds its value (average
+    precision) as ``context_precision_ap``; ``context_precision`` there is the share of useful
+    chunks, another metric. AnswerRelevancy's value is ``answer_relevance``."""
+    pytest.importorskip("openai")
+    from openai import AsyncOpenAI
+
+    from qa_eval.embeddings import embedding_factory
+    from qa_eval.llms import llm_factory
+    from qa_eval.metrics.collections import AnswerRelevancy, ContextPrecision
+    from qa_eval.testing import assert_test
+
+    client = AsyncOpenAI(api_key="x", base_url="http://127.0.0.1:9")  # never called
+    llm = llm_factory("gpt-4o-mini", client=client)
+    precision = ContextPrecision(llm=llm, threshold=0.5)
+    row = {
+        "question_id": "q",
+        "context_precision": 1.0,  # 2 of 2 chunks useful...
+        "context_precision_ap": 0.25,  # ...but ranked last: the class's value
+        "context_precision_reason": "the useful chunks come last",
+    }
+    with pytest.raises(AssertionError) as caught:
+        assert_test(row, [precision])
+    assert "context_precision_ap: 0.25 < threshold 0.5" in str(caught.value)
+    assert_test({**row, "context_precision_ap": 0.75}, [precision])
+    # scored row by row (score_rows without a run): the value is under the object's name
+    assert_test({"question_id": "q", "context_precision": 0.75}, [precision])
+    with pytest.raises(AssertionError, match=r"context_precision: 0\.25 < threshold 0\.5"):
+        assert_test({"question_id": "q", "context_precision": 0.25}, [precision])
+    embeddings = embedding_factory("openai", client=client)
+    relevancy = AnswerRelevancy(llm=llm, embeddings=embeddings, threshold=0.5)
+    with pytest.raises(AssertionError, match=r"answer_relevance: 0\.1 < threshold 0\.5"):
+        assert_test({"question_id": "q", "answer_relevance": 0.1}, [relevancy])

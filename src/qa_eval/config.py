@@ -318,25 +318,29 @@ def _weights(block: _Reader, key: str) -> dict[str, float] | None:
     return weights
 
 
-def _criteria_weights(block: _Reader, key: str) -> tuple[float, float, float] | None:
-    value = block.data.get(key)
-    if value is None:
-        return None
-    if isinstance(value, Mapping):
-        sub = block.sub(key)
-        sub.check_keys(("correctness", "completeness", "consistency"))
-        value = [sub.number(c, 0.0) for c in ("correctness", "completeness", "consistency")]
+def _weight_list(block: _Reader, key: str, value: Any, names: tuple[str, ...]) -> tuple[float, ...]:
+    """``value`` as one weight per name: numbers >= 0, not all 0 (else the field's error)."""
     if (
         not isinstance(value, list)
-        or len(value) != 3
+        or len(value) != len(names)
         or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
         or any(v < 0 for v in value)
         or not any(v > 0 for v in value)
     ):
-        raise block._fail(
-            key, "must be 3 numbers >= 0 (correctness, completeness, consistency), not all 0"
-        )
-    return (float(value[0]), float(value[1]), float(value[2]))
+        raise block._fail(key, f"must be {len(names)} numbers >= 0 ({', '.join(names)}), not all 0")
+    return tuple(float(v) for v in value)
+
+
+def _criteria_weights(block: _Reader, key: str) -> tuple[float, float, float] | None:
+    value = block.data.get(key)
+    if value is None:
+        return None
+    names = ("correctness", "completeness", "consistency")
+    if isinstance(value, Mapping):
+        sub = block.sub(key)
+        sub.check_keys(names)
+        value = [sub.number(c, 0.0) for c in names]
+    return _weight_list(block, key, value, names)  # type: ignore[return-value]
 
 
 def _cutoffs(block: _Reader, key: str) -> dict[str, float] | None:
@@ -373,6 +377,56 @@ def _prompt(block: _Reader, key: str) -> str | None:
     return _read_prompt(block, block.source) if key == "prompt" else block.str_(key)
 
 
+def _choice(*allowed: str) -> Any:
+    """A reader of a string option that must be one of ``allowed``."""
+
+    def read(block: _Reader, key: str) -> str | None:
+        value = block.str_(key)
+        if value is not None and value not in allowed:
+            raise block._fail(key, f"must be one of {', '.join(allowed)}, not {value!r}")
+        return value
+
+    return read
+
+
+def _beta(block: _Reader, key: str) -> float | None:
+    value = block.number(key, None)
+    if value == 0:
+        raise block._fail(key, "must be a number > 0")
+    return value
+
+
+def _unit_interval(block: _Reader, key: str) -> float | None:
+    value = block.number(key, None)
+    if value is not None and value > 1:
+        raise block._fail(key, f"must be a number between 0 and 1, not {value!r}")
+    return value
+
+
+def _two_weights(block: _Reader, key: str) -> tuple[float, float] | None:
+    value = block.data.get(key)
+    if value is None:
+        return None
+    return _weight_list(block, key, value, ("factuality", "similarity"))  # type: ignore[return-value]
+
+
+def _rubrics(block: _Reader, key: str) -> dict[str, str] | None:
+    value = block.data.get(key)
+    if value is None:
+        return None
+    if (
+        not isinstance(value, Mapping)
+        or not value
+        or not all(
+            isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in value.items()
+        )
+    ):
+        raise block._fail(
+            key, "must map each score<N>_description to its criterion (non-empty strings)"
+        )
+    return dict(value)
+
+
 CHECKS: dict[str, Any] = {
     "flag": _flag,
     "str": _Reader.str_,
@@ -383,6 +437,14 @@ CHECKS: dict[str, Any] = {
     "criteria_weights": _criteria_weights,
     "cutoffs": _cutoffs,
     "phrases": _phrases,
+    "beta": _beta,
+    "unit_interval": _unit_interval,
+    "two_weights": _two_weights,
+    "rubrics": _rubrics,
+    "precision_recall_f1": _choice("precision", "recall", "f1"),
+    "low_high": _choice("low", "high"),
+    "relevant_irrelevant": _choice("relevant", "irrelevant"),
+    "rows_columns": _choice("rows", "columns"),
 }
 """The option readers a registry ``Option.check`` names: ``(block, key) -> value or None``."""
 

@@ -255,6 +255,21 @@ def _name_of(metric: Any) -> str:
     return metric if isinstance(metric, str) else str(metric.name)
 
 
+def _key_in(row: Mapping[str, Any], metric: Any) -> str:
+    """The key of a result dict holding a metric's value: a plain string names itself; a metric
+    object's run key when the row has it (``ContextPrecision``: ``context_precision_ap``), else
+    its name."""
+    if isinstance(metric, str):
+        return metric
+    from .metrics.collections.evaluate import result_keys
+
+    keys = result_keys(metric)
+    for key in keys:
+        if key in row or f"{key}_error" in row:
+            return key
+    return keys[0]
+
+
 def _from_row(
     row: Mapping[str, Any], metrics: Iterable[Any] | Mapping[str, float] | None
 ) -> list[tuple[str, MetricResult]]:
@@ -268,7 +283,7 @@ def _from_row(
     if isinstance(metrics, Mapping):
         wanted = list(_thresholds(metrics, "").items())
     else:
-        wanted = [(_name_of(m), getattr(m, "threshold", None)) for m in metrics]
+        wanted = [(_key_in(row, m), getattr(m, "threshold", None)) for m in metrics]
     pairs = []
     for key, threshold in wanted:
         error = row.get(f"{key}_error")

@@ -26,11 +26,9 @@ qa-eval's judge (ragas resolves openai 1.x; qa-eval's ``judge`` extra takes 1.55
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import os
 import re
-import threading
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,8 +53,11 @@ from ragas.metrics.collections import (
     Faithfulness,
 )
 
-from openai_stub import Reply, StubServer, completion, embedding_of
+import parity_script
+from openai_stub import StubServer, embedding_of
+from parity_script import tagged
 from qa_eval.config import parse_config
+from qa_eval.embeddings import embedding_factory as our_embedding_factory
 from qa_eval.judge.calls import Judge
 from qa_eval.judge.embeddings import OpenAIEmbedder
 from qa_eval.judge.settings import EmbeddingConfig
@@ -96,7 +97,6 @@ RAGAS_INSTRUCTIONS = {
     # ContextRecallPrompt (context_recall/util.py)
     "classify if the statement can be attributed to the given context": "attribution",
 }
-RAGAS_INPUT = "Now perform the same with the following input\ninput: "
 
 
 @dataclass
@@ -115,65 +115,31 @@ class Judgments:
     """reference -> its (statement, attributed) (context recall)"""
 
 
-class ParityScript:
+class ParityScript(parity_script.ParityScript[Judgments]):
     """A StubServer script answering our prompts and ragas' from the same :class:`Judgments`."""
 
+    OUR_MARKERS = OUR_MARKERS
+    RAGAS_PHRASES = RAGAS_INSTRUCTIONS
+
     def __init__(self) -> None:
-        self.j = Judgments()
-        self.calls: list[tuple[str, str]] = []  # (side, kind) of each chat request
-        self.problems: list[str] = []  # prompts or cases the table does not cover
+        super().__init__(Judgments())
         self._asked: dict[str, int] = {}  # answer -> ragas relevancy calls so far
-        self._lock = threading.Lock()
+
+    @property
+    def j(self) -> Judgments:
+        """The judgments answered from."""
+        return self.table
 
     def use(self, judgments: Judgments) -> None:
         """Answer from these judgments from now on, with the call records cleared."""
-        with self._lock:
-            self.j = judgments
-            self.calls.clear()
-            self.problems.clear()
+        super().use(judgments)
+        with self.lock:
             self._asked.clear()
 
-    def __call__(self, request: dict[str, Any], number: int) -> Reply:
-        try:
-            side, kind, reply = self._answer(request.get("messages") or [])
-        except Exception as e:  # a case the table does not cover: fail the test, not the server
-            with self._lock:
-                self.problems.append(f"{type(e).__name__}: {e}")
-            return Reply(status=400, body={"error": {"message": str(e), "type": "stub"}})
-        with self._lock:
-            self.calls.append((side, kind))
-        return completion(json.dumps(reply))
-
-    def _answer(self, messages: list[dict[str, Any]]) -> tuple[str, str, dict[str, Any]]:
-        # ours: the instructions (system) and the data (user), before any re-asked reply
-        asked = []
-        for message in messages:
-            if message.get("role") == "assistant":
-                break
-            asked.append(str(message.get("content", "")))
-        first = "\n".join(asked)
-        for marker, kind in OUR_MARKERS.items():
-            if marker in first:
-                return "ours", kind, self._ours(kind, first)
-        # instructor's JSON mode puts its own system message first: the prompt is the last
-        # user message, its input the JSON after RAGAS_INPUT.
-        user = [str(m.get("content", "")) for m in messages if m.get("role") == "user"]
-        prompt = user[-1] if user else ""
-        for instruction, kind in RAGAS_INSTRUCTIONS.items():
-            if instruction in prompt.split("\n", 1)[0]:
-                data = json.loads(prompt.rpartition(RAGAS_INPUT)[2].rsplit("\nOutput:", 1)[0])
-                with self._lock:
-                    return "ragas", kind, self._ragas(kind, data)
-        raise ValueError(f"unrecognised prompt: {(prompt or first)[:120]!r}")
-
-    def count(self, side: str, kind: str | None = None) -> int:
-        """Chat requests of one side (and kind)."""
-        return sum(1 for s, k in self.calls if s == side and (kind is None or k == kind))
-
-    def _ours(self, kind: str, text: str) -> dict[str, Any]:
+    def ours(self, kind: str, text: str) -> dict[str, Any]:
         j = self.j
         if kind == "statements":
-            return {"statements": j.statements[_tagged(text, "answer")]}
+            return {"statements": j.statements[tagged(text, "answer")]}
         if kind == "verdicts":
             found = re.findall(r'<statement id="(\d+)">\n(.*?)\n</statement>', text, re.S)
             return {
@@ -183,7 +149,7 @@ class ParityScript:
                 ]
             }
         if kind == "questions":
-            pairs = j.questions[_tagged(text, "answer")]
+            pairs = j.questions[tagged(text, "answer")]
             return {"questions": [{"question": q, "noncommittal": nc} for q, nc in pairs]}
         found = re.findall(r'<chunk id="(\d+)">\n(.*?)\n</chunk>', text, re.S)
         verdicts = [
@@ -193,13 +159,13 @@ class ParityScript:
         ]
         if kind == "usefulness":
             return {"verdicts": verdicts}
-        pairs = j.attributed[_tagged(text, "reference")]
+        pairs = j.attributed[tagged(text, "reference")]
         statements = [{"statement": s, "attributed": bool(a), "reason": "r"} for s, a in pairs]
         if kind == "combined":  # context precision and recall in one call
             return {"verdicts": verdicts, "statements": statements, "reason": "overall"}
         return {"statements": statements, "reason": "overall"}
 
-    def _ragas(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+    def theirs(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
         j = self.j
         if kind == "statements":
             return {"statements": j.statements[data["answer"]]}
@@ -227,12 +193,6 @@ class ParityScript:
         }
 
 
-def _tagged(text: str, tag: str) -> str:
-    found = re.search(rf"<{tag}>\n(.*?)\n</{tag}>", text, re.S)
-    assert found, f"no <{tag}> in the prompt"
-    return found.group(1)
-
-
 @dataclass
 class Sides:
     """Our judge and embedder and ragas' LLM and embeddings, all pointed at one stub."""
@@ -243,6 +203,8 @@ class Sides:
     embeddings: Any
     our_llm: Any = None
     """qa-eval's ``llm_factory`` judge (no cache) over the same client as ragas'."""
+    our_embeddings: Any = None
+    """qa-eval's ``embedding_factory`` embeddings over the same client as ragas'."""
 
 
 @dataclass
@@ -315,6 +277,7 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
             llm=llm_factory("gpt-4o-mini", client=client),
             embeddings=embedding_factory("openai", model=EMBEDDING_MODEL, client=client),
             our_llm=our_llm_factory("gpt-4o-mini", client=client, cache=False),
+            our_embeddings=our_embedding_factory("openai", model=EMBEDDING_MODEL, client=client),
         )
         try:
             yield Harness(server, script, loop, sides)
@@ -706,3 +669,59 @@ def test_collections_context_precision_matches_ragas(harness: Harness, verdicts:
     )
     assert out.ours["value"] == pytest.approx(out.theirs.value, abs=TIGHT)
     assert out.ours["calls"] == 1 and out.calls == {"ours": 1, "ragas": len(verdicts)}
+
+
+@pytest.mark.parametrize(
+    "attributed", [[1, 1, 0], [1, 1, 1], [0, 0, 0], [0, 1, 0]], ids=lambda v: "".join(map(str, v))
+)
+def test_collections_context_recall_matches_ragas(harness: Harness, attributed: list[int]) -> None:
+    from qa_eval.metrics.collections import ContextRecall as OurRecall
+
+    pairs = list(zip(REFERENCE_STATEMENTS, attributed))
+    inputs = {"user_input": QUESTION, "retrieved_contexts": CONTEXTS, "reference": REFERENCE}
+    out = harness.run(
+        Judgments(attributed={REFERENCE: pairs}),
+        lambda s: _value(OurRecall(llm=s.our_llm).ascore(**inputs)),
+        lambda s: ContextRecall(llm=s.llm).ascore(**inputs),
+    )
+    assert out.theirs.value == pytest.approx(sum(attributed) / len(attributed), abs=TIGHT)
+    assert out.ours["value"] == pytest.approx(out.theirs.value, abs=TIGHT)
+    assert out.ours["calls"] == 1 and out.calls == {"ours": 1, "ragas": 1}
+    assert out.ours["reason"]  # ragas: None
+
+
+@pytest.mark.parametrize(
+    "generated",
+    [
+        GENERATED,
+        [(q, 1) for q, _ in GENERATED],
+        [("", 1), (GENERATED[2][0], 0), ("", 0)],
+        [(q, 0) for q, _ in GENERATED[:2]],
+    ],
+    ids=["one-noncommittal", "all-noncommittal", "blanks-dropped", "strictness-2"],
+)
+def test_collections_answer_relevancy_matches_ragas(
+    harness: Harness, generated: list[tuple[str, int]]
+) -> None:
+    from qa_eval.metrics.collections import AnswerRelevancy as OurRelevancy
+
+    inputs = {"user_input": RELEVANCY_QUESTION, "response": RELEVANCY_ANSWER}
+    strictness = len(generated)
+
+    def ours(s: Sides) -> Awaitable[dict[str, Any]]:
+        metric = OurRelevancy(llm=s.our_llm, embeddings=s.our_embeddings, strictness=strictness)
+        return _value(metric.ascore(**inputs))
+
+    out = harness.run(
+        Judgments(questions={RELEVANCY_ANSWER: generated}),
+        ours,
+        lambda s: AnswerRelevancy(llm=s.llm, embeddings=s.embeddings, strictness=strictness).ascore(
+            **inputs
+        ),
+    )
+    kept = [q for q, _ in generated if q]
+    expected = 0.0 if all(nc for _, nc in generated) else relevancy(RELEVANCY_QUESTION, kept)
+    assert out.theirs.value == pytest.approx(expected, abs=TIGHT)
+    assert out.ours["value"] == pytest.approx(out.theirs.value, abs=TIGHT)
+    assert out.ours["calls"] == 1 and out.calls == {"ours": 1, "ragas": strictness}
+    assert out.ours["reason"]

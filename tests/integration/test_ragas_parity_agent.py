@@ -16,12 +16,9 @@ Skipped unless ragas is importable (it cannot share qa-eval's environment; see
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import os
 import random
-import re
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,19 +28,18 @@ import pytest
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
 pytest.importorskip("ragas")
 
-from openai import AsyncOpenAI
 from ragas import messages as rm
 from ragas.llms import llm_factory
 from ragas.metrics import collections as rc
 
-from openai_stub import Reply, StubServer, completion
+from openai_stub import StubServer
+from parity_script import ParityScript, numbered, parity_stub, tagged
 from qa_eval import messages as qm
 from qa_eval.llms import llm_factory as our_llm_factory
 from qa_eval.metrics import collections as qc
 
 pytestmark = pytest.mark.filterwarnings("ignore:FUNCTIONS is deprecated:DeprecationWarning")
 
-RAGAS_INPUT = "Now perform the same with the following input\ninput: "
 RAGAS_INSTRUCTIONS = {
     "Given an agentic workflow comprised of Human, AI and Tools, identify": "workflow",
     "Given user goal, desired outcome and achieved outcome compare them": "compare",
@@ -78,79 +74,32 @@ class Table:
     """response -> rubric score"""
 
 
-def _block(text: str, tag: str) -> str:
-    found = re.search(rf"<{tag}>\n(.*?)\n</{tag}>", text, re.S)
-    assert found, f"no <{tag}> in the prompt"
-    return found.group(1)
-
-
-def _numbered(text: str, tag: str) -> list[tuple[int, str]]:
-    found = re.findall(rf'<{tag} id="(\d+)">\n(.*?)\n</{tag}>', text, re.S)
-    return [(int(i), t) for i, t in found]
-
-
-class Script:
+class Script(ParityScript[Table]):
     """Answers both sides' prompts from the current :class:`Table`."""
 
-    def __init__(self) -> None:
-        self.table = Table()
-        self.calls: list[tuple[str, str]] = []
-        self.problems: list[str] = []
-        self.lock = threading.Lock()
-
-    def use(self, table: Table) -> None:
-        with self.lock:
-            self.table = table
-            self.calls.clear()
-            self.problems.clear()
-
-    def count(self, side: str) -> int:
-        return sum(1 for s, _ in self.calls if s == side)
-
-    def __call__(self, request: dict[str, Any], number: int) -> Reply:
-        try:
-            side, kind, reply = self.answer(request.get("messages") or [])
-        except Exception as e:
-            with self.lock:
-                self.problems.append(f"{type(e).__name__}: {e}")
-            return Reply(status=400, body={"error": {"message": str(e), "type": "stub"}})
-        with self.lock:
-            self.calls.append((side, kind))
-        return completion(json.dumps(reply))
-
-    def answer(self, messages: list[dict[str, Any]]) -> tuple[str, str, dict[str, Any]]:
-        text = "\n".join(str(m.get("content", "")) for m in messages)
-        for marker, kind in OUR_MARKERS.items():
-            if marker in text:
-                return "ours", kind, self.ours(kind, text)
-        user = [str(m.get("content", "")) for m in messages if m.get("role") == "user"]
-        prompt = user[-1] if user else ""
-        for instruction, kind in RAGAS_INSTRUCTIONS.items():
-            if instruction in prompt.split("\n", 1)[0]:
-                data = json.loads(prompt.rpartition(RAGAS_INPUT)[2].rsplit("\nOutput:", 1)[0])
-                return "ragas", kind, self.ragas(kind, data)
-        raise ValueError(f"unrecognised prompt: {text[:120]!r}")
+    OUR_MARKERS = OUR_MARKERS
+    RAGAS_PHRASES = RAGAS_INSTRUCTIONS
 
     def ours(self, kind: str, text: str) -> dict[str, Any]:
         t = self.table
         if kind == "workflow":
-            goal, end = t.workflows[_block(text, "conversation")]
+            goal, end = t.workflows[tagged(text, "conversation")]
             return {"user_goal": goal, "end_state": end}
         if kind == "compare":
-            pair = (_block(text, "desired_outcome"), _block(text, "arrived_outcome"))
+            pair = (tagged(text, "desired_outcome"), tagged(text, "arrived_outcome"))
             return {"reason": "r", "verdict": t.matches[pair]}
         if kind == "topics":
-            return {"topics": t.topics[_block(text, "conversation")]}
+            return {"topics": t.topics[tagged(text, "conversation")]}
         if kind == "refused":
-            topics = _numbered(text, "topic")
+            topics = numbered(text, "topic")
             return {"verdicts": [{"topic": i, "refused": s in t.refused} for i, s in topics]}
         if kind == "classify":
-            topics = _numbered(text, "topic")
+            topics = numbered(text, "topic")
             verdicts = [{"topic": i, "in_reference": s in t.in_reference} for i, s in topics]
             return {"verdicts": verdicts}
-        return {"feedback": "f", "score": t.scores[_block(text, "response")]}
+        return {"feedback": "f", "score": t.scores[tagged(text, "response")]}
 
-    def ragas(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+    def theirs(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
         t = self.table
         if kind == "workflow":
             goal, end = t.workflows[data["workflow"]]
@@ -188,17 +137,10 @@ class Harness:
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
-    script = Script()
-    loop = asyncio.new_event_loop()
-    with pytest.MonkeyPatch.context() as mp, StubServer(script) as server:
-        mp.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
-        client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
+    script = Script(Table())
+    with parity_stub(script, tmp_path_factory) as (server, loop, client):
         ours = our_llm_factory("gpt-4o-mini", client=client, cache=False)
-        try:
-            yield Harness(server, script, loop, ours, llm_factory("gpt-4o-mini", client=client))
-        finally:
-            loop.run_until_complete(client.close())
-            loop.close()
+        yield Harness(server, script, loop, ours, llm_factory("gpt-4o-mini", client=client))
 
 
 def conversation(rng: random.Random) -> tuple[list[Any], list[Any]]:

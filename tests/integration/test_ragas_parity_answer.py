@@ -18,11 +18,8 @@ asserts the difference explicitly. Skipped unless ragas is importable (see
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import random
-import re
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,12 +29,12 @@ import pytest
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
 pytest.importorskip("ragas")
 
-from openai import AsyncOpenAI
 from ragas.embeddings.base import embedding_factory
 from ragas.llms import llm_factory
 from ragas.metrics import collections as theirs
 
-from openai_stub import Reply, StubServer, completion
+from openai_stub import StubServer
+from parity_script import ParityScript, numbered, parity_stub, tagged
 from qa_eval.embeddings import embedding_factory as our_embedding_factory
 from qa_eval.llms import llm_factory as our_llm_factory
 from qa_eval.metrics import collections as ours
@@ -74,7 +71,6 @@ RAGAS_PHRASES = {  # a phrase of each ragas prompt's instruction (ragas.metrics.
     "generate closed-ended questions": "questions",
     "Based on the list of close-ended": "answers",
 }
-RAGAS_INPUT = "Now perform the same with the following input\ninput: "
 
 
 @dataclass
@@ -98,72 +94,33 @@ class Table:
     """question -> 1 if the summary answers it"""
 
 
-class Script:
-    """A StubServer script answering our prompts and ragas' from one :class:`Table`."""
+class Script(ParityScript[Table]):
+    """Answers our prompts and ragas' from one :class:`Table`."""
 
-    def __init__(self) -> None:
-        self.table = Table()
-        self.calls: list[tuple[str, str]] = []
-        self.problems: list[str] = []
-        self.lock = threading.Lock()
+    OUR_MARKERS = OUR_MARKERS
+    RAGAS_PHRASES = RAGAS_PHRASES
+    FIRST_LINE = False
 
-    def use(self, table: Table) -> None:
-        """Answer from ``table`` from now on, the records cleared."""
-        with self.lock:
-            self.table = table
-            self.calls.clear()
-            self.problems.clear()
-
-    def __call__(self, request: dict[str, Any], number: int) -> Reply:
-        try:
-            side, kind, reply = self._answer(request.get("messages") or [])
-        except Exception as e:  # a case the table does not cover: fail the test, not the server
-            with self.lock:
-                self.problems.append(f"{type(e).__name__}: {e}")
-            return Reply(status=400, body={"error": {"message": str(e), "type": "stub"}})
-        with self.lock:
-            self.calls.append((side, kind))
-        return completion(json.dumps(reply))
-
-    def _answer(self, messages: list[dict[str, Any]]) -> tuple[str, str, dict[str, Any]]:
-        asked = []
-        for message in messages:
-            if message.get("role") == "assistant":
-                break
-            asked.append(str(message.get("content", "")))
-        first = "\n".join(asked)
-        for marker, kind in OUR_MARKERS.items():
-            if marker in first:
-                return "ours", kind, self._ours(kind, first)
-        user = [str(m.get("content", "")) for m in messages if m.get("role") == "user"]
-        prompt = user[-1] if user else ""
-        instruction, _, given = prompt.rpartition(RAGAS_INPUT)
-        for phrase, kind in RAGAS_PHRASES.items():
-            if phrase in instruction:
-                data = json.loads(given.rsplit("\nOutput:", 1)[0])
-                return "ragas", kind, self._ragas(kind, data)
-        raise ValueError(f"unrecognised prompt: {(prompt or first)[:120]!r}")
-
-    def _ours(self, kind: str, text: str) -> dict[str, Any]:
+    def ours(self, kind: str, text: str) -> dict[str, Any]:
         t = self.table
         if kind in ("accuracy1", "accuracy2"):
-            return {"rating": t.ratings[(kind, _tagged(text, "answer"))]}
+            return {"rating": t.ratings[(kind, tagged(text, "answer"))]}
         if kind in ("grounded1", "grounded2"):
-            return {"rating": t.ratings[(kind, _tagged(text, "response"))]}
+            return {"rating": t.ratings[(kind, tagged(text, "response"))]}
         if kind == "claims":
-            return {"claims": t.claims[_tagged(text, "text")]}
+            return {"claims": t.claims[tagged(text, "text")]}
         if kind == "statements":
-            return {"statements": t.claims[_tagged(text, "answer")]}
+            return {"statements": t.claims[tagged(text, "answer")]}
         if kind == "nli":
             return {
                 "verdicts": [
                     {"statement": i, "reason": "r", "verdict": t.supported[s]}
-                    for i, s in _numbered(text, "statement")
+                    for i, s in numbered(text, "statement")
                 ]
             }
         if kind == "classify":
-            answer = _numbered(_tagged(text, "answer_statements"), "statement")
-            truth = _numbered(_tagged(text, "reference_statements"), "statement")
+            answer = numbered(tagged(text, "answer_statements"), "statement")
+            truth = numbered(tagged(text, "reference_statements"), "statement")
             return {
                 "answer": [
                     {"statement": i, "reason": "r", "verdict": int(s in t.tp)} for i, s in answer
@@ -178,11 +135,11 @@ class Script:
             return {"questions": t.questions}
         return {
             "verdicts": [
-                {"question": i, "verdict": t.answered[q]} for i, q in _numbered(text, "question")
+                {"question": i, "verdict": t.answered[q]} for i, q in numbered(text, "question")
             ]
         }
 
-    def _ragas(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+    def theirs(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
         t = self.table
         if kind in ("accuracy1", "accuracy2"):
             return {"rating": t.ratings[(kind, data["user_answer"])]}
@@ -216,17 +173,6 @@ class Script:
         return {"answers": [str(t.answered[q]) for q in data["questions"]]}
 
 
-def _tagged(text: str, tag: str) -> str:
-    found = re.search(rf"<{tag}>\n(.*?)\n</{tag}>", text, re.S)
-    assert found, f"no <{tag}> in the prompt"
-    return found.group(1)
-
-
-def _numbered(text: str, tag: str) -> list[tuple[int, str]]:
-    found = re.findall(rf'<{tag} id="(\d+)">\n(.*?)\n</{tag}>', text, re.S)
-    return [(int(i), s) for i, s in found]
-
-
 @dataclass
 class Harness:
     """One stub, one loop and both sides' LLMs and embeddings for the module."""
@@ -253,12 +199,9 @@ class Harness:
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
-    script = Script()
-    loop = asyncio.new_event_loop()
-    with pytest.MonkeyPatch.context() as mp, StubServer(script) as server:
-        mp.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
-        client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
-        harness = Harness(
+    script = Script(Table())
+    with parity_stub(script, tmp_path_factory) as (server, loop, client):
+        yield Harness(
             server,
             script,
             loop,
@@ -267,11 +210,6 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
             llm_factory("gpt-4o-mini", client=client),
             embedding_factory("openai", model=EMBEDDING_MODEL, client=client),
         )
-        try:
-            yield harness
-        finally:
-            loop.run_until_complete(client.close())
-            loop.close()
 
 
 def _sentences(rng: random.Random, prefix: str, low: int, high: int) -> list[str]:

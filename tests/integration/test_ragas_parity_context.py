@@ -15,11 +15,8 @@ Skipped unless ragas is importable; see ``test_ragas_parity.py`` for the separat
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import random
-import re
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +26,6 @@ import pytest
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
 pytest.importorskip("ragas")
 
-from openai import AsyncOpenAI
 from ragas.llms import llm_factory
 from ragas.metrics.collections import (
     ContextEntityRecall,
@@ -38,13 +34,13 @@ from ragas.metrics.collections import (
     SQLSemanticEquivalence,
 )
 
-from openai_stub import Reply, StubServer, completion
+from openai_stub import StubServer
+from parity_script import ParityScript, numbered, parity_stub, tagged
 from qa_eval.llms import llm_factory as our_llm_factory
 from qa_eval.metrics import collections as ours
 
 pytestmark = pytest.mark.filterwarnings("ignore:FUNCTIONS is deprecated:DeprecationWarning")
 
-RAGAS_INPUT = "Now perform the same with the following input\ninput: "
 RAGAS_FIRST_LINES = {
     "Given a text, extract unique entities without repetition.": "entities",
     "You are a world class expert designed to evaluate the relevance score": "rating-direct",
@@ -68,79 +64,33 @@ class Verdicts:
     sql: dict[str, Any] = field(default_factory=dict)
 
 
-def _tagged(text: str, tag: str) -> str:
-    found = re.search(rf"<{tag}>\n(.*?)\n</{tag}>", text, re.S)
-    assert found, f"no <{tag}>"
-    return found.group(1)
-
-
-def _numbered(text: str, tag: str) -> list[tuple[int, str]]:
-    return [
-        (int(i), body)
-        for i, body in re.findall(rf'<{tag} id="(\d+)">\n(.*?)\n</{tag}>', text, re.S)
-    ]
-
-
-class Script:
+class Script(ParityScript[Verdicts]):
     """Answers our prompts and ragas' from the same :class:`Verdicts`."""
 
-    def __init__(self) -> None:
-        self.v = Verdicts()
-        self.calls: list[str] = []
-        self.problems: list[str] = []
-        self.lock = threading.Lock()
-
-    def use(self, verdicts: Verdicts) -> None:
-        with self.lock:
-            self.v, self.calls, self.problems = verdicts, [], []
-
-    def __call__(self, request: dict[str, Any], number: int) -> Reply:
-        try:
-            side, reply = self.answer(request.get("messages") or [])
-        except Exception as e:  # a case the table does not cover: fail the test
-            with self.lock:
-                self.problems.append(f"{type(e).__name__}: {e}")
-            return Reply(status=400, body={"error": {"message": str(e), "type": "stub"}})
-        with self.lock:
-            self.calls.append(side)
-        return completion(json.dumps(reply))
-
-    def answer(self, messages: list[dict[str, Any]]) -> tuple[str, Any]:
-        first = "\n".join(str(m.get("content", "")) for m in messages if m["role"] != "assistant")
-        marker = re.search(r"\[qa-eval:([\w-]+)\]", first)
-        if marker:
-            return "ours", self.ours(marker.group(1), first)
-        user = [str(m.get("content", "")) for m in messages if m.get("role") == "user"]
-        prompt = user[-1] if user else ""
-        head = prompt.split("\n", 1)[0]
-        for line, kind in RAGAS_FIRST_LINES.items():
-            if line in head:
-                data = json.loads(prompt.rpartition(RAGAS_INPUT)[2].rsplit("\nOutput:", 1)[0])
-                return "ragas", self.theirs(kind, data)
-        raise ValueError(f"unrecognised prompt: {prompt[:100]!r}")
+    RAGAS_PHRASES = RAGAS_FIRST_LINES
 
     def ours(self, kind: str, text: str) -> Any:
-        v = self.v
+        v = self.table
         if kind == "entities":
-            return {"entities": v.entities[_tagged(text, "text")]}
+            return {"entities": v.entities[tagged(text, "text")]}
         if kind.startswith("context-rating-"):
             return {"rating": v.ratings[kind.rsplit("-", 1)[1]]}
         if kind == "faithfulness-statements":
-            return {"statements": v.statements[_tagged(text, "answer")]}
+            return {"statements": v.statements[tagged(text, "answer")]}
         if kind == "statements-support":
-            chunks = _numbered(text, "chunk")
+            chunks = numbered(text, "chunk")
             return {
                 "verdicts": [
                     {"statement": i, "chunks": [k for k, c in chunks if c in v.support[s]]}
-                    for i, s in _numbered(text, "statement")
+                    for i, s in numbered(text, "statement")
                 ]
             }
         if kind == "faithfulness-verdicts":
-            context = _tagged(text, "context")
+            context = tagged(text, "context")
             return {
                 "verdicts": [
                     {"statement": i, "reason": "r", "verdict": int(context in v.support[s])}
-                    for i, s in _numbered(text, "statement")
+                    for i, s in numbered(text, "statement")
                 ]
             }
         if kind == "sql-equivalence":
@@ -148,7 +98,7 @@ class Script:
         raise ValueError(kind)
 
     def theirs(self, kind: str, data: dict[str, Any]) -> Any:
-        v = self.v
+        v = self.table
         if kind == "entities":
             return {"entities": v.entities[data["text"]]}
         if kind.startswith("rating-"):
@@ -192,22 +142,15 @@ class Harness:
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
-    script = Script()
-    loop = asyncio.new_event_loop()
-    with pytest.MonkeyPatch.context() as mp, StubServer(script) as server:
-        mp.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
-        client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
-        try:
-            yield Harness(
-                server,
-                script,
-                loop,
-                llm_factory("gpt-4o-mini", client=client),
-                our_llm_factory("gpt-4o-mini", client=client, cache=False),
-            )
-        finally:
-            loop.run_until_complete(client.close())
-            loop.close()
+    script = Script(Verdicts())
+    with parity_stub(script, tmp_path_factory) as (server, loop, client):
+        yield Harness(
+            server,
+            script,
+            loop,
+            llm_factory("gpt-4o-mini", client=client),
+            our_llm_factory("gpt-4o-mini", client=client, cache=False),
+        )
 
 
 WORDS = [
@@ -275,7 +218,7 @@ def test_context_relevance_matches_ragas(harness: Harness, direct: int, second: 
         lambda llm: ours.ContextRelevance(llm=llm).ascore(**inputs),
     )
     assert our.value == their.value
-    assert harness.script.calls.count("ours") == 2 == harness.script.calls.count("ragas")
+    assert harness.script.count("ours") == 2 == harness.script.count("ragas")
 
 
 @pytest.mark.parametrize(
@@ -327,8 +270,8 @@ def test_noise_sensitivity_matches_ragas(harness: Harness, seed: int, mode: str)
     )
     assert our.value == pytest.approx(their.value, abs=1e-15)
     chunks = len(inputs["retrieved_contexts"])
-    assert harness.script.calls.count("ragas") == 3 + 2 * chunks  # ours: four, whatever chunks
-    assert harness.script.calls.count("ours") == 4 and our.reason
+    assert harness.script.count("ragas") == 3 + 2 * chunks  # ours: four, whatever chunks
+    assert harness.script.count("ours") == 4 and our.reason
 
 
 @pytest.mark.parametrize("equivalent", [True, False])

@@ -64,6 +64,15 @@ OWN: tuple[tuple[str, str], ...] = (
         "reference_trajectory",
         "result: the question's, its chosen calls marked matches / mismatch (agent metrics)",
     ),
+    (
+        "reference_contexts",
+        "result: copied from the reference question (sql_semantic_equivalence's schema)",
+    ),
+    (
+        "reference_tool_calls",
+        "result: copied from the reference question (tool_call_accuracy, tool_call_f1)",
+    ),
+    ("rubrics", "result: copied from the reference question (instance_specific_rubrics)"),
     ("<tag>", "result file of evaluate --by KEY: the reference question's KEY, copied"),
     ("trace", "result: the trace its response was imported from (format, trace_id, root_span_id)"),
     ("judge_repeats", "result: how often each LLM metric was asked (--repeats)"),

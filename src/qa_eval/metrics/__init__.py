@@ -172,15 +172,25 @@ def _ragas_text(name: str, summary: str) -> Metric:
 
 
 def _ragas_llm(
-    name: str, summary: str, needs: tuple[Need, ...], calls: int, direction: Direction = "higher"
+    name: str,
+    summary: str,
+    needs: tuple[Need, ...],
+    calls: int,
+    direction: Direction = "higher",
+    options: tuple[Option, ...] = (),
+    groups: tuple[str, ...] = ("ragas",),
+    scale: Scale = "0-1",
 ) -> Metric:
-    """An LLM metric of ragas (``metrics/ragas_run.py``, the engine of its collections class) on
-    a question's inputs: its value, cost, reason and error, opt-in, in the ``ragas`` group."""
-    value = Key(name, direction, "0-1", aggregate=True)
+    """A metric of ragas (``metrics/ragas_run.py``, the function its collections class uses) on
+    a question's inputs: its value, cost, reason and error, opt-in, in the ``ragas`` group (or
+    ``groups``); a judge unless ``calls`` is 0; ragas' constructor arguments as ``options``."""
+    value = Key(name, direction, scale, aggregate=True)
+    judge: tuple[Need, ...] = ("judge",) if calls else ()
+    cost = (_cost(name),) if calls else ()
     return Metric(
-        name, summary, (*needs, "judge"),
-        (value, _cost(name), *_text(f"{name}_reason", f"{name}_error")),
-        "docs/ragas.md", default=False, groups=("ragas",), own=True,
+        name, summary, (*needs, *judge),
+        (value, *cost, *_text(f"{name}_reason", f"{name}_error")),
+        "docs/ragas.md", default=False, groups=groups, own=True, options=options,
         score=f"qa_eval.metrics.ragas_run:{name}_entry", calls=calls,
     )  # fmt: skip
 
@@ -189,6 +199,8 @@ _BUDGET = Option(
     "max_prompt_tokens", "integer", "prompt budget in tokens (default: from the judge model)"
 )
 """The context budget of the judged agent metrics (``metrics.agent_inputs``)."""
+_RETRIES = Option("max_retries", "integer", "asks per rater (ragas' max_retries, default 5)")
+_BETA = Option("beta", "beta", "F-beta's beta, > 0 (default 1)")
 
 
 # fmt: off
@@ -351,15 +363,21 @@ METRICS: dict[str, Metric] = {
     ),
     "answer_accuracy": _ragas_llm(
         "answer_accuracy", "two raters' agreement of the answer with the reference (ragas)",
-        ("question", "answer", "reference_answer"), 2,
+        ("question", "answer", "reference_answer"), 2, options=(_RETRIES,),
     ),
     "factual_correctness": _ragas_llm(
         "factual_correctness", "F1 of the answer's and the reference's claims by NLI (ragas)",
         ("answer", "reference_answer"), 4,
+        options=(
+            Option("mode", "precision_recall_f1", "precision, recall or f1 (default)"),
+            _BETA,
+            Option("atomicity", "low_high", "claims split low (default) or high"),
+            Option("coverage", "low_high", "claims cover low (default) or high"),
+        ),
     ),
     "response_groundedness": _ragas_llm(
         "response_groundedness", "two raters' support of the answer by the contexts (ragas)",
-        ("answer", "contexts"), 2,
+        ("answer", "contexts"), 2, options=(_RETRIES,),
     ),
     "context_entity_recall": _ragas_llm(
         "context_entity_recall", "share of the reference's entities the contexts name (ragas)",
@@ -373,14 +391,23 @@ METRICS: dict[str, Metric] = {
         "noise_sensitivity", "share of the answer's wrong statements a relevant chunk supports "
         "(ragas; lower is better)", ("question", "answer", "reference_answer", "contexts"), 4,
         direction="lower",
+        options=(Option("mode", "relevant_irrelevant", "relevant (default) or irrelevant"),),
     ),
     "summary_score": _ragas_llm(
         "summary_score", "the answer as a summary of the contexts: questions answered and "
         "conciseness (ragas)", ("answer", "contexts"), 3,
+        options=(
+            Option("length_penalty", "flag", "mix in the conciseness term (default true)"),
+            Option("coeff", "unit_interval", "the conciseness term's weight, 0-1 (default 0.5)"),
+        ),
     ),
     "ragas_answer_correctness": _ragas_llm(
         "ragas_answer_correctness", "ragas' answer correctness: statement F1 and embedding "
         "similarity, 0.75/0.25", ("question", "answer", "reference_answer", "embedder"), 3,
+        options=(
+            Option("weights", "two_weights", "factuality and similarity weights (0.75, 0.25)"),
+            _BETA,
+        ),
     ),
     "topic_adherence": Metric(
         "topic_adherence", "F1 of the topics the agent answered against the question's "
@@ -422,6 +449,49 @@ METRICS: dict[str, Metric] = {
         ),
         "docs/metrics/trajectory.md", own=True, score="qa_eval.metrics.trajectory:score",
         calls=0,
+    ),
+    "sql_semantic_equivalence": _ragas_llm(
+        "sql_semantic_equivalence", "1 when the answer's SQL is equivalent to the reference "
+        "answer's on the question's reference_contexts schema (ragas)",
+        ("answer", "reference_answer"), 1, groups=(),
+    ),
+    "rubrics_score": _ragas_llm(
+        "rubrics_score", "the level (1-5 by default) of one rubric for all questions that the "
+        "answer reaches (ragas' DomainSpecificRubrics)", ("question", "answer"), 1,
+        scale="count",
+        options=(
+            Option("rubrics", "rubrics", "score<N>_description -> criterion (ragas' default)"),
+            Option("with_reference", "flag", "judge the reference answer too (default false)"),
+        ),
+    ),
+    "instance_specific_rubrics": _ragas_llm(
+        "instance_specific_rubrics", "the level of the question's own rubrics that the answer "
+        "reaches (ragas)", ("question", "answer"), 1, scale="count",
+    ),
+    "quoted_spans_alignment": _ragas_llm(
+        "quoted_spans_alignment", "share of the answer's quoted spans found in the contexts "
+        "(ragas)", ("answer", "contexts"), 0, groups=("ragas-text",),
+        options=(
+            Option("casefold", "flag", "compare case-folded (default true)"),
+            Option("min_span_words", "integer", "shortest span counted, in words (default 3)"),
+        ),
+    ),
+    "tool_call_accuracy": _ragas_llm(
+        "tool_call_accuracy", "argument match of the actual steps' calls against the question's "
+        "reference_tool_calls, 0 unless the names align (ragas)", ("steps",), 0,
+        options=(Option("strict_order", "flag", "the calls' order matters (default true)"),),
+    ),
+    "tool_call_f1": _ragas_llm(
+        "tool_call_f1", "F1 of the actual steps' (name, args) against the question's "
+        "reference_tool_calls, as sets (ragas)", ("steps",), 0,
+    ),
+    "datacompy_score": _ragas_llm(
+        "datacompy_score", "F1 of the answer's CSV rows matching the reference answer's "
+        "(ragas; needs qa-eval[datacompy])", ("answer", "reference_answer"), 0, groups=(),
+        options=(
+            Option("mode", "rows_columns", "rows (default) or columns"),
+            Option("metric", "precision_recall_f1", "precision, recall or f1 (default)"),
+        ),
     ),
     "custom": Metric(
         "custom", "the config's custom_evaluations (outputs named by the config)", ("judge",),
@@ -589,9 +659,13 @@ RECORD_FIELDS = frozenset(
         "actual_answer",
         "actual_steps",
         "reason",
+        "reference_contexts",
+        "reference_tool_calls",
+        "rubrics",
     }
 )
-"""Keys of a result that are not metrics (graphrag-eval's record fields)."""
+"""Keys of a result that are not metrics (graphrag-eval's record fields, and the question fields
+ragas' metrics read: ``run.question.RAGAS_REFERENCE_KEYS``)."""
 
 
 def reserved(key: str, registry: Mapping[str, Metric] | None = None) -> bool:

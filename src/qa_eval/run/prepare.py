@@ -384,6 +384,7 @@ def _prepare_question(
     tag = question.get("question_type")
     if tag is not None and not isinstance(tag, (str, int, float)):
         problems.add(record, "question_type", f"must be {_A_TAG}, got {_got(tag)}")
+    _check_ragas_inputs(question, record, problems)
     groups, has_matches = _prepare_groups(question, record, problems)
     trajectory = None
     if "reference_trajectory" in question:
@@ -408,6 +409,45 @@ def _check_topics(topics: Any, record: str, problems: Problems) -> None:
             problems.add(
                 record, f"reference_topics[{i}]", f"must be a non-blank string, got {_got(topic)}"
             )
+
+
+def _check_ragas_inputs(question: Mapping[str, Any], record: str, problems: Problems) -> None:
+    """The question fields ragas' metrics read, when given: ``reference_contexts`` (a list of
+    texts), ``reference_tool_calls`` (a list of ``{name, args}``) and ``rubrics`` (a mapping of
+    ``score<N>_description`` to its criterion)."""
+    contexts = question.get("reference_contexts")
+    if contexts is not None and not (
+        isinstance(contexts, list) and all(isinstance(c, str) for c in contexts)
+    ):
+        problems.add(
+            record, "reference_contexts", f"must be a list of strings, got {_got(contexts)}"
+        )
+    calls = question.get("reference_tool_calls")
+    if calls is not None:
+        if not isinstance(calls, list):
+            problems.add(record, "reference_tool_calls", f"must be a list, got {_got(calls)}")
+        else:
+            for i, call in enumerate(calls):
+                if (
+                    not isinstance(call, Mapping)
+                    or not isinstance(call.get("name"), str)
+                    or not isinstance(call.get("args", {}) or {}, Mapping)
+                ):
+                    problems.add(
+                        record,
+                        f"reference_tool_calls[{i}]",
+                        "must be a mapping with a string 'name' and a mapping 'args', "
+                        f"got {_got(call)}",
+                    )
+    rubrics = question.get("rubrics")
+    if rubrics is not None and not (
+        isinstance(rubrics, Mapping)
+        and rubrics
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in rubrics.items())
+    ):
+        problems.add(
+            record, "rubrics", f"must map score<N>_description to a text, got {_got(rubrics)}"
+        )
 
 
 def _prepare_groups(

@@ -18,7 +18,13 @@ from ..steps.explain import explain_unmatched
 from ..steps.matching import match_steps
 from .prepare import Question, Response
 
-__all__ = ["AGENT_REFERENCE_KEYS", "NO_RESPONSE", "Results", "evaluate_question"]
+__all__ = [
+    "AGENT_REFERENCE_KEYS",
+    "NO_RESPONSE",
+    "RAGAS_REFERENCE_KEYS",
+    "Results",
+    "evaluate_question",
+]
 
 _COPIED_RESPONSE_KEYS = (
     "input_tokens",
@@ -27,6 +33,9 @@ _COPIED_RESPONSE_KEYS = (
     "elapsed_sec",
     "trace",
 )
+RAGAS_REFERENCE_KEYS = ("reference_contexts", "reference_tool_calls", "rubrics")
+"""What a result copies of its question for ragas' other metrics (``sql_semantic_equivalence``'s
+schema, ``tool_call_accuracy`` / ``tool_call_f1``, ``instance_specific_rubrics``)."""
 NO_RESPONSE = "no response for this question"
 AGENT_REFERENCE_KEYS = ("reference_goal", "reference_topics", "reference_trajectory")
 """What a result copies of its question for the agent metrics (``goal_accuracy``,
@@ -58,7 +67,7 @@ def evaluate_question(
         result["reference_answer"] = raw["reference_answer"]
     if "question_type" in raw:
         result["question_type"] = raw["question_type"]
-    for key in AGENT_REFERENCE_KEYS:
+    for key in (*AGENT_REFERENCE_KEYS, *RAGAS_REFERENCE_KEYS):
         if key in raw:
             result[key] = raw[key]
     reply: Mapping[str, Any] = response.raw if response is not None else {}

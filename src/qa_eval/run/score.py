@@ -68,7 +68,7 @@ from ..metrics.custom import custom_output
 from ..metrics.definitions import CustomMetric
 from ..metrics.output import Output, failed, llm_cost, measure, serialize
 from ..steps.trajectory.comparators import mentions_llm
-from .question import AGENT_REFERENCE_KEYS
+from .question import AGENT_REFERENCE_KEYS, RAGAS_REFERENCE_KEYS
 
 __all__ = ["AnswerScorer", "contexts_of"]
 
@@ -335,7 +335,7 @@ class AnswerScorer:
             "answer": answer if isinstance(answer, str) else None,
             "reference_answer": reference if isinstance(reference, str) else None,
             "steps": steps,
-            **{key: result.get(key) for key in AGENT_REFERENCE_KEYS},
+            **{key: result.get(key) for key in (*AGENT_REFERENCE_KEYS, *RAGAS_REFERENCE_KEYS)},
             "embedder": self.embedder,
             "bertscorer": self.bertscorer,
         }

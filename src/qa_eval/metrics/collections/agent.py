@@ -22,12 +22,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .. import ragas_judged
 from ..agent import agent_goal_accuracy, topic_adherence
 from ..rubric_scores import (
     DEFAULT_REFERENCE_FREE_RUBRICS,
     DEFAULT_WITH_REFERENCE_RUBRICS,
     rubric_levels,
-    rubric_score,
 )
 from .base import BaseMetric, Scored, Session, require_llm
 from .result import Details, MetricResult
@@ -320,7 +320,7 @@ class InstanceSpecificRubrics(BaseMetric):
 async def _rubric_scored(
     session: Session, rubrics: Mapping[str, str], row: Mapping[str, Any]
 ) -> Scored:
-    outcome = await rubric_score(
+    judged = await ragas_judged.rubric(
         session.judge,
         rubrics,
         user_input=row.get("user_input"),
@@ -329,6 +329,5 @@ async def _rubric_scored(
         reference_contexts=row.get("reference_contexts"),
         reference=row.get("reference"),
     )
-    reason = outcome.feedback.strip() or f"rubric score {outcome.score}"
-    details = RubricDetails(score=outcome.score, levels=rubric_levels(rubrics))
-    return Scored(float(outcome.score), reason, details)
+    details = RubricDetails(score=judged.found.score, levels=rubric_levels(rubrics))
+    return Scored(judged.value, judged.reason, details)

@@ -24,13 +24,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..factual_correctness import GUIDANCE, factual_correctness_judgement, factual_score
-from ..relevance import cosine
-from ..statement_correctness import factuality_fbeta, statement_correctness, weighted_correctness
-from ..summary import conciseness, summary_judgement, summary_score
-from ..two_raters import answer_accuracy_ratings, groundedness_ratings, two_rater_score
+from .. import ragas_judged
+from ..factual_correctness import GUIDANCE
 from .base import BaseMetric, Scored, Session, require_embeddings, require_llm
-from .result import Details, MetricResult, StatementVerdict, tally
+from .result import Details, MetricResult, StatementVerdict
 
 __all__ = [
     "AnswerAccuracy",
@@ -82,14 +79,6 @@ def _beta(beta: Any) -> float:
     return float(beta)
 
 
-def _rated(names: Sequence[str], ratings: Sequence[int | None], top: int) -> str:
-    parts = [
-        f"{name} {'gave no usable rating' if r is None else f'rated {r} of {top}'}"
-        for name, r in zip(names, ratings)
-    ]
-    return "; ".join(parts)
-
-
 class AnswerAccuracy(BaseMetric):
     """Two raters' agreement of the response with the reference, on ragas' 0/2/4 scale."""
 
@@ -107,13 +96,10 @@ class AnswerAccuracy(BaseMetric):
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
         _required(row, "user_input", "response", "reference")
-        ratings = await answer_accuracy_ratings(
+        judged = await ragas_judged.answer_accuracy(
             session.judge, row["user_input"], row["response"], row["reference"], self.max_retries
         )
-        value = two_rater_score(*ratings, top=4)
-        names = ("rater 1", "rater 2 (response and reference swapped)")
-        reason = f"{_rated(names, ratings, 4)}: accuracy {value:.4g}"
-        return Scored(value, reason, AnswerDetails(ratings=ratings))
+        return Scored(judged.value, judged.reason, AnswerDetails(ratings=judged.found))
 
 
 class ResponseGroundedness(BaseMetric):
@@ -133,17 +119,10 @@ class ResponseGroundedness(BaseMetric):
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
         _required(row, "response", "retrieved_contexts")
-        context = "\n".join(row["retrieved_contexts"])
-        if not row["response"].strip():
-            return Scored(None, "the response is blank: nothing to ground", AnswerDetails())
-        if not context.strip():
-            return Scored(0.0, "the retrieved contexts are blank: nothing supports the response")
-        ratings = await groundedness_ratings(
-            session.judge, row["response"], context, self.max_retries
+        judged = await ragas_judged.response_groundedness(
+            session.judge, row["response"], row["retrieved_contexts"], self.max_retries
         )
-        value = two_rater_score(*ratings, top=2)
-        reason = f"{_rated(('rater 1', 'rater 2'), ratings, 2)}: groundedness {value:.4g}"
-        return Scored(value, reason, AnswerDetails(ratings=ratings))
+        return Scored(judged.value, judged.reason, AnswerDetails(ratings=judged.found))
 
 
 def _verdicts(items: Sequence[Any]) -> tuple[StatementVerdict, ...]:
@@ -185,44 +164,24 @@ class FactualCorrectness(BaseMetric):
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
         _required(row, "response", "reference")
-        judged = await factual_correctness_judgement(
+        judged = await ragas_judged.factual_correctness(
             session.judge,
             row["response"],
             row["reference"],
             self.mode,  # type: ignore[arg-type]
+            self.beta,
             self.atomicity,  # type: ignore[arg-type]
             self.coverage,  # type: ignore[arg-type]
         )
-        ours = [c.supported for c in judged.response_claims]
-        theirs = [c.supported for c in judged.reference_claims]
-        value = factual_score(ours, theirs, self.mode, self.beta)  # type: ignore[arg-type]
-        tp = sum(ours)
-        fp = len(ours) - tp
-        fn = None if self.mode == "precision" else len(theirs) - sum(theirs)
+        claims = judged.found
         details = AnswerDetails(
-            claims=len(ours),
-            supported_claims=tp,
-            response_claims=_verdicts(judged.response_claims),
-            reference_claims=_verdicts(judged.reference_claims),
-            tp=tp,
-            fp=fp,
-            fn=fn,
+            claims=len(claims.response_claims),
+            supported_claims=judged.numbers["tp"],
+            response_claims=_verdicts(claims.response_claims),
+            reference_claims=_verdicts(claims.reference_claims),
+            **judged.numbers,
         )
-        pairs = [(c.claim, c.supported) for c in judged.response_claims]
-        text = tally(pairs, "response claims", "supported by the reference", "unsupported")
-        if fn is not None:
-            missed = [(c.claim, c.supported) for c in judged.reference_claims]
-            text += "; " + tally(missed, "reference claims", "in the response", "missing")
-        if value is None:
-            return Scored(None, f"not computed: {self._undefined(ours, theirs)}; {text}", details)
-        return Scored(value, f"{self.mode} {value:.2f}: {text}", details)
-
-    def _undefined(self, ours: Sequence[bool], theirs: Sequence[bool]) -> str:
-        if self.mode == "precision":
-            return "the response makes no claims (tp + fp = 0)"
-        if self.mode == "recall":
-            return "no response claim is supported and no reference claim is missing (tp + fn = 0)"
-        return "the response makes no claims and no reference claim is missing (tp + fp = fn = 0)"
+        return Scored(judged.value, judged.reason, details)
 
 
 class AnswerCorrectness(BaseMetric):
@@ -266,41 +225,31 @@ class AnswerCorrectness(BaseMetric):
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
         _required(row, "user_input", "response", "reference")
-        classified = await statement_correctness(
-            session.judge, row["user_input"], row["response"], row["reference"]
+        judged = await ragas_judged.answer_correctness(
+            session.judge,
+            session.embedder,
+            row["user_input"],
+            row["response"],
+            row["reference"],
+            self.weights,
+            self.beta,
         )
+        classified = judged.found
         answer = tuple(StatementVerdict(s, ok, why) for s, ok, why in classified.answer)
         truth = tuple(StatementVerdict(s, ok, why) for s, ok, why in classified.reference)
-        if not answer or not truth:
-            side = "response" if not answer else "reference"
-            details = AnswerDetails(response_claims=answer, reference_claims=truth)
-            return Scored(None, f"not computed: the {side} makes no statements", details)
-        tp, fp, fn = classified.counts
-        factuality = factuality_fbeta(tp, fp, fn, self.beta)
-        similarity = None
-        if self.weights[1] != 0:
-            embedder = session.embedder
-            assert embedder is not None
-            vectors, _ = await embedder.embed([row["response"], row["reference"]])
-            similarity = cosine(vectors[0], vectors[1])
-        value = weighted_correctness(factuality, similarity or 0.0, self.weights)
+        numbers = judged.numbers
         details = AnswerDetails(
-            claims=len(answer),
-            supported_claims=tp,
-            similarity=similarity,
+            claims=len(answer) if numbers else None,
+            supported_claims=numbers.get("tp"),
+            similarity=numbers.get("similarity"),
             response_claims=answer,
             reference_claims=truth,
-            tp=tp,
-            fp=fp,
-            fn=fn,
-            factuality=factuality,
+            tp=numbers.get("tp"),
+            fp=numbers.get("fp"),
+            fn=numbers.get("fn"),
+            factuality=numbers.get("factuality"),
         )
-        sim = "not used" if similarity is None else f"{similarity:.4f}"
-        reason = (
-            f"factuality {factuality:.4f} (TP {tp}, FP {fp}, FN {fn}), similarity {sim}, "
-            f"weights {self.weights[0]:g}/{self.weights[1]:g}: {value:.4f}"
-        )
-        return Scored(value, reason, details)
+        return Scored(judged.value, judged.reason, details)
 
 
 class SummaryScore(BaseMetric):
@@ -334,22 +283,16 @@ class SummaryScore(BaseMetric):
         summary = row.get("response") or ""
         if not summary.strip():
             raise ValueError("response is missing, empty or blank")
-        text = "\n".join(contexts)
-        judged = await summary_judgement(session.judge, text, summary)
-        value = summary_score(judged.answered, text, summary, self.length_penalty, self.coeff)
-        short = conciseness(text, summary) if self.length_penalty else None
-        details = AnswerDetails(
-            questions=judged.questions,
-            statements=tuple(
-                StatementVerdict(q, ok) for q, ok in zip(judged.questions, judged.answered)
-            ),
-            keyphrases=judged.keyphrases,
-            conciseness=short,
+        judged = await ragas_judged.summary(
+            session.judge, contexts, summary, self.length_penalty, self.coeff
         )
-        if value is None:
-            return Scored(None, "not computed: no questions came from the texts", details)
-        pairs = list(zip(judged.questions, judged.answered))
-        reason = tally(pairs, "questions", "answered by the summary", "not answered")
-        if short is not None:
-            reason += f"; conciseness {short:.4f}, coeff {self.coeff:g}"
-        return Scored(value, f"{reason}: {value:.4f}", details)
+        found = judged.found
+        details = AnswerDetails(
+            questions=found.questions,
+            statements=tuple(
+                StatementVerdict(q, ok) for q, ok in zip(found.questions, found.answered)
+            ),
+            keyphrases=found.keyphrases,
+            conciseness=judged.numbers["conciseness"],
+        )
+        return Scored(judged.value, judged.reason, details)

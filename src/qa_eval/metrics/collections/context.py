@@ -21,12 +21,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ...errors import QaEvalError
-from ..context_relevance import context_rating
-from ..entity_recall import entity_recall
-from ..noise_sensitivity import MODES, noise_sensitivity
-from ..sql_equivalence import sql_equivalence
+from .. import ragas_judged
+from ..noise_sensitivity import MODES
 from .base import BaseMetric, Scored, Session, require_llm
-from .result import Details, MetricResult, StatementVerdict, tally
+from .result import Details, MetricResult, StatementVerdict
 
 __all__ = [
     "ContextDetails",
@@ -77,20 +75,14 @@ class ContextEntityRecall(_Judged):
         return await self._row({"reference": reference, "retrieved_contexts": retrieved_contexts})
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
-        found = await entity_recall(
-            session.judge, row["reference"], list(row["retrieved_contexts"])
+        judged = await ragas_judged.context_entity_recall(
+            session.judge, row["reference"], row["retrieved_contexts"]
         )
         details = ContextDetails(
-            reference_entities=found.reference_entities,
-            context_entities=found.context_entities,
+            reference_entities=judged.found.reference_entities,
+            context_entities=judged.found.context_entities,
         )
-        if found.value is None:
-            return Scored(None, "the reference names no entities", details)
-        wanted = list(dict.fromkeys(found.reference_entities))
-        recalled = set(found.recalled)
-        pairs = [(e, e in recalled) for e in wanted]
-        reason = tally(pairs, "reference entities", "named in the contexts", "missing")
-        return Scored(found.value, reason, details)
+        return Scored(judged.value, judged.reason, details)
 
 
 class ContextRelevance(_Judged):
@@ -110,14 +102,10 @@ class ContextRelevance(_Judged):
         return await self._row({"user_input": user_input, "retrieved_contexts": retrieved_contexts})
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
-        rated = await context_rating(
-            session.judge, row["user_input"], list(row["retrieved_contexts"] or [])
+        judged = await ragas_judged.context_relevance(
+            session.judge, row["user_input"], row["retrieved_contexts"] or []
         )
-        if rated.skipped is not None:
-            return Scored(0.0, f"0 without asking: {rated.skipped}", ContextDetails())
-        shown = ", ".join("none" if r is None else str(r) for r in rated.ratings)
-        reason = f"ratings (0-2) of the two raters: {shown}; mean of the halves: {rated.value:g}"
-        return Scored(rated.value, reason, ContextDetails(ratings=rated.ratings))
+        return Scored(judged.value, judged.reason, ContextDetails(ratings=judged.found.ratings))
 
 
 class NoiseSensitivity(_Judged):
@@ -148,14 +136,15 @@ class NoiseSensitivity(_Judged):
         return await self._row(row)
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
-        noise = await noise_sensitivity(
+        judged = await ragas_judged.noise_sensitivity_judged(
             session.judge,
             row["user_input"],
             row["response"],
             row["reference"],
-            list(row["retrieved_contexts"] or []),
+            row["retrieved_contexts"] or [],
             self.mode,
         )
+        noise = judged.found
         found = tuple(any(s) for s in noise.reference_support)
         details = ContextDetails(
             statements=tuple(
@@ -168,17 +157,7 @@ class NoiseSensitivity(_Judged):
             ),
             relevant_chunks=tuple(k for k, ok in enumerate(noise.relevant_chunks, 1) if ok),
         )
-        if noise.value is None:
-            return Scored(None, noise.reason or "not computed", details)
-        wrong = len(noise.correct) - sum(noise.correct)
-        kind = "a relevant" if self.mode == "relevant" else "only an irrelevant"
-        reason = (
-            f"{round(noise.value * len(noise.correct))} of {len(noise.correct)} response "
-            f"statements are wrong (unsupported by the reference) yet supported by {kind} chunk; "
-            f"{wrong} wrong in all; relevant chunks: "
-            f"{', '.join(map(str, details.relevant_chunks)) or 'none'}"
-        )
-        return Scored(noise.value, reason, details)
+        return Scored(judged.value, judged.reason, details)
 
 
 class SQLSemanticEquivalence(_Judged):
@@ -200,12 +179,7 @@ class SQLSemanticEquivalence(_Judged):
         return await self._row(row)
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
-        judged = await sql_equivalence(
+        judged = await ragas_judged.sql_semantic_equivalence(
             session.judge, row["response"], row["reference"], row["reference_contexts"] or ()
         )
-        verdict = "equivalent" if judged.value else "not equivalent"
-        reason = (
-            f"{verdict}. Response: {judged.response_explanation} "
-            f"Reference: {judged.reference_explanation}"
-        )
-        return Scored(judged.value, reason, ContextDetails(equivalent=bool(judged.value)))
+        return Scored(judged.value, judged.reason, ContextDetails(equivalent=bool(judged.value)))

@@ -36,6 +36,7 @@ from ...errors import BudgetExceeded, QaEvalError
 from ...run.evaluation import arun_evaluation
 from ...run.options import RunOptions, library_config
 from ...run.question import Results
+from ..ragas_judged import tally
 from .base import BaseMetric, Progress, progress_of, run_sync
 from .rag import (
     AnswerRelevancy,
@@ -45,9 +46,9 @@ from .rag import (
     Faithfulness,
     SemanticSimilarity,
 )
-from .result import MetricResult, tally
+from .result import MetricResult
 
-__all__ = ["RowResults", "ascore_rows", "score_rows"]
+__all__ = ["RowResults", "ascore_rows", "result_keys", "score_rows"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,6 +96,15 @@ _FACES: dict[type, _Face] = {
 }
 
 _TEXT_INPUTS = ("user_input", "response", "reference")
+
+
+def result_keys(metric: Any) -> tuple[str, ...]:
+    """The keys a result dict may hold a metric object's value under, likeliest first: the run
+    key of a class a full run computes (``ContextPrecision``: ``context_precision_ap``, not the
+    run's other ``context_precision``), then the object's ``name`` (row by row)."""
+    face = _FACES.get(type(metric))
+    name = str(metric.name)
+    return (face.key, name) if face is not None and face.key != name else (name,)
 
 
 class RowResults(Results):

@@ -30,10 +30,11 @@ from typing import Any
 from ...errors import JudgeError
 from .. import faithfulness as faith
 from ..context_quality import context_precision, context_recall_metric
+from ..ragas_judged import tally
 from ..relevance import relevance_output
 from ..similarity import similarity_output
 from .base import BaseMetric, Scored, Session, require_embeddings, require_llm
-from .result import ChunkVerdict, Details, MetricResult, StatementVerdict, tally
+from .result import ChunkVerdict, Details, MetricResult, StatementVerdict
 
 __all__ = [
     "AnswerRelevancy",

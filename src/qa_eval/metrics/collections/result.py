@@ -9,11 +9,10 @@ the :class:`ResultUsage` of the calls made for it, whether every reply came from
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["ChunkVerdict", "Details", "MetricResult", "ResultUsage", "StatementVerdict", "tally"]
+__all__ = ["ChunkVerdict", "Details", "MetricResult", "ResultUsage", "StatementVerdict"]
 
 
 @dataclass(frozen=True)
@@ -183,16 +182,3 @@ class MetricResult:
             out["threshold"] = self.threshold
             out["success"] = self.success
         return out
-
-
-def _clip(text: str, limit: int = 80) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def tally(items: Sequence[tuple[str, bool]], noun: str, verb: str, negative: str) -> str:
-    """A reason built from verdicts: "2 of 3 statements supported; unsupported: 'x'"."""
-    good = sum(1 for _, ok in items if ok)
-    text = f"{good} of {len(items)} {noun} {verb}"
-    bad = [f"{_clip(what)!r}" for what, ok in items if not ok]
-    return f"{text}; {negative}: {'; '.join(bad)}" if bad else text
