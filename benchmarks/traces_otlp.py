@@ -7,7 +7,7 @@ Writes a file of agent traces (an agent span, two chat spans with GenAI messages
 per trace, one trace per line as the collector's file exporter writes them) of about the given
 size, then reads it line by line with ``qa_eval.traces.otlp.read`` and prints, per size: traces,
 seconds, MB/s and the peak memory traced by ``tracemalloc`` (Python allocations) during the read.
-The peak staying flat as the file grows is the bound docs/traces-formats.md describes.
+The peak staying flat as the file grows is the bound docs/traces.md describes (otlp-json, *Memory*).
 """
 
 from __future__ import annotations

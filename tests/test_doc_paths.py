@@ -18,7 +18,7 @@ FROM_IMPORT = re.compile(r"from (qa_eval(?:\.\w+)*) import ([\w, ]+)")
 DOTTED = re.compile(r"\bqa_eval(?:\.[A-Za-z_]\w*)+")
 # Names the docs use for things that are not import paths: a metric's documented key prefix, and
 # OpenTelemetry attribute names and values (the trace attribute a question id may be recorded
-# under, docs/traces*.md; what export-scores writes, docs/export-scores.md).
+# under, docs/traces.md; what export-scores writes, docs/export-scores.md).
 NOT_PATHS = {
     "qa_eval.metrics.conciseness",
     "qa_eval.metric_error",

@@ -13,6 +13,7 @@ all). For a longer, random search set ``QA_EVAL_FUZZ_EXAMPLES``, e.g. to 2000.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import copy
 import csv
@@ -842,6 +843,156 @@ TRACE_SEEDS: dict[str, Any] = {
             {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
         ],
     },
+    "otlp-json": {
+        "resourceSpans": [
+            {
+                "resource": {
+                    "attributes": [{"key": "service.name", "value": {"stringValue": "agent"}}]
+                },
+                "scopeSpans": [
+                    {
+                        "spans": [
+                            {
+                                "traceId": "5b8efff798038103d269b633813fc60c",
+                                "spanId": "a1a1a1a1a1a1a1a1",
+                                "name": "agent",
+                                "startTimeUnixNano": "1700000000000000000",
+                                "endTimeUnixNano": "1700000002000000000",
+                                "attributes": [
+                                    {"key": "question_id", "value": {"stringValue": "q1"}},
+                                    {
+                                        "key": "gen_ai.operation.name",
+                                        "value": {"stringValue": "invoke_agent"},
+                                    },
+                                ],
+                            },
+                            {
+                                "traceId": "5b8efff798038103d269b633813fc60c",
+                                "spanId": "b2b2b2b2b2b2b2b2",
+                                "parentSpanId": "a1a1a1a1a1a1a1a1",
+                                "name": "chat",
+                                "startTimeUnixNano": "1700000000100000000",
+                                "endTimeUnixNano": "1700000000200000000",
+                                "attributes": [
+                                    {
+                                        "key": "gen_ai.operation.name",
+                                        "value": {"stringValue": "chat"},
+                                    },
+                                    {
+                                        "key": "gen_ai.output.messages",
+                                        "value": {
+                                            "stringValue": '[{"role": "assistant", "parts": '
+                                            '[{"type": "tool_call", "id": "c1", "name": "tool", '
+                                            '"arguments": {"a": 1}}]}]'
+                                        },
+                                    },
+                                    {
+                                        "key": "gen_ai.usage.input_tokens",
+                                        "value": {"intValue": "3"},
+                                    },
+                                ],
+                            },
+                            {
+                                "traceId": "5b8efff798038103d269b633813fc60c",
+                                "spanId": "c3c3c3c3c3c3c3c3",
+                                "parentSpanId": "a1a1a1a1a1a1a1a1",
+                                "name": "execute_tool tool",
+                                "startTimeUnixNano": "1700000000300000000",
+                                "endTimeUnixNano": "1700000000400000000",
+                                "attributes": [
+                                    {
+                                        "key": "gen_ai.operation.name",
+                                        "value": {"stringValue": "execute_tool"},
+                                    },
+                                    {"key": "gen_ai.tool.name", "value": {"stringValue": "tool"}},
+                                    {"key": "gen_ai.tool.call.id", "value": {"stringValue": "c1"}},
+                                    {
+                                        "key": "gen_ai.tool.call.result",
+                                        "value": {"stringValue": "out"},
+                                    },
+                                ],
+                                "status": {"code": 2, "message": "boom"},
+                            },
+                        ]
+                    }
+                ],
+            }
+        ]
+    },
+    "langfuse": {
+        "id": "t1",
+        "metadata": {"question_id": "q2"},
+        "input": {"question": "Second?"},
+        "output": "done",
+        "latency": 1.5,
+        "observations": [
+            {
+                "id": "o1",
+                "traceId": "t1",
+                "type": "AGENT",
+                "name": "agent",
+                "startTime": "2026-01-02T03:04:00Z",
+                "parentObservationId": None,
+            },
+            {
+                "id": "o2",
+                "traceId": "t1",
+                "type": "GENERATION",
+                "name": "llm",
+                "startTime": "2026-01-02T03:04:01Z",
+                "parentObservationId": "o1",
+                "output": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "tool", "arguments": '{"a": 1}'},
+                        }
+                    ],
+                },
+                "usageDetails": {"input": 3, "output": 2, "total": 5},
+            },
+            {
+                "id": "o3",
+                "traceId": "t1",
+                "type": "TOOL",
+                "name": "tool",
+                "startTime": "2026-01-02T03:04:02Z",
+                "parentObservationId": "o1",
+                "input": {"a": 1},
+                "output": "out",
+                "level": "ERROR",
+                "statusMessage": "boom",
+            },
+        ],
+    },
+    "langsmith": {
+        "id": "0a000000-0000-4000-8000-000000000001",
+        "name": "agent",
+        "run_type": "chain",
+        "trace_id": "0a000000-0000-4000-8000-000000000001",
+        "start_time": "2026-01-02T03:04:00+00:00",
+        "end_time": "2026-01-02T03:04:05+00:00",
+        "inputs": {"input": "Third?"},
+        "outputs": {"output": "done"},
+        "extra": {"metadata": {"question_id": "q3"}},
+        "child_runs": [
+            {
+                "id": "0a000000-0000-4000-8000-000000000002",
+                "name": "tool",
+                "run_type": "tool",
+                "trace_id": "0a000000-0000-4000-8000-000000000001",
+                "parent_run_id": "0a000000-0000-4000-8000-000000000001",
+                "start_time": "2026-01-02T03:04:01+00:00",
+                "inputs": {"a": 1},
+                "outputs": {"output": "out"},
+                "error": None,
+                "child_runs": [],
+            },
+        ],
+    },
     "ragas": {
         "question_id": "q4",
         "user_input": [
@@ -879,3 +1030,50 @@ def test_import_never_crashes(seeds: Any, fmt: str, mutation: st.DataObject) -> 
             else:
                 assert _run(command)[0] == 0, _run(command)[1]
         _check(["evaluate", str(base / "ref.json"), traces, "-q", "--no-judge"])
+
+
+def _otlp_proto_seed() -> bytes | None:
+    """The OTLP seed as protobuf bytes, or None without opentelemetry-proto."""
+    try:
+        from google.protobuf.json_format import ParseDict
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest,
+        )
+    except ImportError:
+        return None
+    document = copy.deepcopy(TRACE_SEEDS["otlp-json"])
+    for record in document["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+        for key in ("traceId", "spanId", "parentSpanId"):
+            if key in record:
+                record[key] = base64.b64encode(bytes.fromhex(record[key])).decode()
+    return bytes(ParseDict(document, ExportTraceServiceRequest()).SerializeToString())
+
+
+_PROTO_SEED = _otlp_proto_seed()
+
+
+@pytest.mark.skipif(_PROTO_SEED is None, reason="needs opentelemetry-proto (the otlp extra)")
+@_SETTINGS
+@given(mutation=st.data())
+def test_import_of_damaged_protobuf_never_crashes(seeds: Any, mutation: st.DataObject) -> None:
+    """OTLP protobuf with bytes flipped, cut, inserted or truncated: exit 0 or one line."""
+    assert _PROTO_SEED is not None
+    raw = bytearray(_PROTO_SEED)
+    for _ in range(mutation.draw(st.integers(1, 4))):
+        position = mutation.draw(st.integers(0, len(raw)))
+        kind = mutation.draw(st.sampled_from(["flip", "cut", "insert", "truncate"]))
+        if kind == "flip" and position < len(raw):
+            raw[position] ^= mutation.draw(st.integers(1, 255))
+        elif kind == "cut":
+            del raw[position : position + mutation.draw(st.integers(1, 8))]
+        elif kind == "insert":
+            raw[position:position] = mutation.draw(st.binary(min_size=1, max_size=8))
+        else:
+            del raw[position:]
+    with tempfile.TemporaryDirectory() as folder:
+        traces = _write(
+            Path(folder), "traces", mutation.draw(st.sampled_from([".pb", ".bin"])), bytes(raw)
+        )
+        output = str(Path(folder) / "responses.jsonl")
+        forced = ["--format", "otlp-proto"] if mutation.draw(st.booleans()) else []
+        _check(["import", traces, "-o", output, *forced])

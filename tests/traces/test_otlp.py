@@ -209,7 +209,9 @@ def test_current_genai_parts_invalid_arguments_and_unlinked_results() -> None:
     trace = one([request(span(ROOT, None, "chat", chat, 0, 1))])
     (call,) = trace.calls
     assert (call.name, call.id, call.args) == ("calc", "c1", '{"x": 1,, }')
-    assert call.args_error == "Expecting property name enclosed in double quotes at 1:9"
+    assert call.args_error == (
+        "arguments are not valid JSON: Expecting property name enclosed in double quotes at 1:9"
+    )
     assert call.lost == ["args_invalid", "output", "status"]
     assert trace.fidelity.losses["unlinked_result"] == 1
 

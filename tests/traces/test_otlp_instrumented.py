@@ -7,7 +7,8 @@ reply, executed in a tool span: one call), statuses, answer, tokens and ids."""
 
 from __future__ import annotations
 
-import importlib.util
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -16,8 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_script import ANSWER, PLAN, TOOL_ERROR, TOOL_OUTPUT, have, script, usage
 
-from openai_stub import Reply, StubServer
+from openai_stub import StubServer
+from qa_eval.cli import run_command
 from qa_eval.traces import otlp
 from qa_eval.traces.model import Trace
 
@@ -31,59 +34,10 @@ NEEDED = (
 )
 
 
-def _have(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ImportError:
-        return False
-
-
 pytestmark = pytest.mark.skipif(
-    not all(_have(name) for name in NEEDED),
+    not have(*NEEDED),
     reason="needs opentelemetry-sdk, the openai-v2 and OpenInference instrumentations (test extra)",
 )
-
-# What the scripted model does for each question: the tool call it plans, then its answer.
-PLAN = {
-    "What is the capital of France?": ("call_q1", "search", {"query": "capital of France"}),
-    "Who owns record 7?": ("call_q2", "lookup", {"id": 7}),
-}
-ANSWER = {"What is the capital of France?": "Paris.", "Who owns record 7?": "I could not find it."}
-TOOL_OUTPUT = {"search": "Paris is the capital of France."}
-TOOL_ERROR = {"lookup": "no record 7"}
-
-
-def usage(number: int) -> dict[str, int]:
-    """The usage the server reports for its ``number``-th reply."""
-    return {"prompt_tokens": 50 + number, "completion_tokens": 10 + number}
-
-
-def script(request: dict[str, Any], number: int) -> Reply:
-    """A tool call for a new question, the answer once the tool's result is in the messages."""
-    question = request["messages"][0]["content"]
-    if not any(message.get("role") == "tool" for message in request["messages"]):
-        call_id, name, args = PLAN[question]
-        function = {"name": name, "arguments": json.dumps(args)}
-        message: dict[str, Any] = {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [{"id": call_id, "type": "function", "function": function}],
-        }
-        finish = "tool_calls"
-    else:
-        message, finish = {"role": "assistant", "content": ANSWER[question]}, "stop"
-    tokens = usage(number)
-    tokens["total_tokens"] = tokens["prompt_tokens"] + tokens["completion_tokens"]
-    return Reply(
-        body={
-            "id": f"chatcmpl-{number}",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "stub",
-            "choices": [{"index": 0, "finish_reason": finish, "message": message}],
-            "usage": tokens,
-        }
-    )
 
 
 def run_agent(tmp_path: Path, kind: str, env: dict[str, str]) -> list[Trace]:
@@ -172,3 +126,81 @@ def test_genai_conventions_without_content_counts_lost_arguments(tmp_path: Path)
 def test_openinference(tmp_path: Path) -> None:
     traces = run_agent(tmp_path, "openinference", {})
     check(traces, with_content=True, conventions={"openinference"})
+
+
+REFERENCE = [
+    {
+        "template_id": "agent",
+        "questions": [
+            {
+                "id": question_id,
+                "question_text": question,
+                "reference_steps": [[{"name": name, "args": args}]],
+            }
+            for question_id, (question, (_, name, args)) in zip(
+                ("q1", "q2"), PLAN.items(), strict=True
+            )
+        ],
+    }
+]
+
+
+def _cli(argv: list[str]) -> tuple[int, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = run_command(argv)
+    return code, out.getvalue() + err.getvalue()
+
+
+def _results(path: Path) -> list[dict[str, Any]]:
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return sorted(
+        (
+            {k: v for k, v in r.items() if k not in ("elapsed_sec",)}
+            for r in rows
+            if "question_id" in r
+        ),
+        key=lambda r: r["question_id"],
+    )
+
+
+@pytest.mark.parametrize(
+    ("kind", "env", "lost_args"),
+    [
+        (
+            "openai-v2",
+            {
+                "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+                "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "span_only",
+            },
+            0,
+        ),
+        ("openai-v2", {}, 2),
+        ("openinference", {}, 0),
+    ],
+    ids=["genai-content", "genai-no-content", "openinference"],
+)
+def test_instrumented_files_import_and_evaluate_end_to_end(
+    tmp_path: Path, kind: str, env: dict[str, str], lost_args: int
+) -> None:
+    """The agent's own file through ``qa-eval import`` then ``evaluate``, and through
+    ``evaluate`` on the trace file: the same results, the lost arguments counted."""
+    run_agent(tmp_path, kind, env)
+    spans = tmp_path / f"{kind}.jsonl"
+    reference = tmp_path / "reference.json"
+    reference.write_text(json.dumps(REFERENCE), encoding="utf-8")
+    responses = tmp_path / "responses.jsonl"
+    code, printed = _cli(["import", str(spans), "-r", str(reference), "-o", str(responses)])
+    assert code == 0, printed
+    assert f"calls without arguments (content capture off): {lost_args}" in printed
+    imported = [json.loads(line) for line in responses.read_text(encoding="utf-8").splitlines()]
+    assert [r["question_id"] for r in imported] == ["q1", "q2"]
+    assert all(r["trace"]["format"] == "otlp-json" for r in imported)
+    via_import, direct = tmp_path / "via-import.jsonl", tmp_path / "direct.jsonl"
+    for source, out in ((responses, via_import), (spans, direct)):
+        code, printed = _cli(
+            ["evaluate", str(reference), str(source), "--no-judge", "-q", "-o", str(out)]
+        )
+        assert code == 0, printed
+    assert _results(via_import) == _results(direct)
+    assert [r["question_id"] for r in _results(direct)] == ["q1", "q2"]

@@ -14,13 +14,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from ..errors import InputError
 from .common import (
     Linker,
     add_tokens,
+    each_trace,
     finish,
+    list_of_objects_with,
+    message_list,
     parse_arguments,
-    read_header,
     set_result,
     text_of,
     tokens_from,
@@ -80,40 +81,17 @@ def detect(record: Any) -> bool:
 
 def read(records: Iterable[Any], source: str) -> Iterator[Trace]:
     """One trace per list of messages or object with ``messages``."""
-    for n, record in enumerate(records, start=1):
-        where = f"record {n}"
-        if (
-            isinstance(record, list)
-            and record
-            and isinstance(record[0], Mapping)
-            and ("messages" in record[0])
-        ):
-            for i, item in enumerate(record):
-                yield read_trace(item, source, f"{where}[{i}]")
-        else:
-            yield read_trace(record, source, where)
+    for record, where in each_trace(records, list_of_objects_with("messages")):
+        yield read_trace(record, source, where)
 
 
 def read_trace(record: Any, source: str, where: str) -> Trace:
     """One trace: a list of messages or an object with ``messages``."""
     trace = Trace(FORMAT, f"{source}:{where}")
-    messages = record if isinstance(record, list) else None
-    if isinstance(record, Mapping):
-        read_header(trace, record)
-        messages = record.get("messages")
-    if not isinstance(messages, list):
-        raise InputError(
-            "not an Anthropic trace (a list of messages, or an object with messages)",
-            source=source,
-            record=where,
-        )
+    messages = message_list(record, trace, source, where, "an Anthropic trace")
     linker = Linker(trace)
     own_usage = isinstance(record, Mapping) and record.get("usage") is not None
-    for i, message in enumerate(messages):
-        if not isinstance(message, Mapping):
-            raise InputError(
-                "a message must be an object", source=source, record=where, field=f"messages[{i}]"
-            )
+    for message in messages:
         _message(trace, linker, message)
         if not own_usage and message.get("usage") is not None:
             add_tokens(trace, message["usage"])

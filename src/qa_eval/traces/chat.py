@@ -15,13 +15,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from ..errors import InputError
 from .common import (
     Linker,
     add_tokens,
+    each_trace,
     finish,
+    message_list,
     parse_arguments,
-    read_header,
     set_result,
     text_of,
     tokens_from,
@@ -68,13 +68,9 @@ def detect(record: Any) -> bool:
 def read(records: Iterable[Any], source: str) -> Iterator[Trace]:
     """One trace per list of messages or object with ``messages``; single messages make one."""
     loose: list[Any] = []
-    for n, record in enumerate(records, start=1):
-        where = f"record {n}"
+    for record, where in each_trace(records, _traces):
         if _is_message(record):
             loose.append(record)
-        elif _traces(record):
-            for i, item in enumerate(record):
-                yield read_trace(item, source, f"{where}[{i}]")
         else:
             yield read_trace(record, source, where)
     if loose:
@@ -84,23 +80,10 @@ def read(records: Iterable[Any], source: str) -> Iterator[Trace]:
 def read_trace(record: Any, source: str, where: str) -> Trace:
     """One trace: a list of messages or an object with ``messages``."""
     trace = Trace(FORMAT, f"{source}:{where}")
-    messages = record if isinstance(record, list) else None
-    if isinstance(record, Mapping):
-        read_header(trace, record)
-        messages = record.get("messages")
-    if not isinstance(messages, list):
-        raise InputError(
-            "not a chat trace (a list of messages, or an object with messages)",
-            source=source,
-            record=where,
-        )
+    messages = message_list(record, trace, source, where, "a chat trace")
     linker = Linker(trace)
     own_usage = isinstance(record, Mapping) and record.get("usage") is not None
-    for i, message in enumerate(messages):
-        if not isinstance(message, Mapping):
-            raise InputError(
-                "a message must be an object", source=source, record=where, field=f"messages[{i}]"
-            )
+    for message in messages:
         _message(trace, linker, message, own_usage)
     if own_usage:
         trace.input_tokens, trace.output_tokens, trace.total_tokens = tokens_from(record["usage"])

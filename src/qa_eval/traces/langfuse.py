@@ -17,17 +17,17 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
+from .common import finish, link, parse_arguments, text_of
 from .model import ToolCall, Trace
 from .treelink import (
     Message,
     as_text,
     depths,
-    finish,
+    fill_results,
     from_json,
-    link,
     messages_of,
-    parse_args,
-    text_of,
+    planned_calls,
+    sum_usage,
 )
 
 __all__ = ["detect", "read"]
@@ -85,7 +85,7 @@ def read(records: Iterable[Any], source: str) -> Iterator[Trace]:
     for number, record in enumerate(records, 1):
         items = record if isinstance(record, list) else [record]
         for index, item in enumerate(items):
-            where = f"{source}:{number}" + (f":{index + 1}" if isinstance(record, list) else "")
+            where = f"{source}:record {number}" + (f"[{index}]" if isinstance(record, list) else "")
             if not isinstance(item, dict):
                 continue
             if isinstance(item.get("observations"), list):
@@ -218,51 +218,18 @@ def _trace(record: dict[str, Any], observations: list[Any], source: str) -> Trac
         for message in _replies(observation.get("output")):
             if message.text:
                 last_answer = message.text
-            for call_id, name, arguments in message.calls:
-                args, error = parse_args(arguments)
-                planned.append(
-                    ToolCall(
-                        name=name,
-                        args=args,
-                        args_error=error,
-                        id=call_id,
-                        record_id=key,
-                        parent=parent[key],
-                        start=end[key] or start[key],
-                    )
-                )
+            planned.extend(planned_calls(message, key, parent[key], end[key] or start[key]))
     trace.question = question
     trace.answer = answer if answer is not None else last_answer
     calls = link(planned, executed)
-    unlinked = 0
-    for call_id, result in results.items():
-        holder = next((c for c in calls if c.id == call_id), None)
-        if holder is None:
-            unlinked += 1
-        elif holder.output is None:
-            holder.output = result
-    counted = [u for u in usages if any(v is not None for v in u)]
-    if counted:
-        ins, outs = [u[0] for u in counted], [u[1] for u in counted]
-        totals = [
-            u[2]
-            if u[2] is not None
-            else (u[0] + u[1] if u[0] is not None and u[1] is not None else None)
-            for u in counted
-        ]
-        trace.input_tokens = _sum(ins)
-        trace.output_tokens = _sum(outs)
-        trace.total_tokens = _sum(totals)
+    unlinked = fill_results(calls, results)
+    sum_usage(trace, [u for u in usages if any(v is not None for v in u)])
     return finish(
         trace,
         calls,
         depth,
         {"duplicate_id": duplicates, "broken_parent": broken, "unlinked_result": unlinked},
     )
-
-
-def _sum(values: list[int | None]) -> int | None:
-    return sum(v for v in values if v is not None) if all(v is not None for v in values) else None
 
 
 def _tool(key: str, observation: dict[str, Any], parent: str | None, start: int | None) -> ToolCall:
@@ -280,7 +247,7 @@ def _tool(key: str, observation: dict[str, Any], parent: str | None, start: int 
     decorated = isinstance(arguments, dict) and set(arguments) == {"args", "kwargs"}
     if decorated and arguments["kwargs"] and not arguments["args"]:
         arguments = arguments["kwargs"]  # the @observe decorator's capture of keyword arguments
-    call.args, call.args_error = parse_args(arguments)
+    call.args, call.args_error = parse_arguments(arguments)
     call.output = observation.get("output")
     if str(observation.get("level", "")).upper() == "ERROR":
         call.status = "error"

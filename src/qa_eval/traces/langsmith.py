@@ -18,17 +18,17 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
+from .common import finish, link, parse_arguments, text_of
 from .model import ToolCall, Trace
 from .treelink import (
     Message,
     as_text,
     chat_message,
     depths,
-    finish,
+    fill_results,
     from_json,
-    link,
-    parse_args,
-    text_of,
+    planned_calls,
+    sum_usage,
 )
 
 __all__ = ["detect", "read"]
@@ -230,7 +230,7 @@ def _tool(run: dict[str, Any], parent: str | None, start: int | None) -> ToolCal
             inputs = inputs["input"]
         else:
             inputs = {k: v for k, v in inputs.items() if k not in ("tool_call_id", "callbacks")}
-    call.args, call.args_error = parse_args(inputs)
+    call.args, call.args_error = parse_arguments(inputs)
     outputs = from_json(run.get("outputs"))
     if isinstance(outputs, dict) and "output" in outputs and len(outputs) == 1:
         outputs = outputs["output"]
@@ -310,41 +310,14 @@ def _trace(runs: list[dict[str, Any]], source: str) -> Trace:
         for message in _replies(run.get("outputs")):
             if message.text:
                 last_answer = message.text
-            for call_id, name, arguments in message.calls:
-                args, error = parse_args(arguments)
-                planned.append(
-                    ToolCall(
-                        name=name,
-                        args=args,
-                        args_error=error,
-                        id=call_id,
-                        record_id=key,
-                        parent=parent[key],
-                        start=end[key] or start[key],
-                    )
-                )
+            planned.extend(planned_calls(message, key, parent[key], end[key] or start[key]))
     trace.question = question
     trace.answer = answer if answer is not None else last_answer
     own = _usage(root) if root.get("run_type") != "llm" else (None, None, None)
     counted = [own] if any(v is not None for v in own) else [u for u in usages if any(u)]
-    if counted:
-        totals = [
-            u[2]
-            if u[2] is not None
-            else (u[0] + u[1] if u[0] is not None and u[1] is not None else None)
-            for u in counted
-        ]
-        trace.input_tokens = _sum([u[0] for u in counted])
-        trace.output_tokens = _sum([u[1] for u in counted])
-        trace.total_tokens = _sum(totals)
+    sum_usage(trace, counted)
     calls = link(planned, executed)
-    unlinked = 0
-    for call_id, result in results.items():
-        holder = next((c for c in calls if c.id == call_id), None)
-        if holder is None:
-            unlinked += 1
-        elif holder.output is None:
-            holder.output = result
+    unlinked = fill_results(calls, results)
     return finish(
         trace,
         calls,
@@ -361,7 +334,3 @@ def _nested(key: str, parent: dict[str, str | None], runs: dict[str, dict[str, A
             return True
         node = parent.get(node)
     return False
-
-
-def _sum(values: list[int | None]) -> int | None:
-    return sum(v for v in values if v is not None) if all(v is not None for v in values) else None

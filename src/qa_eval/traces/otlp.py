@@ -34,17 +34,18 @@ from typing import Any
 
 from ..errors import InputError
 from ..extras import MissingExtra, require
+from .common import finish, link, parse_arguments
 from .model import ToolCall, Trace
 from .treelink import (
     Message,
     as_text,
     chat_message,
     depths,
-    finish,
+    fill_results,
     from_json,
-    link,
     messages_of,
-    parse_args,
+    planned_calls,
+    sum_usage,
 )
 
 __all__ = ["HOLD", "detect", "looks_binary", "read", "read_bytes"]
@@ -733,7 +734,7 @@ def _tool_call(span: _Span) -> ToolCall:
             call.lost.append("args_schema")
         else:
             raw = a["tool.parameters"]
-    call.args, call.args_error = parse_args(raw)
+    call.args, call.args_error = parse_arguments(raw)
     output = _first(a, "gen_ai.tool.call.result", "output.value", "traceloop.entity.output")
     call.output = output
     if span.error:
@@ -823,7 +824,6 @@ def _trace(trace_id: str, open_trace: _Open, source: str, form: str) -> Trace:
     planned: list[ToolCall] = []
     executed: list[ToolCall] = []
     results: dict[str, Any] = {}
-    result_order: list[str] = []
     known_ids: set[str] = set()
     question_at: tuple[int, str] | None = None
     answer_at: tuple[int, int, str] | None = None
@@ -848,24 +848,13 @@ def _trace(trace_id: str, open_trace: _Open, source: str, form: str) -> Trace:
             for message in messages:
                 if message.result_of is not None and message.result_of not in results:
                     results[message.result_of] = message.result
-                    result_order.append(message.result_of)
-                for call_id, name, arguments in message.calls:
-                    if side == "in" and (call_id is None or call_id in known_ids):
+                at = span.end if side == "out" else span.start
+                for call in planned_calls(message, span.span_id, span.parent, at):
+                    if side == "in" and (call.id is None or call.id in known_ids):
                         continue  # the history a later call repeats
-                    if call_id is not None:
-                        known_ids.add(call_id)
-                    args, error = parse_args(arguments)
-                    planned.append(
-                        ToolCall(
-                            name=name,
-                            args=args,
-                            args_error=error,
-                            id=call_id,
-                            record_id=span.span_id,
-                            parent=span.parent,
-                            start=span.end if side == "out" else span.start,
-                        )
-                    )
+                    if call.id is not None:
+                        known_ids.add(call.id)
+                    planned.append(call)
         for message in reading.inputs:
             if message.role == "user" and message.text and span.start is not None:
                 if question_at is None or span.start < question_at[0]:
@@ -882,13 +871,7 @@ def _trace(trace_id: str, open_trace: _Open, source: str, form: str) -> Trace:
     trace.question = question_at[1] if question_at else None
     trace.answer = answer_at[2] if answer_at else None
     calls = link(planned, executed)
-    unlinked = 0
-    for call_id in result_order:
-        holder = next((c for c in calls if c.id == call_id), None)
-        if holder is None:
-            unlinked += 1
-        elif holder.output is None:
-            holder.output = results[call_id]
+    unlinked = fill_results(calls, results)
     _tokens(trace, spans, readings, by_id, root)
     finish(
         trace,
@@ -933,14 +916,4 @@ def _tokens(
                 node = by_id[node].parent
             if not nested:
                 counted.append(reading.usage)
-    if not counted:
-        return
-    ins = [u[0] for u in counted]
-    outs = [u[1] for u in counted]
-    totals = [
-        u[2] if u[2] is not None else (None if u[0] is None or u[1] is None else u[0] + u[1])
-        for u in counted
-    ]
-    trace.input_tokens = sum(ins) if all(v is not None for v in ins) else None  # type: ignore[arg-type]
-    trace.output_tokens = sum(outs) if all(v is not None for v in outs) else None  # type: ignore[arg-type]
-    trace.total_tokens = sum(totals) if all(v is not None for v in totals) else None  # type: ignore[arg-type]
+    sum_usage(trace, counted)

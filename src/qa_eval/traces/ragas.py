@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from ..errors import InputError
-from .common import finish, parse_arguments, read_header, text_of, word
+from .common import each_trace, finish, parse_arguments, read_header, text_of, word
 from .model import ToolCall, Trace
 
 __all__ = ["detect", "read"]
@@ -49,13 +49,8 @@ def detect(record: Any) -> bool:
 
 def read(records: Iterable[Any], source: str) -> Iterator[Trace]:
     """One trace per sample."""
-    for n, record in enumerate(records, start=1):
-        where = f"record {n}"
-        if isinstance(record, list):
-            for i, item in enumerate(record):
-                yield read_trace(item, source, f"{where}[{i}]")
-        else:
-            yield read_trace(record, source, where)
+    for record, where in each_trace(records, lambda record: isinstance(record, list)):
+        yield read_trace(record, source, where)
 
 
 def read_trace(record: Any, source: str, where: str) -> Trace:

@@ -73,6 +73,8 @@ class TraceReport:
     per_trace: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Each lossy trace's own report, by question id (the first ``PER_TRACE_LIMIT``)."""
     lossy_traces: int = 0
+    first_lossy: str | None = None
+    """Where the first lossy trace was read (``FILE:record N``), for ``--strict``'s message."""
 
     def add(self, trace: Trace, question_id: Any) -> None:
         """Count one trace read and answered as ``question_id``."""
@@ -80,6 +82,8 @@ class TraceReport:
         self.formats[trace.format] += 1
         if not trace.fidelity.lossless:
             self.lossy_traces += 1
+            if self.first_lossy is None:
+                self.first_lossy = trace.source
             if len(self.per_trace) < PER_TRACE_LIMIT:
                 self.per_trace[str(question_id)] = fidelity_dict(trace.fidelity)
 
@@ -163,10 +167,12 @@ class TraceReport:
         if unknown:
             parts.append(f"{unknown} attributes of an unknown convention")
         first = next(iter(self.per_trace), None)
+        place = [f"question {first}" if first is not None else "", f"in {self.first_lossy or ''}"]
+        where = ", ".join(p for p in place if p not in ("", "in "))
         raise TraceLossError(
             "strict: the traces lost something: "
             + "; ".join(parts)
-            + (f" (first trace: question {first})" if first is not None else "")
+            + (f" (first trace: {where})" if where else "")
         )
 
 

@@ -19,7 +19,9 @@ from typing import Any
 from ..errors import InputError
 from .common import (
     Linker,
+    each_trace,
     finish,
+    list_of_objects_with,
     parse_arguments,
     read_header,
     set_result,
@@ -82,18 +84,8 @@ def detect(record: Any) -> bool:
 
 def read(records: Iterable[Any], source: str) -> Iterator[Trace]:
     """One trace per list of items or object with ``input`` / ``output``."""
-    for n, record in enumerate(records, start=1):
-        where = f"record {n}"
-        if (
-            isinstance(record, list)
-            and record
-            and isinstance(record[0], Mapping)
-            and ("output" in record[0] or "input" in record[0])
-        ):
-            for i, item in enumerate(record):
-                yield read_trace(item, source, f"{where}[{i}]")
-        else:
-            yield read_trace(record, source, where)
+    for record, where in each_trace(records, list_of_objects_with("output", "input")):
+        yield read_trace(record, source, where)
 
 
 def read_trace(record: Any, source: str, where: str) -> Trace:

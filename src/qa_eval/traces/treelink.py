@@ -1,23 +1,20 @@
-"""What the tree-shaped trace readers (OTLP, Langfuse, LangSmith) share: arguments parsed as
-JSON, a planned call linked to the record that executed it, calls ordered, and each call's losses
-counted into the trace's fidelity.
+"""What the tree-shaped trace readers (OTLP, Langfuse, LangSmith) share beyond ``common``: the
+messages their model calls record (Chat Completions-shaped, or GenAI messages of parts), the tool
+calls those messages plan, the results later model calls were sent, the depth of each record in a
+possibly broken tree, and the usage of several model calls summed.
 
-A model's reply may plan a tool call (with its id, name and arguments) and a separate span,
-observation or run record its execution (with its output and status). The two are one call:
-linked by the call id where both have one, else by name and order under the same parent (the
-k-th unlinked plan of ``search`` under an agent span ↔ the k-th unlinked execution of ``search``
-under it), never by position alone.
+Linking a plan to its execution, ordering and counting the losses are ``common``'s, shared with
+the message formats.
 """
 
 from __future__ import annotations
 
 import json
-import math
-from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .common import parse_arguments, text_of
 from .model import ToolCall, Trace
 
 __all__ = [
@@ -25,53 +22,12 @@ __all__ = [
     "as_text",
     "chat_message",
     "depths",
-    "finish",
+    "fill_results",
     "from_json",
-    "link",
     "messages_of",
-    "parse_args",
-    "text_of",
+    "planned_calls",
+    "sum_usage",
 ]
-
-
-def parse_args(value: Any) -> tuple[Any, str | None]:
-    """Arguments as an object: JSON text parsed, the raw text and the JSON error when invalid."""
-    if isinstance(value, (bytes, bytearray)):
-        value = bytes(value).decode("utf-8", "replace")
-    if not isinstance(value, str):
-        return value, None
-    if not value.strip():
-        return None, None
-    try:
-        return json.loads(value), None
-    except json.JSONDecodeError as error:
-        return value, f"{error.msg} at {error.lineno}:{error.colno}"
-    except RecursionError:
-        return value, "nested too deeply"
-
-
-def text_of(content: Any) -> str | None:
-    """The text of a message content: a string, or the text parts of a list of parts."""
-    if content is None:
-        return None
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = [t for part in content if (t := _part_text(part)) is not None]
-        return "".join(texts) if texts else None
-    if isinstance(content, dict):
-        return _part_text(content)
-    return str(content)
-
-
-def _part_text(part: Any) -> str | None:
-    if isinstance(part, str):
-        return part
-    if isinstance(part, dict) and part.get("type", "text") in ("text", "output_text", "input_text"):
-        for key in ("text", "content"):
-            if isinstance(part.get(key), str):
-                return str(part[key])
-    return None
 
 
 @dataclass
@@ -86,6 +42,8 @@ class Message:
 
 
 def from_json(value: Any) -> Any:
+    """A string holding a JSON object or array, parsed (as it was when it does not parse); any
+    other value as it is."""
     if isinstance(value, str):
         text = value.strip()
         if text[:1] in ("{", "["):
@@ -142,10 +100,13 @@ def parts_message(item: dict[str, Any]) -> Message:
 
 
 def as_text(value: Any) -> str | None:
+    """A value as text (an id written as a number, say), None kept."""
     return None if value is None else str(value)
 
 
 def messages_of(value: Any) -> list[Message]:
+    """The messages of a model call's input or output: a list of messages, an object with
+    ``messages`` or OpenAI's ``choices``, or one message (JSON text parsed first)."""
     value = from_json(value)
     if isinstance(value, dict):
         if isinstance(value.get("messages"), list):
@@ -188,88 +149,53 @@ def depths(parent: dict[str, str | None]) -> tuple[dict[str, int], int]:
     return depth, broken
 
 
-def _merge(plan: ToolCall, done: ToolCall) -> ToolCall:
-    """One call from its plan (id, arguments) and its execution (output, status, record)."""
-    if done.args is None and done.args_error is None and "args_schema" not in done.lost:
-        done.args, done.args_error = plan.args, plan.args_error
-    elif done.args_error is not None and plan.args is not None and plan.args_error is None:
-        done.args, done.args_error = plan.args, None  # the plan's JSON, not the executor's repr
-    elif done.args is None and plan.args is not None:
-        done.args, done.args_error = plan.args, plan.args_error
-        done.lost = [item for item in done.lost if item != "args_schema"]
-    done.id = done.id or plan.id
-    if done.output is None:
-        done.output = plan.output
-    if done.status is None:
-        done.status, done.error = plan.status, plan.error
-    return done
-
-
-def link(planned: list[ToolCall], executed: list[ToolCall]) -> list[ToolCall]:
-    """Planned and executed calls as one list: a pair linked by id, else by name and order under
-    the same parent, is one call; what stays unlinked stays, as it is."""
-    by_id: dict[str, ToolCall] = {}
-    for plan in planned:
-        if plan.id is not None:
-            by_id.setdefault(plan.id, plan)
-    linked: set[int] = set()
-    calls: list[ToolCall] = []
-    rest: list[ToolCall] = []
-    for done in executed:
-        match = by_id.get(done.id) if done.id is not None else None
-        if match is not None and id(match) not in linked:
-            linked.add(id(match))
-            calls.append(_merge(match, done))
-        else:
-            rest.append(done)
-    waiting: dict[tuple[str | None, str], list[ToolCall]] = defaultdict(list)
-    for plan in planned:
-        if id(plan) not in linked:
-            waiting[(plan.parent, plan.name)].append(plan)
-    for done in rest:
-        queue = waiting.get((done.parent, done.name))
-        candidates = [p for p in queue or [] if done.id is None or p.id is None]
-        if candidates:
-            plan = candidates[0]
-            queue.remove(plan)  # type: ignore[union-attr]
-            linked.add(id(plan))
-            calls.append(_merge(plan, done))
-        else:
-            calls.append(done)
-    calls.extend(plan for plan in planned if id(plan) not in linked)
+def planned_calls(
+    message: Message, record_id: str, parent: str | None, start: int | None
+) -> list[ToolCall]:
+    """The tool calls a model's message plans, as calls of the record that holds them."""
+    calls = []
+    for call_id, name, arguments in message.calls:
+        args, error = parse_arguments(arguments)
+        calls.append(
+            ToolCall(
+                name=name,
+                args=args,
+                args_error=error,
+                id=call_id,
+                record_id=record_id,
+                parent=parent,
+                start=start,
+            )
+        )
     return calls
 
 
-def _order_key(call: ToolCall, depth: Mapping[str, int]) -> tuple[float, int]:
-    start = math.inf if call.start is None else float(call.start)
-    return start, depth.get(call.parent, 0) if call.parent is not None else 0
+def fill_results(calls: list[ToolCall], results: Mapping[str, Any]) -> int:
+    """Give each result later model calls were sent (call id -> result, in the order first seen)
+    to the call of that id that has no output yet; how many results have no call."""
+    unlinked = 0
+    for call_id, result in results.items():
+        holder = next((c for c in calls if c.id == call_id), None)
+        if holder is None:
+            unlinked += 1
+        elif holder.output is None:
+            holder.output = result
+    return unlinked
 
 
-def finish(
-    trace: Trace,
-    calls: Iterable[ToolCall],
-    depth: Mapping[str, int] | None = None,
-    extra: dict[str, int] | None = None,
-) -> Trace:
-    """Order the calls (start time, then depth of their parent), list what each lacks, and count
-    it all into ``trace.fidelity`` (with ``extra`` losses the reader counted itself)."""
-    ordered = sorted(calls, key=lambda call: _order_key(call, depth or {}))
-    for call in ordered:
-        lost = [item for item in call.lost if item in ("args_schema",)]
-        if call.args is None and "args_schema" not in lost:
-            lost.append("args")
-        if call.args_error is not None:
-            lost.append("args_invalid")
-        if call.output is None and call.status != "error":
-            lost.append("output")
-        if call.status is None:
-            lost.append("status")
-        call.lost = lost
-        trace.fidelity.losses.update(lost)
-    trace.calls = ordered
-    trace.fidelity.traces = 1
-    trace.fidelity.tool_calls = len(ordered)
-    for name, count in (extra or {}).items():
-        if count:
-            trace.fidelity.losses[name] += count
-    return trace
+def sum_usage(trace: Trace, counted: list[tuple[int | None, int | None, int | None]]) -> None:
+    """Set the trace's tokens to the sum of the (input, output, total) usages counted: each sum
+    only where every usage has that count (a total from input + output where it has none)."""
+    if not counted:
+        return
+
+    def total(values: list[int | None]) -> int | None:
+        return sum(v for v in values if v is not None) if None not in values else None
+
+    totals = [
+        u[2] if u[2] is not None else (None if u[0] is None or u[1] is None else u[0] + u[1])
+        for u in counted
+    ]
+    trace.input_tokens = total([u[0] for u in counted])
+    trace.output_tokens = total([u[1] for u in counted])
+    trace.total_tokens = total(totals)
