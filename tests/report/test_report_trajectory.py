@@ -252,7 +252,9 @@ def test_repeated_trials_show_pass_at_k_and_how_often_the_same_trajectory_was_ch
 HOSTILE = '"><script>alert({n})</script><img src=x onerror=alert({n})>'
 
 
-def test_hostile_tool_names_arguments_and_outputs_stay_text() -> None:
+def hostile_trajectory_runs() -> tuple[list[Run], list[str]]:
+    """Two runs of one question with a distinct hostile text in every field of the trajectory
+    drill-down (tool names, ids, arguments, outputs, errors, mismatch, reason, labels)."""
     marks: list[str] = []
 
     def h(field: str) -> str:
@@ -288,7 +290,13 @@ def test_hostile_tool_names_arguments_and_outputs_stay_text() -> None:
     other = dict(result, trajectory_error=h("trajectory error"))
     for key in ("trajectory_match", "trajectory_calls"):
         other.pop(key)
-    page = build_report([Run(h("run a"), [result]), Run(h("run b"), [other])])
+    return [Run(h("run a"), [result]), Run(h("run b"), [other])], marks
+
+
+def test_hostile_tool_names_arguments_and_outputs_stay_text() -> None:
+    runs, marks = hostile_trajectory_runs()
+    assert len({m.split(":")[0] for m in marks}) == 21
+    page = build_report(runs)
     (html,) = drills(page)
     assert_safe(page)
     text = "".join(assert_safe(html).text)
