@@ -244,6 +244,11 @@ def test_repeated_trials_show_pass_at_k_and_how_often_the_same_trajectory_was_ch
     expected = ["trajectory_match", "3", "3", "0.833", "1", "0.500", "0.833"]
     assert by_group["all questions"][1:] == expected
     assert by_group["flights"][1:] == expected
+    # each trial is its own row in the question list, labelled with its trial
+    shown = r'<span class="qid">(\w+)</span> <span class="muted">trial (\d)</span>'
+    labels = re.findall(shown, page)
+    assert sorted(labels) == sorted((f"q{i}", str(t)) for i in range(2) for t in range(3))
+    assert all("· trial " in html for html in drills(page))
 
 
 # ------------------------------------------------------------------ safety

@@ -166,7 +166,7 @@ def _trajectory(result: Mapping[str, Any]) -> RunTrajectory | None:
         match = ""
         if j in by_reference:
             i = by_reference[j]
-            step = steps[i] if i < len(steps) and isinstance(steps[i], Mapping) else None
+            step = steps[i] if 0 <= i < len(steps) and isinstance(steps[i], Mapping) else None
             match = _label(i, step, by_index[i])
         elif call.get("matches") is not None:
             match = clip(call["matches"], MAX_CELL)
