@@ -744,6 +744,25 @@ def _strategies() -> Any:
             "retrieval_answer_recall": json_value,
         },
     )
+    trajectory = st.fixed_dictionaries(
+        {"calls": st.lists(step | json_value, max_size=3) | json_value},
+        optional={
+            "alternatives": st.lists(st.lists(step, max_size=2) | json_value, max_size=2),
+            "match": json_value,
+            "args": json_value,
+            "ordered": json_value,
+        },
+    )
+    trajectory_call = st.fixed_dictionaries(
+        {},
+        optional={
+            "index": st.integers(-3, 5) | json_value,
+            "role": st.sampled_from(["matched", "extra", "failed", "optional"]) | json_value,
+            "reference": st.integers(-2, 4) | json_value,
+            "repeated": json_value,
+            "id": json_value,
+        },
+    )
     result = st.fixed_dictionaries(
         {"question_id": st.sampled_from(["q1", "q2", "q3"]) | json_value},
         optional={
@@ -761,6 +780,11 @@ def _strategies() -> Any:
             "answer_class": text,
             "my_metric": json_value,
             "faithfulness_statements": json_value,
+            "reference_trajectory": json_value | st.lists(step, max_size=3) | trajectory,
+            "trajectory_calls": json_value | st.lists(trajectory_call, max_size=4),
+            "trajectory_alternative": st.integers(-1, 3) | json_value,
+            "trajectory_error": json_value,
+            "trial": st.integers(0, 2) | json_value,
         },
     )
     return st.lists(result, max_size=4)

@@ -14,6 +14,7 @@ Set ``QA_EVAL_REPORT_SCREENSHOT=/path/report.png`` to keep a screenshot of the f
 from __future__ import annotations
 
 import base64
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,7 @@ pytest.importorskip(
 )
 
 from test_report import SIGNATURE, XSS, hostile_runs, sample_results
+from test_report_trajectory import hostile_trajectory_runs
 
 from cdp_browser import Browser, find_chromium
 from qa_eval.report import Run, build_report
@@ -227,3 +229,43 @@ def test_hostile_text_is_shown_as_text(
     )
     assert any(m.startswith("template id:") and m in svg_text for m in marks)
     assert any(m.startswith("metric name:") and m in svg_text for m in marks)
+
+
+def test_trajectory_drill_down_stays_text_and_is_searched(
+    browser: Browser, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    runs, marks = hostile_trajectory_runs()
+    page = tmp_path_factory.mktemp("trajectory") / "report.html"
+    page.write_text(build_report(runs), encoding="utf-8")
+    events = _load(browser, page)
+    assert browser.evaluate(OPEN_ALL) == 1
+    assert browser.poll(ALL_LOADED)
+    # every folded output open too
+    opened = browser.evaluate(
+        "(() => { const d = document.querySelectorAll('.traj details');"
+        " d.forEach(e => e.open = true); return d.length; })()"
+    )
+    assert opened >= 3
+    seen = len(browser.events)
+    browser.evaluate("new Promise(r => setTimeout(r, 300))")
+    events += browser.events[seen:]
+    assert _problems(events) == []
+    assert _requests(events) == [page.as_uri()]
+    assert browser.evaluate("document.images.length") == 0
+    assert browser.evaluate("document.scripts.length") == 2
+    text = browser.evaluate("document.querySelector('.traj').textContent")
+    assert [m for m in marks if m not in text and json.dumps(m)[1:-1] not in text] == []
+    rows = browser.evaluate(
+        "Array.from(document.querySelectorAll('.traj table.act-calls td.mk'))"
+        ".map(e => e.textContent)"
+    )
+    # run a scored; run b not evaluated (trajectory_error): its calls have no role
+    assert rows == ["extra", "failed", "extra", "missing", "missing", "", "", ""]
+    # the filter searches the calls: a tool name finds the question, another word does not
+    count = "document.getElementById('q-count').textContent"
+    for word, expected in (("missing tool:", "1 of 1 questions"), ("no such tool", "0 of 1")):
+        browser.evaluate(
+            "(() => { const f = document.getElementById('q-filter'); "
+            f"f.value = {word!r}; f.dispatchEvent(new Event('input')); }})()"
+        )
+        assert browser.poll(f"{count}.startsWith({expected!r})"), browser.evaluate(count)

@@ -57,6 +57,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..aggregate import (
+    ALTERNATIVE_KEY,
     METRICS,
     STEP_METRICS,
     as_float,
@@ -80,8 +81,9 @@ from .signflip import (
 
 __all__ = ["collapse_trials", "compare_runs", "default_metrics", "holm", "lower_is_better"]
 
-_ID_KEYS = frozenset({"template_id", "question_id", TRIAL_KEY, "trials"})
-"""Keys that are no metric: the ids, a result's trial and a merged question's trial count."""
+_ID_KEYS = frozenset({"template_id", "question_id", TRIAL_KEY, "trials", ALTERNATIVE_KEY})
+"""Keys that are no metric: the ids, a result's trial, a merged question's trial count and which
+acceptable trajectory was chosen (``trajectory_alternative``: a number that names, not measures)."""
 _STEP_METRIC_NAMES = {m: step for step, names in STEP_METRICS.items() for m in names}
 ErrorMode = Literal["fail", "exclude", "include"]
 _ERROR_MODES = ("fail", "exclude", "include")

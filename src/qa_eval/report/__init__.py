@@ -138,7 +138,7 @@ def build_report(
     if verdict is None and len(summaries) >= 2:
         by_template = _repeats_ids(summaries)
     questions = collect_questions(summaries, by_template)
-    primary = next((m for m in metrics if not m.lower and not m.step), None)
+    primary = next((m for m in metrics if m.higher and not m.step), None)
     fail = verdict is None or verdict.method.get("errors", "fail") != "exclude"
     ordered = order_questions(questions, metrics, primary, verdict is not None, fail)
     shown = len(ordered) if max_questions is None else min(max_questions, len(ordered))

@@ -26,7 +26,7 @@ from ..steps.outputs import OutputParseError, loads
 from ..steps.sparql.terms import SparqlResultError, read_term
 from .text import clip, format_query, prefixes
 
-__all__ = ["Drill", "RefBlock", "RunAnswer", "StepView", "Table", "drill_down"]
+__all__ = ["Cell", "Drill", "RefBlock", "RunAnswer", "StepView", "Table", "drill_down", "step_view"]
 
 MAX_ROWS = 12
 """Rows shown per table (the rest are counted); rows marked missing or extra are shown first."""
@@ -39,6 +39,10 @@ _STEP_STRUCTURE = frozenset(
     {"name", "id", "args", "output", "status", "error", "output_media_type", "matches",
      "mismatch", "required_columns", "ordered", "ignore_duplicates"}
 )  # fmt: skip
+_TRAJECTORY_KEYS = frozenset(
+    {"reference_trajectory", "trajectory_calls", "trajectory_error", "trajectory_reason"}
+)
+"""Shown in the trajectory part of the drill-down (``report.trajectory``), not repeated here."""
 _TEXT_KEYS = frozenset(
     {"template_id", "question_id", "question_text", "reference_answer", "actual_answer",
      "status", "error", "reference_steps", "actual_steps"}
@@ -405,6 +409,12 @@ def _view(
     )
 
 
+def step_view(step: Mapping[str, Any], names: Sequence[tuple[str, str]] = ()) -> StepView:
+    """A step as shown: its query, arguments, output (a table, a boolean or text), error and
+    step metrics (``names``: the PREFIXes that shorten IRIs)."""
+    return _view(step, names)
+
+
 def _groups(result: Mapping[str, Any] | None) -> list[list[Mapping[str, Any]]]:
     groups = result.get("reference_steps") if result is not None else None
     out = []
@@ -467,9 +477,14 @@ def _beside(
 
 
 def _answer(result: Mapping[str, Any], other_calls: tuple[StepView, ...]) -> RunAnswer:
+    shown = _TRAJECTORY_KEYS if result.get("reference_trajectory") is not None else frozenset()
+    if shown:
+        other_calls = ()  # every call is in the trajectory part, with its output
     lists = []
     for key, value in result.items():
         if key in ("actual_steps", "reference_steps") or not isinstance(value, list) or not value:
+            continue
+        if key in shown:
             continue
         if all(isinstance(i, Mapping) for i in value):
             columns = tuple(dict.fromkeys(str(c) for i in value for c in i))
@@ -481,14 +496,16 @@ def _answer(result: Mapping[str, Any], other_calls: tuple[StepView, ...]) -> Run
             )
     listed = {name for name, _, _ in lists}
     reasons = tuple(
-        (str(k), _text(v)) for k, v in result.items() if str(k).endswith("_reason") and v
+        (str(k), _text(v))
+        for k, v in result.items()
+        if str(k).endswith("_reason") and v and k not in shown
     )
     errors = tuple(
         (str(k), _text(v))
         for k, v in result.items()
-        if str(k).endswith("_error") and v and k != "error"
+        if str(k).endswith("_error") and v and k != "error" and k not in shown
     )
-    done = {*_TEXT_KEYS, *listed, *(k for k, _ in reasons), *(k for k, _ in errors)}
+    done = {*_TEXT_KEYS, *shown, *listed, *(k for k, _ in reasons), *(k for k, _ in errors)}
     others = tuple(
         (str(k), _text(v, MAX_CELL * 3))
         for k, v in result.items()

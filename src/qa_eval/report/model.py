@@ -4,7 +4,7 @@ Per run the statistics are :func:`qa_eval.aggregate.compute_aggregates` (micro, 
 template, step counters, label counts) and the verdict of two runs is
 :func:`qa_eval.compare.compare_runs` (paired sign-flip test, Holm-adjusted, direction per
 metric). This module computes no statistic of its own: it reads those two outputs, takes each
-metric's direction from the comparison (or :func:`qa_eval.compare.lower_is_better` without one),
+metric's direction from the comparison (or the registry's :func:`qa_eval.metrics.direction`),
 and keeps the per-question values the histograms need.
 """
 
@@ -22,9 +22,10 @@ from ..aggregate import (
     compute_aggregates,
     is_finite_number,
 )
-from ..compare.runs import default_metrics, lower_is_better
+from ..compare.runs import default_metrics
 from ..errors import InputError
 from ..judge.repeats import MARKER
+from ..metrics import direction as metric_direction
 from ..metrics.trials import table_rows
 
 __all__ = [
@@ -63,7 +64,7 @@ class Metric:
     """A metric shown in the report: its direction and whether its values are 0-1 scores."""
 
     name: str
-    direction: str  # "higher" or "lower"
+    direction: str  # "higher", "lower" or "none" (a count or ratio: neither is better)
     unit: bool  # every value lies in [0, 1]: charts use a 0-1 axis
     step: bool = False  # one value per step (retrieval_*), not per question
 
@@ -71,6 +72,11 @@ class Metric:
     def lower(self) -> bool:
         """Whether smaller values are better."""
         return self.direction == "lower"
+
+    @property
+    def higher(self) -> bool:
+        """Whether larger values are better (a score)."""
+        return self.direction == "higher"
 
 
 @dataclass(frozen=True)
@@ -135,6 +141,10 @@ class RunSummary:
     """``judge_repeats`` of the run (the most any result has), None without repeats."""
     trials: list[tuple[Any, ...]] = field(default_factory=list)
     """Repeated trials: the pass@k table's rows (``qa_eval.metrics.trials.table_rows``)."""
+    consistency: Mapping[str, tuple[float, int]] = field(default_factory=dict)
+    """Repeated trials: per template (and "all questions") the aggregates'
+    ``trajectory_consistency`` (mean share of trials choosing the most common acceptable
+    trajectory, questions)."""
     label_flips: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """The aggregates' ``label_flips``: per label or verdict list, ``{n, flipped, share}``."""
 
@@ -182,8 +192,9 @@ class ComparisonRow:
 
     @property
     def trend(self) -> str:
-        """Which way the delta points in the metric's direction: "up", "down" or "flat"."""
-        if self.delta is None or abs(self.delta) <= _TIE:
+        """Which way the delta points in the metric's direction: "up", "down" or "flat" (also
+        for a metric with direction "none", where neither way is better)."""
+        if self.delta is None or abs(self.delta) <= _TIE or self.direction == "none":
             return "flat"
         return "up" if (self.delta > 0) != (self.direction == "lower") else "down"
 
@@ -363,7 +374,21 @@ def summarize_run(
         repeats=_repeats(records),
         label_flips=_flips(micro.get("label_flips")),
         trials=table_rows(aggregates),
+        consistency=_consistency(aggregates),
     )
+
+
+def _consistency(aggregates: Mapping[str, Any]) -> dict[str, tuple[float, int]]:
+    """Per group (the names of ``table_rows``) the trials' ``trajectory_consistency``."""
+    groups = [*(aggregates.get("per_template") or {}).items()]
+    groups.append(("all questions", aggregates.get("micro") or {}))
+    out: dict[str, tuple[float, int]] = {}
+    for name, stats in groups:
+        block = stats.get("trials") if isinstance(stats, Mapping) else None
+        entry = block.get("trajectory_consistency") if isinstance(block, Mapping) else None
+        if isinstance(entry, Mapping) and is_finite_number(entry.get("mean")):
+            out[str(name)] = (float(entry["mean"]), int(entry.get("n") or 0))
+    return out
 
 
 def _repeats(records: Sequence[Mapping[str, Any]]) -> int | None:
@@ -425,19 +450,21 @@ def _judge_usage(signature: Mapping[str, Any] | None) -> list[tuple[str, Any]]:
 
 def metric_list(runs: Sequence[RunSummary], verdict: Verdict | None) -> list[Metric]:
     """Every metric with a value in some run: scores first (aggregate.SCORES order), then other
-    higher-is-better metrics, then lower-is-better ones; directions from the comparison."""
+    higher-is-better metrics, then those without a direction (counts, ratios), then
+    lower-is-better ones; directions from the comparison, else the registry."""
     directions = {r.metric: r.direction for r in verdict.overall} if verdict else {}
     seen = list(dict.fromkeys(m for run in runs for m in run.micro.stats))
     out: list[Metric] = []
     for name in seen:
-        direction = directions.get(name) or ("lower" if lower_is_better(name) else "higher")
+        direction = directions.get(name) or metric_direction(name)
         values = [v for run in runs for v in run.values.get(name, ())]
         unit = direction == "higher" and bool(values) and all(0.0 <= v <= 1.0 for v in values)
         out.append(Metric(name, direction, unit, name in STEP_METRIC_OWNER))
     rank = {name: i for i, name in enumerate(SCORES)}
+    place = {"higher": 0, "none": 1, "lower": 2}
     return sorted(
         out,
-        key=lambda m: (m.lower, rank.get(m.name, len(rank)), seen.index(m.name)),
+        key=lambda m: (place[m.direction], rank.get(m.name, len(rank)), seen.index(m.name)),
     )
 
 
@@ -447,7 +474,7 @@ def headline_metrics(metrics: Sequence[Metric]) -> list[Metric]:
     usage = [u for u in HEADLINE_USAGE if u in names]
     if "total_tokens" not in names:
         usage = [u for u in ("input_tokens", "output_tokens") if u in names] + usage
-    return [m for m in metrics if not m.lower] + [m for m in metrics if m.name in usage]
+    return [m for m in metrics if m.higher] + [m for m in metrics if m.name in usage]
 
 
 # ------------------------------------------------------------------ the comparison
@@ -509,8 +536,8 @@ def verdict_of(comparison: Mapping[str, Any]) -> Verdict:
         for entry in entries:
             metric = str(entry.get("metric"))
             direction = entry.get("direction")
-            if direction not in ("higher", "lower"):
-                direction = "lower" if lower_is_better(metric) else "higher"
+            if direction not in ("higher", "lower", "none"):
+                direction = metric_direction(metric)
             overall.append(_row(metric, direction, None, entry["overall"]))
             for row in entry.get("per_template") or ():
                 if isinstance(row, Mapping):
@@ -518,13 +545,13 @@ def verdict_of(comparison: Mapping[str, Any]) -> Verdict:
                     per_template.append(_row(metric, direction, tid, row))
         method = comparison.get("method") or {}
         label_a, label_b = labels.get("a", "A"), labels.get("b", "B")
-    else:  # report_rows: flat rows, no direction (the name decides, as compare does)
+    else:  # report_rows: flat rows, no direction (the registry decides, as compare does)
         for row in entries:
             name = str(row.get("metric"))
             where = row.get("template")
             template = None if where in (None, "") else str(where)
             target = overall if template is None else per_template
-            target.append(_row(name, "lower" if lower_is_better(name) else "higher", template, row))
+            target.append(_row(name, metric_direction(name), template, row))
         method = {"errors": comparison.get("errors")}
         label_a, label_b = comparison.get("a", "A"), comparison.get("b", "B")
     questions = comparison.get("questions")

@@ -114,7 +114,7 @@ def _judge(question: QuestionRef, metrics: Sequence[Metric], fail: bool) -> Ques
     changes = []
     better = False
     for metric in metrics:
-        if metric.lower:
+        if not metric.higher:
             continue
         va, vb = paired_values(a, b, metric.name, fail)
         if va is None or vb is None:

@@ -27,6 +27,7 @@ from . import figures
 from .drill import drill_down, metric_rows
 from .model import Metric, RunSummary, Verdict
 from .questions import QuestionRef, paired_values
+from .trajectory import trajectory_views
 
 __all__ = ["render_page"]
 
@@ -153,7 +154,9 @@ def _signature(run: RunSummary) -> dict[str, Any]:
 
 def _delta_class(metric: Metric | None, a: float | None, b: float | None) -> str:
     """``up`` when B is better than A on the metric, ``down`` when worse, else empty."""
-    if metric is None or a is None or b is None or abs(b - a) <= 1e-12:
+    if metric is None or metric.direction == "none" or a is None or b is None:
+        return ""
+    if abs(b - a) <= 1e-12:
         return ""
     return "up" if (b > a) != metric.lower else "down"
 
@@ -210,7 +213,7 @@ def render_page(
     global _secrets
     _secrets = tuple(known_secrets())
     by_name = {m.name: m for m in metrics}
-    primary = next((m for m in metrics if not m.lower and not m.step), None)
+    primary = next((m for m in metrics if m.higher and not m.step), None)
     fail = verdict is None or verdict.method.get("errors", "fail") != "exclude"
     visible = questions[:shown]
     rows = [_question_row(q, i + 1, primary, runs, fail) for i, q in enumerate(visible)]
@@ -277,7 +280,11 @@ def _drills(
         drills.append(
             drill_template.render(
                 q=ref,
-                d={"drill": drill_down(ref.results), "metrics": metric_values},
+                d={
+                    "drill": drill_down(ref.results),
+                    "metrics": metric_values,
+                    "trajectory": trajectory_views(ref.results),
+                },
                 runs=runs,
                 colors=figures.RUN_COLORS,
             )
