@@ -499,7 +499,11 @@ METRICS: dict[str, Metric] = {
     ),
     "steps_score": Metric(
         "steps_score", "the reference steps matched by the actual steps", ("steps",),
-        (_score("steps_score", 1), Key("step_errors", own=True)), "docs/steps.md", switch=False,
+        (
+            _score("steps_score", 1), Key("step_errors", own=True),
+            Key("steps_score_error", own=True),
+        ),
+        "docs/steps.md", switch=False,
         prefix=False,
     ),
     "usage": Metric(

@@ -84,7 +84,13 @@ def evaluate_question(
     actual_steps = reply.get("actual_steps") or []
     # A new list of the same step dicts: nothing here changes them.
     result["actual_steps"] = list(actual_steps)
-    if question.groups is not None:
+    unreadable = _steps_not_evaluable(question, actual_steps)
+    if unreadable is not None:
+        result["reference_steps"] = [
+            [dict(ref.raw) for ref in group] for group in question.groups or ()
+        ]
+        result["steps_score_error"] = unreadable
+    elif question.groups is not None:
         scorer = StepScorer(actual_steps, response.successful if response is not None else None)
         matches, score = match_steps(question.groups, scorer)
         # Copies of the reference steps (a prepared question keeps every step, in place, so a
@@ -124,6 +130,32 @@ def evaluate_question(
         if key in reply:
             result[key] = reply[key]
     return result
+
+
+def _steps_not_evaluable(question: Question, actual_steps: Any) -> str | None:
+    """Why the reference steps cannot be scored (the trace import recorded that calls of the
+    reference steps' names lost their output or arguments: content capture off), or None.
+
+    Such a question is not scored on what is left: a step with no recorded output would count as
+    unmatched and give a 0 that says nothing about the system."""
+    if question.groups is None or not actual_steps:
+        return None
+    names = {ref.raw.get("name") for group in question.groups for ref in group}
+    lost = [
+        step
+        for step in actual_steps
+        if isinstance(step, Mapping)
+        and step.get("name") in names
+        and {"output", "args"} & set(step.get("lost") or ())
+    ]
+    if not lost:
+        return None
+    parts = sorted({part for step in lost for part in step["lost"] if part in ("output", "args")})
+    what = " or ".join({"args": "arguments", "output": "output"}[p] for p in parts)
+    return (
+        f"not evaluable: {len(lost)} of {len(actual_steps)} steps named like reference steps "
+        f"have no recorded {what} (the trace did not capture them)"
+    )
 
 
 class Results(list):  # type: ignore[type-arg]

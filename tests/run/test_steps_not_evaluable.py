@@ -1,0 +1,54 @@
+"""Reference steps are not scored on what a trace lost: a step named like a reference step with no
+recorded output or arguments makes steps_score not evaluable, never a 0."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from qa_eval import compute_aggregates, run_evaluation
+
+
+def reference() -> list[dict[str, Any]]:
+    """Two questions with one SPARQL-like step each, compared by output."""
+    return [
+        {
+            "template_id": "t",
+            "questions": [
+                {
+                    "id": f"q{i}",
+                    "question_text": "?",
+                    "reference_steps": [[{"name": "search", "args": {"q": "x"}, "output": "o"}]],
+                }
+                for i in range(3)
+            ],
+        }
+    ]
+
+
+def step(**extra: Any) -> dict[str, Any]:
+    """An actual search step that found the reference output, with ``extra`` keys."""
+    return {"name": "search", "args": {"q": "x"}, "status": "success", "output": "o", **extra}
+
+
+def test_a_lost_output_or_arguments_make_the_steps_not_evaluable() -> None:
+    responses = [
+        {"question_id": "q0", "actual_steps": [step()]},
+        {"question_id": "q1", "actual_steps": [{**step(lost=["output"]), "output": None}]},
+        {
+            "question_id": "q2",
+            "actual_steps": [step(lost=["status"]), step(name="other", lost=["args"])],
+        },
+    ]
+    results = run_evaluation(reference(), responses)
+    assert results[0]["steps_score"] == 1.0
+    assert "steps_score" not in results[1]
+    assert results[1]["steps_score_error"] == (
+        "not evaluable: 1 of 1 steps named like reference steps have no recorded output "
+        "(the trace did not capture them)"
+    )
+    assert "mismatch" not in results[1]["reference_steps"][0][0]
+    # a lost status, or lost arguments of a step no reference step is named like, change nothing
+    assert results[2]["steps_score"] == 1.0
+    aggregates = compute_aggregates(results)
+    steps = aggregates["micro"]["steps_score"]
+    assert steps["n"] == 2 and steps["failed"] == 1 and steps["mean"] == 1.0
