@@ -231,12 +231,9 @@ def score_one(
     matched_required = sum(1 for i in required if i in matched)
     recall = matched_required / len(required) if required else 1.0
     precision = len(matched) / m if m else 1.0
-    if not required and not m:
-        f1 = 1.0
-    elif not required or not m:
-        f1 = 0.0  # every actual call extra (precision 0), or nothing called (recall 0)
-    else:
-        f1 = _f1(precision, recall)
+    # no required call and no successful call: P = R = 1, so F1 = 1; only unmatched actual
+    # calls: P = 0; nothing called: R = 0 (F1 0); optional calls matching every actual call: 1
+    f1 = _f1(precision, recall)
     total = 0.0
     for i in required:
         if i in pairs:
@@ -319,8 +316,8 @@ def evaluate_trajectory(
         f"{extra} extra, {failed} failed"
         + (f" (alternative {chosen})" if len(outcomes) > 1 else "")
     )
-    if not required:
-        reason += "; tool_calls_ratio is null: the chosen trajectory has no required call"
+    if not best.calls:
+        reason += "; tool_calls_ratio is null: the chosen trajectory has no call"
     return {
         "trajectory_match": 1.0 if best.match else 0.0,
         "trajectory_alternative": chosen,
@@ -332,7 +329,7 @@ def evaluate_trajectory(
         "tool_calls_extra": extra,
         "tool_calls_failed": failed,
         "tool_calls_repeated": len(repeated),
-        "tool_calls_ratio": len(done) / required if required else None,
+        "tool_calls_ratio": len(done) / len(best.calls) if best.calls else None,
         "trajectory_reason": reason,
         "trajectory_calls": calls,
         "reference_trajectory": _annotated(raw, reference, chosen, best, done, acts, ordered, llm),
