@@ -430,32 +430,50 @@ def _random_case(rng: random.Random) -> tuple[list[dict[str, Any]], list[dict[st
     return reference, actual
 
 
+def _rich_call(rng: random.Random) -> dict[str, Any]:
+    """A reference call with a name list, comparators and optional calls now and then."""
+    values = [0, 1, {"$any": True}, {"$one_of": [0, 1]}, {"$number": 1, "abs_tol": 0.5}]
+    call = C(
+        rng.choice(["a", "b", ["a", "b"], "c"]),
+        **{k: rng.choice(values) for k in rng.sample("pqr", rng.randint(0, 3))},
+    )
+    if rng.random() < 0.25:
+        call["optional"] = True
+    return call
+
+
+def _rich_step(rng: random.Random) -> dict[str, Any]:
+    args = {k: rng.choice([0, 1, 1.0]) for k in rng.sample("pqrs", rng.randint(0, 3))}
+    return S(rng.choice("abc"), status=rng.choice(["success"] * 6 + ["error"]), **args)
+
+
 def test_unordered_modes_are_invariant_to_permuting_both_lists() -> None:
-    rng = random.Random(25)
-    references, responses, orders = [], [], []
-    for case in range(60):
+    rng = random.Random(1)
+    questions, responses = [], []
+    cases = 300
+    for case in range(cases):
         mode, args = (
             rng.choice(["unordered", "superset", "subset"]),
             rng.choice(["exact", "superset", "subset", "ignore"]),
         )
-        reference, actual = _random_case(rng)
+        reference = [_rich_call(rng) for _ in range(rng.randint(0, 5))]
+        actual = [_rich_step(rng) for _ in range(rng.randint(0, 6))]
+        alternatives = (
+            [[_rich_call(rng) for _ in range(rng.randint(0, 3))]] if rng.random() < 0.3 else []
+        )
         for k in range(3):
-            calls, steps = reference[:], actual[:]
-            rng.shuffle(calls)
-            rng.shuffle(steps)
-            references.append(
-                {
-                    "id": f"q{case}_{k}",
-                    "question_text": "x",
-                    "reference_trajectory": {"match": mode, "args": args, "calls": calls},
-                }
+            calls, steps, others = reference[:], actual[:], [a[:] for a in alternatives]
+            for items in (calls, steps, *others):
+                rng.shuffle(items)
+            trajectory = {"match": mode, "args": args, "calls": calls, "alternatives": others}
+            questions.append(
+                {"id": f"q{case}_{k}", "question_text": "x", "reference_trajectory": trajectory}
             )
             responses.append({"question_id": f"q{case}_{k}", "actual_steps": steps})
-        orders.append(case)
-    results = run_evaluation([{"template_id": "t", "questions": references}], responses)
-    for case in orders:
+    results = run_evaluation([{"template_id": "t", "questions": questions}], responses)
+    for case in range(cases):
         seen = [values(r) for r in results[3 * case : 3 * case + 3]]
-        assert seen[0] == seen[1] == seen[2], case
+        assert seen[0] == seen[1] == seen[2], case  # exactly equal, to the last bit
 
 
 def test_strict_implies_unordered_implies_superset_and_subset_and_dropping_an_extra_never_lowers_precision() -> (

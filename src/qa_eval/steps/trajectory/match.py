@@ -27,6 +27,7 @@ best ``tool_f1`` (ties: the first). Source: the modes of LangChain agentevals 0.
 from __future__ import annotations
 
 import importlib.util
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -234,12 +235,13 @@ def score_one(
     # no required call and no successful call: P = R = 1, so F1 = 1; only unmatched actual
     # calls: P = 0; nothing called: R = 0 (F1 0); optional calls matching every actual call: 1
     f1 = _f1(precision, recall)
-    total = 0.0
+    parts = []
     for i in required:
         if i in pairs:
             satisfied, units = scores[i, pairs[i]]
-            total += 1.0 if units == 0 else satisfied / units
-    args_score = total / len(required) if required else 1.0
+            parts.append(1.0 if units == 0 else satisfied / units)
+    # fsum is correctly rounded, so the value does not depend on the order of the reference list
+    args_score = math.fsum(parts) / len(required) if required else 1.0
     all_required = matched_required == len(required)
     all_actual = len(matched) == m
     if mode in ("strict", "unordered"):
