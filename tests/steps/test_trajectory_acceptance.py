@@ -747,3 +747,35 @@ def test_optional_and_alternative_permutations_of_small_lists_exhaustively() -> 
     assert len(seen) == 1
     (only,) = seen
     assert dict(only)["trajectory_match"] == 1.0  # first-fit would miss it in some orders
+
+
+def test_equal_f1s_of_two_alternatives_tie_and_the_first_wins() -> None:
+    # calls: 3 of 5 required matched, 3 of 4 actual (F1 = 2/3); the alternative: A and the
+    # optional B matched, 2 of 4 actual (F1 = 2/3 too): rounding must not decide between them
+    reference = {
+        "match": "unordered",
+        "calls": [C(n) for n in "ABCDE"],
+        "alternatives": [[C("A"), C("B", optional=True)]],
+    }
+    result = run(reference, [S("A"), S("B"), S("C"), S("Z")])
+    assert result["trajectory_alternative"] == 0
+    assert result["tool_f1"] == 2 / 3  # one rounding of 2kq / (kr + qm)
+
+
+def test_removing_an_extra_call_never_lowers_the_precision_of_an_acceptable_trajectory() -> None:
+    # per acceptable trajectory precision only rises; the reported one is the chosen trajectory's,
+    # and the choice (by match, then F1, as the issue says) may move to one with a higher F1 and
+    # a lower precision (docs/metrics/trajectory.md, "Readings of the issue")
+    calls, other = [C(n) for n in "ABCDE"], [C("A")]
+    before = [S("A"), S("B"), S("Z")]
+    after = before[:2]
+    for trajectory in (calls, other):
+        single = {"match": "unordered", "calls": trajectory}
+        assert run(single, after)["tool_precision"] > run(single, before)["tool_precision"]
+    both = {"match": "unordered", "calls": calls, "alternatives": [other]}
+    first, second = run(both, before), run(both, after)
+    assert (first["trajectory_alternative"], first["tool_precision"]) == (
+        0,
+        2 / 3,
+    )  # F1 1/2 = 1/2: the first
+    assert (second["trajectory_alternative"], second["tool_precision"]) == (1, 0.5)  # F1 2/3 > 4/7

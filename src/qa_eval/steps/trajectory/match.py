@@ -29,6 +29,7 @@ from __future__ import annotations
 import importlib.util
 import math
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from typing import Any
 
 from .calls import ActualCall, TrajectoryScore, actual_calls
@@ -185,8 +186,17 @@ def assign(w: list[list[float]], ordered: bool) -> list[tuple[int, int]]:
     return _unordered([{j: x for j, x in enumerate(row) if x > 0} for row in w])
 
 
-def _f1(precision: float, recall: float) -> float:
-    return 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
+def _f1(matched: int, matched_required: int, required: int, m: int) -> tuple[int, int]:
+    """``tool_f1`` = 2PR / (P + R) as an integer fraction (numerator, denominator): with P = k/m
+    and R = q/r it is 2kq / (kr + qm), so one division rounds it (2/3, not 0.6666666666666665)
+    and equal F1s compare equal."""
+    k, q, r = matched, matched_required, required
+    if not r:
+        return (2 * k, k + m) if m else (1, 1)  # R = 1
+    if not m:
+        return 0, 1  # R = 0, P = 1
+    den = k * r + q * m
+    return (2 * k * q, den) if den else (0, 1)
 
 
 def score_one(
@@ -234,7 +244,8 @@ def score_one(
     precision = len(matched) / m if m else 1.0
     # no required call and no successful call: P = R = 1, so F1 = 1; only unmatched actual
     # calls: P = 0; nothing called: R = 0 (F1 0); optional calls matching every actual call: 1
-    f1 = _f1(precision, recall)
+    num, den = _f1(len(matched), matched_required, len(required), m)
+    f1 = num / den
     parts = []
     for i in required:
         if i in pairs:
@@ -251,6 +262,14 @@ def score_one(
     else:
         ok = all_actual
     return TrajectoryScore(calls, pairs, matched, scores, ok, recall, precision, f1, args_score)
+
+
+def _exact_f1(outcome: TrajectoryScore, m: int) -> Fraction:
+    """``tool_f1`` as an exact fraction, so that equal F1s of two acceptable trajectories tie
+    (the first wins) instead of being told apart by rounding."""
+    required = [i for i, c in enumerate(outcome.calls) if not c.optional]
+    q = sum(1 for i in required if i in outcome.matched)
+    return Fraction(*_f1(len(outcome.matched), q, len(required), m))
 
 
 def _repeated(done: list[ActualCall]) -> set[int]:
@@ -278,6 +297,7 @@ def evaluate_trajectory(
             "arguments (content capture off)"
         }
     done = [a for a in acts if a.ok]
+    m = len(done)
     by_name: dict[str, list[int]] = {}
     for j, act in enumerate(done):
         by_name.setdefault(act.name, []).append(j)
@@ -285,7 +305,11 @@ def evaluate_trajectory(
     outcomes = [
         score_one(t, done, by_name, reference.match, ordered, llm) for t in reference.trajectories
     ]
-    chosen = max(range(len(outcomes)), key=lambda k: (outcomes[k].match, outcomes[k].f1, -k))
+    chosen = (
+        max(range(len(outcomes)), key=lambda k: (outcomes[k].match, _exact_f1(outcomes[k], m), -k))
+        if len(outcomes) > 1
+        else 0
+    )
     best = outcomes[chosen]
     by_actual = {done[j].index: i for i, j in best.matched.items()}
     repeated = _repeated(done)
