@@ -696,6 +696,16 @@ def test_trials_give_pass_at_k_and_trajectory_consistency() -> None:
     )  # C(3,2)/C(4,2)
     assert trial_block["trajectory_match"]["pass_at_k"]["4"] == 1.0
     assert trial_block["trajectory_consistency"]["mean"] == pytest.approx(3 / 4)
+    assert trial_block["n_trials"] == {"min": 4, "max": 4}
+    per_template = compute_aggregates(results)["per_template"]["t"]["trials"]
+    assert per_template["trajectory_match"]["pass_at_k"]["1"] == pytest.approx(0.75)
+    # any metric with a pass threshold: tool_f1 passes at 0.8 in the three matching trials
+    gated = compute_aggregates(results, pass_thresholds={"tool_f1": 0.8})["micro"]["trials"][
+        "tool_f1"
+    ]
+    assert gated["threshold"] == 0.8 and gated["pass_hat_k"]["3"] == pytest.approx(
+        1 / 4
+    )  # C(3,3)/C(4,3)
 
 
 def test_ragas_reference_tool_calls_become_a_reference_trajectory_with_the_defaults() -> None:
