@@ -789,3 +789,22 @@ def test_removing_an_extra_call_never_lowers_the_precision_of_an_acceptable_traj
         2 / 3,
     )  # F1 1/2 = 1/2: the first
     assert (second["trajectory_alternative"], second["tool_precision"]) == (1, 0.5)  # F1 2/3 > 4/7
+
+
+def test_args_score_is_the_fraction_of_reference_arguments_satisfied() -> None:
+    reference = [C("f", a=1, b=2, c=3)]
+    # exact: an extra actual key is no reference argument: 3 of 3 satisfied, yet no match
+    extra = run({"args": "exact", "calls": reference}, [S("f", a=1, b=2, c=3, d=4)])
+    assert (extra["tool_args_score"], extra["trajectory_match"]) == (1.0, 0.0)
+    assert (
+        extra["reference_trajectory"]["calls"][0]["mismatch"]
+        == "f: args.d: not in the reference, actual 4"
+    )
+    # one of three differs, whatever the actual call adds
+    for mode in ("exact", "superset"):
+        wrong = run({"args": mode, "calls": reference}, [S("f", a=1, b=2, c=9, d=4)])
+        assert wrong["tool_args_score"] == pytest.approx(2 / 3)
+    # subset: a reference argument left out is satisfied (the mode allows it); a wrong one is not
+    subset = run({"args": "subset", "calls": reference}, [S("f", a=1, c=9)])
+    assert (subset["tool_args_score"], subset["trajectory_match"]) == (pytest.approx(2 / 3), 0.0)
+    assert run({"args": "subset", "calls": reference}, [S("f", a=1)])["tool_args_score"] == 1.0

@@ -1,8 +1,9 @@
 """Optimal matching of reference calls to actual tool calls, and the trajectory metrics.
 
 Each pair (reference call i, successful actual call j) of the same tool name gets an argument
-score s (``comparators.ArgsSpec.score``: satisfied units / units, 1 without units) and matches
-when s = 1 with no mismatch. The assignment maximises, lexicographically, the matched required
+score s (``comparators.ArgsSpec.count``: satisfied reference arguments / reference arguments,
+1 without any) and matches when every reference argument is satisfied and the mode refuses no
+actual argument. The assignment maximises, lexicographically, the matched required
 calls, then all matched calls, then the total argument score of the required calls (then of the
 optional ones), through one weight per pair::
 
@@ -213,7 +214,7 @@ def score_one(
     k2 = n + 1.0
     k1 = (min(n, m) + 1) * k2
     rows: list[dict[int, float]] = []
-    scores: dict[tuple[int, int], tuple[int, int]] = {}
+    scores: dict[tuple[int, int], tuple[int, int, bool]] = {}
     for i, ref in enumerate(calls):
         row: dict[int, float] = {}
         count = ref.args.count
@@ -221,11 +222,12 @@ def score_one(
         scale = 1e-6 if ref.optional else 1.0
         for name in ref.names:
             for j in by_name.get(name, ()):
-                satisfied, units = scores[i, j] = count(done[j].args, llm)
-                if satisfied == units:
+                satisfied, units, foreign = count(done[j].args, llm)
+                scores[i, j] = (satisfied, units, not foreign and satisfied == units)
+                if scores[i, j][2]:
                     row[j] = bonus + scale + 1e-9
                 else:
-                    row[j] = satisfied / units * scale + 1e-9
+                    row[j] = (satisfied / units if units else 1.0) * scale + 1e-9
         rows.append(row)
     if ordered and rows and m:
         pairs = dict(_ordered([[row.get(j, 0.0) for j in range(m)] for row in rows]))
@@ -249,7 +251,7 @@ def score_one(
     parts = []
     for i in required:
         if i in pairs:
-            satisfied, units = scores[i, pairs[i]]
+            satisfied, units, _ = scores[i, pairs[i]]
             parts.append(1.0 if units == 0 else satisfied / units)
     # fsum is correctly rounded, so the value does not depend on the order of the reference list
     args_score = math.fsum(parts) / len(required) if required else 1.0
