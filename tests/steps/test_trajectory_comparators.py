@@ -80,12 +80,18 @@ def test_comparators(reference: Any, actual: Any, expected: str | None) -> None:
     assert problems(reference, actual) == ([] if expected is None else expected.split("; "))
 
 
-def test_argument_modes_count_their_units() -> None:
+def test_argument_modes_count_the_reference_arguments_satisfied() -> None:
+    # issue 25: "fraction of reference arguments satisfied"; c is no reference argument (it
+    # stops exact and subset from matching, but lowers no score); subset: b may be left out
     reference = {"a": 1, "b": 2}
     actual = {"a": 1, "c": 3}
-    assert compile_args(reference, "exact", "args").score(actual)[:2] == (1, 3)
+    assert compile_args(reference, "exact", "args").score(actual)[:2] == (1, 2)
     assert compile_args(reference, "superset", "args").score(actual)[:2] == (1, 2)
-    assert compile_args(reference, "subset", "args").score(actual)[:2] == (1, 2)
+    assert compile_args(reference, "subset", "args").score(actual)[:2] == (2, 2)
+    assert compile_args(reference, "subset", "args").score(actual)[2] == [
+        "args.c: not in the reference, actual 3"
+    ]
+    assert compile_args(reference, "subset", "args").count(actual) == (2, 2, 1)
     assert compile_args(reference, "ignore", "args").score(actual)[:2] == (0, 0)
     assert compile_args(reference, "exact", "args").score(actual)[2] == [
         "args.b: reference 2, actual missing",

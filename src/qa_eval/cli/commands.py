@@ -65,7 +65,13 @@ def metrics(args: argparse.Namespace) -> int:
             f"default {entry['default']}"
             if entry["switch"]
             else ("API function" if "ranking" in entry["groups"] else "always"),
-            f"needs {' + '.join(needs)}" if needs else "no judge",
+            f"needs {' + '.join(needs)}"
+            if needs
+            else (
+                f"judge only for {entry['judge_only_for']}"
+                if entry["judge_only_for"]
+                else "no judge"
+            ),
         ]
         if entry["groups"]:
             head.append("group " + ", ".join(map(str, entry["groups"])))

@@ -118,6 +118,10 @@ class Metric:
     """Judge calls it makes per question, for the progress display's estimate."""
     own: bool = False
     """A family graphrag-eval 6.6.1 does not have: every key of it is qa-eval's own."""
+    judge_only_for: str = ""
+    """When set, the family runs without a judge and asks one only for this (``trajectory``:
+    its ``$llm`` comparators): ``"judge"`` stays in ``needs`` so that ``run.score`` schedules
+    it with a judge, but ``qa-eval metrics`` does not say it needs one."""
 
     @property
     def judged(self) -> bool:
@@ -448,7 +452,7 @@ METRICS: dict[str, Metric] = {
             *_text("trajectory_reason", "trajectory_calls", "trajectory_error"),
         ),
         "docs/metrics/trajectory.md", own=True, score="qa_eval.metrics.trajectory:score",
-        calls=0,
+        calls=0, judge_only_for="$llm comparators",
     ),
     "sql_semantic_equivalence": _ragas_llm(
         "sql_semantic_equivalence", "1 when the answer's SQL is equivalent to the reference "
@@ -695,8 +699,9 @@ def describe_metrics(registry: Mapping[str, Metric] | None = None) -> list[dict[
                 "switch": metric.switch,
                 "default": "on" if metric.default else "off",
                 "groups": list(metric.groups),
-                "needs": list(metric.needs),
-                "judge": metric.judged,
+                "needs": [n for n in metric.needs if not (metric.judge_only_for and n == "judge")],
+                "judge": metric.judged and not metric.judge_only_for,
+                "judge_only_for": metric.judge_only_for or None,
                 "embedder": "embedder" in metric.needs,
                 "keys": [
                     {
@@ -724,6 +729,7 @@ def describe_metrics(registry: Mapping[str, Metric] | None = None) -> list[dict[
                 "groups": ["ranking"],
                 "needs": [],
                 "judge": False,
+                "judge_only_for": None,
                 "embedder": False,
                 "keys": [{"name": f"{name}@k", "direction": "higher", "scale": "0-1"}],
                 "step": None,

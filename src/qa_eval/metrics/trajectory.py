@@ -7,12 +7,14 @@ trajectory and the matching of ``steps/trajectory/match.py`` (optimal, never gre
   ``trajectory_alternative``: which (0: ``calls``; i: ``alternatives[i-1]``), by match, then F1;
 - ``tool_recall`` = matched required calls / r (1 when r = 0);
 - ``tool_precision`` = matched actual calls / m (1 when m = 0);
-- ``tool_f1`` = 2PR / (P + R) (0 when P + R = 0; 1 when r = m = 0; 0 when r = 0 < m);
+- ``tool_f1`` = 2PR / (P + R) (0 when P + R = 0): 1 when r = m = 0, 0 when nothing is
+  required and an actual call is unmatched, 1 when optional calls match every actual call;
 - ``tool_args_score`` = mean over the required calls of the argument score of the same-name
   call assigned to it (0 without one; 1 when r = 0);
 - ``tool_calls_missing``, ``tool_calls_extra``, ``tool_calls_failed`` (status error),
   ``tool_calls_repeated`` (same name and canonical arguments as an earlier successful call);
-- ``tool_calls_ratio`` = m / r (null when r = 0).
+- ``tool_calls_ratio`` = m / c, c the calls (optional ones included) of the chosen acceptable
+  trajectory (null when c = 0).
 
 Source: the trajectory modes and argument modes of LangChain agentevals 0.0.9, with optimal
 matching, alternatives, optional calls and partial credit (docs/metrics/trajectory.md). The

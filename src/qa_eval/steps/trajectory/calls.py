@@ -59,8 +59,9 @@ class TrajectoryScore:
     """Reference call -> position in the successful calls, for assigned same-name pairs."""
     matched: dict[int, int]
     """Reference call -> position in the successful calls, for the matching pairs."""
-    scores: dict[tuple[int, int], tuple[int, int]]
-    """(satisfied units, units) of each same-name pair."""
+    scores: dict[tuple[int, int], tuple[int, int, bool]]
+    """(satisfied reference arguments, reference arguments, whether it matches) of each
+    same-name pair."""
     match: bool
     recall: float
     precision: float

@@ -2,24 +2,27 @@
 
 A reference call's ``args`` is compiled once into a tree of nodes; ``check`` of a node against an
 actual value returns the mismatches as ``path: words`` texts (none: it matches). The argument
-score of a call is the share of its *units* that are satisfied:
+score of a call is the fraction of its *reference arguments* (top-level keys) that are satisfied
+(issue 25: "fraction of reference arguments satisfied"):
 
-- ``exact``: every key of either side; a reference key is satisfied when the actual value
-  matches it, an actual key the reference lacks never is (so a call matches only with the same
-  keys and values; JSON-string arguments are parsed first; ``1 == 1.0``, but ``true != 1``; key
-  order is ignored);
-- ``superset``: every reference key (extra actual keys are free);
-- ``subset``: every actual key, satisfied when the reference has it with a matching value
-  (reference keys the actual call leaves out are free);
-- ``ignore``: none (score 1).
+- ``exact``: a reference key is satisfied when the actual value matches it; the call matches
+  when every one is and the actual call has no key the reference lacks (JSON-string arguments
+  are parsed first; ``1 == 1.0``, but ``true != 1``; key order is ignored);
+- ``superset``: as ``exact``, extra actual keys free;
+- ``subset``: a reference key is satisfied when the actual value matches it or the actual call
+  leaves it out; the call matches when every one is and the actual call has no other key;
+- ``ignore``: nothing is compared (score 1).
 
-No unit at all scores 1. Nested mappings are compared in the same mode, recursively, each
-mismatch named by its path (``args.filter.city``); lists in order, of the same length (``$set``
+An actual key the reference lacks lowers no score (it is not a reference argument) but stops
+``exact`` and ``subset`` from matching.
+
+No reference argument at all scores 1. Nested mappings are compared in the same mode, recursively,
+each mismatch named by its path (``args.filter.city``); lists in order, of the same length (``$set``
 for an order-free list). A comparator, a mapping with one ``$`` key, overrides the mode for its
-value: ``$any``, ``$regex`` (whole value, ``re.fullmatch``), ``$number`` (``abs_tol``,
-``rel_tol``, ``math.isclose``), ``$date`` / ``$datetime`` (``tolerance``: ``1d``, ``2h``, ``30m``,
-``10s``, ``1w`` or an ISO 8601 duration such as ``P1DT2H``), ``$set``, ``$text`` (case, whitespace
-and punctuation normalised), ``$fuzzy`` (rapidfuzz's ``fuzz.ratio`` / 100 at least ``min``, default
+value: ``$any``, ``$regex`` (whole value, ``re.fullmatch``), ``$number`` (``abs_tol``, ``rel_tol``,
+``math.isclose``), ``$date`` / ``$datetime`` (``tolerance``: ``1d``, ``2h``, ``30m``, ``10s``,
+``1w`` or an ISO 8601 duration such as ``P1DT2H``), ``$set``, ``$text`` (case, whitespace and
+punctuation normalised), ``$fuzzy`` (rapidfuzz's ``fuzz.ratio`` / 100 at least ``min``, default
 0.9), ``$one_of`` and ``$llm`` (the judge decides; see ``metrics/trajectory.py``).
 Source: the argument modes of LangChain agentevals 0.0.9 (``tool_args_match_mode``), extended.
 """
@@ -222,71 +225,68 @@ class Obj(Node):
             else:
                 self.other.append((key, node))
 
-    def count(self, actual: Any, llm: LlmAnswers) -> tuple[int, int]:
-        """(satisfied units, units) of an actual mapping in this node's mode (no words)."""
+    def count(self, actual: Any, llm: LlmAnswers) -> tuple[int, int, int]:
+        """(satisfied reference arguments, reference arguments, actual arguments the mode
+        refuses that the reference has not) of an actual mapping in this node's mode (no
+        words). ``exact`` and ``superset``: a reference argument is satisfied when the actual
+        value matches it; ``subset``: also when the actual call leaves it out. The call matches
+        when every reference argument is satisfied and the last count is 0 (``exact``, ``subset``:
+        an actual key the reference lacks)."""
         mode = self.mode
         if mode == "ignore":
-            return 0, 0
+            return 0, 0, 0
         if type(actual) is not dict:
             actual = _maybe_json(actual, dict)
             if not isinstance(actual, dict):
-                return 0, max(len(self.fields) if mode != "subset" else 1, 1)
-        satisfied = total = 0
+                return 0, max(len(self.fields), 1), 0
+        satisfied = 0
         fields = self.fields
-        if mode != "subset":
-            get = actual.get
-            for key, value, number in self.plain:
-                found = get(key, MISSING)
-                if found == value and (not number or type(found) is not bool):
-                    satisfied += 1
-            for key, node in self.other:
-                satisfied += node.ok(get(key, MISSING), llm)
-            total = len(fields)
+        get = actual.get
+        subset = mode == "subset"  # a reference argument left out is satisfied
+        for key, value, number in self.plain:
+            found = get(key, MISSING)
+            if (found == value and (not number or type(found) is not bool)) or (
+                subset and found is MISSING
+            ):
+                satisfied += 1
+        for key, node in self.other:
+            found = get(key, MISSING)
+            satisfied += (subset and found is MISSING) or node.ok(found, llm)
+        foreign = 0
         if mode != "superset":
-            for key, value in actual.items():
-                found = fields.get(key)
-                if found is None:
-                    total += 1
-                elif mode == "subset":
-                    total += 1
-                    satisfied += found.ok(value, llm)
-        return satisfied, total
+            foreign = sum(1 for key in actual if key not in fields)
+        return satisfied, len(fields), foreign
 
     def ok(self, actual: Any, llm: LlmAnswers) -> bool:
         if actual is MISSING:
             return False
-        satisfied, total = self.count(actual, llm)
-        return satisfied == total
+        satisfied, total, foreign = self.count(actual, llm)
+        return satisfied == total and not foreign
 
     def units(self, actual: Any, path: str, llm: LlmAnswers) -> tuple[int, int, list[str]]:
-        """(satisfied units, units, mismatches) of an actual mapping in this node's mode."""
+        """(satisfied reference arguments, reference arguments, mismatches) of an actual mapping
+        in this node's mode (as ``count``; every refused actual key is a mismatch)."""
         if self.mode == "ignore":
             return 0, 0, []
         actual = _maybe_json(actual, dict)
         if not isinstance(actual, Mapping):
-            units = len(self.fields) if self.mode != "subset" else 1
             why = "raw text" if isinstance(actual, str) else show(actual)
-            return 0, max(units, 1), [f"{path}: reference an object, actual {why}"]
-        satisfied = total = 0
+            return 0, max(len(self.fields), 1), [f"{path}: reference an object, actual {why}"]
+        satisfied = 0
         problems: list[str] = []
-        if self.mode in ("exact", "superset"):
-            for key, node in self.fields.items():
-                total += 1
-                found = node.check(actual.get(key, MISSING), f"{path}.{key}", llm)
-                satisfied += not found
-                problems += found
+        for key, node in self.fields.items():
+            value = actual.get(key, MISSING)
+            if value is MISSING and self.mode == "subset":
+                satisfied += 1
+                continue
+            found = node.check(value, f"{path}.{key}", llm)
+            satisfied += not found
+            problems += found
         if self.mode in ("exact", "subset"):
             for key, value in actual.items():
-                if key in self.fields:
-                    if self.mode == "subset":
-                        total += 1
-                        found = self.fields[key].check(value, f"{path}.{key}", llm)
-                        satisfied += not found
-                        problems += found
-                    continue
-                total += 1
-                problems.append(f"{path}.{key}: not in the reference, actual {show(value)}")
-        return satisfied, total, problems
+                if key not in self.fields:
+                    problems.append(f"{path}.{key}: not in the reference, actual {show(value)}")
+        return satisfied, len(self.fields), problems
 
     def check(self, actual: Any, path: str, llm: LlmAnswers) -> list[str]:
         if actual is MISSING:
@@ -709,15 +709,17 @@ class ArgsSpec:
     uses_llm: bool = False
 
     def score(self, actual: Any, llm: LlmAnswers = _NO_LLM) -> tuple[int, int, list[str]]:
-        """(satisfied units, units, mismatches) of an actual call's parsed arguments."""
+        """(satisfied reference arguments, reference arguments, mismatches) of an actual call's
+        parsed arguments."""
         if self.root is None or self.mode == "ignore":
             return 0, 0, []
         return self.root.units(actual, "args", llm)
 
-    def count(self, actual: Any, llm: LlmAnswers = _NO_LLM) -> tuple[int, int]:
-        """(satisfied units, units) of an actual call's parsed arguments, without words."""
+    def count(self, actual: Any, llm: LlmAnswers = _NO_LLM) -> tuple[int, int, int]:
+        """(satisfied reference arguments, reference arguments, refused actual arguments) of an
+        actual call's parsed arguments, without words (``Obj.count``)."""
         if self.root is None or self.mode == "ignore":
-            return 0, 0
+            return 0, 0, 0
         return self.root.count(actual, llm)
 
 

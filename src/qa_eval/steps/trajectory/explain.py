@@ -51,17 +51,19 @@ def explain_reference_call(
     if i in best.pairs:
         problems = call.args.score(done[best.pairs[i]].args, llm)[2]
         return f"{prefix}{call.name}: {problems_text(problems)}"
-    candidates: list[tuple[float, int, Any]] = []
-    for (row, j), (satisfied, units) in best.scores.items():
+    candidates: list[tuple[bool, float, int, Any]] = []
+    for (row, j), (satisfied, units, matches) in best.scores.items():
         if row == i:
             s = 1.0 if units == 0 else satisfied / units
-            candidates.append((s, -j, (satisfied, units)))
+            candidates.append((matches, s, -j, (satisfied, units)))
     if candidates:
-        _, j, (satisfied, units) = max(candidates, key=lambda c: (c[0], c[1]))
+        matches, _, j, (satisfied, units) = max(candidates, key=lambda c: c[:3])
         act = done[-j]
         words = _equal_words(satisfied, units)
-        if satisfied == units:
+        if matches:
             words += ", but it is out of order" if ordered else ", but it matches another call"
+        elif satisfied == units:
+            words += ", but it has arguments the reference has not"
         return f"{prefix}not called (closest: {act.name} [{act.index}], {words})"
     for act in acts:
         if not act.ok and act.name in call.names:

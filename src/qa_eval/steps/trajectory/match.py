@@ -1,8 +1,9 @@
 """Optimal matching of reference calls to actual tool calls, and the trajectory metrics.
 
 Each pair (reference call i, successful actual call j) of the same tool name gets an argument
-score s (``comparators.ArgsSpec.score``: satisfied units / units, 1 without units) and matches
-when s = 1 with no mismatch. The assignment maximises, lexicographically, the matched required
+score s (``comparators.ArgsSpec.count``: satisfied reference arguments / reference arguments,
+1 without any) and matches when every reference argument is satisfied and the mode refuses no
+actual argument. The assignment maximises, lexicographically, the matched required
 calls, then all matched calls, then the total argument score of the required calls (then of the
 optional ones), through one weight per pair::
 
@@ -27,7 +28,9 @@ best ``tool_f1`` (ties: the first). Source: the modes of LangChain agentevals 0.
 from __future__ import annotations
 
 import importlib.util
+import math
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from typing import Any
 
 from .calls import ActualCall, TrajectoryScore, actual_calls
@@ -184,8 +187,17 @@ def assign(w: list[list[float]], ordered: bool) -> list[tuple[int, int]]:
     return _unordered([{j: x for j, x in enumerate(row) if x > 0} for row in w])
 
 
-def _f1(precision: float, recall: float) -> float:
-    return 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
+def _f1(matched: int, matched_required: int, required: int, m: int) -> tuple[int, int]:
+    """``tool_f1`` = 2PR / (P + R) as an integer fraction (numerator, denominator): with P = k/m
+    and R = q/r it is 2kq / (kr + qm), so one division rounds it (2/3, not 0.6666666666666665)
+    and equal F1s compare equal."""
+    k, q, r = matched, matched_required, required
+    if not r:
+        return (2 * k, k + m) if m else (1, 1)  # R = 1
+    if not m:
+        return 0, 1  # R = 0, P = 1
+    den = k * r + q * m
+    return (2 * k * q, den) if den else (0, 1)
 
 
 def score_one(
@@ -202,7 +214,7 @@ def score_one(
     k2 = n + 1.0
     k1 = (min(n, m) + 1) * k2
     rows: list[dict[int, float]] = []
-    scores: dict[tuple[int, int], tuple[int, int]] = {}
+    scores: dict[tuple[int, int], tuple[int, int, bool]] = {}
     for i, ref in enumerate(calls):
         row: dict[int, float] = {}
         count = ref.args.count
@@ -210,11 +222,12 @@ def score_one(
         scale = 1e-6 if ref.optional else 1.0
         for name in ref.names:
             for j in by_name.get(name, ()):
-                satisfied, units = scores[i, j] = count(done[j].args, llm)
-                if satisfied == units:
+                satisfied, units, foreign = count(done[j].args, llm)
+                scores[i, j] = (satisfied, units, not foreign and satisfied == units)
+                if scores[i, j][2]:
                     row[j] = bonus + scale + 1e-9
                 else:
-                    row[j] = satisfied / units * scale + 1e-9
+                    row[j] = (satisfied / units if units else 1.0) * scale + 1e-9
         rows.append(row)
     if ordered and rows and m:
         pairs = dict(_ordered([[row.get(j, 0.0) for j in range(m)] for row in rows]))
@@ -231,18 +244,17 @@ def score_one(
     matched_required = sum(1 for i in required if i in matched)
     recall = matched_required / len(required) if required else 1.0
     precision = len(matched) / m if m else 1.0
-    if not required and not m:
-        f1 = 1.0
-    elif not required or not m:
-        f1 = 0.0  # every actual call extra (precision 0), or nothing called (recall 0)
-    else:
-        f1 = _f1(precision, recall)
-    total = 0.0
+    # no required call and no successful call: P = R = 1, so F1 = 1; only unmatched actual
+    # calls: P = 0; nothing called: R = 0 (F1 0); optional calls matching every actual call: 1
+    num, den = _f1(len(matched), matched_required, len(required), m)
+    f1 = num / den
+    parts = []
     for i in required:
         if i in pairs:
-            satisfied, units = scores[i, pairs[i]]
-            total += 1.0 if units == 0 else satisfied / units
-    args_score = total / len(required) if required else 1.0
+            satisfied, units, _ = scores[i, pairs[i]]
+            parts.append(1.0 if units == 0 else satisfied / units)
+    # fsum is correctly rounded, so the value does not depend on the order of the reference list
+    args_score = math.fsum(parts) / len(required) if required else 1.0
     all_required = matched_required == len(required)
     all_actual = len(matched) == m
     if mode in ("strict", "unordered"):
@@ -252,6 +264,14 @@ def score_one(
     else:
         ok = all_actual
     return TrajectoryScore(calls, pairs, matched, scores, ok, recall, precision, f1, args_score)
+
+
+def _exact_f1(outcome: TrajectoryScore, m: int) -> Fraction:
+    """``tool_f1`` as an exact fraction, so that equal F1s of two acceptable trajectories tie
+    (the first wins) instead of being told apart by rounding."""
+    required = [i for i, c in enumerate(outcome.calls) if not c.optional]
+    q = sum(1 for i in required if i in outcome.matched)
+    return Fraction(*_f1(len(outcome.matched), q, len(required), m))
 
 
 def _repeated(done: list[ActualCall]) -> set[int]:
@@ -279,6 +299,7 @@ def evaluate_trajectory(
             "arguments (content capture off)"
         }
     done = [a for a in acts if a.ok]
+    m = len(done)
     by_name: dict[str, list[int]] = {}
     for j, act in enumerate(done):
         by_name.setdefault(act.name, []).append(j)
@@ -286,7 +307,11 @@ def evaluate_trajectory(
     outcomes = [
         score_one(t, done, by_name, reference.match, ordered, llm) for t in reference.trajectories
     ]
-    chosen = max(range(len(outcomes)), key=lambda k: (outcomes[k].match, outcomes[k].f1, -k))
+    chosen = (
+        max(range(len(outcomes)), key=lambda k: (outcomes[k].match, _exact_f1(outcomes[k], m), -k))
+        if len(outcomes) > 1
+        else 0
+    )
     best = outcomes[chosen]
     by_actual = {done[j].index: i for i, j in best.matched.items()}
     repeated = _repeated(done)
@@ -319,8 +344,8 @@ def evaluate_trajectory(
         f"{extra} extra, {failed} failed"
         + (f" (alternative {chosen})" if len(outcomes) > 1 else "")
     )
-    if not required:
-        reason += "; tool_calls_ratio is null: the chosen trajectory has no required call"
+    if not best.calls:
+        reason += "; tool_calls_ratio is null: the chosen trajectory has no call"
     return {
         "trajectory_match": 1.0 if best.match else 0.0,
         "trajectory_alternative": chosen,
@@ -332,7 +357,7 @@ def evaluate_trajectory(
         "tool_calls_extra": extra,
         "tool_calls_failed": failed,
         "tool_calls_repeated": len(repeated),
-        "tool_calls_ratio": len(done) / required if required else None,
+        "tool_calls_ratio": len(done) / len(best.calls) if best.calls else None,
         "trajectory_reason": reason,
         "trajectory_calls": calls,
         "reference_trajectory": _annotated(raw, reference, chosen, best, done, acts, ordered, llm),
