@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -38,6 +39,7 @@ from .common import finish, link, parse_arguments
 from .model import ToolCall, Trace
 from .treelink import (
     Message,
+    answer_in_order,
     as_text,
     chat_message,
     depths,
@@ -116,6 +118,7 @@ _KNOWN = (
     "gen_ai.workflow.",
     "gen_ai.token.",
     "gen_ai.output.type",
+    "gen_ai.is_streaming",  # OpenLLMetry
     "gen_ai.prompt.",
     "gen_ai.completion.",
     "gen_ai.tool.",
@@ -665,6 +668,7 @@ def _read_span(span: _Span, events: list[_Event]) -> _Reading:
     ):
         if not target and a.get(key) is not None:
             target.extend(_valuemessages_of(a[key], role))
+    answer_in_order(inputs)
     reading.inputs, reading.outputs = inputs, outputs
     prompt = _int(
         _first(
@@ -703,8 +707,26 @@ def _valuemessages_of(value: Any, role: str) -> list[Message]:
             for key in ("input", "question", "query", "output", "answer", "content"):
                 if isinstance(parsed.get(key), str):
                     return [Message(role, parsed[key])]
+            # the Traceloop SDK's decorated function: {"args": [...], "kwargs": {...}}
+            arguments = parsed.get("args")
+            if isinstance(arguments, list) and arguments and isinstance(arguments[0], str):
+                return [Message(role, arguments[0])]
         return []
-    return [Message(role, str(value))] if value not in (None, "") else []
+    text = _json_text(value)
+    return [Message(role, text)] if text not in (None, "") else []
+
+
+def _json_text(value: Any) -> Any:
+    """A value the Traceloop SDK wrote with ``json.dumps`` (a string as ``"text"``): the string
+    inside; anything else as it is."""
+    if isinstance(value, str) and value.startswith('"') and value.endswith('"'):
+        try:
+            parsed = json.loads(value)
+        except (json.JSONDecodeError, RecursionError):
+            return value
+        if isinstance(parsed, str):
+            return parsed
+    return value
 
 
 def _tool_call(span: _Span) -> ToolCall:
@@ -735,7 +757,9 @@ def _tool_call(span: _Span) -> ToolCall:
         else:
             raw = a["tool.parameters"]
     call.args, call.args_error = parse_arguments(raw)
-    output = _first(a, "gen_ai.tool.call.result", "output.value", "traceloop.entity.output")
+    output = _first(a, "gen_ai.tool.call.result", "output.value")
+    if output is None:
+        output = _json_text(a.get("traceloop.entity.output"))
     call.output = output
     if span.error:
         call.status = "error"
