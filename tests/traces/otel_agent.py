@@ -18,6 +18,7 @@ prefixed protobuf in OUT with the suffix ``.pb``.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import sys
@@ -29,12 +30,19 @@ from openai import OpenAI
 from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Status, StatusCode
+
+try:
+    from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter
+except ImportError:  # its name before opentelemetry-sdk 1.39 (older OpenLLMetry needs those)
+    from opentelemetry.sdk._logs.export import (  # type: ignore[attr-defined,no-redef]
+        InMemoryLogExporter as InMemoryLogRecordExporter,
+    )
 
 TOOLS = [
     {
@@ -84,8 +92,14 @@ def instrument(kind: str, tracer_provider: TracerProvider, logger_provider: Logg
     elif kind in ("openllmetry", "openllmetry-events"):
         from opentelemetry.instrumentation.openai import OpenAIInstrumentor as LoopOpenAI
 
-        # ``use_attributes=False``: messages as GenAI events (log records), not attributes
-        LoopOpenAI(use_attributes=kind == "openllmetry").instrument(
+        # ``use_attributes=False``: messages as GenAI events (log records), not attributes (the
+        # switch was ``use_legacy_attributes`` before 0.50)
+        switch = (
+            "use_attributes"
+            if "use_attributes" in inspect.signature(LoopOpenAI.__init__).parameters
+            else "use_legacy_attributes"
+        )
+        LoopOpenAI(**{switch: kind == "openllmetry"}).instrument(
             tracer_provider=tracer_provider, logger_provider=logger_provider
         )
     elif kind == "anthropic-openinference":

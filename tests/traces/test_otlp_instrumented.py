@@ -48,15 +48,14 @@ LIBRARIES = {
 }
 
 
-pytestmark = pytest.mark.skipif(
-    not have(*BASE), reason="needs opentelemetry-sdk and its OTLP encoder (test extra)"
-)
+DATA = Path(__file__).with_name("data")
 
 
 def needs(kind: str) -> Any:
-    """Skip unless ``kind``'s instrumentation is installed."""
+    """Skip unless the OpenTelemetry SDK and ``kind``'s instrumentation are installed."""
+    modules = BASE + LIBRARIES[kind]
     return pytest.mark.skipif(
-        not have(*LIBRARIES[kind]), reason=f"needs {' and '.join(LIBRARIES[kind])} (test extra)"
+        not have(*modules), reason=f"needs {' and '.join(modules)} (test extra)"
     )
 
 
@@ -185,6 +184,32 @@ def test_openllmetry_without_content_counts_lost_arguments(tmp_path: Path, kind:
         ids=kind == "openllmetry-events",
     )
     assert traces[0].fidelity.losses["args"] == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "with_content"),
+    [
+        ("openllmetry-0.47.5-openai", True),
+        ("openllmetry-0.47.5-openai-no-content", False),
+        ("openllmetry-0.47.5-anthropic", True),
+    ],
+)
+def test_openllmetry_before_0_50_flattened_attributes(name: str, with_content: bool) -> None:
+    """Files the same agent wrote under OpenLLMetry 0.47.5 (``opentelemetry-instrumentation-
+    openai``/``-anthropic`` with opentelemetry-sdk 1.38; they need an SDK older than the test
+    extra's, so they are kept as recorded): flattened ``gen_ai.prompt.N.*`` and
+    ``gen_ai.completion.N.*`` attributes, the Anthropic tool results as JSON content blocks, and
+    deprecated GenAI usage attributes (``gen_ai.usage.prompt_tokens``). Without content
+    (``TRACELOOP_TRACE_CONTENT=false``) the call's id is recorded nowhere."""
+    path = DATA / f"{name}.jsonl"
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    traces = list(otlp.read(records, str(path)))
+    check(
+        traces,
+        with_content=with_content,
+        conventions={"openllmetry", "gen_ai deprecated"},
+        ids=with_content,
+    )
 
 
 REFERENCE = [

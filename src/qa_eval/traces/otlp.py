@@ -35,7 +35,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..extras import MissingExtra, require
-from .common import finish, link, parse_arguments
+from .common import finish, link, parse_arguments, text_of
 from .model import ToolCall, Trace
 from .treelink import (
     Message,
@@ -531,6 +531,10 @@ def _flattened(attributes: dict[str, Any], pattern: re.Pattern[str], side: str) 
                 (k, v) for k, v in row.items() if k.startswith("contents.") and k.endswith(".text")
             )
             content = "".join(str(v) for _, v in parts) if parts else None
+        blocks = _anthropic_blocks(content)
+        if blocks is not None:
+            messages.extend(_block_messages(role, blocks))
+            continue
         message = Message(role, None if content is None else str(content))
         calls: dict[int, dict[str, Any]] = {}
         for key, value in row.items():
@@ -549,6 +553,39 @@ def _flattened(attributes: dict[str, Any], pattern: re.Pattern[str], side: str) 
             message.result_of, message.result, message.text = as_text(result_of), content, None
         messages.append(message)
     return messages
+
+
+def _anthropic_blocks(content: Any) -> list[dict[str, Any]] | None:
+    """Anthropic content blocks that OpenLLMetry (before 0.50) wrote as a message's JSON
+    ``content`` (``[{"type": "tool_result", "tool_use_id": ...}]``); None for other content."""
+    if not (isinstance(content, str) and content.lstrip().startswith("[")):
+        return None
+    parsed = from_json(content)
+    if (
+        isinstance(parsed, list)
+        and parsed
+        and all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in parsed)
+        and any(b["type"] in ("text", "tool_use", "tool_result") for b in parsed)
+    ):
+        return parsed
+    return None
+
+
+def _block_messages(role: str, blocks: list[dict[str, Any]]) -> list[Message]:
+    """One message for the text and ``tool_use`` blocks, one for each ``tool_result``."""
+    message = Message(role, text_of(blocks))
+    results = []
+    for block in blocks:
+        if block["type"] == "tool_use" and block.get("name") is not None:
+            message.calls.append((as_text(block.get("id")), str(block["name"]), block.get("input")))
+        elif block["type"] == "tool_result":
+            content = block.get("content")
+            result = Message(
+                "tool", result=text_of(content) if isinstance(content, list) else content
+            )
+            result.result_of = as_text(block.get("tool_use_id"))
+            results.append(result)
+    return ([message] if message.text is not None or message.calls else []) + results
 
 
 def _event_message(event: _Event) -> tuple[str, Message] | None:
