@@ -64,6 +64,7 @@ ANTHROPIC_TOOLS = [
     for tool in TOOLS
 ]
 
+REDACTED = "__REDACTED__"
 QUESTIONS = [
     ("q1", "What is the capital of France?"),
     ("q2", "Who owns record 7?"),
@@ -182,13 +183,18 @@ def main() -> None:
     if family == "loop":
         # OpenLLMetry's switch (the Traceloop SDK's decorators honour it the same way)
         capture = os.environ.get("TRACELOOP_TRACE_CONTENT", "true").lower() != "false"
+    elif family == "oi":
+        # OpenInference's TraceConfig: hidden values are written as "__REDACTED__" (the agent's
+        # own spans too, as an OITracer writes them)
+        capture = os.environ.get("OPENINFERENCE_HIDE_INPUTS", "").lower() != "true"
     else:
         capture = os.environ.get(
             "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", ""
         ).lower() not in ("", "false", "no_content")
     for question_id, question in QUESTIONS:
+        shown = question if capture else REDACTED
         with tracer.start_as_current_span(
-            "agent", attributes=root_attributes(family, question_id, question)
+            "agent", attributes=root_attributes(family, question_id, shown)
         ) as root:
             messages: list[Any] = [{"role": "user", "content": question}]
             calls, _ = model.ask(messages)
@@ -203,7 +209,7 @@ def main() -> None:
                         result = run_tool(name, json.loads(arguments))
                         failed = False
                         if family == "oi":
-                            span.set_attribute("output.value", result)
+                            span.set_attribute("output.value", result if capture else REDACTED)
                         elif family == "loop" and capture:
                             # the Traceloop SDK writes a tool's return value as JSON
                             span.set_attribute("traceloop.entity.output", json.dumps(result))
@@ -216,7 +222,7 @@ def main() -> None:
             model.give(messages, results)
             _, answer = model.ask(messages)
             if family == "oi":
-                root.set_attribute("output.value", answer)
+                root.set_attribute("output.value", answer if capture else REDACTED)
             elif family == "loop" and capture:
                 # what the Traceloop SDK's @workflow writes: the arguments and the return value
                 entity = json.dumps({"args": [question], "kwargs": {}})
@@ -260,7 +266,8 @@ def tool_attributes(
     """A tool span's attributes, as an agent instrumented with ``family``'s convention writes
     them (OpenLLMetry's @tool records no call id: the call is linked by name)."""
     if family == "oi":
-        return {"openinference.span.kind": "TOOL", "tool.name": name, "input.value": arguments}
+        shown = arguments if capture else REDACTED
+        return {"openinference.span.kind": "TOOL", "tool.name": name, "input.value": shown}
     if family == "loop":
         attributes: dict[str, Any] = {
             "traceloop.span.kind": "tool",

@@ -184,6 +184,22 @@ def test_openllmetry_events_results_without_ids_answer_the_calls_in_order() -> N
     assert (trace.question, trace.answer) == (QUESTION, "It is Paris.")
 
 
+def test_openinference_redacted_values_are_not_recorded() -> None:
+    hidden = "__REDACTED__"
+    agent = {"openinference.span.kind": "AGENT", "input.value": hidden, "output.value": hidden}
+    tool = {"openinference.span.kind": "TOOL", "tool.name": "search", "input.value": hidden}
+    trace = one(
+        [
+            request(
+                span(ROOT, None, "agent", agent, 0, 9),
+                span(TOOL, ROOT, "search", {**tool, "output.value": hidden}, 1, 2),
+            )
+        ]
+    )
+    assert steps(trace) == [("search", None, None, None, "success", None, ["args", "output"])]
+    assert (trace.question, trace.answer) == (None, None)
+
+
 def test_a_planned_call_under_another_parent_is_not_linked() -> None:
     model = {
         "llm.request.type": "chat",

@@ -153,6 +153,21 @@ def test_openinference(tmp_path: Path, kind: str) -> None:
     check(traces, with_content=True, conventions={"openinference"})
 
 
+HIDE = {"OPENINFERENCE_HIDE_INPUTS": "true", "OPENINFERENCE_HIDE_OUTPUTS": "true"}
+
+
+@pytest.mark.parametrize(
+    "kind", [pytest.param(k, marks=needs(k)) for k in ("openinference", "anthropic-openinference")]
+)
+def test_openinference_hidden_values_are_lost_not_read(tmp_path: Path, kind: str) -> None:
+    """OpenInference's TraceConfig writes hidden inputs and outputs as ``__REDACTED__``: read as
+    not recorded (never a question, answer or arguments of that text). The messages go with
+    them, so the call's id is recorded nowhere."""
+    traces = run_agent(tmp_path, kind, HIDE)
+    check(traces, with_content=False, conventions={"openinference"}, ids=False)
+    assert traces[0].fidelity.losses["args"] == 1
+
+
 # OpenLLMetry (0.50 and later) writes its model calls in the current GenAI conventions
 # (``gen_ai.input.messages``/``gen_ai.output.messages``, no schema URL), or with
 # ``use_attributes=False`` as GenAI events (log records, deprecated conventions); the agent's own
@@ -264,6 +279,7 @@ NO_LOOP_CONTENT = {"TRACELOOP_TRACE_CONTENT": "false"}
             ("genai-no-content", "openai-v2", {}, 2),
             ("openinference", "openinference", {}, 0),
             ("anthropic-openinference", "anthropic-openinference", {}, 0),
+            ("anthropic-openinference-hidden", "anthropic-openinference", HIDE, 2),
             ("openllmetry", "openllmetry", {}, 0),
             ("openllmetry-no-content", "openllmetry", NO_LOOP_CONTENT, 2),
             ("openllmetry-events-no-content", "openllmetry-events", NO_LOOP_CONTENT, 2),

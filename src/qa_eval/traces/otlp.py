@@ -161,6 +161,9 @@ _SCHEMA_VERSION = re.compile(r"/schemas/(\d+\.\d+(?:\.\d+)?)")
 _OPENLLMETRY = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(.+)$")
 _OPENINFERENCE = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
 _HEX = frozenset("0123456789abcdefABCDEF")
+# what OpenInference writes for a value its TraceConfig hides (OPENINFERENCE_HIDE_INPUTS, ...):
+# read as not recorded
+_REDACTED = "__REDACTED__"
 
 
 # --- OTLP/JSON as the specification defines it -------------------------------------------------
@@ -311,7 +314,11 @@ def _spans(request: dict[str, Any], counter: list[int]) -> Iterator[_Span]:
                     name=str(record.get("name", "")),
                     start=_nanos(_get(record, "startTimeUnixNano", "start_time_unix_nano")),
                     end=_nanos(_get(record, "endTimeUnixNano", "end_time_unix_nano")),
-                    attributes=_attributes(record.get("attributes")),
+                    attributes={
+                        key: value
+                        for key, value in _attributes(record.get("attributes")).items()
+                        if value != _REDACTED
+                    },
                     events=events,
                     error=error,
                     message=message,
