@@ -7,13 +7,14 @@ their settings are environment variables read when they start).
 ``agent_script.anthropic_script`` for the ``anthropic`` one; it replies with a tool call, then with
 an answer). KIND is the instrumentation: ``openai-v2`` (OpenTelemetry's GenAI), ``openinference``,
 ``openllmetry`` (Traceloop's ``opentelemetry-instrumentation-openai``), ``openllmetry-events`` (the
-same, messages as events), ``anthropic-openinference`` or ``anthropic-openllmetry``. The agent runs
-each question under a root span, runs the tool the model asked for under a tool span (``q2``'s tool
-fails) and sends its result back; its own spans follow the instrumentation's convention
-(OpenLLMetry's are what the Traceloop SDK's ``@workflow``/``@tool`` write). The SDK's spans (and
-log records, for GenAI events) are encoded by the exporter's own encoder and written as the
-collector's file exporter writes them: one OTLP/JSON request per line in OUT; and as length-
-prefixed protobuf in OUT with the suffix ``.pb``.
+same, messages as events), ``anthropic-openinference``, ``anthropic-openllmetry`` or
+``langchain-openinference`` (the agent written with LangChain). The agent runs each question under
+a root span, runs the tool the model asked for under a tool span (``q2``'s tool fails) and sends
+its result back; its own spans follow the instrumentation's convention (OpenLLMetry's are what the
+Traceloop SDK's ``@workflow``/``@tool`` write). The SDK's spans (and log records, for GenAI events)
+are encoded by the exporter's own encoder and written as the collector's file exporter writes them:
+one OTLP/JSON request per line in OUT; and as length-prefixed protobuf in OUT with the suffix
+``.pb``.
 """
 
 from __future__ import annotations
@@ -111,8 +112,58 @@ def instrument(kind: str, tracer_provider: TracerProvider, logger_provider: Logg
         from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor as LoopAnthropic
 
         LoopAnthropic().instrument(tracer_provider=tracer_provider)
+    elif kind == "langchain-openinference":
+        from openinference.instrumentation.langchain import LangChainInstrumentor
+
+        LangChainInstrumentor().instrument(tracer_provider=tracer_provider)
     else:
         raise SystemExit(f"unknown instrumentation {kind!r}")
+
+
+def run_langchain(base_url: str) -> None:
+    """The same agent written with LangChain (``ChatOpenAI`` with tools bound, ``@tool``
+    functions, the loop in a ``RunnableLambda``): every span is the instrumentation's; the
+    question id is OpenInference's ``using_metadata``."""
+    from langchain_core.messages import HumanMessage, ToolMessage
+    from langchain_core.runnables import RunnableLambda
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+    from openinference.instrumentation import using_metadata
+
+    @tool
+    def search(query: str) -> str:
+        """the search tool"""
+        return run_tool("search", {"query": query})
+
+    @tool
+    def lookup(id: int) -> str:  # the argument is named as the model calls it
+        """the lookup tool"""
+        return run_tool("lookup", {"id": id})
+
+    tools = {"search": search, "lookup": lookup}
+    model = ChatOpenAI(
+        model="stub",
+        base_url=base_url,
+        api_key="test-key",
+        max_retries=0,  # type: ignore[arg-type]
+    ).bind_tools(list(tools.values()))
+
+    def agent(question: str) -> str:
+        messages: list[Any] = [HumanMessage(question)]
+        reply = model.invoke(messages)
+        messages.append(reply)
+        for call in reply.tool_calls:
+            try:
+                result = tools[call["name"]].invoke(call["args"])
+            except LookupError as error:
+                result = f"error: {error}"
+            messages.append(ToolMessage(result, tool_call_id=call["id"]))
+        return str(model.invoke(messages).content)
+
+    chain = RunnableLambda(agent).with_config(run_name="agent")
+    for question_id, question in QUESTIONS:
+        with using_metadata({"question_id": question_id}):
+            chain.invoke(question)
 
 
 class Model:
@@ -165,18 +216,9 @@ class Model:
                 messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
 
 
-def main() -> None:
-    """Run the agent over both questions and write the file."""
-    base_url, out, kind = sys.argv[1:4]
-    resource = Resource.create({"service.name": "qa-agent"})
-    spans = InMemorySpanExporter()
-    tracer_provider = TracerProvider(resource=resource)
-    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
-    logs = InMemoryLogRecordExporter()
-    logger_provider = LoggerProvider(resource=resource)
-    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
-    instrument(kind, tracer_provider, logger_provider)
-    tracer = tracer_provider.get_tracer("qa-agent")
+def run_agent(kind: str, base_url: str, tracer: Any) -> None:
+    """The agent with either SDK, its own root and tool spans in its instrumentation's
+    convention."""
     model = Model(base_url, anthropic=kind.startswith("anthropic-"))
     # the agent's own spans follow its instrumentation's convention
     family = "oi" if kind.endswith("openinference") else "loop" if "openllmetry" in kind else "gen"
@@ -228,6 +270,23 @@ def main() -> None:
                 entity = json.dumps({"args": [question], "kwargs": {}})
                 root.set_attribute("traceloop.entity.input", entity)
                 root.set_attribute("traceloop.entity.output", json.dumps(answer))
+
+
+def main() -> None:
+    """Run the agent over both questions and write the file."""
+    base_url, out, kind = sys.argv[1:4]
+    resource = Resource.create({"service.name": "qa-agent"})
+    spans = InMemorySpanExporter()
+    tracer_provider = TracerProvider(resource=resource)
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    logs = InMemoryLogRecordExporter()
+    logger_provider = LoggerProvider(resource=resource)
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    instrument(kind, tracer_provider, logger_provider)
+    if kind.startswith("langchain-"):
+        run_langchain(base_url)
+    else:
+        run_agent(kind, base_url, tracer_provider.get_tracer("qa-agent"))
     requests: list[Any] = [encode_spans(spans.get_finished_spans())]
     records = logs.get_finished_logs()
     if records:

@@ -200,6 +200,17 @@ def test_openinference_redacted_values_are_not_recorded() -> None:
     assert (trace.question, trace.answer) == (None, None)
 
 
+def test_a_status_holding_a_traceback_gives_the_exception_message() -> None:
+    """OpenInference's LangChain tool spans: the status is the error's repr and traceback."""
+    status = "LookupError('no record 7')Traceback (most recent call last):\n  File x\nLookupError"
+    tool = {"openinference.span.kind": "TOOL", "tool.name": "lookup", "input.value": "{}"}
+    event = ("exception", {"exception.type": "LookupError", "exception.message": "no record 7"})
+    with_event = span(TOOL, ROOT, "lookup", tool, 1, 2, error=status, events=[event])
+    without = span(MODEL1, ROOT, "lookup", tool, 3, 4, error=status)
+    trace = one([request(span(ROOT, None, "agent", {}, 0, 9), with_event, without)])
+    assert [c.error for c in trace.calls] == ["no record 7", "LookupError('no record 7')"]
+
+
 def test_a_planned_call_under_another_parent_is_not_linked() -> None:
     model = {
         "llm.request.type": "chat",

@@ -45,6 +45,7 @@ LIBRARIES = {
     "openllmetry-events": ("opentelemetry.instrumentation.openai",),
     "anthropic-openinference": ("openinference.instrumentation.anthropic", "anthropic"),
     "anthropic-openllmetry": ("opentelemetry.instrumentation.anthropic", "anthropic"),
+    "langchain-openinference": ("openinference.instrumentation.langchain", "langchain_openai"),
 }
 
 
@@ -145,10 +146,13 @@ def test_genai_conventions_without_content_counts_lost_arguments(tmp_path: Path)
     assert traces[0].fidelity.losses["args"] == 1
 
 
-@pytest.mark.parametrize(
-    "kind", [pytest.param(k, marks=needs(k)) for k in ("openinference", "anthropic-openinference")]
-)
+OI_KINDS = ("openinference", "anthropic-openinference", "langchain-openinference")
+
+
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=needs(k)) for k in OI_KINDS])
 def test_openinference(tmp_path: Path, kind: str) -> None:
+    """Also the agent written with LangChain (every span OpenInference's: its tool span's status
+    holds the error's repr and traceback, the error read is the exception's message)."""
     traces = run_agent(tmp_path, kind, {})
     check(traces, with_content=True, conventions={"openinference"})
 
@@ -280,6 +284,7 @@ NO_LOOP_CONTENT = {"TRACELOOP_TRACE_CONTENT": "false"}
             ("openinference", "openinference", {}, 0),
             ("anthropic-openinference", "anthropic-openinference", {}, 0),
             ("anthropic-openinference-hidden", "anthropic-openinference", HIDE, 2),
+            ("langchain-openinference", "langchain-openinference", {}, 0),
             ("openllmetry", "openllmetry", {}, 0),
             ("openllmetry-no-content", "openllmetry", NO_LOOP_CONTENT, 2),
             ("openllmetry-events-no-content", "openllmetry-events", NO_LOOP_CONTENT, 2),

@@ -164,6 +164,7 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 # what OpenInference writes for a value its TraceConfig hides (OPENINFERENCE_HIDE_INPUTS, ...):
 # read as not recorded
 _REDACTED = "__REDACTED__"
+_TRACEBACK = "Traceback (most recent call last)"
 
 
 # --- OTLP/JSON as the specification defines it -------------------------------------------------
@@ -807,7 +808,11 @@ def _tool_call(span: _Span) -> ToolCall:
     call.output = output
     if span.error:
         call.status = "error"
-        call.error = span.message or _exception(span) or str(a.get("error.type") or "error")
+        message = span.message
+        if message and _TRACEBACK in message:
+            # OpenInference's LangChain spans: repr(error) and the whole traceback as the status
+            message = _exception(span) or message.split(_TRACEBACK)[0].strip() or None
+        call.error = message or _exception(span) or str(a.get("error.type") or "error")
     else:
         call.status = "success"
     return call
