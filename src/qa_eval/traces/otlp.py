@@ -712,7 +712,8 @@ def _read_span(span: _Span, events: list[_Event]) -> _Reading:
         ("traceloop.entity.output", "assistant", outputs),
     ):
         if not target and a.get(key) is not None:
-            target.extend(_valuemessages_of(a[key], role))
+            value = _json_text(a[key]) if key.startswith("traceloop.") else a[key]
+            target.extend(_valuemessages_of(value, role))
     answer_in_order(inputs)
     reading.inputs, reading.outputs = inputs, outputs
     prompt = _int(
@@ -757,8 +758,7 @@ def _valuemessages_of(value: Any, role: str) -> list[Message]:
             if isinstance(arguments, list) and arguments and isinstance(arguments[0], str):
                 return [Message(role, arguments[0])]
         return []
-    text = _json_text(value)
-    return [Message(role, text)] if text not in (None, "") else []
+    return [Message(role, str(value))] if value not in (None, "") else []
 
 
 def _json_text(value: Any) -> Any:
