@@ -63,3 +63,41 @@ def script(request: dict[str, Any], number: int) -> Reply:
             "usage": tokens,
         }
     )
+
+
+def anthropic_script(request: dict[str, Any], number: int) -> Reply:
+    """The same plan as :func:`script` for ``POST /v1/messages`` (the Anthropic Messages API):
+    a ``tool_use`` block for a new question, the answer once a ``tool_result`` is sent back."""
+    messages = request["messages"]
+    question = messages[0]["content"]
+    if isinstance(question, list):
+        question = "".join(b.get("text", "") for b in question if isinstance(b, dict))
+    answered = any(
+        isinstance(m.get("content"), list)
+        and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in m["content"])
+        for m in messages
+    )
+    if not answered:
+        call_id, name, args = PLAN[question]
+        content: list[dict[str, Any]] = [
+            {"type": "tool_use", "id": call_id, "name": name, "input": args}
+        ]
+        stop = "tool_use"
+    else:
+        content, stop = [{"type": "text", "text": ANSWER[question]}], "end_turn"
+    tokens = usage(number)
+    return Reply(
+        body={
+            "id": f"msg_{number}",
+            "type": "message",
+            "role": "assistant",
+            "model": "stub",
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": tokens["prompt_tokens"],
+                "output_tokens": tokens["completion_tokens"],
+            },
+        }
+    )

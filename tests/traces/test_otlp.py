@@ -142,6 +142,75 @@ def test_openllmetry_flattened_calls_link_to_tool_spans_by_name_and_order() -> N
     assert trace.fidelity.conventions["openllmetry"] == 5
 
 
+def test_openllmetry_events_results_without_ids_answer_the_calls_in_order() -> None:
+    """OpenLLMetry's ``gen_ai.tool.message`` events carry no call id: each answers the next call
+    of the assistant message before it. Traceloop SDK tool and workflow spans write their values
+    with ``json.dumps`` (a string in quotes; arguments as ``{"args": [...], "kwargs": {...}}``)."""
+    calls = [
+        {"id": "c1", "type": "function", "function": {"name": "search", "arguments": "{}"}},
+        {"id": "c2", "type": "function", "function": {"name": "lookup", "arguments": "{}"}},
+    ]
+    logs = [
+        log(MODEL2, "gen_ai.user.message", {"content": QUESTION}),
+        log(MODEL2, "gen_ai.assistant.message", {"content": None, "tool_calls": calls}),
+        log(MODEL2, "gen_ai.tool.message", {"content": "found"}),
+        log(MODEL2, "gen_ai.tool.message", {"content": "missing"}),
+    ]
+    workflow = {
+        "traceloop.span.kind": "workflow",
+        "traceloop.entity.input": json.dumps({"args": [QUESTION], "kwargs": {}}),
+        "traceloop.entity.output": json.dumps("It is Paris."),
+    }
+    tool = {
+        "traceloop.span.kind": "tool",
+        "traceloop.entity.name": "search",
+        "traceloop.entity.input": json.dumps({"args": [], "kwargs": {"q": "x"}}),
+        "traceloop.entity.output": json.dumps("found it"),
+    }
+    trace = one(
+        [
+            request(
+                span(ROOT, None, "agent.workflow", workflow, 0, 9),
+                span(TOOL, ROOT, "search.tool", tool, 1, 2),
+                span(MODEL2, ROOT, "openai.chat", {"gen_ai.operation.name": "chat"}, 3, 4),
+            ),
+            logs_request(*logs),
+        ]
+    )
+    assert steps(trace) == [
+        ("search", "c1", {"q": "x"}, "found it", "success", None, []),
+        ("lookup", "c2", {}, "missing", None, None, ["status"]),
+    ]
+    assert (trace.question, trace.answer) == (QUESTION, "It is Paris.")
+
+
+def test_openinference_redacted_values_are_not_recorded() -> None:
+    hidden = "__REDACTED__"
+    agent = {"openinference.span.kind": "AGENT", "input.value": hidden, "output.value": hidden}
+    tool = {"openinference.span.kind": "TOOL", "tool.name": "search", "input.value": hidden}
+    trace = one(
+        [
+            request(
+                span(ROOT, None, "agent", agent, 0, 9),
+                span(TOOL, ROOT, "search", {**tool, "output.value": hidden}, 1, 2),
+            )
+        ]
+    )
+    assert steps(trace) == [("search", None, None, None, "success", None, ["args", "output"])]
+    assert (trace.question, trace.answer) == (None, None)
+
+
+def test_a_status_holding_a_traceback_gives_the_exception_message() -> None:
+    """OpenInference's LangChain tool spans: the status is the error's repr and traceback."""
+    status = "LookupError('no record 7')Traceback (most recent call last):\n  File x\nLookupError"
+    tool = {"openinference.span.kind": "TOOL", "tool.name": "lookup", "input.value": "{}"}
+    event = ("exception", {"exception.type": "LookupError", "exception.message": "no record 7"})
+    with_event = span(TOOL, ROOT, "lookup", tool, 1, 2, error=status, events=[event])
+    without = span(MODEL1, ROOT, "lookup", tool, 3, 4, error=status)
+    trace = one([request(span(ROOT, None, "agent", {}, 0, 9), with_event, without)])
+    assert [c.error for c in trace.calls] == ["no record 7", "LookupError('no record 7')"]
+
+
 def test_a_planned_call_under_another_parent_is_not_linked() -> None:
     model = {
         "llm.request.type": "chat",

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -34,10 +35,11 @@ from typing import Any
 
 from ..errors import InputError
 from ..extras import MissingExtra, require
-from .common import finish, link, parse_arguments
+from .common import finish, link, parse_arguments, text_of
 from .model import ToolCall, Trace
 from .treelink import (
     Message,
+    answer_in_order,
     as_text,
     chat_message,
     depths,
@@ -116,6 +118,7 @@ _KNOWN = (
     "gen_ai.workflow.",
     "gen_ai.token.",
     "gen_ai.output.type",
+    "gen_ai.is_streaming",  # OpenLLMetry
     "gen_ai.prompt.",
     "gen_ai.completion.",
     "gen_ai.tool.",
@@ -158,6 +161,10 @@ _SCHEMA_VERSION = re.compile(r"/schemas/(\d+\.\d+(?:\.\d+)?)")
 _OPENLLMETRY = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(.+)$")
 _OPENINFERENCE = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
 _HEX = frozenset("0123456789abcdefABCDEF")
+# what OpenInference writes for a value its TraceConfig hides (OPENINFERENCE_HIDE_INPUTS, ...):
+# read as not recorded
+_REDACTED = "__REDACTED__"
+_TRACEBACK = "Traceback (most recent call last)"
 
 
 # --- OTLP/JSON as the specification defines it -------------------------------------------------
@@ -308,7 +315,11 @@ def _spans(request: dict[str, Any], counter: list[int]) -> Iterator[_Span]:
                     name=str(record.get("name", "")),
                     start=_nanos(_get(record, "startTimeUnixNano", "start_time_unix_nano")),
                     end=_nanos(_get(record, "endTimeUnixNano", "end_time_unix_nano")),
-                    attributes=_attributes(record.get("attributes")),
+                    attributes={
+                        key: value
+                        for key, value in _attributes(record.get("attributes")).items()
+                        if value != _REDACTED
+                    },
                     events=events,
                     error=error,
                     message=message,
@@ -528,6 +539,10 @@ def _flattened(attributes: dict[str, Any], pattern: re.Pattern[str], side: str) 
                 (k, v) for k, v in row.items() if k.startswith("contents.") and k.endswith(".text")
             )
             content = "".join(str(v) for _, v in parts) if parts else None
+        blocks = _anthropic_blocks(content)
+        if blocks is not None:
+            messages.extend(_block_messages(role, blocks))
+            continue
         message = Message(role, None if content is None else str(content))
         calls: dict[int, dict[str, Any]] = {}
         for key, value in row.items():
@@ -546,6 +561,39 @@ def _flattened(attributes: dict[str, Any], pattern: re.Pattern[str], side: str) 
             message.result_of, message.result, message.text = as_text(result_of), content, None
         messages.append(message)
     return messages
+
+
+def _anthropic_blocks(content: Any) -> list[dict[str, Any]] | None:
+    """Anthropic content blocks that OpenLLMetry (before 0.50) wrote as a message's JSON
+    ``content`` (``[{"type": "tool_result", "tool_use_id": ...}]``); None for other content."""
+    if not (isinstance(content, str) and content.lstrip().startswith("[")):
+        return None
+    parsed = from_json(content)
+    if (
+        isinstance(parsed, list)
+        and parsed
+        and all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in parsed)
+        and any(b["type"] in ("text", "tool_use", "tool_result") for b in parsed)
+    ):
+        return parsed
+    return None
+
+
+def _block_messages(role: str, blocks: list[dict[str, Any]]) -> list[Message]:
+    """One message for the text and ``tool_use`` blocks, one for each ``tool_result``."""
+    message = Message(role, text_of(blocks))
+    results = []
+    for block in blocks:
+        if block["type"] == "tool_use" and block.get("name") is not None:
+            message.calls.append((as_text(block.get("id")), str(block["name"]), block.get("input")))
+        elif block["type"] == "tool_result":
+            content = block.get("content")
+            result = Message(
+                "tool", result=text_of(content) if isinstance(content, list) else content
+            )
+            result.result_of = as_text(block.get("tool_use_id"))
+            results.append(result)
+    return ([message] if message.text is not None or message.calls else []) + results
 
 
 def _event_message(event: _Event) -> tuple[str, Message] | None:
@@ -664,7 +712,9 @@ def _read_span(span: _Span, events: list[_Event]) -> _Reading:
         ("traceloop.entity.output", "assistant", outputs),
     ):
         if not target and a.get(key) is not None:
-            target.extend(_valuemessages_of(a[key], role))
+            value = _json_text(a[key]) if key.startswith("traceloop.") else a[key]
+            target.extend(_valuemessages_of(value, role))
+    answer_in_order(inputs)
     reading.inputs, reading.outputs = inputs, outputs
     prompt = _int(
         _first(
@@ -703,8 +753,25 @@ def _valuemessages_of(value: Any, role: str) -> list[Message]:
             for key in ("input", "question", "query", "output", "answer", "content"):
                 if isinstance(parsed.get(key), str):
                     return [Message(role, parsed[key])]
+            # the Traceloop SDK's decorated function: {"args": [...], "kwargs": {...}}
+            arguments = parsed.get("args")
+            if isinstance(arguments, list) and arguments and isinstance(arguments[0], str):
+                return [Message(role, arguments[0])]
         return []
     return [Message(role, str(value))] if value not in (None, "") else []
+
+
+def _json_text(value: Any) -> Any:
+    """A value the Traceloop SDK wrote with ``json.dumps`` (a string as ``"text"``): the string
+    inside; anything else as it is."""
+    if isinstance(value, str) and value.startswith('"') and value.endswith('"'):
+        try:
+            parsed = json.loads(value)
+        except (json.JSONDecodeError, RecursionError):
+            return value
+        if isinstance(parsed, str):
+            return parsed
+    return value
 
 
 def _tool_call(span: _Span) -> ToolCall:
@@ -735,11 +802,17 @@ def _tool_call(span: _Span) -> ToolCall:
         else:
             raw = a["tool.parameters"]
     call.args, call.args_error = parse_arguments(raw)
-    output = _first(a, "gen_ai.tool.call.result", "output.value", "traceloop.entity.output")
+    output = _first(a, "gen_ai.tool.call.result", "output.value")
+    if output is None:
+        output = _json_text(a.get("traceloop.entity.output"))
     call.output = output
     if span.error:
         call.status = "error"
-        call.error = span.message or _exception(span) or str(a.get("error.type") or "error")
+        message = span.message
+        if message and _TRACEBACK in message:
+            # OpenInference's LangChain spans: repr(error) and the whole traceback as the status
+            message = _exception(span) or message.split(_TRACEBACK)[0].strip() or None
+        call.error = message or _exception(span) or str(a.get("error.type") or "error")
     else:
         call.status = "success"
     return call

@@ -19,6 +19,7 @@ from .model import ToolCall, Trace
 
 __all__ = [
     "Message",
+    "answer_in_order",
     "as_text",
     "chat_message",
     "depths",
@@ -97,6 +98,20 @@ def parts_message(item: dict[str, Any]) -> Message:
             message.result = part.get("response", part.get("result"))
     message.text = "".join(texts) if texts else None
     return message
+
+
+def answer_in_order(messages: list[Message]) -> None:
+    """Give each tool result without a call id (OpenLLMetry's ``gen_ai.tool.message`` events
+    carry none) the id of the next call the assistant message before it made, in order."""
+    waiting: list[str] = []
+    for message in messages:
+        if message.calls:
+            waiting = [call_id for call_id, _, _ in message.calls if call_id]
+        elif message.role == "tool" and not message.result_of:
+            if waiting:
+                message.result_of = waiting.pop(0)
+        elif message.result_of and message.result_of in waiting:
+            waiting.remove(message.result_of)
 
 
 def as_text(value: Any) -> str | None:
