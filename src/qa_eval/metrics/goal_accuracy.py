@@ -19,17 +19,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..judge.replies import json_schema
-from ..judge.usage import estimated_prompt_tokens
 from ..prompts import render
 from .agent import WorkflowReply, agent_goal_accuracy
 from .agent_inputs import (
     Call,
     Noting,
     actual_calls,
-    fit,
+    fit_prompt,
     not_evaluated,
-    prompt_budget,
     shortened_note,
 )
 from .output import Output
@@ -67,16 +64,15 @@ async def score(judge: Any, inputs: Mapping[str, Any], options: Mapping[str, Any
     trajectory beyond the budget, the error that says so and no call)."""
     question = str(inputs.get("question") or "")
     answer = inputs.get("answer")
-    budget = prompt_budget(judge, options)
-    schema = json_schema(WorkflowReply)
 
-    def tokens(calls: Sequence[Call]) -> int:
-        text = render("agent_goal_outcome", conversation=conversation(question, calls, answer))
-        return estimated_prompt_tokens([{"role": "user", "content": text}], schema)
+    def prompt(calls: Sequence[Call]) -> str:
+        return render("agent_goal_outcome", conversation=conversation(question, calls, answer))
 
-    fitted = fit(actual_calls(inputs.get("steps") or []), tokens, budget)
+    fitted = fit_prompt(
+        judge, options, actual_calls(inputs.get("steps") or []), prompt, WorkflowReply
+    )
     if not fitted.fits:
-        return not_evaluated(METRIC, fitted, budget)
+        return not_evaluated(METRIC, fitted)
     target, compared_with = _target(inputs)
     noted = Noting(judge, METRIC)
     outcome = await agent_goal_accuracy(noted, conversation(question, fitted.calls, answer), target)
@@ -86,6 +82,6 @@ async def score(judge: Any, inputs: Mapping[str, Any], options: Mapping[str, Any
         reason += f" (goal: {outcome.user_goal})"
     if outcome.reason:
         reason += f": {outcome.reason}"
-    reason += shortened_note(fitted, budget)
+    reason += shortened_note(fitted)
     values = {METRIC: outcome.value, f"{METRIC}_reason": reason}
     return Output.judged(METRIC, values, *noted.verdicts)
