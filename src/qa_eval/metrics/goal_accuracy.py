@@ -23,6 +23,7 @@ from ..prompts import render
 from .agent import WorkflowReply, agent_goal_accuracy
 from .agent_inputs import (
     Call,
+    Fitted,
     Noting,
     actual_calls,
     fit_prompt,
@@ -31,7 +32,7 @@ from .agent_inputs import (
 )
 from .output import Output
 
-__all__ = ["METRIC", "conversation", "score"]
+__all__ = ["METRIC", "conversation", "fit_conversation", "score"]
 
 METRIC = "goal_accuracy"
 
@@ -46,6 +47,20 @@ def conversation(question: str, calls: Sequence[Call], answer: str | None) -> st
         lines.append(f"ToolOutput: [{call.number}] status {call.status}: {output}")
     lines.append(f"AI: {answer if answer is not None else '(no answer)'}")
     return "\n".join(lines)
+
+
+def fit_conversation(
+    judge: Any, inputs: Mapping[str, Any], options: Mapping[str, Any], template: str, reply: Any
+) -> Fitted:
+    """The response's calls fitted to the budget of the prompt ``template``, which shows the
+    conversation (``conversation=``) and is answered with ``reply``."""
+    question = str(inputs.get("question") or "")
+    answer = inputs.get("answer")
+
+    def prompt(calls: Sequence[Call]) -> str:
+        return render(template, conversation=conversation(question, calls, answer))
+
+    return fit_prompt(judge, options, actual_calls(inputs.get("steps") or []), prompt, reply)
 
 
 def _target(inputs: Mapping[str, Any]) -> tuple[str | None, str]:
@@ -64,13 +79,7 @@ async def score(judge: Any, inputs: Mapping[str, Any], options: Mapping[str, Any
     trajectory beyond the budget, the error that says so and no call)."""
     question = str(inputs.get("question") or "")
     answer = inputs.get("answer")
-
-    def prompt(calls: Sequence[Call]) -> str:
-        return render("agent_goal_outcome", conversation=conversation(question, calls, answer))
-
-    fitted = fit_prompt(
-        judge, options, actual_calls(inputs.get("steps") or []), prompt, WorkflowReply
-    )
+    fitted = fit_conversation(judge, inputs, options, "agent_goal_outcome", WorkflowReply)
     if not fitted.fits:
         return not_evaluated(METRIC, fitted)
     target, compared_with = _target(inputs)

@@ -49,22 +49,18 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from ..extras import MissingExtra
-from ..prompts import render
 from . import ragas_judged, tables, text, toolcalls
 from .agent import TopicsReply, topic_adherence
 from .agent_inputs import (
-    Call,
     Noting,
-    actual_calls,
-    fit_prompt,
     not_evaluated,
     shortened_note,
 )
-from .goal_accuracy import conversation
+from .goal_accuracy import conversation, fit_conversation
 from .output import Output
 from .ragas_judged import Judged
 from .rubric_scores import DEFAULT_REFERENCE_FREE_RUBRICS, DEFAULT_WITH_REFERENCE_RUBRICS
@@ -398,13 +394,7 @@ async def topic_adherence_entry(
         raise ValueError("reference_topics must be a non-empty list of non-blank strings")
     name = "topic_adherence"
     question, answer = str(inputs.get("question") or ""), inputs.get("answer")
-
-    def prompt(calls: Sequence[Call]) -> str:
-        return render("topic_extraction", conversation=conversation(question, calls, answer))
-
-    fitted = fit_prompt(
-        judge, options, actual_calls(inputs.get("steps") or []), prompt, TopicsReply
-    )
+    fitted = fit_conversation(judge, inputs, options, "topic_extraction", TopicsReply)
     if not fitted.fits:
         return not_evaluated(name, fitted)
     noted = Noting(judge, name)
