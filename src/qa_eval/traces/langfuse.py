@@ -14,7 +14,6 @@ trace's ``metadata.question_id`` (or a top-level ``question_id``). docs/traces.m
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from datetime import datetime
 from typing import Any
 
 from .common import parse_arguments, text_of
@@ -25,6 +24,7 @@ from .treelink import (
     as_text,
     depths,
     from_json,
+    iso_nanos,
     messages_of,
     sum_usage,
 )
@@ -68,13 +68,7 @@ def detect(record: Any) -> bool:
 
 
 def _nanos(value: Any) -> int | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return int(moment.timestamp() * 1_000_000) * 1000
+    return iso_nanos(value) if isinstance(value, str) else None
 
 
 def read(records: Iterable[Any], source: str) -> Iterator[Trace]:

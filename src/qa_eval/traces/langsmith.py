@@ -27,6 +27,7 @@ from .treelink import (
     chat_message,
     depths,
     from_json,
+    iso_nanos,
     sum_usage,
 )
 
@@ -57,13 +58,7 @@ def _nanos(value: Any) -> int | None:
         return int(value * 1_000_000_000) if value < 1e11 else int(value * 1_000_000)
     if not isinstance(value, str):
         return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.now().astimezone().tzinfo)
-    return int(moment.timestamp() * 1_000_000) * 1000
+    return iso_nanos(value, datetime.now().astimezone().tzinfo)
 
 
 def _flatten(run: dict[str, Any]) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
 from typing import Any
 
 from .common import finish, link, parse_arguments, text_of
@@ -27,6 +28,7 @@ __all__ = [
     "depths",
     "fill_results",
     "from_json",
+    "iso_nanos",
     "messages_of",
     "planned_calls",
     "sum_usage",
@@ -119,6 +121,18 @@ def answer_in_order(messages: list[Message]) -> None:
 def as_text(value: Any) -> str | None:
     """A value as text (an id written as a number, say), None kept."""
     return None if value is None else str(value)
+
+
+def iso_nanos(value: str, naive: tzinfo | None = None) -> int | None:
+    """An ISO 8601 time as Unix nanoseconds (to the microsecond), None when it is not one; a time
+    without a zone is in ``naive`` (else the local zone of its date)."""
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None and naive is not None:
+        moment = moment.replace(tzinfo=naive)
+    return int(moment.timestamp() * 1_000_000) * 1000
 
 
 def messages_of(value: Any) -> list[Message]:
