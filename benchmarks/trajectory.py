@@ -31,19 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from qa_eval.cli import format_table
 from qa_eval.steps.trajectory.match import evaluate_trajectory
 from qa_eval.steps.trajectory.reference import parse_reference
+from run import timed  # the median-of-repeats timer, shared with benchmarks/run.py
 
 TOOLS = ["search_flights", "get_weather", "book", "lookup_user", "send_email"]
-
-
-def timed(function: Callable[[], Any], repeats: int) -> tuple[float, Any]:
-    """Median wall time of ``repeats`` runs (GC collected before each) and the last result."""
-    times, result = [], None
-    for _ in range(repeats):
-        gc.collect()
-        start = time.perf_counter()
-        result = function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
 
 
 def question(rng: random.Random, n: int, tools: list[str]) -> tuple[dict, dict]:

@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 import pytest
+import tree_files
 
 from qa_eval.traces import langfuse
 
@@ -29,23 +30,8 @@ def at(second: int) -> str:
 def observation(
     oid: str, kind: str, parent: str | None, start: int, end: int, **fields: Any
 ) -> dict[str, Any]:
-    """One observation as the public API returns it."""
-    record = {
-        "id": oid,
-        "traceId": "t1",
-        "type": kind,
-        "name": fields.pop("name", kind.lower()),
-        "startTime": at(start),
-        "endTime": at(end),
-        "parentObservationId": parent,
-        "level": "DEFAULT",
-        "statusMessage": None,
-        "input": None,
-        "output": None,
-        "metadata": {},
-    }
-    record.update(fields)
-    return record
+    """One observation of trace ``t1`` as the public API returns it."""
+    return tree_files.observation(oid, kind, parent, at(start), at(end), "t1", **fields)
 
 
 def export(failing: bool = False) -> dict[str, Any]:

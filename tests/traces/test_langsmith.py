@@ -9,6 +9,7 @@ import copy
 from typing import Any
 
 import pytest
+import tree_files
 
 from qa_eval.traces import langsmith
 
@@ -25,37 +26,18 @@ def at(second: int) -> str:
     return f"2026-01-02T03:04:{second:02d}.000000+00:00"
 
 
-def lc(kind: str, **kwargs: Any) -> dict[str, Any]:
-    """A LangChain message as its tracer serialises it."""
-    return {
-        "lc": 1,
-        "type": "constructor",
-        "id": ["langchain", "schema", "messages", kind],
-        "kwargs": kwargs,
-    }
+lc = tree_files.lc
 
 
 def run(
     name: str, run_type: str, start: int, end: int, parent: str | None, **fields: Any
 ) -> dict[str, Any]:
-    """One run as the SDK's ``Run`` has it."""
-    record = {
-        "id": IDS[name],
-        "name": fields.pop("label", name),
-        "run_type": run_type,
-        "start_time": at(start),
-        "end_time": at(end),
-        "inputs": {},
-        "outputs": None,
-        "error": None,
-        "extra": {},
-        "parent_run_id": parent,
-        "trace_id": TRACE,
-        "dotted_order": f"20260102T0304{start:02d}000000Z{IDS[name]}",
-        "child_runs": [],
-    }
-    record.update(fields)
-    return record
+    """One run as the SDK's ``Run`` has it (``label``: its name when not ``name``)."""
+    order = f"20260102T0304{start:02d}000000Z{IDS[name]}"
+    label = fields.pop("label", name)
+    return tree_files.run(
+        IDS[name], label, run_type, at(start), at(end), parent, TRACE, order, **fields
+    )
 
 
 def tree(failing: bool = False) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tree_files
 from otlp_files import TRACE, request, span
 
 from qa_eval.cli import run_command
@@ -284,22 +285,8 @@ def _at(second: float) -> str:
 def _observation(
     oid: str, kind: str, parent: str | None, times: tuple[float, float], **fields: Any
 ) -> dict[str, Any]:
-    record = {
-        "id": oid,
-        "traceId": "lf-trace-1",
-        "type": kind,
-        "name": fields.pop("name", kind.lower()),
-        "startTime": _at(times[0]),
-        "endTime": _at(times[1]),
-        "parentObservationId": parent,
-        "level": "DEFAULT",
-        "statusMessage": None,
-        "input": None,
-        "output": None,
-        "metadata": {},
-    }
-    record.update(fields)
-    return record
+    start, end = _at(times[0]), _at(times[1])
+    return tree_files.observation(oid, kind, parent, start, end, "lf-trace-1", **fields)
 
 
 def _chat_call(i: int) -> dict[str, Any]:
@@ -379,36 +366,17 @@ def _ls_id(n: int) -> str:
     return f"0a000000-0000-4000-8000-{n:012d}"
 
 
-def _lc(kind: str, **kwargs: Any) -> dict[str, Any]:
-    return {
-        "lc": 1,
-        "type": "constructor",
-        "id": ["langchain", "schema", "messages", kind],
-        "kwargs": kwargs,
-    }
+_lc = tree_files.lc
 
 
 def _run(
     n: int, name: str, run_type: str, times: tuple[float, float], **fields: Any
 ) -> dict[str, Any]:
     start = _at(times[0]).replace("Z", "000+00:00")
-    record = {
-        "id": _ls_id(n),
-        "name": name,
-        "run_type": run_type,
-        "start_time": start,
-        "end_time": _at(times[1]).replace("Z", "000+00:00"),
-        "inputs": {},
-        "outputs": None,
-        "error": None,
-        "extra": {},
-        "parent_run_id": None if n == 0 else LS_TRACE,
-        "trace_id": LS_TRACE,
-        "dotted_order": f"20260102T0304{int(times[0] * 1000):05d}000Z{_ls_id(n)}",
-        "child_runs": [],
-    }
-    record.update(fields)
-    return record
+    end = _at(times[1]).replace("Z", "000+00:00")
+    parent = None if n == 0 else LS_TRACE
+    order = f"20260102T0304{int(times[0] * 1000):05d}000Z{_ls_id(n)}"
+    return tree_files.run(_ls_id(n), name, run_type, start, end, parent, LS_TRACE, order, **fields)
 
 
 def langsmith_tree() -> dict[str, Any]:

@@ -86,36 +86,29 @@ def _number(text: str, option: str, item: str) -> float:
     return value
 
 
+def _assignments(items: Iterable[str], option: str, form: str) -> dict[str, float]:
+    """``NAME=VALUE`` items of ``option`` (``form`` names them in the error) as name -> value."""
+    values: dict[str, float] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not name or not value.strip():
+            raise QaEvalError(f"{option} takes {form}, not {item!r}")
+        if name in values:
+            raise QaEvalError(f"{option} {name} is given twice")
+        values[name] = _number(value.strip(), option, item)
+    return values
+
+
 def parse_bars(items: Iterable[str]) -> list[tuple[str, float]]:
     """``METRIC=VALUE`` items of ``--fail-under`` as (metric, bar); ``QaEvalError`` when bad."""
-    bars: dict[str, float] = {}
-    for item in items:
-        metric, sep, value = item.partition("=")
-        metric = metric.strip()
-        if not sep or not metric or not value.strip():
-            raise QaEvalError(f"--fail-under takes METRIC=VALUE, not {item!r}")
-        if metric in bars:
-            raise QaEvalError(f"--fail-under {metric} is given twice")
-        bars[metric] = _number(value.strip(), "--fail-under", item)
-    return list(bars.items())
+    return list(_assignments(items, "--fail-under", "METRIC=VALUE").items())
 
 
 def parse_pass_thresholds(items: Iterable[str]) -> dict[str, float]:
     """``KEY=VALUE`` items of ``--pass-threshold`` as metric -> value; ``QaEvalError`` when
     bad."""
-    thresholds: dict[str, float] = {}
-    for item in items:
-        metric, sep, value = item.partition("=")
-        metric = metric.strip()
-        if not sep or not metric or not value.strip():
-            raise QaEvalError(f"--pass-threshold takes KEY=VALUE, not {item!r}")
-        if metric in thresholds:
-            raise QaEvalError(f"--pass-threshold {metric} is given twice")
-        number = _number(value.strip(), "--pass-threshold", item)
-        if not math.isfinite(number):
-            raise QaEvalError(f"--pass-threshold {item!r}: the value must be a finite number")
-        thresholds[metric] = number
-    return thresholds
+    return _assignments(items, "--pass-threshold", "KEY=VALUE")
 
 
 def parse_regressions(items: Iterable[str]) -> list[tuple[str, float]]:

@@ -29,7 +29,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..judge.prices import context_window
-from ..judge.replies import BUDGET_RANGE
+from ..judge.replies import BUDGET_RANGE, json_schema
+from ..judge.usage import estimated_prompt_tokens
 from .output import Output
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "actual_calls",
     "cut",
     "fit",
+    "fit_prompt",
     "not_evaluated",
     "prompt_budget",
     "reference_calls",
@@ -194,6 +196,8 @@ class Fitted:
     """The estimated prompt tokens of ``calls``."""
     needed: int
     """The estimated prompt tokens with nothing shortened."""
+    budget: int
+    """The prompt budget in tokens the calls were fitted to."""
     fits: bool
     shortened: tuple[str, ...] = ()
     """What was shortened, in words (``output of call 3: 1234 characters cut``)."""
@@ -243,7 +247,7 @@ def fit(calls: Sequence[Call], tokens: Measure, budget: int) -> Fitted:
     finding that they do not fit; ``tokens`` estimates a prompt's tokens from its calls."""
     needed = tokens(calls)
     if needed <= budget:
-        return Fitted(tuple(calls), needed, needed, True)
+        return Fitted(tuple(calls), needed, needed, budget, True)
     current = list(calls)
     shortened: list[str] = []
     for field in ("output", "args"):
@@ -251,10 +255,10 @@ def fit(calls: Sequence[Call], tokens: Measure, budget: int) -> Fitted:
         if cap is not None:
             fitted = _capped(current, field, cap)
             shortened += _what_was_cut(current, field, cap)
-            return Fitted(tuple(fitted), tokens(fitted), needed, True, tuple(shortened))
+            return Fitted(tuple(fitted), tokens(fitted), needed, budget, True, tuple(shortened))
         shortened += _what_was_cut(current, field, MIN_KEEP)
         current = _capped(current, field, MIN_KEEP)
-    return Fitted(tuple(current), tokens(current), needed, False, tuple(shortened))
+    return Fitted(tuple(current), tokens(current), needed, budget, False, tuple(shortened))
 
 
 def prompt_budget(judge: Any, options: Mapping[str, Any]) -> int:
@@ -272,20 +276,39 @@ def prompt_budget(judge: Any, options: Mapping[str, Any]) -> int:
     return max(1, (window - BUDGET_RANGE[1]) * 3 // 4)
 
 
-def not_evaluated(metric: str, fitted: Fitted, budget: int) -> Output:
+def fit_prompt(
+    judge: Any,
+    options: Mapping[str, Any],
+    calls: Sequence[Call],
+    prompt: Callable[[Sequence[Call]], str],
+    reply: Any,
+) -> Fitted:
+    """``calls`` fitted to the metric's prompt budget, ``prompt`` rendering the user message from
+    the calls shown and ``reply`` the model the judge answers with."""
+    schema = json_schema(reply)
+
+    def tokens(shown: Sequence[Call]) -> int:
+        return estimated_prompt_tokens([{"role": "user", "content": prompt(shown)}], schema)
+
+    return fit(calls, tokens, prompt_budget(judge, options))
+
+
+def not_evaluated(metric: str, fitted: Fitted) -> Output:
     """The record of a trajectory too long for the budget: its error, no value, no call."""
     return Output(
         metric,
-        error=f"not evaluated: trajectory needs ~{fitted.needed} prompt tokens, budget {budget}",
+        error=(
+            f"not evaluated: trajectory needs ~{fitted.needed} prompt tokens, "
+            f"budget {fitted.budget}"
+        ),
     )
 
 
-def shortened_note(fitted: Fitted, budget: int) -> str:
+def shortened_note(fitted: Fitted) -> str:
     """What the reason adds when the trajectory was shortened to fit (empty when it was not)."""
     if not fitted.shortened:
         return ""
     return (
-        f" [shortened to fit the prompt budget of {budget} tokens (~{fitted.needed} needed): "
-        + "; ".join(fitted.shortened)
-        + "]"
+        f" [shortened to fit the prompt budget of {fitted.budget} tokens "
+        f"(~{fitted.needed} needed): " + "; ".join(fitted.shortened) + "]"
     )

@@ -19,22 +19,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..judge.replies import json_schema
-from ..judge.usage import estimated_prompt_tokens
 from ..prompts import render
 from .agent import WorkflowReply, agent_goal_accuracy
 from .agent_inputs import (
     Call,
+    Fitted,
     Noting,
     actual_calls,
-    fit,
+    fit_prompt,
     not_evaluated,
-    prompt_budget,
     shortened_note,
 )
 from .output import Output
 
-__all__ = ["METRIC", "conversation", "score"]
+__all__ = ["METRIC", "conversation", "fit_conversation", "score"]
 
 METRIC = "goal_accuracy"
 
@@ -49,6 +47,20 @@ def conversation(question: str, calls: Sequence[Call], answer: str | None) -> st
         lines.append(f"ToolOutput: [{call.number}] status {call.status}: {output}")
     lines.append(f"AI: {answer if answer is not None else '(no answer)'}")
     return "\n".join(lines)
+
+
+def fit_conversation(
+    judge: Any, inputs: Mapping[str, Any], options: Mapping[str, Any], template: str, reply: Any
+) -> Fitted:
+    """The response's calls fitted to the budget of the prompt ``template``, which shows the
+    conversation (``conversation=``) and is answered with ``reply``."""
+    question = str(inputs.get("question") or "")
+    answer = inputs.get("answer")
+
+    def prompt(calls: Sequence[Call]) -> str:
+        return render(template, conversation=conversation(question, calls, answer))
+
+    return fit_prompt(judge, options, actual_calls(inputs.get("steps") or []), prompt, reply)
 
 
 def _target(inputs: Mapping[str, Any]) -> tuple[str | None, str]:
@@ -67,16 +79,9 @@ async def score(judge: Any, inputs: Mapping[str, Any], options: Mapping[str, Any
     trajectory beyond the budget, the error that says so and no call)."""
     question = str(inputs.get("question") or "")
     answer = inputs.get("answer")
-    budget = prompt_budget(judge, options)
-    schema = json_schema(WorkflowReply)
-
-    def tokens(calls: Sequence[Call]) -> int:
-        text = render("agent_goal_outcome", conversation=conversation(question, calls, answer))
-        return estimated_prompt_tokens([{"role": "user", "content": text}], schema)
-
-    fitted = fit(actual_calls(inputs.get("steps") or []), tokens, budget)
+    fitted = fit_conversation(judge, inputs, options, "agent_goal_outcome", WorkflowReply)
     if not fitted.fits:
-        return not_evaluated(METRIC, fitted, budget)
+        return not_evaluated(METRIC, fitted)
     target, compared_with = _target(inputs)
     noted = Noting(judge, METRIC)
     outcome = await agent_goal_accuracy(noted, conversation(question, fitted.calls, answer), target)
@@ -86,6 +91,6 @@ async def score(judge: Any, inputs: Mapping[str, Any], options: Mapping[str, Any
         reason += f" (goal: {outcome.user_goal})"
     if outcome.reason:
         reason += f": {outcome.reason}"
-    reason += shortened_note(fitted, budget)
+    reason += shortened_note(fitted)
     values = {METRIC: outcome.value, f"{METRIC}_reason": reason}
     return Output.judged(METRIC, values, *noted.verdicts)

@@ -49,25 +49,18 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from ..extras import MissingExtra
-from ..judge.replies import json_schema
-from ..judge.usage import estimated_prompt_tokens
-from ..prompts import render
 from . import ragas_judged, tables, text, toolcalls
 from .agent import TopicsReply, topic_adherence
 from .agent_inputs import (
-    Call,
     Noting,
-    actual_calls,
-    fit,
     not_evaluated,
-    prompt_budget,
     shortened_note,
 )
-from .goal_accuracy import conversation
+from .goal_accuracy import conversation, fit_conversation
 from .output import Output
 from .ragas_judged import Judged
 from .rubric_scores import DEFAULT_REFERENCE_FREE_RUBRICS, DEFAULT_WITH_REFERENCE_RUBRICS
@@ -401,16 +394,9 @@ async def topic_adherence_entry(
         raise ValueError("reference_topics must be a non-empty list of non-blank strings")
     name = "topic_adherence"
     question, answer = str(inputs.get("question") or ""), inputs.get("answer")
-    budget = prompt_budget(judge, options)
-    schema = json_schema(TopicsReply)
-
-    def tokens(calls: Sequence[Call]) -> int:
-        text = render("topic_extraction", conversation=conversation(question, calls, answer))
-        return estimated_prompt_tokens([{"role": "user", "content": text}], schema)
-
-    fitted = fit(actual_calls(inputs.get("steps") or []), tokens, budget)
+    fitted = fit_conversation(judge, inputs, options, "topic_extraction", TopicsReply)
     if not fitted.fits:
-        return not_evaluated(name, fitted, budget)
+        return not_evaluated(name, fitted)
     noted = Noting(judge, name)
     outcome = await topic_adherence(
         noted, conversation(question, fitted.calls, answer), references, "f1"
@@ -423,6 +409,6 @@ async def topic_adherence_entry(
             f"{len(outcome.topics)} topics, {sum(outcome.answered)} answered, {on} of them "
             f"reference topics; precision {outcome.precision:.4f}, recall {outcome.recall:.4f}"
         )
-    reason += shortened_note(fitted, budget)
+    reason += shortened_note(fitted)
     values = {name: outcome.value, f"{name}_reason": reason}
     return Output.judged(name, values, *noted.verdicts)

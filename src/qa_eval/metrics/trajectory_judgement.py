@@ -25,15 +25,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, field_validator
 
-from ..judge.replies import json_schema
-from ..judge.usage import estimated_prompt_tokens
 from ..prompts import numbered_blocks, render
 from .agent_inputs import (
     Call,
     actual_calls,
-    fit,
+    fit_prompt,
     not_evaluated,
-    prompt_budget,
     reference_calls,
     shortened_note,
 )
@@ -119,16 +116,13 @@ async def score(
         return ()
     reference = None if trajectory is None else _reference_block(trajectory)
     schema = FreeRatings if reference is None else ReferenceRatings
-    sent = json_schema(schema)
-    budget = prompt_budget(judge, options)
 
-    def tokens(shown: Sequence[Call]) -> int:
-        text = trajectory_prompt(question, answer, shown, reference)
-        return estimated_prompt_tokens([{"role": "user", "content": text}], sent)
+    def prompt(shown: Sequence[Call]) -> str:
+        return trajectory_prompt(question, answer, shown, reference)
 
-    fitted = fit(calls, tokens, budget)
+    fitted = fit_prompt(judge, options, calls, prompt, schema)
     if not fitted.fits:
-        return not_evaluated(METRIC, fitted, budget)
+        return not_evaluated(METRIC, fitted)
     text = trajectory_prompt(question, answer, fitted.calls, reference)
     verdict = await judge.ask(METRIC, [{"role": "user", "content": text}], schema)
     rated = verdict.value
@@ -143,6 +137,6 @@ async def score(
     reason = f"{tally} ({basis})"
     if rated.reason:
         reason += f": {rated.reason}"
-    reason += shortened_note(fitted, budget)
+    reason += shortened_note(fitted)
     values = {METRIC: judgement_score(ratings), f"{METRIC}_reason": reason}
     return Output.judged(METRIC, values, verdict)

@@ -14,19 +14,18 @@ trace's ``metadata.question_id`` (or a top-level ``question_id``). docs/traces.m
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from datetime import datetime
 from typing import Any
 
-from .common import finish, link, parse_arguments, text_of
+from .common import parse_arguments, text_of
 from .model import ToolCall, Trace
 from .treelink import (
     Message,
+    ModelCalls,
     as_text,
     depths,
-    fill_results,
     from_json,
+    iso_nanos,
     messages_of,
-    planned_calls,
     sum_usage,
 )
 
@@ -69,13 +68,7 @@ def detect(record: Any) -> bool:
 
 
 def _nanos(value: Any) -> int | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return int(moment.timestamp() * 1_000_000) * 1000
+    return iso_nanos(value) if isinstance(value, str) else None
 
 
 def read(records: Iterable[Any], source: str) -> Iterator[Trace]:
@@ -191,13 +184,10 @@ def _trace(record: dict[str, Any], observations: list[Any], source: str) -> Trac
             if isinstance(meta, dict) and meta.get("question_id") is not None:
                 trace.question_id = str(meta["question_id"])
                 break
-    planned: list[ToolCall] = []
     executed: list[ToolCall] = []
-    results: dict[str, Any] = {}
     usages: list[tuple[int | None, int | None, int | None]] = []
-    question = _text(record.get("input"), ("question", "input", "query"))
+    seen = ModelCalls(question=_text(record.get("input"), ("question", "input", "query")))
     answer = _text(record.get("output"), ("answer", "output", "content"))
-    last_answer: str | None = None
     for key in order:
         observation = unique[key]
         kind = str(observation.get("type", "")).upper()
@@ -210,26 +200,10 @@ def _trace(record: dict[str, Any], observations: list[Any], source: str) -> Trac
             trace.model = str(observation["model"])
         usages.append(_usage(observation))
         inputs = messages_of(observation.get("input"))
-        for message in inputs:
-            if question is None and message.role == "user" and message.text:
-                question = message.text
-            if message.result_of is not None:
-                results.setdefault(message.result_of, message.result)
-        for message in _replies(observation.get("output")):
-            if message.text:
-                last_answer = message.text
-            planned.extend(planned_calls(message, key, parent[key], end[key] or start[key]))
-    trace.question = question
-    trace.answer = answer if answer is not None else last_answer
-    calls = link(planned, executed)
-    unlinked = fill_results(calls, results)
+        replies = _replies(observation.get("output"))
+        seen.add(inputs, replies, key, parent[key], end[key] or start[key])
     sum_usage(trace, [u for u in usages if any(v is not None for v in u)])
-    return finish(
-        trace,
-        calls,
-        depth,
-        {"duplicate_id": duplicates, "broken_parent": broken, "unlinked_result": unlinked},
-    )
+    return seen.finish(trace, answer, executed, depth, duplicates, broken)
 
 
 def _tool(key: str, observation: dict[str, Any], parent: str | None, start: int | None) -> ToolCall:

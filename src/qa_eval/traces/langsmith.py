@@ -18,16 +18,16 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
-from .common import finish, link, parse_arguments, text_of
+from .common import parse_arguments, text_of
 from .model import ToolCall, Trace
 from .treelink import (
     Message,
+    ModelCalls,
     as_text,
     chat_message,
     depths,
-    fill_results,
     from_json,
-    planned_calls,
+    iso_nanos,
     sum_usage,
 )
 
@@ -58,13 +58,7 @@ def _nanos(value: Any) -> int | None:
         return int(value * 1_000_000_000) if value < 1e11 else int(value * 1_000_000)
     if not isinstance(value, str):
         return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.now().astimezone().tzinfo)
-    return int(moment.timestamp() * 1_000_000) * 1000
+    return iso_nanos(value, datetime.now().astimezone().tzinfo)
 
 
 def _flatten(run: dict[str, Any]) -> list[dict[str, Any]]:
@@ -280,13 +274,11 @@ def _trace(runs: list[dict[str, Any]], source: str) -> Trace:
         if isinstance(metadata, dict) and metadata.get("question_id") is not None:
             trace.question_id = str(metadata["question_id"])
             break
-    planned: list[ToolCall] = []
     executed: list[ToolCall] = []
-    results: dict[str, Any] = {}
     usages: list[tuple[int | None, int | None, int | None]] = []
     question = _text(root.get("inputs")) if root.get("run_type") != "llm" else None
     answer = _text(root.get("outputs")) if root.get("run_type") != "llm" else None
-    last_answer: str | None = None
+    seen = ModelCalls(question=question)
     for key in order:
         run = unique[key]
         kind = str(run.get("run_type", "")).lower()
@@ -302,28 +294,12 @@ def _trace(runs: list[dict[str, Any]], source: str) -> Trace:
             trace.model = as_text(model)
         if not _nested(key, parent, unique):
             usages.append(_usage(run))
-        for message in _messages(run.get("inputs")):
-            if question is None and message.role == "user" and message.text:
-                question = message.text
-            if message.result_of is not None:
-                results.setdefault(message.result_of, message.result)
-        for message in _replies(run.get("outputs")):
-            if message.text:
-                last_answer = message.text
-            planned.extend(planned_calls(message, key, parent[key], end[key] or start[key]))
-    trace.question = question
-    trace.answer = answer if answer is not None else last_answer
+        replies = _replies(run.get("outputs"))
+        seen.add(_messages(run.get("inputs")), replies, key, parent[key], end[key] or start[key])
     own = _usage(root) if root.get("run_type") != "llm" else (None, None, None)
     counted = [own] if any(v is not None for v in own) else [u for u in usages if any(u)]
     sum_usage(trace, counted)
-    calls = link(planned, executed)
-    unlinked = fill_results(calls, results)
-    return finish(
-        trace,
-        calls,
-        depth,
-        {"duplicate_id": duplicates, "broken_parent": broken, "unlinked_result": unlinked},
-    )
+    return seen.finish(trace, answer, executed, depth, duplicates, broken)
 
 
 def _nested(key: str, parent: dict[str, str | None], runs: dict[str, dict[str, Any]]) -> bool:

@@ -184,18 +184,16 @@ def _any_value(value: Any) -> Any:
     for camel, snake in (("stringValue", "string_value"), ("boolValue", "bool_value")):
         if camel in value or snake in value:
             return _get(value, camel, snake)
-    if "intValue" in value or "int_value" in value:
-        raw = _get(value, "intValue", "int_value")
-        try:
-            return int(raw)
-        except (TypeError, ValueError):
-            return raw
-    if "doubleValue" in value or "double_value" in value:
-        raw = _get(value, "doubleValue", "double_value")
-        try:
-            return float(raw)
-        except (TypeError, ValueError):
-            return raw
+    for camel, snake, kind in (
+        ("intValue", "int_value", int),
+        ("doubleValue", "double_value", float),
+    ):
+        if camel in value or snake in value:
+            raw = _get(value, camel, snake)
+            try:
+                return kind(raw)
+            except (TypeError, ValueError):
+                return raw
     if "arrayValue" in value or "array_value" in value:
         array = _get(value, "arrayValue", "array_value") or {}
         return [_any_value(item) for item in (array.get("values") or [])]

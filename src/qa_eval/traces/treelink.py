@@ -1,7 +1,8 @@
 """What the tree-shaped trace readers (OTLP, Langfuse, LangSmith) share beyond ``common``: the
 messages their model calls record (Chat Completions-shaped, or GenAI messages of parts), the tool
 calls those messages plan, the results later model calls were sent, the depth of each record in a
-possibly broken tree, and the usage of several model calls summed.
+possibly broken tree, the usage of several model calls summed, and the tool calls and answer the
+Langfuse and LangSmith readers gather from their model calls in order (:class:`ModelCalls`).
 
 Linking a plan to its execution, ordering and counting the losses are ``common``'s, shared with
 the message formats.
@@ -12,19 +13,22 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
 from typing import Any
 
-from .common import parse_arguments, text_of
+from .common import finish, link, parse_arguments, text_of
 from .model import ToolCall, Trace
 
 __all__ = [
     "Message",
+    "ModelCalls",
     "answer_in_order",
     "as_text",
     "chat_message",
     "depths",
     "fill_results",
     "from_json",
+    "iso_nanos",
     "messages_of",
     "planned_calls",
     "sum_usage",
@@ -119,6 +123,18 @@ def as_text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+def iso_nanos(value: str, naive: tzinfo | None = None) -> int | None:
+    """An ISO 8601 time as Unix nanoseconds (to the microsecond), None when it is not one; a time
+    without a zone is in ``naive`` (else the local zone of its date)."""
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None and naive is not None:
+        moment = moment.replace(tzinfo=naive)
+    return int(moment.timestamp() * 1_000_000) * 1000
+
+
 def messages_of(value: Any) -> list[Message]:
     """The messages of a model call's input or output: a list of messages, an object with
     ``messages`` or OpenAI's ``choices``, or one message (JSON text parsed first)."""
@@ -196,6 +212,58 @@ def fill_results(calls: list[ToolCall], results: Mapping[str, Any]) -> int:
         elif holder.output is None:
             holder.output = result
     return unlinked
+
+
+@dataclass
+class ModelCalls:
+    """What a trace's model calls, read in order, give: the question (the first user message, if
+    the trace did not say it), the results they were sent, the calls they plan, the last reply."""
+
+    question: str | None = None
+    last_answer: str | None = None
+    planned: list[ToolCall] = field(default_factory=list)
+    results: dict[str, Any] = field(default_factory=dict)
+
+    def add(
+        self,
+        inputs: list[Message],
+        replies: list[Message],
+        record_id: str,
+        parent: str | None,
+        start: int | None,
+    ) -> None:
+        """Note one model call: the messages it was sent and its replies."""
+        for message in inputs:
+            if self.question is None and message.role == "user" and message.text:
+                self.question = message.text
+            if message.result_of is not None:
+                self.results.setdefault(message.result_of, message.result)
+        for message in replies:
+            if message.text:
+                self.last_answer = message.text
+            self.planned.extend(planned_calls(message, record_id, parent, start))
+
+    def finish(
+        self,
+        trace: Trace,
+        answer: str | None,
+        executed: list[ToolCall],
+        depth: dict[str, int],
+        duplicates: int,
+        broken: int,
+    ) -> Trace:
+        """The trace completed: its question, its answer (``answer``, else the last reply), its
+        planned calls linked to the ``executed`` ones and given their results, its losses."""
+        trace.question = self.question
+        trace.answer = answer if answer is not None else self.last_answer
+        calls = link(self.planned, executed)
+        unlinked = fill_results(calls, self.results)
+        return finish(
+            trace,
+            calls,
+            depth,
+            {"duplicate_id": duplicates, "broken_parent": broken, "unlinked_result": unlinked},
+        )
 
 
 def sum_usage(trace: Trace, counted: list[tuple[int | None, int | None, int | None]]) -> None:
