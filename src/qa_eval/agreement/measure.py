@@ -34,7 +34,6 @@ from __future__ import annotations
 import math
 import os
 import zlib
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,7 +46,16 @@ from ..compare.runs import holm
 from ..errors import InputError
 from ..io import kinds
 from ..io.files import check_results, read_data, signature_path
-from .labels import Kind, Label, Labels, LabelValue, labels_from_records, read_labels
+from .labels import (
+    Kind,
+    Label,
+    Labels,
+    LabelValue,
+    labels_from_records,
+    people_label,
+    read_labels,
+    vote,
+)
 from .stats import (
     RESAMPLES,
     Statistic,
@@ -241,20 +249,6 @@ def _judge_value(result: Mapping[str, Any], metric: str) -> LabelValue | None:
     if isinstance(value, str) and value.strip():
         return value.strip()
     return None
-
-
-def _consensus(labels: Sequence[Label], kind: Kind) -> LabelValue | None:
-    """The people's label of an item: majority (None on a tie), or the mean when continuous."""
-    if kind == "continuous":
-        return math.fsum(float(label.value) for label in labels) / len(labels)
-    votes = Counter(_vote(label.value, kind) for label in labels).most_common()
-    if len(votes) > 1 and votes[0][1] == votes[1][1]:
-        return None
-    return votes[0][0]
-
-
-def _vote(value: LabelValue, kind: Kind) -> LabelValue:
-    return bool(value) if kind == "binary" else value
 
 
 # ----------------------------------------------------------------------- figures
@@ -507,7 +501,7 @@ def _annotator_block(
     all_labels = [label for people in items.values() for label in people]
     level = _alpha_level(all_labels, kind)
     units = [
-        [_vote(p.value, kind) if kind != "continuous" else float(p.value) for p in people]
+        [vote(p.value, kind) if kind != "continuous" else float(p.value) for p in people]
         for people in items.values()
     ]
     statistic = alpha_statistic(units, level)  # type: ignore[arg-type]
@@ -531,11 +525,11 @@ def _annotator_block(
             rest = [p for p in people if p.annotator != name]
             if not mine or not rest:
                 continue
-            consensus = _consensus(rest, kind)
-            if consensus is None:
+            majority = people_label(rest, kind)
+            if majority is None:
                 continue
-            own.append(_vote(mine[0].value, kind) if kind != "continuous" else float(mine[0].value))
-            others.append(consensus)
+            own.append(vote(mine[0].value, kind) if kind != "continuous" else float(mine[0].value))
+            others.append(majority)
         rater: dict[str, Any] = {"annotator": name, "n": len(own)}
         rng = _rng(seed, "rater", metric, name)
         if len(own) >= 2:
@@ -727,7 +721,7 @@ def agreement(
     for name in wanted:
         kind = people.kinds[name]
         items = people.items(name)
-        consensus = {key: _consensus(rows, kind) for key, rows in items.items()}
+        consensus = {key: people_label(rows, kind) for key, rows in items.items()}
         tied = sum(v is None for v in consensus.values())
         found: dict[str, dict[Item, Mapping[str, Any]]] = {}
         for judge in judges:
