@@ -283,7 +283,14 @@ def report(args: argparse.Namespace) -> int:
         except ValueError as e:  # e.g. a question id twice in one run
             raise QaEvalError(f"comparing {first.label} with {second.label}: {e}") from None
         comparison = compared
-    page = build_report(runs, comparison, args.title, max_questions=args.max_questions or None)
+    labels = None
+    if getattr(args, "labels", None):
+        from ..agreement.labels import read_labels
+
+        labels = read_labels(args.labels)
+    page = build_report(
+        runs, comparison, args.title, max_questions=args.max_questions or None, labels=labels
+    )
     target.write_text(page, encoding="utf-8")
     size = target.stat().st_size / 1e6
     print(f"wrote {target} ({size:.1f} MB, {len(runs)} run(s)); open it in a browser")

@@ -432,6 +432,12 @@ def _report_command(commands: Any) -> None:
     )
     report.add_argument("--exclude-errors", action="store_true", help=_EXCLUDE_ERRORS_HELP)
     report.add_argument(
+        "--labels",
+        metavar="FILE",
+        help="people's labels (as 'qa-eval agreement --labels'): adds the agreement section, "
+        "each run a judge",
+    )
+    report.add_argument(
         "--max-questions",
         type=int,
         default=2000,
