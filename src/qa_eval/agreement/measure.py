@@ -23,7 +23,8 @@ Method (the formulas and their sources are in :mod:`.stats`):
   labels, ordinal for integer labels with at most 10 levels, else interval), with its interval,
   and each annotator against the others' majority (or mean).
 - The disagreements: the items with the largest ``|judge - label|`` (a wrong class counts 1),
-  with the judge's reason (``<metric>_reason``), the question and every annotator's label.
+  with the judge's reason (``<metric>_reason``, else its family's: ``answer_correctness_reason``
+  for ``answer_f1``), the question and every annotator's label.
 - Two judges or more: each pair on each metric, McNemar's exact test of accuracy and a paired
   bootstrap of kappa (binary, class) or Spearman (continuous); the p-values of a report are one
   family, Holm-adjusted (``qa_eval.compare.runs.holm``).
@@ -46,6 +47,7 @@ from ..compare.runs import holm
 from ..errors import InputError
 from ..io import kinds
 from ..io.files import check_results, read_data, signature_path
+from ..metrics import key_info
 from .labels import (
     Kind,
     Label,
@@ -72,7 +74,7 @@ from .stats import (
     spearman_statistic,
 )
 
-__all__ = ["AgreementReport", "Judge", "agreement", "judge_labels", "load_judges"]
+__all__ = ["AgreementReport", "Judge", "agreement", "judge_labels", "load_judges", "reason_of"]
 
 DISAGREEMENTS = 10
 """How many disagreements a metric lists per judge (the largest gaps)."""
@@ -435,6 +437,17 @@ def _class_value(value: LabelValue) -> LabelValue:
     return value
 
 
+def reason_of(result: Mapping[str, Any], metric: str) -> str | None:
+    """The judge's reason for a result key: ``<metric>_reason``, else the reason of the family
+    that writes the key (``answer_f1`` -> ``answer_correctness_reason``)."""
+    reason = result.get(f"{metric}_reason")
+    if reason is None:
+        owner = key_info(metric)
+        if owner is not None:
+            reason = result.get(f"{owner[0].name}_reason")
+    return reason if isinstance(reason, str) else None
+
+
 def _gap(judge: LabelValue, label: LabelValue, kind: Kind) -> float:
     if kind == "class":
         return 0.0 if judge == label else 1.0
@@ -465,7 +478,7 @@ def _disagreements(
             "judge": paired.judge[i],
             "label": paired.label[i],
             "gap": gaps[i],
-            "reason": result.get(f"{metric}_reason"),
+            "reason": reason_of(result, metric),
         }
         people = items[paired.keys[i]]
         if len(people) > 1:
