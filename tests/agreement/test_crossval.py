@@ -145,6 +145,13 @@ def test_the_command_prints_both_judges_and_their_comparison(
     data = json.loads(out.out)
     assert [j["label"] for j in data["judges"]] == [WITHOUT, WITH]
     assert data["method"]["cross_validation"]["folds"] == 4
+    with StubServer(Script()) as server:
+        write_data(tmp_path / "judge.yaml", _config(server.url))
+        code = main([*args, "--cross-validate", "4", "-c", str(tmp_path / "judge.yaml")])
+    text = capsys.readouterr().out
+    assert code == 0
+    assert text.startswith("few-shot examples cross-validated: 20 labelled items in 4 folds")
+    assert "no examples" in text and "with examples (cross-validated)" in text
     for bad, message in [
         (["--cross-validate", "4"], "give its config with -c"),
         (["--cross-validate", "1", "-c", "x.yaml"], "at least 2 folds"),

@@ -1,8 +1,8 @@
 """A real small judge against people's labels, end to end: ``evaluate`` then ``agreement``.
 
 ``tests/data/agreement/`` holds 30 fact questions (``reference.yaml``), one answer each
-(``responses.jsonl``: 18 right, 12 plainly wrong) and two annotators' labels of ``answer_f1``
-(``labels.csv``: 1 = correct, 0 = wrong; ``ann_a`` and ``ann_b`` disagree on 2 items). The
+(``responses.jsonl``) and two annotators' labels of ``answer_f1`` (``labels.csv``: 1 = correct,
+0 = wrong; both say 1 on 13 answers, 0 on 15, and they disagree on 2). The
 judge is SmolLM2-135M on llama.cpp (``tests/llama_server.py``): its agreement with the labels is
 poor, and that is the honest figure (docs/agreement.md reports it). This module checks the
 plumbing only: every question has a value or a counted error, every figure of the binary-label,
