@@ -207,3 +207,29 @@ def test_bad_example_settings_name_the_field(tmp_path: Path) -> None:
         with pytest.raises(InputError) as caught:
             parse_config({**base, "answer_correctness": block}, str(tmp_path / "c.yaml"))
         assert field in str(caught.value), (block, str(caught.value))
+
+
+def test_the_tsv_command_takes_the_examples_too(tmp_path: Path) -> None:
+    from openai_stub import oracle
+    from qa_eval.cli import main
+
+    labels = _labels(tmp_path)
+    source = tmp_path / "in.tsv"
+    source.write_text(
+        "Question\tReference answer\tActual answer\nWhy?\tBecause.\tSo.\n", encoding="utf-8"
+    )
+    with StubServer(oracle()) as server:
+        config = _config(
+            tmp_path,
+            server.url,
+            examples=labels.name,
+            examples_from=["reference.yaml", "responses.jsonl"],
+            examples_count=1,
+        )
+        out = tmp_path / "out.tsv"
+        code = main(["answer-correctness", "-i", str(source), "-o", str(out), "-c", str(config)])
+        assert code == 0
+        (asked,) = server.chat_requests
+    text = prompt_text(asked)
+    assert text.count('<example id="') == 1 and "Question 0?" in text
+    assert text.index("Question 0?") < text.index("Why?")

@@ -178,7 +178,8 @@ async def answer_correctness(
     reference_answer: str,
     actual_answer: str,
     template: str | None = None,
+    examples: Sequence[Example] = (),
 ) -> dict[str, Any]:
     """The ``answer_*`` keys of one question (or ``answer_correctness_error``)."""
-    job = correctness_output(judge, question, reference_answer, actual_answer, template)
+    job = correctness_output(judge, question, reference_answer, actual_answer, template, examples)
     return serialize(await measure(METRIC, job, aliases=ERROR_ALIASES))
