@@ -16,6 +16,7 @@ from qa_eval.config import parse_config
 from qa_eval.errors import InputError
 from qa_eval.io.files import write_data
 from qa_eval.run.crossval import WITH, WITHOUT, cross_validate, example_family, split_results
+from qa_eval.schemas import load_schema
 
 N = 20
 RIGHT = {i for i in range(N) if i % 3 != 0}  # 13 right answers, 7 wrong
@@ -144,6 +145,8 @@ def test_the_command_prints_both_judges_and_their_comparison(
     assert code == 0, out.err
     data = json.loads(out.out)
     assert [j["label"] for j in data["judges"]] == [WITHOUT, WITH]
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.Draft202012Validator(load_schema("agreement")).validate(data)
     assert data["method"]["cross_validation"]["folds"] == 4
     with StubServer(Script()) as server:
         write_data(tmp_path / "judge.yaml", _config(server.url))
