@@ -233,3 +233,17 @@ def test_the_tsv_command_takes_the_examples_too(tmp_path: Path) -> None:
     text = prompt_text(asked)
     assert text.count('<example id="') == 1 and "Question 0?" in text
     assert text.index("Question 0?") < text.index("Why?")
+
+
+def test_texts_without_ids_or_answers_are_skipped_and_a_bad_file_is_named(tmp_path: Path) -> None:
+    results = tmp_path / "results.jsonl"
+    rows = [
+        {"question_text": "no id", "actual_answer": "a"},
+        {"question_id": 1, "question_text": "Q1", "actual_answer": "A1"},
+        {"question_id": 2, "question_text": "Q2", "actual_answer": " "},
+    ]
+    write_data(results, rows)
+    assert read_texts([results]) == {"1": ("Q1", None, "A1")}
+    write_data(tmp_path / "scalar.yaml", 7)
+    with pytest.raises(InputError, match=r"scalar\.yaml"):
+        read_texts([tmp_path / "scalar.yaml"])

@@ -43,9 +43,15 @@ def read_texts(paths: Sequence[str | os.PathLike[str]]) -> dict[str, tuple[str, 
     if len(paths) == 1:
         rows = _records(read_data(paths[0]), paths[0])
         return {
-            str(r["question_id"]): (r["question_text"], _text(r.get("reference_answer")), answer)
+            str(r.get("question_id")): (
+                r["question_text"],
+                _text(r.get("reference_answer")),
+                answer,
+            )
             for r in rows
-            if _text(r.get("question_text")) and (answer := _text(r.get("actual_answer")))
+            if r.get("question_id") is not None
+            and _text(r.get("question_text"))
+            and (answer := _text(r.get("actual_answer")))
         }
     if len(paths) != 2:
         raise InputError("give one results file, or a reference file and a responses file")
