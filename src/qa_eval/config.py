@@ -27,6 +27,7 @@ from .judge.settings import (
 )
 from .metrics.composite import COMPONENTS
 from .metrics.definitions import CustomMetric, check_prompt, parse_custom_metric
+from .prompts import Example
 
 __all__ = ["EvalConfig", "as_config", "load_config", "parse_config"]
 
@@ -62,6 +63,9 @@ class EvalConfig:
     see ``judge.repeats``)."""
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     source: str = "config"
+    examples: Mapping[str, tuple[Example, ...]] = field(default_factory=dict)
+    """Few-shot examples from people's labels, by metric (``answer_correctness`` or a custom
+    metric's name): the ``examples*`` keys of its block (``qa_eval.agreement.examples``)."""
     custom_definitions: tuple[CustomMetric, ...] = field(default=(), compare=False, repr=False)
     """``custom_metrics`` checked and parsed, once: when the config is read (or built), and
     carried over by ``with_options``; the scorer uses these."""
@@ -490,6 +494,8 @@ def parse_config(data: Any, source: str = "config") -> EvalConfig:
     top = _Reader(data, source, "")
     blocks = tuple(s for s in SWITCHES if s != "custom")  # custom: ``custom_evaluations``
     top.check_keys(("llm", *blocks, "custom_evaluations"))
+    data, examples = _all_examples(data, source)
+    top = _Reader(data, source, "")
     llm = top.sub("llm")
     llm.check_keys(_LLM_KEYS)
     generation = _generation(llm.sub("generation")) if llm.data or not data else None
@@ -514,7 +520,89 @@ def parse_config(data: Any, source: str = "config") -> EvalConfig:
         repeats=_repeats(llm),
         options=options,
         source=source,
+        examples=examples,
     )
+
+
+EXAMPLE_KEYS = (
+    "examples",
+    "examples_from",
+    "examples_count",
+    "examples_pick",
+    "examples_seed",
+    "examples_metric",
+)
+"""The keys of a metric's few-shot examples (``answer_correctness`` and custom metrics)."""
+EXAMPLE_METRICS = ("answer_correctness",)
+"""The metric blocks whose prompt takes examples (besides every custom metric)."""
+
+
+def _all_examples(data: Any, source: str) -> tuple[Any, dict[str, tuple[Example, ...]]]:
+    """The config without its ``examples*`` keys, and the examples they name, by metric."""
+    if not isinstance(data, Mapping):
+        return data, {}
+    found: dict[str, tuple[Example, ...]] = {}
+    data = dict(data)
+    for key in EXAMPLE_METRICS:
+        block = data.get(key)
+        if isinstance(block, Mapping) and any(k in block for k in EXAMPLE_KEYS):
+            read = _examples(_Reader(block, source, key), source)
+            if read:
+                found[key] = read
+            data[key] = {k: v for k, v in block.items() if k not in EXAMPLE_KEYS}
+    custom = data.get("custom_evaluations")
+    if isinstance(custom, list):
+        entries = []
+        for i, entry in enumerate(custom):
+            if isinstance(entry, Mapping) and any(k in entry for k in EXAMPLE_KEYS):
+                read = _examples(_Reader(entry, source, f"custom_evaluations[{i}]"), source)
+                if read:
+                    found[str(entry.get("name"))] = read
+                entry = {k: v for k, v in entry.items() if k not in EXAMPLE_KEYS}
+            entries.append(entry)
+        data["custom_evaluations"] = entries
+    return data, found
+
+
+def _examples(block: _Reader, source: str) -> tuple[Example, ...]:
+    """The examples one block names: ``examples`` (a labels file), ``examples_from`` (a results
+    file, or [reference, responses]), ``examples_count`` (4), ``examples_pick`` (balanced),
+    ``examples_seed`` (0), ``examples_metric`` (the only metric labelled)."""
+    from .agreement.examples import PICKS, load_examples
+
+    labels = block.str_("examples")
+    if labels is None:
+        raise block._fail("examples", "a labels file is required with the other examples_ keys")
+    sources = block.data.get("examples_from")
+    if isinstance(sources, str):
+        sources = [sources]
+    if (
+        not isinstance(sources, list)
+        or not 1 <= len(sources) <= 2
+        or not all(isinstance(s, str) and s for s in sources)
+    ):
+        raise block._fail(
+            "examples_from",
+            "required: a results file, or [reference file, responses file] (the labelled texts)",
+        )
+    pick = block.str_("examples_pick", "balanced") or "balanced"
+    if pick not in PICKS:
+        raise block._fail("examples_pick", f"must be one of {', '.join(PICKS)}, not {pick!r}")
+    count = block.integer("examples_count", 4)
+    seed = block.integer("examples_seed", 0, minimum=0) if "examples_seed" in block.data else 0
+    base = Path(source).parent if source not in ("config", "environment") else Path()
+    try:
+        return load_examples(
+            labels,
+            sources,
+            metric=block.str_("examples_metric"),
+            count=count or 4,
+            pick=pick,
+            seed=seed or 0,
+            base=base,
+        )
+    except OSError as e:
+        raise block._fail("examples", f"cannot read {e.filename}: {e.strerror}") from None
 
 
 def _metric_blocks(

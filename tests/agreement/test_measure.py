@@ -264,3 +264,25 @@ def test_labels_that_match_no_result_measure_nothing_and_say_so() -> None:
     entry = report.metric("judge", "faithfulness")
     assert entry is not None and entry["n"] == 0 and entry["missing"] == 1
     assert "no labelled item has a value in every results file" in format_report(report)
+
+
+def test_a_disagreement_carries_the_reason_of_the_family_that_writes_the_key() -> None:
+    rows = [
+        {
+            "question_id": f"q{i}",
+            "question_text": f"Q{i}",
+            "answer_f1": 1.0 if i < 3 else 0.0,
+            "answer_correctness_reason": f"claims of q{i} compared",
+        }
+        for i in range(6)
+    ]
+    labels = [{"question_id": f"q{i}", "metric": "answer_f1", "label": i % 2} for i in range(6)]
+    entry = agreement(rows, labels, threshold=0.5).metric("judge", "answer_f1")
+    assert entry is not None and entry["disagreements"]
+    for item in entry["disagreements"]:
+        assert item["reason"] == f"claims of {item['question_id']} compared"
+    rows[0]["answer_f1_reason"] = "its own"  # a key's own reason comes first
+    labels[0]["label"] = 0
+    entry = agreement(rows, labels, threshold=0.5).metric("judge", "answer_f1")
+    assert entry is not None
+    assert {d["question_id"]: d["reason"] for d in entry["disagreements"]}["q0"] == "its own"

@@ -23,6 +23,7 @@ import csv
 import io
 import math
 import os
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +32,16 @@ from typing import Any, Literal
 from ..errors import InputError
 from ..io.files import read_data, read_text
 
-__all__ = ["Kind", "Label", "LabelValue", "Labels", "labels_from_records", "read_labels"]
+__all__ = [
+    "Kind",
+    "Label",
+    "LabelValue",
+    "Labels",
+    "labels_from_records",
+    "people_label",
+    "read_labels",
+    "vote",
+]
 
 LabelValue = bool | float | str
 Kind = Literal["binary", "class", "continuous"]
@@ -295,3 +305,18 @@ def _kind(labels: Labels, metric: str) -> Kind:
             field="label",
         )
     return "continuous"
+
+
+def people_label(labels: Sequence[Label], kind: Kind) -> LabelValue | None:
+    """The people's label of an item: majority (None on a tie), or the mean when continuous."""
+    if kind == "continuous":
+        return math.fsum(float(label.value) for label in labels) / len(labels)
+    votes = Counter(vote(label.value, kind) for label in labels).most_common()
+    if len(votes) > 1 and votes[0][1] == votes[1][1]:
+        return None
+    return votes[0][0]
+
+
+def vote(value: LabelValue, kind: Kind) -> LabelValue:
+    """A label as a vote: a binary label as a boolean (1 and True are one vote)."""
+    return bool(value) if kind == "binary" else value

@@ -23,7 +23,8 @@ Method (the formulas and their sources are in :mod:`.stats`):
   labels, ordinal for integer labels with at most 10 levels, else interval), with its interval,
   and each annotator against the others' majority (or mean).
 - The disagreements: the items with the largest ``|judge - label|`` (a wrong class counts 1),
-  with the judge's reason (``<metric>_reason``), the question and every annotator's label.
+  with the judge's reason (``<metric>_reason``, else its family's: ``answer_correctness_reason``
+  for ``answer_f1``), the question and every annotator's label.
 - Two judges or more: each pair on each metric, McNemar's exact test of accuracy and a paired
   bootstrap of kappa (binary, class) or Spearman (continuous); the p-values of a report are one
   family, Holm-adjusted (``qa_eval.compare.runs.holm``).
@@ -34,7 +35,6 @@ from __future__ import annotations
 import math
 import os
 import zlib
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,7 +47,17 @@ from ..compare.runs import holm
 from ..errors import InputError
 from ..io import kinds
 from ..io.files import check_results, read_data, signature_path
-from .labels import Kind, Label, Labels, LabelValue, labels_from_records, read_labels
+from ..metrics import key_info
+from .labels import (
+    Kind,
+    Label,
+    Labels,
+    LabelValue,
+    labels_from_records,
+    people_label,
+    read_labels,
+    vote,
+)
 from .stats import (
     RESAMPLES,
     Statistic,
@@ -64,7 +74,7 @@ from .stats import (
     spearman_statistic,
 )
 
-__all__ = ["AgreementReport", "Judge", "agreement", "judge_labels", "load_judges"]
+__all__ = ["AgreementReport", "Judge", "agreement", "judge_labels", "load_judges", "reason_of"]
 
 DISAGREEMENTS = 10
 """How many disagreements a metric lists per judge (the largest gaps)."""
@@ -241,20 +251,6 @@ def _judge_value(result: Mapping[str, Any], metric: str) -> LabelValue | None:
     if isinstance(value, str) and value.strip():
         return value.strip()
     return None
-
-
-def _consensus(labels: Sequence[Label], kind: Kind) -> LabelValue | None:
-    """The people's label of an item: majority (None on a tie), or the mean when continuous."""
-    if kind == "continuous":
-        return math.fsum(float(label.value) for label in labels) / len(labels)
-    votes = Counter(_vote(label.value, kind) for label in labels).most_common()
-    if len(votes) > 1 and votes[0][1] == votes[1][1]:
-        return None
-    return votes[0][0]
-
-
-def _vote(value: LabelValue, kind: Kind) -> LabelValue:
-    return bool(value) if kind == "binary" else value
 
 
 # ----------------------------------------------------------------------- figures
@@ -441,6 +437,17 @@ def _class_value(value: LabelValue) -> LabelValue:
     return value
 
 
+def reason_of(result: Mapping[str, Any], metric: str) -> str | None:
+    """The judge's reason for a result key: ``<metric>_reason``, else the reason of the family
+    that writes the key (``answer_f1`` -> ``answer_correctness_reason``)."""
+    reason = result.get(f"{metric}_reason")
+    if reason is None:
+        owner = key_info(metric)
+        if owner is not None:
+            reason = result.get(f"{owner[0].name}_reason")
+    return reason if isinstance(reason, str) else None
+
+
 def _gap(judge: LabelValue, label: LabelValue, kind: Kind) -> float:
     if kind == "class":
         return 0.0 if judge == label else 1.0
@@ -471,7 +478,7 @@ def _disagreements(
             "judge": paired.judge[i],
             "label": paired.label[i],
             "gap": gaps[i],
-            "reason": result.get(f"{metric}_reason"),
+            "reason": reason_of(result, metric),
         }
         people = items[paired.keys[i]]
         if len(people) > 1:
@@ -507,7 +514,7 @@ def _annotator_block(
     all_labels = [label for people in items.values() for label in people]
     level = _alpha_level(all_labels, kind)
     units = [
-        [_vote(p.value, kind) if kind != "continuous" else float(p.value) for p in people]
+        [vote(p.value, kind) if kind != "continuous" else float(p.value) for p in people]
         for people in items.values()
     ]
     statistic = alpha_statistic(units, level)  # type: ignore[arg-type]
@@ -531,11 +538,11 @@ def _annotator_block(
             rest = [p for p in people if p.annotator != name]
             if not mine or not rest:
                 continue
-            consensus = _consensus(rest, kind)
-            if consensus is None:
+            majority = people_label(rest, kind)
+            if majority is None:
                 continue
-            own.append(_vote(mine[0].value, kind) if kind != "continuous" else float(mine[0].value))
-            others.append(consensus)
+            own.append(vote(mine[0].value, kind) if kind != "continuous" else float(mine[0].value))
+            others.append(majority)
         rater: dict[str, Any] = {"annotator": name, "n": len(own)}
         rng = _rng(seed, "rater", metric, name)
         if len(own) >= 2:
@@ -727,7 +734,7 @@ def agreement(
     for name in wanted:
         kind = people.kinds[name]
         items = people.items(name)
-        consensus = {key: _consensus(rows, kind) for key, rows in items.items()}
+        consensus = {key: people_label(rows, kind) for key, rows in items.items()}
         tied = sum(v is None for v in consensus.values())
         found: dict[str, dict[Item, Mapping[str, Any]]] = {}
         for judge in judges:

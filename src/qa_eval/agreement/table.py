@@ -46,6 +46,15 @@ def format_report(report: Any, disagreements: int = 3) -> str:
     data: Mapping[str, Any] = report.to_dict() if hasattr(report, "to_dict") else report
     judges: Sequence[Mapping[str, Any]] = data["judges"]
     lines: list[str] = []
+    cv = data.get("method", {}).get("cross_validation")
+    if isinstance(cv, Mapping):
+        lines.append(
+            f"few-shot examples cross-validated: {cv.get('items')} labelled items in "
+            f"{cv.get('folds')} folds, each judged by {cv.get('family')} with "
+            f"{cv.get('examples_per_prompt')} examples ({cv.get('pick')}) from the other folds "
+            "only, against the same items judged without examples"
+        )
+        lines.append("")
     metrics = list(dict.fromkeys(m["metric"] for j in judges for m in j["metrics"]))
     for metric in metrics:
         rows = [(j, next(m for m in j["metrics"] if m["metric"] == metric)) for j in judges]

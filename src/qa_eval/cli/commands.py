@@ -237,16 +237,18 @@ def agreement(args: argparse.Namespace) -> int:
         raise QaEvalError(
             f"--label was given {len(args.label)} time(s) for {len(args.results)} results file(s)"
         )
-    judges = load_judges(args.results, args.label)
     try:
-        report = measure(
-            judges,
-            args.labels,
-            metric=args.metric,
-            threshold=thresholds or None,
-            resamples=args.resamples,
-            seed=args.seed,
-        )
+        if args.cross_validate is not None:
+            report = _cross_validated(args, thresholds)
+        else:
+            report = measure(
+                load_judges(args.results, args.label),
+                args.labels,
+                metric=args.metric,
+                threshold=thresholds or None,
+                resamples=args.resamples,
+                seed=args.seed,
+            )
     except ValueError as e:
         if isinstance(e, QaEvalError):
             raise
@@ -259,6 +261,42 @@ def agreement(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(format_report(data))
     return gate_outcome(quality.agreement_gates(data, bars), quiet=False)
+
+
+def _cross_validated(args: argparse.Namespace, thresholds: dict[str, float]) -> Any:
+    """``agreement --cross-validate K``: the judge without and with examples from the labels."""
+    from ..agreement.labels import read_labels
+    from ..config import load_config
+    from ..run.crossval import cross_validate
+
+    if len(args.results) != 1:
+        raise QaEvalError("--cross-validate takes one results file: the one that was labelled")
+    if not args.config:
+        raise QaEvalError("--cross-validate runs the judge: give its config with -c")
+    if args.cross_validate < 2:
+        raise QaEvalError(f"--cross-validate needs at least 2 folds, got {args.cross_validate}")
+    if args.examples_count < 1:
+        raise QaEvalError(f"--examples-count must be at least 1, got {args.examples_count}")
+    people = read_labels(args.labels)
+    metrics = args.metric or people.metrics
+    if len(metrics) != 1:
+        raise QaEvalError(
+            f"--cross-validate measures one metric: say which with --metric "
+            f"(labelled: {', '.join(people.metrics)})"
+        )
+    return cross_validate(
+        _read_results(args.results[0], "agreement"),
+        people,
+        load_config(args.config),
+        metrics[0],
+        folds=args.cross_validate,
+        count=args.examples_count,
+        pick=args.examples_pick,
+        seed=args.seed,
+        cache=not args.no_cache,
+        threshold=thresholds or None,
+        resamples=args.resamples,
+    )
 
 
 def report(args: argparse.Namespace) -> int:
@@ -289,7 +327,14 @@ def report(args: argparse.Namespace) -> int:
         except ValueError as e:  # e.g. a question id twice in one run
             raise QaEvalError(f"comparing {first.label} with {second.label}: {e}") from None
         comparison = compared
-    page = build_report(runs, comparison, args.title, max_questions=args.max_questions or None)
+    labels = None
+    if getattr(args, "labels", None):
+        from ..agreement.labels import read_labels
+
+        labels = read_labels(args.labels)
+    page = build_report(
+        runs, comparison, args.title, max_questions=args.max_questions or None, labels=labels
+    )
     target.write_text(page, encoding="utf-8")
     size = target.stat().st_size / 1e6
     print(f"wrote {target} ({size:.1f} MB, {len(runs)} run(s)); open it in a browser")

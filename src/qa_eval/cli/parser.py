@@ -432,6 +432,12 @@ def _report_command(commands: Any) -> None:
     )
     report.add_argument("--exclude-errors", action="store_true", help=_EXCLUDE_ERRORS_HELP)
     report.add_argument(
+        "--labels",
+        metavar="FILE",
+        help="people's labels (as 'qa-eval agreement --labels'): adds the agreement section, "
+        "each run a judge",
+    )
+    report.add_argument(
         "--max-questions",
         type=int,
         default=2000,
@@ -473,6 +479,27 @@ def _agreement_command(commands: Any) -> None:
     )
     agree.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     agree.add_argument("-o", "--output", help="also write the report (.json, .yaml)")
+    cv = agree.add_argument_group(
+        "few-shot examples from the labels, cross-validated (runs the judge; see docs/agreement.md)"
+    )
+    cv.add_argument(
+        "--cross-validate",
+        type=int,
+        metavar="K",
+        help="judge the labelled items of the one RESULTS file again, without examples and "
+        "with examples drawn only from the other K-1 folds, and compare the two",
+    )
+    cv.add_argument("-c", "--config", help="the judge's config (required with --cross-validate)")
+    cv.add_argument(
+        "--examples-count", type=int, default=4, metavar="N", help="examples per prompt (4)"
+    )
+    cv.add_argument(
+        "--examples-pick",
+        choices=("first", "balanced", "random"),
+        default="balanced",
+        help="which examples of the other folds (default balanced: the label values in turn)",
+    )
+    cv.add_argument("--no-cache", action="store_true", help="do not use the judge's reply cache")
     agree.add_argument("--format", choices=("text", "json"), default="text")
     group = agree.add_argument_group("CI gates (exit 3 when one fails; see docs/ci.md)")
     group.add_argument(

@@ -17,17 +17,21 @@ A prompt from the config (``answer_correctness.prompt``) has its ``{question}``,
 ``{reference_answer}`` and ``{actual_answer}`` filled with the texts delimited as the built-in
 prompt's are (closing tags and their look-alikes broken up, see ``prompts``), so an answer cannot
 close the block the template puts it in.
+
+Few-shot examples from people's labels (``answer_correctness.examples``, see
+``qa_eval.agreement.examples``) go after the prompt's data line, before the question, delimited
+the same way (``prompts.examples_block``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
 from ..judge.calls import Judge
-from ..prompts import delimit, prompt_text, render
+from ..prompts import Example, delimit, examples_block, prompt_text, render, with_examples
 from .output import Output, measure, serialize
 
 __all__ = [
@@ -86,7 +90,14 @@ def fill_prompt(template: str, **values: str) -> str:
     return template.format(**{name: delimit(value) for name, value in values.items()})
 
 
-def _messages(question: str, reference: str, actual: str, template: str | None) -> list[dict]:
+def _messages(
+    question: str,
+    reference: str,
+    actual: str,
+    template: str | None,
+    examples: Sequence[Example] = (),
+) -> list[dict]:
+    block = examples_block(examples)
     if template is None:  # its reply format is with the instructions, before the data
         text = render(
             "answer_correctness",
@@ -94,11 +105,12 @@ def _messages(question: str, reference: str, actual: str, template: str | None) 
             reference_answer=reference,
             actual_answer=actual,
         )
+        text = with_examples(text, block)
     else:
         text = "[qa-eval:answer-correctness]\n" + fill_prompt(
             template, question=question, reference_answer=reference, actual_answer=actual
         )
-        text += prompt_text("answer_correctness_output")
+        text = with_examples(text, block) + prompt_text("answer_correctness_output")
     return [{"role": "user", "content": text}]
 
 
@@ -112,9 +124,11 @@ async def correctness_output(
     reference_answer: str,
     actual_answer: str,
     template: str | None = None,
+    examples: Sequence[Example] = (),
 ) -> Output:
-    """The ``answer_*`` record of one question; ``JudgeError`` when the judge gives no usable
-    reply, ``ValueError`` for an empty reference answer."""
+    """The ``answer_*`` record of one question (``examples``: few-shot examples from labels, in
+    the prompt as data); ``JudgeError`` when the judge gives no usable reply, ``ValueError`` for
+    an empty reference answer."""
     if not actual_answer.strip():
         values = {
             "answer_actual_claims_count": 0,
@@ -127,7 +141,7 @@ async def correctness_output(
         return Output(METRIC, values, costs=(0.0,))
     if not reference_answer.strip():
         raise ValueError("the reference answer is empty")
-    messages = _messages(question, reference_answer, actual_answer, template)
+    messages = _messages(question, reference_answer, actual_answer, template, examples)
     verdict = await judge.ask("answer_correctness", messages, CorrectnessReply)
     reply = verdict.value
     recall, precision, f1_value = correctness_scores(
@@ -146,13 +160,15 @@ async def correctness_output(
 
 
 async def score(judge: Judge, inputs: Mapping[str, Any], options: Mapping[str, Any]) -> Output:
-    """The registry's entry point (``options["prompt"]``: the config's prompt text)."""
+    """The registry's entry point (``options["prompt"]``: the config's prompt text;
+    ``options["examples"]``: few-shot examples from labels)."""
     return await correctness_output(
         judge,
         inputs["question"],
         inputs["reference_answer"],
         inputs["answer"],
         options.get("prompt"),
+        options.get("examples", ()),
     )
 
 
@@ -162,7 +178,8 @@ async def answer_correctness(
     reference_answer: str,
     actual_answer: str,
     template: str | None = None,
+    examples: Sequence[Example] = (),
 ) -> dict[str, Any]:
     """The ``answer_*`` keys of one question (or ``answer_correctness_error``)."""
-    job = correctness_output(judge, question, reference_answer, actual_answer, template)
+    job = correctness_output(judge, question, reference_answer, actual_answer, template, examples)
     return serialize(await measure(METRIC, job, aliases=ERROR_ALIASES))

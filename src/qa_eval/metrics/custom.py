@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
 from pydantic import BaseModel, create_model
 
 from ..judge.calls import Judge
-from ..prompts import delimit, render
+from ..prompts import Example, delimit, examples_block, render, with_examples
 from .definitions import CustomMetric
 from .output import Output, measure, serialize
 
@@ -73,7 +73,12 @@ def _nulls(metric: CustomMetric) -> dict[str, Any]:
     return dict.fromkeys(metric.outputs)
 
 
-async def _custom_output(judge: Judge, metric: CustomMetric, values: Mapping[str, Any]) -> Output:
+async def _custom_output(
+    judge: Judge,
+    metric: CustomMetric,
+    values: Mapping[str, Any],
+    examples: Sequence[Example] = (),
+) -> Output:
     blocks = []
     for name in metric.inputs:
         if values.get(name) is None:
@@ -93,6 +98,7 @@ async def _custom_output(judge: Judge, metric: CustomMetric, values: Mapping[str
             "outputs": outputs,
         },
     )
+    content = with_examples(content, examples_block(examples))
     verdict = await judge.ask(metric.name, [{"role": "user", "content": content}], _schema(metric))
     reply = verdict.value.model_dump()
     out = {name: reply.get(name) for name in metric.outputs}
@@ -102,11 +108,16 @@ async def _custom_output(judge: Judge, metric: CustomMetric, values: Mapping[str
 
 
 async def custom_output(
-    judge: Judge, metric: CustomMetric, values: Mapping[str, Any]
+    judge: Judge,
+    metric: CustomMetric,
+    values: Mapping[str, Any],
+    examples: Sequence[Example] = (),
 ) -> tuple[Output, ...]:
     """The record of one custom metric on one question's inputs (``values`` keyed by input
-    name); a failure writes every output as null beside ``<name>_error``."""
-    return await measure(metric.name, _custom_output(judge, metric, values), values=_nulls(metric))
+    name; ``examples``: few-shot examples from labels, put in the prompt as data); a failure
+    writes every output as null beside ``<name>_error``."""
+    job = _custom_output(judge, metric, values, examples)
+    return await measure(metric.name, job, values=_nulls(metric))
 
 
 async def custom_metric(

@@ -78,8 +78,10 @@ def write_report(
     comparison: Mapping[str, Any] | bool | None = None,
     title: str = DEFAULT_TITLE,
     max_questions: int | None = DEFAULT_MAX_QUESTIONS,
+    agreement_labels: Any = None,
 ) -> Path:
-    """Read result files (each with its signature, if beside it) and write the HTML report.
+    """Read result files (each with its signature, if beside it) and write the HTML report
+    (with ``agreement_labels``, a labels file: its agreement section, each run a judge).
 
     Runs are labelled by their file names without extension, or by their paths when two names
     are the same, unless ``labels`` are given."""
@@ -89,7 +91,9 @@ def write_report(
         labels = run_labels(paths)
     runs = [load_run(p, label) for p, label in zip(paths, labels)]
     target = Path(out)
-    page = build_report(runs, comparison, title, max_questions=max_questions)
+    page = build_report(
+        runs, comparison, title, max_questions=max_questions, labels=agreement_labels
+    )
     target.write_text(page, encoding="utf-8")
     return target
 
@@ -109,9 +113,15 @@ def build_report(
     title: str = DEFAULT_TITLE,
     *,
     max_questions: int | None = DEFAULT_MAX_QUESTIONS,
+    labels: Any = None,
+    agreement: Any = None,
 ) -> str:
     """The text of a self-contained HTML report of ``runs`` (each a :class:`Run` or a tuple
     ``(label, results[, signature])``).
+
+    ``labels`` (a labels file, ``Labels`` or label rows) adds the agreement section: each run
+    is a judge measured against the labels (:func:`qa_eval.agreement.agreement`); or pass
+    ``agreement``, an ``AgreementReport`` or its ``to_dict()``, already computed.
 
     ``comparison`` is what :func:`qa_eval.compare.compare_runs` returned for the first two runs
     (B = the second); with ``None`` and two runs or more it is computed (errors count as failed
@@ -142,6 +152,7 @@ def build_report(
     fail = verdict is None or verdict.method.get("errors", "fail") != "exclude"
     ordered = order_questions(questions, metrics, primary, verdict is not None, fail)
     shown = len(ordered) if max_questions is None else min(max_questions, len(ordered))
+    agreed = _agreement(all_runs, labels, agreement)
     return render_page(
         title=title,
         runs=summaries,
@@ -152,7 +163,26 @@ def build_report(
         questions=ordered,
         shown=shown,
         max_questions=max_questions,
+        agreement=agreed,
     )
+
+
+def _agreement(runs: Sequence[Run], labels: Any, report: Any) -> Mapping[str, Any] | None:
+    """The agreement report (``to_dict()``) of the runs as judges, or the one given."""
+    if report is not None:
+        return report if isinstance(report, Mapping) else report.to_dict()  # type: ignore[no-any-return]
+    if labels is None:
+        return None
+    from ..agreement.measure import Judge, agreement
+
+    judges = [Judge(r.label, r.results, _judge_model(r.signature), None) for r in runs]
+    return agreement(judges, labels).to_dict()
+
+
+def _judge_model(signature: Mapping[str, Any] | None) -> str | None:
+    judge = signature.get("judge") if isinstance(signature, Mapping) else None
+    model = judge.get("model") if isinstance(judge, Mapping) else None
+    return model if isinstance(model, str) else None
 
 
 def _compare(

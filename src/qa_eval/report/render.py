@@ -208,8 +208,9 @@ def render_page(
     questions: Sequence[QuestionRef],
     shown: int,
     max_questions: int | None,
+    agreement: Mapping[str, Any] | None = None,
 ) -> str:
-    """The page's HTML."""
+    """The page's HTML (``agreement``: an agreement report's ``to_dict()``, its section)."""
     global _secrets
     _secrets = tuple(known_secrets())
     by_name = {m.name: m for m in metrics}
@@ -252,6 +253,7 @@ def render_page(
             variance_metrics=variance_metrics,
             flip_keys=flip_keys,
             noise_sigmas=SIGMAS,
+            agreement=agreement,
         )
     )
 

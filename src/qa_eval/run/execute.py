@@ -48,11 +48,13 @@ def _signature(
     note: str | None,
 ) -> dict[str, Any]:
     from .._version import __version__
-    from ..prompts import prompt_hash, prompt_names, prompt_text
+    from ..prompts import examples_block, prompt_hash, prompt_names, prompt_text
 
     prompts = {name: prompt_hash(prompt_text(name)) for name in prompt_names()}
     if settings.answer_correctness_prompt is not None:
         prompts["answer_correctness (config)"] = prompt_hash(settings.answer_correctness_prompt)
+    for metric, examples in sorted(settings.examples.items()):  # few-shot examples from labels
+        prompts[f"{metric} (examples)"] = prompt_hash(examples_block(examples))
     signature: dict[str, Any] = {
         "qa_eval_version": __version__,
         "judge": judge.signature() if judge else None,

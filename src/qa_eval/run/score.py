@@ -376,6 +376,7 @@ class AnswerScorer:
                     "actual_answer": result.get("actual_answer"),
                     "actual_steps": result.get("actual_steps"),
                 },
+                self.config.examples.get(metric.name, ()),
             )
             for metric in self.custom
         ]
@@ -437,6 +438,8 @@ class AnswerScorer:
         options = dict(self.config.options.get(metric.name, {}))
         for option, setting in _CONFIG_OPTIONS.get(metric.name, {}).items():
             options[option] = getattr(self.config, setting)
+        if metric.name in self.config.examples:  # few-shot examples from people's labels
+            options["examples"] = self.config.examples[metric.name]
         score = entry_point(metric)
         job = score(self.judge, MappingProxyType(dict(inputs)), MappingProxyType(options))
         return await measure(metric.name, job, aliases=metric.aliases)

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # the judge side (SDK, pydantic) is imported when the command
     # when the CLI's parser is built for every other command
     from ..config import EvalConfig
     from ..judge.calls import Judge
+    from ..prompts import Example
 
 __all__ = ["COLUMNS", "OUTPUT_COLUMNS", "evaluate_tsv", "read_rows", "run_tsv"]
 
@@ -64,8 +65,10 @@ async def evaluate_tsv(
     write: Callable[[list[Any]], None],
     template: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    examples: Sequence[Example] = (),
 ) -> None:
-    """Judge every row concurrently; ``write`` gets the output rows in input order."""
+    """Judge every row concurrently; ``write`` gets the output rows in input order
+    (``examples``: the config's few-shot examples of ``answer_correctness``)."""
     from ..metrics.correctness import answer_correctness
 
     done: dict[int, list[Any]] = {}
@@ -75,7 +78,12 @@ async def evaluate_tsv(
     async def one(index: int, row: dict[str, str]) -> None:
         nonlocal next_row, finished
         keys = await answer_correctness(
-            judge, row["Question"], row["Reference answer"], row["Actual answer"], template
+            judge,
+            row["Question"],
+            row["Reference answer"],
+            row["Actual answer"],
+            template,
+            examples,
         )
         if "answer_correctness_error" in keys:
             done[index] = ["", "", "", "", keys["answer_correctness_error"]]
@@ -133,7 +141,14 @@ def run_tsv(
                 f.flush()
 
             asyncio.run(
-                evaluate_tsv(rows, judge, write, config.answer_correctness_prompt, progress)
+                evaluate_tsv(
+                    rows,
+                    judge,
+                    write,
+                    config.answer_correctness_prompt,
+                    progress,
+                    config.examples.get("answer_correctness", ()),
+                )
             )
     finally:
         if store is not None:
