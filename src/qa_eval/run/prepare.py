@@ -377,23 +377,39 @@ def _prepare_question(
     answer = question.get("reference_answer")
     if answer is not None and not isinstance(answer, str):
         problems.add(record, "reference_answer", f"must be a string, got {_got(answer)}")
-    goal = question.get("reference_goal")
-    if goal is not None and not isinstance(goal, str):
-        problems.add(record, "reference_goal", f"must be a string, got {_got(goal)}")
-    _check_topics(question.get("reference_topics"), record, problems)
+    agent = not _AGENT_FIELDS.isdisjoint(question)  # (most questions have none)
+    if agent:
+        goal = question.get("reference_goal")
+        if goal is not None and not isinstance(goal, str):
+            problems.add(record, "reference_goal", f"must be a string, got {_got(goal)}")
+        _check_topics(question.get("reference_topics"), record, problems)
     tag = question.get("question_type")
     if tag is not None and not isinstance(tag, (str, int, float)):
         problems.add(record, "question_type", f"must be {_A_TAG}, got {_got(tag)}")
-    _check_ragas_inputs(question, record, problems)
+    if agent:
+        _check_ragas_inputs(question, record, problems)
     groups, has_matches = _prepare_groups(question, record, problems)
     trajectory = None
-    if "reference_trajectory" in question:
+    if agent and "reference_trajectory" in question:
         try:
             trajectory = parse_reference(question["reference_trajectory"])
         except TrajectoryError as e:
             field_path, _, message = str(e).partition(": ")
             problems.add(record, field_path, message)
     return Question(template_id, qid, question, groups, record, has_matches, trajectory)
+
+
+_AGENT_FIELDS = frozenset(
+    (
+        "reference_goal",
+        "reference_topics",
+        "reference_contexts",
+        "reference_tool_calls",
+        "rubrics",
+        "reference_trajectory",
+    )
+)
+"""The optional question fields of the agent and ragas metrics, checked only when present."""
 
 
 def _check_topics(topics: Any, record: str, problems: Problems) -> None:
