@@ -587,26 +587,10 @@ def _comparisons(
                     xa = [float(v) for v in a.judge]
                     xb = [float(v) for v in b.judge]
                     ys = [float(v) for v in a.label]
-                    diff = paired_bootstrap(
-                        make(xa, ys),
-                        make(xb, ys),
-                        n,
-                        resamples=resamples,
-                        confidence=confidence,
-                        seed=rng,
-                    )
+                    stats = make(xa, ys), make(xb, ys)
                     rows.append(
-                        _comparison_row(
-                            metric,
-                            "spearman",
-                            "paired bootstrap",
-                            first,
-                            second,
-                            n,
-                            diff.a,
-                            diff.b,
-                            diff.p_value,
-                            diff.interval.as_list(),
+                        _bootstrap_row(
+                            metric, "spearman", first, second, *stats, n, resamples, confidence, rng
                         )
                     )
                     continue
@@ -629,32 +613,36 @@ def _comparisons(
                 )
                 row["only_a_right"], row["only_b_right"] = only_a, only_b
                 rows.append(row)
-                diff = paired_bootstrap(
-                    kappa_statistic(ca, truth),
-                    kappa_statistic(cb, truth),
-                    n,
-                    resamples=resamples,
-                    confidence=confidence,
-                    seed=rng,
-                )
+                stats = kappa_statistic(ca, truth), kappa_statistic(cb, truth)
                 rows.append(
-                    _comparison_row(
-                        metric,
-                        "kappa",
-                        "paired bootstrap",
-                        first,
-                        second,
-                        n,
-                        diff.a,
-                        diff.b,
-                        diff.p_value,
-                        diff.interval.as_list(),
+                    _bootstrap_row(
+                        metric, "kappa", first, second, *stats, n, resamples, confidence, rng
                     )
                 )
     adjusted = holm([r["p_value"] for r in rows])
     for row, adjusted_p in zip(rows, adjusted):
         row["p_adjusted"] = adjusted_p
     return rows
+
+
+def _bootstrap_row(
+    metric: str,
+    statistic: str,
+    first: Judge,
+    second: Judge,
+    stat_a: Any,
+    stat_b: Any,
+    n: int,
+    resamples: int,
+    confidence: float,
+    rng: Any,
+) -> dict[str, Any]:
+    """The comparison row of two judges' ``statistic`` by a paired bootstrap over the items."""
+    diff = paired_bootstrap(stat_a, stat_b, n, resamples=resamples, confidence=confidence, seed=rng)
+    return _comparison_row(
+        metric, statistic, "paired bootstrap", first, second, n,
+        diff.a, diff.b, diff.p_value, diff.interval.as_list(),
+    )  # fmt: skip
 
 
 def _comparison_row(
