@@ -92,9 +92,10 @@ class _Lookup:
         self.streamed = streamed
 
     def get(self, index: int, question: Question) -> list[Response]:
-        """The question's responses: one per trial, none when it has no response."""
+        """The question's responses: one per trial, none when it has no response; handed over
+        once (each question is evaluated once): the lookup lets go of them."""
         if self.responses is not None:
-            return self.responses.get(question.question_id) or []
+            return self.responses.pop(question.question_id, None) or []
         return self.streamed.get(index, question)  # type: ignore[no-any-return]
 
     def count(self, questions: list[Question]) -> int:
@@ -108,13 +109,15 @@ class _Lookup:
 
     def units(self, questions: list[Question]) -> Iterable[tuple[Question, Response | None]]:
         """Each question with each of its responses, in reference order (a question without a
-        response once, with None)."""
+        response once, with None); a question's prepared steps are let go once its last result
+        is made."""
         for index, question in enumerate(questions):
             responses = self.get(index, question)
             if not responses:
                 yield question, None
             for response in responses:
                 yield question, response
+            question.release()
 
     def close(self) -> None:
         if self.streamed is not None:
@@ -127,12 +130,14 @@ def _prepare(
     reference_source: str,
     responses_source: str,
     unknown: Unknown,
+    copies: bool = False,
 ) -> tuple[list[Question], _Lookup]:
     """The checked questions and responses; responses for question ids not in the reference
-    are counted in ``unknown`` and left out, with one ``UnknownResponsesWarning``."""
+    are counted in ``unknown`` and left out, with one ``UnknownResponsesWarning``. ``copies``:
+    the questions carry the copies of their steps for their results (the run keeps them all)."""
     from .stream import JsonLinesResponses
 
-    questions = prepare_reference(reference_qas, reference_source)
+    questions = prepare_reference(reference_qas, reference_source, copies=copies)
     if isinstance(chat_responses, JsonLinesResponses):
         lookup = _Lookup(None, chat_responses.index(questions, responses_source, unknown))
     else:
@@ -144,6 +149,10 @@ def _prepare(
 
 class ResultSink:
     """Where finished results go: here, into the list the run returns, by position."""
+
+    keeps = True
+    """Whether every result stays until the run ends (then the reference steps' copies for the
+    results are made as the reference is prepared, where that is cheaper)."""
 
     def __init__(self) -> None:
         self.results: Results = Results()
@@ -168,6 +177,8 @@ class OrderedSink(ResultSink):
     """Results handed on in reference order, in batches: a result that finishes before an
     earlier one waits here, and the run reads no further question while ``limit`` wait
     (``max(256, 8 x`` the questions scored at once``)``)."""
+
+    keeps = False
 
     def __init__(self, deliver: Callable[[list[dict[str, Any]]], None]) -> None:
         super().__init__()
@@ -233,6 +244,7 @@ async def execute(
             options.reference_source,
             options.responses_source,
             unknown,
+            copies=sink.keeps,
         )
         collector.keep()  # the prepared questions (parsed reference outputs) live as long
         endpoints.open(options)

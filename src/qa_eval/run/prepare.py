@@ -60,6 +60,18 @@ class Question:
     which the copies in a result drop."""
     trajectory: Reference | None = None
     """Its parsed ``reference_trajectory`` (None without one)."""
+    copies: list[list[dict[str, Any]]] | None = None
+    """Copies of the reference steps (without ``matches``) for the question's first result,
+    made while the steps were read (their dicts in the cache then: made later, each copy cost
+    about three times as much); taken by the first result, None after."""
+
+    def release(self) -> None:
+        """Let go of what only scoring needs (prepared steps, copies, trajectory) once every
+        result of the question is made: freed while still in the cache, not all at the end of
+        the run. The template, id and raw record stay (the run's signature reads them)."""
+        self.groups = None
+        self.copies = None
+        self.trajectory = None
 
 
 @dataclass(slots=True)
@@ -305,8 +317,13 @@ def _context_ids(contexts: Any) -> list[Any]:
     return ids
 
 
-def prepare_reference(data: Any, source: str = "reference") -> list[Question]:
-    """Validate a reference dataset (list of templates) and prepare its questions."""
+def prepare_reference(
+    data: Any, source: str = "reference", *, copies: bool = False
+) -> list[Question]:
+    """Validate a reference dataset (list of templates) and prepare its questions; ``copies``:
+    with the copies of their steps for their results (``Question.copies``), for a run that
+    keeps every result anyway (a streamed run makes each copy as its question is scored, so
+    that its memory never holds a copy of every step at once)."""
     problems = Problems(source)
     if not isinstance(data, list):
         problems.add(
@@ -316,7 +333,7 @@ def prepare_reference(data: Any, source: str = "reference") -> list[Question]:
     questions: list[Question] = []
     seen: dict[Any, str] = {}
     for t_pos, template in enumerate(data):
-        _prepare_template(template, t_pos, seen, questions, problems)
+        _prepare_template(template, t_pos, seen, questions, problems, copies)
     problems.raise_if_any()
     return questions
 
@@ -327,6 +344,7 @@ def _prepare_template(
     seen: dict[Any, str],
     questions: list[Question],
     problems: Problems,
+    copies: bool = False,
 ) -> None:
     """Check one template and append its prepared questions to ``questions``; ``seen`` maps
     the question ids read so far to their template's record."""
@@ -344,7 +362,7 @@ def _prepare_template(
         problems.add(t_record, "questions", _wrong(template, "questions", "a list"))
         return
     for q_pos, question in enumerate(items):
-        prepared = _prepare_question(question, q_pos, template_id, t_record, seen, problems)
+        prepared = _prepare_question(question, q_pos, template_id, t_record, seen, problems, copies)
         if prepared is not None:
             questions.append(prepared)
 
@@ -356,6 +374,7 @@ def _prepare_question(
     t_record: str,
     seen: dict[Any, str],
     problems: Problems,
+    copies: bool = False,
 ) -> Question | None:
     """One question checked, with its step groups prepared; None without a usable, new id."""
     if not isinstance(question, dict):
@@ -388,7 +407,7 @@ def _prepare_question(
         problems.add(record, "question_type", f"must be {_A_TAG}, got {_got(tag)}")
     if agent:
         _check_ragas_inputs(question, record, problems)
-    groups, has_matches = _prepare_groups(question, record, problems)
+    groups, has_matches, copied = _prepare_groups(question, record, problems, copies)
     trajectory = None
     if agent and "reference_trajectory" in question:
         try:
@@ -396,7 +415,7 @@ def _prepare_question(
         except TrajectoryError as e:
             field_path, _, message = str(e).partition(": ")
             problems.add(record, field_path, message)
-    return Question(template_id, qid, question, groups, record, has_matches, trajectory)
+    return Question(template_id, qid, question, groups, record, has_matches, trajectory, copied)
 
 
 _AGENT_FIELDS = frozenset(
@@ -467,12 +486,12 @@ def _check_ragas_inputs(question: Mapping[str, Any], record: str, problems: Prob
 
 
 def _prepare_groups(
-    question: Mapping[str, Any], record: str, problems: Problems
-) -> tuple[tuple[tuple[ReferenceStep, ...], ...] | None, bool]:
-    """The prepared step groups (None without ``reference_steps``), and whether some step
-    carries a ``matches`` key."""
+    question: Mapping[str, Any], record: str, problems: Problems, copies: bool = False
+) -> tuple[tuple[tuple[ReferenceStep, ...], ...] | None, bool, list[list[dict[str, Any]]] | None]:
+    """The prepared step groups (None without ``reference_steps``), whether some step carries a
+    ``matches`` key, and (with ``copies``) copies of the steps without it."""
     if "reference_steps" not in question:
-        return None, False
+        return None, False, None
     raw_groups = question["reference_steps"]
     if not isinstance(raw_groups, list) or not raw_groups:
         problems.add(
@@ -480,8 +499,9 @@ def _prepare_groups(
             "reference_steps",
             "must be a non-empty list of step groups (leave the key out when there are none)",
         )
-        return None, False
+        return None, False, None
     groups = []
+    copied_groups: list[list[dict[str, Any]]] = []
     has_matches = False
     for g, group in enumerate(raw_groups):
         if not isinstance(group, list) or not group:
@@ -490,14 +510,20 @@ def _prepare_groups(
             )
             continue
         steps = []
+        copied = []
         for i, step in enumerate(group):
             prepared = _prepare_step(step, g, i, record, problems)
             if prepared is not None:
                 steps.append(prepared)
                 if "matches" in step:
                     has_matches = True
+                if copies:
+                    copy = dict(step)
+                    copy.pop("matches", None)
+                    copied.append(copy)
         groups.append(tuple(steps))
-    return tuple(groups), has_matches
+        copied_groups.append(copied)
+    return tuple(groups), has_matches, copied_groups if copies else None
 
 
 def _check_steps(steps: Any, place: tuple[str, Any], qid: Any, problems: Problems) -> list[int]:

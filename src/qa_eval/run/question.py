@@ -95,12 +95,17 @@ def evaluate_question(
         scorer = StepScorer(actual_steps, response.successful if response is not None else None)
         matches, score = match_steps(question.groups, scorer)
         # Copies of the reference steps (a prepared question keeps every step, in place, so a
-        # match's (group, index) is its position), without any "matches" the input carried.
-        annotated = [[dict(ref.raw) for ref in group] for group in question.groups]
-        if question.has_matches:
-            for copies in annotated:
-                for step in copies:
-                    step.pop("matches", None)
+        # match's (group, index) is its position), without any "matches" the input carried:
+        # those made when the question was prepared, for its first result.
+        annotated = question.copies
+        if annotated is not None:
+            question.copies = None
+        else:
+            annotated = [[dict(ref.raw) for ref in group] for group in question.groups]
+            if question.has_matches:
+                for copies in annotated:
+                    for step in copies:
+                        step.pop("matches", None)
         for g, i, a, _ in sorted(matches):
             step = annotated[g][i]
             step_id = actual_steps[a].get("id")
