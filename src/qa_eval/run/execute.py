@@ -113,12 +113,17 @@ class _Lookup:
         """Each question with each of its responses, in reference order (a question without a
         response once, with None); a question's prepared steps are let go once its last result
         is made."""
+        held = self.responses
         for index, question in enumerate(questions):
-            responses = self.get(index, question)
+            # In memory: popped here as get() would (one call per question fewer).
+            responses = (
+                self.get(index, question) if held is None else held.pop(question.question_id, None)
+            )
             if not responses:
                 yield question, None
-            for response in responses:
-                yield question, response
+            else:
+                for response in responses:
+                    yield question, response
             question.release()
 
     def close(self) -> None:

@@ -644,7 +644,11 @@ def prepare_responses(
     for place, key, response in _numbered(data, problems):
         checked = check_response(place, key, response, problems, known, seen, unknown)
         if checked is not None:
-            responses.setdefault(checked.question_id, []).append(checked)
+            answered = responses.get(checked.question_id)  # (no empty list made per response)
+            if answered is None:
+                responses[checked.question_id] = [checked]
+            else:
+                answered.append(checked)
     problems.raise_if_any()
     return responses
 
@@ -743,18 +747,22 @@ def _response_id(place: tuple[str, Any], key: Any, response: Any, problems: Prob
             f"a response must be a mapping, got {_type_name(response)}",
         )
         return _NO_ID
-    qid = response.get("question_id", key)
-    if key is not None and "question_id" in response and response["question_id"] != key:
+    given = response.get("question_id", _NO_ID)  # one lookup: whether it is there, and what
+    if given is _NO_ID:
+        qid = key
+    elif key is not None and given != key:
         problems.add(
             response_record(place, None),
             "question_id",
-            f"{short_repr(response['question_id'])} differs from its key",
+            f"{short_repr(given)} differs from its key",
         )
         return _NO_ID
+    else:
+        qid = given
     if not isinstance(qid, _ID_TYPES) or isinstance(qid, bool):
         message = (
             f"must be {_AN_ID}, got {_got(qid)}"
-            if "question_id" in response or key is not None
+            if given is not _NO_ID or key is not None
             else "missing"
         )
         problems.add(response_record(place, None), "question_id", message)
