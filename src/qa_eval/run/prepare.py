@@ -799,9 +799,14 @@ def _check_values(
         value = response.get(key_name)
         if value is None:
             continue
+        # The common cases first (hot loop): a plain int (never infinite) at least 0, or a
+        # plain float in range; any other value is checked below.
         kind = type(value)
-        if (kind is int or kind is float) and 0 <= value < _INF:
-            continue  # the common case, a plain number in range: two identity tests
+        if kind is int:
+            if value >= 0:
+                continue
+        elif kind is float and 0 <= value < _INF:
+            continue
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         if number and 0 <= value < _INF:
             continue
