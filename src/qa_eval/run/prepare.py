@@ -509,19 +509,36 @@ def _prepare_groups(
                 record, f"reference_steps[{g}]", "a group must be a non-empty list of steps"
             )
             continue
-        steps = []
-        copied = []
-        for i, step in enumerate(group):
-            prepared = _prepare_step(step, g, i, record, problems)
-            if prepared is not None:
-                steps.append(prepared)
-                if copies:  # copied here, while the step's dict is in the cache
-                    copied.append(dict(step))
+        # Each step is copied as it is prepared, while its dict is in the cache.
+        steps: tuple[ReferenceStep, ...]
+        copied: list[dict[str, Any]]
+        if len(group) == 1:  # most groups hold one step: no enumerate, no lists grown
+            step = group[0]
+            prepared = _prepare_step(step, g, 0, record, problems)
+            if prepared is None:
+                steps, copied = (), []
+            else:
+                steps = (prepared,)
+                copied = [dict(step)] if copies else []
                 if "matches" in step:
                     has_matches = True
                     if copies:
-                        copied[-1].pop("matches", None)
-        groups.append(tuple(steps))
+                        copied[0].pop("matches", None)
+        else:
+            kept = []
+            copied = []
+            for i, step in enumerate(group):
+                prepared = _prepare_step(step, g, i, record, problems)
+                if prepared is not None:
+                    kept.append(prepared)
+                    if copies:
+                        copied.append(dict(step))
+                    if "matches" in step:
+                        has_matches = True
+                        if copies:
+                            copied[-1].pop("matches", None)
+            steps = tuple(kept)
+        groups.append(steps)
         copied_groups.append(copied)
     return tuple(groups), has_matches, copied_groups if copies else None
 
