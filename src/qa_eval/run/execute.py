@@ -84,8 +84,9 @@ NO_JUDGE_LIBRARY = (
 
 
 class _Lookup:
-    """The responses of a run by reference position: held in memory, or read from a JSON Lines
-    file one at a time (:class:`~qa_eval.run.stream.StreamedResponses`)."""
+    """The responses of a run by reference position: held in memory (as ``prepare_responses``
+    gives them for the run's questions: each key a question's id, each list non-empty), or read
+    from a JSON Lines file one at a time (:class:`~qa_eval.run.stream.StreamedResponses`)."""
 
     def __init__(self, responses: dict[Any, list[Response]] | None, streamed: Any = None) -> None:
         self.responses = responses
@@ -103,20 +104,26 @@ class _Lookup:
         answered in several."""
         if self.responses is None:
             return self.streamed.count()  # type: ignore[no-any-return]
-        ids = {q.question_id for q in questions}
-        extra = sum(len(r) - 1 for qid, r in self.responses.items() if qid in ids and r)
-        return len(questions) + extra
+        # Each list is a question's (prepare_responses keeps only those, never empty): a
+        # question answered n times adds n - 1, counted in C without walking the questions.
+        responses = self.responses
+        return len(questions) + sum(map(len, responses.values())) - len(responses)
 
     def units(self, questions: list[Question]) -> Iterable[tuple[Question, Response | None]]:
         """Each question with each of its responses, in reference order (a question without a
         response once, with None); a question's prepared steps are let go once its last result
         is made."""
+        held = self.responses
         for index, question in enumerate(questions):
-            responses = self.get(index, question)
+            # In memory: popped here as get() would (one call per question fewer).
+            responses = (
+                self.get(index, question) if held is None else held.pop(question.question_id, None)
+            )
             if not responses:
                 yield question, None
-            for response in responses:
-                yield question, response
+            else:
+                for response in responses:
+                    yield question, response
             question.release()
 
     def close(self) -> None:
