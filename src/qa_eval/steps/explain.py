@@ -62,11 +62,6 @@ _cached_label = functools.lru_cache(maxsize=4096)(_spelled_label)
 """The same labels come back question after question (the same tools, positions and ids)."""
 
 
-def _names(ref: ReferenceStep) -> tuple[Any, ...]:
-    """The actual step names that can match ``ref``."""
-    return _IRI_STEPS if ref.kind == COMPARE_IRI else (ref.name,)
-
-
 def _step_error(steps: Sequence[Mapping[str, Any]], a: int) -> str:
     step = steps[a]
     error = step.get("error")
@@ -122,15 +117,25 @@ def _explain_stopped(
     """Into ``out``: the texts of the unmatched steps of group ``stop`` (where matching
     stopped, ``done`` of its steps matched) and of every group before it."""
     steps = scorer.actual
-    matched = {(g, i) for g, i, _, _ in matches}
-    used = {a: (g, i) for g, i, a, _ in matches}
-    upto = min([a for g, _, a, _ in matches if g == stop + 1], default=len(steps))
+    # One pass over the matches (a few per question) for what the texts below look up.
+    matched = set()
+    used: dict[int, tuple[int, int]] = {}
+    after: list[int] = []  # the actual steps matched to group stop + 1
+    for g, i, a, _ in matches:
+        key = (g, i)
+        matched.add(key)
+        used[a] = key
+        if g == stop + 1:
+            after.append(a)
+    upto = min(after, default=len(steps))
     successful = scorer.successful()
-    header = _header(stop, done, len(groups[stop]))
-    for g in range(stop):
-        for ref in groups[g]:
-            if (g, ref.index) not in matched:
-                out[(g, ref.index)] = _not_evaluated(header, ref, scorer, successful)
+    if stop:
+        header = _header(stop, done, len(groups[stop]))
+        latest_first = successful[::-1]
+        for g in range(stop):
+            for ref in groups[g]:
+                if (g, ref.index) not in matched:
+                    out[(g, ref.index)] = _not_evaluated(header, ref, scorer, latest_first)
     usable = set(successful)
     for ref in groups[stop]:
         if (stop, ref.index) in matched:
@@ -151,13 +156,13 @@ def _header(stop: int, done: int, size: int) -> str:
 
 
 def _not_evaluated(
-    header: str, ref: ReferenceStep, scorer: StepScorer, successful: Sequence[int]
+    header: str, ref: ReferenceStep, scorer: StepScorer, latest_first: Sequence[int]
 ) -> str:
     """A step of a group before the one matching stopped at, with a hint when an actual step
-    would match it on its own."""
+    would match it on its own (``latest_first``: the successful steps, the latest first)."""
     steps = scorer.actual
-    names = _names(ref)
-    for a in reversed(successful):
+    names = _IRI_STEPS if ref.kind == COMPARE_IRI else (ref.name,)
+    for a in latest_first:
         if steps[a].get("name") in names and scorer.would_match(ref, a) > 0.0:
             return header + f" (on its own this step would match {_label(steps, a)})"
     return header
@@ -175,15 +180,24 @@ def _explain_step(
     steps = scorer.actual
     if not steps:
         return f"the response has no actual steps (expected a {shown(ref.name)} step)"
-    names = _names(ref)
-    named = [a for a, step in enumerate(steps) if step.get("name") in names]
-    if not named:
+    names = _IRI_STEPS if ref.kind == COMPARE_IRI else (ref.name,)
+    # The steps of those names, in one pass: failed ones, successful ones, and the successful
+    # ones before ``upto`` (the candidates the ordering allows).
+    failed: list[int] = []
+    ok: list[int] = []
+    in_order: list[int] = []
+    for a, step in enumerate(steps):
+        if step.get("name") in names:
+            if a in successful:
+                ok.append(a)
+                if a < upto:
+                    in_order.append(a)
+            else:
+                failed.append(a)
+    if not ok and not failed:
         if ref.kind == COMPARE_IRI:
             return "no actual step named autocomplete_search or sparql_query"
         return f"no actual step named {shown(ref.name)}"
-    failed = [a for a in named if a not in successful]
-    ok = [a for a in named if a in successful]
-    in_order = [a for a in ok if a < upto]
     parts: list[str] = []
     if failed:
         more = f" (and {len(failed) - 1} more such steps)" if len(failed) > 1 else ""
