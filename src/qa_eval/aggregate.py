@@ -40,7 +40,7 @@ from typing import Any, TypeGuard, cast
 from . import metrics as _registry
 from .errors import InputError, QaEvalError, short_repr
 from .io.keysets import check_keys, original_aggregates
-from .judge.repeats import JudgeTally
+from .judge.repeats import MARKER, JudgeTally
 from .metrics.trials import TRIAL_KEY, consistency, passes, summarise
 from .steps.outputs import OutputParseError, loads
 
@@ -139,12 +139,13 @@ def _exact_sum(values: list[int | float]) -> Fraction:
     return sum(map(Fraction, values), Fraction(0))
 
 
-def _float_sum(values: list[int | float]) -> float | None:
+def _float_sum(values: list[int | float], kinds: set[type] | None = None) -> float | None:
     """The float nearest the exact sum of numbers that are not all ints (None beyond the float
-    range): ``math.fsum`` when it is exact, else the sum of the exact fractions."""
-    if int not in set(map(type, values)) or all(
-        -_EXACT_INT <= v <= _EXACT_INT for v in values if type(v) is int
-    ):
+    range): ``math.fsum`` when it is exact, else the sum of the exact fractions (``kinds``: the
+    types of the values, when known)."""
+    if kinds is None:
+        kinds = set(map(type, values))
+    if int not in kinds or all(-_EXACT_INT <= v <= _EXACT_INT for v in values if type(v) is int):
         try:
             return math.fsum(values)
         except OverflowError:  # a partial sum beyond the float range
@@ -215,12 +216,13 @@ def describe(
         }
     else:
         ordered = sorted(values)
-        if set(map(type, values)) == _INT_ONLY:
+        kinds = set(map(type, values))
+        if kinds == _INT_ONLY:
             exact = cast(int, sum(values))
             total: int | float | None = exact
             mean = _int_mean(exact, n)
         else:
-            total = _float_sum(values)
+            total = _float_sum(values, kinds)
             mean = _float_mean(total, values)
         stats = {
             "sum": total,
@@ -343,20 +345,34 @@ class _Group:
         return series
 
     def add(self, result: Mapping[str, Any], metrics: frozenset[str]) -> None:
-        if is_error(result):
+        """Count one result (``metrics``: the keys summarised)."""
+        # Hot path (once per result and group): the _Series.add and is_error checks are inlined.
+        status = result.get("status")
+        if status == "error" if status is not None else "error" in result:
             self.errors += 1
         else:
             self.successes += 1
-        self.judge.add(result, metrics)
+        if MARKER in result:  # JudgeTally.add counts only results scored with repeats
+            self.judge.add(result, metrics)
+        all_series = self.series
         failures = self.failures
         failed: set[str] | None = None
         trials = self._trials(result) if TRIAL_KEY in result else None
         for key in result:  # a result has fewer keys than there are metrics
             if key in metrics:
-                if trials is None:
-                    self._series(key).add(result[key])
+                value = result[key]
+                if trials is not None:
+                    trials.values.setdefault(key, []).append(value)
+                    continue
+                series = all_series.get(key)
+                if series is None:
+                    series = all_series[key] = _Series()
+                kind = type(value)
+                # int and float first (the usual values); comparisons with inf rule out NaN.
+                if kind is int or (kind is float and -_INF < value < _INF):
+                    series.values.append(value)
                 else:
-                    trials.values.setdefault(key, []).append(result[key])
+                    series.add(value)
             elif key in failures:
                 if failed is None:
                     failed = set()
@@ -364,12 +380,13 @@ class _Group:
         if failed:
             for metric in failed:
                 self._series(metric).failed += 1
-        for key in CATEGORIES:
+        labels = self.labels
+        for key, listed in CATEGORIES.items():
             label = result.get(key)
             if isinstance(label, str):
-                counts = self.labels.get(key)
+                counts = labels.get(key)
                 if counts is None:
-                    counts = self.labels[key] = dict.fromkeys(CATEGORIES[key], 0)
+                    counts = labels[key] = dict.fromkeys(listed, 0)
                 counts[label] = counts.get(label, 0) + 1
         steps = result.get("actual_steps")
         if not steps:
