@@ -75,6 +75,8 @@ _STEP_COUNTERS = ("total", "once_per_sample", "empty_results", "errors")
 # After a "bindings" key: an empty array, or the start of something else.
 _AFTER_BINDINGS_KEY = re.compile(r"\s*:\s*(\[\s*\])?")
 _BINDINGS_KEY = '"bindings"'
+_BINDINGS_KEY_LENGTH = len(_BINDINGS_KEY)
+_JSON_SPACE = " \t\n\r"
 _INF = math.inf
 _INT_ONLY = {int}
 _EXACT_INT = 2**53
@@ -265,13 +267,33 @@ def empty_result(output: Any) -> bool:
     """
     if not isinstance(output, str):
         return False
+    # Only a JSON object can be a SPARQL result: an output whose first character (after JSON
+    # whitespace) is not "{" parses to something else or not at all, so it is not scanned.
+    first = output[:1]
+    if first != "{" and (first not in _JSON_SPACE or output.lstrip(_JSON_SPACE)[:1] != "{"):
+        return False
     start = output.find(_BINDINGS_KEY)
     while start != -1:
-        after = _AFTER_BINDINGS_KEY.match(output, start + len(_BINDINGS_KEY))
-        if after is not None and (start == 0 or output[start - 1] != "\\"):
-            if after.group(1) is None:
+        if start == 0 or output[start - 1] != "\\":
+            end = start + _BINDINGS_KEY_LENGTH
+            # The usual layouts, '"bindings": [' and '"bindings":[', are decided by the first
+            # character after the bracket that is not whitespace (the regular expression's \s,
+            # as str.lstrip's); anything else (or a long run of whitespace) by the expression.
+            if output.startswith(": [", end):
+                ahead = output[end + 3 : end + 64].lstrip()[:1]
+            elif output.startswith(":[", end):
+                ahead = output[end + 2 : end + 64].lstrip()[:1]
+            else:
+                ahead = ""
+            if ahead == "]":
+                break
+            if ahead:
                 return False
-            break
+            after = _AFTER_BINDINGS_KEY.match(output, end)
+            if after is not None:
+                if after.group(1) is None:
+                    return False
+                break
         start = output.find(_BINDINGS_KEY, start + 1)
     if start == -1:
         return False
