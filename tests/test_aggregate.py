@@ -401,3 +401,19 @@ def test_empty_result_scan_agrees_with_the_expression_on_layouts(after_key: str)
         for first, second, end in itertools.product(fills, fills, ["", "]}}", "}}", "]"]):
             output = key + after_key + first + second + end
             assert empty_result(output) is _empty_result_by_expression(output), output
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_garbage_collector_is_left_as_it_was(enabled: bool) -> None:
+    import gc
+
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        compute_aggregates([{"template_id": "t", "answer_f1": 0.5}])
+        assert gc.isenabled() is enabled
+        with pytest.raises(TypeError, match=r"result \[1\] must be a mapping"):
+            compute_aggregates([{"template_id": "t"}, 3])  # type: ignore[list-item]
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()

@@ -30,6 +30,7 @@ confirm an empty SPARQL result, which a text scan finds first.
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import re
@@ -611,10 +612,36 @@ def compute_aggregates(
     numeric_only = frozenset(extra_metrics) - frozenset(registered)
     step_metrics = [m for names in STEP_METRICS.values() for m in names]
     metrics = list(dict.fromkeys([*registered, *step_metrics, *extra_metrics]))
+    # Aggregating allocates only acyclic data (groups, value lists, summary dicts), which
+    # reference counting frees: the collector is paused meanwhile, as during a run
+    # (run.execute.Collector), so that the allocations of thousands of groups do not set off
+    # its full scans of every result held in memory (5,000 templates: ~2.5x less CPU).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        out = _aggregates(
+            results, list(dict.fromkeys(by)), metrics, numeric_only, thresholds, custom
+        )
+    finally:
+        if collecting:
+            gc.enable()
+    if original:
+        return original_aggregates(out, extra_metrics)
+    return out
+
+
+def _aggregates(
+    results: Iterable[Mapping[str, Any]],
+    tags: list[str],
+    metrics: list[str],
+    numeric_only: frozenset[str],
+    thresholds: Mapping[str, float],
+    custom: Mapping[str, str],
+) -> dict[str, Any]:
+    """``per_template``, ``micro``, ``macro`` and ``per_tag`` of the results (see
+    ``compute_aggregates``)."""
     failures = failure_map(metrics, custom)
-    templates, tagged = _grouped(
-        results, list(dict.fromkeys(by)), failures, frozenset(metrics), thresholds
-    )
+    templates, tagged = _grouped(results, tags, failures, frozenset(metrics), thresholds)
     overall = _Group(failures, thresholds)
     for group in [*templates.values(), *(g for groups in tagged.values() for g in groups.values())]:
         group.finish()
@@ -633,8 +660,6 @@ def compute_aggregates(
     }
     if per_tag:
         out["per_tag"] = per_tag
-    if original:
-        return original_aggregates(out, extra_metrics)
     return out
 
 
