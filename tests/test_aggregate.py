@@ -417,3 +417,28 @@ def test_the_garbage_collector_is_left_as_it_was(enabled: bool) -> None:
         assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 4), st.sampled_from([0, -0.0, 0.0, 1, 1.0, 2, 2.0, 10**20, 1e20])),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_micro_and_templates_describe_the_values_in_template_order(
+    rows: list[tuple[int, int | float]],
+) -> None:
+    # Equal values of different types (0 and -0.0, 1 and 1.0) make min, max and median depend
+    # on the order they are sorted from: a template's in the results' order, micro's template by
+    # template (in the order the templates first appear), as ever.
+    results = [{"template_id": t, "answer_f1": v} for t, v in rows]
+    aggregates = compute_aggregates(results)
+    by_template: dict[int, list[int | float]] = {}
+    for template, value in rows:
+        by_template.setdefault(template, []).append(value)
+    for template, values in by_template.items():
+        assert repr(aggregates["per_template"][template]["answer_f1"]) == repr(describe(values))
+    every = [value for values in by_template.values() for value in values]
+    assert repr(aggregates["micro"]["answer_f1"]) == repr(describe(every))

@@ -206,6 +206,17 @@ def describe(
     0). With none: sum 0 and the others null (no value has a mean), or all 0 with ``zeros`` (the
     token and time metrics, which the original writes as zeros). A statistic beyond the float
     range (a sum of floats past 1.8e308) is null; ints add up exactly."""
+    return _describe(values, None, skipped, zeros, failed)
+
+
+def _describe(
+    values: list[int | float],
+    ordered: list[int | float] | None,
+    skipped: int,
+    zeros: bool,
+    failed: int,
+) -> dict[str, Any]:
+    """``describe``, given the values sorted (``ordered``; None: sorted here)."""
     n = len(values)
     if n == 0:
         empty = 0 if zeros else None
@@ -218,7 +229,8 @@ def describe(
             "n": 0,
         }
     else:
-        ordered = sorted(values)
+        if ordered is None:
+            ordered = sorted(values)
         kinds = set(map(type, values))
         if kinds == _INT_ONLY:
             exact = cast(int, sum(values))
@@ -243,12 +255,29 @@ def describe(
 
 
 class _Series:
-    __slots__ = ("failed", "skipped", "values")
+    """One metric's values in a group. ``ordered``: the values sorted, once a summary has
+    sorted them; ``runs`` (a series made by :meth:`_Group.merge`): the merged series' values,
+    each series' sorted, one after the other, which sort faster than the values themselves and
+    into the same list (the sort is stable, and the merged series come in the same order)."""
+
+    __slots__ = ("failed", "ordered", "runs", "skipped", "values")
 
     def __init__(self) -> None:
         self.values: list[int | float] = []
         self.skipped = 0
         self.failed = 0
+        self.ordered: list[int | float] | None = None
+        self.runs: list[int | float] | None = None
+
+    def sorted_values(self) -> list[int | float]:
+        """The values sorted (kept in ``ordered``); from ``runs`` when they hold every value
+        (values are only ever appended, so the lengths differ when any came another way)."""
+        ordered = self.ordered
+        if ordered is None or len(ordered) != len(self.values):
+            runs = self.runs
+            source = runs if runs is not None and len(runs) == len(self.values) else self.values
+            ordered = self.ordered = sorted(source)
+        return ordered
 
     def add(self, value: Any) -> None:
         kind = type(value)
@@ -520,11 +549,12 @@ class _Group:
                 or (metric not in numeric_only and (series.skipped or series.failed))
                 or (series.failed and not series.skipped)
             ):
-                out[metric] = describe(
+                out[metric] = _describe(
                     series.values,
+                    series.sorted_values(),
                     series.skipped,
-                    zeros=metric in ALWAYS_PRESENT,
-                    failed=series.failed,
+                    metric in ALWAYS_PRESENT,
+                    series.failed,
                 )
             elif metric in ALWAYS_PRESENT:
                 out[metric] = describe([], zeros=True)
@@ -543,7 +573,12 @@ class _Group:
         self.judge.merge(other.judge)
         self.trials.update(other.trials)
         for metric, series in other.series.items():
-            mine = self._series(metric)
+            mine = self.series.get(metric)
+            if mine is None:
+                mine = self.series[metric] = _Series()
+                mine.runs = []
+            if mine.runs is not None:
+                mine.runs.extend(series.sorted_values())
             mine.values.extend(series.values)
             mine.skipped += series.skipped
             mine.failed += series.failed
@@ -645,9 +680,10 @@ def _aggregates(
     overall = _Group(failures, thresholds)
     for group in [*templates.values(), *(g for groups in tagged.values() for g in groups.values())]:
         group.finish()
+    # The templates' summaries first: they sort each series, and the merge reuses the sorts.
+    per_template = {tid: group.summary(metrics, numeric_only) for tid, group in templates.items()}
     for group in templates.values():
         overall.merge(group)
-    per_template = {tid: group.summary(metrics, numeric_only) for tid, group in templates.items()}
     out: dict[str, Any] = {
         "per_template": per_template,
         "micro": overall.summary(metrics, numeric_only),
