@@ -753,17 +753,22 @@ def _grouped(
 def _macro(per_template: Mapping[Any, Mapping[str, Any]], metrics: list[str]) -> dict[str, Any]:
     """The mean of the per-template means of each metric, with how many templates have one (a
     mean beyond the float range, null, is not one)."""
+    # Each template's blocks are gathered in one pass over its keys (a template has far fewer
+    # than there are metrics), then read metric by metric as before.
+    blocks: dict[str, list[Any]] = {metric: [] for metric in metrics}
+    for summary in per_template.values():
+        for key, block in summary.items():
+            gathered = blocks.get(key)
+            if gathered is not None:
+                gathered.append(block)
     macro: dict[str, Any] = {}
     for metric in metrics:
-        means = [
-            s[metric]["mean"]
-            for s in per_template.values()
-            if s.get(metric, {}).get("n") and s[metric]["mean"] is not None
-        ]
+        gathered = blocks[metric]
+        means = [b["mean"] for b in gathered if b.get("n") and b["mean"] is not None]
         if means:
             macro[metric] = {"mean": describe(means)["mean"], "n": len(means)}
         elif metric in ALWAYS_PRESENT:
             macro[metric] = {"mean": 0, "n": 0}  # as the original writes it
-        elif any(metric in s for s in per_template.values()):
+        elif gathered:
             macro[metric] = {"mean": None, "n": 0}
     return macro
