@@ -541,8 +541,9 @@ class _Group:
         counters = {name: dict(counts) for name, counts in self.steps.items() if counts}
         if counters:
             out["steps"] = counters
+        all_series = self.series
         for metric in metrics:
-            series = self.series.get(metric)
+            series = all_series.get(metric)
             # a custom output with only text values is not shown, even when some failed
             if series is not None and (
                 series.values
@@ -560,7 +561,9 @@ class _Group:
                 out[metric] = describe([], zeros=True)
         for key, counts in self.labels.items():
             out[key] = {"counts": dict(counts), "n": sum(counts.values())}
-        self.judge.annotate(out, {m: s.values for m, s in self.series.items()})
+        judge = self.judge
+        if judge.spreads or judge.flips:  # annotate adds nothing without judge repeats
+            judge.annotate(out, {m: s.values for m, s in self.series.items()})
         trials = self.trials_block()
         if trials is not None:
             out["trials"] = trials
