@@ -494,11 +494,17 @@ class _Group:
         for trials in self.trials.values():
             for metric, values in trials.values.items():
                 series = self._series(metric)
-                finite = _Series()
-                for value in values:
-                    finite.add(value)
-                series.skipped += finite.skipped
-                mean = mean_of(finite.values) if finite.values else None
+                # the usual trials: every value an int or a finite float, none to skip
+                kept = [
+                    v for v in values if type(v) is int or (type(v) is float and -_INF < v < _INF)
+                ]
+                if len(kept) != len(values):
+                    finite = _Series()
+                    for value in values:
+                        finite.add(value)
+                    series.skipped += finite.skipped
+                    kept = finite.values
+                mean = mean_of(kept) if kept else None
                 if mean is not None:
                     series.values.append(mean)
             trials.values = {}
