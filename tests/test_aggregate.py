@@ -419,6 +419,28 @@ def test_the_garbage_collector_is_left_as_it_was(enabled: bool) -> None:
         (gc.enable if was else gc.disable)()
 
 
+def test_results_read_as_they_come_are_aggregated_with_the_collector_on() -> None:
+    """A generator of results (e.g. a judged run streamed by iter_evaluation) makes them while
+    it is read: the collector stays on for it, so the cycles of its HTTP stack are freed."""
+    import gc
+
+    seen = []
+
+    def results() -> Any:
+        for value in (0.25, 0.75):
+            seen.append(gc.isenabled())
+            yield {"template_id": "t", "answer_f1": value}
+
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        aggregates = compute_aggregates(results())
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert seen == [True, True]
+    assert aggregates["micro"]["answer_f1"]["mean"] == 0.5
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(
