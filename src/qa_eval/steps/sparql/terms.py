@@ -308,6 +308,7 @@ class Table:
 
     def column(self, var: str) -> tuple[Hashable, list[Value]]:
         """The column's kind and canonical values, read on first use."""
-        if var not in self._columns:
-            self._columns[var] = _column(self.bindings, var)
-        return self._columns[var]
+        column = self._columns.get(var)
+        if column is None:
+            column = self._columns[var] = _column(self.bindings, var)
+        return column
