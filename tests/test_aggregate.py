@@ -322,3 +322,145 @@ def test_a_sum_beyond_the_float_range_is_null_and_the_mean_is_exact() -> None:
     assert describe([big, big + 1])["median"] is None  # big + 0.5: no float, no int
     assert describe([big, big + 1])["mean"] is None
     assert describe([big, big + 2])["mean"] == big + 1
+
+
+@pytest.mark.parametrize(
+    ("output", "empty"),
+    [
+        (' \n\t\r{"results": {"bindings": []}}', True),  # JSON whitespace before the object
+        ('\x0c{"results": {"bindings": []}}', False),  # not JSON whitespace: does not parse
+        ('\ufeff{"results": {"bindings": []}}', False),  # a BOM: does not parse
+        ('[{"results": {"bindings": []}}]', False),  # an array is no SPARQL result
+        ('"{\\"results\\": {\\"bindings\\": []}}"', False),  # a string neither
+        ('{"results":{"bindings":[]}}', True),  # compact
+        ('{"results": {"bindings": [' + " " * 100 + "]}}", True),  # a long run of spaces
+        ('{"results": {"bindings": [\t\r\n]}}', True),
+        ('{"results": {"bindings": [\u2028\xa0]}}', False),  # not JSON whitespace: no parse
+        ('{"results": {"bindings": [\n  {"x": {"type": "uri", "value": "u"}}\n]}}', False),
+        ('{"results": {"bindings":\n[\n]}}', True),  # a layout the text scan does not expect
+        ('{"results": {"bindings": ]}}', False),
+    ],
+)
+def test_empty_result_layouts(output: str, empty: bool) -> None:
+    from qa_eval.aggregate import empty_result
+
+    assert empty_result(output) is empty
+
+
+def _empty_result_by_expression(output: str) -> bool:
+    """empty_result's scan done by its regular expression alone, with no fast path."""
+    import re
+
+    from qa_eval.steps.outputs import OutputParseError, loads
+
+    key = '"bindings"'
+    start = output.find(key)
+    while start != -1:
+        after = re.compile(r"\s*:\s*(\[\s*\])?").match(output, start + len(key))
+        if after is not None and (start == 0 or output[start - 1] != "\\"):
+            if after.group(1) is None:
+                return False
+            break
+        start = output.find(key, start + 1)
+    if start == -1:
+        return False
+    try:
+        data = loads(output)
+    except OutputParseError:
+        return False
+    results = data.get("results") if isinstance(data, dict) else None
+    return isinstance(results, dict) and results.get("bindings") == []
+
+
+_PIECES = ['"bindings"', "\\", " ", " " * 70, ":", ": [", ":[", "[", "]", "{", "}", "\n", '"']
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    st.sampled_from(["", " ", "{", '{"results": {"bindings"', '{"results": {"bindings": [', "["]),
+    st.lists(st.sampled_from(_PIECES), max_size=8),
+    st.sampled_from(["", "}}", "]}}"]),
+)
+def test_empty_result_scan_agrees_with_the_expression(
+    prefix: str, pieces: list[str], suffix: str
+) -> None:
+    from qa_eval.aggregate import empty_result
+
+    output = prefix + "".join(pieces) + suffix
+    assert empty_result(output) is _empty_result_by_expression(output)
+
+
+@pytest.mark.parametrize("after_key", ["", " ", ":", ": ", ":[", ": [", " : [", ":\n[", "\\"])
+def test_empty_result_scan_agrees_with_the_expression_on_layouts(after_key: str) -> None:
+    import itertools
+
+    from qa_eval.aggregate import empty_result
+
+    fills = ["", " ", "\n", "\t", " " * 70, "\xa0", "x", "{", "]", '"bindings": []']
+    for key in ('{"results": {"bindings"', '{"x": "\\"bindings"'):
+        for first, second, end in itertools.product(fills, fills, ["", "]}}", "}}", "]"]):
+            output = key + after_key + first + second + end
+            assert empty_result(output) is _empty_result_by_expression(output), output
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_garbage_collector_is_left_as_it_was(enabled: bool) -> None:
+    import gc
+
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        compute_aggregates([{"template_id": "t", "answer_f1": 0.5}])
+        assert gc.isenabled() is enabled
+        with pytest.raises(TypeError, match=r"result \[1\] must be a mapping"):
+            compute_aggregates([{"template_id": "t"}, 3])  # type: ignore[list-item]
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+def test_results_read_as_they_come_are_aggregated_with_the_collector_on() -> None:
+    """A generator of results (e.g. a judged run streamed by iter_evaluation) makes them while
+    it is read: the collector stays on for it, so the cycles of its HTTP stack are freed."""
+    import gc
+
+    seen = []
+
+    def results() -> Any:
+        for value in (0.25, 0.75):
+            seen.append(gc.isenabled())
+            yield {"template_id": "t", "answer_f1": value}
+
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        aggregates = compute_aggregates(results())
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert seen == [True, True]
+    assert aggregates["micro"]["answer_f1"]["mean"] == 0.5
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 4), st.sampled_from([0, -0.0, 0.0, 1, 1.0, 2, 2.0, 10**20, 1e20])),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_micro_and_templates_describe_the_values_in_template_order(
+    rows: list[tuple[int, int | float]],
+) -> None:
+    # Equal values of different types (0 and -0.0, 1 and 1.0) make min, max and median depend
+    # on the order they are sorted from: a template's in the results' order, micro's template by
+    # template (in the order the templates first appear), as ever.
+    results = [{"template_id": t, "answer_f1": v} for t, v in rows]
+    aggregates = compute_aggregates(results)
+    by_template: dict[int, list[int | float]] = {}
+    for template, value in rows:
+        by_template.setdefault(template, []).append(value)
+    for template, values in by_template.items():
+        assert repr(aggregates["per_template"][template]["answer_f1"]) == repr(describe(values))
+    every = [value for values in by_template.values() for value in values]
+    assert repr(aggregates["micro"]["answer_f1"]) == repr(describe(every))

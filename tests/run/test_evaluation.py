@@ -285,6 +285,27 @@ def test_the_garbage_collector_is_left_as_it_was() -> None:
         gc.unfreeze()
 
 
+def test_the_interpreters_own_frozen_objects_are_not_taken_for_the_callers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Python 3.12 starts with a few hundred objects frozen: a run still keeps its inputs out of
+    the collector's scans (freezes them, and gives everything back as it ends)."""
+    import gc
+
+    from qa_eval.run import execute
+
+    reference, responses = load_examples()
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        monkeypatch.setattr(execute, "_INTERPRETER_FROZEN", frozen)
+        run_evaluation(reference, responses)
+        assert gc.get_freeze_count() == 0  # frozen by the run, and all given back
+    finally:
+        gc.unfreeze()
+
+
 def test_python_dash_m_runs_the_cli(tmp_path: Path) -> None:
     import subprocess
     import sys

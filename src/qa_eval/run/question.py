@@ -85,7 +85,11 @@ def evaluate_question(
     actual_steps = reply.get("actual_steps") or []
     # A new list of the same step dicts: nothing here changes them.
     result["actual_steps"] = list(actual_steps)
-    unreadable = _steps_not_evaluable(question, actual_steps)
+    unreadable = None
+    for step in actual_steps if question.groups is not None else ():
+        if isinstance(step, dict) and "lost" in step:  # (the usual step costs this one test)
+            unreadable = _steps_not_evaluable(question, actual_steps)
+            break
     if unreadable is not None:
         result["reference_steps"] = [
             [dict(ref.raw) for ref in group] for group in question.groups or ()
@@ -95,22 +99,27 @@ def evaluate_question(
         scorer = StepScorer(actual_steps, response.successful if response is not None else None)
         matches, score = match_steps(question.groups, scorer)
         # Copies of the reference steps (a prepared question keeps every step, in place, so a
-        # match's (group, index) is its position), without any "matches" the input carried.
-        annotated = [[dict(ref.raw) for ref in group] for group in question.groups]
-        if question.has_matches:
-            for copies in annotated:
-                for step in copies:
-                    step.pop("matches", None)
+        # match's (group, index) is its position), without any "matches" the input carried:
+        # those made when the question was prepared, for its first result.
+        annotated = question.copies
+        if annotated is not None:
+            question.copies = None
+        else:
+            annotated = [[dict(ref.raw) for ref in group] for group in question.groups]
+            if question.has_matches:
+                for copies in annotated:
+                    for step in copies:
+                        step.pop("matches", None)
+        # A reference taken from a results file may carry an old explanation ("mismatch"): it
+        # never stays on a matched step (a partly matched one gets a new one below).
         for g, i, a, _ in sorted(matches):
             step = annotated[g][i]
             step_id = actual_steps[a].get("id")
             step["matches"] = step_id if step_id is not None else a
+            step.pop("mismatch", None)
             if matched_out is not None:
                 matched_out.append((step, a))
-        # Why each unmatched step did not match (nothing to do when every step matched); a
-        # reference taken from a results file may carry an old explanation: it never stays.
-        for g, i, _, _ in matches:
-            annotated[g][i].pop("mismatch", None)  # (a partly matched step gets a new one)
+        # Why each unmatched step did not match (nothing to do when every step matched).
         error = result.get("error") if result["status"] == "error" else None
         for (g, i), why in explain_unmatched(question.groups, scorer, matches, error).items():
             annotated[g][i]["mismatch"] = why
@@ -138,16 +147,12 @@ _REFERENCE_FIELDS = frozenset((*AGENT_REFERENCE_KEYS, *RAGAS_REFERENCE_KEYS))
 
 def _steps_not_evaluable(question: Question, actual_steps: Any) -> str | None:
     """Why the reference steps cannot be scored (the trace import recorded that calls of the
-    reference steps' names lost their output or arguments: content capture off), or None.
+    reference steps' names lost their output or arguments: content capture off), or None;
+    asked only when some actual step carries ``lost``.
 
     Such a question is not scored on what is left: a step with no recorded output would count as
     unmatched and give a 0 that says nothing about the system."""
     if question.groups is None:
-        return None
-    for step in actual_steps:  # (a step without ``lost``, the usual case, costs one test)
-        if isinstance(step, dict) and "lost" in step:
-            break
-    else:
         return None
     names = {ref.raw.get("name") for group in question.groups for ref in group}
     lost = [

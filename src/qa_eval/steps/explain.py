@@ -62,11 +62,6 @@ _cached_label = functools.lru_cache(maxsize=4096)(_spelled_label)
 """The same labels come back question after question (the same tools, positions and ids)."""
 
 
-def _names(ref: ReferenceStep) -> tuple[Any, ...]:
-    """The actual step names that can match ``ref``."""
-    return _IRI_STEPS if ref.kind == COMPARE_IRI else (ref.name,)
-
-
 def _step_error(steps: Sequence[Mapping[str, Any]], a: int) -> str:
     step = steps[a]
     error = step.get("error")
@@ -122,15 +117,33 @@ def _explain_stopped(
     """Into ``out``: the texts of the unmatched steps of group ``stop`` (where matching
     stopped, ``done`` of its steps matched) and of every group before it."""
     steps = scorer.actual
-    matched = {(g, i) for g, i, _, _ in matches}
-    used = {a: (g, i) for g, i, a, _ in matches}
-    upto = min([a for g, _, a, _ in matches if g == stop + 1], default=len(steps))
+    # One pass over the matches (a few per question): the steps matched in the groups read
+    # below, and the earliest actual step matched to the group after ``stop``.
+    matched = set()
+    first = None
+    for g, i, a, _ in matches:
+        if g <= stop:
+            matched.add((g, i))
+        elif g == stop + 1 and (first is None or a < first):
+            first = a
+    upto = len(steps) if first is None else first
     successful = scorer.successful()
-    header = _header(stop, done, len(groups[stop]))
-    for g in range(stop):
-        for ref in groups[g]:
-            if (g, ref.index) not in matched:
-                out[(g, ref.index)] = _not_evaluated(header, ref, scorer, successful)
+    if stop:  # the steps of the groups before: matching never reached them
+        header = _header(stop, done, len(groups[stop]))
+        latest_first = successful[::-1]
+        would_match = scorer.would_match
+        for g in range(stop):
+            for ref in groups[g]:
+                if (g, ref.index) in matched:
+                    continue
+                # With a hint when an actual step (the latest such) would match it on its own.
+                names = _IRI_STEPS if ref.kind == COMPARE_IRI else (ref.name,)
+                text = header
+                for a in latest_first:
+                    if steps[a].get("name") in names and would_match(ref, a) > 0.0:
+                        text = header + f" (on its own this step would match {_label(steps, a)})"
+                        break
+                out[(g, ref.index)] = text
     usable = set(successful)
     for ref in groups[stop]:
         if (stop, ref.index) in matched:
@@ -138,7 +151,7 @@ def _explain_stopped(
         if response_error is not None and not steps:
             text = f"the response is an error ({shown(response_error)}) with no actual steps"
         else:
-            text = _explain_step(ref, scorer, usable, upto, used, stop)
+            text = _explain_step(ref, scorer, usable, upto, matches, stop)
         out[(stop, ref.index)] = text
 
 
@@ -150,40 +163,36 @@ def _header(stop: int, done: int, size: int) -> str:
     return f"not evaluated: group {stop + 1} {why}, and matching stops there"
 
 
-def _not_evaluated(
-    header: str, ref: ReferenceStep, scorer: StepScorer, successful: Sequence[int]
-) -> str:
-    """A step of a group before the one matching stopped at, with a hint when an actual step
-    would match it on its own."""
-    steps = scorer.actual
-    names = _names(ref)
-    for a in reversed(successful):
-        if steps[a].get("name") in names and scorer.would_match(ref, a) > 0.0:
-            return header + f" (on its own this step would match {_label(steps, a)})"
-    return header
-
-
 def _explain_step(
     ref: ReferenceStep,
     scorer: StepScorer,
     successful: set[int],
     upto: int,
-    used: Mapping[int, tuple[int, int]],
+    matches: Sequence[Match],
     group: int,
 ) -> str:
     """Why ``ref``, a step of the group matching stopped at, found no match."""
     steps = scorer.actual
     if not steps:
         return f"the response has no actual steps (expected a {shown(ref.name)} step)"
-    names = _names(ref)
-    named = [a for a, step in enumerate(steps) if step.get("name") in names]
-    if not named:
+    names = _IRI_STEPS if ref.kind == COMPARE_IRI else (ref.name,)
+    # The steps of those names, in one pass: failed ones, successful ones, and the successful
+    # ones before ``upto`` (the candidates the ordering allows).
+    failed: list[int] = []
+    ok: list[int] = []
+    in_order: list[int] = []
+    for a, step in enumerate(steps):
+        if step.get("name") in names:
+            if a in successful:
+                ok.append(a)
+                if a < upto:
+                    in_order.append(a)
+            else:
+                failed.append(a)
+    if not ok and not failed:
         if ref.kind == COMPARE_IRI:
             return "no actual step named autocomplete_search or sparql_query"
         return f"no actual step named {shown(ref.name)}"
-    failed = [a for a in named if a not in successful]
-    ok = [a for a in named if a in successful]
-    in_order = [a for a in ok if a < upto]
     parts: list[str] = []
     if failed:
         more = f" (and {len(failed) - 1} more such steps)" if len(failed) > 1 else ""
@@ -195,7 +204,7 @@ def _explain_step(
             f"group {group + 2}, and a step of group {group + 1} must come before them"
         )
     if in_order:
-        parts.append(_closest(ref, scorer, in_order, used))
+        parts.append(_closest(ref, scorer, in_order, matches))
     return "; ".join(parts)
 
 
@@ -203,7 +212,7 @@ def _closest(
     ref: ReferenceStep,
     scorer: StepScorer,
     in_order: list[int],
-    used: Mapping[int, tuple[int, int]],
+    matches: Sequence[Match],
 ) -> str:
     """The explanation against the closest of the candidates ``in_order`` (the latest ones
     first, as the matching tries them)."""
@@ -211,6 +220,7 @@ def _closest(
     for a in in_order[::-1][:_MAX_CANDIDATES]:
         if scorer.would_match(ref, a) > 0.0:
             closeness = 1.0
+            used = {b: (g, i) for g, i, b, _ in matches}  # rarely needed: built here
             if a in used:
                 g, i = used[a]
                 text = f"it matches, but it is matched to step {i + 1} of group {g + 1}"

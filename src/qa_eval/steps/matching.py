@@ -57,6 +57,19 @@ def greedy_matches(
     score_of = scorer.score
     for g in range(len(groups) - 1, -1, -1):
         group = groups[g]
+        if len(group) == 1:
+            # Hot path, the usual group of one step: no step of its own to skip.
+            ref = group[0]
+            for a in latest_first:
+                if a < upto:
+                    score = score_of(ref, a)
+                    if score > 0.0:
+                        matches.append((g, ref.index, a, score))
+                        upto = a
+                        break
+            else:
+                break  # not matched: the matching ends here
+            continue
         used: list[int] = []  # the actual steps this group took (a group is small)
         for ref in reversed(group):
             for a in latest_first:
@@ -80,8 +93,8 @@ def steps_score(groups: Sequence[Sequence[ReferenceStep]], matches: Sequence[Mat
     for g, _, _, score in matches:
         per_group[g] += score
     total = 0.0
-    for g, group in enumerate(groups):
-        total += per_group[g] / len(group)
+    for group_sum, group in zip(per_group, groups):
+        total += group_sum / len(group)
     return total / len(groups)
 
 
@@ -151,6 +164,7 @@ def upper_bound(
         return 0.0
     total = 0.0
     upto = len(scorer.actual)
+    score_of = scorer.score
     for g in range(len(groups) - 1, -1, -1):
         group = groups[g]
         usable = [a for a in candidates if a < upto]
@@ -160,10 +174,12 @@ def upper_bound(
         for ref in group:
             best = 0.0
             for a in usable:
-                score = scorer.score(ref, a)
+                score = score_of(ref, a)
                 if score > 0.0:
-                    best = max(best, score)
-                    latest = max(latest, a)
+                    if score > best:  # (max(), without a call per step)
+                        best = score
+                    if a > latest:
+                        latest = a
             group_total += best
             complete = complete and best > 0.0
         total += group_total / len(group)

@@ -193,11 +193,22 @@ def _pair_columns(
     """Each reference column (by position) paired with the actual column sharing most of its
     values, and the actual columns so taken."""
     act_pairs = {v: _distinct(*column) for v, column in act_cols.items()}
-    ranked = sorted(
-        (share, same, position, i, var)
-        for i, column in enumerate(ref_cols)
-        for share, same, position, var in _options_for(i, column, act_vars, act_pairs, required)
-    )
+    ranked = []  # (share of the reference column's terms, other name, position, i, var)
+    for i, (kind, values) in enumerate(ref_cols):
+        ref_pair = _distinct(kind, values)
+        size = len(ref_pair[1])
+        name = required[i]
+        for position, var in enumerate(act_vars):
+            act_pair = act_pairs.get(var)
+            if act_pair is None:  # a column that shares no value with a reference column
+                continue
+            if kind == MIXED or act_pair[0] == MIXED:
+                shared = _shared(ref_pair, act_pair)
+            else:  # one kind on each side (_shared inlined: this runs per pair of columns)
+                shared = len(ref_pair[1] & act_pair[1]) if kind == act_pair[0] else 0
+            if shared:
+                ranked.append((-shared / size, var != name, position, i, var))
+    ranked.sort()
     paired: dict[int, str] = {}
     taken: set[str] = set()
     for _, _, _, i, var in ranked:
@@ -264,8 +275,11 @@ def _row_differences(
         texts.append(listing(missing, "rows missing"))
     if extra:
         texts.append(listing(extra, "extra rows"))
-    row = next((r for r, (a, b) in enumerate(zip(ref_rows, act_rows)) if a != b), None)
-    if ordered and not missing and not extra and row is not None:
+    # The first row out of place, looked for only when the order is what differs.
+    row = None
+    if ordered and not missing and not extra:
+        row = next((r for r, (a, b) in enumerate(zip(ref_rows, act_rows)) if a != b), None)
+    if row is not None:
         texts.append(
             f"rows in another order (ordered): row {row + 1} is {show_row(act_rows[row])}, "
             f"expected {show_row(ref_rows[row])}"
@@ -284,29 +298,13 @@ def _missing_and_extra(
     """(rows missing, extra rows, share in common): as sets when duplicates are ignored and the
     order is not, else as multisets."""
     if ignore_duplicates and not ordered:
-        ref_set, act_set = set(ref_rows), set(act_rows)
-        missing = [r for r in dict.fromkeys(ref_rows) if r not in act_set]
-        extra = [r for r in dict.fromkeys(act_rows) if r not in ref_set]
-        return missing, extra, len(ref_set & act_set) / max(len(ref_set), len(act_set))
+        # Each side's distinct rows, in order, hashed once; the rows in common are the distinct
+        # reference rows not missing (row equality is an equivalence).
+        ref_set, act_set = dict.fromkeys(ref_rows), dict.fromkeys(act_rows)
+        missing = [r for r in ref_set if r not in act_set]
+        extra = [r for r in act_set if r not in ref_set]
+        return missing, extra, (len(ref_set) - len(missing)) / max(len(ref_set), len(act_set))
     ref_count, act_count = Counter(ref_rows), Counter(act_rows)
     missing = list((ref_count - act_count).elements())
     extra = list((act_count - ref_count).elements())
     return missing, extra, sum((ref_count & act_count).values()) / max(len(ref_rows), len(act_rows))
-
-
-def _options_for(
-    i: int,
-    column: tuple[Hashable, list[Value]],
-    act_vars: list[str],
-    act_pairs: Mapping[str, _Distinct],
-    required: list[str],
-) -> list[tuple[float, bool, int, str]]:
-    ref_pairs = _distinct(*column)
-    options = []
-    for position, var in enumerate(act_vars):
-        if var not in act_pairs:  # a column that shares no value with a reference column
-            continue
-        shared = _shared(ref_pairs, act_pairs[var])
-        if shared:
-            options.append((-shared / len(ref_pairs[1]), var != required[i], position, var))
-    return options

@@ -324,9 +324,11 @@ def _single_projection(
     rows: Callable[[Sequence[list[Value]]], Any],
 ) -> list[str] | None:
     """``picked`` when the actual columns it names hold the reference's rows, else ``None``."""
-    columns = [act.column(v) for v in picked]
-    if any(a[0] != r[0] for a, r in zip(columns, ref_cols)):
-        return None
+    column = act.column
+    columns = [column(v) for v in picked]
+    for (act_kind, _), (ref_kind, _) in zip(columns, ref_cols):
+        if act_kind != ref_kind:
+            return None
     same = rows([values for _, values in ref_cols]) == rows([v for _, v in columns])
     return picked if same else None
 
@@ -401,6 +403,9 @@ def _search_mapping(
     return mapping
 
 
+_ONE = frozenset((1,))
+
+
 def _find_mapping(
     ref_cols: list[tuple[Hashable, list[Value]]],
     ref_vars: list[str],
@@ -414,8 +419,13 @@ def _find_mapping(
     ``sample``: rule columns out on their first cells as read from the bindings."""
     ref_kinds = {kind for kind, _ in ref_cols}
     mixed = MIXED in ref_kinds
-    first = {} if mixed else {v: act.first_kind(v) for v in act_vars}
-    pool = act_vars if mixed else [v for v in act_vars if first[v] in ref_kinds]
+    if mixed:
+        first: dict[str, Hashable] = {}
+        pool = act_vars
+    else:
+        first_kind = act.first_kind
+        first = {v: first_kind(v) for v in act_vars}
+        pool = [v for v in act_vars if first[v] in ref_kinds]
     rows: Callable[[Sequence[list[Value]]], Any] = lambda cols: _rows(  # noqa: E731
         cols, ordered, ignore_duplicates
     )
@@ -424,8 +434,10 @@ def _find_mapping(
         return None
     if shortlist is not None:
         # The common case: one candidate per column, all different - one projection decides.
-        if all(len(c) == 1 for c in shortlist) and len({c[0] for c in shortlist}) == len(ref_vars):
-            return _single_projection(ref_cols, act, [c[0] for c in shortlist], rows)
+        if _ONE.issuperset(map(len, shortlist)):  # (every list has one name)
+            picked = [c[0] for c in shortlist]
+            if len(set(picked)) == len(ref_vars):
+                return _single_projection(ref_cols, act, picked, rows)
         pool = list(dict.fromkeys(v for found in shortlist for v in found))
     candidates = _whole_column_candidates(
         ref_cols, ref_kinds, act, pool, shortlist, ordered, ignore_duplicates

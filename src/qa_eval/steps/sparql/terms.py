@@ -269,10 +269,21 @@ class Table:
 
     def first_kind(self, var: str) -> Hashable:
         """The kind of the column's first cell (the column's kind unless it is mixed)."""
-        if var in self._columns:
-            return self._columns[var][0]
+        column = self._columns.get(var)
+        if column is not None:
+            return column[0]
         first = self.bindings[0].get(var) if self.bindings else None
-        return UNBOUND if first is None else located_term(first, 0, var)[0]
+        if first is None:
+            return UNBOUND
+        # Hot path: an IRI or a plain literal (only 'type' and 'value') is decided here as
+        # read_term decides it, without its checks of the other keys.
+        if type(first) is dict and type(first.get("value")) is str:
+            term_type = first.get("type")
+            if term_type == "uri":
+                return IRI
+            if term_type == "literal" and len(first) == 2:
+                return LITERAL
+        return located_term(first, 0, var)[0]
 
     def number_kinds(self, var: str) -> frozenset[Hashable] | None:
         """The kinds a column of numeric literals of one datatype can have (the number, or the
@@ -297,6 +308,7 @@ class Table:
 
     def column(self, var: str) -> tuple[Hashable, list[Value]]:
         """The column's kind and canonical values, read on first use."""
-        if var not in self._columns:
-            self._columns[var] = _column(self.bindings, var)
-        return self._columns[var]
+        column = self._columns.get(var)
+        if column is None:
+            column = self._columns[var] = _column(self.bindings, var)
+        return column
