@@ -122,7 +122,26 @@ def test_every_key_has_one_family_and_docs_exist() -> None:
             assert key.name not in seen, f"{key.name} in {seen.get(key.name)} and {name}"
             seen[key.name] = name
             if key.aggregate or key.headline:
-                assert key.scale in ("0-1", "count", "tokens", "usd", "seconds")
+                assert key.scale in ("0-1", "ratio", "count", "tokens", "usd", "seconds")
+
+
+def test_tool_calls_ratio_is_declared_a_ratio_not_a_score() -> None:
+    """More actual calls than the reference has make it exceed 1: the registry says so, and the
+    terminal prints it as a ratio."""
+    from qa_eval.io.numbers import format_number, scale_of
+    from qa_eval.metrics.trajectory import trajectory_keys
+    from qa_eval.steps.trajectory.reference import parse_reference
+
+    raw = [{"name": "search", "args": {"q": "x"}}]
+    steps = [
+        {"name": "search", "args": {"q": "x"}, "status": "success", "output": "a"},
+        {"name": "search", "args": {"q": "y"}, "status": "success", "output": "b"},
+        {"name": "lookup", "args": {}, "status": "success", "output": "c"},
+    ]
+    keys = trajectory_keys(parse_reference(raw), raw, steps)
+    assert keys["tool_calls_ratio"] == 3.0
+    assert scale_of("tool_calls_ratio") == "ratio"
+    assert format_number(keys["tool_calls_ratio"], scale_of("tool_calls_ratio")) == "3.000"
 
 
 def test_options_are_validated_from_the_registry() -> None:

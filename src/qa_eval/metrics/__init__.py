@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 Direction = Literal["higher", "lower", "none"]
-Scale = Literal["0-1", "count", "tokens", "usd", "seconds", "label", "text"]
+Scale = Literal["0-1", "ratio", "count", "tokens", "usd", "seconds", "label", "text"]
 Need = Literal[
     "question",
     "answer",
@@ -448,7 +448,7 @@ METRICS: dict[str, Metric] = {
             _score("tool_args_score"),
             *(Key(f"tool_calls_{n}", "lower", "count", aggregate=True)
               for n in ("missing", "extra", "failed", "repeated")),
-            Key("tool_calls_ratio", "none", "0-1", aggregate=True), _cost("trajectory"),
+            Key("tool_calls_ratio", "none", "ratio", aggregate=True), _cost("trajectory"),
             *_text("trajectory_reason", "trajectory_calls", "trajectory_error"),
         ),
         "docs/metrics/trajectory.md", own=True, score="qa_eval.metrics.trajectory:score",
