@@ -510,35 +510,19 @@ def _prepare_groups(
             )
             continue
         # Each step is copied as it is prepared, while its dict is in the cache.
-        steps: tuple[ReferenceStep, ...]
-        copied: list[dict[str, Any]]
-        if len(group) == 1:  # most groups hold one step: no enumerate, no lists grown
-            step = group[0]
-            prepared = _prepare_step(step, g, 0, record, problems)
-            if prepared is None:
-                steps, copied = (), []
-            else:
-                steps = (prepared,)
-                copied = [dict(step)] if copies else []
+        kept = []
+        copied: list[dict[str, Any]] = []
+        for i, step in enumerate(group):
+            prepared = _prepare_step(step, g, i, record, problems)
+            if prepared is not None:
+                kept.append(prepared)
+                if copies:
+                    copied.append(dict(step))
                 if "matches" in step:
                     has_matches = True
                     if copies:
-                        copied[0].pop("matches", None)
-        else:
-            kept = []
-            copied = []
-            for i, step in enumerate(group):
-                prepared = _prepare_step(step, g, i, record, problems)
-                if prepared is not None:
-                    kept.append(prepared)
-                    if copies:
-                        copied.append(dict(step))
-                    if "matches" in step:
-                        has_matches = True
-                        if copies:
-                            copied[-1].pop("matches", None)
-            steps = tuple(kept)
-        groups.append(steps)
+                        copied[-1].pop("matches", None)
+        groups.append(tuple(kept))
         copied_groups.append(copied)
     return tuple(groups), has_matches, copied_groups if copies else None
 
