@@ -214,9 +214,7 @@ class StepScorer:
 
     def _iri(self, iri: str, act_index: int) -> float:
         """1.0 when the IRI is among those actual step ``act_index`` returned, else 0.0."""
-        output = self.actual[act_index].get("output")  # (self._output, inlined: hot)
-        if output is None:
-            raise _StepProblem("output: missing in a successful step")
+        output = self._output(act_index)
         parsed = self._json.get(act_index, _MISSING)
         if iri and isinstance(output, str):
             is_json = parsed is not _MISSING and not isinstance(parsed, OutputParseError)

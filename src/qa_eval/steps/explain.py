@@ -62,6 +62,11 @@ _cached_label = functools.lru_cache(maxsize=4096)(_spelled_label)
 """The same labels come back question after question (the same tools, positions and ids)."""
 
 
+def _names(ref: ReferenceStep) -> tuple[Any, ...]:
+    """The actual step names that can match ``ref``."""
+    return _IRI_STEPS if ref.kind == COMPARE_IRI else (ref.name,)
+
+
 def _step_error(steps: Sequence[Mapping[str, Any]], a: int) -> str:
     step = steps[a]
     error = step.get("error")
@@ -137,7 +142,7 @@ def _explain_stopped(
                 if (g, ref.index) in matched:
                     continue
                 # With a hint when an actual step (the latest such) would match it on its own.
-                names = _IRI_STEPS if ref.kind == COMPARE_IRI else (ref.name,)
+                names = _names(ref)
                 text = header
                 for a in latest_first:
                     if steps[a].get("name") in names and would_match(ref, a) > 0.0:
@@ -175,7 +180,7 @@ def _explain_step(
     steps = scorer.actual
     if not steps:
         return f"the response has no actual steps (expected a {shown(ref.name)} step)"
-    names = _IRI_STEPS if ref.kind == COMPARE_IRI else (ref.name,)
+    names = _names(ref)
     # The steps of those names, in one pass: failed ones, successful ones, and the successful
     # ones before ``upto`` (the candidates the ordering allows).
     failed: list[int] = []

@@ -162,9 +162,7 @@ def _resolve_relative(value: str, anchor: datetime) -> datetime:
 def _times_equal(reference: Any, actual: Any, anchor: Any) -> bool:
     if reference is None or actual is None:
         return reference is None and actual is None
-    # (_is_relative and parse_instant inlined: two datetimes are compared per data-points step)
-    ref_relative = isinstance(reference, str) and _relative_text(reference)
-    act_relative = isinstance(actual, str) and _relative_text(actual)
+    ref_relative, act_relative = _is_relative(reference), _is_relative(actual)
     if act_relative and not ref_relative:
         return False
     if ref_relative or act_relative:
@@ -181,8 +179,7 @@ def _times_equal(reference: Any, actual: Any, anchor: Any) -> bool:
         if act_time is None:
             return False
         return abs((ref_time - act_time).total_seconds()) <= TOLERANCE_SECONDS
-    ref_instant = _instant_text(reference) if type(reference) is str else parse_instant(reference)
-    act_instant = _instant_text(actual) if type(actual) is str else parse_instant(actual)
+    ref_instant, act_instant = parse_instant(reference), parse_instant(actual)
     if ref_instant is None or act_instant is None:
         return reference == actual
     return ref_instant == act_instant
@@ -195,11 +192,7 @@ def _args(step: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def compare_time_series_steps(reference: Mapping[str, Any], actual: Mapping[str, Any]) -> float:
     """Score a ``retrieve_time_series`` step: 1.0 when mrid (and limit, if set) agree."""
-    ref, act = reference.get("args"), actual.get("args")  # (_args, inlined)
-    if not isinstance(ref, dict):
-        ref = {}
-    if not isinstance(act, dict):
-        act = {}
+    ref, act = _args(reference), _args(actual)
     ref_mrid, ref_limit = ref.get("mrid"), ref.get("limit")
     act_mrid, act_limit = act.get("mrid"), act.get("limit")
     if not ref_mrid:
@@ -211,11 +204,7 @@ def compare_time_series_steps(reference: Mapping[str, Any], actual: Mapping[str,
 
 def compare_data_points_steps(reference: Mapping[str, Any], actual: Mapping[str, Any]) -> float:
     """Score a ``retrieve_data_points`` step: 1.0 when ids, aggregation and time range agree."""
-    ref, act = reference.get("args"), actual.get("args")  # (_args, inlined)
-    if not isinstance(ref, dict):
-        ref = {}
-    if not isinstance(act, dict):
-        act = {}
+    ref, act = _args(reference), _args(actual)
     anchor = actual.get("execution_timestamp")
     same = (
         _sorted_values(ref.get("external_id")) == _sorted_values(act.get("external_id"))
