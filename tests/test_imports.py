@@ -17,9 +17,7 @@ import qa_eval
 
 ROOT = Path(qa_eval.__file__).resolve().parent
 
-# The layers, lowest first. A module belongs to the longest prefix listed; ``qa_eval.metrics``
-# itself (the registry: names, directions, scales) is vocabulary every layer may read, while the
-# metric families under it are layer 3.
+# The layers, lowest first. A module belongs to the longest prefix listed.
 LAYERS: dict[str, int] = {
     "qa_eval._version": 0,
     "qa_eval.errors": 0,
@@ -27,11 +25,11 @@ LAYERS: dict[str, int] = {
     "qa_eval.extras": 0,
     "qa_eval.prompts": 0,
     "qa_eval.schemas": 0,
-    "qa_eval.metrics": 0,
+    "qa_eval.vocabulary": 0,
     "qa_eval.io": 1,
     "qa_eval.traces": 1,
     "qa_eval.judge": 2,
-    "qa_eval.metrics.": 3,
+    "qa_eval.metrics": 3,
     "qa_eval.steps": 3,
     "qa_eval.config": 4,
     "qa_eval.aggregate": 4,

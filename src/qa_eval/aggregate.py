@@ -38,12 +38,12 @@ from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any, TypeGuard, cast
 
-from . import metrics as _registry
 from .errors import InputError, QaEvalError, short_repr
 from .io.keysets import check_keys, original_aggregates
 from .judge.repeats import MARKER, JudgeTally
 from .metrics.trials import TRIAL_KEY, consistency, passes, summarise
 from .steps.outputs import OutputParseError, loads
+from .vocabulary import lookup as _registry
 
 __all__ = [
     "METRICS",
@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 METRICS: tuple[str, ...] = _registry.aggregated_keys()
-"""The result keys summarised (from the metric registry, ``qa_eval.metrics.METRICS``)."""
+"""The result keys summarised (from the metric registry, ``vocabulary.registry``)."""
 STEP_METRICS: dict[str, tuple[str, ...]] = _registry.step_keys()
 """The numeric keys written into actual steps, by step name, aggregated by name."""
 SCORES: tuple[str, ...] = _registry.headline_keys()

@@ -17,7 +17,6 @@ from typing import Any
 
 import orjson
 
-from . import metrics as _registry
 from .errors import InputError
 from .judge.settings import (
     AZURE_API_VERSION,
@@ -28,15 +27,17 @@ from .judge.settings import (
 from .metrics.composite import COMPONENTS
 from .metrics.definitions import CustomMetric, check_prompt, parse_custom_metric
 from .prompts import Example
+from .vocabulary import lookup as _lookup
+from .vocabulary import registry as _registry
 
 __all__ = ["EvalConfig", "as_config", "load_config", "parse_config"]
 
-SWITCHES = _registry.switches()
+SWITCHES = _lookup.switches()
 """The metric families a config or ``--enable`` / ``--disable`` switches (from the registry,
-``qa_eval.metrics.METRICS``)."""
+``qa_eval.vocabulary.registry.METRICS``)."""
 GRAPHRAG_SWITCHES = tuple(s for s in SWITCHES if not _registry.METRICS[s].default)
 """The switches that are off unless a config or ``--enable`` switches them on."""
-GROUPS = _registry.groups()
+GROUPS = _lookup.groups()
 """Names that ``--enable`` expands: ``graphrag`` is every GraphRAG metric but BERTScore (which
 needs PyTorch)."""
 OFFLINE_SWITCHES = tuple(s for s in SWITCHES if _registry.METRICS[s].offline)

@@ -66,15 +66,17 @@ def lazy_face(
     package: str, names: dict[str, str]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """A package face's PEP 562 ``__getattr__`` and ``__dir__``: each name in ``names`` is
-    imported from its module (``names[name]``, relative to ``package``) when first used, so
-    importing the package (or one of its modules) loads nothing else."""
+    imported from its module (``names[name]``, relative to ``package``, or absolute when it
+    starts with ``qa_eval.``) when first used, so importing the package (or one of its modules)
+    loads nothing else."""
     module_globals = sys.modules[package].__dict__
 
     def __getattr__(name: str) -> Any:
         module = names.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{package}.{module}"), name)
+        where = module if module.startswith("qa_eval.") else f"{package}.{module}"
+        value = getattr(importlib.import_module(where), name)
         module_globals[name] = value
         return value
 

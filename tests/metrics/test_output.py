@@ -243,7 +243,7 @@ def test_the_worked_example_of_adding_a_metric_runs_as_written(
 
     from openai_stub import StubServer, completion, prompt_text
     from qa_eval import compute_aggregates, prompts, run_evaluation
-    from qa_eval import metrics as registry
+    from qa_eval.vocabulary import registry
 
     module_source, entry_source = _doc_blocks("python")
     (prompt,) = _doc_blocks("text")

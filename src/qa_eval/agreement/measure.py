@@ -47,7 +47,7 @@ from ..compare.runs import holm
 from ..errors import InputError
 from ..io import kinds
 from ..io.files import check_results, read_data, signature_path
-from ..metrics import key_info
+from ..vocabulary.lookup import key_info
 from .labels import (
     Kind,
     Label,

@@ -37,7 +37,8 @@ __all__ = [
 
 def metrics(args: argparse.Namespace) -> int:
     """``qa-eval metrics``: the metric registry, as text blocks or JSON."""
-    from ..metrics import RANKING, describe_metrics, key_info, parse_at_k
+    from ..vocabulary.lookup import describe_metrics, key_info, parse_at_k
+    from ..vocabulary.registry import RANKING
 
     entries = describe_metrics()
     if args.name:

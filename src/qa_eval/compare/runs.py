@@ -68,8 +68,8 @@ from ..aggregate import (
     mean_of,
 )
 from ..judge.repeats import MARKER, judge_noise, question_variance, within_noise
-from ..metrics import direction
 from ..metrics.trials import TRIAL_KEY
+from ..vocabulary.lookup import direction
 from .signflip import (
     EXACT_MAX_N,
     TIE_TOLERANCE,

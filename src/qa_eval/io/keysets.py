@@ -5,7 +5,7 @@ same input, so golden files and ``==`` tests written against 6.6.1 keep passing 
 changes; the values stay qa-eval's (docs/compatibility.md says where they differ). It is a
 projection of finished results and aggregates, built once at import from one table:
 
-- the metric registry (``qa_eval.metrics.METRICS``): a key marked ``own``, or any key of a family
+- the metric registry (``vocabulary.registry``): a key marked ``own``, or any key of a family
   marked ``own``, is qa-eval's; every other registered key is one 6.6.1 writes too;
 - :data:`RECORD`: the fields of a result that are not a metric's and that 6.6.1 writes;
 - :data:`OWN`: the keys qa-eval writes that are not a metric's, with where they appear.
@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .. import metrics as _registry
 from ..errors import QaEvalError
+from ..vocabulary import registry as _registry
 
 __all__ = [
     "KEY_SETS",

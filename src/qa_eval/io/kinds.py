@@ -36,9 +36,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .. import metrics as _registry
 from ..errors import InputError
 from ..traces.formats import detect_format
+from ..vocabulary import lookup as _registry
 
 __all__ = [
     "AGGREGATES",

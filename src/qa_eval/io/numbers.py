@@ -24,7 +24,8 @@ import math
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from ..metrics import RANKING, key_info, parse_at_k
+from ..vocabulary.lookup import key_info, parse_at_k
+from ..vocabulary.registry import RANKING
 
 __all__ = ["format_number", "scale_of"]
 

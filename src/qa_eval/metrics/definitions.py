@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
-from . import reserved
+from ..vocabulary.lookup import reserved
 
 __all__ = [
     "INPUTS",

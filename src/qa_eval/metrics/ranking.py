@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
-from . import parse_at_k
+from ..vocabulary.lookup import parse_at_k
 
 __all__ = [
     "RANKING_METRICS",

@@ -243,7 +243,7 @@ def quoted_spans_alignment(
     )
 
 
-# The registry's entry points (``qa_eval.metrics.METRICS``, group ``ragas-text``): the answer
+# The registry's entry points (``vocabulary.registry``, group ``ragas-text``): the answer
 # against the reference answer, ragas' defaults, one key each.
 
 

@@ -25,8 +25,8 @@ from ..aggregate import (
 from ..compare.runs import default_metrics
 from ..errors import InputError
 from ..judge.repeats import MARKER
-from ..metrics import direction as metric_direction
 from ..metrics.trials import table_rows
+from ..vocabulary.lookup import direction as metric_direction
 
 __all__ = [
     "ComparisonRow",

@@ -27,7 +27,7 @@ from ..agreement.labels import Labels, labels_from_records, read_labels
 from ..agreement.measure import AgreementReport, Judge, agreement
 from ..config import EXAMPLE_METRICS, SWITCHES, EvalConfig, as_config
 from ..errors import InputError
-from ..metrics import METRICS
+from ..vocabulary.registry import METRICS
 from .evaluation import run_evaluation
 
 __all__ = ["WITH", "WITHOUT", "cross_validate", "example_family", "split_results"]

@@ -27,7 +27,7 @@ from ..errors import UnknownResponsesWarning
 from ..extras import require
 from ..io.keysets import custom_keys, original_result
 from ..judge.cache.store import ReplyCache, open_cache
-from ..metrics import METRICS
+from ..vocabulary.registry import METRICS
 from .options import LIBRARY_DEFAULT, ResultCallback, RunOptions
 from .prepare import Question, Response, Unknown, prepare_reference, prepare_responses
 from .progress import CountingJudge, Tracker

@@ -11,7 +11,7 @@ Which metric runs when:
 - ``retrieval_context_*``: every ``retrieval`` actual step matched to a ``retrieval`` reference
   step with an output.
 - custom metrics: every question that has their inputs.
-- every registry family (``qa_eval.metrics.METRICS``; the built-in answer and GraphRAG families as
+- every registry family (``vocabulary.registry``; the built-in answer and GraphRAG families as
   any added one, see docs/adding-a-metric.md) through its ``score`` entry point, on every question
   that has what its ``needs`` lists (answer, reference answer, contexts, embedder). Each returns
   frozen records (``metrics/output.py``); ``output.measure`` is the one place where a
@@ -60,14 +60,14 @@ from ..config import OFFLINE_SWITCHES, SWITCHES, EvalConfig
 from ..io.flat import FLAT_MARK
 from ..judge.calls import AskContext, Asking, Judge
 from ..judge.embeddings import Embedder
-from ..metrics import METRICS as REGISTRY
-from ..metrics import Metric
 from ..metrics.context import chunk_texts, retrieval_outputs
 from ..metrics.context_quality import combines, context_judgement
 from ..metrics.custom import custom_output
 from ..metrics.definitions import CustomMetric
 from ..metrics.output import Output, failed, llm_cost, measure, serialize
 from ..steps.trajectory.comparators import mentions_llm
+from ..vocabulary.model import Metric
+from ..vocabulary.registry import METRICS as REGISTRY
 from .question import AGENT_REFERENCE_KEYS, RAGAS_REFERENCE_KEYS
 
 __all__ = ["AnswerScorer", "contexts_of"]
