@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from .. import metrics as registry
 from ..errors import QaEvalError
 from ..redact import public_url, redact, register_secret
+from ..vocabulary import lookup, registry
 
 __all__ = [
     "EVENT_NAME",
@@ -113,9 +113,9 @@ def _default_metrics(results: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def _reason_and_error(result: Mapping[str, Any], key: str) -> tuple[str | None, str | None]:
     """The reason text and the error text of a metric key in a result, if any."""
-    family = registry.key_info(key)
+    family = lookup.key_info(key)
     reasons = [f"{key}_reason"]
-    errors = list(registry.error_keys(key)) or [f"{key}_error"]
+    errors = list(lookup.error_keys(key)) or [f"{key}_error"]
     if family is not None:
         reasons.append(f"{family[0].name}_reason")
     reason = next((result[r] for r in reasons if isinstance(result.get(r), str)), None)

@@ -448,9 +448,9 @@ async def ascore_rows(
     out.signature = signature
     out.scores = state.scores
     out.keys = dict(plan.keys)
-    from ... import metrics as registry
+    from ...vocabulary.lookup import aggregated_keys
 
-    known = set(registry.aggregated_keys())
+    known = set(aggregated_keys())
     out.extra_metrics = [k for k in plan.keys.values() if k not in known]
     return out
 
