@@ -12,6 +12,7 @@ from fakes import FakeEmbedder, FakeJudge, run
 from qa_eval.config import parse_config
 from qa_eval.errors import BudgetExceeded, Deferred, DryRunSkip, JudgeError
 from qa_eval.metrics import METRICS
+from qa_eval.metrics.answer.relevance import relevance_outputs
 from qa_eval.metrics.output import (
     CallUsage,
     Output,
@@ -22,7 +23,6 @@ from qa_eval.metrics.output import (
     serialize,
     skip_reason,
 )
-from qa_eval.metrics.relevance import relevance_outputs
 from qa_eval.run.score import AnswerScorer
 
 
@@ -97,7 +97,7 @@ def test_llm_cost_is_the_sum_of_the_counted_records() -> None:
 
 def test_usage_counts_the_judge_calls_of_a_record() -> None:
     judge = FakeJudge({"statements": ["s1"]}, {"verdicts": [{"statement": 1, "verdict": 1}]})
-    from qa_eval.metrics.faithfulness import faithfulness_output
+    from qa_eval.metrics.retrieval.faithfulness import faithfulness_output
 
     record = run(faithfulness_output(judge, "Q?", "A.", ["ctx"]))
     assert record.usage == CallUsage(2, 200, 40)  # FakeJudge: 100 prompt, 20 completion each

@@ -1,5 +1,6 @@
 """ragas 0.4.3's agent and rubric metrics of ``ragas.metrics.collections``, over qa-eval's engines
-``metrics.agent`` and ``metrics.rubric_scores`` (formulas and sources in their docstrings).
+``metrics.agents.multi_turn`` and ``metrics.ragas.rubrics`` (formulas and sources in their
+docstrings).
 
 - :class:`AgentGoalAccuracyWithReference` (and :class:`AgentGoalAccuracy`, the same class, as in
   ragas): 1.0 when the end state the judge reads from the conversation achieves ``reference``;
@@ -22,9 +23,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .. import ragas_judged
-from ..agent import agent_goal_accuracy, topic_adherence
-from ..rubric_scores import (
+from ..agents.multi_turn import agent_goal_accuracy, topic_adherence
+from ..ragas import judged as ragas_judged
+from ..ragas.rubrics import (
     DEFAULT_REFERENCE_FREE_RUBRICS,
     DEFAULT_WITH_REFERENCE_RUBRICS,
     rubric_levels,

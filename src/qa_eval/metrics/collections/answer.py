@@ -1,17 +1,18 @@
 """ragas 0.4.3's answer-side LLM metrics of ``ragas.metrics.collections``, over qa-eval engines
 (each engine's docstring gives the formula and its source):
 
-- :class:`AnswerAccuracy` - ``metrics.two_raters``: two raters score the response against the
+- :class:`AnswerAccuracy` - ``metrics.ragas.two_raters``: two raters score the response against the
   reference on 0/2/4 (the second with the two swapped); (r₁/4 + r₂/4) / 2.
-- :class:`ResponseGroundedness` - ``metrics.two_raters``: two raters score how far the retrieved
-  contexts support the response on 0/1/2; (r₁/2 + r₂/2) / 2.
-- :class:`FactualCorrectness` - ``metrics.factual_correctness``: claims of the response (and, but
-  for precision mode, of the reference) judged by NLI against the other text; precision, recall or
-  F-beta of the verdicts, rounded to two decimals.
-- :class:`AnswerCorrectness` - ``metrics.statement_correctness``: F-beta of the response's and the
-  reference's statements classified TP/FP/FN, mixed with the embedding similarity by ``weights``.
-- :class:`SummaryScore` - ``metrics.summary``: share of questions about the texts' keyphrases the
-  summary answers, mixed with a conciseness term by ``coeff``.
+- :class:`ResponseGroundedness` - ``metrics.ragas.two_raters``: two raters score how far the
+  retrieved contexts support the response on 0/1/2; (r₁/2 + r₂/2) / 2.
+- :class:`FactualCorrectness` - ``metrics.ragas.factual_correctness``: claims of the response (and,
+  but for precision mode, of the reference) judged by NLI against the other text; precision, recall
+  or F-beta of the verdicts, rounded to two decimals.
+- :class:`AnswerCorrectness` - ``metrics.ragas.statement_correctness``: F-beta of the response's and
+  the reference's statements classified TP/FP/FN, mixed with the embedding similarity by
+  ``weights``.
+- :class:`SummaryScore` - ``metrics.ragas.summary``: share of questions about the texts' keyphrases
+  the summary answers, mixed with a conciseness term by ``coeff``.
 
 Constructor arguments and ``ascore`` keywords are ragas'. Where qa-eval's policy differs (no
 claims or no questions: value ``None`` with a reason, never NaN; both raters failing: an error)
@@ -24,8 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import ragas_judged
-from ..factual_correctness import GUIDANCE
+from ..ragas import judged as ragas_judged
+from ..ragas.factual_correctness import GUIDANCE
 from .base import BaseMetric, Scored, Session, require_embeddings, require_llm
 from .result import Details, MetricResult, StatementVerdict
 

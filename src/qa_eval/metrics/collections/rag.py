@@ -2,19 +2,21 @@
 the same judge calls, prompts and formulas as a full run, so a result's value equals what
 ``run_evaluation`` writes for that question (and the same cache entries serve both).
 
-- :class:`Faithfulness` - ``metrics.faithfulness``: supported statements / statements of the
-  response (ragas ``Faithfulness``; section 1 of ``graphrag-metrics.md``).
-- :class:`AnswerRelevancy` - ``metrics.relevance``: mean cosine of the user input to ``strictness``
-  questions generated from the response, 0 when all are noncommittal (ragas ``AnswerRelevancy``).
-- :class:`ContextPrecisionWithReference` / :class:`ContextPrecision` - ``metrics.context_quality``:
-  Σ_k precision@k · v_k / (Σ v_k + 1e-10), v_k = chunk k useful for the reference (ragas' average
-  precision, ``context_precision_ap`` of a run); :class:`ContextPrecisionWithoutReference` /
-  :class:`ContextUtilization` judge usefulness for the response instead.
-- :class:`ContextRecall` - ``metrics.context_quality``: reference statements attributed to the
-  contexts / reference statements (ragas ``ContextRecall``).
-- :class:`SemanticSimilarity` - ``metrics.similarity``: max(0, cosine) of the response's and the
-  reference's embeddings (ragas ``SemanticSimilarity`` does not clip at 0); with ``threshold``, the
-  value is 1.0 or 0.0 as in ragas, the cosine stays in ``details.similarity``.
+- :class:`Faithfulness` - ``metrics.retrieval.faithfulness``: supported statements / statements of
+  the response (ragas ``Faithfulness``; section 1 of ``graphrag-metrics.md``).
+- :class:`AnswerRelevancy` - ``metrics.answer.relevance``: mean cosine of the user input to
+  ``strictness`` questions generated from the response, 0 when all are noncommittal (ragas
+  ``AnswerRelevancy``).
+- :class:`ContextPrecisionWithReference` / :class:`ContextPrecision` -
+  ``metrics.retrieval.flat_context``: Σ_k precision@k · v_k / (Σ v_k + 1e-10), v_k = chunk k useful
+  for the reference (ragas' average precision, ``context_precision_ap`` of a run);
+  :class:`ContextPrecisionWithoutReference` / :class:`ContextUtilization` judge usefulness for the
+  response instead.
+- :class:`ContextRecall` - ``metrics.retrieval.flat_context``: reference statements attributed to
+  the contexts / reference statements (ragas ``ContextRecall``).
+- :class:`SemanticSimilarity` - ``metrics.answer.similarity``: max(0, cosine) of the response's and
+  the reference's embeddings (ragas ``SemanticSimilarity`` does not clip at 0); with ``threshold``,
+  the value is 1.0 or 0.0 as in ragas, the cosine stays in ``details.similarity``.
 
 Where qa-eval's policy differs from ragas' (one call for all chunks or statements; a response
 without claims is "not computed", value ``None``, not NaN; an empty response scores what a run
@@ -28,11 +30,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...errors import JudgeError
-from .. import faithfulness as faith
-from ..context_quality import context_precision, context_recall_metric
-from ..ragas_judged import tally
-from ..relevance import relevance_output
-from ..similarity import similarity_output
+from ..answer.relevance import relevance_output
+from ..answer.similarity import similarity_output
+from ..ragas.judged import tally
+from ..retrieval import faithfulness as faith
+from ..retrieval.flat_context import context_precision, context_recall_metric
 from .base import BaseMetric, Scored, Session, require_embeddings, require_llm
 from .result import ChunkVerdict, Details, MetricResult, StatementVerdict
 
