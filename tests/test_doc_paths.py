@@ -22,7 +22,7 @@ DOTTED = re.compile(r"\bqa_eval(?:\.[A-Za-z_]\w*)+")
 # OpenTelemetry attribute names and values (the trace attribute a question id may be recorded
 # under, docs/traces.md; what export-scores writes, docs/export-scores.md).
 NOT_PATHS = {
-    "qa_eval.metrics.conciseness",
+    "qa_eval.metrics.answer.conciseness",
     "qa_eval.metric_error",
     "qa_eval.question_id",
 }
