@@ -80,7 +80,17 @@ def _beta(beta: Any) -> float:
     return float(beta)
 
 
-class AnswerAccuracy(BaseMetric):
+class _AgainstReference(BaseMetric):
+    """A metric of the response against the reference for the user input: ragas' ``ascore`` of
+    those three."""
+
+    async def ascore(self, user_input: str, response: str, reference: str) -> MetricResult:
+        """The score of ``response`` against ``reference`` for ``user_input``."""
+        row = {"user_input": user_input, "response": response, "reference": reference}
+        return await self.ascore_row(row)
+
+
+class AnswerAccuracy(_AgainstReference):
     """Two raters' agreement of the response with the reference, on ragas' 0/2/4 scale."""
 
     def __init__(
@@ -89,11 +99,6 @@ class AnswerAccuracy(BaseMetric):
         self.llm = require_llm(type(self).__name__, llm)
         self.max_retries = _tries(max_retries)
         super().__init__(name, **kwargs)
-
-    async def ascore(self, user_input: str, response: str, reference: str) -> MetricResult:
-        """The accuracy of ``response`` against ``reference`` for ``user_input``."""
-        row = {"user_input": user_input, "response": response, "reference": reference}
-        return await self.ascore_row(row)
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
         _required(row, "user_input", "response", "reference")
@@ -185,7 +190,7 @@ class FactualCorrectness(BaseMetric):
         return Scored(judged.value, judged.reason, details)
 
 
-class AnswerCorrectness(BaseMetric):
+class AnswerCorrectness(_AgainstReference):
     """ragas' answer correctness: factuality F-beta of classified statements, mixed with the
     embedding similarity of the response to the reference."""
 
@@ -218,11 +223,6 @@ class AnswerCorrectness(BaseMetric):
         self.weights = weights
         self.beta = _beta(beta)
         super().__init__(name, **kwargs)
-
-    async def ascore(self, user_input: str, response: str, reference: str) -> MetricResult:
-        """The correctness of ``response`` against ``reference`` for ``user_input``."""
-        row = {"user_input": user_input, "response": response, "reference": reference}
-        return await self.ascore_row(row)
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
         _required(row, "user_input", "response", "reference")

@@ -155,29 +155,40 @@ class AnswerRelevancy(BaseMetric):
         return Scored(value, reason, Details(questions=questions))
 
 
-class ContextPrecisionWithReference(BaseMetric):
+class _JudgedPrecision(BaseMetric):
+    """ragas' average precision of the retrieved chunks, usefulness judged for the row's
+    ``_for`` (``reference`` or ``response``)."""
+
+    _for: str
+
+    def __init__(self, llm: Any, name: str, **kwargs: Any) -> None:
+        self.llm = require_llm(type(self).__name__, llm)
+        super().__init__(name, **kwargs)
+
+    async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
+        _required(row, "user_input", self._for)
+        target = row[self._for]
+        if self._for == "reference":
+            return await _precision(session, row, reference=target, answer=None)
+        return await _precision(session, row, reference=None, answer=target)
+
+
+class ContextPrecisionWithReference(_JudgedPrecision):
     """ragas' average precision of the retrieved chunks, usefulness judged for the reference."""
+
+    _for = "reference"
 
     def __init__(
         self, llm: Any, name: str = "context_precision_with_reference", **kwargs: Any
     ) -> None:
-        self.llm = require_llm(type(self).__name__, llm)
-        super().__init__(name, **kwargs)
+        super().__init__(llm, name, **kwargs)
 
     async def ascore(
         self, user_input: str, reference: str, retrieved_contexts: list[str]
     ) -> MetricResult:
         """The precision of ``retrieved_contexts`` for arriving at ``reference``."""
-        row = {
-            "user_input": user_input,
-            "reference": reference,
-            "retrieved_contexts": retrieved_contexts,
-        }
-        return await self.ascore_row(row)
-
-    async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
-        _required(row, "user_input", "reference")
-        return await _precision(session, row, reference=row["reference"], answer=None)
+        row = {"user_input": user_input, "reference": reference}
+        return await self.ascore_row({**row, "retrieved_contexts": retrieved_contexts})
 
 
 class ContextPrecision(ContextPrecisionWithReference):
@@ -187,29 +198,22 @@ class ContextPrecision(ContextPrecisionWithReference):
         super().__init__(llm, name=name, **kwargs)
 
 
-class ContextPrecisionWithoutReference(BaseMetric):
+class ContextPrecisionWithoutReference(_JudgedPrecision):
     """ragas' average precision of the retrieved chunks, usefulness judged for the response."""
+
+    _for = "response"
 
     def __init__(
         self, llm: Any, name: str = "context_precision_without_reference", **kwargs: Any
     ) -> None:
-        self.llm = require_llm(type(self).__name__, llm)
-        super().__init__(name, **kwargs)
+        super().__init__(llm, name, **kwargs)
 
     async def ascore(
         self, user_input: str, response: str, retrieved_contexts: list[str]
     ) -> MetricResult:
         """The precision of ``retrieved_contexts`` for arriving at ``response``."""
-        row = {
-            "user_input": user_input,
-            "response": response,
-            "retrieved_contexts": retrieved_contexts,
-        }
-        return await self.ascore_row(row)
-
-    async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
-        _required(row, "user_input", "response")
-        return await _precision(session, row, reference=None, answer=row["response"])
+        row = {"user_input": user_input, "response": response}
+        return await self.ascore_row({**row, "retrieved_contexts": retrieved_contexts})
 
 
 class ContextUtilization(ContextPrecisionWithoutReference):
