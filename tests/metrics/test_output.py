@@ -238,6 +238,7 @@ def test_the_worked_example_of_adding_a_metric_runs_as_written(
 ) -> None:
     """docs/adding-a-metric.md: its module, its prompt and its registry line, taken from the page
     as written, run end to end over the scripted server (values, cost, error, aggregates)."""
+    import importlib
     import sys
     import types
 
@@ -247,10 +248,11 @@ def test_the_worked_example_of_adding_a_metric_runs_as_written(
 
     module_source, entry_source = _doc_blocks("python")
     (prompt,) = _doc_blocks("text")
-    module = types.ModuleType("qa_eval.metrics.conciseness")
-    module.__package__ = "qa_eval.metrics"
+    importlib.import_module("qa_eval.metrics.answer")  # the family the page puts it in
+    module = types.ModuleType("qa_eval.metrics.answer.conciseness")
+    module.__package__ = "qa_eval.metrics.answer"
     exec(compile(module_source, "conciseness.py", "exec"), module.__dict__)
-    monkeypatch.setitem(sys.modules, "qa_eval.metrics.conciseness", module)
+    monkeypatch.setitem(sys.modules, "qa_eval.metrics.answer.conciseness", module)
     original = prompts.prompt_text
     monkeypatch.setattr(
         prompts, "prompt_text", lambda name: prompt if name == "conciseness" else original(name)
