@@ -31,8 +31,8 @@ from pydantic import BaseModel
 import qa_eval
 from qa_eval.cli import format_table
 from qa_eval.judge.calls import Judge
-from qa_eval.metrics.correctness import CorrectnessReply
-from qa_eval.metrics.relevance import RelevanceReply
+from qa_eval.metrics.answer.correctness import CorrectnessReply
+from qa_eval.metrics.answer.relevance import RelevanceReply
 
 HERE = Path(__file__).resolve().parent
 STUB = HERE.parent / "tests" / "openai_stub.py"

@@ -215,13 +215,13 @@ async def run_ours(url: str, k: int, combined: bool = True) -> None:
     from qa_eval.judge.calls import Judge
     from qa_eval.judge.embeddings import OpenAIEmbedder
     from qa_eval.judge.settings import EmbeddingConfig
-    from qa_eval.metrics.context_quality import (
+    from qa_eval.metrics.answer.relevance import answer_relevance
+    from qa_eval.metrics.retrieval.faithfulness import faithfulness
+    from qa_eval.metrics.retrieval.flat_context import (
         context_judgement,
         context_precision,
         context_recall_metric,
     )
-    from qa_eval.metrics.faithfulness import faithfulness
-    from qa_eval.metrics.relevance import answer_relevance
 
     config = parse_config(
         {"llm": {"generation": {"provider": "openai", "base_url": url, "api_key": "x"}}}

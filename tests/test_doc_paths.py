@@ -12,6 +12,8 @@ from types import ModuleType
 
 import pytest
 
+import qa_eval
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 FROM_IMPORT = re.compile(r"from (qa_eval(?:\.\w+)*) import ([\w, ]+)")
@@ -20,7 +22,7 @@ DOTTED = re.compile(r"\bqa_eval(?:\.[A-Za-z_]\w*)+")
 # OpenTelemetry attribute names and values (the trace attribute a question id may be recorded
 # under, docs/traces.md; what export-scores writes, docs/export-scores.md).
 NOT_PATHS = {
-    "qa_eval.metrics.conciseness",
+    "qa_eval.metrics.answer.conciseness",
     "qa_eval.metric_error",
     "qa_eval.question_id",
 }
@@ -92,6 +94,34 @@ def test_a_path_from_before_the_packages_imports_the_module_it_moved_to(
     assert module.__spec__.name == new  # the module keeps its own spec
     assert sys.modules[old] is module
     exec(f"from {old} import {name}", {})  # the form the docs showed
+
+
+METRIC_MODULES = sorted(
+    (old, new) for old, new in qa_eval._MOVED.items() if old.startswith("qa_eval.metrics.")
+)
+
+
+def test_every_metric_module_moved_into_a_family_keeps_its_old_path() -> None:
+    """Each module the flat ``metrics/`` held has a row; none is left at its old place."""
+    moved = {old.rpartition(".")[2] for old, _ in METRIC_MODULES}
+    assert len(moved) == 32
+    package = ROOT / "src" / "qa_eval" / "metrics"
+    assert not [name for name in moved if (package / f"{name}.py").exists()]
+    flat = {path.stem for path in package.glob("*.py")}
+    assert flat == {"__init__", "custom", "definitions", "output"}
+
+
+@pytest.mark.parametrize("old,new", METRIC_MODULES)
+def test_a_metric_module_path_from_before_the_families_imports_the_same_module(
+    old: str, new: str
+) -> None:
+    module = importlib.import_module(old)
+    assert module is importlib.import_module(new)
+    assert module.__spec__ is not None and module.__spec__.name == new
+    assert sys.modules[old] is module
+    namespace: dict[str, object] = {}
+    exec(f"from qa_eval.metrics import {old.rpartition('.')[2]} as found", namespace)
+    assert namespace["found"] is module  # the ``from qa_eval.metrics import x`` form
 
 
 def test_an_unknown_old_path_is_still_an_import_error() -> None:

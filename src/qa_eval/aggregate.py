@@ -41,7 +41,7 @@ from typing import Any, TypeGuard, cast
 from .errors import InputError, QaEvalError, short_repr
 from .io.keysets import check_keys, original_aggregates
 from .judge.repeats import MARKER, JudgeTally
-from .metrics.trials import TRIAL_KEY, consistency, passes, summarise
+from .metrics.agents.trials import TRIAL_KEY, consistency, passes, summarise
 from .steps.outputs import OutputParseError, loads
 from .vocabulary import lookup as _registry
 
@@ -646,7 +646,7 @@ def compute_aggregates(
     Results with a ``trial`` (repeated trials of a question): each metric's statistics take one
     value per question, the mean over its trials, and each group gets ``trials``: pass@k and
     pass^k of ``trajectory_match`` and of each metric of ``pass_thresholds`` (metric -> the value
-    a trial must reach), see ``qa_eval.metrics.trials``."""
+    a trial must reach), see ``qa_eval.metrics.agents.trials``."""
     original = check_keys(keys)
     thresholds = check_thresholds(pass_thresholds)
     if original:

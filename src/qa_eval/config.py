@@ -24,8 +24,8 @@ from .judge.settings import (
     EmbeddingConfig,
     GenerationConfig,
 )
-from .metrics.composite import COMPONENTS
 from .metrics.definitions import CustomMetric, check_prompt, parse_custom_metric
+from .metrics.retrieval.composite import COMPONENTS
 from .prompts import Example
 from .vocabulary import lookup as _lookup
 from .vocabulary import registry as _registry

@@ -12,7 +12,7 @@ import yaml
 from qa_eval.cli import main
 from qa_eval.judge import embeddings
 from qa_eval.judge.embeddings import EmbeddingUnavailable, OfflineEmbedder
-from qa_eval.metrics.relevance import cosine
+from qa_eval.metrics.answer.relevance import cosine
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

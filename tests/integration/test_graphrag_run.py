@@ -17,8 +17,8 @@ from qa_eval import compute_aggregates, run_evaluation
 from qa_eval.cli import main
 from qa_eval.errors import InputError, QaEvalError
 from qa_eval.io.flat import flat_to_dataset, read_flat
-from qa_eval.metrics.composite import ragas_score
-from qa_eval.metrics.geval import letter_grade
+from qa_eval.metrics.answer.geval import letter_grade
+from qa_eval.metrics.retrieval.composite import ragas_score
 
 CHUNKS = json.dumps(
     [
@@ -362,7 +362,7 @@ def test_evaluate_flat_bad_mapping_is_a_usage_error(
 def test_bertscore_runs_offline_in_a_run_and_records_model_and_layer() -> None:
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from qa_eval.metrics.bertscore import BertScorer
+    from qa_eval.metrics.textual.bertscore import BertScorer
 
     results = run_evaluation(
         REFERENCE,

@@ -62,13 +62,13 @@ from qa_eval.judge.calls import Judge
 from qa_eval.judge.embeddings import OpenAIEmbedder
 from qa_eval.judge.settings import EmbeddingConfig
 from qa_eval.llms import llm_factory as our_llm_factory
-from qa_eval.metrics.context_quality import (
+from qa_eval.metrics.answer.relevance import answer_relevance, cosine
+from qa_eval.metrics.retrieval.faithfulness import NO_CLAIMS, faithfulness
+from qa_eval.metrics.retrieval.flat_context import (
     context_judgement,
     context_precision,
     context_recall_metric,
 )
-from qa_eval.metrics.faithfulness import NO_CLAIMS, faithfulness
-from qa_eval.metrics.relevance import answer_relevance, cosine
 
 # instructor 1.3 (the newest the resolver finds for openai < 2) compares modes with a deprecated one
 pytestmark = pytest.mark.filterwarnings("ignore:FUNCTIONS is deprecated:DeprecationWarning")

@@ -40,7 +40,7 @@ from qa_eval.io.files import write_data
 from qa_eval.judge.cache.store import ReplyCache
 from qa_eval.judge.calls import Judge
 from qa_eval.judge.replies import prompt_tokens_of, reply_budget, split_instructions
-from qa_eval.metrics.correctness import CorrectnessReply, _messages
+from qa_eval.metrics.answer.correctness import CorrectnessReply, _messages
 
 pytestmark = [
     pytest.mark.real_judge,

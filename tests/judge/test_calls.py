@@ -41,9 +41,9 @@ from qa_eval.judge.cache.store import CachedReply, ReplyCache, request_key
 from qa_eval.judge.calls import Judge
 from qa_eval.judge.replies import MAX_DEPTH, sent_schema
 from qa_eval.judge.usage import Verdict
-from qa_eval.metrics.correctness import CorrectnessReply
+from qa_eval.metrics.answer.correctness import CorrectnessReply
+from qa_eval.metrics.answer.relevance import relevance_reply
 from qa_eval.metrics.custom import _reply_model
-from qa_eval.metrics.relevance import relevance_reply
 
 GOOD = json.dumps({"score": 7, "reason": "fine"})
 QUESTION = [{"role": "user", "content": "Rate the answer from 0 to 10."}]
@@ -1036,8 +1036,8 @@ def rag_dataset(n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 def test_reply_budget_is_sized_to_the_schema() -> None:
     from qa_eval.judge.replies import BUDGET_RANGE, OPEN_LIST_ITEMS, STRING_TOKENS, reply_budget
-    from qa_eval.metrics.context_quality import relevance_schema
-    from qa_eval.metrics.faithfulness import StatementsReply
+    from qa_eval.metrics.retrieval.faithfulness import StatementsReply
+    from qa_eval.metrics.retrieval.flat_context import relevance_schema
 
     low, high = BUDGET_RANGE
     assert reply_budget(Score) == low  # a number and a reason: the floor

@@ -16,7 +16,7 @@ import pytest
 from openai_stub import Reply, StubServer, completion, error, oracle_content, prompt_text
 from qa_eval import run_evaluation
 from qa_eval.cli import main
-from qa_eval.metrics.correctness import fill_prompt
+from qa_eval.metrics.answer.correctness import fill_prompt
 from qa_eval.prompts import delimit, render
 
 CONFIG_KEY = "sk-canary-config-key-000111222"

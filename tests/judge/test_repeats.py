@@ -28,7 +28,7 @@ from qa_eval.compare.table import format_table
 from qa_eval.config import parse_config
 from qa_eval.errors import InputError
 from qa_eval.judge.repeats import judge_noise, merge_repeats, sample_variance
-from qa_eval.metrics.correctness import correctness_scores
+from qa_eval.metrics.answer.correctness import correctness_scores
 
 REFERENCE, RESPONSES = substation_dataset(4)
 

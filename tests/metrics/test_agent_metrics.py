@@ -18,8 +18,8 @@ from fakes import FakeJudge, run
 from openai_stub import Reply, StubServer, asked_text, completion
 from qa_eval import compute_aggregates, run_evaluation
 from qa_eval.errors import InputError, JudgeError
-from qa_eval.metrics import goal_accuracy, trajectory_judgement
-from qa_eval.metrics.agent_inputs import (
+from qa_eval.metrics.agents import goal_accuracy, trajectory_judgement
+from qa_eval.metrics.agents.judge_inputs import (
     DEFAULT_PROMPT_TOKENS,
     MIN_KEEP,
     Call,
@@ -30,7 +30,7 @@ from qa_eval.metrics.agent_inputs import (
     reference_calls,
 )
 from qa_eval.metrics.output import measure
-from qa_eval.metrics.ragas_run import topic_adherence_entry
+from qa_eval.metrics.ragas.entries import topic_adherence_entry
 
 QUESTION = "Book me a flight from Oslo to Bergen on 1 December."
 ANSWER = "Booked flight SK123 from OSL to BGO on 2026-12-01."

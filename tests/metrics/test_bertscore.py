@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from qa_eval.errors import QaEvalError
-from qa_eval.metrics import bertscore
-from qa_eval.metrics.bertscore import (
+from qa_eval.metrics.textual import bertscore
+from qa_eval.metrics.textual.bertscore import (
     BertScoreModelError,
     BertScorer,
     BertScoreUnavailable,
@@ -93,7 +93,7 @@ def test_as_fields_names_the_keys() -> None:
 
 def test_import_is_cheap() -> None:
     code = (
-        "import sys, qa_eval.metrics.bertscore as b; b.BertScorer(); "
+        "import sys, qa_eval.metrics.textual.bertscore as b; b.BertScorer(); "
         "assert 'torch' not in sys.modules and 'transformers' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

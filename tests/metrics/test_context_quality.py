@@ -21,7 +21,7 @@ from qa_eval.config import parse_config
 from qa_eval.errors import JudgeError
 from qa_eval.judge.calls import Judge
 from qa_eval.metrics import METRICS
-from qa_eval.metrics.context_quality import (
+from qa_eval.metrics.retrieval.flat_context import (
     COMBINED_METRIC,
     ContextJudgement,
     combined_schema,

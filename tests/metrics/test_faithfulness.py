@@ -11,20 +11,20 @@ from pydantic import ValidationError
 from fakes import FakeJudge, run
 from qa_eval.errors import JudgeError
 from qa_eval.judge.replies import json_schema
-from qa_eval.metrics.context import average_precision
-from qa_eval.metrics.context_quality import (
+from qa_eval.metrics.retrieval.faithfulness import (
+    NO_CLAIMS,
+    faithfulness,
+    faithfulness_score,
+    verdicts_schema,
+)
+from qa_eval.metrics.retrieval.flat_context import (
     context_precision,
     context_recall_metric,
     mean_precision,
     ragas_average_precision,
     relevance_schema,
 )
-from qa_eval.metrics.faithfulness import (
-    NO_CLAIMS,
-    faithfulness,
-    faithfulness_score,
-    verdicts_schema,
-)
+from qa_eval.metrics.retrieval.step_context import average_precision
 from qa_eval.prompts import prompt_text
 
 EPS = 1e-10

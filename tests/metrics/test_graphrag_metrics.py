@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from fakes import FailingEmbedder, FakeEmbedder, FakeJudge, run
 from qa_eval.errors import JudgeError
-from qa_eval.metrics.classify import (
+from qa_eval.metrics.answer.classify import (
     DEFAULT_UNCERTAINTY_PHRASES,
     ClassifyReply,
     classify_answer,
@@ -21,10 +21,10 @@ from qa_eval.metrics.classify import (
     parse_label,
     uncertainty_phrase,
 )
-from qa_eval.metrics.composite import DEFAULT_WEIGHTS, as_percent, ragas_score
-from qa_eval.metrics.geval import factual_accuracy, factual_accuracy_metric, letter_grade
-from qa_eval.metrics.rubric import answer_relevance_rubric, rubric_score
-from qa_eval.metrics.similarity import semantic_similarity, semantic_similarity_metric
+from qa_eval.metrics.answer.direct_assessment import answer_relevance_rubric, rubric_score
+from qa_eval.metrics.answer.geval import factual_accuracy, factual_accuracy_metric, letter_grade
+from qa_eval.metrics.answer.similarity import semantic_similarity, semantic_similarity_metric
+from qa_eval.metrics.retrieval.composite import DEFAULT_WEIGHTS, as_percent, ragas_score
 from qa_eval.prompts import prompt_text
 
 NAN = float("nan")

@@ -14,17 +14,22 @@ from pydantic import ValidationError
 from fakes import FailingEmbedder, FakeEmbedder, FakeJudge, run
 from qa_eval.config import parse_config
 from qa_eval.errors import InputError, JudgeError
-from qa_eval.metrics.context import (
+from qa_eval.metrics.answer.correctness import (
+    CorrectnessReply,
+    answer_correctness,
+    correctness_scores,
+    f1,
+)
+from qa_eval.metrics.answer.relevance import answer_relevance, answer_relevancy, cosine
+from qa_eval.metrics.custom import custom_metric
+from qa_eval.metrics.definitions import check_prompt, parse_custom_metric
+from qa_eval.metrics.retrieval.step_context import (
     RecallReply,
     average_precision,
     chunk_texts,
     context_recall,
     retrieval_metrics,
 )
-from qa_eval.metrics.correctness import CorrectnessReply, answer_correctness, correctness_scores, f1
-from qa_eval.metrics.custom import custom_metric
-from qa_eval.metrics.definitions import check_prompt, parse_custom_metric
-from qa_eval.metrics.relevance import answer_relevance, answer_relevancy, cosine
 from qa_eval.run.score import AnswerScorer
 
 # --- fakes -----------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from fakes import FakeEmbedder, FakeJudge, run
 from qa_eval.config import parse_config
 from qa_eval.errors import BudgetExceeded, Deferred, DryRunSkip, JudgeError
 from qa_eval.metrics import METRICS
+from qa_eval.metrics.answer.relevance import relevance_outputs
 from qa_eval.metrics.output import (
     CallUsage,
     Output,
@@ -22,7 +23,6 @@ from qa_eval.metrics.output import (
     serialize,
     skip_reason,
 )
-from qa_eval.metrics.relevance import relevance_outputs
 from qa_eval.run.score import AnswerScorer
 
 
@@ -97,7 +97,7 @@ def test_llm_cost_is_the_sum_of_the_counted_records() -> None:
 
 def test_usage_counts_the_judge_calls_of_a_record() -> None:
     judge = FakeJudge({"statements": ["s1"]}, {"verdicts": [{"statement": 1, "verdict": 1}]})
-    from qa_eval.metrics.faithfulness import faithfulness_output
+    from qa_eval.metrics.retrieval.faithfulness import faithfulness_output
 
     record = run(faithfulness_output(judge, "Q?", "A.", ["ctx"]))
     assert record.usage == CallUsage(2, 200, 40)  # FakeJudge: 100 prompt, 20 completion each
@@ -238,6 +238,7 @@ def test_the_worked_example_of_adding_a_metric_runs_as_written(
 ) -> None:
     """docs/adding-a-metric.md: its module, its prompt and its registry line, taken from the page
     as written, run end to end over the scripted server (values, cost, error, aggregates)."""
+    import importlib
     import sys
     import types
 
@@ -247,10 +248,11 @@ def test_the_worked_example_of_adding_a_metric_runs_as_written(
 
     module_source, entry_source = _doc_blocks("python")
     (prompt,) = _doc_blocks("text")
-    module = types.ModuleType("qa_eval.metrics.conciseness")
-    module.__package__ = "qa_eval.metrics"
+    importlib.import_module("qa_eval.metrics.answer")  # the family the page puts it in
+    module = types.ModuleType("qa_eval.metrics.answer.conciseness")
+    module.__package__ = "qa_eval.metrics.answer"
     exec(compile(module_source, "conciseness.py", "exec"), module.__dict__)
-    monkeypatch.setitem(sys.modules, "qa_eval.metrics.conciseness", module)
+    monkeypatch.setitem(sys.modules, "qa_eval.metrics.answer.conciseness", module)
     original = prompts.prompt_text
     monkeypatch.setattr(
         prompts, "prompt_text", lambda name: prompt if name == "conciseness" else original(name)

@@ -527,7 +527,7 @@ def test_a_bad_question_field_is_refused_naming_the_question(
 def test_tool_call_accuracy_reads_argument_text_as_a_trace_import_keeps_it(
     args: Any, value: float
 ) -> None:
-    from qa_eval.metrics.ragas_run import tool_call_accuracy_entry
+    from qa_eval.metrics.ragas.entries import tool_call_accuracy_entry
 
     inputs = {
         "reference_tool_calls": [{"name": "f", "args": {"a": 1}}],

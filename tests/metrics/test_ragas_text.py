@@ -11,8 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from qa_eval.metrics.tables import datacompy_score
-from qa_eval.metrics.text import (
+from qa_eval.metrics.agents.toolcalls import predicted_tool_calls, tool_call_accuracy, tool_call_f1
+from qa_eval.metrics.textual.strings import (
     DistanceMeasure,
     bleu_score,
     chrf_score,
@@ -22,7 +22,7 @@ from qa_eval.metrics.text import (
     rouge_score,
     string_presence,
 )
-from qa_eval.metrics.toolcalls import predicted_tool_calls, tool_call_accuracy, tool_call_f1
+from qa_eval.metrics.textual.tables import datacompy_score
 
 
 def needs(module: str) -> None:

@@ -22,7 +22,9 @@ ragas_collections = pytest.importorskip(
 )
 ragas_messages = pytest.importorskip("ragas.messages")
 
-from qa_eval.metrics import tables, text, toolcalls  # noqa: E402
+from qa_eval.metrics.agents import toolcalls  # noqa: E402
+from qa_eval.metrics.textual import strings as text  # noqa: E402
+from qa_eval.metrics.textual import tables  # noqa: E402
 
 SETTINGS = settings(
     max_examples=60,

@@ -15,7 +15,8 @@ import yaml
 from qa_eval import compute_aggregates, run_evaluation
 from qa_eval.cli import main
 from qa_eval.compare.runs import compare_runs
-from qa_eval.metrics import METRICS, direction, text
+from qa_eval.metrics import METRICS, direction
+from qa_eval.metrics.textual import strings as text
 from qa_eval.report import build_report
 
 pytest.importorskip("sacrebleu", reason="the ragas-text group needs the 'ragas-metrics' extra")

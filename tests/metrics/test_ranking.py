@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qa_eval.metrics.ranking import (
+from qa_eval.metrics.retrieval.ranking import (
     average_precision,
     compute_ranking_metric,
     hit_rate_at_k,

@@ -23,7 +23,7 @@ from qa_eval.errors import InputError
 from qa_eval.io.flat import read_flat
 from qa_eval.metrics import Metric, direction, parse_at_k
 from qa_eval.metrics.definitions import collides, parse_custom_metric
-from qa_eval.metrics.ranking import parse_metric_name
+from qa_eval.metrics.retrieval.ranking import parse_metric_name
 from qa_eval.run.evaluation import run_evaluation
 
 # The lists qa-eval had by hand before the registry: the derived ones must say the same.
@@ -129,7 +129,7 @@ def test_tool_calls_ratio_is_declared_a_ratio_not_a_score() -> None:
     """More actual calls than the reference has make it exceed 1: the registry says so, and the
     terminal prints it as a ratio."""
     from qa_eval.io.numbers import format_number, scale_of
-    from qa_eval.metrics.trajectory import trajectory_keys
+    from qa_eval.metrics.agents.trajectory_match import trajectory_keys
     from qa_eval.steps.trajectory.reference import parse_reference
 
     raw = [{"name": "search", "args": {"q": "x"}}]

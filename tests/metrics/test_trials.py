@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from qa_eval.aggregate import compute_aggregates
 from qa_eval.errors import QaEvalError
-from qa_eval.metrics.trials import consistency, pass_at_k, pass_hat_k, summarise
+from qa_eval.metrics.agents.trials import consistency, pass_at_k, pass_hat_k, summarise
 from qa_eval.schemas import load_schema
 
 jsonschema = pytest.importorskip("jsonschema")

@@ -22,7 +22,7 @@ from openai_stub import Reply, StubServer, completion
 from qa_eval.errors import QaEvalError
 from qa_eval.llms import llm_factory
 from qa_eval.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
-from qa_eval.metrics.agent import topic_score
+from qa_eval.metrics.agents.multi_turn import topic_score
 from qa_eval.metrics.collections import (
     AgentGoalAccuracy,
     AgentGoalAccuracyWithoutReference,
@@ -33,7 +33,7 @@ from qa_eval.metrics.collections import (
     RubricsScoreWithReference,
     TopicAdherence,
 )
-from qa_eval.metrics.rubric_scores import DEFAULT_WITH_REFERENCE_RUBRICS, rubric_levels
+from qa_eval.metrics.ragas.rubrics import DEFAULT_WITH_REFERENCE_RUBRICS, rubric_levels
 
 BOOKING = [
     HumanMessage(content="Book a table at a Chinese restaurant for 8pm"),

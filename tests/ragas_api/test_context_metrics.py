@@ -30,7 +30,7 @@ from qa_eval.metrics.collections import (
     NoiseSensitivity,
     SQLSemanticEquivalence,
 )
-from qa_eval.metrics.noise_sensitivity import noise_sensitivity_score
+from qa_eval.metrics.ragas.noise_sensitivity import noise_sensitivity_score
 
 
 @dataclass

@@ -15,7 +15,6 @@ pytest.importorskip("pydantic")
 from qa_eval.errors import QaEvalError
 from qa_eval.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
 from qa_eval.metrics import collections as face
-from qa_eval.metrics import text
 from qa_eval.metrics.collections import (
     BleuScore,
     CHRFScore,
@@ -36,6 +35,7 @@ from qa_eval.metrics.collections.deterministic import (
     TableDetails,
     ToolCallDetails,
 )
+from qa_eval.metrics.textual import strings as text
 
 CLASSES = [
     "BleuScore",

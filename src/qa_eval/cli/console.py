@@ -26,7 +26,7 @@ from rich.table import Table
 
 from ..aggregate import CATEGORIES, SCORES
 from ..io.numbers import format_number, scale_of
-from ..metrics.trials import table_rows
+from ..metrics.agents.trials import table_rows
 from ..run.files import Observer, SystemRun, mismatches
 from .display import Progress, terminal_width
 

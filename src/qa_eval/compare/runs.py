@@ -68,7 +68,7 @@ from ..aggregate import (
     mean_of,
 )
 from ..judge.repeats import MARKER, judge_noise, question_variance, within_noise
-from ..metrics.trials import TRIAL_KEY
+from ..metrics.agents.trials import TRIAL_KEY
 from ..vocabulary.lookup import direction
 from .signflip import (
     EXACT_MAX_N,

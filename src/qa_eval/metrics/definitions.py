@@ -3,8 +3,8 @@ template's placeholders (``answer_correctness.prompt``) and a custom metric's de
 (``custom_evaluations``).
 
 Kept apart from the metrics that score with a judge so that loading a config needs no judge:
-``config`` imports this module (and the registry), never ``judge.calls``; ``metrics.correctness``
-and ``metrics.custom`` import what they need of it.
+``config`` imports this module (and the registry), never ``judge.calls``;
+``metrics.answer.correctness`` and ``metrics.custom`` import what they need of it.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from ..aggregate import (
 from ..compare.runs import default_metrics
 from ..errors import InputError
 from ..judge.repeats import MARKER
-from ..metrics.trials import table_rows
+from ..metrics.agents.trials import table_rows
 from ..vocabulary.lookup import direction as metric_direction
 
 __all__ = [
@@ -140,7 +140,7 @@ class RunSummary:
     repeats: int | None = None
     """``judge_repeats`` of the run (the most any result has), None without repeats."""
     trials: list[tuple[Any, ...]] = field(default_factory=list)
-    """Repeated trials: the pass@k table's rows (``qa_eval.metrics.trials.table_rows``)."""
+    """Repeated trials: the pass@k table's rows (``qa_eval.metrics.agents.trials.table_rows``)."""
     consistency: Mapping[str, tuple[float, int]] = field(default_factory=dict)
     """Repeated trials: per template (and "all questions") the aggregates'
     ``trajectory_consistency`` (mean share of trials choosing the most common acceptable

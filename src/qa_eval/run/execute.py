@@ -643,7 +643,7 @@ async def _tick(tracker: Tracker, sink: ResultSink) -> None:
 
 def _bertscorer(settings: EvalConfig) -> Any:
     """The BERTScore model the config names; ``QaEvalError`` when PyTorch is not installed."""
-    from ..metrics.bertscore import require_torch
+    from ..metrics.textual.bertscore import require_torch
 
     require_torch()
     scorer = _shared_bertscorer(
@@ -658,6 +658,6 @@ def _bertscorer(settings: EvalConfig) -> Any:
 def _shared_bertscorer(model: str, layer: int | None) -> Any:
     """One scorer (and so one loaded model) per model and layer for the whole process: the runs
     of several systems, or of repeated API calls, share it."""
-    from ..metrics.bertscore import BertScorer
+    from ..metrics.textual.bertscore import BertScorer
 
     return BertScorer(model=model, layer=layer)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError, short_repr
-from ..metrics.trials import TRIAL_KEY
+from ..metrics.agents.trials import TRIAL_KEY
 from ..steps.kinds import (
     APPLICATION_JSON,
     COMPARE_ARGS,

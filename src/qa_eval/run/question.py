@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping
 from typing import Any
 
-from ..metrics.trajectory import trajectory_keys
-from ..metrics.trials import TRIAL_KEY
+from ..metrics.agents.trajectory_match import trajectory_keys
+from ..metrics.agents.trials import TRIAL_KEY
 from ..steps.compare import StepScorer
 from ..steps.explain import explain_unmatched
 from ..steps.matching import match_steps

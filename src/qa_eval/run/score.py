@@ -60,11 +60,11 @@ from ..config import OFFLINE_SWITCHES, SWITCHES, EvalConfig
 from ..io.flat import FLAT_MARK
 from ..judge.calls import AskContext, Asking, Judge
 from ..judge.embeddings import Embedder
-from ..metrics.context import chunk_texts, retrieval_outputs
-from ..metrics.context_quality import combines, context_judgement
 from ..metrics.custom import custom_output
 from ..metrics.definitions import CustomMetric
 from ..metrics.output import Output, failed, llm_cost, measure, serialize
+from ..metrics.retrieval.flat_context import combines, context_judgement
+from ..metrics.retrieval.step_context import chunk_texts, retrieval_outputs
 from ..steps.trajectory.comparators import mentions_llm
 from ..vocabulary.model import Metric
 from ..vocabulary.registry import METRICS as REGISTRY

@@ -69,7 +69,7 @@ async def evaluate_tsv(
 ) -> None:
     """Judge every row concurrently; ``write`` gets the output rows in input order
     (``examples``: the config's few-shot examples of ``answer_correctness``)."""
-    from ..metrics.correctness import answer_correctness
+    from ..metrics.answer.correctness import answer_correctness
 
     done: dict[int, list[Any]] = {}
     next_row = 0

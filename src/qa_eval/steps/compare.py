@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import short_repr
-from ..metrics.ranking import spec_recall_at_k
+from ..metrics.retrieval.ranking import spec_recall_at_k
 from .kinds import (
     COMPARE_ARGS,
     COMPARE_DATA_POINTS,

@@ -50,12 +50,12 @@ _GRAPHRAG = ("graphrag",)
 
 
 def _ragas_text(name: str, summary: str) -> Metric:
-    """A string metric of ragas (``metrics/text.py``) of the answer against the reference answer:
-    one score key and its error, opt-in, in the ``ragas-text`` group, no judge."""
+    """A string metric of ragas (``metrics/textual/strings.py``) of the answer against the reference
+    answer: one score key and its error, opt-in, in the ``ragas-text`` group, no judge."""
     return Metric(
         name, summary, ("answer", "reference_answer"), (_score(name), Key(f"{name}_error")),
         "docs/metrics/ragas-text.md", default=False, groups=("ragas-text",), own=True,
-        score=f"qa_eval.metrics.text:{name}_entry", calls=0,
+        score=f"qa_eval.metrics.textual.strings:{name}_entry", calls=0,
     )  # fmt: skip
 
 
@@ -69,7 +69,7 @@ def _ragas_llm(
     groups: tuple[str, ...] = ("ragas",),
     scale: Scale = "0-1",
 ) -> Metric:
-    """A metric of ragas (``metrics/ragas_run.py``, the function its collections class uses) on
+    """A metric of ragas (``metrics/ragas/entries.py``, the function its collections class uses) on
     a question's inputs: its value, cost, reason and error, opt-in, in the ``ragas`` group (or
     ``groups``); a judge unless ``calls`` is 0; ragas' constructor arguments as ``options``."""
     value = Key(name, direction, scale, aggregate=True)
@@ -79,14 +79,14 @@ def _ragas_llm(
         name, summary, (*needs, *judge),
         (value, *cost, *_text(f"{name}_reason", f"{name}_error")),
         "docs/ragas.md", default=False, groups=groups, own=True, options=options,
-        score=f"qa_eval.metrics.ragas_run:{name}_entry", calls=calls,
+        score=f"qa_eval.metrics.ragas.entries:{name}_entry", calls=calls,
     )  # fmt: skip
 
 
 _BUDGET = Option(
     "max_prompt_tokens", "integer", "prompt budget in tokens (default: from the judge model)"
 )
-"""The context budget of the judged agent metrics (``metrics.agent_inputs``)."""
+"""The context budget of the judged agent metrics (``metrics.agents.judge_inputs``)."""
 _RETRIES = Option("max_retries", "integer", "asks per rater (ragas' max_retries, default 5)")
 _BETA = Option("beta", "beta", "F-beta's beta, > 0 (default 1)")
 
@@ -105,7 +105,7 @@ METRICS: dict[str, Metric] = {
         ),
         "docs/metrics/answer.md",
         options=(Option("prompt", "prompt", "a prompt text or a .md/.txt file"),),
-        score="qa_eval.metrics.correctness:score", aliases=("answer_eval_error",),
+        score="qa_eval.metrics.answer.correctness:score", aliases=("answer_eval_error",),
     ),
     "answer_relevance": Metric(
         "answer_relevance", "questions generated from the answer, compared with the question",
@@ -118,7 +118,7 @@ METRICS: dict[str, Metric] = {
         ),
         "docs/metrics/answer.md",
         options=(Option("rubric_fallback", "flag", "rubric score when no question is generated"),),
-        score="qa_eval.metrics.relevance:score",
+        score="qa_eval.metrics.answer.relevance:score",
     ),
     "retrieval_answer": Metric(
         "retrieval_answer", "chunks of each retrieval step against the reference answer",
@@ -142,7 +142,7 @@ METRICS: dict[str, Metric] = {
             *_text("faithfulness_reason", "faithfulness_error", "faithfulness_statements"),
         ),
         "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG, own=True,
-        score="qa_eval.metrics.faithfulness:score", calls=2,
+        score="qa_eval.metrics.retrieval.faithfulness:score", calls=2,
     ),
     "context_precision": Metric(
         "context_precision", "share of the retrieved contexts that are useful (and ragas AP)",
@@ -154,7 +154,7 @@ METRICS: dict[str, Metric] = {
                    "context_precision_reason", "context_precision_error"),
         ),
         "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG, own=True,
-        score="qa_eval.metrics.context_quality:context_precision_score",
+        score="qa_eval.metrics.retrieval.flat_context:context_precision_score",
         options=(Option("combined", "flag", "one judge call with context_recall if both run"),),
     ),
     "context_recall": Metric(
@@ -165,7 +165,7 @@ METRICS: dict[str, Metric] = {
             *_text("context_recall_statements", "context_recall_reason", "context_recall_error"),
         ),
         "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG, own=True,
-        score="qa_eval.metrics.context_quality:context_recall_score",
+        score="qa_eval.metrics.retrieval.flat_context:context_recall_score",
         options=(Option("combined", "flag", "one judge call with context_precision if both run"),),
     ),
     "ragas_score": Metric(
@@ -177,7 +177,7 @@ METRICS: dict[str, Metric] = {
         ),
         "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG, own=True,
         options=(Option("weights", "ragas_weights", "weight per component"),),
-        score="qa_eval.metrics.composite:score", derived=True, calls=0,
+        score="qa_eval.metrics.retrieval.composite:score", derived=True, calls=0,
     ),
     "factual_accuracy": Metric(
         "factual_accuracy", "G-Eval correctness, completeness, consistency and a letter grade",
@@ -195,7 +195,7 @@ METRICS: dict[str, Metric] = {
             Option("weights", "criteria_weights", "correctness, completeness, consistency"),
             Option("cutoffs", "cutoffs", "grade -> cutoff on 0-100"),
         ),
-        score="qa_eval.metrics.geval:score",
+        score="qa_eval.metrics.answer.geval:score",
     ),
     "semantic_similarity": Metric(
         "semantic_similarity", "cosine of the answer's and the reference's embeddings",
@@ -205,7 +205,7 @@ METRICS: dict[str, Metric] = {
             Key("semantic_similarity_error"),
         ),
         "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG, own=True,
-        score="qa_eval.metrics.similarity:score", calls=0,
+        score="qa_eval.metrics.answer.similarity:score", calls=0,
     ),
     "answer_class": Metric(
         "answer_class", "CORRECT, WRONG or DON'T KNOW", ("question", "answer", "judge"),
@@ -216,7 +216,7 @@ METRICS: dict[str, Metric] = {
         ),
         "docs/metrics/graphrag.md", default=False, groups=_GRAPHRAG, own=True,
         options=(Option("phrases", "phrases", "uncertainty phrases that mean DON'T KNOW"),),
-        score="qa_eval.metrics.classify:score",
+        score="qa_eval.metrics.answer.classify:score",
     ),
     "bertscore": Metric(
         "bertscore", "BERTScore precision, recall and F1 (needs PyTorch)",
@@ -228,7 +228,7 @@ METRICS: dict[str, Metric] = {
         ),
         "docs/metrics/bertscore.md", default=False, own=True,
         options=(Option("model", "str", "model name"), Option("layer", "layer", "layer")),
-        score="qa_eval.metrics.bertscore:score", calls=0,
+        score="qa_eval.metrics.textual.bertscore:score", calls=0,
     ),
     "bleu_score": _ragas_text(
         "bleu_score", "ragas' BLEU of the answer against the reference answer (sacrebleu)"
@@ -303,7 +303,7 @@ METRICS: dict[str, Metric] = {
         (_score("topic_adherence"), _cost("topic_adherence"),
          *_text("topic_adherence_reason", "topic_adherence_error")),
         "docs/ragas.md", default=False, groups=("ragas",), own=True, options=(_BUDGET,),
-        score="qa_eval.metrics.ragas_run:topic_adherence_entry", calls=3,
+        score="qa_eval.metrics.ragas.entries:topic_adherence_entry", calls=3,
     ),
     "goal_accuracy": Metric(
         "goal_accuracy", "1 when the agent reached the user's goal (reference_goal, else the "
@@ -312,7 +312,7 @@ METRICS: dict[str, Metric] = {
         (_score("goal_accuracy"), _cost("goal_accuracy"),
          *_text("goal_accuracy_reason", "goal_accuracy_error")),
         "docs/metrics/agent.md", default=False, groups=("agent",), own=True, options=(_BUDGET,),
-        score="qa_eval.metrics.goal_accuracy:score", calls=2,
+        score="qa_eval.metrics.agents.goal_accuracy:score", calls=2,
     ),
     "trajectory_judgement": Metric(
         "trajectory_judgement", "rubric judgement of the agent's tool calls (logical, efficient, "
@@ -320,7 +320,7 @@ METRICS: dict[str, Metric] = {
         (_score("trajectory_judgement"), _cost("trajectory_judgement"),
          *_text("trajectory_judgement_reason", "trajectory_judgement_error")),
         "docs/metrics/agent.md", default=False, groups=("agent",), own=True, options=(_BUDGET,),
-        score="qa_eval.metrics.trajectory_judgement:score",
+        score="qa_eval.metrics.agents.trajectory_judgement:score",
     ),
     "trajectory": Metric(
         "trajectory", "the response's tool calls against the reference trajectory: optimal "
@@ -335,8 +335,9 @@ METRICS: dict[str, Metric] = {
             Key("tool_calls_ratio", "none", "ratio", aggregate=True), _cost("trajectory"),
             *_text("trajectory_reason", "trajectory_calls", "trajectory_error"),
         ),
-        "docs/metrics/trajectory.md", own=True, score="qa_eval.metrics.trajectory:score",
-        calls=0, judge_only_for="$llm comparators",
+        "docs/metrics/trajectory.md", own=True,
+        score="qa_eval.metrics.agents.trajectory_match:score", calls=0,
+        judge_only_for="$llm comparators",
     ),
     "sql_semantic_equivalence": _ragas_llm(
         "sql_semantic_equivalence", "1 when the answer's SQL is equivalent to the reference "
@@ -417,5 +418,5 @@ RANKING: dict[str, str] = {
     "hit_rate": "hit_rate@k (success@k, hits@k): 1 when a relevant id is in the top k",
     "spec_recall": "spec_recall@k: graphrag-eval's Context Recall@k (as steps_score uses it)",
 }
-"""The ranking metrics of retrieval ids (metrics/ranking.py, docs/metrics/ranking.md), named
-``<name>@<k>``; all higher is better, on 0-1."""
+"""The ranking metrics of retrieval ids (metrics/retrieval/ranking.py, docs/metrics/ranking.md),
+named ``<name>@<k>``; all higher is better, on 0-1."""

@@ -1,5 +1,6 @@
 """ragas 0.4.3's agent and rubric metrics of ``ragas.metrics.collections``, over qa-eval's engines
-``metrics.agent`` and ``metrics.rubric_scores`` (formulas and sources in their docstrings).
+``metrics.agents.multi_turn`` and ``metrics.ragas.rubrics`` (formulas and sources in their
+docstrings).
 
 - :class:`AgentGoalAccuracyWithReference` (and :class:`AgentGoalAccuracy`, the same class, as in
   ragas): 1.0 when the end state the judge reads from the conversation achieves ``reference``;
@@ -22,9 +23,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .. import ragas_judged
-from ..agent import agent_goal_accuracy, topic_adherence
-from ..rubric_scores import (
+from ..agents.multi_turn import agent_goal_accuracy, topic_adherence
+from ..ragas import judged as ragas_judged
+from ..ragas.rubrics import (
     DEFAULT_REFERENCE_FREE_RUBRICS,
     DEFAULT_WITH_REFERENCE_RUBRICS,
     rubric_levels,
@@ -211,7 +212,46 @@ def _topic_reason(verdicts: Sequence[TopicVerdict], mode: str, value: float) -> 
     )
 
 
-class DomainSpecificRubrics(BaseMetric):
+class _Rubrics(BaseMetric):
+    """A rubric score of a sample (1-5 by default), the judge's feedback as reason: the rubric
+    given with the sample (``rubrics`` of the row) or, without it, the metric's own."""
+
+    rubrics: dict[str, str] | None = None
+
+    def __init__(self, llm: Any, name: str, **kwargs: Any) -> None:
+        self.llm = require_llm(type(self).__name__, llm)
+        kwargs.setdefault("allowed_values", (1.0, 5.0))
+        super().__init__(name, **kwargs)
+
+    async def _scored_sample(
+        self,
+        rubrics: dict[str, str] | None,
+        user_input: str | None,
+        response: str | None,
+        retrieved_contexts: list[str] | None,
+        reference_contexts: list[str] | None,
+        reference: str | None,
+    ) -> MetricResult:
+        row = {
+            "user_input": user_input,
+            "response": response,
+            "retrieved_contexts": retrieved_contexts,
+            "reference_contexts": reference_contexts,
+            "reference": reference,
+        }
+        return await self.ascore_row(row if rubrics is None else {"rubrics": rubrics, **row})
+
+    async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
+        if self.rubrics is not None:
+            return await _rubric_scored(session, self.rubrics, row)
+        rubrics = row.get("rubrics")
+        if not rubrics:
+            raise ValueError("rubrics must be provided for instance-specific evaluation")
+        inputs = {k: v for k, v in row.items() if k != "rubrics"}
+        return await _rubric_scored(session, rubrics, inputs)
+
+
+class DomainSpecificRubrics(_Rubrics):
     """The 1-5 score (by default) of a sample on one rubric for all samples; feedback as reason."""
 
     def __init__(
@@ -222,16 +262,15 @@ class DomainSpecificRubrics(BaseMetric):
         name: str = "domain_specific_rubrics",
         **kwargs: Any,
     ) -> None:
-        self.llm = require_llm(type(self).__name__, llm)
+        llm = require_llm(type(self).__name__, llm)
         self.with_reference = with_reference
         default = (
             DEFAULT_WITH_REFERENCE_RUBRICS if with_reference else DEFAULT_REFERENCE_FREE_RUBRICS
         )
-        self.rubrics: dict[str, str] = dict(default if rubrics is None else rubrics)
+        self.rubrics = dict(default if rubrics is None else rubrics)
         if not self.rubrics:
             raise ValueError("rubrics must hold at least one score description")
-        kwargs.setdefault("allowed_values", (1.0, 5.0))
-        super().__init__(name, **kwargs)
+        super().__init__(llm, name, **kwargs)
 
     async def ascore(
         self,
@@ -242,17 +281,9 @@ class DomainSpecificRubrics(BaseMetric):
         reference: str | None = None,
     ) -> MetricResult:
         """The rubric score of the given inputs."""
-        row = {
-            "user_input": user_input,
-            "response": response,
-            "retrieved_contexts": retrieved_contexts,
-            "reference_contexts": reference_contexts,
-            "reference": reference,
-        }
-        return await self.ascore_row(row)
-
-    async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
-        return await _rubric_scored(session, self.rubrics, row)
+        return await self._scored_sample(
+            None, user_input, response, retrieved_contexts, reference_contexts, reference
+        )
 
 
 class RubricsScoreWithoutReference(DomainSpecificRubrics):
@@ -281,13 +312,11 @@ class RubricsScoreWithReference(DomainSpecificRubrics):
         super().__init__(llm, rubrics=rubrics, with_reference=True, name=name, **kwargs)
 
 
-class InstanceSpecificRubrics(BaseMetric):
+class InstanceSpecificRubrics(_Rubrics):
     """The score of a sample on the rubric given with it; feedback as reason."""
 
     def __init__(self, llm: Any, name: str = "instance_specific_rubrics", **kwargs: Any) -> None:
-        self.llm = require_llm(type(self).__name__, llm)
-        kwargs.setdefault("allowed_values", (1.0, 5.0))
-        super().__init__(name, **kwargs)
+        super().__init__(llm, name, **kwargs)
 
     async def ascore(
         self,
@@ -299,22 +328,9 @@ class InstanceSpecificRubrics(BaseMetric):
         reference: str | None = None,
     ) -> MetricResult:
         """The score of the given inputs on ``rubrics``."""
-        row = {
-            "rubrics": rubrics,
-            "user_input": user_input,
-            "response": response,
-            "retrieved_contexts": retrieved_contexts,
-            "reference_contexts": reference_contexts,
-            "reference": reference,
-        }
-        return await self.ascore_row(row)
-
-    async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
-        rubrics = row.get("rubrics")
-        if not rubrics:
-            raise ValueError("rubrics must be provided for instance-specific evaluation")
-        inputs = {k: v for k, v in row.items() if k != "rubrics"}
-        return await _rubric_scored(session, rubrics, inputs)
+        return await self._scored_sample(
+            rubrics, user_input, response, retrieved_contexts, reference_contexts, reference
+        )
 
 
 async def _rubric_scored(

@@ -1,17 +1,18 @@
 """ragas 0.4.3's answer-side LLM metrics of ``ragas.metrics.collections``, over qa-eval engines
 (each engine's docstring gives the formula and its source):
 
-- :class:`AnswerAccuracy` - ``metrics.two_raters``: two raters score the response against the
+- :class:`AnswerAccuracy` - ``metrics.ragas.two_raters``: two raters score the response against the
   reference on 0/2/4 (the second with the two swapped); (r₁/4 + r₂/4) / 2.
-- :class:`ResponseGroundedness` - ``metrics.two_raters``: two raters score how far the retrieved
-  contexts support the response on 0/1/2; (r₁/2 + r₂/2) / 2.
-- :class:`FactualCorrectness` - ``metrics.factual_correctness``: claims of the response (and, but
-  for precision mode, of the reference) judged by NLI against the other text; precision, recall or
-  F-beta of the verdicts, rounded to two decimals.
-- :class:`AnswerCorrectness` - ``metrics.statement_correctness``: F-beta of the response's and the
-  reference's statements classified TP/FP/FN, mixed with the embedding similarity by ``weights``.
-- :class:`SummaryScore` - ``metrics.summary``: share of questions about the texts' keyphrases the
-  summary answers, mixed with a conciseness term by ``coeff``.
+- :class:`ResponseGroundedness` - ``metrics.ragas.two_raters``: two raters score how far the
+  retrieved contexts support the response on 0/1/2; (r₁/2 + r₂/2) / 2.
+- :class:`FactualCorrectness` - ``metrics.ragas.factual_correctness``: claims of the response (and,
+  but for precision mode, of the reference) judged by NLI against the other text; precision, recall
+  or F-beta of the verdicts, rounded to two decimals.
+- :class:`AnswerCorrectness` - ``metrics.ragas.statement_correctness``: F-beta of the response's and
+  the reference's statements classified TP/FP/FN, mixed with the embedding similarity by
+  ``weights``.
+- :class:`SummaryScore` - ``metrics.ragas.summary``: share of questions about the texts' keyphrases
+  the summary answers, mixed with a conciseness term by ``coeff``.
 
 Constructor arguments and ``ascore`` keywords are ragas'. Where qa-eval's policy differs (no
 claims or no questions: value ``None`` with a reason, never NaN; both raters failing: an error)
@@ -24,8 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import ragas_judged
-from ..factual_correctness import GUIDANCE
+from ..ragas import judged as ragas_judged
+from ..ragas.factual_correctness import GUIDANCE
 from .base import BaseMetric, Scored, Session, require_embeddings, require_llm
 from .result import Details, MetricResult, StatementVerdict
 
@@ -79,7 +80,17 @@ def _beta(beta: Any) -> float:
     return float(beta)
 
 
-class AnswerAccuracy(BaseMetric):
+class _AgainstReference(BaseMetric):
+    """A metric of the response against the reference for the user input: ragas' ``ascore`` of
+    those three."""
+
+    async def ascore(self, user_input: str, response: str, reference: str) -> MetricResult:
+        """The score of ``response`` against ``reference`` for ``user_input``."""
+        row = {"user_input": user_input, "response": response, "reference": reference}
+        return await self.ascore_row(row)
+
+
+class AnswerAccuracy(_AgainstReference):
     """Two raters' agreement of the response with the reference, on ragas' 0/2/4 scale."""
 
     def __init__(
@@ -88,11 +99,6 @@ class AnswerAccuracy(BaseMetric):
         self.llm = require_llm(type(self).__name__, llm)
         self.max_retries = _tries(max_retries)
         super().__init__(name, **kwargs)
-
-    async def ascore(self, user_input: str, response: str, reference: str) -> MetricResult:
-        """The accuracy of ``response`` against ``reference`` for ``user_input``."""
-        row = {"user_input": user_input, "response": response, "reference": reference}
-        return await self.ascore_row(row)
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
         _required(row, "user_input", "response", "reference")
@@ -184,7 +190,7 @@ class FactualCorrectness(BaseMetric):
         return Scored(judged.value, judged.reason, details)
 
 
-class AnswerCorrectness(BaseMetric):
+class AnswerCorrectness(_AgainstReference):
     """ragas' answer correctness: factuality F-beta of classified statements, mixed with the
     embedding similarity of the response to the reference."""
 
@@ -217,11 +223,6 @@ class AnswerCorrectness(BaseMetric):
         self.weights = weights
         self.beta = _beta(beta)
         super().__init__(name, **kwargs)
-
-    async def ascore(self, user_input: str, response: str, reference: str) -> MetricResult:
-        """The correctness of ``response`` against ``reference`` for ``user_input``."""
-        row = {"user_input": user_input, "response": response, "reference": reference}
-        return await self.ascore_row(row)
 
     async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
         _required(row, "user_input", "response", "reference")

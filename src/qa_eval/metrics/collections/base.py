@@ -316,7 +316,7 @@ class BaseMetric:
 
 class DeterministicMetric(BaseMetric):
     """A metric computed by a pure function of its inputs (no judge, no embeddings): the hook
-    for wrapping ``metrics.text`` / ``metrics.toolcalls`` functions in this API.
+    for wrapping ``metrics.textual.strings`` / ``metrics.agents.toolcalls`` functions in this API.
 
     ``function(**inputs)`` returns a number, or ``(value, reason)``; the reason defaults to the
     value in words."""

@@ -1,14 +1,14 @@
 """ragas 0.4.3's context-side LLM metrics of ``ragas.metrics.collections`` whose engines are new
 in qa-eval, as per-sample classes (constructor arguments and ``ascore`` keywords are ragas'):
 
-- :class:`ContextEntityRecall` - ``metrics.entity_recall``: |RE ∩ CE| / (|RE| + 1e-8), the
+- :class:`ContextEntityRecall` - ``metrics.ragas.entity_recall``: |RE ∩ CE| / (|RE| + 1e-8), the
   reference's entities the contexts also name.
-- :class:`ContextRelevance` - ``metrics.context_relevance``: two raters' 0/1/2 ratings of the
+- :class:`ContextRelevance` - ``metrics.ragas.context_relevance``: two raters' 0/1/2 ratings of the
   joined contexts, each halved, averaged.
-- :class:`NoiseSensitivity` - ``metrics.noise_sensitivity``: the share of the response's
+- :class:`NoiseSensitivity` - ``metrics.ragas.noise_sensitivity``: the share of the response's
   statements that are wrong yet supported by a relevant (or, ``mode="irrelevant"``, an
   irrelevant) chunk; lower is better.
-- :class:`SQLSemanticEquivalence` - ``metrics.sql_equivalence``: 1.0 when the judge finds the
+- :class:`SQLSemanticEquivalence` - ``metrics.ragas.sql_equivalence``: 1.0 when the judge finds the
   two queries equivalent on the schema, else 0.0.
 
 Where qa-eval's policy differs (fewer calls; "not computed" with a reason instead of NaN or 0)
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ...errors import QaEvalError
-from .. import ragas_judged
-from ..noise_sensitivity import MODES
+from ..ragas import judged as ragas_judged
+from ..ragas.noise_sensitivity import MODES
 from .base import BaseMetric, Scored, Session, require_llm
 from .result import Details, MetricResult, StatementVerdict
 
@@ -94,7 +94,8 @@ class ContextRelevance(_Judged):
         if not isinstance(max_retries, int) or max_retries < 1:
             raise QaEvalError(f"max_retries must be a whole number of at least 1: {max_retries}")
         self.max_retries = max_retries
-        """Accepted as ragas' (see ``metrics.context_relevance``: the judge does the re-asking)."""
+        """Accepted as ragas' (see ``metrics.ragas.context_relevance``: the judge does the
+        re-asking)."""
         super().__init__(llm, name, **kwargs)
 
     async def ascore(self, user_input: str, retrieved_contexts: list[str]) -> MetricResult:

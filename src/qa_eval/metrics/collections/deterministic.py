@@ -4,25 +4,25 @@ qa-eval's pure engines, so they give ragas' numbers bit for bit and share the pe
 
 The formulas, and the libraries that compute them, are stated in the engines' docstrings:
 
-- :class:`BleuScore` - ``metrics.text.bleu_score``: sacrebleu's ``corpus_bleu`` of the texts cut
-  at ``". "``, / 100 (ragas ``BleuScore``; ``kwargs`` go to sacrebleu).
-- :class:`CHRFScore` - ``metrics.text.chrf_score``: sacrebleu's ``corpus_chrf`` / 100, 0 for a
-  blank text (ragas ``CHRFScore``).
-- :class:`RougeScore` - ``metrics.text.rouge_score``: rouge-score's ``rouge_type`` (stemmed),
-  its ``mode`` field (ragas ``RougeScore``).
+- :class:`BleuScore` - ``metrics.textual.strings.bleu_score``: sacrebleu's ``corpus_bleu`` of the
+  texts cut at ``". "``, / 100 (ragas ``BleuScore``; ``kwargs`` go to sacrebleu).
+- :class:`CHRFScore` - ``metrics.textual.strings.chrf_score``: sacrebleu's ``corpus_chrf`` / 100, 0
+  for a blank text (ragas ``CHRFScore``).
+- :class:`RougeScore` - ``metrics.textual.strings.rouge_score``: rouge-score's ``rouge_type``
+  (stemmed), its ``mode`` field (ragas ``RougeScore``).
 - :class:`ExactMatch` / :class:`StringPresence` - ``reference == response`` / ``reference in
   response`` as 1 or 0 (ragas ``ExactMatch``, ``StringPresence``).
 - :class:`NonLLMStringSimilarity` - ``1 - normalized_distance`` of rapidfuzz's distance chosen by
-  :class:`~qa_eval.metrics.text.DistanceMeasure` (ragas ``NonLLMStringSimilarity``).
-- :class:`QuotedSpansAlignment` - ``metrics.text.quoted_spans_alignment``: quoted spans of the
-  response found verbatim in the contexts / quoted spans (ragas ``QuotedSpansAlignment``).
-- :class:`ToolCallAccuracy` / :class:`ToolCallF1` - ``metrics.toolcalls``: argument match of
+  :class:`~qa_eval.metrics.textual.strings.DistanceMeasure` (ragas ``NonLLMStringSimilarity``).
+- :class:`QuotedSpansAlignment` - ``metrics.textual.strings.quoted_spans_alignment``: quoted spans
+  of the response found verbatim in the contexts / quoted spans (ragas ``QuotedSpansAlignment``).
+- :class:`ToolCallAccuracy` / :class:`ToolCallF1` - ``metrics.agents.toolcalls``: argument match of
   aligned tool calls, in order or not (``strict_order``), and the F1 of the sets of calls (ragas
   ``ToolCallAccuracy``, ``ToolCallF1``). ``user_input`` is a list of ``qa_eval.messages`` or
   ``ragas.messages`` objects or of plain dicts (``{"type": "ai", "tool_calls": [...]}``);
   ``reference_tool_calls`` a list of ``ToolCall`` objects or ``{"name", "args"}`` dicts.
-- :class:`DataCompyScore` - ``metrics.tables.datacompy_score``: precision, recall or F1 of the
-  matching rows or columns of two CSV tables (ragas ``DataCompyScore``). A table pandas cannot
+- :class:`DataCompyScore` - ``metrics.textual.tables.datacompy_score``: precision, recall or F1 of
+  the matching rows or columns of two CSV tables (ragas ``DataCompyScore``). A table pandas cannot
   read gives ragas a NaN value; here the result has no value and the parse error as its ``error``.
 
 Constructor arguments and ``ascore`` keywords are ragas'; each result has a ``reason`` and typed
@@ -37,8 +37,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ...extras import require
-from .. import tables, text, toolcalls
-from ..text import DistanceMeasure
+from ..agents import toolcalls
+from ..textual import strings as text
+from ..textual import tables
+from ..textual.strings import DistanceMeasure
 from .base import DeterministicMetric, Scored, Session
 from .result import Details, MetricResult
 
@@ -119,8 +121,9 @@ class _Unreadable(Exception):
 
 
 class _EngineMetric(DeterministicMetric):
-    """A ragas class over an engine of ``metrics.text`` / ``toolcalls`` / ``tables``: subclasses
-    give ``ascore`` ragas' keywords, :meth:`_engine` the call and :meth:`_details` the fields."""
+    """A ragas class over an engine of ``metrics.textual.strings`` / ``toolcalls`` / ``tables``:
+    subclasses give ``ascore`` ragas' keywords, :meth:`_engine` the call and :meth:`_details` the
+    fields."""
 
     def __init__(self, name: str, **kwargs: Any) -> None:
         super().__init__(name, self._value_and_reason, **kwargs)

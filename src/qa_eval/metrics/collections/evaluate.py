@@ -36,7 +36,7 @@ from ...errors import BudgetExceeded, QaEvalError
 from ...run.evaluation import arun_evaluation
 from ...run.options import RunOptions, library_config
 from ...run.question import Results
-from ..ragas_judged import tally
+from ..ragas.judged import tally
 from .base import BaseMetric, Progress, progress_of, run_sync
 from .rag import (
     AnswerRelevancy,

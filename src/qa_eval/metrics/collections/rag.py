@@ -2,19 +2,21 @@
 the same judge calls, prompts and formulas as a full run, so a result's value equals what
 ``run_evaluation`` writes for that question (and the same cache entries serve both).
 
-- :class:`Faithfulness` - ``metrics.faithfulness``: supported statements / statements of the
-  response (ragas ``Faithfulness``; section 1 of ``graphrag-metrics.md``).
-- :class:`AnswerRelevancy` - ``metrics.relevance``: mean cosine of the user input to ``strictness``
-  questions generated from the response, 0 when all are noncommittal (ragas ``AnswerRelevancy``).
-- :class:`ContextPrecisionWithReference` / :class:`ContextPrecision` - ``metrics.context_quality``:
-  Σ_k precision@k · v_k / (Σ v_k + 1e-10), v_k = chunk k useful for the reference (ragas' average
-  precision, ``context_precision_ap`` of a run); :class:`ContextPrecisionWithoutReference` /
-  :class:`ContextUtilization` judge usefulness for the response instead.
-- :class:`ContextRecall` - ``metrics.context_quality``: reference statements attributed to the
-  contexts / reference statements (ragas ``ContextRecall``).
-- :class:`SemanticSimilarity` - ``metrics.similarity``: max(0, cosine) of the response's and the
-  reference's embeddings (ragas ``SemanticSimilarity`` does not clip at 0); with ``threshold``, the
-  value is 1.0 or 0.0 as in ragas, the cosine stays in ``details.similarity``.
+- :class:`Faithfulness` - ``metrics.retrieval.faithfulness``: supported statements / statements of
+  the response (ragas ``Faithfulness``; section 1 of ``graphrag-metrics.md``).
+- :class:`AnswerRelevancy` - ``metrics.answer.relevance``: mean cosine of the user input to
+  ``strictness`` questions generated from the response, 0 when all are noncommittal (ragas
+  ``AnswerRelevancy``).
+- :class:`ContextPrecisionWithReference` / :class:`ContextPrecision` -
+  ``metrics.retrieval.flat_context``: Σ_k precision@k · v_k / (Σ v_k + 1e-10), v_k = chunk k useful
+  for the reference (ragas' average precision, ``context_precision_ap`` of a run);
+  :class:`ContextPrecisionWithoutReference` / :class:`ContextUtilization` judge usefulness for the
+  response instead.
+- :class:`ContextRecall` - ``metrics.retrieval.flat_context``: reference statements attributed to
+  the contexts / reference statements (ragas ``ContextRecall``).
+- :class:`SemanticSimilarity` - ``metrics.answer.similarity``: max(0, cosine) of the response's and
+  the reference's embeddings (ragas ``SemanticSimilarity`` does not clip at 0); with ``threshold``,
+  the value is 1.0 or 0.0 as in ragas, the cosine stays in ``details.similarity``.
 
 Where qa-eval's policy differs from ragas' (one call for all chunks or statements; a response
 without claims is "not computed", value ``None``, not NaN; an empty response scores what a run
@@ -28,11 +30,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...errors import JudgeError
-from .. import faithfulness as faith
-from ..context_quality import context_precision, context_recall_metric
-from ..ragas_judged import tally
-from ..relevance import relevance_output
-from ..similarity import similarity_output
+from ..answer.relevance import relevance_output
+from ..answer.similarity import similarity_output
+from ..ragas.judged import tally
+from ..retrieval import faithfulness as faith
+from ..retrieval.flat_context import context_precision, context_recall_metric
 from .base import BaseMetric, Scored, Session, require_embeddings, require_llm
 from .result import ChunkVerdict, Details, MetricResult, StatementVerdict
 
@@ -153,29 +155,40 @@ class AnswerRelevancy(BaseMetric):
         return Scored(value, reason, Details(questions=questions))
 
 
-class ContextPrecisionWithReference(BaseMetric):
+class _JudgedPrecision(BaseMetric):
+    """ragas' average precision of the retrieved chunks, usefulness judged for the row's
+    ``_for`` (``reference`` or ``response``)."""
+
+    _for: str
+
+    def __init__(self, llm: Any, name: str, **kwargs: Any) -> None:
+        self.llm = require_llm(type(self).__name__, llm)
+        super().__init__(name, **kwargs)
+
+    async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
+        _required(row, "user_input", self._for)
+        target = row[self._for]
+        if self._for == "reference":
+            return await _precision(session, row, reference=target, answer=None)
+        return await _precision(session, row, reference=None, answer=target)
+
+
+class ContextPrecisionWithReference(_JudgedPrecision):
     """ragas' average precision of the retrieved chunks, usefulness judged for the reference."""
+
+    _for = "reference"
 
     def __init__(
         self, llm: Any, name: str = "context_precision_with_reference", **kwargs: Any
     ) -> None:
-        self.llm = require_llm(type(self).__name__, llm)
-        super().__init__(name, **kwargs)
+        super().__init__(llm, name, **kwargs)
 
     async def ascore(
         self, user_input: str, reference: str, retrieved_contexts: list[str]
     ) -> MetricResult:
         """The precision of ``retrieved_contexts`` for arriving at ``reference``."""
-        row = {
-            "user_input": user_input,
-            "reference": reference,
-            "retrieved_contexts": retrieved_contexts,
-        }
-        return await self.ascore_row(row)
-
-    async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
-        _required(row, "user_input", "reference")
-        return await _precision(session, row, reference=row["reference"], answer=None)
+        row = {"user_input": user_input, "reference": reference}
+        return await self.ascore_row({**row, "retrieved_contexts": retrieved_contexts})
 
 
 class ContextPrecision(ContextPrecisionWithReference):
@@ -185,29 +198,22 @@ class ContextPrecision(ContextPrecisionWithReference):
         super().__init__(llm, name=name, **kwargs)
 
 
-class ContextPrecisionWithoutReference(BaseMetric):
+class ContextPrecisionWithoutReference(_JudgedPrecision):
     """ragas' average precision of the retrieved chunks, usefulness judged for the response."""
+
+    _for = "response"
 
     def __init__(
         self, llm: Any, name: str = "context_precision_without_reference", **kwargs: Any
     ) -> None:
-        self.llm = require_llm(type(self).__name__, llm)
-        super().__init__(name, **kwargs)
+        super().__init__(llm, name, **kwargs)
 
     async def ascore(
         self, user_input: str, response: str, retrieved_contexts: list[str]
     ) -> MetricResult:
         """The precision of ``retrieved_contexts`` for arriving at ``response``."""
-        row = {
-            "user_input": user_input,
-            "response": response,
-            "retrieved_contexts": retrieved_contexts,
-        }
-        return await self.ascore_row(row)
-
-    async def _compute_row(self, session: Session, row: dict[str, Any]) -> Scored:
-        _required(row, "user_input", "response")
-        return await _precision(session, row, reference=None, answer=row["response"])
+        row = {"user_input": user_input, "response": response}
+        return await self.ascore_row({**row, "retrieved_contexts": retrieved_contexts})
 
 
 class ContextUtilization(ContextPrecisionWithoutReference):

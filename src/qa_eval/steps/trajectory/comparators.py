@@ -23,7 +23,7 @@ value: ``$any``, ``$regex`` (whole value, ``re.fullmatch``), ``$number`` (``abs_
 ``math.isclose``), ``$date`` / ``$datetime`` (``tolerance``: ``1d``, ``2h``, ``30m``, ``10s``,
 ``1w`` or an ISO 8601 duration such as ``P1DT2H``), ``$set``, ``$text`` (case, whitespace and
 punctuation normalised), ``$fuzzy`` (rapidfuzz's ``fuzz.ratio`` / 100 at least ``min``, default
-0.9), ``$one_of`` and ``$llm`` (the judge decides; see ``metrics/trajectory.py``).
+0.9), ``$one_of`` and ``$llm`` (the judge decides; see ``metrics/agents/trajectory_match.py``).
 Source: the argument modes of LangChain agentevals 0.0.9 (``tool_args_match_mode``), extended.
 """
 
