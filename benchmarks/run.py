@@ -432,7 +432,7 @@ class ParseCounter:
         self.sizes: dict[int, int] = {}
 
     def __enter__(self) -> ParseCounter:
-        from qa_eval import aggregate
+        from qa_eval.aggregate import groups as aggregate
         from qa_eval.run import prepare as records
         from qa_eval.steps import compare, outputs
 
