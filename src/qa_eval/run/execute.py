@@ -29,7 +29,9 @@ from ..io.keysets import custom_keys, original_result
 from ..judge.cache.store import ReplyCache, open_cache
 from ..vocabulary.registry import METRICS
 from .options import LIBRARY_DEFAULT, ResultCallback, RunOptions
-from .prepare import Question, Response, Unknown, prepare_reference, prepare_responses
+from .prepare.records import Question, Response
+from .prepare.reference import prepare_reference
+from .prepare.responses import Unknown, prepare_responses
 from .progress import CountingJudge, Tracker
 from .question import Results, evaluate_question
 
