@@ -16,6 +16,8 @@ if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only whe
     from ..judge.embeddings import Embedder
     from .score import AnswerScorer
 
+__all__ = ["Endpoints"]
+
 
 class Endpoints:
     """The judge, embedder and BERTScore model of a run, and the reply cache the run opened for
@@ -90,9 +92,6 @@ class Endpoints:
             self.store.close()
 
 
-__all__ = ["Endpoints"]
-
-
 def _bertscorer(settings: EvalConfig) -> Any:
     """The BERTScore model the config names; ``QaEvalError`` when PyTorch is not installed."""
     from ..metrics.bertscore import require_torch
@@ -110,3 +109,6 @@ def _bertscorer(settings: EvalConfig) -> Any:
 def _shared_bertscorer(model: str, layer: int | None) -> Any:
     """One scorer (and so one loaded model) per model and layer for the whole process: the runs
     of several systems, or of repeated API calls, share it."""
+    from ..metrics.bertscore import BertScorer
+
+    return BertScorer(model=model, layer=layer)
