@@ -432,8 +432,8 @@ class ParseCounter:
         self.sizes: dict[int, int] = {}
 
     def __enter__(self) -> ParseCounter:
-        from qa_eval import aggregate
-        from qa_eval.run import prepare as records
+        from qa_eval.aggregate import groups as aggregate
+        from qa_eval.run.prepare import reference as records
         from qa_eval.steps import compare, outputs
 
         self.modules = [outputs, records, compare, aggregate]

@@ -613,7 +613,8 @@ def test_redact_data_for_writers() -> None:
 def test_custom_metrics_are_parsed_once_with_the_config_and_kept_by_with_options(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import qa_eval.config as config_module
+    import qa_eval.config.load as load_module
+    import qa_eval.config.model as model_module
     from qa_eval.config import EvalConfig, parse_config
 
     data = {
@@ -628,10 +629,9 @@ def test_custom_metrics_are_parsed_once_with_the_config_and_kept_by_with_options
         ],
     }
     calls = []
-    real = config_module.parse_custom_metric
-    monkeypatch.setattr(
-        config_module, "parse_custom_metric", lambda *a: calls.append(a) or real(*a)
-    )
+    real = load_module.parse_custom_metric
+    for module in (load_module, model_module):  # parse_config's and EvalConfig's
+        monkeypatch.setattr(module, "parse_custom_metric", lambda *a: calls.append(a) or real(*a))
     config = parse_config(data)
     assert len(calls) == 1
     assert [m.name for m in config.custom_definitions] == ["tone"]

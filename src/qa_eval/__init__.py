@@ -15,7 +15,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
-from .aggregate import compute_aggregates
+from .aggregate.compute import compute_aggregates
 from .errors import InputError, QaEvalError
 from .io.files import read_reference, read_responses, read_results, write_data
 from .run.evaluation import arun_evaluation, iter_evaluation, run_evaluation

@@ -25,8 +25,8 @@ from qa_eval.io.kinds import (
     UNKNOWN,
     detect,
 )
-from qa_eval.run.execute import reference_fingerprint
 from qa_eval.run.prepare import prepare_reference
+from qa_eval.run.signature import reference_fingerprint
 
 DEMO = Path(__file__).parents[2] / "examples" / "powergrid"
 EXAMPLES = Path(__file__).parents[2] / "examples"

@@ -336,8 +336,8 @@ def test_the_console_scripts_exist_and_answer_correctness_keeps_its_name(
 
 
 def test_by_tags_are_copied_into_new_results_not_into_the_run_results() -> None:
-    from qa_eval.run.plan import with_tags
     from qa_eval.run.question import Results
+    from qa_eval.run.tags import with_tags
 
     reference = [
         {

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 import yaml
 
-import qa_eval.run.execute as pipeline
+import qa_eval.run.signature as pipeline
 from qa_eval import QaEvalError, evaluate_files, run_evaluation
 from qa_eval.io.files import signature_path
 from qa_eval.run.evaluation import iter_evaluation
-from qa_eval.run.execute import reference_fingerprint
 from qa_eval.run.prepare import prepare_reference
+from qa_eval.run.signature import reference_fingerprint
 
 DEMO = Path(__file__).parents[2] / "examples" / "powergrid"
 REFERENCE = DEMO / "reference.yaml"

@@ -16,7 +16,8 @@ from ..aggregate import DEFAULT_TAGS, compute_aggregates
 from ..errors import QaEvalError
 from ..io import kinds
 from ..io.files import check_output_path, check_results, read_data, signature_path, write_data
-from ..run.plan import check_by_results, cli_option
+from ..run.options import cli_option
+from ..run.tags import check_by_results
 from . import gates as quality
 from .common import check_report_paths, gate_outcome, print_notes
 from .junit import junit_xml

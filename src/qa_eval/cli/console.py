@@ -31,7 +31,8 @@ from ..run.files import Observer, SystemRun, mismatches
 from .display import Progress, terminal_width
 
 if TYPE_CHECKING:
-    from ..run.plan import JudgeCallPlan, JudgeEstimate, SystemPlan
+    from ..run.estimate import JudgeCallPlan, JudgeEstimate
+    from ..run.plan import SystemPlan
 
 __all__ = [
     "ConsoleObserver",
@@ -237,8 +238,8 @@ def usage_summary(signature: dict[str, Any]) -> str | None:
 def plan_table(plan: JudgeCallPlan | Any, width: int | None = None, batch: bool = False) -> str:
     """What a dry run would do, per metric: calls, cache hits, estimated tokens and cost (at
     batch rates with ``batch``); fits ``width``. ``plan``: a
-    :class:`~qa_eval.run.plan.JudgeCallPlan` or a dry-run judge."""
-    from ..run.plan import JudgeCallPlan
+    :class:`~qa_eval.run.estimate.JudgeCallPlan` or a dry-run judge."""
+    from ..run.estimate import JudgeCallPlan
 
     if not isinstance(plan, JudgeCallPlan):
         plan = JudgeCallPlan.of(plan, batch=batch)

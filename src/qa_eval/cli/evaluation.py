@@ -16,7 +16,8 @@ import orjson
 
 from ..errors import QaEvalError
 from ..io.files import check_output_path
-from ..run.plan import cli_option, plan_evaluation, system_output_path
+from ..run.options import cli_option
+from ..run.plan import plan_evaluation, system_output_path
 from . import gates as quality
 from .common import check_report_paths, gate_outcome
 from .junit import junit_xml

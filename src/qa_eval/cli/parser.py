@@ -6,13 +6,23 @@ import argparse
 from typing import Any, NoReturn
 
 from .._version import __version__
-from ..config import GROUPS, SWITCHES
 from ..errors import QaEvalError
-from ..io.keysets import KEY_SETS
 from ..schemas import SCHEMAS
 from . import commands as handlers
 from .common import PROG
 from .evaluation import evaluate as evaluate_command
+from .options import (
+    EXCLUDE_ERRORS_HELP,
+    GATES,
+    compare_gate_options,
+    gate,
+    gate_options,
+    grouping_options,
+    repeatable,
+    run_options,
+    table_options,
+    tsv_options,
+)
 from .traces import add_import_command
 
 __all__ = ["Parser", "UsageError", "build_parser", "tsv_parser"]
@@ -27,184 +37,6 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see '{self.prog} --help')")
-
-
-def _report_options(group: Any) -> None:
-    """``--junit`` and ``--summary-md``: the files a CI job shows."""
-    group.add_argument(
-        "--junit",
-        metavar="FILE",
-        help="write a JUnit XML file: a test case per gate (and per question for evaluate)",
-    )
-    group.add_argument(
-        "--summary-md",
-        metavar="FILE",
-        help='write a Markdown summary for a CI job page (e.g. "$GITHUB_STEP_SUMMARY")',
-    )
-
-
-_REGRESSION_HELP = (
-    "exit 3 when B is significantly worse than A on METRIC (adjusted p) by more than MARGIN "
-    "(default 0); repeatable, several metrics at once"
-)
-
-
-_PASS_HELP = (
-    "with repeated trials (responses with 'trial'): a trial passes METRIC at VALUE or more, and "
-    "the aggregates get its pass@k and pass^k (trajectory_match passes at 1 without one); "
-    "repeatable (docs/aggregates.md#repeated-trials)"
-)
-
-
-def _gate_options(command: argparse.ArgumentParser, regression: bool) -> None:
-    """The CI gates of an evaluation: ``--fail-under``, ``--fail-on-regression``, ``--strict``."""
-    group = command.add_argument_group("CI gates (exit 3 when one fails; see docs/ci.md)")
-    group.add_argument(
-        "--fail-under",
-        nargs="+",
-        action="extend",
-        metavar="METRIC=VALUE",
-        help="exit 3 when the micro mean of METRIC is below VALUE (scores on 0-1); with "
-        "--system, for each system",
-    )
-    if regression:
-        group.add_argument(
-            "--fail-on-regression",
-            nargs="+",
-            action="extend",
-            metavar="METRIC[:MARGIN]",
-            help=_REGRESSION_HELP.replace("B is", "a --system is").replace(" A ", " the first "),
-        )
-    group.add_argument(
-        "--strict",
-        action="store_true",
-        help="exit 3 when a metric value could not be computed (judge failure, budget, parse "
-        "error), a step could not be compared or a question had no response",
-    )
-    _report_options(group)
-
-
-def _compare_gate_options(compare: argparse.ArgumentParser) -> None:
-    """The CI gates of ``compare``, and the check of the two runs' references it can lift."""
-    compare.add_argument(
-        "--allow-different-references",
-        action="store_true",
-        help="compare runs whose signatures show different reference datasets",
-    )
-    group = compare.add_argument_group("CI gates (exit 3 when one fails; see docs/ci.md)")
-    group.add_argument(
-        "--fail-on-regression",
-        nargs="+",
-        action="extend",
-        metavar="METRIC[:MARGIN]",
-        help=_REGRESSION_HELP,
-    )
-    _report_options(group)
-
-
-def _table_options(command: argparse.ArgumentParser) -> None:
-    """How much of a comparison the text output shows (see docs/compare.md)."""
-    command.add_argument(
-        "--per-template",
-        action="store_true",
-        help="list every per-template row of a comparison, also those too few to test",
-    )
-    command.add_argument(
-        "--explain", action="store_true", help="explain the comparison's method under its table"
-    )
-
-
-_BY_HELP = "also aggregate per value of this result key (repeatable; default: question_type)"
-_KEYS_HELP = (
-    "graphrag-eval: write only the keys graphrag-eval 6.6.1 writes (no n, mismatch, costs, ...; "
-    "see docs/compatibility.md)"
-)
-_EXCLUDE_ERRORS_HELP = (
-    "compare only the questions neither run got an error on (default: an error is a failed "
-    "answer, 0 on quality metrics)"
-)
-
-
-def _run_options(command: argparse.ArgumentParser) -> None:
-    """The options of a run: where its files go, what is printed, and the judge."""
-    _output_options(command)
-    _judge_options(command.add_argument_group("LLM judge"))
-
-
-def _output_options(command: argparse.ArgumentParser) -> None:
-    """Where a run writes its results and aggregates, and what it prints."""
-    command.add_argument("-o", "--output", help="write per-question results (.yaml, .json, .jsonl)")
-    command.add_argument("--aggregates", help="write aggregates (.yaml, .json)")
-    command.add_argument("--by", action="append", metavar="KEY", help=_BY_HELP)
-    command.add_argument("--pass-threshold", action="append", metavar="KEY=VALUE", help=_PASS_HELP)
-    command.add_argument("--keys", choices=KEY_SETS, default="qa-eval", help=_KEYS_HELP)
-    command.add_argument(
-        "-q", "--quiet", action="store_true", help="no progress bar and no summary table"
-    )
-    command.add_argument(
-        "--format",
-        choices=("text", "json"),
-        default="text",
-        help="json: print the aggregates (and comparisons) as JSON on stdout, nothing else",
-    )
-
-
-def _judge_options(judge: Any) -> None:
-    """The LLM judge: config, calls, cache, cost, repeats, batches and the metrics on."""
-    judge.add_argument(
-        "-c",
-        "--config",
-        help="judge and metric config (YAML); without one, gpt-4o-mini when OPENAI_API_KEY is set",
-    )
-    judge.add_argument("--concurrency", type=int, help="judge calls in flight (default 8)")
-    judge.add_argument("--cache", help="reply cache file (default: the user cache directory)")
-    judge.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
-    judge.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print the judge calls, estimated tokens and cost; call nothing",
-    )
-    judge.add_argument(
-        "--no-judge",
-        action="store_true",
-        help="no LLM metrics: call no judge, even with OPENAI_API_KEY set or a config's llm",
-    )
-    judge.add_argument(
-        "--max-cost", type=float, metavar="USD", help="start no judge call once this much was spent"
-    )
-    judge.add_argument(
-        "--repeats",
-        type=int,
-        metavar="N",
-        help="ask every LLM metric N times per question: mean, sd and flips show the judge's "
-        "own noise (default 1, or llm.repeats)",
-    )
-    judge.add_argument(
-        "--batch",
-        action="store_true",
-        help="send the judge calls through the provider's Batch API (OpenAI, Azure OpenAI) at "
-        "half the price, then finish from the cache; a rerun picks up batches in flight",
-    )
-    judge.add_argument(
-        "--no-wait",
-        action="store_true",
-        help="with --batch: submit (or check) the batches and exit; a later run collects them",
-    )
-    judge.add_argument(
-        "--disable",
-        action="append",
-        choices=SWITCHES,
-        metavar="METRIC",
-        help=f"switch a metric family off (repeatable): {', '.join(SWITCHES)}",
-    )
-    judge.add_argument(
-        "--enable",
-        action="append",
-        choices=(*SWITCHES, *GROUPS),
-        metavar="METRIC",
-        help="switch a metric on (repeatable); the GraphRAG set is off by default: "
-        "'graphrag' is all of it but bertscore",
-    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -231,18 +63,18 @@ def _evaluate_command(commands: Any) -> None:
         help="responses (.jsonl, or a .json/.yaml list or mapping), or agent trace files "
         "(converted on the fly, see docs/traces.md)",
     )
-    evaluate.add_argument(
+    repeatable(
+        evaluate,
         "--system",
-        action="append",
-        metavar="NAME=FILE",
-        help="evaluate several systems' responses or traces (repeatable, instead of RESPONSES): "
+        "NAME=FILE",
+        "evaluate several systems' responses or traces (repeatable, instead of RESPONSES): "
         "results "
         "go to RESULTS.NAME.ext, and each system is compared with the first",
     )
-    _run_options(evaluate)
-    _gate_options(evaluate, regression=True)
-    evaluate.add_argument("--exclude-errors", action="store_true", help=_EXCLUDE_ERRORS_HELP)
-    _table_options(evaluate)
+    run_options(evaluate)
+    gate_options(evaluate, regression=True)
+    evaluate.add_argument("--exclude-errors", action="store_true", help=EXCLUDE_ERRORS_HELP)
+    table_options(evaluate)
     evaluate.set_defaults(handler=evaluate_command)
 
 
@@ -256,15 +88,15 @@ def _evaluate_flat_command(commands: Any) -> None:
         "reference, question_type (see docs/flat.md).",
     )
     flat.add_argument("input", help="rows (.jsonl or .csv)")
-    flat.add_argument(
+    repeatable(
+        flat,
         "--column",
-        action="append",
-        metavar="FIELD=COLUMN",
-        help="read FIELD (question, answer, contexts, ground_truth, question_type, question_id, "
+        "FIELD=COLUMN",
+        "read FIELD (question, answer, contexts, ground_truth, question_type, question_id, "
         "template_id) from COLUMN (repeatable)",
     )
-    _run_options(flat)
-    _gate_options(flat, regression=False)
+    run_options(flat)
+    gate_options(flat, regression=False)
     flat.set_defaults(handler=evaluate_command, reference=None, responses=None)
 
 
@@ -280,11 +112,7 @@ def _aggregate_command(commands: Any) -> None:
     aggregate.add_argument(
         "--config", help="the run's config: its custom metrics' numeric outputs are aggregated too"
     )
-    aggregate.add_argument("--by", action="append", metavar="KEY", help=_BY_HELP)
-    aggregate.add_argument(
-        "--pass-threshold", action="append", metavar="KEY=VALUE", help=_PASS_HELP
-    )
-    aggregate.add_argument("--keys", choices=KEY_SETS, default="qa-eval", help=_KEYS_HELP)
+    grouping_options(aggregate)
     aggregate.set_defaults(handler=handlers.aggregate)
 
 
@@ -336,18 +164,18 @@ def _refresh_write_options(refresh: argparse.ArgumentParser) -> None:
 
 def _refresh_query_options(refresh: argparse.ArgumentParser) -> None:
     """How a refresh queries: HTTP headers, the default graph, the timeout."""
-    refresh.add_argument(
+    repeatable(
+        refresh,
         "--header",
-        action="append",
-        metavar="'NAME: VALUE'",
-        help="HTTP header sent to --endpoint (repeatable), e.g. 'Authorization: Bearer ...'; "
+        "'NAME: VALUE'",
+        "HTTP header sent to --endpoint (repeatable), e.g. 'Authorization: Bearer ...'; "
         "basic auth also comes from QA_EVAL_SPARQL_USER and QA_EVAL_SPARQL_PASSWORD",
     )
-    refresh.add_argument(
+    repeatable(
+        refresh,
         "--default-graph-uri",
-        action="append",
-        metavar="URI",
-        help="the graph the queries read by default (repeatable: their merge); sent to "
+        "URI",
+        "the graph the queries read by default (repeatable: their merge); sent to "
         "--endpoint as default-graph-uri, or picks named graphs of --store",
     )
     refresh.add_argument(
@@ -400,12 +228,12 @@ def _compare_command(commands: Any) -> None:
         help="random sign flips per row of more than 16 questions (default 10000, at most 1e6)",
     )
     compare.add_argument("--seed", type=int, default=0, help="seed of the sign flips (default 0)")
-    compare.add_argument("--exclude-errors", action="store_true", help=_EXCLUDE_ERRORS_HELP)
+    compare.add_argument("--exclude-errors", action="store_true", help=EXCLUDE_ERRORS_HELP)
     compare.add_argument("--include-errors", action="store_true", help=argparse.SUPPRESS)
     compare.add_argument("-o", "--output", help="also write the comparison (.yaml, .json)")
     compare.add_argument("--format", choices=("text", "json"), default="text")
-    _table_options(compare)
-    _compare_gate_options(compare)
+    table_options(compare)
+    compare_gate_options(compare)
     compare.set_defaults(handler=handlers.compare)
 
 
@@ -430,7 +258,7 @@ def _report_command(commands: Any) -> None:
         help="compare the first two runs even when their signatures show different reference "
         "datasets",
     )
-    report.add_argument("--exclude-errors", action="store_true", help=_EXCLUDE_ERRORS_HELP)
+    report.add_argument("--exclude-errors", action="store_true", help=EXCLUDE_ERRORS_HELP)
     report.add_argument(
         "--labels",
         metavar="FILE",
@@ -463,11 +291,11 @@ def _agreement_command(commands: Any) -> None:
     agree.add_argument(
         "--metric", action="append", help="measure only this metric (repeatable; default: all)"
     )
-    agree.add_argument(
+    repeatable(
+        agree,
         "--threshold",
-        action="append",
-        metavar="METRIC=VALUE",
-        help="a continuous judge value against binary labels counts as true at >= VALUE "
+        "METRIC=VALUE",
+        "a continuous judge value against binary labels counts as true at >= VALUE "
         "(default: the cut with the best accuracy on the labels, its optimism cross-validated; "
         "repeatable)",
     )
@@ -501,13 +329,12 @@ def _agreement_command(commands: Any) -> None:
     )
     cv.add_argument("--no-cache", action="store_true", help="do not use the judge's reply cache")
     agree.add_argument("--format", choices=("text", "json"), default="text")
-    group = agree.add_argument_group("CI gates (exit 3 when one fails; see docs/ci.md)")
-    group.add_argument(
+    group = agree.add_argument_group(GATES)
+    gate(
+        group,
         "--fail-under",
-        nargs="+",
-        action="extend",
-        metavar="FIGURE=VALUE",
-        help="exit 3 when a judge's accuracy, kappa, auc, spearman or kendall on a measured "
+        "FIGURE=VALUE",
+        "exit 3 when a judge's accuracy, kappa, auc, spearman or kendall on a measured "
         "metric is below VALUE (e.g. kappa=0.6)",
     )
     agree.set_defaults(handler=handlers.agreement)
@@ -535,11 +362,11 @@ def _export_scores_command(commands: Any) -> None:
         "(OTLP/JSON file or OTLP/HTTP), or as a Langfuse score on the trace (docs/traces.md).",
     )
     export.add_argument("results", help="results written by `qa-eval evaluate -o`")
-    export.add_argument(
+    repeatable(
+        export,
         "--metric",
-        action="append",
-        metavar="KEY",
-        help="a result key to export (repeatable; default: every 0-1 score and label present)",
+        "KEY",
+        "a result key to export (repeatable; default: every 0-1 score and label present)",
     )
     export.add_argument("--otlp-json", metavar="FILE", help="write OTLP/JSON logs to FILE")
     export.add_argument(
@@ -587,35 +414,3 @@ def tsv_parser(prog: str) -> argparse.ArgumentParser:
     )
     tsv_options(parser)
     return parser
-
-
-def tsv_options(parser: Any) -> None:
-    """The options of the TSV command (graphrag-eval's old and new names both work)."""
-    parser.add_argument(
-        "-i",
-        "--input-tsv-file-path",
-        "--in-file",
-        dest="input",
-        required=True,
-        help="input TSV with Question, Reference answer, Actual answer",
-    )
-    parser.add_argument(
-        "-o",
-        "--output-tsv-file-path",
-        "--out-file",
-        dest="output",
-        required=True,
-        help="output TSV",
-    )
-    parser.add_argument(
-        "-c",
-        "--config-yaml-file-path",
-        "--config-path",
-        "--config",
-        dest="config",
-        help="judge config (YAML); default: OPENAI_API_KEY",
-    )
-    parser.add_argument("--concurrency", type=int, help="judge calls in flight (default 8)")
-    parser.add_argument("--cache", help="reply cache file (default: the user cache directory)")
-    parser.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")

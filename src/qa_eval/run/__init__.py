@@ -1,6 +1,7 @@
 """One evaluation: its options as one value (``options``), the inputs prepared (``prepare``), one
 question's deterministic result (``question``), its judged metrics scheduled (``score``), the one
-code path of a run (``execute``) and its entry points (``evaluation``), progress
+code path of a run (``execute``) with its judge and models (``endpoints``), where its results go
+(``sinks``) and its signature (``signature``), its entry points (``evaluation``), progress
 (``progress``), streamed files (``stream``), the plan of an evaluation of files and its run
 (``plan``, ``files``), the Batch API prefill (``prefill``) and the TSV command (``tsv``).
 """
@@ -11,13 +12,13 @@ from ..extras import lazy_face
 
 if TYPE_CHECKING:
     from .evaluation import EvaluationStream, arun_evaluation, iter_evaluation, run_evaluation
-    from .execute import NO_JUDGE, reference_fingerprint
     from .files import EvaluationRun, Observer, evaluate_files, run_plan
     from .options import RunOptions, metric_names
     from .plan import EvaluationPlan, plan_evaluation
     from .prefill import aprefill, prefill
     from .progress import RunProgress
     from .question import NO_RESPONSE, Results, evaluate_question
+    from .signature import NO_JUDGE, reference_fingerprint
     from .stream import JsonLinesResponses, ResultsFile
     from .tsv import evaluate_tsv, run_tsv
 
@@ -26,7 +27,7 @@ _NAMES = {
     "EvaluationRun": "files",
     "EvaluationStream": "evaluation",
     "JsonLinesResponses": "stream",
-    "NO_JUDGE": "execute",
+    "NO_JUDGE": "signature",
     "NO_RESPONSE": "question",
     "Observer": "files",
     "Results": "question",
@@ -42,7 +43,7 @@ _NAMES = {
     "metric_names": "options",
     "plan_evaluation": "plan",
     "prefill": "prefill",
-    "reference_fingerprint": "execute",
+    "reference_fingerprint": "signature",
     "run_evaluation": "evaluation",
     "run_plan": "files",
     "run_tsv": "tsv",

@@ -17,11 +17,12 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from .execute import OrderedSink, ResultSink, execute
-from .execute import reference_fingerprint as reference_fingerprint
+from .execute import execute
 from .options import ConfigArg, ResultCallback, RunOptions, run_options
 from .progress import ProgressCallback, StatusCallback
 from .question import Results
+from .signature import reference_fingerprint as reference_fingerprint
+from .sinks import OrderedSink, ResultSink
 
 __all__ = ["EvaluationStream", "arun_evaluation", "iter_evaluation", "run_evaluation"]
 

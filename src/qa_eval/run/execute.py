@@ -1,7 +1,9 @@
 """The one code path of a run (``execute``): prepare the questions and responses, set up the judge,
 the embedder and the scorer, evaluate every question in reference order with at most ``window``
-scored at once, hand results to a sink as they finish, and build the run's signature. It reads
-the run's options from one :class:`~qa_eval.run.options.RunOptions`.
+scored at once, hand results to a sink as they finish (``run.sinks``), and build the run's
+signature (``run.signature``). It reads the run's options from one
+:class:`~qa_eval.run.options.RunOptions`; its judge, embedder and BERTScore model are
+``run.endpoints``.
 
 ``run.evaluation`` holds the public verbs over it (``run_evaluation``, ``arun_evaluation``,
 ``iter_evaluation``).
@@ -12,76 +14,28 @@ from __future__ import annotations
 import asyncio
 import functools
 import gc
-import hashlib
-import json
 import sys
-import time
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-import orjson
-
-from ..config import OFFLINE_SWITCHES, EvalConfig
 from ..errors import UnknownResponsesWarning
-from ..extras import require
 from ..io.keysets import custom_keys, original_result
-from ..judge.cache.store import ReplyCache, open_cache
-from ..vocabulary.registry import METRICS
-from .options import LIBRARY_DEFAULT, ResultCallback, RunOptions
-from .prepare import Question, Response, Unknown, prepare_reference, prepare_responses
+from .endpoints import Endpoints
+from .options import ResultCallback, RunOptions
+from .prepare.records import Question, Response
+from .prepare.reference import prepare_reference
+from .prepare.responses import Unknown, prepare_responses
 from .progress import CountingJudge, Tracker
-from .question import Results, evaluate_question
+from .question import evaluate_question
+from .signature import run_signature
+from .sinks import ResultSink
 
 if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
     from ..judge.calls import Judge
-    from ..judge.embeddings import Embedder
     from .score import AnswerScorer
 
-__all__ = ["NO_JUDGE", "execute", "reference_fingerprint"]
-
-
-def _signature(
-    settings: EvalConfig,
-    judge: Judge | None,
-    embedder: Embedder | None,
-    options: dict[str, Any],
-    note: str | None,
-) -> dict[str, Any]:
-    from .._version import __version__
-    from ..prompts import examples_block, prompt_hash, prompt_names, prompt_text
-
-    prompts = {name: prompt_hash(prompt_text(name)) for name in prompt_names()}
-    if settings.answer_correctness_prompt is not None:
-        prompts["answer_correctness (config)"] = prompt_hash(settings.answer_correctness_prompt)
-    for metric, examples in sorted(settings.examples.items()):  # few-shot examples from labels
-        prompts[f"{metric} (examples)"] = prompt_hash(examples_block(examples))
-    signature: dict[str, Any] = {
-        "qa_eval_version": __version__,
-        "judge": judge.signature() if judge else None,
-        "embedding": embedder.name if embedder else None,
-        "prompts": prompts,
-        "options": {**settings.public(), **options},
-    }
-    if judge is not None:
-        signature["usage"] = {
-            "total": judge.total.as_dict(),
-            "per_metric": {m: u.as_dict() for m, u in judge.usage.items()},
-            "peak_concurrency": judge.peak_in_flight,
-        }
-    if note:
-        signature["llm_metrics"] = note
-    return signature
-
-
-NO_JUDGE = (
-    "LLM metrics not computed: no judge is configured (set OPENAI_API_KEY, or pass a config "
-    "with llm.generation)"
-)
-NO_JUDGE_LIBRARY = (
-    "LLM metrics not computed: no judge is configured (pass a config with llm.generation; "
-    "without a config run_evaluation calls no judge, as graphrag-eval does)"
-)
+__all__ = ["execute"]
 
 
 class _Lookup:
@@ -155,84 +109,6 @@ def _prepare(
     return questions, lookup
 
 
-class ResultSink:
-    """Where finished results go: here, into the list the run returns, by position."""
-
-    keeps = True
-    """Whether every result stays until the run ends (then the reference steps' copies for the
-    results are made as the reference is prepared, where that is cheaper)."""
-
-    def __init__(self) -> None:
-        self.results: Results = Results()
-
-    def start(self, total: int, window: int) -> None:
-        self.results.extend([None] * total)
-
-    def put(self, index: int, result: dict[str, Any]) -> None:
-        self.results[index] = result
-
-    def full(self) -> bool:
-        return False
-
-    async def room(self) -> None:
-        return None
-
-    def flush(self) -> None:
-        return None
-
-
-class OrderedSink(ResultSink):
-    """Results handed on in reference order, in batches: a result that finishes before an
-    earlier one waits here, and the run reads no further question while ``limit`` wait
-    (``max(256, 8 x`` the questions scored at once``)``)."""
-
-    keeps = False
-
-    def __init__(self, deliver: Callable[[list[dict[str, Any]]], None]) -> None:
-        super().__init__()
-        self.deliver = deliver
-        self.limit = 256
-        self.next = 0
-        self.waiting: dict[int, dict[str, Any]] = {}
-        self.batch: list[dict[str, Any]] = []
-        self.flushed = time.monotonic()
-        self._room: asyncio.Event | None = None
-
-    def start(self, total: int, window: int) -> None:
-        self.limit = max(256, 8 * window)
-
-    def put(self, index: int, result: dict[str, Any]) -> None:
-        if index != self.next:
-            self.waiting[index] = result
-            return
-        batch, waiting = self.batch, self.waiting
-        batch.append(result)
-        self.next += 1
-        while waiting and self.next in waiting:
-            batch.append(waiting.pop(self.next))
-            self.next += 1
-        if self._room is not None and len(waiting) < self.limit:
-            self._room.set()
-        if len(batch) >= 256 or time.monotonic() - self.flushed > 0.05:
-            self.flush()
-
-    def full(self) -> bool:
-        return len(self.waiting) >= self.limit
-
-    async def room(self) -> None:
-        while len(self.waiting) >= self.limit:
-            self.flush()
-            self._room = asyncio.Event()
-            await self._room.wait()
-        self._room = None
-
-    def flush(self) -> None:
-        self.flushed = time.monotonic()
-        if self.batch:
-            batch, self.batch = self.batch, []
-            self.deliver(batch)
-
-
 async def execute(
     reference_qas: Any, chat_responses: Any, sink: ResultSink, options: RunOptions
 ) -> dict[str, Any]:
@@ -279,7 +155,7 @@ async def execute(
         endpoints.close()
         if lookup is not None:
             lookup.close()
-    return _run_signature(options, endpoints, questions, unknown, scorer, pipeline.needs_judge)
+    return run_signature(options, endpoints, questions, unknown, scorer, pipeline.needs_judge)
 
 
 def _projection(options: RunOptions) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
@@ -344,155 +220,6 @@ class Collector:
             gc.unfreeze()
         if self.collecting:
             gc.enable()
-
-
-class Endpoints:
-    """The judge, embedder and BERTScore model of a run, and the reply cache the run opened for
-    them (closed at the end): given in the options, or made from the config."""
-
-    def __init__(self) -> None:
-        self.judge: Judge | None = None
-        self.embedder: Embedder | None = None
-        self.store: ReplyCache | None = None
-        self.bertscorer: Any = None
-        self.offline: list[str] = []
-
-    def open(self, options: RunOptions) -> None:
-        """The run's judge, embedder and BERTScore model, as its options and config ask."""
-        settings = options.config
-        judge = options.judge
-        self.offline = [s for s in OFFLINE_SWITCHES if options.wants(s)]
-        if judge is not None or settings.generation is not None or self.offline:
-            if judge is None and settings.generation is not None:
-                require("openai", "the LLM judge")
-            require("pydantic", "the answer metrics")
-            from ..judge.calls import Judge
-        if judge is None and settings.generation is not None:
-            self.store = open_cache(options.cache)
-            judge = Judge(
-                settings, cache=self.store, max_cost=options.max_cost, dry_run=options.dry_run
-            )
-        self.judge = judge
-        self.embedder = options.embedder
-        if self.embedder is None and any(
-            options.wants(m.name) and (judge is not None or m.offline)
-            for m in METRICS.values()
-            if m.switch and "embedder" in m.needs
-        ):  # a family that runs needs one (answer_relevance, semantic_similarity, ...)
-            self.embedder = self._embedder(options)
-        self.bertscorer = _bertscorer(settings) if options.wants("bertscore") else None
-
-    def _embedder(self, options: RunOptions) -> Embedder:
-        """The embedder the config names, its vectors cached (in the judge's cache)."""
-        from ..judge.embeddings import CachingEmbedder, make_embedder
-
-        judge = self.judge
-        if judge is None and self.store is None:
-            self.store = open_cache(options.cache)
-        settings = options.config
-        inner = make_embedder(settings.embedding, settings.timeout)
-        remote = settings.embedding.provider != "offline"
-        return CachingEmbedder(
-            inner,
-            judge.cache if judge is not None else self.store,
-            judge.slot if remote and judge is not None else None,
-        )
-
-    def scorer(self, options: RunOptions) -> AnswerScorer | None:
-        """The scorer of the LLM (and offline answer) metrics; None when none can run."""
-        if self.judge is None and not self.offline:
-            return None
-        from .score import AnswerScorer
-
-        return AnswerScorer(
-            options.config,
-            self.judge,
-            self.embedder,
-            options.disabled,
-            options.enabled,
-            self.bertscorer,
-        )
-
-    def close(self) -> None:
-        """Close the reply cache the run opened."""
-        if self.store is not None:
-            self.store.close()
-
-
-def _run_signature(
-    options: RunOptions,
-    endpoints: Endpoints,
-    questions: list[Question],
-    unknown: Unknown,
-    scorer: AnswerScorer | None,
-    needs_judge: bool,
-) -> dict[str, Any]:
-    """The run's signature: versions, judge, prompts, options, usage, the reference's
-    fingerprint, the responses left out and the metric values skipped."""
-    run: dict[str, Any] = {
-        "max_cost": options.max_cost,
-        "dry_run": options.dry_run,
-        "disabled": sorted(options.disabled),
-        "enabled": sorted(options.enabled),
-        "cache": None if endpoints.store is None else str(endpoints.store.path),
-    }
-    if options.pass_thresholds:
-        run["pass_thresholds"] = dict(options.pass_thresholds)
-    if endpoints.bertscorer is not None:
-        run["bertscore"] = endpoints.bertscorer.info()
-    if options.original_keys:
-        run["keys"] = options.keys
-    settings = options.config
-    note = NO_JUDGE_LIBRARY if settings.source == LIBRARY_DEFAULT else NO_JUDGE
-    signature = _signature(
-        settings, endpoints.judge, endpoints.embedder, run, note if needs_judge else None
-    )
-    signature["reference"] = {
-        "fingerprint": options.fingerprint or reference_fingerprint(questions),
-        "templates": len({q.template_id for q in questions}),
-        "questions": len(questions),
-    }
-    if unknown.count:
-        signature["ignored_responses"] = unknown.as_dict()
-    if scorer is not None and scorer.skipped:
-        # metric values whose judge call was not made, by typed reason (budget, dry_run, ...)
-        signature["skipped_metric_values"] = dict(sorted(scorer.skipped.items()))
-    return signature
-
-
-def reference_fingerprint(questions: Iterable[Question]) -> str:
-    """A stable hash of a reference dataset's content: ``sha256:`` and 64 hex digits.
-
-    Each question (its template id and every key it has: text, reference answer, reference steps,
-    tags) is written as JSON with sorted keys and hashed; the sorted hashes are hashed again. So
-    the fingerprint does not depend on key order, template order or question order, or on the
-    file format (YAML or JSON), and changes with any change to a question's content."""
-    digests = sorted(
-        hashlib.sha256(_sorted_json([q.template_id, q.raw])).digest() for q in questions
-    )
-    return "sha256:" + hashlib.sha256(b"".join(digests)).hexdigest()
-
-
-_SORTED = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
-
-
-def _sorted_json(value: Any) -> bytes:
-    """JSON of ``value`` with sorted keys; what orjson refuses (an integer beyond 64 bits or
-    deep nesting, which the API may be given) is written by the standard library instead."""
-    try:
-        return orjson.dumps(value, option=_SORTED, default=str)
-    except orjson.JSONEncodeError:
-        text = json.dumps(_str_keys(value), sort_keys=True, default=str, ensure_ascii=False)
-        return text.encode("utf-8", "surrogatepass")
-
-
-def _str_keys(value: Any) -> Any:
-    """``value`` with every mapping key made text (so keys of mixed types sort)."""
-    if isinstance(value, dict):
-        return {str(key): _str_keys(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_str_keys(item) for item in value]
-    return value
 
 
 def _trajectory_mode(options: RunOptions, scorer: AnswerScorer | None) -> str:
@@ -639,25 +366,3 @@ async def _tick(tracker: Tracker, sink: ResultSink) -> None:
         await asyncio.sleep(0.2)
         tracker.report()
         sink.flush()
-
-
-def _bertscorer(settings: EvalConfig) -> Any:
-    """The BERTScore model the config names; ``QaEvalError`` when PyTorch is not installed."""
-    from ..metrics.textual.bertscore import require_torch
-
-    require_torch()
-    scorer = _shared_bertscorer(
-        settings.option("bertscore", "model", "all-MiniLM-L6-v2"),
-        settings.option("bertscore", "layer"),
-    )
-    scorer.info()  # finds the model and checks the layer now, not at the first question
-    return scorer
-
-
-@functools.cache
-def _shared_bertscorer(model: str, layer: int | None) -> Any:
-    """One scorer (and so one loaded model) per model and layer for the whole process: the runs
-    of several systems, or of repeated API calls, share it."""
-    from ..metrics.textual.bertscore import BertScorer
-
-    return BertScorer(model=model, layer=layer)

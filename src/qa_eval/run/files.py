@@ -11,7 +11,7 @@ On top of ``run_evaluation`` (which takes data and returns results), this is the
   ``aggregates`` (per template, micro, macro and per ``by`` key; custom metrics included);
 - several ``systems`` are each evaluated (to ``OUTPUT.NAME.ext``) and compared with the first;
 - ``batch`` fills the reply cache through the provider's Batch API first; ``dry_run`` counts the
-  judge calls instead (see :class:`~qa_eval.run.plan.JudgeCallPlan`); a flat file of
+  judge calls instead (see :class:`~qa_eval.run.estimate.JudgeCallPlan`); a flat file of
   ragas-style rows is read with :func:`~qa_eval.io.flat.read_flat`.
 
 :func:`~qa_eval.run.plan.plan_evaluation` checks and reads everything first (the runs' options
@@ -32,16 +32,11 @@ from ..aggregate import compute_aggregates
 from ..errors import QaEvalError
 from ..io.files import signature_path, write_data
 from ..io.limits import dump_json
+from .estimate import JudgeCallPlan
 from .evaluation import run_evaluation
 from .options import RunOptions
-from .plan import (
-    EvaluationPlan,
-    JudgeCallPlan,
-    PathArg,
-    SystemPlan,
-    plan_evaluation,
-    with_tags,
-)
+from .plan import EvaluationPlan, PathArg, SystemPlan, plan_evaluation
+from .tags import with_tags
 
 if TYPE_CHECKING:
     from ..judge.calls import Judge

@@ -22,12 +22,36 @@ if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only whe
     from ..judge.calls import Judge
     from ..judge.embeddings import Embedder
 
-__all__ = ["LIBRARY_DEFAULT", "ConfigArg", "ResultCallback", "RunOptions", "metric_names"]
+__all__ = [
+    "LIBRARY_DEFAULT",
+    "ConfigArg",
+    "ResultCallback",
+    "RunOptions",
+    "Spell",
+    "cli_option",
+    "metric_names",
+    "python_name",
+]
 
 ConfigArg = EvalConfig | str | os.PathLike[str] | Mapping[str, Any] | None
 """A run's config: an :class:`EvalConfig`, a YAML file's path, a mapping, or None."""
 
 ResultCallback = Callable[[dict[str, Any]], None]
+
+Spell = Callable[[str], str]
+"""How messages spell an option's name: ``python_name`` (the default) or ``cli_option``."""
+
+
+def python_name(name: str) -> str:
+    """The default spelling of an option in messages: its parameter name."""
+    return name
+
+
+def cli_option(name: str) -> str:
+    """An option as the command line spells it: ``max_cost`` -> ``--max-cost``."""
+    return "--" + name.replace("_", "-")
+
+
 """Called with each question's finished result, in the order questions finish."""
 
 LIBRARY_DEFAULT = "no config"

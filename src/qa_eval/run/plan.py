@@ -21,12 +21,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ..aggregate import CATEGORIES, DEFAULT_TAGS
-from ..errors import InputError, QaEvalError
+from ..aggregate import DEFAULT_TAGS
+from ..errors import QaEvalError
 from ..io import kinds as filekind
 from ..io.files import JSONL_SUFFIXES, check_output_path, read_reference, read_responses
-from .options import RunOptions
+from .estimate import JudgeCallPlan, JudgeEstimate
+from .options import RunOptions, Spell, cli_option, python_name
 from .progress import StatusCallback
+from .tags import check_by_reference, reference_questions
 
 if TYPE_CHECKING:
     from ..config import EvalConfig
@@ -38,7 +40,6 @@ __all__ = [
     "JudgeCallPlan",
     "JudgeEstimate",
     "SystemPlan",
-    "check_by_results",
     "plan_evaluation",
     "system_output_path",
 ]
@@ -47,17 +48,6 @@ ANNOUNCE_SAMPLE = 200
 """The questions whose judge calls are planned (a dry run) to estimate a whole run's."""
 
 PathArg = str | os.PathLike[str]
-Spell = Callable[[str], str]
-
-
-def python_name(name: str) -> str:
-    """The default spelling of an option in messages: its parameter name."""
-    return name
-
-
-def cli_option(name: str) -> str:
-    """An option as the command line spells it: ``max_cost`` -> ``--max-cost``."""
-    return "--" + name.replace("_", "-")
 
 
 def system_output_path(path: str | None, system: str | None) -> str | None:
@@ -94,84 +84,6 @@ class SystemPlan:
     def streamed(self) -> bool:
         """Whether the results are streamed to a JSON Lines ``output`` as they finish."""
         return streamed(self.output)
-
-
-@dataclass(frozen=True)
-class JudgeCallPlan:
-    """The judge calls a run makes (a dry run's count), per metric: calls to make, replies
-    already cached, estimated prompt and completion tokens; costs at the judge's price (at batch
-    rates with ``batch``), None when its price is unknown."""
-
-    system: str | None
-    model: str
-    price: Mapping[str, float] | None
-    calls: Mapping[str, int]
-    cached: Mapping[str, int]
-    prompt_tokens: Mapping[str, int]
-    completion_tokens: Mapping[str, int]
-    batch: bool = False
-
-    @classmethod
-    def of(cls, judge: Any, system: str | None = None, batch: bool = False) -> JudgeCallPlan:
-        """The plan a dry-run :class:`~qa_eval.judge.calls.Judge` recorded."""
-        plan = judge.plan
-        return cls(
-            system,
-            judge.gen.model,
-            judge.price,
-            dict(plan.calls),
-            dict(plan.cached),
-            dict(plan.prompt_tokens),
-            dict(plan.completion_tokens),
-            batch,
-        )
-
-    @property
-    def metrics(self) -> list[str]:
-        """The metrics that call the judge, sorted."""
-        return sorted(set(self.calls) | set(self.cached))
-
-    @property
-    def total_calls(self) -> int:
-        """The calls to make (cached replies not counted)."""
-        return sum(self.calls.values())
-
-    def cost(self, metric: str | None = None) -> float | None:
-        """The estimated cost in US dollars of one metric's calls (all with None)."""
-        from ..judge.prices import usd
-
-        if metric is None:
-            p, c = sum(self.prompt_tokens.values()), sum(self.completion_tokens.values())
-        else:
-            p, c = self.prompt_tokens.get(metric, 0), self.completion_tokens.get(metric, 0)
-        return usd(self.price, p, c, batch=self.batch)
-
-
-@dataclass(frozen=True)
-class JudgeEstimate:
-    """The judge calls and cost of a whole run, from a dry run of its first ``sampled`` of
-    ``questions`` questions scaled to all (cached replies not counted)."""
-
-    model: str
-    provider: str
-    sampled: int
-    questions: int
-    sample_calls: int
-    sample_cost: float | None
-
-    @property
-    def calls(self) -> int:
-        """The estimated judge calls of the whole run."""
-        return round(self.sample_calls * self._scale)
-
-    @property
-    def cost(self) -> float | None:
-        """The estimated cost of the whole run in US dollars (None: no price known)."""
-        return None if self.sample_cost is None else self.sample_cost * self._scale
-
-    @property
-    def _scale(self) -> float:
-        return self.questions / self.sampled if self.sampled else 0.0
 
 
 @dataclass
@@ -240,7 +152,7 @@ class EvaluationPlan:
     @property
     def questions(self) -> int:
         """The number of reference questions (each system answers all of them)."""
-        return len(_reference_questions(self.reference))
+        return len(reference_questions(self.reference))
 
     @property
     def default_judge(self) -> bool:
@@ -313,7 +225,7 @@ class EvaluationPlan:
         gen = self.config.generation
         if gen is None:
             raise QaEvalError("no judge is configured: nothing to estimate")
-        sampled = len(_reference_questions(_first_questions(self.reference, sample)))
+        sampled = len(reference_questions(_first_questions(self.reference, sample)))
         calls = 0
         cost: float | None = 0.0
         for plan in self.judge_calls(sample):
@@ -593,80 +505,3 @@ def _first_questions(reference: Any, limit: int) -> list[Any]:
             sample.append({**template, "questions": questions[: limit - taken]})
             taken += len(sample[-1]["questions"])
     return sample
-
-
-# ------------------------------------------------------------------- keys aggregated with --by
-
-RESULT_TAGS = ("template_id", "question_id", "question_text", "status", "error", *CATEGORIES)
-"""Keys results have that do not come from the question: always fine for ``by``."""
-
-
-def _reference_questions(reference: Any) -> list[dict[str, Any]]:
-    questions: list[dict[str, Any]] = []
-    for template in reference if isinstance(reference, list) else ():
-        items = template.get("questions") if isinstance(template, dict) else None
-        if isinstance(items, list):  # anything else is the loader's to report, in one line
-            questions += [q for q in items if isinstance(q, dict)]
-    return questions
-
-
-def _is_tag(value: Any) -> bool:
-    return value is not None and not isinstance(value, (dict, list))
-
-
-def check_by_reference(
-    reference: Any, keys: Sequence[str], source: str, spell: Spell = python_name
-) -> None:
-    """An explicit ``by`` key that no reference question has is an ``InputError``."""
-    questions = _reference_questions(reference)
-    for key in dict.fromkeys(keys):
-        if key in RESULT_TAGS or any(_is_tag(q.get(key)) for q in questions):
-            continue
-        have = sorted(
-            {k for q in questions for k, v in q.items() if _is_tag(v)}
-            - {"id", "question_text", "reference_answer"}
-        )
-        raise InputError(
-            f"{spell('by')} {key}: no question has this key (question keys: "
-            f"{', '.join([*have, 'template_id', 'status'])})",
-            source=source,
-        )
-
-
-def with_tags(
-    results: Sequence[dict[str, Any]], reference: Any, keys: Sequence[str]
-) -> Sequence[dict[str, Any]]:
-    """The results with the question keys named by ``by`` copied in where they lack them, so they
-    can be aggregated (a result copies only ``question_type`` from its question): new dicts in a
-    new list of the same kind (its ``signature`` kept); ``results`` itself is not changed."""
-    wanted = [k for k in dict.fromkeys(keys) if k not in RESULT_TAGS]
-    if not wanted or all(all(k in r for k in wanted) for r in results):
-        return results
-    by_id = {q.get("id"): q for q in _reference_questions(reference)}
-    tagged = []
-    for result in results:
-        question = by_id.get(result.get("question_id"))
-        extra = {
-            key: question[key]
-            for key in wanted
-            if question is not None and key not in result and key in question
-        }
-        tagged.append({**result, **extra} if extra else result)
-    copy: Any = type(results)(tagged) if isinstance(results, list) else tagged
-    if hasattr(results, "signature"):
-        copy.signature = results.signature
-    return cast("Sequence[dict[str, Any]]", copy)
-
-
-def check_by_results(
-    results: Sequence[Any], keys: Sequence[str], source: str, spell: Spell = python_name
-) -> None:
-    """An explicit ``by`` key that no result has a value for is an ``InputError``."""
-    records = [r for r in results if isinstance(r, dict)]
-    if not records:
-        return
-    for key in dict.fromkeys(keys):
-        if not any(_is_tag(r.get(key)) for r in records):
-            raise InputError(
-                f"{spell('by')} {key}: no result has a value for this key", source=source
-            )

@@ -16,7 +16,7 @@ from ..metrics.agents.trials import TRIAL_KEY
 from ..steps.compare import StepScorer
 from ..steps.explain import explain_unmatched
 from ..steps.matching import match_steps
-from .prepare import Question, Response
+from .prepare.records import Question, Response
 
 __all__ = [
     "AGENT_REFERENCE_KEYS",

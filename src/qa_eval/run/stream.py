@@ -19,14 +19,8 @@ from typing import IO, Any
 
 from ..errors import InputError
 from ..io.files import parse_json
-from .prepare import (
-    Problems,
-    Question,
-    Response,
-    Seen,
-    Unknown,
-    check_response,
-)
+from .prepare.records import Problems, Question, Response
+from .prepare.responses import Seen, Unknown, check_response
 
 __all__ = ["JsonLinesResponses", "ResultsFile"]
 

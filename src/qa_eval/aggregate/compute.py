@@ -1,0 +1,221 @@
+"""``compute_aggregates``: results in, ``per_template``, ``micro``, ``macro`` and ``per_tag`` out
+(see the package's docstring for the keys); the pass thresholds and custom outputs it takes."""
+
+from __future__ import annotations
+
+import gc
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..errors import InputError, QaEvalError, short_repr
+from ..io.keysets import check_keys, original_aggregates
+from ..vocabulary import lookup as _registry
+from .groups import Group, failure_map
+from .keys import ALWAYS_PRESENT, DEFAULT_TAGS, STEP_METRICS
+from .stats import as_float, describe
+
+
+def id_error(
+    result: Mapping[str, Any], position: int, field: str, value: Any, run: str | None = None
+) -> InputError:
+    """The ``InputError`` for an id ``value`` of a result (its ``field``) that cannot key a
+    group or a pair (a list, a mapping, ...): names the run (``run``), the result by position
+    (and question id when it has a usable one) and the field."""
+    record = f"result [{position}]"
+    question = result.get("question_id")
+    if field != "question_id" and isinstance(question, (str, int)):
+        record += f" (question_id {short_repr(question)})"
+    return InputError(
+        f"must be a string or a number, got {type(value).__name__} {short_repr(value)}",
+        source=None if run is None else f"run {run}",
+        record=record,
+        field=field,
+    )
+
+
+def check_thresholds(thresholds: Mapping[str, float] | None) -> dict[str, float]:
+    """The pass thresholds as metric -> float; ``QaEvalError`` for a name that is not text or
+    a value that is not a finite number."""
+    out: dict[str, float] = {}
+    for metric, value in (thresholds or {}).items():
+        if not isinstance(metric, str) or not metric:
+            raise QaEvalError(f"a pass threshold's metric must be a name, got {short_repr(metric)}")
+        number = as_float(value)
+        if number is None:
+            raise QaEvalError(
+                f"the pass threshold of {metric} must be a finite number, got {short_repr(value)}"
+            )
+        out[metric] = number
+    return out
+
+
+def custom_outputs(config: Any) -> dict[str, str]:
+    """The output names of a config's custom metrics (a YAML path, a mapping or an
+    EvalConfig), each with the name of its metric (whose ``<name>_error`` fails it)."""
+    from ..config import as_config
+
+    if config is None:
+        return {}
+    return {name: m.name for m in as_config(config).custom_definitions for name in m.outputs}
+
+
+def compute_aggregates(
+    results: Iterable[Mapping[str, Any]],
+    config_file_path: Any = None,
+    by: Iterable[str] = DEFAULT_TAGS,
+    *,
+    extra_metrics: Iterable[str] = (),
+    keys: str = "qa-eval",
+    pass_thresholds: Mapping[str, float] | None = None,
+) -> dict[str, Any]:
+    """Aggregate per-question results into ``per_template``, ``micro`` and ``macro``, and
+    ``per_tag`` for each key of ``by`` (e.g. ``question_type``) that some result has.
+
+    ``config_file_path`` (the original's second argument: a YAML path, or a mapping or
+    EvalConfig) adds its custom metrics' numeric outputs; a list of names adds those names.
+    ``keys="graphrag-eval"``: only the keys graphrag-eval 6.6.1 writes (no ``n``, ``skipped``,
+    ``failed``, ``per_tag``, costs; retrieval step metrics per template under ``steps``).
+
+    Results with a ``trial`` (repeated trials of a question): each metric's statistics take one
+    value per question, the mean over its trials, and each group gets ``trials``: pass@k and
+    pass^k of ``trajectory_match`` and of each metric of ``pass_thresholds`` (metric -> the value
+    a trial must reach), see ``qa_eval.metrics.agents.trials``."""
+    original = check_keys(keys)
+    thresholds = check_thresholds(pass_thresholds)
+    if original:
+        by = ()  # per_tag is not written: not computed either
+    extra_metrics, custom = _extra_metrics(config_file_path, list(extra_metrics))
+    registered = _registry.aggregated_keys()  # read now: the registry as it is at this call
+    numeric_only = frozenset(extra_metrics) - frozenset(registered)
+    step_metrics = [m for names in STEP_METRICS.values() for m in names]
+    metrics = list(dict.fromkeys([*registered, *step_metrics, *extra_metrics]))
+    # Aggregating allocates only acyclic data (groups, value lists, summary dicts), which
+    # reference counting frees: the collector is paused meanwhile, as during a run
+    # (run.execute.Collector), so that the allocations of thousands of groups do not set off
+    # its full scans of every result held in memory (5,000 templates: ~2.5x less CPU). Only
+    # for results already made (a list or a tuple): results made as they are read (a
+    # generator, ``iter_evaluation``) may come from a long judged run, whose HTTP stack makes
+    # cycles the collector must see meanwhile.
+    collecting = gc.isenabled() and isinstance(results, (list, tuple))
+    if collecting:
+        gc.disable()
+    try:
+        out = _aggregates(
+            results, list(dict.fromkeys(by)), metrics, numeric_only, thresholds, custom
+        )
+    finally:
+        if collecting:
+            gc.enable()
+    if original:
+        return original_aggregates(out, extra_metrics)
+    return out
+
+
+def _aggregates(
+    results: Iterable[Mapping[str, Any]],
+    tags: list[str],
+    metrics: list[str],
+    numeric_only: frozenset[str],
+    thresholds: Mapping[str, float],
+    custom: Mapping[str, str],
+) -> dict[str, Any]:
+    """``per_template``, ``micro``, ``macro`` and ``per_tag`` of the results (see
+    ``compute_aggregates``)."""
+    failures = failure_map(metrics, custom)
+    templates, tagged = _grouped(results, tags, failures, frozenset(metrics), thresholds)
+    overall = Group(failures, thresholds)
+    for group in [*templates.values(), *(g for groups in tagged.values() for g in groups.values())]:
+        group.finish()
+    # The templates' summaries first: they sort each series, and the merge reuses the sorts.
+    per_template = {tid: group.summary(metrics, numeric_only) for tid, group in templates.items()}
+    for group in templates.values():
+        overall.merge(group)
+    out: dict[str, Any] = {
+        "per_template": per_template,
+        "micro": overall.summary(metrics, numeric_only),
+        "macro": _macro(per_template, metrics),
+    }
+    per_tag = {
+        tag: {value: group.summary(metrics, numeric_only) for value, group in groups.items()}
+        for tag, groups in tagged.items()
+        if groups
+    }
+    if per_tag:
+        out["per_tag"] = per_tag
+    return out
+
+
+def _extra_metrics(
+    config_file_path: Any, extra_metrics: list[str]
+) -> tuple[list[str], dict[str, str]]:
+    """(the metrics aggregated besides the registry's, the custom outputs with their metric)
+    from ``compute_aggregates``' second argument: a config, or a list of names."""
+    if isinstance(config_file_path, (str, os.PathLike, Mapping)) or hasattr(
+        config_file_path, "custom_metrics"
+    ):
+        custom = custom_outputs(config_file_path)
+        return [*extra_metrics, *custom], custom
+    if config_file_path is not None:
+        return [*extra_metrics, *(str(m) for m in config_file_path)], {}
+    return extra_metrics, {}
+
+
+def _grouped(
+    results: Iterable[Mapping[str, Any]],
+    tags: list[str],
+    failures: Mapping[str, tuple[str, ...]],
+    metric_set: frozenset[str],
+    thresholds: Mapping[str, float],
+) -> tuple[dict[Any, Group], dict[str, dict[Any, Group]]]:
+    """The results added up per template, and per value of each tag."""
+    templates: dict[Any, Group] = {}
+    tagged: dict[str, dict[Any, Group]] = {tag: {} for tag in tags}
+    for position, result in enumerate(results):
+        if not isinstance(result, dict):
+            raise TypeError(f"result [{position}] must be a mapping, got {type(result).__name__}")
+        template_id = result.get("template_id")
+        try:
+            group = templates.get(template_id)
+        except TypeError:  # unhashable: a list, a mapping, ...
+            raise id_error(result, position, "template_id", template_id) from None
+        if group is None:
+            group = templates[template_id] = Group(failures, thresholds)
+        group.add(result, metric_set)
+        for tag in tags:
+            value = result.get(tag)
+            if value is None or isinstance(value, (dict, list)):
+                continue
+            groups = tagged[tag]
+            try:
+                known = value in groups
+            except TypeError:  # an unhashable tag value (a set, ...) is no group, as a list
+                continue
+            if not known:
+                groups[value] = Group(failures, thresholds)
+            groups[value].add(result, metric_set)
+    return templates, tagged
+
+
+def _macro(per_template: Mapping[Any, Mapping[str, Any]], metrics: list[str]) -> dict[str, Any]:
+    """The mean of the per-template means of each metric, with how many templates have one (a
+    mean beyond the float range, null, is not one)."""
+    # Each template's blocks are gathered in one pass over its keys (a template has far fewer
+    # than there are metrics), then read metric by metric as before.
+    blocks: dict[str, list[Any]] = {metric: [] for metric in metrics}
+    for summary in per_template.values():
+        for key, block in summary.items():
+            gathered = blocks.get(key)
+            if gathered is not None:
+                gathered.append(block)
+    macro: dict[str, Any] = {}
+    for metric in metrics:
+        gathered = blocks[metric]
+        means = [b["mean"] for b in gathered if b.get("n") and b["mean"] is not None]
+        if means:
+            macro[metric] = {"mean": describe(means)["mean"], "n": len(means)}
+        elif metric in ALWAYS_PRESENT:
+            macro[metric] = {"mean": 0, "n": 0}  # as the original writes it
+        elif gathered:
+            macro[metric] = {"mean": None, "n": 0}
+    return macro

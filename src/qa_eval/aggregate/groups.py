@@ -1,0 +1,337 @@
+"""One group's running totals (a template, all questions, or one value of a tag): ``Group`` adds
+results one at a time (the hot path of aggregating), keeps repeated trials per question, and
+summarises; ``empty_result`` tells an empty SPARQL result among step outputs."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..judge.repeats import MARKER, JudgeTally
+from ..metrics.agents.trials import TRIAL_KEY, consistency, passes, summarise
+from ..steps.outputs import OutputParseError, loads
+from ..vocabulary import lookup as _registry
+from .keys import ALWAYS_PRESENT, CATEGORIES, STEP_ERRORS, STEP_METRICS
+from .stats import Series, as_float, describe, describe_sorted, mean_of
+
+_STEP_COUNTERS = ("total", "once_per_sample", "empty_results", "errors")
+# After a "bindings" key: an empty array, or the start of something else.
+_AFTER_BINDINGS_KEY = re.compile(r"\s*:\s*(\[\s*\])?")
+_BINDINGS_KEY = '"bindings"'
+_BINDINGS_KEY_LENGTH = len(_BINDINGS_KEY)
+_JSON_SPACE = " \t\n\r"
+_INF = math.inf
+
+
+def empty_result(output: Any) -> bool:
+    """Whether a step output is a SPARQL JSON result with no rows.
+
+    A text scan finds the first ``"bindings"`` key (skipping the name inside a string, where its
+    quotes are escaped, and a variable named so, which no colon follows); only when an empty array
+    follows it is the output parsed, to confirm. Other outputs are not parsed at all.
+    """
+    if not isinstance(output, str):
+        return False
+    # Only a JSON object can be a SPARQL result: an output whose first character (after JSON
+    # whitespace) is not "{" parses to something else or not at all, so it is not scanned.
+    first = output[:1]
+    if first != "{" and (first not in _JSON_SPACE or output.lstrip(_JSON_SPACE)[:1] != "{"):
+        return False
+    start = output.find(_BINDINGS_KEY)
+    while start != -1:
+        if start == 0 or output[start - 1] != "\\":
+            end = start + _BINDINGS_KEY_LENGTH
+            # The usual layouts, '"bindings": [' and '"bindings":[', are decided by the first
+            # character after the bracket that is not whitespace (the regular expression's \s,
+            # as str.lstrip's); anything else (or a long run of whitespace) by the expression.
+            if output.startswith(": [", end):
+                ahead = output[end + 3 : end + 64].lstrip()[:1]
+            elif output.startswith(":[", end):
+                ahead = output[end + 2 : end + 64].lstrip()[:1]
+            else:
+                ahead = ""
+            if ahead == "]":
+                break
+            if ahead:
+                return False
+            after = _AFTER_BINDINGS_KEY.match(output, end)
+            if after is not None:
+                if after.group(1) is None:
+                    return False
+                break
+        start = output.find(_BINDINGS_KEY, start + 1)
+    if start == -1:
+        return False
+    try:
+        data = loads(output)
+    except OutputParseError:
+        return False
+    results = data.get("results") if isinstance(data, dict) else None
+    return isinstance(results, dict) and results.get("bindings") == []
+
+
+def failure_map(
+    metrics: Iterable[str], custom: Mapping[str, str] | None = None
+) -> dict[str, tuple[str, ...]]:
+    """Error key -> the result metrics (of ``metrics``) it fails: the registry's
+    ``error_keys``, and for a custom output (``custom``: output -> metric name)
+    ``<name>_error``."""
+    out: dict[str, list[str]] = {}
+    for metric in metrics:
+        errors = _registry.error_keys(metric)
+        if not errors and custom is not None and metric in custom:
+            errors = (f"{custom[metric]}_error",)
+        for error in errors:
+            out.setdefault(error, []).append(metric)
+    return {error: tuple(names) for error, names in out.items()}
+
+
+PASS_KEY = "trajectory_match"
+"""The metric whose trials pass at 1 without being given a threshold (``--pass-threshold``)."""
+ALTERNATIVE_KEY = "trajectory_alternative"
+"""Which acceptable trajectory a trial chose: ``trajectory_consistency`` compares them."""
+
+
+class _Trials:
+    """One question's trials: each metric's values (for the mean over trials), and the values
+    and choices pass@k, pass^k and the consistency are computed from."""
+
+    __slots__ = ("alternatives", "count", "passing", "values")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.values: dict[str, list[Any]] = {}
+        self.passing: dict[str, list[Any]] = {}
+        self.alternatives: list[Any] = []
+
+
+class Group:
+    """Running totals for one template (or for all questions). Results with a ``trial`` are
+    kept per question until :meth:`finish`, which adds one value per question and metric: the
+    mean over its trials."""
+
+    def __init__(
+        self,
+        failures: Mapping[str, tuple[str, ...]] | None = None,
+        thresholds: Mapping[str, float] | None = None,
+    ) -> None:
+        self.failures = failures or {}
+        self.thresholds = thresholds or {}
+        self.trials: dict[tuple[Any, Any], _Trials] = {}
+        self.errors = 0
+        self.successes = 0
+        self.series: dict[str, Series] = {}
+        self.steps: dict[str, dict[str, int]] = {c: {} for c in _STEP_COUNTERS}
+        self.labels: dict[str, dict[str, int]] = {}
+        self.judge = JudgeTally()
+
+    def _series(self, metric: str) -> Series:
+        series = self.series.get(metric)
+        if series is None:
+            series = self.series[metric] = Series()
+        return series
+
+    def add(self, result: Mapping[str, Any], metrics: frozenset[str]) -> None:
+        """Count one result (``metrics``: the keys summarised)."""
+        # Hot path (once per result and group): the Series.add and is_error checks are inlined.
+        status = result.get("status")
+        if status == "error" if status is not None else "error" in result:
+            self.errors += 1
+        else:
+            self.successes += 1
+        if MARKER in result:  # JudgeTally.add counts only results scored with repeats
+            self.judge.add(result, metrics)
+        all_series = self.series
+        failures = self.failures
+        failed: set[str] | None = None
+        trials = self._trials(result) if TRIAL_KEY in result else None
+        for key in result:  # a result has fewer keys than there are metrics
+            if key in metrics:
+                value = result[key]
+                if trials is not None:
+                    trials.values.setdefault(key, []).append(value)
+                    continue
+                series = all_series.get(key)
+                if series is None:
+                    series = all_series[key] = Series()
+                kind = type(value)
+                # int and float first (the usual values); comparisons with inf rule out NaN.
+                if kind is int or (kind is float and -_INF < value < _INF):
+                    series.values.append(value)
+                else:
+                    series.add(value)
+            elif key in failures:
+                if failed is None:
+                    failed = set()
+                failed.update(failures[key])
+        if failed:
+            for metric in failed:
+                self._series(metric).failed += 1
+        labels = self.labels
+        for key, listed in CATEGORIES.items():
+            label = result.get(key)
+            if isinstance(label, str):
+                counts = labels.get(key)
+                if counts is None:
+                    counts = labels[key] = dict.fromkeys(listed, 0)
+                counts[label] = counts.get(label, 0) + 1
+        steps = result.get("actual_steps")
+        if not steps:
+            return
+        counters = self.steps
+        total, once = counters["total"], counters["once_per_sample"]
+        empty, errors = counters["empty_results"], counters["errors"]
+        seen: set[str] = set()
+        for step in steps:
+            if not isinstance(step, dict):
+                continue
+            name = step.get("name")
+            if type(name) is not str:
+                name = str(name)
+            total[name] = total.get(name, 0) + 1
+            if name not in seen:
+                seen.add(name)
+                once[name] = once.get(name, 0) + 1
+            if step.get("status") == "error":
+                errors[name] = errors.get(name, 0) + 1
+            elif empty_result(step.get("output")):
+                empty[name] = empty.get(name, 0) + 1
+            if name in STEP_METRICS:
+                for metric in STEP_METRICS[name]:
+                    if metric in step:
+                        self._series(metric).add(step[metric])
+                failed_step = {
+                    metric
+                    for error, names in STEP_ERRORS[name].items()
+                    if error in step
+                    for metric in names
+                }
+                for metric in failed_step:
+                    self._series(metric).failed += 1
+
+    def _trials(self, result: Mapping[str, Any]) -> _Trials:
+        """The trials of the result's question (one more counted), keyed by template and id;
+        the values pass@k is computed from and the trial's choice of trajectory noted."""
+        key = (result.get("template_id"), result.get("question_id"))
+        trials = self.trials.get(key)
+        if trials is None:
+            trials = self.trials[key] = _Trials()
+        trials.count += 1
+        trials.alternatives.append(result.get(ALTERNATIVE_KEY))
+        for metric in (PASS_KEY, *self.thresholds):
+            if metric in result:
+                trials.passing.setdefault(metric, []).append(result[metric])
+        return trials
+
+    def finish(self) -> None:
+        """Each question with trials gives one value per metric: the mean of its trials' finite
+        values (the others are ``skipped``, once per trial)."""
+        for trials in self.trials.values():
+            for metric, values in trials.values.items():
+                series = self._series(metric)
+                # the usual trials: every value an int or a finite float, none to skip
+                kept = [
+                    v for v in values if type(v) is int or (type(v) is float and -_INF < v < _INF)
+                ]
+                if len(kept) != len(values):
+                    finite = Series()
+                    for value in values:
+                        finite.add(value)
+                    series.skipped += finite.skipped
+                    kept = finite.values
+                mean = mean_of(kept) if kept else None
+                if mean is not None:
+                    series.values.append(mean)
+            trials.values = {}
+
+    def trials_block(self) -> dict[str, Any] | None:
+        """pass@k and pass^k of ``trajectory_match`` and of each thresholded metric, the trials
+        per question and the trajectory consistency; None without trials."""
+        if not self.trials:
+            return None
+        counts = [t.count for t in self.trials.values()]
+        block: dict[str, Any] = {
+            "n_trials": {"min": min(counts), "max": max(counts)},
+            "questions": len(counts),
+        }
+        thresholds = {PASS_KEY: 1.0, **self.thresholds}
+        for metric, threshold in thresholds.items():
+            pairs = []
+            for trials in self.trials.values():
+                values = trials.passing.get(metric) or []
+                if any(as_float(v) is not None for v in values):
+                    passed = sum(1 for v in values if passes(v, threshold))
+                    pairs.append((trials.count, passed))
+            if pairs:
+                block[metric] = {"threshold": threshold, **summarise(pairs)}
+        agreement = consistency(t.alternatives for t in self.trials.values())
+        if agreement is not None:
+            block["trajectory_consistency"] = agreement
+        return block
+
+    def summary(
+        self, metrics: Iterable[str], numeric_only: frozenset[str] = frozenset()
+    ) -> dict[str, Any]:
+        """The group's statistics; a metric of ``numeric_only`` (custom outputs, which may be
+        text such as a reason) is left out when none of its values is a number (unless it only
+        failed: no value at all)."""
+        out: dict[str, Any] = {
+            "number_of_error_samples": self.errors,
+            "number_of_success_samples": self.successes,
+        }
+        counters = {name: dict(counts) for name, counts in self.steps.items() if counts}
+        if counters:
+            out["steps"] = counters
+        all_series = self.series
+        for metric in metrics:
+            series = all_series.get(metric)
+            # a custom output with only text values is not shown, even when some failed
+            if series is not None and (
+                series.values
+                or (metric not in numeric_only and (series.skipped or series.failed))
+                or (series.failed and not series.skipped)
+            ):
+                out[metric] = describe_sorted(
+                    series.values,
+                    series.sorted_values(),
+                    series.skipped,
+                    metric in ALWAYS_PRESENT,
+                    series.failed,
+                )
+            elif metric in ALWAYS_PRESENT:
+                out[metric] = describe([], zeros=True)
+        for key, counts in self.labels.items():
+            out[key] = {"counts": dict(counts), "n": sum(counts.values())}
+        judge = self.judge
+        if judge.spreads or judge.flips:  # annotate adds nothing without judge repeats
+            judge.annotate(out, {m: s.values for m, s in self.series.items()})
+        trials = self.trials_block()
+        if trials is not None:
+            out["trials"] = trials
+        return out
+
+    def merge(self, other: Group) -> None:
+        """Add another group's totals to this one."""
+        self.errors += other.errors
+        self.successes += other.successes
+        self.judge.merge(other.judge)
+        self.trials.update(other.trials)
+        for metric, series in other.series.items():
+            mine = self.series.get(metric)
+            if mine is None:
+                mine = self.series[metric] = Series()
+                mine.runs = []
+            if mine.runs is not None:
+                mine.runs.extend(series.sorted_values())
+            mine.values.extend(series.values)
+            mine.skipped += series.skipped
+            mine.failed += series.failed
+        for name, counts in other.steps.items():
+            for key, count in counts.items():
+                self.steps[name][key] = self.steps[name].get(key, 0) + count
+        for key, counts in other.labels.items():
+            mine_counts = self.labels.setdefault(key, dict.fromkeys(CATEGORIES[key], 0))
+            for label, count in counts.items():
+                mine_counts[label] = mine_counts.get(label, 0) + count

@@ -1,0 +1,201 @@
+"""What counts as a number in a result, and the statistics of a metric's values: ``describe``
+(sum, mean, median, min, max, n; exact for ints, without overflow) and ``Series``, the values one
+group collects for one metric."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any, TypeGuard, cast
+
+_INF = math.inf
+_INT_ONLY = {int}
+_EXACT_INT = 2**53
+"""Every int up to this size is a float exactly."""
+
+
+def is_number(value: Any) -> TypeGuard[int | float]:
+    """Whether a value is an int or a float (booleans are not numbers here)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_error(result: Mapping[str, Any]) -> bool:
+    """Whether a result is an error response (``status: error``, or an ``error`` key when it
+    has no status)."""
+    status = result.get("status")
+    return status == "error" if status is not None else "error" in result
+
+
+def is_finite_number(value: Any) -> TypeGuard[int | float]:
+    """Whether a value is a number that is neither NaN nor infinite (every int is finite)."""
+    return is_number(value) and (isinstance(value, int) or math.isfinite(value))
+
+
+def as_float(value: Any) -> float | None:
+    """A finite number as a float; None for anything else, and for an int beyond the float
+    range (one of more than 308 digits)."""
+    if not is_finite_number(value):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return None
+
+
+def _nearest_float(exact: Fraction) -> float | None:
+    """The float nearest an exact value; None when it is beyond the float range."""
+    try:
+        return float(exact)
+    except OverflowError:
+        return None
+
+
+def _exact_sum(values: list[int | float]) -> Fraction:
+    return sum(map(Fraction, values), Fraction(0))
+
+
+def _float_sum(values: list[int | float], kinds: set[type] | None = None) -> float | None:
+    """The float nearest the exact sum of numbers that are not all ints (None beyond the float
+    range): ``math.fsum`` when it is exact, else the sum of the exact fractions (``kinds``: the
+    types of the values, when known)."""
+    if kinds is None:
+        kinds = set(map(type, values))
+    if int not in kinds or all(-_EXACT_INT <= v <= _EXACT_INT for v in values if type(v) is int):
+        try:
+            return math.fsum(values)
+        except OverflowError:  # a partial sum beyond the float range
+            pass
+    return _nearest_float(_exact_sum(values))
+
+
+def _float_mean(total: float | None, values: list[int | float]) -> float | None:
+    """``sum / n`` from the float sum of the values; when the sum is beyond the float range, the
+    float nearest the exact mean (None when that is beyond it too)."""
+    if total is not None:
+        return total / len(values)
+    return _nearest_float(_exact_sum(values) / len(values))
+
+
+def mean_of(values: list[int | float]) -> float | None:
+    """The mean of finite numbers (at least one) as a float, ``sum / n``, without overflow; None
+    when it is beyond the float range (only ints of more than 308 digits can make it so)."""
+    return _float_mean(_float_sum(values), values)
+
+
+def _int_mean(total: int, n: int) -> int | float | None:
+    """The mean of ints from their sum: an int when whole, else the nearest float (None beyond
+    the float range), as ``statistics.mean`` types it and the original writes it."""
+    if total % n == 0:
+        return total // n
+    try:
+        return total / n
+    except OverflowError:
+        return None
+
+
+def _median(ordered: list[int | float]) -> int | float | None:
+    """The median of sorted finite numbers: the middle one, or the mean of the middle two
+    (computed exactly when the float arithmetic would overflow; None beyond the float range)."""
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[middle]
+    low, high = ordered[middle - 1], ordered[middle]
+    try:
+        median = (low + high) / 2
+    except OverflowError:  # an int beyond the float range
+        median = _INF
+    if -_INF < median < _INF:
+        return median
+    if type(low) is int and type(high) is int and (low + high) % 2 == 0:
+        return (low + high) // 2
+    return _nearest_float((Fraction(low) + Fraction(high)) / 2)
+
+
+def describe(
+    values: list[int | float], skipped: int = 0, zeros: bool = False, failed: int = 0
+) -> dict[str, Any]:
+    """sum, mean, median, min, max and n of finite numbers (and ``skipped``, ``failed`` when not
+    0). With none: sum 0 and the others null (no value has a mean), or all 0 with ``zeros`` (the
+    token and time metrics, which the original writes as zeros). A statistic beyond the float
+    range (a sum of floats past 1.8e308) is null; ints add up exactly."""
+    return describe_sorted(values, None, skipped, zeros, failed)
+
+
+def describe_sorted(
+    values: list[int | float],
+    ordered: list[int | float] | None,
+    skipped: int,
+    zeros: bool,
+    failed: int,
+) -> dict[str, Any]:
+    """``describe``, given the values sorted (``ordered``; None: sorted here)."""
+    n = len(values)
+    if n == 0:
+        empty = 0 if zeros else None
+        stats: dict[str, Any] = {
+            "sum": 0,
+            "mean": empty,
+            "median": empty,
+            "min": empty,
+            "max": empty,
+            "n": 0,
+        }
+    else:
+        if ordered is None:
+            ordered = sorted(values)
+        kinds = set(map(type, values))
+        if kinds == _INT_ONLY:
+            exact = cast(int, sum(values))
+            total: int | float | None = exact
+            mean = _int_mean(exact, n)
+        else:
+            total = _float_sum(values, kinds)
+            mean = _float_mean(total, values)
+        stats = {
+            "sum": total,
+            "mean": mean,
+            "median": _median(ordered),
+            "min": ordered[0],
+            "max": ordered[-1],
+            "n": n,
+        }
+    if skipped:
+        stats["skipped"] = skipped
+    if failed:
+        stats["failed"] = failed
+    return stats
+
+
+class Series:
+    """One metric's values in a group. ``ordered``: the values sorted, once a summary has
+    sorted them; ``runs`` (a series made by ``Group.merge``): the merged series' values,
+    each series' sorted, one after the other, which sort faster than the values themselves and
+    into the same list (the sort is stable, and the merged series come in the same order)."""
+
+    __slots__ = ("failed", "ordered", "runs", "skipped", "values")
+
+    def __init__(self) -> None:
+        self.values: list[int | float] = []
+        self.skipped = 0
+        self.failed = 0
+        self.ordered: list[int | float] | None = None
+        self.runs: list[int | float] | None = None
+
+    def sorted_values(self) -> list[int | float]:
+        """The values sorted (kept in ``ordered``); from ``runs`` when they hold every value
+        (values are only ever appended, so the lengths differ when any came another way)."""
+        ordered = self.ordered
+        if ordered is None or len(ordered) != len(self.values):
+            runs = self.runs
+            source = runs if runs is not None and len(runs) == len(self.values) else self.values
+            ordered = self.ordered = sorted(source)
+        return ordered
+
+    def add(self, value: Any) -> None:
+        kind = type(value)
+        # int and float first (the usual values); comparisons with inf also rule out NaN.
+        if kind is int or (kind is float and -_INF < value < _INF) or is_finite_number(value):
+            self.values.append(value)
+        elif value is not None:
+            self.skipped += 1

@@ -1,0 +1,115 @@
+"""What preparing reads into (``Question``, ``Response``) and how it reports: ``Problems`` collects
+every problem with its place, and the phrases its messages share."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...errors import InputError, short_repr
+from ...steps.kinds import (
+    ReferenceStep,
+)
+from ...steps.trajectory.reference import Reference
+
+ID_TYPES = (str, int)
+
+
+@dataclass(slots=True)
+class Question:
+    """One reference question: where it came from, and its reference step groups."""
+
+    template_id: Any
+    question_id: Any
+    raw: Mapping[str, Any]
+    groups: tuple[tuple[ReferenceStep, ...], ...] | None
+    record: str
+    has_matches: bool = False
+    """Whether a reference step carries a ``matches`` key (e.g. results used as a reference),
+    which the copies in a result drop."""
+    trajectory: Reference | None = None
+    """Its parsed ``reference_trajectory`` (None without one)."""
+    copies: list[list[dict[str, Any]]] | None = None
+    """Copies of the reference steps (without ``matches``) for the question's first result,
+    made while the steps were read (their dicts in the cache then: made later, each copy cost
+    about three times as much); taken by the first result, None after."""
+
+    def release(self) -> None:
+        """Let go of what only scoring needs (prepared steps, copies, trajectory) once every
+        result of the question is made: freed while still in the cache, not all at the end of
+        the run. The template, id and raw record stay (the run's signature reads them)."""
+        self.groups = None
+        self.copies = None
+        self.trajectory = None
+
+
+@dataclass(slots=True)
+class Response:
+    """One response of the evaluated system: its question id, the response as given, whether
+    it is an error response, and the indexes of its successful actual steps."""
+
+    question_id: Any
+    raw: Mapping[str, Any]
+    place: tuple[str, Any]
+    """Where it was read: ("line", number), ("response", position) or ("key", question id)."""
+    is_error: bool
+    successful: list[int] | None = None
+
+    @property
+    def record(self) -> str:
+        """The record's name in messages, e.g. ``line 3 (question_id 'q1')``."""
+        return response_record(self.place, self.question_id)
+
+
+def response_record(place: tuple[str, Any], qid: Any) -> str:
+    kind, where = place
+    if kind == "key":
+        return f"question_id {short_repr(where)}"
+    name = f"line {where}" if kind == "line" else f"response [{where}]"
+    return name if qid is None else f"{name} (question_id {short_repr(qid)})"
+
+
+@dataclass
+class Problems:
+    source: str
+    items: list[tuple[str | None, str | None, str]] = field(default_factory=list)
+
+    def add(self, record: str | None, field_path: str | None, message: str) -> None:
+        self.items.append((record, field_path, message))
+
+    def raise_if_any(self) -> None:
+        if not self.items:
+            return
+        record, field_path, message = self.items[0]
+        more = len(self.items) - 1
+        if more:
+            message += f" (and {more} more problem{'s' if more > 1 else ''})"
+        error = InputError(message, source=self.source, record=record, field=field_path)
+        error.problems = [  # type: ignore[attr-defined]
+            str(InputError(m, source=self.source, record=r, field=f)) for r, f, m in self.items
+        ]
+        raise error
+
+
+def type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def found(value: Any) -> str:
+    """What was found where another type was wanted: its type, and a scalar's value too
+    (``float 1.5``, ``str '5'``, ``list``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, (bool, int, float, str)):
+        return f"{type(value).__name__} {short_repr(value, 30)}"
+    return type(value).__name__
+
+
+def wrong(mapping: Mapping[str, Any], key: str, wanted: str) -> str:
+    """The message for ``mapping[key]`` that is not ``wanted``: missing, or what it is."""
+    return "missing" if key not in mapping else f"must be {wanted}, got {found(mapping[key])}"
+
+
+AN_ID = "a string or an integer"
+A_TAG = "a string, a number, true or false"

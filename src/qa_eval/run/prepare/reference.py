@@ -1,0 +1,412 @@
+"""The reference dataset checked and prepared (``prepare_reference``): each template's questions,
+their reference steps with the outputs that are compared structurally parsed once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ...errors import short_repr
+from ...steps.kinds import (
+    APPLICATION_JSON,
+    COMPARE_ARGS,
+    COMPARE_DATA_POINTS,
+    COMPARE_IRI,
+    COMPARE_JSON,
+    COMPARE_RETRIEVAL,
+    COMPARE_SPARQL,
+    COMPARE_TEXT,
+    COMPARE_TIME_SERIES,
+    CONTEXT_ID_TYPES,
+    SPARQL_JSON,
+    ReferenceStep,
+)
+from ...steps.outputs import OutputParseError, loads
+from ...steps.sparql.match import prepare_reference as prepare_sparql_reference
+from ...steps.sparql.terms import SparqlResultError, parse_sparql_json
+from ...steps.trajectory.comparators import TrajectoryError
+from ...steps.trajectory.reference import parse_reference
+from .records import A_TAG, AN_ID, ID_TYPES, Problems, Question, found, type_name, wrong
+
+
+def _where(group: int, index: int) -> str:
+    return f"reference_steps[{group}][{index}]"
+
+
+def _prepare_step(
+    raw: Any, group: int, index: int, record: str, problems: Problems
+) -> ReferenceStep | None:
+    """One reference step checked (its arguments, media type, required columns and flags), with
+    its output read the way its comparison reads it; None when it is not a mapping with a
+    name."""
+    if not isinstance(raw, dict):
+        problems.add(
+            record, _where(group, index), f"a step must be a mapping, got {type_name(raw)}"
+        )
+        return None
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        problems.add(record, f"{_where(group, index)}.name", wrong(raw, "name", "a step name"))
+        return None
+    # Hot path (once per reference step): the field checks and the choice of the step's kind
+    # are written out here, not in two helpers whose calls cost ~5% of preparing the steps;
+    # the problems are added in the same order (args, media type, columns, flags, output).
+    args = raw.get("args")
+    if args is not None and not isinstance(args, dict):
+        message = f"must be a mapping, got {found(args)}"
+        problems.add(record, f"{_where(group, index)}.args", message)
+    media_type = raw.get("output_media_type")
+    if media_type is not None and not isinstance(media_type, str):
+        problems.add(
+            record,
+            f"{_where(group, index)}.output_media_type",
+            f"must be a string (a media type), got {found(media_type)}",
+        )
+        media_type = None
+    columns = raw.get("required_columns")
+    if columns is not None or "required_columns" in raw:
+        bad = _bad_columns(columns)
+        if bad is not None:
+            problems.add(record, f"{_where(group, index)}.required_columns{bad[0]}", bad[1])
+            columns = None
+    if "ordered" in raw or "ignore_duplicates" in raw:
+        _check_flags(raw, group, index, record, problems)
+    output = raw.get("output")
+    # How the step is compared: one of the COMPARE_* names.
+    if name == "iri_discovery":
+        kind = COMPARE_IRI
+    elif name == "sparql_query" and media_type == SPARQL_JSON:
+        kind = COMPARE_SPARQL
+        if "required_columns" not in raw:
+            problems.add(
+                record,
+                f"{_where(group, index)}.required_columns",
+                "missing (a SPARQL step with JSON results must list the columns that have to "
+                "match)",
+            )
+    elif name == "retrieval" and output:
+        kind = COMPARE_RETRIEVAL
+    elif name == "retrieve_time_series":
+        kind = COMPARE_TIME_SERIES  # compared by arguments: the output is not read
+    elif name == "retrieve_data_points":
+        kind = COMPARE_DATA_POINTS
+    elif media_type == APPLICATION_JSON and output is not None:
+        kind = COMPARE_JSON
+    else:
+        kind = COMPARE_ARGS if output is None else COMPARE_TEXT
+    parsed: Any = None
+    read = _OUTPUT_READERS.get(kind)
+    if read is not None:
+        try:
+            parsed = read(output, columns or [])
+        except _OutputProblem as problem:
+            problems.add(record, f"{_where(group, index)}.output", str(problem))
+    return ReferenceStep(group, index, raw, name, media_type, parsed, kind)
+
+
+def _check_flags(
+    raw: dict[str, Any], group: int, index: int, record: str, problems: Problems
+) -> None:
+    """Check a step's ``ordered`` and ``ignore_duplicates`` flags, when given: true or false."""
+    for flag in _FLAGS:
+        if flag in raw and not isinstance(raw[flag], bool):
+            problems.add(
+                record,
+                f"{_where(group, index)}.{flag}",
+                f"must be true or false, got {short_repr(raw[flag])}",
+            )
+
+
+_FLAGS = ("ordered", "ignore_duplicates")
+
+
+class _OutputProblem(Exception):
+    """What is wrong with a reference step's output, for its ``.output`` problem."""
+
+
+def _read_iri(output: Any, columns: list[Any]) -> str:
+    """The IRI an ``iri_discovery`` step is to discover."""
+    if not isinstance(output, str):
+        raise _OutputProblem("must be the IRI to discover, as a string")
+    return output.strip()
+
+
+def _read_sparql(output: Any, columns: list[Any]) -> Any:
+    """A SPARQL JSON result reduced to its required columns, read once; the parsed JSON is
+    let go."""
+    try:
+        result = parse_sparql_json(output if isinstance(output, dict) else loads(output))
+    except (OutputParseError, SparqlResultError) as e:
+        raise _OutputProblem(f"not a SPARQL JSON result: {e}") from None
+    try:
+        return prepare_sparql_reference(result, columns)
+    except SparqlResultError as e:
+        raise _OutputProblem(str(e)) from None
+
+
+def _read_retrieval(output: Any, columns: list[Any]) -> list[Any]:
+    """The context ids of a retrieval step's output."""
+    try:
+        return _context_ids(output if isinstance(output, list) else loads(output))
+    except (OutputParseError, ValueError) as e:
+        raise _OutputProblem(str(e)) from None
+
+
+def _read_json(output: Any, columns: list[Any]) -> Any:
+    """An ``application/json`` output, parsed when it is text."""
+    try:
+        return output if not isinstance(output, str) else loads(output)
+    except OutputParseError as e:
+        raise _OutputProblem(str(e)) from None
+
+
+_OUTPUT_READERS: dict[str, Callable[[Any, list[Any]], Any]] = {
+    COMPARE_IRI: _read_iri,
+    COMPARE_SPARQL: _read_sparql,
+    COMPARE_RETRIEVAL: _read_retrieval,
+    COMPARE_JSON: _read_json,
+}
+"""The kinds whose reference output is read when the dataset loads, and how."""
+
+
+def _bad_columns(columns: Any) -> tuple[str, str] | None:
+    """(where below ``required_columns``, what is wrong) when it is not a list of column
+    names, else None."""
+    if not isinstance(columns, list):
+        return "", f"must be a list of column names, got {found(columns)}"
+    try:
+        "".join(columns)  # every item a string: checked in one C loop
+        return None
+    except TypeError:
+        pass
+    for position, column in enumerate(columns):
+        if not isinstance(column, str):
+            return f"[{position}]", f"must be a column name (a string), got {found(column)}"
+    return None  # pragma: no cover - join refused an item that is not a string
+
+
+def _context_ids(contexts: Any) -> list[Any]:
+    """The ids of a retrieval output: a JSON list of objects that each have an 'id'."""
+    if not isinstance(contexts, list):
+        raise ValueError(f"retrieval output must be a JSON list, got {type_name(contexts)}")
+    ids = []
+    for position, context in enumerate(contexts):
+        if not isinstance(context, dict) or "id" not in context:
+            raise ValueError(f"retrieval output item [{position}] has no 'id'")
+        if not isinstance(context["id"], CONTEXT_ID_TYPES):
+            raise ValueError(
+                f"retrieval output item [{position}]: 'id' must be a string or a number, got "
+                f"{type_name(context['id'])}"
+            )
+        ids.append(context["id"])
+    return ids
+
+
+def prepare_reference(
+    data: Any, source: str = "reference", *, copies: bool = False
+) -> list[Question]:
+    """Validate a reference dataset (list of templates) and prepare its questions; ``copies``:
+    with the copies of their steps for their results (``Question.copies``), for a run that
+    keeps every result anyway (a streamed run makes each copy as its question is scored, so
+    that its memory never holds a copy of every step at once)."""
+    problems = Problems(source)
+    if not isinstance(data, list):
+        problems.add(
+            None, None, f"the top level must be a list of templates, got {type_name(data)}"
+        )
+        problems.raise_if_any()
+    questions: list[Question] = []
+    seen: dict[Any, str] = {}
+    for t_pos, template in enumerate(data):
+        _prepare_template(template, t_pos, seen, questions, problems, copies)
+    problems.raise_if_any()
+    return questions
+
+
+def _prepare_template(
+    template: Any,
+    t_pos: int,
+    seen: dict[Any, str],
+    questions: list[Question],
+    problems: Problems,
+    copies: bool = False,
+) -> None:
+    """Check one template and append its prepared questions to ``questions``; ``seen`` maps
+    the question ids read so far to their template's record."""
+    t_record = f"template [{t_pos}]"
+    if not isinstance(template, dict):
+        problems.add(t_record, None, f"must be a mapping, got {type_name(template)}")
+        return
+    template_id = template.get("template_id")
+    if not isinstance(template_id, ID_TYPES) or isinstance(template_id, bool):
+        problems.add(t_record, "template_id", wrong(template, "template_id", AN_ID))
+        return
+    t_record = f"template {short_repr(template_id)}"
+    items = template.get("questions")
+    if not isinstance(items, list):
+        problems.add(t_record, "questions", wrong(template, "questions", "a list"))
+        return
+    for q_pos, question in enumerate(items):
+        prepared = _prepare_question(question, q_pos, template_id, t_record, seen, problems, copies)
+        if prepared is not None:
+            questions.append(prepared)
+
+
+def _prepare_question(
+    question: Any,
+    q_pos: int,
+    template_id: Any,
+    t_record: str,
+    seen: dict[Any, str],
+    problems: Problems,
+    copies: bool = False,
+) -> Question | None:
+    """One question checked, with its step groups prepared; None without a usable, new id."""
+    if not isinstance(question, dict):
+        problems.add(
+            f"{t_record} question [{q_pos}]", None, f"must be a mapping, got {type_name(question)}"
+        )
+        return None
+    qid = question.get("id")
+    if not isinstance(qid, ID_TYPES) or isinstance(qid, bool):
+        problems.add(f"{t_record} question [{q_pos}]", "id", wrong(question, "id", AN_ID))
+        return None
+    record = f"{t_record} question {short_repr(qid)}"
+    if qid in seen:
+        problems.add(record, "id", f"duplicate question id (also in {seen[qid]})")
+        return None
+    seen[qid] = t_record
+    if not isinstance(question.get("question_text"), str):
+        problems.add(record, "question_text", wrong(question, "question_text", "a string"))
+    answer = question.get("reference_answer")
+    if answer is not None and not isinstance(answer, str):
+        problems.add(record, "reference_answer", f"must be a string, got {found(answer)}")
+    agent = not _AGENT_FIELDS.isdisjoint(question)  # (most questions have none)
+    if agent:
+        goal = question.get("reference_goal")
+        if goal is not None and not isinstance(goal, str):
+            problems.add(record, "reference_goal", f"must be a string, got {found(goal)}")
+        _check_topics(question.get("reference_topics"), record, problems)
+    tag = question.get("question_type")
+    if tag is not None and not isinstance(tag, (str, int, float)):
+        problems.add(record, "question_type", f"must be {A_TAG}, got {found(tag)}")
+    if agent:
+        _check_ragas_inputs(question, record, problems)
+    groups, has_matches, copied = _prepare_groups(question, record, problems, copies)
+    trajectory = None
+    if agent and "reference_trajectory" in question:
+        try:
+            trajectory = parse_reference(question["reference_trajectory"])
+        except TrajectoryError as e:
+            field_path, _, message = str(e).partition(": ")
+            problems.add(record, field_path, message)
+    return Question(template_id, qid, question, groups, record, has_matches, trajectory, copied)
+
+
+_AGENT_FIELDS = frozenset(
+    (
+        "reference_goal",
+        "reference_topics",
+        "reference_contexts",
+        "reference_tool_calls",
+        "rubrics",
+        "reference_trajectory",
+    )
+)
+"""The optional question fields of the agent and ragas metrics, checked only when present."""
+
+
+def _check_topics(topics: Any, record: str, problems: Problems) -> None:
+    """``reference_topics`` (``topic_adherence``), when given: a non-empty list of strings."""
+    if topics is None:
+        return
+    if not isinstance(topics, list) or not topics:
+        got = "an empty list" if isinstance(topics, list) else found(topics)
+        problems.add(record, "reference_topics", f"must be a non-empty list of strings, got {got}")
+        return
+    for i, topic in enumerate(topics):
+        if not isinstance(topic, str) or not topic.strip():
+            problems.add(
+                record, f"reference_topics[{i}]", f"must be a non-blank string, got {found(topic)}"
+            )
+
+
+def _check_ragas_inputs(question: Mapping[str, Any], record: str, problems: Problems) -> None:
+    """The question fields ragas' metrics read, when given: ``reference_contexts`` (a list of
+    texts), ``reference_tool_calls`` (a list of ``{name, args}``) and ``rubrics`` (a mapping of
+    ``score<N>_description`` to its criterion)."""
+    contexts = question.get("reference_contexts")
+    if contexts is not None and not (
+        isinstance(contexts, list) and all(isinstance(c, str) for c in contexts)
+    ):
+        problems.add(
+            record, "reference_contexts", f"must be a list of strings, got {found(contexts)}"
+        )
+    calls = question.get("reference_tool_calls")
+    if calls is not None:
+        if not isinstance(calls, list):
+            problems.add(record, "reference_tool_calls", f"must be a list, got {found(calls)}")
+        else:
+            for i, call in enumerate(calls):
+                if (
+                    not isinstance(call, Mapping)
+                    or not isinstance(call.get("name"), str)
+                    or not isinstance(call.get("args", {}) or {}, Mapping)
+                ):
+                    problems.add(
+                        record,
+                        f"reference_tool_calls[{i}]",
+                        "must be a mapping with a string 'name' and a mapping 'args', "
+                        f"got {found(call)}",
+                    )
+    rubrics = question.get("rubrics")
+    if rubrics is not None and not (
+        isinstance(rubrics, Mapping)
+        and rubrics
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in rubrics.items())
+    ):
+        problems.add(
+            record, "rubrics", f"must map score<N>_description to a text, got {found(rubrics)}"
+        )
+
+
+def _prepare_groups(
+    question: Mapping[str, Any], record: str, problems: Problems, copies: bool = False
+) -> tuple[tuple[tuple[ReferenceStep, ...], ...] | None, bool, list[list[dict[str, Any]]] | None]:
+    """The prepared step groups (None without ``reference_steps``), whether some step carries a
+    ``matches`` key, and (with ``copies``) copies of the steps without it."""
+    if "reference_steps" not in question:
+        return None, False, None
+    raw_groups = question["reference_steps"]
+    if not isinstance(raw_groups, list) or not raw_groups:
+        problems.add(
+            record,
+            "reference_steps",
+            "must be a non-empty list of step groups (leave the key out when there are none)",
+        )
+        return None, False, None
+    groups = []
+    copied_groups: list[list[dict[str, Any]]] = []
+    has_matches = False
+    for g, group in enumerate(raw_groups):
+        if not isinstance(group, list) or not group:
+            problems.add(
+                record, f"reference_steps[{g}]", "a group must be a non-empty list of steps"
+            )
+            continue
+        # Each step is copied as it is prepared, while its dict is in the cache.
+        kept = []
+        copied: list[dict[str, Any]] = []
+        for i, step in enumerate(group):
+            prepared = _prepare_step(step, g, i, record, problems)
+            if prepared is not None:
+                kept.append(prepared)
+                if copies:
+                    copied.append(dict(step))
+                if "matches" in step:
+                    has_matches = True
+                    if copies:
+                        copied[-1].pop("matches", None)
+        groups.append(tuple(kept))
+        copied_groups.append(copied)
+    return tuple(groups), has_matches, copied_groups if copies else None

@@ -1,0 +1,309 @@
+"""The responses checked and indexed by question id (``prepare_responses``, ``check_response``):
+their ids, trials, steps and values."""
+
+from __future__ import annotations
+
+from collections.abc import Container, Iterable, Mapping
+from typing import Any
+
+from ...errors import short_repr
+from ...metrics.agents.trials import TRIAL_KEY
+from .records import (
+    AN_ID,
+    ID_TYPES,
+    Problems,
+    Question,
+    Response,
+    found,
+    response_record,
+    type_name,
+    wrong,
+)
+
+
+def _check_steps(steps: Any, place: tuple[str, Any], qid: Any, problems: Problems) -> list[int]:
+    """Check the actual steps of the response read at ``place``; returns the indexes of the
+    successful ones."""
+    if not isinstance(steps, list):
+        message = f"must be a list, got {found(steps)}"
+        problems.add(response_record(place, qid), "actual_steps", message)
+        return []
+    successful = []
+    for i, step in enumerate(steps):
+        if not isinstance(step, dict):
+            field_path, message = f"actual_steps[{i}]", f"must be a mapping, got {type_name(step)}"
+            problems.add(response_record(place, qid), field_path, message)
+            continue
+        status = step.get("status", "success")
+        if status == "success":
+            successful.append(i)
+        args = step.get("args")
+        step_id = step.get("id")
+        error = step.get("error")
+        if not isinstance(step.get("name"), str):
+            key, wanted = "name", "a string"
+        elif not isinstance(status, str):
+            key, wanted = "status", "a string"
+        elif args is not None and not isinstance(args, (dict, str)):
+            key, wanted = "args", "a mapping or a string"
+        elif "lost" in step and not (
+            isinstance(step["lost"], list) and all(isinstance(x, str) for x in step["lost"])
+        ):
+            key, wanted = "lost", "a list of strings"
+        elif (
+            step_id is not None
+            and type(step_id) is not str  # the common id, a string: one test (hot loop)
+            and (not isinstance(step_id, ID_TYPES) or isinstance(step_id, bool))
+        ):
+            key, wanted = "id", AN_ID
+        elif error is not None and not isinstance(error, str):
+            key, wanted = "error", "a string"
+        else:
+            continue
+        field_path, message = f"actual_steps[{i}].{key}", wrong(step, key, wanted)
+        problems.add(response_record(place, qid), field_path, message)
+    return successful
+
+
+def _numbered(data: Any, problems: Problems) -> Iterable[tuple[tuple[str, Any], Any, Any]]:
+    """Yield (place, key, response) for a list, a dict keyed by question id, or JSONL lines."""
+    if isinstance(data, dict):
+        for key, response in data.items():
+            yield ("key", key), key, response
+    elif isinstance(data, list):
+        line_numbers = getattr(data, "line_numbers", None)
+        if line_numbers is not None:
+            for position, response in enumerate(data):
+                yield ("line", line_numbers[position]), None, response
+        else:
+            for position, response in enumerate(data):
+                yield ("response", position), None, response
+    else:
+        problems.add(
+            None,
+            None,
+            f"responses must be a list, a mapping by question id or JSON lines, got "
+            f"{type_name(data)}",
+        )
+
+
+_TOKEN_KEYS = ("input_tokens", "output_tokens", "total_tokens", "elapsed_sec")
+_TEXT_KEYS = ("actual_answer", "error")
+_INF = float("inf")
+
+
+class Unknown:
+    """The responses whose question id is not in the reference dataset: left out of the run
+    (graphrag-eval ignores them), counted, and named in one warning."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.examples: list[Any] = []
+        """The first few ids, in the order read."""
+
+    def add(self, qid: Any) -> None:
+        """Count one response for an unknown question id."""
+        self.count += 1
+        if len(self.examples) < 5:
+            self.examples.append(qid)
+
+    def message(self, source: str) -> str:
+        """The warning's one line: how many were left out, and which ids (the first few)."""
+        shown = ", ".join(short_repr(q, 40) for q in self.examples)
+        more = ", ..." if self.count > len(self.examples) else ""
+        noun = "response" if self.count == 1 else "responses"
+        return (
+            f"{source}: {self.count} {noun} for question ids not in the reference dataset "
+            f"ignored ({shown}{more})"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """The signature's record of them."""
+        return {"count": self.count, "question_ids": list(self.examples)}
+
+
+def prepare_responses(
+    data: Any,
+    questions: Iterable[Question],
+    source: str = "responses",
+    unknown: Unknown | None = None,
+) -> dict[Any, list[Response]]:
+    """Validate the responses and index them by question id: one response per question, or
+    several when each carries a distinct ``trial`` (in the order read). A response for a
+    question id not in the reference is counted in ``unknown`` and left out; without
+    ``unknown`` it is an error."""
+    problems = Problems(source)
+    known = {q.question_id for q in questions}
+    responses: dict[Any, list[Response]] = {}
+    seen = Seen()
+    for place, key, response in _numbered(data, problems):
+        checked = check_response(place, key, response, problems, known, seen, unknown)
+        if checked is not None:
+            answered = responses.get(checked.question_id)  # (no empty list made per response)
+            if answered is None:
+                responses[checked.question_id] = [checked]
+            else:
+                answered.append(checked)
+    problems.raise_if_any()
+    return responses
+
+
+_NO_TRIAL = object()
+"""The trial of a response without ``trial``."""
+
+
+class Seen:
+    """The responses read so far, by question id and trial: finds a second response for a
+    question without trials, a duplicate (question id, trial) pair, and a question answered both
+    with and without ``trial``. Keeps one place per response read (a question without trials:
+    the place alone)."""
+
+    def __init__(self) -> None:
+        self.places: dict[Any, Any] = {}
+        """question id -> the place of its response, or {trial: place} for one with trials."""
+
+    def claim(self, place: tuple[str, Any], qid: Any, trial: Any) -> tuple[str, str] | None:
+        """Note the response at ``place``; (field, message) when it collides with one read
+        before, else None."""
+        before = self.places.get(qid)
+        if before is None:
+            self.places[qid] = place if trial is _NO_TRIAL else {trial: place}
+            return None
+        if not isinstance(before, dict):  # the question's one response had no trial
+            also = response_record(before, qid)
+            if trial is _NO_TRIAL:
+                return "question_id", f"duplicate response (also {also})"
+            return "trial", f"given here but not in another response to this question ({also})"
+        if trial is _NO_TRIAL:
+            also = response_record(next(iter(before.values())), qid)
+            return "trial", f"missing here but given in another response to this question ({also})"
+        if trial in before:
+            also = response_record(before[trial], qid)
+            return "trial", f"duplicate trial {short_repr(trial)} (also {also})"
+        before[trial] = place
+        return None
+
+
+def check_response(
+    place: tuple[str, Any],
+    key: Any,
+    response: Any,
+    problems: Problems,
+    known: Container[Any],
+    seen: Seen | None,
+    unknown: Unknown | None = None,
+) -> Response | None:
+    """Check one response read at ``place`` (under ``key`` in a mapping); its problems go to
+    ``problems``. ``known`` holds the reference question ids, ``seen`` the responses already
+    read (a second one for a question needs a distinct ``trial`` in both; None: not checked);
+    a response for another id is counted in ``unknown`` (a problem without it). The prepared
+    response, or None when it is not usable."""
+    qid = _response_id(place, key, response, problems)
+    if qid is _NO_ID:
+        return None
+    if qid not in known:
+        _unjoined(place, qid, problems, unknown)
+        return None
+    trial = response.get(TRIAL_KEY, _NO_TRIAL)
+    if trial is not _NO_TRIAL and (not isinstance(trial, ID_TYPES) or isinstance(trial, bool)):
+        problems.add(response_record(place, qid), TRIAL_KEY, f"must be {AN_ID}, got {found(trial)}")
+        return None
+    collision = None if seen is None else seen.claim(place, qid, trial)
+    if collision is not None:
+        problems.add(response_record(place, qid), *collision)
+        return None
+    status = response.get("status")
+    if status is not None and status not in ("success", "error"):
+        problems.add(
+            response_record(place, qid),
+            "status",
+            f"must be 'success' or 'error', got {short_repr(status)}",
+        )
+        return None
+    is_error = status == "error" or (status is None and "error" in response)
+    successful = None
+    if "actual_steps" in response:
+        successful = _check_steps(response["actual_steps"], place, qid, problems)
+    _check_values(response, place, qid, problems)
+    return Response(qid, response, place, is_error, successful)
+
+
+_NO_ID = object()
+"""What ``_response_id`` gives for a response without a usable question id."""
+
+
+def _response_id(place: tuple[str, Any], key: Any, response: Any, problems: Problems) -> Any:
+    """The question id of a response (its ``question_id``, else its key in a mapping), or
+    ``_NO_ID`` when it is not a mapping or has no usable id."""
+    if not isinstance(response, dict):
+        problems.add(
+            response_record(place, None),
+            None,
+            f"a response must be a mapping, got {type_name(response)}",
+        )
+        return _NO_ID
+    given = response.get("question_id", _NO_ID)  # one lookup: whether it is there, and what
+    if given is _NO_ID:
+        qid = key
+    elif key is not None and given != key:
+        problems.add(
+            response_record(place, None),
+            "question_id",
+            f"{short_repr(given)} differs from its key",
+        )
+        return _NO_ID
+    else:
+        qid = given
+    if not isinstance(qid, ID_TYPES) or isinstance(qid, bool):
+        message = (
+            f"must be {AN_ID}, got {found(qid)}"
+            if given is not _NO_ID or key is not None
+            else "missing"
+        )
+        problems.add(response_record(place, None), "question_id", message)
+        return _NO_ID
+    return qid
+
+
+def _unjoined(
+    place: tuple[str, Any], qid: Any, problems: Problems, unknown: Unknown | None
+) -> None:
+    """A response for ``qid``, which is not a reference question's id: counted in ``unknown``
+    (a problem without it)."""
+    if unknown is not None:
+        unknown.add(qid)
+        return
+    problems.add(
+        response_record(place, qid),
+        "question_id",
+        "no question with this id in the reference dataset",
+    )
+
+
+def _check_values(
+    response: Mapping[str, Any], place: tuple[str, Any], qid: Any, problems: Problems
+) -> None:
+    """Check the answer and error texts and the token counts and time of a response."""
+    for key_name in _TEXT_KEYS:
+        value = response.get(key_name)
+        if value is not None and not isinstance(value, str):
+            problems.add(
+                response_record(place, qid), key_name, f"must be a string, got {found(value)}"
+            )
+    for key_name in _TOKEN_KEYS:
+        value = response.get(key_name)
+        if value is None:
+            continue
+        # The common cases first (hot loop): a plain int (never infinite) at least 0, or a
+        # plain float in range; any other value is checked below.
+        kind = type(value)
+        if kind is int:
+            if value >= 0:
+                continue
+        elif kind is float and 0 <= value < _INF:
+            continue
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if number and 0 <= value < _INF:
+            continue
+        wanted = "a finite number, at least 0" if number else "a number"
+        problems.add(response_record(place, qid), key_name, f"must be {wanted}, got {found(value)}")

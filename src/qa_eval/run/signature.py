@@ -1,0 +1,145 @@
+"""A run's signature (``run_signature``): versions, judge, prompts, options, usage, the
+reference's fingerprint (``reference_fingerprint``), the responses left out and the metric values
+skipped; and the note a run without a judge carries (``NO_JUDGE``)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ..config import EvalConfig
+from .options import LIBRARY_DEFAULT, RunOptions
+from .prepare.records import Question
+from .prepare.responses import Unknown
+
+if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
+    from ..judge.calls import Judge
+    from ..judge.embeddings import Embedder
+    from .score import AnswerScorer
+if TYPE_CHECKING:
+    from .endpoints import Endpoints
+
+__all__ = ["NO_JUDGE", "reference_fingerprint", "run_signature"]
+
+
+NO_JUDGE = (
+    "LLM metrics not computed: no judge is configured (set OPENAI_API_KEY, or pass a config "
+    "with llm.generation)"
+)
+NO_JUDGE_LIBRARY = (
+    "LLM metrics not computed: no judge is configured (pass a config with llm.generation; "
+    "without a config run_evaluation calls no judge, as graphrag-eval does)"
+)
+
+
+def _signature(
+    settings: EvalConfig,
+    judge: Judge | None,
+    embedder: Embedder | None,
+    options: dict[str, Any],
+    note: str | None,
+) -> dict[str, Any]:
+    from .._version import __version__
+    from ..prompts import examples_block, prompt_hash, prompt_names, prompt_text
+
+    prompts = {name: prompt_hash(prompt_text(name)) for name in prompt_names()}
+    if settings.answer_correctness_prompt is not None:
+        prompts["answer_correctness (config)"] = prompt_hash(settings.answer_correctness_prompt)
+    for metric, examples in sorted(settings.examples.items()):  # few-shot examples from labels
+        prompts[f"{metric} (examples)"] = prompt_hash(examples_block(examples))
+    signature: dict[str, Any] = {
+        "qa_eval_version": __version__,
+        "judge": judge.signature() if judge else None,
+        "embedding": embedder.name if embedder else None,
+        "prompts": prompts,
+        "options": {**settings.public(), **options},
+    }
+    if judge is not None:
+        signature["usage"] = {
+            "total": judge.total.as_dict(),
+            "per_metric": {m: u.as_dict() for m, u in judge.usage.items()},
+            "peak_concurrency": judge.peak_in_flight,
+        }
+    if note:
+        signature["llm_metrics"] = note
+    return signature
+
+
+def run_signature(
+    options: RunOptions,
+    endpoints: Endpoints,
+    questions: list[Question],
+    unknown: Unknown,
+    scorer: AnswerScorer | None,
+    needs_judge: bool,
+) -> dict[str, Any]:
+    """The run's signature: versions, judge, prompts, options, usage, the reference's
+    fingerprint, the responses left out and the metric values skipped."""
+    run: dict[str, Any] = {
+        "max_cost": options.max_cost,
+        "dry_run": options.dry_run,
+        "disabled": sorted(options.disabled),
+        "enabled": sorted(options.enabled),
+        "cache": None if endpoints.store is None else str(endpoints.store.path),
+    }
+    if options.pass_thresholds:
+        run["pass_thresholds"] = dict(options.pass_thresholds)
+    if endpoints.bertscorer is not None:
+        run["bertscore"] = endpoints.bertscorer.info()
+    if options.original_keys:
+        run["keys"] = options.keys
+    settings = options.config
+    note = NO_JUDGE_LIBRARY if settings.source == LIBRARY_DEFAULT else NO_JUDGE
+    signature = _signature(
+        settings, endpoints.judge, endpoints.embedder, run, note if needs_judge else None
+    )
+    signature["reference"] = {
+        "fingerprint": options.fingerprint or reference_fingerprint(questions),
+        "templates": len({q.template_id for q in questions}),
+        "questions": len(questions),
+    }
+    if unknown.count:
+        signature["ignored_responses"] = unknown.as_dict()
+    if scorer is not None and scorer.skipped:
+        # metric values whose judge call was not made, by typed reason (budget, dry_run, ...)
+        signature["skipped_metric_values"] = dict(sorted(scorer.skipped.items()))
+    return signature
+
+
+def reference_fingerprint(questions: Iterable[Question]) -> str:
+    """A stable hash of a reference dataset's content: ``sha256:`` and 64 hex digits.
+
+    Each question (its template id and every key it has: text, reference answer, reference steps,
+    tags) is written as JSON with sorted keys and hashed; the sorted hashes are hashed again. So
+    the fingerprint does not depend on key order, template order or question order, or on the
+    file format (YAML or JSON), and changes with any change to a question's content."""
+    digests = sorted(
+        hashlib.sha256(_sorted_json([q.template_id, q.raw])).digest() for q in questions
+    )
+    return "sha256:" + hashlib.sha256(b"".join(digests)).hexdigest()
+
+
+_SORTED = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+
+def _sorted_json(value: Any) -> bytes:
+    """JSON of ``value`` with sorted keys; what orjson refuses (an integer beyond 64 bits or
+    deep nesting, which the API may be given) is written by the standard library instead."""
+    try:
+        return orjson.dumps(value, option=_SORTED, default=str)
+    except orjson.JSONEncodeError:
+        text = json.dumps(_str_keys(value), sort_keys=True, default=str, ensure_ascii=False)
+        return text.encode("utf-8", "surrogatepass")
+
+
+def _str_keys(value: Any) -> Any:
+    """``value`` with every mapping key made text (so keys of mixed types sort)."""
+    if isinstance(value, dict):
+        return {str(key): _str_keys(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_str_keys(item) for item in value]
+    return value

@@ -1,0 +1,99 @@
+"""The keys results are grouped by (``--by``): checked against the reference's questions
+(``check_by_reference``) or the results (``check_by_results``), and copied into results
+(``with_tags``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from ..aggregate import CATEGORIES
+from ..errors import InputError
+
+if TYPE_CHECKING:
+    pass
+from .options import Spell, python_name
+
+__all__ = [
+    "RESULT_TAGS",
+    "check_by_reference",
+    "check_by_results",
+    "reference_questions",
+    "with_tags",
+]
+
+
+RESULT_TAGS = ("template_id", "question_id", "question_text", "status", "error", *CATEGORIES)
+"""Keys results have that do not come from the question: always fine for ``by``."""
+
+
+def reference_questions(reference: Any) -> list[dict[str, Any]]:
+    """The questions of a reference dataset (its templates' ``questions`` that are mappings)."""
+    questions: list[dict[str, Any]] = []
+    for template in reference if isinstance(reference, list) else ():
+        items = template.get("questions") if isinstance(template, dict) else None
+        if isinstance(items, list):  # anything else is the loader's to report, in one line
+            questions += [q for q in items if isinstance(q, dict)]
+    return questions
+
+
+def _is_tag(value: Any) -> bool:
+    return value is not None and not isinstance(value, (dict, list))
+
+
+def check_by_reference(
+    reference: Any, keys: Sequence[str], source: str, spell: Spell = python_name
+) -> None:
+    """An explicit ``by`` key that no reference question has is an ``InputError``."""
+    questions = reference_questions(reference)
+    for key in dict.fromkeys(keys):
+        if key in RESULT_TAGS or any(_is_tag(q.get(key)) for q in questions):
+            continue
+        have = sorted(
+            {k for q in questions for k, v in q.items() if _is_tag(v)}
+            - {"id", "question_text", "reference_answer"}
+        )
+        raise InputError(
+            f"{spell('by')} {key}: no question has this key (question keys: "
+            f"{', '.join([*have, 'template_id', 'status'])})",
+            source=source,
+        )
+
+
+def with_tags(
+    results: Sequence[dict[str, Any]], reference: Any, keys: Sequence[str]
+) -> Sequence[dict[str, Any]]:
+    """The results with the question keys named by ``by`` copied in where they lack them, so they
+    can be aggregated (a result copies only ``question_type`` from its question): new dicts in a
+    new list of the same kind (its ``signature`` kept); ``results`` itself is not changed."""
+    wanted = [k for k in dict.fromkeys(keys) if k not in RESULT_TAGS]
+    if not wanted or all(all(k in r for k in wanted) for r in results):
+        return results
+    by_id = {q.get("id"): q for q in reference_questions(reference)}
+    tagged = []
+    for result in results:
+        question = by_id.get(result.get("question_id"))
+        extra = {
+            key: question[key]
+            for key in wanted
+            if question is not None and key not in result and key in question
+        }
+        tagged.append({**result, **extra} if extra else result)
+    copy: Any = type(results)(tagged) if isinstance(results, list) else tagged
+    if hasattr(results, "signature"):
+        copy.signature = results.signature
+    return cast("Sequence[dict[str, Any]]", copy)
+
+
+def check_by_results(
+    results: Sequence[Any], keys: Sequence[str], source: str, spell: Spell = python_name
+) -> None:
+    """An explicit ``by`` key that no result has a value for is an ``InputError``."""
+    records = [r for r in results if isinstance(r, dict)]
+    if not records:
+        return
+    for key in dict.fromkeys(keys):
+        if not any(_is_tag(r.get(key)) for r in records):
+            raise InputError(
+                f"{spell('by')} {key}: no result has a value for this key", source=source
+            )
