@@ -129,3 +129,47 @@ def test_each_question_counts_its_own_asks(
 def test_no_state_travels_in_a_context_variable_in_run() -> None:
     for path in (ROOT / "src" / "qa_eval" / "run").glob("*.py"):
         assert "contextvars" not in path.read_text(encoding="utf-8"), path
+
+
+def test_the_run_keywords_are_written_once_and_an_unknown_one_is_refused() -> None:
+    """``arun_evaluation`` and ``RunOptions.of`` take one list of keywords (``RunKeywords``): each
+    of them reaches the options, and a misspelt one is a ``TypeError`` naming it, never ignored."""
+    from qa_eval.run.options import RunKeywords
+
+    fields = {f.name for f in dataclasses.fields(RunOptions) if f.init}
+    expected = (fields - {"config", "pass_thresholds"}) | {"concurrency"}
+    assert set(RunKeywords.__annotations__) == expected
+    options = RunOptions.of(
+        None,
+        concurrency=3,
+        max_cost=1.5,
+        dry_run=True,
+        keys="graphrag-eval",
+        disable=["trajectory"],
+    )
+    assert (options.concurrency, options.max_cost, options.dry_run) == (3, 1.5, True)
+    assert options.keys == "graphrag-eval" and options.disable == ("trajectory",)
+    with pytest.raises(TypeError, match="'concurency'"):
+        RunOptions.of(None, concurency=3)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="'concurency'"):
+        run_evaluation([], [], concurency=3)
+    with pytest.raises(TypeError, match="'concurency'"):
+        asyncio.run(arun_evaluation([], [], concurency=3))  # type: ignore[call-arg]
+
+
+def test_evaluate_files_passes_plan_evaluation_s_keywords_written_once() -> None:
+    """``evaluate_files`` takes ``plan_evaluation``'s keyword options through one list
+    (``PlanKeywords``), which stays equal to them; a misspelt one is a ``TypeError`` naming it."""
+    import inspect
+
+    from qa_eval import evaluate_files
+    from qa_eval.run.plan import PlanKeywords
+
+    keyword_only = {
+        name
+        for name, p in inspect.signature(plan_evaluation).parameters.items()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+    assert set(PlanKeywords.__annotations__) == keyword_only - {"check_config", "spell"}
+    with pytest.raises(TypeError, match="'concurency'"):
+        evaluate_files(DEMO / "reference.yaml", DEMO / "responses-good.jsonl", concurency=2)

@@ -14,12 +14,11 @@ import functools
 import os
 import queue
 import threading
-from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Unpack
 
 from .execute import execute
-from .options import ConfigArg, ResultCallback, RunOptions, run_options
-from .progress import ProgressCallback, StatusCallback
+from .options import ConfigArg, RunKeywords, RunOptions, run_options
 from .question import Results
 from .signature import reference_fingerprint as reference_fingerprint
 from .sinks import OrderedSink, ResultSink
@@ -27,8 +26,7 @@ from .sinks import OrderedSink, ResultSink
 __all__ = ["EvaluationStream", "arun_evaluation", "iter_evaluation", "run_evaluation"]
 
 if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
-    from ..judge.calls import Judge
-    from ..judge.embeddings import Embedder
+    pass
 
 
 def _config_arg(config: ConfigArg, config_file_path: str | os.PathLike[str] | None) -> ConfigArg:
@@ -47,22 +45,8 @@ async def arun_evaluation(
     config: ConfigArg = None,
     *,
     config_file_path: str | os.PathLike[str] | None = None,
-    concurrency: int | None = None,
-    cache: str | os.PathLike[str] | bool | None = True,
-    max_cost: float | None = None,
-    dry_run: bool = False,
-    disable: Iterable[str] = (),
-    enable: Iterable[str] = (),
-    progress: ProgressCallback | None = None,
-    on_progress: StatusCallback | None = None,
-    on_result: ResultCallback | None = None,
-    reference_source: str = "reference",
-    responses_source: str = "responses",
-    judge: Judge | None = None,
-    embedder: Embedder | None = None,
-    fingerprint: str | None = None,
-    keys: str = "qa-eval",
     options: RunOptions | None = None,
+    **keywords: Unpack[RunKeywords],
 ) -> Results:
     """Evaluate every reference question against its response; one result per question, in
     reference order.
@@ -84,25 +68,7 @@ async def arun_evaluation(
     graphrag-eval 6.6.1 writes (no ``mismatch``, ``step_errors``, costs, ...; values unchanged),
     for golden files and ``==`` tests written against 6.6.1. ``options``: all of these as one
     :class:`~qa_eval.run.options.RunOptions` (then give none of the others)."""
-    run = run_options(
-        options,
-        config=_config_arg(config, config_file_path),
-        concurrency=concurrency,
-        cache=cache,
-        max_cost=max_cost,
-        dry_run=dry_run,
-        disable=disable,
-        enable=enable,
-        progress=progress,
-        on_progress=on_progress,
-        on_result=on_result,
-        reference_source=reference_source,
-        responses_source=responses_source,
-        judge=judge,
-        embedder=embedder,
-        fingerprint=fingerprint,
-        keys=keys,
-    )
+    run = run_options(options, config=_config_arg(config, config_file_path), **keywords)
     sink = ResultSink()
     sink.results.signature = await execute(reference_qas, chat_responses, sink, run)
     return sink.results

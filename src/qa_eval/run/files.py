@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from ..aggregate import compute_aggregates
 from ..errors import QaEvalError
@@ -35,7 +35,7 @@ from ..io.limits import dump_json
 from .estimate import JudgeCallPlan
 from .evaluation import run_evaluation
 from .options import RunOptions
-from .plan import EvaluationPlan, PathArg, SystemPlan, plan_evaluation
+from .plan import EvaluationPlan, PathArg, PlanKeywords, SystemPlan, plan_evaluation
 from .tags import with_tags
 
 if TYPE_CHECKING:
@@ -158,28 +158,10 @@ def evaluate_files(
     reference: PathArg | None = None,
     responses: PathArg | Sequence[PathArg] | None = None,
     *,
-    systems: Mapping[str, PathArg] | Sequence[tuple[str, PathArg]] | None = None,
-    flat: PathArg | None = None,
-    columns: Mapping[str, str] | None = None,
-    output: PathArg | None = None,
-    aggregates: PathArg | None = None,
-    config: Any = None,
-    by: Iterable[str] = (),
-    concurrency: int | None = None,
-    repeats: int | None = None,
-    cache: PathArg | bool = True,
-    max_cost: float | None = None,
-    disable: Iterable[str] = (),
-    enable: Iterable[str] = (),
-    no_judge: bool = False,
-    dry_run: bool = False,
-    batch: bool = False,
-    no_wait: bool = False,
     exclude_errors: bool = False,
     compare: bool = True,
     observer: Observer | None = None,
-    keys: str = "qa-eval",
-    pass_thresholds: Mapping[str, float] | None = None,
+    **options: Unpack[PlanKeywords],
 ) -> EvaluationRun:
     """Evaluate a reference dataset file against responses files (or a flat file), write the
     results, signature and aggregates, and compare several systems (see the module docstring).
@@ -191,29 +173,7 @@ def evaluate_files(
     qa-eval's (the gates and the summary read ``n``, ``step_errors``, ...). Without ``config``,
     the judge is the command's default (gpt-4o-mini when ``OPENAI_API_KEY`` is set), unlike
     ``run_evaluation``, which calls no judge without a config."""
-    plan = plan_evaluation(
-        reference,
-        responses,
-        systems=systems,
-        flat=flat,
-        columns=columns,
-        output=output,
-        aggregates=aggregates,
-        config=config,
-        by=by,
-        concurrency=concurrency,
-        repeats=repeats,
-        cache=cache,
-        max_cost=max_cost,
-        disable=disable,
-        enable=enable,
-        no_judge=no_judge,
-        dry_run=dry_run,
-        batch=batch,
-        no_wait=no_wait,
-        keys=keys,
-        pass_thresholds=pass_thresholds,
-    )
+    plan = plan_evaluation(reference, responses, **options)
     return run_plan(plan, observer, compare=compare, exclude_errors=exclude_errors)
 
 

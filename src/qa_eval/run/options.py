@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from ..aggregate import check_thresholds
 from ..config import GROUPS, SWITCHES, EvalConfig, as_config
@@ -26,6 +26,7 @@ __all__ = [
     "LIBRARY_DEFAULT",
     "ConfigArg",
     "ResultCallback",
+    "RunKeywords",
     "RunOptions",
     "Spell",
     "cli_option",
@@ -61,6 +62,27 @@ LIBRARY_DEFAULT = "no config"
 def _no_config() -> EvalConfig:
     """The config of a run given none: no judge."""
     return EvalConfig(source=LIBRARY_DEFAULT)
+
+
+class RunKeywords(TypedDict, total=False):
+    """The keywords of ``run_evaluation``, ``arun_evaluation`` and :meth:`RunOptions.of`, written
+    once; a keyword left out takes :class:`RunOptions`' default (``concurrency``: the config's)."""
+
+    concurrency: int | None
+    cache: str | os.PathLike[str] | bool | None
+    max_cost: float | None
+    dry_run: bool
+    disable: Iterable[str]
+    enable: Iterable[str]
+    progress: ProgressCallback | None
+    on_progress: StatusCallback | None
+    on_result: ResultCallback | None
+    reference_source: str
+    responses_source: str
+    judge: Judge | None
+    embedder: Embedder | None
+    fingerprint: str | None
+    keys: str
 
 
 @dataclass(frozen=True)
@@ -112,45 +134,15 @@ class RunOptions:
         object.__setattr__(self, "enabled", metric_names(self.enable, "enable") - disabled)
 
     @classmethod
-    def of(
-        cls,
-        config: ConfigArg = None,
-        *,
-        concurrency: int | None = None,
-        cache: str | os.PathLike[str] | bool | None = True,
-        max_cost: float | None = None,
-        dry_run: bool = False,
-        disable: Iterable[str] = (),
-        enable: Iterable[str] = (),
-        progress: ProgressCallback | None = None,
-        on_progress: StatusCallback | None = None,
-        on_result: ResultCallback | None = None,
-        reference_source: str = "reference",
-        responses_source: str = "responses",
-        judge: Judge | None = None,
-        embedder: Embedder | None = None,
-        fingerprint: str | None = None,
-        keys: str = "qa-eval",
-    ) -> RunOptions:
-        """The options of ``run_evaluation``'s keywords: ``config`` read (None: no judge, as in
-        graphrag-eval 6.6.1) with ``concurrency`` applied."""
-        return cls(
-            library_config(config).with_options(concurrency=concurrency),
-            cache=cache,
-            max_cost=max_cost,
-            dry_run=dry_run,
-            disable=tuple(disable),
-            enable=tuple(enable),
-            keys=keys,
-            reference_source=reference_source,
-            responses_source=responses_source,
-            fingerprint=fingerprint,
-            judge=judge,
-            embedder=embedder,
-            progress=progress,
-            on_progress=on_progress,
-            on_result=on_result,
-        )
+    def of(cls, config: ConfigArg = None, **keywords: Unpack[RunKeywords]) -> RunOptions:
+        """The options of ``run_evaluation``'s keywords (:class:`RunKeywords`): ``config`` read
+        (None: no judge, as in graphrag-eval 6.6.1) with ``concurrency`` applied."""
+        unknown = sorted(set(keywords) - set(RunKeywords.__annotations__))
+        if unknown:
+            raise TypeError(f"RunOptions.of() got an unexpected keyword argument {unknown[0]!r}")
+        given: dict[str, Any] = dict(keywords)
+        concurrency = given.pop("concurrency", None)
+        return cls(library_config(config).with_options(concurrency=concurrency), **given)
 
     @property
     def concurrency(self) -> int:

@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from ..aggregate import DEFAULT_TAGS
 from ..errors import QaEvalError
@@ -39,6 +39,7 @@ __all__ = [
     "EvaluationPlan",
     "JudgeCallPlan",
     "JudgeEstimate",
+    "PlanKeywords",
     "SystemPlan",
     "plan_evaluation",
     "system_output_path",
@@ -233,6 +234,31 @@ class EvaluationPlan:
             spent = plan.cost()
             cost = None if cost is None or spent is None else cost + spent
         return JudgeEstimate(gen.model, gen.provider, sampled, self.questions, calls, cost)
+
+
+class PlanKeywords(TypedDict, total=False):
+    """The keyword options of :func:`plan_evaluation` that ``evaluate_files`` passes on, written
+    once here with their types (their defaults and meaning are ``plan_evaluation``'s)."""
+
+    systems: Mapping[str, PathArg] | Sequence[tuple[str, PathArg]] | None
+    flat: PathArg | None
+    columns: Mapping[str, str] | None
+    output: PathArg | None
+    aggregates: PathArg | None
+    config: Any
+    by: Iterable[str]
+    concurrency: int | None
+    repeats: int | None
+    cache: PathArg | bool
+    max_cost: float | None
+    disable: Iterable[str]
+    enable: Iterable[str]
+    no_judge: bool
+    dry_run: bool
+    batch: bool
+    no_wait: bool
+    keys: str
+    pass_thresholds: Mapping[str, float] | None
 
 
 def plan_evaluation(
