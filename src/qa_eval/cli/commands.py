@@ -210,8 +210,8 @@ def compare(args: argparse.Namespace) -> int:
 
 def agreement(args: argparse.Namespace) -> int:
     """``qa-eval agreement``: judges against people's labels, as a table or JSON."""
+    from ..agreement.judges import load_judges
     from ..agreement.measure import agreement as measure
-    from ..agreement.measure import load_judges
     from ..agreement.table import format_report
 
     if args.resamples < 100:
