@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..compare.runs import holm
+from ..compare.rows import holm
 from .figures import Paired, finite_or_none, seeded_rng
 from .judges import Judge
 from .labels import Kind

@@ -27,7 +27,7 @@ Method (the formulas and their sources are in :mod:`.stats`):
   for ``answer_f1``), the question and every annotator's label.
 - Two judges or more: each pair on each metric, McNemar's exact test of accuracy and a paired
   bootstrap of kappa (binary, class) or Spearman (continuous); the p-values of a report are one
-  family, Holm-adjusted (``qa_eval.compare.runs.holm``).
+  family, Holm-adjusted (``qa_eval.compare.rows.holm``).
 """
 
 from __future__ import annotations

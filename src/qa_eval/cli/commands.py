@@ -468,7 +468,7 @@ def _compared_metrics(
     has is a usage error listing the metrics they have."""
     if not regressions:
         return list(chosen) if chosen else None
-    from ..compare.runs import default_metrics
+    from ..compare.values import default_metrics
 
     available = default_metrics(*([r for r in run if isinstance(r, dict)] for run in runs))
     for metric, _ in regressions:
