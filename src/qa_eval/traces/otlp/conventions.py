@@ -57,18 +57,9 @@ _DEPRECATED_KEYS = {
     "gen_ai.usage.completion_tokens",
     "gen_ai.system",
 }
-_WATCHED = (
-    "gen_ai.",
-    "llm.",
-    "traceloop.",
-    "openinference.",
-    "tool.",
-    "tool_call.",
-    "input.",
-    "output.",
-    "ai.",
-    "message.",
-)
+_OWNED = ("traceloop.", "openinference.", "tool.", "tool_call.", "input.", "output.", "message.")
+"""Prefixes whose every attribute some convention reads: watched, and known as a whole."""
+_WATCHED = ("gen_ai.", "llm.", "ai.", *_OWNED)
 _KNOWN = (
     "gen_ai.request.",
     "gen_ai.response.",
@@ -113,13 +104,7 @@ _KNOWN = (
     "llm.invocation_parameters",
     "llm.finish_reason",
     "llm.function_call",
-    "traceloop.",
-    "openinference.",
-    "tool.",
-    "tool_call.",
-    "input.",
-    "output.",
-    "message.",
+    *_OWNED,
 )
 _INDEX = re.compile(r"\.\d+(?=\.|$)")
 _SCHEMA_VERSION = re.compile(r"/schemas/(\d+\.\d+(?:\.\d+)?)")
