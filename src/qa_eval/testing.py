@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .aggregate import as_float, compute_aggregates, is_error, mean_of
-from .compare.runs import lower_is_better
+from .compare.values import lower_is_better
 from .metrics.collections.result import MetricResult
 
 __all__ = ["ScoreCheck", "assert_scores", "assert_test", "check_scores"]

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from qa_eval.agreement import agreement, format_report, load_judges
-from qa_eval.agreement.measure import judge_labels
+from qa_eval.agreement.judges import judge_labels
 from qa_eval.agreement.stats import (
     cohen_kappa,
     kendall_tau_b,

@@ -211,8 +211,8 @@ def compare(args: argparse.Namespace) -> int:
 
 def agreement(args: argparse.Namespace) -> int:
     """``qa-eval agreement``: judges against people's labels, as a table or JSON."""
+    from ..agreement.judges import load_judges
     from ..agreement.measure import agreement as measure
-    from ..agreement.measure import load_judges
     from ..agreement.table import format_report
 
     if args.resamples < 100:
@@ -469,7 +469,7 @@ def _compared_metrics(
     has is a usage error listing the metrics they have."""
     if not regressions:
         return list(chosen) if chosen else None
-    from ..compare.runs import default_metrics
+    from ..compare.values import default_metrics
 
     available = default_metrics(*([r for r in run if isinstance(r, dict)] for run in runs))
     for metric, _ in regressions:

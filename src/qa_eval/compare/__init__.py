@@ -1,6 +1,7 @@
-"""Comparing runs question by question: the paired tests and their Holm adjustment (``runs``), the
-sign-flip permutation test (``signflip``), and the comparison shown as a table or as the
-report's rows (``table``).
+"""Comparing runs question by question (``runs``): the results' metrics and values (``values``),
+repeated trials made one result (``trials``), the runs paired by question (``pairing``), each
+metric's tested rows and their Holm adjustment (``rows``), the sign-flip permutation test
+(``signflip``), and the comparison shown as a table or as the report's rows (``table``).
 """
 
 from typing import TYPE_CHECKING
@@ -8,18 +9,20 @@ from typing import TYPE_CHECKING
 from ..extras import lazy_face
 
 if TYPE_CHECKING:
-    from .runs import compare_runs, default_metrics, holm, lower_is_better
+    from .rows import holm
+    from .runs import compare_runs
     from .signflip import EXACT_MAX_N, MAX_RESAMPLES, sign_flip_test, smallest_p
     from .table import format_table, report_rows
+    from .values import default_metrics, lower_is_better
 
 _NAMES = {
     "EXACT_MAX_N": "signflip",
     "MAX_RESAMPLES": "signflip",
     "compare_runs": "runs",
-    "default_metrics": "runs",
+    "default_metrics": "values",
     "format_table": "table",
-    "holm": "runs",
-    "lower_is_better": "runs",
+    "holm": "rows",
+    "lower_is_better": "values",
     "report_rows": "table",
     "sign_flip_test": "signflip",
     "smallest_p": "signflip",

@@ -1,9 +1,10 @@
 """The model endpoints, as ``docs/judge.md`` describes them: where they are (``settings``), their
-SDK clients (``clients``), the calls themselves (``calls``: render, cache, bounded and retried
-call, parse, cost), what is sent and read (``replies``), how a failed call is read (``faults``),
-the reply cache and its SQLite file (``cache``), usage, prices and the run's ledger (``usage``,
-``prices``, ``ledger``), the provider's Batch API (``batch``), sentence embeddings
-(``embeddings``) and repeated asks (``repeats``).
+SDK clients (``clients``), the calls themselves (``calls``: render, cache, re-ask, parse, cost;
+``transport``: the request, the concurrency slot, attempts, retries and response modes), what is
+sent and read (``replies``), how a failed call is read (``faults``), the reply cache and its SQLite
+file (``cache``), usage, prices and the run's ledger (``usage``, ``prices``, ``ledger``), the
+provider's Batch API (``batch``), sentence embeddings (``embeddings``) and repeated asks
+(``repeats``).
 
 The names load when first used: importing ``qa_eval.judge.settings`` (as the config loader does)
 does not import pydantic or the SDK.

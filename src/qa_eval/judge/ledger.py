@@ -1,8 +1,8 @@
 """What the judge's calls cost, per metric and for the run: the judge's counters (replies from
 the cache, retries, re-asks, failures), the tokens and cost of each reply at the model's price,
 and the tokens a batch served (``--batch``: ``batch``), which are stored with the reply and priced
-at batch rates. :class:`Accounting` is a part of ``calls.Judge``, which sets ``price``, ``usage``,
-``total`` and ``cache``.
+at batch rates. :class:`Accounting` is a part of ``calls.Judge`` (through
+``transport.Transport``), which sets ``price``, ``usage``, ``total`` and ``cache``.
 """
 
 from __future__ import annotations

@@ -173,7 +173,8 @@ def _agreement(runs: Sequence[Run], labels: Any, report: Any) -> Mapping[str, An
         return report if isinstance(report, Mapping) else report.to_dict()  # type: ignore[no-any-return]
     if labels is None:
         return None
-    from ..agreement.measure import Judge, agreement
+    from ..agreement.judges import Judge
+    from ..agreement.measure import agreement
 
     judges = [Judge(r.label, r.results, _judge_model(r.signature), None) for r in runs]
     return agreement(judges, labels).to_dict()

@@ -22,7 +22,7 @@ from ..aggregate import (
     compute_aggregates,
     is_finite_number,
 )
-from ..compare.runs import default_metrics
+from ..compare.values import default_metrics
 from ..errors import InputError
 from ..judge.repeats import MARKER
 from ..metrics.agents.trials import table_rows

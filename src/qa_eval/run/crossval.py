@@ -23,8 +23,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..agreement.examples import examples_from_labels, pick_examples
+from ..agreement.judges import Judge
 from ..agreement.labels import Labels, labels_from_records, read_labels
-from ..agreement.measure import AgreementReport, Judge, agreement
+from ..agreement.measure import AgreementReport, agreement
 from ..config import EXAMPLE_METRICS, SWITCHES, EvalConfig, as_config
 from ..errors import InputError
 from ..vocabulary.registry import METRICS

@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING
 from ...extras import lazy_face
 
 if TYPE_CHECKING:
-    from .comparators import TrajectoryError
+    from .comparators.values import TrajectoryError
     from .match import evaluate_trajectory
     from .reference import Reference, parse_reference
 
 _NAMES = {
     "Reference": "reference",
-    "TrajectoryError": "comparators",
+    "TrajectoryError": "comparators.values",
     "evaluate_trajectory": "match",
     "parse_reference": "reference",
 }

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .comparators import parse_args
+from .comparators.values import parse_args
 from .reference import RefCall
 
 __all__ = ["ActualCall", "TrajectoryScore", "actual_calls"]

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .calls import ActualCall, TrajectoryScore
-from .comparators import LlmAnswers
+from .comparators.values import LlmAnswers
 from .reference import RefCall
 
 __all__ = ["explain_reference_call", "problems_text"]

@@ -34,7 +34,7 @@ from fractions import Fraction
 from typing import Any
 
 from .calls import ActualCall, TrajectoryScore, actual_calls
-from .comparators import LlmAnswers, freeze
+from .comparators.values import LlmAnswers, freeze
 from .explain import explain_reference_call
 from .reference import RefCall, Reference
 

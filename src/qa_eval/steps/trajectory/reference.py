@@ -21,7 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .comparators import ARG_MODES, ArgsSpec, TrajectoryError, compile_args, show
+from .comparators.compiler import ARG_MODES, ArgsSpec, compile_args
+from .comparators.values import TrajectoryError, show
 
 __all__ = ["MATCH_MODES", "RefCall", "Reference", "parse_reference"]
 
