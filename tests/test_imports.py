@@ -215,3 +215,125 @@ def test_settings_and_config_never_reach_the_judges_calls(start: str) -> None:
                 seen.add(dep)
                 todo.append(dep)
     assert "qa_eval.judge.calls" not in seen
+
+
+# Modules that are data tables and may pass the module-size rule (each is a literal table, not
+# code that holds two ideas). Listed by dotted name; each must exist.
+DATA_TABLES: frozenset[str] = frozenset({"qa_eval.vocabulary.registry"})
+
+MAX_LINES = 600
+"""No module is longer than this, other than the data tables above (docs/architecture.md)."""
+
+
+def folders(root: Path = ROOT) -> list[Path]:
+    """The package and every folder of it that holds Python modules."""
+    return sorted({path.parent for path in root.rglob("*.py") if "__pycache__" not in path.parts})
+
+
+def suffixed_twins(root: Path = ROOT) -> list[str]:
+    """Every ``x_suffix`` module or package that stands beside an ``x`` in the same folder."""
+    found = []
+    for folder in folders(root):
+        stems = {p.stem for p in folder.glob("*.py") if p.stem != "__init__"}
+        stems |= {p.name for p in folder.iterdir() if (p / "__init__.py").exists()}
+        for a in stems:
+            found += [
+                f"{folder.relative_to(root.parent)}: {b} beside {a}"
+                for b in stems
+                if b != a and b.startswith(a + "_") and a.strip("_")
+            ]
+    return sorted(found)
+
+
+def long_modules(root: Path = ROOT) -> list[str]:
+    """Every module over ``MAX_LINES`` lines that is not a listed data table."""
+    return sorted(
+        f"{name}: {n} lines"
+        for name, path in modules(root).items()
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+        and name not in DATA_TABLES
+    )
+
+
+VOCABULARY = "qa_eval.vocabulary"
+
+
+def vocabulary_names(root: Path = ROOT) -> set[str]:
+    """The names the vocabulary's modules define at their top level."""
+    names: set[str] = set()
+    for name, path in modules(root).items():
+        if name == VOCABULARY or not name.startswith(VOCABULARY + "."):
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                names.add(node.name)
+            elif isinstance(node, ast.Assign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return {n for n in names if not n.startswith("_")}
+
+
+def defined_names(path: Path) -> set[str]:
+    """The names a module defines itself at its top level (not those it imports)."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
+
+
+def registry_reads_elsewhere(root: Path = ROOT) -> list[str]:
+    """Every import of the registry from anywhere but its home: a vocabulary name imported from
+    a module that does not define it (the old ``qa_eval.metrics`` face included), or the
+    ``qa_eval.metrics`` face imported whole to read the registry through it."""
+    found = modules(root)
+    vocabulary = vocabulary_names(root)
+    out = []
+    for name, deps in imports(root).items():
+        for dep, what in deps:
+            if dep.startswith(VOCABULARY) or name.startswith(VOCABULARY):
+                continue
+            if what is None and dep == "qa_eval.metrics":
+                out.append(f"{name} imports the qa_eval.metrics face")
+            elif what in vocabulary and what not in defined_names(found[dep]):
+                out.append(f"{name} imports {what} from {dep}")
+    return sorted(out)
+
+
+def test_no_folder_has_a_module_beside_its_suffixed_twin() -> None:
+    assert suffixed_twins() == []
+
+
+def test_no_module_is_longer_than_the_rule_but_data_tables() -> None:
+    assert long_modules() == []
+    assert set(modules()) >= DATA_TABLES, sorted(DATA_TABLES - set(modules()))
+
+
+def test_the_registry_is_read_from_its_home_only() -> None:
+    assert vocabulary_names() >= {"METRICS", "RANKING", "direction", "key_info", "Metric"}
+    assert registry_reads_elsewhere() == []
+
+
+def test_the_layout_rules_can_fail(tmp_path: Path) -> None:
+    """The three layout checks above catch what they are for, on a copy of the package."""
+    import shutil
+
+    copy = tmp_path / "qa_eval"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns("__pycache__", "data", "templates"))
+    (copy / "io" / "files_more.py").write_text('"""A suffixed twin."""\n')
+    (copy / "io" / "long.py").write_text("x = 1\n" * (MAX_LINES + 1))
+    numbers = copy / "io" / "numbers.py"
+    numbers.write_text(numbers.read_text(encoding="utf-8") + "\nfrom ..metrics import METRICS\n")
+    added = {
+        "twins": set(suffixed_twins(copy)) - set(suffixed_twins()),
+        "long": set(long_modules(copy)) - set(long_modules()),
+        "registry": set(registry_reads_elsewhere(copy)) - set(registry_reads_elsewhere()),
+    }
+    assert added == {
+        "twins": {"qa_eval/io: files_more beside files"},
+        "long": {f"qa_eval.io.long: {MAX_LINES + 1} lines"},
+        "registry": {"qa_eval.io.numbers imports METRICS from qa_eval.metrics"},
+    }
