@@ -13,75 +13,12 @@ The registry's names (``METRICS``, ``direction``, ``error_keys``, ...) live in
 their old path for users' code, each imported when first used.
 """
 
-from typing import TYPE_CHECKING
-
 from ..extras import lazy_face
+from ..vocabulary import NAMES as VOCABULARY
 
-if TYPE_CHECKING:
-    from ..vocabulary.lookup import (
-        RECORD_FIELDS,
-        aggregated_keys,
-        always_present_keys,
-        categories,
-        describe_metrics,
-        direction,
-        error_keys,
-        groups,
-        headline_keys,
-        key_info,
-        parse_at_k,
-        reserved,
-        step_keys,
-        switches,
-    )
-    from ..vocabulary.model import Key, Metric, Option
-    from ..vocabulary.registry import METRICS, RANKING
+_NAMES = {name: f"qa_eval.vocabulary.{module}" for name, module in VOCABULARY.items()}
+"""Each name of the face -> the module of ``qa_eval.vocabulary`` that defines it."""
 
-_VOCABULARY = {
-    "METRICS": "registry",
-    "RANKING": "registry",
-    "RECORD_FIELDS": "lookup",
-    "Key": "model",
-    "Metric": "model",
-    "Option": "model",
-    "aggregated_keys": "lookup",
-    "always_present_keys": "lookup",
-    "categories": "lookup",
-    "describe_metrics": "lookup",
-    "direction": "lookup",
-    "error_keys": "lookup",
-    "groups": "lookup",
-    "headline_keys": "lookup",
-    "key_info": "lookup",
-    "parse_at_k": "lookup",
-    "reserved": "lookup",
-    "step_keys": "lookup",
-    "switches": "lookup",
-}
-
-_NAMES = {name: f"qa_eval.vocabulary.{module}" for name, module in _VOCABULARY.items()}
-"""Each name of the face -> the module that defines it."""
-
-__all__ = [
-    "METRICS",
-    "RANKING",
-    "RECORD_FIELDS",
-    "Key",
-    "Metric",
-    "Option",
-    "aggregated_keys",
-    "always_present_keys",
-    "categories",
-    "describe_metrics",
-    "direction",
-    "error_keys",
-    "groups",
-    "headline_keys",
-    "key_info",
-    "parse_at_k",
-    "reserved",
-    "step_keys",
-    "switches",
-]
+__all__ = list(_NAMES)
 
 __getattr__, __dir__ = lazy_face(__name__, _NAMES)

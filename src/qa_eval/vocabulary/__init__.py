@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from .model import Key, Metric, Option
     from .registry import METRICS, RANKING
 
-_NAMES = {
+NAMES = {
     "METRICS": "registry",
     "RANKING": "registry",
     "RECORD_FIELDS": "lookup",
@@ -51,7 +51,8 @@ _NAMES = {
     "step_keys": "lookup",
     "switches": "lookup",
 }
-"""Each name of the face -> its module in this package."""
+"""Each name of the face -> its module in this package (the ``qa_eval.metrics`` face offers
+the same names under their old path)."""
 
 __all__ = [
     "METRICS",
@@ -75,4 +76,4 @@ __all__ = [
     "switches",
 ]
 
-__getattr__, __dir__ = lazy_face(__name__, _NAMES)
+__getattr__, __dir__ = lazy_face(__name__, NAMES)
