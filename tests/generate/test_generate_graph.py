@@ -124,6 +124,14 @@ def test_typed_literals_are_answered_as_the_graph_holds_them(
         assert len(q["reference_answer"]) == 10 and q["reference_answer"][4] == "-"
 
 
+def test_a_note_says_the_templates_are_english(
+    hard: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "de.yaml"
+    assert main(["generate", "--store", str(hard), "-n", "3", "-o", str(out), "--lang", "de"]) == 0
+    assert "templates are English" in capsys.readouterr().err
+
+
 def test_german_labels_only_with_lang_de(hard: Path, tmp_path: Path) -> None:
     out = tmp_path / "de.yaml"
     generate_reference_file(GraphSource(store=hard), out, 30, seed=1, language="de")

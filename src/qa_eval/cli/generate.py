@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from ..errors import QaEvalError
+from .common import print_notes
 from .options import cache_options, endpoint_options, graph_options
 
 __all__ = ["add_generate_command", "generate"]
@@ -181,6 +182,13 @@ def generate(args: argparse.Namespace) -> int:
         if judge is not None and judge.cache is not None:
             judge.cache.close()
     report = generation.report
+    if args.verbalize == "template" and args.lang.lower().split("-")[0] != "en":
+        print_notes(
+            [
+                f"the question templates are English and the labels are in {args.lang}: use "
+                "--verbalize llm, or review the question texts (--review)"
+            ]
+        )
     if judge is not None and args.dry_run:
         from .console import plan_table
 
