@@ -146,3 +146,19 @@ def test_llm_options_need_llm(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert code == 2
     assert "needs a judge" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_max_cost_stops_the_calls_and_keeps_the_templates(tmp_path: Path) -> None:
+    truths = _truths(tmp_path)
+    with StubServer(_script(truths, wrong="")) as server:
+        out = tmp_path / "r.yaml"
+        assert _run(tmp_path, server.url, out, "--max-cost", "0.0000001", "--concurrency", "1") == 0
+        calls = len(server.chat_requests)
+    questions = [q for t in read_data(out) for q in t["questions"]]
+    kept = [
+        q for q in questions if q["generated"]["round_trip"] == "budget exceeded: template kept"
+    ]
+    assert kept and calls < 2 * len(questions)
+    for q in kept:
+        assert q["generated"]["wording"] == "template"
+        assert q["question_text"] in truths
