@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
     "qa_eval.agreement": 4,
     "qa_eval.run": 5,
     "qa_eval.refresh": 5,
+    "qa_eval.generate": 5,
     "qa_eval.report": 6,
     "qa_eval.testing": 6,
     "qa_eval.llms": 6,

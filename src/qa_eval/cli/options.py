@@ -19,8 +19,10 @@ __all__ = [
     "REGRESSION_HELP",
     "cache_options",
     "compare_gate_options",
+    "endpoint_options",
     "gate",
     "gate_options",
+    "graph_options",
     "grouping_options",
     "judge_options",
     "output_options",
@@ -236,6 +238,36 @@ def grouping_options(command: argparse.ArgumentParser) -> None:
     repeatable(command, "--by", "KEY", BY_HELP)
     repeatable(command, "--pass-threshold", "KEY=VALUE", PASS_HELP)
     command.add_argument("--keys", choices=KEY_SETS, default="qa-eval", help=KEYS_HELP)
+
+
+def graph_options(
+    command: Any, store_help: str = "RDF file (.ttl, .nt, .nq, .trig, .rdf, .jsonld)"
+) -> None:
+    """Where the graph is: ``--store GRAPH_FILE`` or ``--endpoint URL``, one of them."""
+    source = command.add_mutually_exclusive_group(required=True)
+    source.add_argument("--store", metavar="GRAPH_FILE", help=store_help)
+    source.add_argument("--endpoint", metavar="URL", help="SPARQL 1.1 endpoint (http or https)")
+
+
+def endpoint_options(command: Any) -> None:
+    """How the graph is queried: HTTP headers, the default graph, the timeout."""
+    repeatable(
+        command,
+        "--header",
+        "'NAME: VALUE'",
+        "HTTP header sent to --endpoint (repeatable), e.g. 'Authorization: Bearer ...'; "
+        "basic auth also comes from QA_EVAL_SPARQL_USER and QA_EVAL_SPARQL_PASSWORD",
+    )
+    repeatable(
+        command,
+        "--default-graph-uri",
+        "URI",
+        "the graph the queries read by default (repeatable: their merge); sent to "
+        "--endpoint as default-graph-uri, or picks named graphs of --store",
+    )
+    command.add_argument(
+        "--timeout", type=float, default=30.0, help="seconds per endpoint query (default 30)"
+    )
 
 
 def cache_options(parser: Any) -> None:

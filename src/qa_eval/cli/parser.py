@@ -11,12 +11,15 @@ from ..schemas import SCHEMAS
 from . import commands as handlers
 from .common import PROG
 from .evaluation import evaluate as evaluate_command
+from .generate import add_generate_command
 from .options import (
     EXCLUDE_ERRORS_HELP,
     GATES,
     compare_gate_options,
+    endpoint_options,
     gate,
     gate_options,
+    graph_options,
     grouping_options,
     repeatable,
     run_options,
@@ -129,13 +132,9 @@ def _refresh_command(commands: Any) -> None:
         "--max-changes outputs, stops with exit code 2 unless --force.",
     )
     refresh.add_argument("reference", help="reference dataset (.yaml or .json)")
-    source = refresh.add_mutually_exclusive_group(required=True)
-    source.add_argument(
-        "--store", metavar="GRAPH_FILE", help="RDF file (.ttl, .nt, .nq, .trig, .rdf, .jsonld)"
-    )
-    source.add_argument("--endpoint", metavar="URL", help="SPARQL 1.1 endpoint (http or https)")
+    graph_options(refresh)
     _refresh_write_options(refresh)
-    _refresh_query_options(refresh)
+    endpoint_options(refresh)
     refresh.add_argument("--format", choices=("text", "json"), default="text")
     refresh.set_defaults(handler=handlers.refresh)
 
@@ -159,27 +158,6 @@ def _refresh_write_options(refresh: argparse.ArgumentParser) -> None:
         metavar="N|PCT",
         default="50%",
         help="without --force, change at most N outputs or PCT%% of the steps run (default 50%%)",
-    )
-
-
-def _refresh_query_options(refresh: argparse.ArgumentParser) -> None:
-    """How a refresh queries: HTTP headers, the default graph, the timeout."""
-    repeatable(
-        refresh,
-        "--header",
-        "'NAME: VALUE'",
-        "HTTP header sent to --endpoint (repeatable), e.g. 'Authorization: Bearer ...'; "
-        "basic auth also comes from QA_EVAL_SPARQL_USER and QA_EVAL_SPARQL_PASSWORD",
-    )
-    repeatable(
-        refresh,
-        "--default-graph-uri",
-        "URI",
-        "the graph the queries read by default (repeatable: their merge); sent to "
-        "--endpoint as default-graph-uri, or picks named graphs of --store",
-    )
-    refresh.add_argument(
-        "--timeout", type=float, default=30.0, help="seconds per endpoint query (default 30)"
     )
 
 
@@ -388,6 +366,7 @@ _COMMANDS = (
     _evaluate_flat_command,
     _aggregate_command,
     _refresh_command,
+    add_generate_command,
     _schema_command,
     _metrics_command,
     _compare_command,

@@ -52,7 +52,14 @@ from .limits import (
     one_line,
 )
 
-__all__ = ["read_data", "read_reference", "read_responses", "read_results", "write_data"]
+__all__ = [
+    "data_bytes",
+    "read_data",
+    "read_reference",
+    "read_responses",
+    "read_results",
+    "write_data",
+]
 
 try:
     _Loader: Any = yaml.CSafeLoader
@@ -468,24 +475,27 @@ def _check_suffix(path: Path) -> str:
     return suffix
 
 
-def write_data(path: str | os.PathLike[str], data: Any) -> None:
-    """Write data as YAML, JSON or JSON Lines (a list, one record a line) by extension."""
-    file = Path(path)
-    suffix = _check_suffix(file)
-    if file.parent and not file.parent.exists():
-        raise InputError("the folder does not exist", source=str(file))
+def data_bytes(path: str | os.PathLike[str], data: Any) -> bytes:
+    """The bytes ``write_data`` writes for ``data`` at ``path`` (format by extension)."""
+    suffix = _check_suffix(Path(path))
     if isinstance(data, list) and type(data) is not list:
         data = list(data)  # e.g. Results: the serialisers want a plain list
     if suffix in YAML_SUFFIXES:
         text = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
-        file.write_text(text, encoding="utf-8")
-    elif suffix in JSON_SUFFIXES:
-        file.write_bytes(dump_json(data, indent=True) + b"\n")
-    else:
-        records: Iterable[Any] = data if isinstance(data, list) else [data]
-        with file.open("wb") as out:
-            for record in records:
-                out.write(dump_json(record) + b"\n")
+        return text.encode("utf-8")
+    if suffix in JSON_SUFFIXES:
+        return dump_json(data, indent=True) + b"\n"
+    records: Iterable[Any] = data if isinstance(data, list) else [data]
+    return b"".join(dump_json(record) + b"\n" for record in records)
+
+
+def write_data(path: str | os.PathLike[str], data: Any) -> None:
+    """Write data as YAML, JSON or JSON Lines (a list, one record a line) by extension."""
+    file = Path(path)
+    _check_suffix(file)
+    if file.parent and not file.parent.exists():
+        raise InputError("the folder does not exist", source=str(file))
+    file.write_bytes(data_bytes(file, data))
 
 
 def check_output_path(path: str | os.PathLike[str]) -> None:

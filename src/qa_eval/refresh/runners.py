@@ -79,25 +79,37 @@ def _pyoxigraph() -> Any:
     return require("pyoxigraph", "refreshing from an RDF file")
 
 
-def load_store(graph_path: str | os.PathLike[str]) -> pyoxigraph.Store:
-    """Load an RDF file into a new in-memory pyoxigraph store (format from the extension)."""
+def load_store(graph_path: str | os.PathLike[str], *, lenient: bool = False) -> pyoxigraph.Store:
+    """Load an RDF file (``.gz`` compressed too) into a new in-memory pyoxigraph store, format
+    from the extension; ``lenient`` lets IRIs and language tags that break the syntax rules
+    through (a truncated or unparsable file is refused either way)."""
     ox = _pyoxigraph()
     path = Path(graph_path)
-    format_name = _RDF_FORMATS.get(path.suffix.lower())
+    compressed = path.suffix.lower() == ".gz"
+    suffix = Path(path.stem).suffix if compressed else path.suffix
+    format_name = _RDF_FORMATS.get(suffix.lower())
     if format_name is None:
         known = ", ".join(sorted(_RDF_FORMATS))
         raise InputError(
-            f"unknown RDF format {path.suffix or '(no extension)'!r}: use one of {known}",
+            f"unknown RDF format {suffix or '(no extension)'!r}: use one of {known} "
+            "(optionally .gz)",
             source=str(path),
         )
     if not path.is_file():
         raise InputError("no such file" if not path.exists() else "not a file", source=str(path))
     store = ox.Store()
+    rdf_format = getattr(ox.RdfFormat, format_name)
     try:
-        store.load(path=str(path), format=getattr(ox.RdfFormat, format_name))
+        if compressed:
+            import gzip
+
+            with gzip.open(path, "rb") as data:
+                store.load(data, format=rdf_format, lenient=lenient)
+        else:
+            store.load(path=str(path), format=rdf_format, lenient=lenient)
     except SyntaxError as e:
         raise InputError(f"RDF does not parse: {e.msg or e}", source=str(path)) from None
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, EOFError) as e:
         raise InputError(f"cannot load RDF: {e}", source=str(path)) from None
     return store
 

@@ -21,10 +21,23 @@ import yaml
 
 from ..errors import QaEvalError
 from ..extras import require
-from ..io.files import JSON_SUFFIXES, YAML_SUFFIXES, check_output_path, write_data
+from ..io.files import (
+    JSON_SUFFIXES,
+    YAML_SUFFIXES,
+    check_output_path,
+    data_bytes,
+    write_data,
+)
 from .changes import RefreshResult, StepChange, json_indent
 
-__all__ = ["file_kind", "same_file", "updated_text", "write_atomically", "write_reference"]
+__all__ = [
+    "file_kind",
+    "reference_bytes",
+    "same_file",
+    "updated_text",
+    "write_atomically",
+    "write_reference",
+]
 
 try:
     _Loader: Any = yaml.CSafeLoader
@@ -300,6 +313,18 @@ def _represent_str(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
 _LiteralBlockDumper.add_representer(str, _represent_str)
 
 
+def reference_bytes(path: str | os.PathLike[str], data: Any) -> bytes:
+    """Reference data as a new file's bytes, format by extension; YAML keeps multi-line
+    strings (queries) as literal blocks."""
+    file = Path(path)
+    if file.suffix.lower() not in YAML_SUFFIXES:
+        return data_bytes(file, data)
+    text = yaml.dump(
+        data, Dumper=_LiteralBlockDumper, sort_keys=False, allow_unicode=True, width=100
+    )
+    return text.encode("utf-8")
+
+
 def write_reference(path: str | os.PathLike[str], data: Any) -> None:
     """Write reference data afresh by extension; YAML keeps multi-line strings as literal blocks
     (``refresh_reference_file`` uses it only to convert between YAML and JSON)."""
@@ -308,10 +333,7 @@ def write_reference(path: str | os.PathLike[str], data: Any) -> None:
         write_data(file, data)
         return
     check_output_path(file)
-    text = yaml.dump(
-        data, Dumper=_LiteralBlockDumper, sort_keys=False, allow_unicode=True, width=100
-    )
-    file.write_text(text, encoding="utf-8")
+    file.write_bytes(reference_bytes(file, data))
 
 
 def file_kind(path: Path) -> str:

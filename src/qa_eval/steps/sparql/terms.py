@@ -22,6 +22,7 @@ __all__ = [
     "MIXED",
     "NAN",
     "NUMBER",
+    "NUMERIC_TYPES",
     "UNBOUND",
     "UNBOUND_PAIR",
     "SparqlResultError",
@@ -51,6 +52,8 @@ _INTEGER_TYPES = frozenset(
     )
 )
 _REAL_TYPES = frozenset(XSD + t for t in ("decimal", "double", "float"))
+NUMERIC_TYPES = _INTEGER_TYPES | _REAL_TYPES
+"""The XSD datatypes whose literals are numbers."""
 _STRING_TYPE = XSD + "string"
 _BOOLEAN_TYPE = XSD + "boolean"
 NAN = ("NaN",)  # NaN is not equal to itself; this stand-in is.

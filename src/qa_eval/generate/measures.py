@@ -1,0 +1,244 @@
+"""The numeric shapes: ``aggregate`` (min, max, average, sum of a numeric property, over a class
+or the part of it with one property value), ``superlative`` (the entities with the highest or
+lowest value; ties: all of them), ``comparison`` (which of two entities has the higher or
+earlier value; ties are not asked) and ``filter`` (entities above or below a threshold taken
+from the graph's own values, numeric and date ranges)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .candidates import Candidate, Draw, Slot
+from .schema import Schema
+from .shapes import literal_term, mention, no_label, subject
+
+__all__ = ["MEASURE_SHAPES"]
+
+_FUNCTIONS = {"AVG": "average", "MIN": "lowest", "MAX": "highest", "SUM": "total"}
+
+
+def _slots_numeric(schema: Schema, kinds: tuple[str, ...] = ("numeric",)) -> list[Slot]:
+    return [Slot(u.subject_class, (u,)) for u in schema.uses if u.kind in kinds and u.subjects > 1]
+
+
+def _slots_scoped(schema: Schema, kinds: tuple[str, ...], functions: tuple[str, ...]) -> list[Slot]:
+    """A numeric property and, optionally, an IRI-valued one that picks part of the class;
+    an unscoped slot asks each of ``functions`` once."""
+    out = []
+    for u in schema.uses:
+        if u.kind not in kinds or u.subjects < 2:  # over one entity there is nothing to compare
+            continue
+        out.append(Slot(u.subject_class, (u,), (), left=list(functions)))
+        for q in schema.uses_of(u.subject_class):
+            if q.kind == "iri" and q.object_class in schema.classes:
+                out.append(Slot(u.subject_class, (u, q)))
+    return out
+
+
+def _scope(draw: Draw, slot: Slot, key: str) -> tuple[list[str], dict[str, str], list, str] | str:
+    """The patterns, wording slots and named entity of a slot's scope (``with Q O``)."""
+    s = draw.schema
+    if len(slot.uses) == 1:
+        return [], {"scope": ""}, [], ""
+    use, q = slot.uses
+    target = q.object_class or ""
+    iri = draw.next_entity(
+        slot,
+        target,
+        f"?y a <{slot.cls}> . ?y <{q.property}> ?s . ?y <{use.property}> ?w .",
+        (key, use.property, q.property),
+    )
+    named = draw.named(iri, target)
+    if named is None:
+        return no_label(draw, iri, target)
+    scope = f" with {q.word} {mention(named, s)}"
+    return [f"<{q.property}> <{named.iri}>"], {"scope": scope}, [named], q.property
+
+
+def _function(draw: Draw, slot: Slot, functions: list[str]) -> str | None:
+    """The function a question asks: over a whole class each one once (None when all were
+    asked: the slot is done), over part of it any."""
+    if len(slot.uses) > 1:
+        return str(draw.choice(functions))
+    if not slot.left:
+        slot.dead = True
+        return None
+    return str(slot.left.pop(draw.rng.randrange(len(slot.left))))
+
+
+def aggregate(draw: Draw, slot: Slot) -> Candidate | str:
+    """What is the average/lowest/highest/total P of the Cs [with Q O]?"""
+    use = slot.uses[0]
+    function = _function(draw, slot, sorted(_FUNCTIONS))
+    if function is None:
+        return "every function of this class and property asked"
+    scoped = _scope(draw, slot, "aggregate")
+    if isinstance(scoped, str):
+        return scoped
+    patterns, words, named, q = scoped
+    name = function.lower()
+    s = draw.schema
+    return Candidate(
+        shape="aggregate",
+        signature=(slot.cls, use.property, *([q] if q else [])),
+        select=f"SELECT ({function}(?v) AS ?{name})",
+        body=[
+            f"?entity a <{slot.cls}> .",
+            f"?entity <{use.property}> ?v .",
+            *(f"?entity {p} ." for p in patterns),
+        ],
+        template="aggregate",
+        slots={"f": _FUNCTIONS[function], "p": use.word, "cs": s.classes[slot.cls].word, **words},
+        named=named,
+        columns=[name],
+        answer="value",
+        rows=(1, 1),
+        params={"function": function.lower()},
+    )
+
+
+def superlative(draw: Draw, slot: Slot) -> Candidate | str:
+    """Which C [with Q O] has the highest/lowest P? (ties: all of them)"""
+    use = slot.uses[0]
+    chosen = _function(draw, slot, ["MAX", "MIN"])
+    if chosen is None:
+        return "both directions of this class and property asked"
+    highest = chosen == "MAX"
+    scoped = _scope(draw, slot, "superlative")
+    if isinstance(scoped, str):
+        return scoped
+    patterns, words, named, q = scoped
+    function = "MAX" if highest else "MIN"
+    date = use.kind == "date"
+    word = ("latest" if highest else "earliest") if date else ("highest" if highest else "lowest")
+    extra = [f"?entity {p} ." for p in patterns]
+    inner = " ".join(
+        [
+            f"?other a <{slot.cls}> .",
+            f"?other <{use.property}> ?w .",
+            *(f"?other {p} ." for p in patterns),
+        ]
+    )
+    s = draw.schema
+    return Candidate(
+        shape="superlative",
+        signature=(slot.cls, use.property, *([q] if q else [])),
+        select="SELECT DISTINCT ?entity ?value",
+        body=[
+            f"?entity a <{slot.cls}> .",
+            f"?entity <{use.property}> ?value .",
+            *extra,
+            f"{{ SELECT ({function}(?w) AS ?value) WHERE {{ {inner} }} }}",
+        ],
+        template="superlative",
+        slots={"c": s.classes[slot.cls].word, "p": use.word, "most": word, **words},
+        named=named,
+        columns=["entity"],
+        answer="superlative",
+        params={"direction": "highest" if highest else "lowest"},
+    )
+
+
+def comparison(draw: Draw, slot: Slot) -> Candidate | str:
+    """Which has the higher/lower (earlier/later) P: C A or C B?"""
+    (use,) = slot.uses
+    first = subject(draw, slot, f"?s <{use.property}> ?v .", ("compare", use.property))
+    if isinstance(first, str):
+        return first
+    second = subject(draw, slot, f"?s <{use.property}> ?v .", ("compare", use.property))
+    if isinstance(second, str):
+        return second
+    a, b = sorted([first, second], key=lambda n: n.iri)
+    highest = draw.coin()
+    date = use.kind == "date"
+    word = ("later" if highest else "earlier") if date else ("higher" if highest else "lower")
+    function = "MAX" if highest else "MIN"
+    both = f"VALUES ?entity {{ <{a.iri}> <{b.iri}> }}"
+    s = draw.schema
+    return Candidate(
+        shape="comparison",
+        signature=(slot.cls, use.property),
+        select="SELECT DISTINCT ?entity",
+        body=[
+            both,
+            f"?entity <{use.property}> ?value .",
+            f"{{ SELECT ({function}(?w) AS ?value) WHERE {{ "
+            f"VALUES ?other {{ <{a.iri}> <{b.iri}> }} ?other <{use.property}> ?w . }} }}",
+        ],
+        template="comparison",
+        slots={
+            "p": use.word,
+            "more": word,
+            "a": mention(first, s, True),
+            "b": mention(second, s, True),
+        },
+        named=[first, second],
+        columns=["entity"],
+        answer="labels",
+        rows=(1, 1),
+        params={"direction": word},
+    )
+
+
+def filter_range(draw: Draw, slot: Slot) -> Candidate | str:
+    """Which Cs have a P above/below (after/before) T? T one of the graph's own values."""
+    (use,) = slot.uses
+    if not slot.left:
+        if slot.cursor:
+            slot.dead = True
+            return "every threshold of this class and property asked"
+        slot.cursor = 1
+        slot.left = _thresholds(draw, slot)
+        if not slot.left:
+            slot.dead = True
+            return "no threshold leaves between 1 and max_answers entities"
+    above, value = slot.left.pop(draw.rng.randrange(len(slot.left)))
+    date = use.kind == "date"
+    word = ("after" if above else "before") if date else ("above" if above else "below")
+    s = draw.schema
+    return Candidate(
+        shape="filter",
+        signature=(slot.cls, use.property),
+        select="SELECT DISTINCT ?entity",
+        body=[
+            f"?entity a <{slot.cls}> .",
+            f"?entity <{use.property}> ?value .",
+            f"FILTER(?value {'>' if above else '<'} {literal_term(value)})",
+        ],
+        template="filter",
+        slots={"cs": s.classes[slot.cls].word, "p": use.word, "op": word, "t": str(value["value"])},
+        named=[],
+        columns=["entity"],
+        answer="labels",
+        params={"threshold": str(value["value"]), "direction": word},
+    )
+
+
+def _thresholds(draw: Draw, slot: Slot) -> list[tuple[bool, dict]]:
+    """(above, value) pairs: the graph's values past which 1 to max_answers entities lie."""
+    (use,) = slot.uses
+    limit = draw.max_answers
+    out: list[tuple[bool, dict]] = []
+    for above in (True, False):
+        rows = draw.entities.graph.run(
+            f"SELECT ?v (COUNT(DISTINCT ?s) AS ?n) WHERE {{ ?s a <{slot.cls}> . "
+            f"?s <{use.property}> ?v . FILTER(isLiteral(?v)) }} GROUP BY ?v "
+            f"ORDER BY {'DESC(?v)' if above else '?v'} LIMIT {limit + 1}"
+        )["results"]["bindings"]
+        seen = 0
+        for row in rows:
+            if 1 <= seen <= limit:
+                out.append((above, row["v"]))
+            seen += int(row["n"]["value"])
+    return out
+
+
+MEASURE_SHAPES: dict[
+    str, tuple[Callable[[Schema], list[Slot]], Callable[[Draw, Slot], Candidate | str]]
+] = {
+    "aggregate": (lambda s: _slots_scoped(s, ("numeric",), tuple(sorted(_FUNCTIONS))), aggregate),
+    "superlative": (lambda s: _slots_scoped(s, ("numeric", "date"), ("MAX", "MIN")), superlative),
+    "comparison": (lambda s: _slots_numeric(s, ("numeric", "date")), comparison),
+    "filter": (lambda s: _slots_numeric(s, ("numeric", "date")), filter_range),
+}
+"""Shape name -> (its slots in a schema, the builder of one candidate)."""
