@@ -5,11 +5,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from browser import CHROMIUM_ARGS, find_chromium
 from openai_stub import StubServer, oracle
 
 _JUDGE_VARIABLES = (
@@ -33,3 +35,20 @@ def stub() -> Iterator[StubServer]:
     """A scripted OpenAI-compatible server answering like a sensible judge, no delay."""
     with StubServer(oracle()) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """One headless Chromium for the session (Playwright), or a skip saying what is missing."""
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed (pip install 'qa-eval[test]')"
+    )
+    binary = find_chromium()
+    if binary is None:
+        pytest.skip("no Chromium binary found (run .ci/install-browser, or set QA_EVAL_CHROMIUM)")
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=binary, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
