@@ -223,10 +223,10 @@ def test_compare_shows_the_verdict_and_the_changes(tab: Tab, served: Served) -> 
         ".map(r => [r.querySelector('code').textContent, r.children[4].className])"
     )
     assert worse == [["q5", "down"]]
+    shot(tab, "compare")
     page.click("#change-table a")
     page.wait_for_url("**/q/5?with=1")
     assert "candidate" in tab.evaluate("document.querySelector('.question-page').textContent")
-    shot(tab, "compare")
 
 
 def test_review_three_generated_questions(tab: Tab, served: Served) -> None:
