@@ -205,3 +205,32 @@ def test_class_labels_by_number_keys(client: httpx.Client, tmp_path: Path) -> No
     labels = read_labels(tmp_path / "l.csv")
     assert labels.kinds == {"answer_class": "class"}
     assert 'data-mode="number"' in client.get("/label?metric=answer_f1&mode=number").text
+
+
+def test_reference_checks_each_runs_signature(tmp_path: Path) -> None:
+    from qa_eval.cli import main
+
+    data = ROOT / "tests" / "data" / "graphrag-eval"
+    for number in (1, 2):
+        code = main(
+            ["evaluate", str(data / f"reference_{number}.yaml"),
+             str(data / f"actual_responses_{number}.jsonl"), "-o",
+             str(tmp_path / f"run{number}.jsonl"), "-q"]
+        )  # fmt: skip
+        assert code == 0
+    settings = settings_for(
+        [tmp_path / "run1.jsonl", tmp_path / "run2.jsonl"],
+        labels=tmp_path / "l.csv",
+        reference=data / "reference_1.yaml",
+        token="t",
+    )
+    served = Served(settings)
+    try:
+        with httpx.Client(base_url=served.base) as client:
+            page = client.get("/?token=t").text
+            assert "evaluated on" in page and "(same fingerprint)" in page
+            assert "NOT evaluated on" in page  # run 2 used reference_2.yaml
+            compare = client.get("/compare").text
+            assert "were evaluated against different reference datasets" in compare
+    finally:
+        served.stop()

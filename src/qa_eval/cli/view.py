@@ -38,6 +38,12 @@ def add_view_command(commands: Any) -> None:
         "to accept, reject or edit; decisions are written to it at once",
     )
     command.add_argument(
+        "--reference",
+        metavar="REF",
+        help="the reference dataset the runs were evaluated on: each run's signature is "
+        "checked against it (its fingerprint)",
+    )
+    command.add_argument(
         "--host",
         default="127.0.0.1",
         help="address to listen on (default 127.0.0.1; any other is warned about)",
@@ -64,6 +70,7 @@ def view(args: argparse.Namespace) -> int:
         labels=args.labels,
         annotator=args.annotator,
         review=args.review,
+        reference=args.reference,
         rebuild=args.rebuild,
     )
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how the viewer stops

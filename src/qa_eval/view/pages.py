@@ -29,6 +29,7 @@ __all__ = [
     "label_page",
     "question_page",
     "question_parts",
+    "reference_check",
     "render",
     "review_page",
     "runs_page",
@@ -48,6 +49,8 @@ class Settings:
     labels: Path
     annotator: str
     review: Path | None = None
+    reference: tuple[str, str] | None = None
+    """(the reference dataset's file, its fingerprint), given with ``--reference``."""
 
 
 @lru_cache(maxsize=1)
@@ -94,7 +97,27 @@ def runs_page(settings: Settings) -> str:
         signatures=[signature_view(run.signature) for run in settings.runs],
         headlines=[headline(run) for run in settings.runs],
         usages=[usage(run) for run in settings.runs],
+        references=[reference_check(settings, run) for run in settings.runs],
     )
+
+
+def _fingerprint(run: Run) -> str | None:
+    reference = run.signature.get("reference") if run.signature else None
+    value = reference.get("fingerprint") if isinstance(reference, Mapping) else None
+    return value if isinstance(value, str) else None
+
+
+def reference_check(settings: Settings, run: Run) -> str:
+    """Whether ``run`` was evaluated on the ``--reference`` dataset ("" without one)."""
+    if settings.reference is None:
+        return ""
+    name, fingerprint = settings.reference
+    recorded = _fingerprint(run)
+    if recorded is None:
+        return f"not checked against {name}: the run's signature records no reference fingerprint"
+    if recorded == fingerprint:
+        return f"evaluated on {name} (same fingerprint)"
+    return f"NOT evaluated on {name}: its reference's fingerprint differs"
 
 
 def table_page(settings: Settings, number: int, params: Mapping[str, str]) -> str:
@@ -194,6 +217,13 @@ def compare_page(settings: Settings, params: Mapping[str, str]) -> str:
     if count < 2 or not (0 <= a < count and 0 <= b < count) or a == b or page < 1:
         raise InputError("compare needs two different runs (a, b) and a page of 1 or more")
     comparison, note = compared(settings.runs[a], settings.runs[b])
+    prints = [_fingerprint(settings.runs[a]), _fingerprint(settings.runs[b])]
+    if None not in prints and prints[0] != prints[1]:
+        note = (note + " " if note else "") + (
+            f"{settings.runs[a].label} and {settings.runs[b].label} were evaluated against "
+            "different reference datasets (their signatures' fingerprints differ): their "
+            "questions are paired by matching ids only."
+        )
     metrics = [m for m in settings.runs[a].index.metrics if m in settings.runs[b].index.metrics]
     metric = params.get("metric") or next(iter(metrics), "")
     show = params.get("show", "")

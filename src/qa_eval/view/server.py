@@ -14,7 +14,14 @@ from typing import Any
 
 from ..errors import InputError
 
-__all__ = ["LOCAL_HOSTS", "default_labels", "make_server", "serve", "settings_for"]
+__all__ = [
+    "LOCAL_HOSTS",
+    "default_labels",
+    "fingerprint_of",
+    "make_server",
+    "serve",
+    "settings_for",
+]
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -32,11 +39,13 @@ def settings_for(
     labels: str | os.PathLike[str] | None = None,
     annotator: str | None = None,
     review: str | os.PathLike[str] | None = None,
+    reference: str | os.PathLike[str] | None = None,
     token: str | None = None,
     rebuild: bool = False,
 ) -> Any:
     """The viewer's settings: the runs' indexes (built when needed), the labels file, the
-    annotator (default: the login name), the review file and a fresh random token."""
+    annotator (default: the login name), the review file, the reference dataset's fingerprint
+    (the runs' signatures are checked against it) and a fresh random token."""
     from .pages import Settings
     from .review import read_review
     from .runs import load_runs
@@ -54,11 +63,21 @@ def settings_for(
         raise InputError("--annotator must not be empty")
     return Settings(
         runs=load_runs(paths, rebuild=rebuild),
+        reference=None if reference is None else (str(reference), fingerprint_of(reference)),
         token=token or secrets.token_urlsafe(24),
         labels=labels_path,
         annotator=who.strip(),
         review=review_path,
     )
+
+
+def fingerprint_of(reference: str | os.PathLike[str]) -> str:
+    """The fingerprint a run's signature records for the reference dataset in this file."""
+    from ..io.files import read_reference
+    from ..run.prepare.reference import prepare_reference
+    from ..run.signature import reference_fingerprint
+
+    return reference_fingerprint(prepare_reference(read_reference(reference), str(reference)))
 
 
 def _login() -> str:
