@@ -46,7 +46,8 @@ def _rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     except UnicodeDecodeError:
         raise InputError("not UTF-8 text", source=str(path)) from None
     reader = csv.DictReader(io.StringIO(text, newline=""))
-    header = [h.strip() for h in reader.fieldnames or []]
+    header = [h.strip().lower() for h in reader.fieldnames or []]
+    reader.fieldnames = header
     missing = [c for c in REVIEW_COLUMNS if c not in header]
     if missing:
         raise InputError(
@@ -58,7 +59,8 @@ def _rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     rows = []
     for record in reader:
         row = {(k or "").strip(): v or "" for k, v in record.items()}
-        if row.get("decision", "") not in DECISIONS:
+        row["decision"] = row.get("decision", "").strip().lower()
+        if row["decision"] not in DECISIONS:
             raise InputError(
                 "must be accept, reject or empty",
                 source=str(path),
