@@ -179,7 +179,9 @@ def test_the_queues(files: tuple[Path, Path], tmp_path: Path) -> None:
     assert queue_order(runs, 0, "faithfulness", "disagree")[-1] == 5
     item = next_item(runs, 0, "faithfulness", "doubtful", {("q2", "documents", "faithfulness")})
     assert item is not None and (item.pos, item.done, item.total) == (1, 1, 5)
-    assert queue_order(runs, 0, "answer_class", "sample") != []
+    classes = queue_order(runs, 0, "answer_class", "sample")
+    assert sorted(classes) == [0, 1, 2, 3, 4, 5]
+    assert queue_order(runs, 0, "answer_class", "disagree") == classes
 
 
 def test_class_labels_by_number_keys(client: httpx.Client, tmp_path: Path) -> None:

@@ -6,8 +6,8 @@ Three orders, each over the run's questions that have a value for the metric:
   can label the same sample);
 - ``doubtful``: the judge's repeats that disagree first (``<metric>_sd`` largest, or
   ``<metric>_flipped``), then the values nearest the threshold (0.5 for a 0-1 score);
-- ``disagree`` (two runs or more): the questions whose values differ most between the first
-  run and the others.
+- ``disagree`` (two runs or more, a numeric metric; else the seeded sample): the questions
+  whose values differ most between this run and the others.
 
 The next item is the first of the order the annotator has not labelled on that metric yet.
 """
@@ -61,7 +61,7 @@ def queue_order(
     """The positions of run ``run``'s questions in the queue's order."""
     index = runs[run]
     col = index.metrics.get(metric)
-    if kind == "sample" or (kind == "disagree" and len(runs) < 2):
+    if kind == "sample" or (kind == "disagree" and (len(runs) < 2 or col is None)):
         present = col or index.tags.get(metric)
         return list(_sample(index, present, seed)) if present else []
     if kind == "doubtful":
