@@ -1,8 +1,11 @@
 """A headless Chromium for the browser tests, driven by Playwright for Python.
 
-Playwright's own browser download is not used: the tests launch the Chromium that
-``.ci/install-browser`` installs (or ``QA_EVAL_CHROMIUM``), once per test session (the
-``browser`` fixture of ``tests/conftest.py``); each test opens its own page. A :class:`Tab`
+Playwright's own browser download is not used: the tests start the Chromium that
+``.ci/install-browser`` installs (or ``QA_EVAL_CHROMIUM``) once per test session, and each test
+module connects Playwright to it over the DevTools protocol (the ``browser`` fixture of
+``tests/conftest.py``) and disconnects at its end: Playwright's synchronous API keeps an asyncio
+loop marked running while it is connected, so a connection held for the whole session would make
+every later ``asyncio.run`` of the suite fail. Each test opens its own page. A :class:`Tab`
 records what must never happen on our pages: a console error, an uncaught exception, a dialog,
 and every request the page makes.
 """
@@ -10,11 +13,14 @@ and every request the page makes.
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
-__all__ = ["CHROMIUM_ARGS", "Tab", "find_chromium"]
+__all__ = ["CHROMIUM_ARGS", "Tab", "find_chromium", "start_chromium"]
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -47,6 +53,30 @@ def find_chromium() -> str | None:
         if os.path.exists(path):
             return path
     return None
+
+
+def start_chromium(binary: str, folder: Path, timeout: float = 60) -> tuple[Any, str]:
+    """Start a headless Chromium with its DevTools endpoint on 127.0.0.1: (the process, the
+    endpoint's ``ws://`` URL)."""
+    log = folder / "chromium.log"
+    with log.open("wb") as err:
+        process = subprocess.Popen(
+            [binary, "--headless", "--remote-debugging-address=127.0.0.1",
+             "--remote-debugging-port=0", f"--user-data-dir={folder / 'profile'}",
+             *CHROMIUM_ARGS, "about:blank"],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )  # fmt: skip
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = re.search(r"DevTools listening on (ws://\S+)", log.read_text(errors="replace"))
+        if found:
+            return process, found.group(1)
+        if process.poll() is not None:
+            break
+        time.sleep(0.05)
+    process.kill()
+    raise RuntimeError(f"Chromium did not start: {log.read_text(errors='replace')[-500:]}")
 
 
 class Tab:
