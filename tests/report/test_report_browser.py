@@ -1,10 +1,10 @@
-"""The HTML report in a real headless Chromium, driven over the Chrome DevTools Protocol.
+"""The HTML report in a real headless Chromium, driven by Playwright (tests/browser.py).
 
 Checks that the page becomes ready (``window.__qaEvalReady``) with no console error and no
 network request other than the report file itself, that hostile text stays text in every field
 once every drill-down is open (no dialog, no image, no handler), that the verdict's links open
 their question and that the question list filters and sorts. Skipped when no Chromium is
-installed (``.ci/install-browser`` installs one) or when ``websocket-client`` is missing.
+installed (``.ci/install-browser`` installs one) or when Playwright is missing.
 
 Set ``QA_EVAL_REPORT_SCREENSHOT=/path/report.png`` to keep a screenshot of the first screen, and
 ``QA_EVAL_CHROMIUM`` to choose the browser binary. Load times are measured by
@@ -13,7 +13,6 @@ Set ``QA_EVAL_REPORT_SCREENSHOT=/path/report.png`` to keep a screenshot of the f
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 from collections.abc import Iterator
@@ -21,15 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-pytest.importorskip(
-    "websocket", reason="websocket-client is not installed (pip install websocket-client)"
-)
-
 from test_report import SIGNATURE, XSS, hostile_runs, sample_results
 from test_report_trajectory import hostile_trajectory_runs
 
-from cdp_browser import Browser, find_chromium
+from browser import Tab
 from qa_eval.report import Run, build_report
 
 READY = "typeof window.__qaEvalReady === 'number'"
@@ -42,34 +36,16 @@ ALL_LOADED = (
 )
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
-    binary = find_chromium()
-    if binary is None:
-        pytest.skip("no Chromium binary found (run .ci/install-browser, or set QA_EVAL_CHROMIUM)")
-    folder = tmp_path_factory.mktemp("browser")
-    chromium = Browser(binary, folder / "profile")
-    try:
-        for domain in ("Page", "Runtime", "Network", "Log"):
-            chromium.page(f"{domain}.enable")
-        yield chromium
-    finally:
-        chromium.close()
-
-
-def _load(browser: Browser, path: Path) -> list[dict[str, Any]]:
-    """Open a page and wait until it is ready; the DevTools events of this load."""
-    seen = len(browser.events)
-    browser.page("Page.navigate", {"url": path.as_uri()})
-    browser.wait_for("Page.loadEventFired")
-    assert browser.poll(READY), "the page never set window.__qaEvalReady"
-    return browser.events[seen:]
+def _load(browser: Any, path: Path) -> Tab:
+    """A new page with the report loaded and ready."""
+    tab = Tab(browser.new_page())
+    tab.page.goto(path.as_uri())
+    assert tab.poll(READY), "the page never set window.__qaEvalReady"
+    return tab
 
 
 @pytest.fixture(scope="module")
-def sample(
-    browser: Browser, tmp_path_factory: pytest.TempPathFactory
-) -> tuple[Browser, Path, list[dict[str, Any]]]:
+def sample(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Tab, Path]]:
     page = tmp_path_factory.mktemp("sample") / "report.html"
     candidate = sample_results(0.2)
     candidate[5]["steps_score"] = 0.0  # one question got worse
@@ -77,41 +53,18 @@ def sample(
         build_report([Run("baseline", sample_results(), SIGNATURE), Run("candidate", candidate)]),
         encoding="utf-8",
     )
-    events = _load(browser, page)
+    tab = _load(browser, page)
     screenshot = os.environ.get("QA_EVAL_REPORT_SCREENSHOT")
     if screenshot:
-        shot = browser.page("Page.captureScreenshot", {"format": "png"})
-        Path(screenshot).write_bytes(base64.b64decode(shot["data"]))
-    return browser, page, events
+        tab.page.screenshot(path=screenshot)
+    yield tab, page
+    tab.page.close()
 
 
-def _problems(events: list[dict[str, Any]]) -> list[Any]:
-    problems = []
-    for event in events:
-        method, params = event["method"], event.get("params", {})
-        if method == "Runtime.exceptionThrown":
-            problems.append(params["exceptionDetails"])
-        elif method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
-            problems.append(params.get("args"))
-        elif method == "Log.entryAdded" and params["entry"].get("level") == "error":
-            problems.append(params["entry"])
-        elif method == "Page.javascriptDialogOpening":
-            problems.append(f"a dialog opened: {params.get('message')}")
-    return problems
-
-
-def _requests(events: list[dict[str, Any]]) -> list[str]:
-    return [
-        e["params"]["request"]["url"] for e in events if e["method"] == "Network.requestWillBeSent"
-    ]
-
-
-def test_ready_with_no_console_error_and_no_network_request(
-    sample: tuple[Browser, Path, list[dict[str, Any]]],
-) -> None:
-    browser, page, events = sample
-    assert _problems(events) == []
-    assert _requests(events) == [page.as_uri()]
+def test_ready_with_no_console_error_and_no_network_request(sample: tuple[Tab, Path]) -> None:
+    browser, page = sample
+    assert browser.problems == []
+    assert browser.requests == [page.as_uri()]
     assert browser.evaluate("window.__qaEvalReady") > 0
     # the first screen: the headline and the verdict
     top = browser.evaluate(
@@ -122,8 +75,8 @@ def test_ready_with_no_console_error_and_no_network_request(
     assert browser.evaluate("document.querySelectorAll('svg').length") > 10
 
 
-def test_details_open_and_close(sample: tuple[Browser, Path, list[dict[str, Any]]]) -> None:
-    browser, _, _ = sample
+def test_details_open_and_close(sample: tuple[Tab, Path]) -> None:
+    browser, _ = sample
     first = "document.querySelector('details.q:not([hidden])')"
     assert browser.evaluate(f"{first}.open") is False
     browser.evaluate(f"{first}.querySelector('summary').click()")
@@ -135,10 +88,8 @@ def test_details_open_and_close(sample: tuple[Browser, Path, list[dict[str, Any]
     assert browser.evaluate(f"{first}.open") is False
 
 
-def test_the_verdict_links_open_their_question(
-    sample: tuple[Browser, Path, list[dict[str, Any]]],
-) -> None:
-    browser, _, _ = sample
+def test_the_verdict_links_open_their_question(sample: tuple[Tab, Path]) -> None:
+    browser, _ = sample
     browser.evaluate("document.querySelectorAll('details.q').forEach(d => { d.open = false; })")
     target = browser.evaluate(
         "(() => { const a = document.querySelector('.worse a[href^=\"#q-\"]');"
@@ -149,8 +100,8 @@ def test_the_verdict_links_open_their_question(
     assert browser.evaluate(f"document.getElementById('{target}').classList.contains('worse')")
 
 
-def test_filter_and_sort(sample: tuple[Browser, Path, list[dict[str, Any]]]) -> None:
-    browser, _, _ = sample
+def test_filter_and_sort(sample: tuple[Tab, Path]) -> None:
+    browser, _ = sample
     visible = "Array.from(document.querySelectorAll('details.q')).filter(d => !d.hidden)"
     count = "document.getElementById('q-count').textContent"
     assert browser.evaluate(f"{visible}.length") == 6
@@ -198,20 +149,18 @@ def test_filter_and_sort(sample: tuple[Browser, Path, list[dict[str, Any]]]) -> 
 
 
 def test_hostile_text_is_shown_as_text(
-    browser: Browser, tmp_path_factory: pytest.TempPathFactory
+    browser: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     runs, marks = hostile_runs()
     page = tmp_path_factory.mktemp("hostile") / "report.html"
     page.write_text(build_report(runs, title=XSS), encoding="utf-8")
-    events = _load(browser, page)
+    browser = _load(browser, page)
     assert browser.evaluate(OPEN_ALL) == 3
     assert browser.poll(ALL_LOADED)
     browser.evaluate("document.querySelectorAll('section details').forEach(d => d.open = true)")
-    seen = len(browser.events)
     browser.evaluate("new Promise(r => setTimeout(r, 300))")  # let anything that would run, run
-    events += browser.events[seen:]
-    assert _problems(events) == []
-    assert _requests(events) == [page.as_uri()]
+    assert browser.problems == []
+    assert browser.requests == [page.as_uri()]
     assert browser.evaluate("document.images.length") == 0
     assert browser.evaluate("document.scripts.length") == 2
     handlers = browser.evaluate(
@@ -232,12 +181,12 @@ def test_hostile_text_is_shown_as_text(
 
 
 def test_trajectory_drill_down_stays_text_and_is_searched(
-    browser: Browser, tmp_path_factory: pytest.TempPathFactory
+    browser: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     runs, marks = hostile_trajectory_runs()
     page = tmp_path_factory.mktemp("trajectory") / "report.html"
     page.write_text(build_report(runs), encoding="utf-8")
-    events = _load(browser, page)
+    browser = _load(browser, page)
     assert browser.evaluate(OPEN_ALL) == 1
     assert browser.poll(ALL_LOADED)
     # every folded output open too
@@ -246,11 +195,9 @@ def test_trajectory_drill_down_stays_text_and_is_searched(
         " d.forEach(e => e.open = true); return d.length; })()"
     )
     assert opened >= 3
-    seen = len(browser.events)
     browser.evaluate("new Promise(r => setTimeout(r, 300))")
-    events += browser.events[seen:]
-    assert _problems(events) == []
-    assert _requests(events) == [page.as_uri()]
+    assert browser.problems == []
+    assert browser.requests == [page.as_uri()]
     assert browser.evaluate("document.images.length") == 0
     assert browser.evaluate("document.scripts.length") == 2
     text = browser.evaluate("document.querySelector('.traj').textContent")

@@ -2,8 +2,9 @@
 
 A label row has ``question_id`` (the result's id), ``metric`` (a result key: ``answer_f1``,
 ``faithfulness``, ``answer_class``, a custom output, ...), ``label`` (a number, a boolean or a
-class), and optionally ``annotator`` (several people may label one item, one row each) and
-``template_id`` (only needed when a results file repeats a question id across templates).
+class), and optionally ``annotator`` (several people may label one item, one row each),
+``template_id`` (only needed when a results file repeats a question id across templates) and
+``note`` (the annotator's words, as ``qa-eval view`` writes them; not measured).
 
 In a CSV file ``true`` / ``false`` / ``yes`` / ``no`` (any case) are booleans, a number is a
 number, anything else is a class. In JSON and YAML the value's own type counts (``"1"`` is the
@@ -46,7 +47,7 @@ __all__ = [
 LabelValue = bool | float | str
 Kind = Literal["binary", "class", "continuous"]
 
-_FIELDS = ("question_id", "metric", "label", "annotator", "template_id")
+_FIELDS = ("question_id", "metric", "label", "annotator", "template_id", "note")
 _REQUIRED = ("question_id", "metric", "label")
 _TRUE = frozenset({"true", "yes"})
 _FALSE = frozenset({"false", "no"})

@@ -27,6 +27,7 @@ from .options import (
     tsv_options,
 )
 from .traces import add_import_command
+from .view import add_view_command
 
 __all__ = ["Parser", "UsageError", "build_parser", "tsv_parser"]
 
@@ -375,6 +376,7 @@ _COMMANDS = (
     _agreement_command,
     _answer_correctness_command,
     add_import_command,
+    add_view_command,
 )
 
 

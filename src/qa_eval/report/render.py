@@ -29,7 +29,7 @@ from .model import Metric, RunSummary, Verdict
 from .questions import QuestionRef, paired_values
 from .trajectory import trajectory_views
 
-__all__ = ["render_page"]
+__all__ = ["question_html", "render_page", "signature_view", "verdict_context"]
 
 _REDACT_MIN = 6  # no pattern or registered secret fits in fewer characters
 MAX_LISTED = 100
@@ -127,9 +127,8 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def _signature(run: RunSummary) -> dict[str, Any]:
+def signature_view(sig: Mapping[str, Any] | None) -> dict[str, Any]:
     """A run's signature: the facts shown first, and all of it as YAML."""
-    sig = run.signature
     if not sig:
         return {"facts": [], "yaml": ""}
     judge = sig.get("judge") if isinstance(sig.get("judge"), Mapping) else None
@@ -244,7 +243,7 @@ def render_page(
             charts=_charts(runs, metrics),
             constant=_constant(runs, metrics),
             strips=_strips(verdict),
-            signatures=[_signature(run) for run in runs],
+            signatures=[signature_view(run.signature) for run in runs],
             templates=list(dict.fromkeys(q.template for q in visible)),
             by_name=by_name,
             judge_rows=_judge_rows(runs),
@@ -393,3 +392,38 @@ def _is_weak(question: QuestionRef, primary: Metric | None) -> bool:
         return False
     value = result.get(primary.name)
     return is_finite_number(value) and value < 1.0 - 1e-12 if primary.unit else False
+
+
+def verdict_context(comparison: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``verdict.html.j2`` (the verdict card's body) needs for ``compare_runs`` output."""
+    from .model import verdict_of
+
+    verdict = verdict_of(comparison)
+    return {"verdict": verdict, "strips": _strips(verdict), "noise_sigmas": SIGMAS}
+
+
+def question_html(labels: Sequence[str], results: Sequence[Mapping[str, Any] | None]) -> str:
+    """The report's drill-down of one question: ``results[i]`` is run ``labels[i]``'s result
+    (None where that run lacks the question)."""
+    from .model import metric_list, summarize_run, template_name
+
+    global _secrets
+    _secrets = tuple(known_secrets())
+    summaries = [
+        summarize_run(label, [] if result is None else [result], None)
+        for label, result in zip(labels, results)
+    ]
+    metrics = metric_list(summaries, None)
+    first = next(r for r in results if r is not None)
+    qid, text = first.get("question_id"), first.get("question_text")
+    ref = QuestionRef(
+        key=qid,
+        anchor="q-1",
+        template=template_name(first.get("template_id")),
+        question_id="" if qid is None else str(qid),
+        text="" if text is None else str(text),
+        results=tuple(results),
+    )
+    by_name = {m.name: m for m in metrics}
+    env = environment()
+    return _drills(env, [{"ref": ref}], [m for m in metrics if not m.step], by_name, summaries)[0]

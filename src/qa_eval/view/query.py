@@ -1,0 +1,241 @@
+"""The questions table of one run: what the URL asks for (:class:`TableView`) and its page.
+
+Filters: template, tag (``key=value``), a metric's range, errors, a failed metric (one with a
+``<metric>_error``), trial; a search of the indexed text (question, answers, reasons,
+``mismatch`` texts, errors): plain words (every word must occur; FTS5, words and their
+prefixes as the ``unicode61`` tokenizer cuts them) or a Python regular expression (a scan of the
+text of the rows the other filters leave). Sorting by position, id, template or any metric
+(SQLite's order: a missing value is smallest). Every value reaches SQL as a parameter; column
+names come only from the index's own table of metrics.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+from urllib.parse import urlencode
+
+from ..errors import InputError
+from .index import LOCK, Index
+
+__all__ = [
+    "PAGE_SIZES",
+    "Page",
+    "TableView",
+    "failed_of",
+    "page_of",
+    "tags_of",
+    "templates_of",
+    "trials_of",
+]
+
+PAGE_SIZES = (25, 50, 100, 200)
+_FIXED_SORTS = {"pos": "pos", "qid": "qid", "template": "tpl", "trial": "trial"}
+
+
+@dataclass(frozen=True)
+class TableView:
+    """The state of the questions table: every field is a URL parameter (defaults left out)."""
+
+    template: str = ""
+    tag: str = ""
+    metric: str = ""
+    low: float | None = None
+    high: float | None = None
+    errors: str = ""  # "only", "none" or ""
+    failed: str = ""
+    trial: int | None = None
+    q: str = ""
+    regex: bool = False
+    sort: str = "pos"
+    desc: bool = False
+    page: int = 1
+    size: int = 50
+
+    @classmethod
+    def from_query(cls, params: Mapping[str, str]) -> TableView:
+        """The view a URL's query asks for; a bad value is an ``InputError`` naming it."""
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = params.get(f.name)
+            if raw is None or raw == "":
+                continue
+            try:
+                if f.name in ("low", "high"):
+                    values[f.name] = float(raw)
+                elif f.name in ("trial", "page", "size"):
+                    values[f.name] = int(raw)
+                elif f.name in ("regex", "desc"):
+                    values[f.name] = raw in ("1", "true", "on", "yes")
+                else:
+                    values[f.name] = raw
+            except ValueError:
+                raise InputError(f"not a number: {raw!r}", field=f.name) from None
+        view = cls(**values)
+        if view.page < 1:
+            raise InputError("must be 1 or more", field="page")
+        if view.size not in PAGE_SIZES:
+            raise InputError(f"must be one of {', '.join(map(str, PAGE_SIZES))}", field="size")
+        if view.errors not in ("", "only", "none"):
+            raise InputError("must be 'only' or 'none'", field="errors")
+        return view
+
+    def query(self, **changes: Any) -> str:
+        """The URL query of this view with ``changes`` (defaults left out)."""
+        view = replace(self, **changes)
+        default = TableView()
+        pairs = []
+        for f in fields(view):
+            value = getattr(view, f.name)
+            if value != getattr(default, f.name):
+                pairs.append((f.name, "1" if value is True else str(value)))
+        return urlencode(pairs)
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of the table: its rows (mappings), how many match, the metric columns."""
+
+    rows: list[dict[str, Any]]
+    total: int
+    metrics: list[str]
+    view: TableView
+
+    @property
+    def pages(self) -> int:
+        """How many pages the matching rows fill (at least 1)."""
+        return max(1, -(-self.total // self.view.size))
+
+
+def _words(text: str) -> str:
+    """An FTS5 query for every word of ``text`` (each quoted: no FTS syntax reaches it)."""
+    words = re.findall(r"\w+", text)
+    return " ".join('"' + w.replace('"', '""') + '"' for w in words)
+
+
+def _where(index: Index, view: TableView) -> tuple[str, list[Any], re.Pattern[str] | None]:
+    clauses: list[str] = []
+    params: list[Any] = []
+    if view.template:
+        clauses.append("tpl = ?")
+        params.append(view.template)
+    if view.tag:
+        key, sep, value = view.tag.partition("=")
+        if not sep:
+            raise InputError("a tag filter is key=value", field="tag")
+        col = index.tags.get(key)
+        if col is None:
+            raise InputError(f"no tag {key!r} in {index.source.name}", field="tag")
+        clauses.append(f"{col} = ?")
+        params.append(value)
+    if view.metric:
+        col = _column(index, view.metric, "metric")
+        if view.low is not None:
+            clauses.append(f"{col} >= ?")
+            params.append(view.low)
+        if view.high is not None:
+            clauses.append(f"{col} <= ?")
+            params.append(view.high)
+        if view.low is None and view.high is None:
+            clauses.append(f"{col} IS NOT NULL")
+    if view.errors:
+        clauses.append("err = ?")
+        params.append(1 if view.errors == "only" else 0)
+    if view.failed:
+        clauses.append("pos IN (SELECT pos FROM failed WHERE metric = ?)")
+        params.append(view.failed)
+    if view.trial is not None:
+        clauses.append("trial = ?")
+        params.append(view.trial)
+    pattern = None
+    if view.q and view.regex:
+        try:
+            pattern = re.compile(view.q)
+        except re.error as e:
+            raise InputError(f"not a regular expression: {e}", field="q") from None
+        clauses.append("qa_regexp(doc)")
+    elif view.q and _words(view.q):
+        clauses.append("pos IN (SELECT rowid FROM qf WHERE qf MATCH ?)")
+        params.append(_words(view.q))
+    return (" WHERE " + " AND ".join(clauses)) if clauses else "", params, pattern
+
+
+def _column(index: Index, name: str, field: str) -> str:
+    col = index.metrics.get(name)
+    if col is None:
+        raise InputError(f"no metric {name!r} in {index.source.name}", field=field)
+    return col
+
+
+def page_of(index: Index, view: TableView) -> Page:
+    """The rows of ``view``'s page and how many rows match."""
+    where, params, pattern = _where(index, view)
+    if view.sort in _FIXED_SORTS:
+        order = _FIXED_SORTS[view.sort]
+    else:
+        order = _column(index, view.sort, "sort")
+    direction = "DESC" if view.desc else "ASC"
+    names = list(index.metrics)
+    cols = ", ".join(index.metrics[n] for n in names)
+    select = "SELECT pos, qid, tpl, trial, question, err, traced" + (f", {cols}" if cols else "")
+    sql = f"{select} FROM q{where} ORDER BY {order} {direction}, pos {direction} LIMIT ? OFFSET ?"
+    with LOCK:
+        if pattern is not None:
+            search = pattern.search
+            index.db.create_function(
+                "qa_regexp", 1, lambda text: search(text or "") is not None, deterministic=True
+            )
+        start = (view.page - 1) * view.size
+        if pattern is None:
+            total = index.db.execute(f"SELECT count(*) FROM q{where}", params).fetchone()[0]
+            found = index.db.execute(sql, [*params, view.size, start]).fetchall()
+        else:  # one scan with the expression: every match's place, then the page's rows
+            order_sql = f"SELECT pos FROM q{where} ORDER BY {order} {direction}, pos {direction}"
+            matches = [p for (p,) in index.db.execute(order_sql, params)]
+            total = len(matches)
+            chosen = matches[start : start + view.size]
+            by_pos = {
+                row[0]: row
+                for row in index.db.execute(
+                    f"{select} FROM q WHERE pos IN ({', '.join('?' * len(chosen))})", chosen
+                )
+            }
+            found = [by_pos[p] for p in chosen]
+    rows = []
+    for row in found:
+        pos, qid, tpl, trial, question, err, traced, *values = row
+        rows.append(
+            {
+                "pos": pos,
+                "question_id": qid,
+                "template": tpl,
+                "trial": trial,
+                "question": question,
+                "error": bool(err),
+                "traced": bool(traced),
+                "values": dict(zip(names, values)),
+            }
+        )
+    return Page(rows, total, names, view)
+
+
+def templates_of(index: Index) -> list[str]:
+    """The templates of the run, in order."""
+    return [value for _, value, _ in index.facets.get("template", [])]
+
+
+def tags_of(index: Index, limit: int = 200) -> list[tuple[str, str, int]]:
+    """(key, value, questions) of the run's tags (the most common first)."""
+    return sorted(index.facets.get("tag", []), key=lambda t: (-t[2], t[0], t[1]))[:limit]
+
+
+def trials_of(index: Index) -> list[int]:
+    """The trial numbers present."""
+    return sorted(int(value) for _, value, _ in index.facets.get("trial", []))
+
+
+def failed_of(index: Index) -> list[str]:
+    """The metrics that failed (``<metric>_error``) on some question."""
+    return [value for _, value, _ in index.facets.get("failed", [])]
