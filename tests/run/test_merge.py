@@ -142,3 +142,31 @@ def test_a_shard_file_that_is_not_one_is_refused() -> None:
     for bad in ({}, {"format": "x"}, {"format": "qa-eval partial aggregates 1", "results": "1"}):
         with pytest.raises(ValueError, match="not partial aggregates"):
             from_data(bad, spec)
+
+
+def test_aggregate_reads_json_lines_as_a_stream(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``qa-eval aggregate RESULTS.jsonl`` aggregates line by line: the same aggregates as the
+    file read whole, and the same refusals (another kind of file, a bad result, a --by key no
+    result has), in that order."""
+    from qa_eval import compute_aggregates
+    from qa_eval.io.files import read_results
+
+    ref, resp = _data(tmp_path)
+    out = tmp_path / "results.jsonl"
+    evaluate_files(ref, resp, output=out, no_judge=True, cache=False)
+    assert main(["aggregate", str(out), "-o", str(tmp_path / "a.json")]) == 0
+    expected = compute_aggregates(read_results(out))
+    assert (tmp_path / "a.json").read_bytes() == orjson.dumps(
+        expected, option=orjson.OPT_INDENT_2
+    ) + b"\n"
+    lines = out.read_bytes().splitlines(keepends=True)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b"".join(lines[:3]) + b'{"question_id": [1], "answer_f1": 1}\n')
+    assert main(["aggregate", str(bad)]) == 2
+    assert "line 4" in capsys.readouterr().err
+    assert main(["aggregate", str(resp)]) == 2
+    assert "looks like responses" in capsys.readouterr().err
+    assert main(["aggregate", str(out), "--by", "nothing"]) == 2
+    assert "--by nothing: no result has a value" in capsys.readouterr().err
