@@ -41,12 +41,19 @@ def _alive(pid: int) -> bool:
     return fields[0] != "Z"
 
 
-def _start(folder: Path, *extra: str) -> subprocess.Popen[bytes]:
-    ref, resp = _data(folder, 20000)
+ENV = {**os.environ, "PYTHONPATH": str(SRC)}
+
+
+def _command(folder: Path, questions: int) -> list[str]:
+    """``qa-eval evaluate`` with two workers on generated data of ``questions`` questions."""
+    ref, resp = _data(folder, questions)
     command = [sys.executable, "-m", "qa_eval", "evaluate", str(ref), str(resp)]
-    command += ["-o", str(folder / "out.jsonl"), "--workers", "2", "-q", "--no-judge", *extra]
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
-    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return [*command, "-o", str(folder / "out.jsonl"), "--workers", "2", "-q", "--no-judge"]
+
+
+def _start(folder: Path) -> subprocess.Popen[bytes]:
+    command = _command(folder, 20000)
+    return subprocess.Popen(command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def _workers(process: subprocess.Popen[bytes], want: int = 2) -> set[int]:
@@ -83,28 +90,13 @@ def test_a_stopped_run_leaves_no_process(tmp_path: Path, stop: str) -> None:
 
 
 def test_bad_input_with_workers_is_exit_2(tmp_path: Path) -> None:
-    ref, resp = _data(tmp_path, 100)
-    resp.write_bytes(resp.read_bytes() + b'{"question_id": "q0-0", "actual_answer": "again"}\n')
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "qa_eval",
-            "evaluate",
-            str(ref),
-            str(resp),
-            "--workers",
-            "2",
-            "-o",
-            str(tmp_path / "out.jsonl"),
-            "-q",
-            "--no-judge",
-        ],
-        env=env,
-        capture_output=True,
-        check=False,
+    command = _command(tmp_path, 100)
+    responses = tmp_path / "responses.jsonl"
+    responses.write_bytes(
+        responses.read_bytes() + b'{"question_id": "q0-0", "actual_answer": "x"}\n'
     )
+    done = subprocess.run(command, env=ENV, capture_output=True, check=False)
     assert done.returncode == 2
     assert done.stderr.decode().count("\n") == 1
+    assert "duplicate response" in done.stderr.decode()
     assert not (tmp_path / "out.jsonl").exists()
