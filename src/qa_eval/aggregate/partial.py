@@ -68,7 +68,11 @@ class Column:
     def merge(self, other: Column) -> None:
         """Add another part's values (an array only while both are of one kind)."""
         mine, theirs = self.values, other.values
-        if (
+        if not len(theirs):
+            pass
+        elif not len(mine):
+            self.values = theirs  # (an empty part is no reason to leave the arrays)
+        elif (
             isinstance(mine, array)
             and isinstance(theirs, array)
             and mine.typecode == theirs.typecode
