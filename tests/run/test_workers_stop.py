@@ -57,7 +57,7 @@ def _start(folder: Path) -> subprocess.Popen[bytes]:
 
 
 def _workers(process: subprocess.Popen[bytes], want: int = 2) -> set[int]:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180
     while time.monotonic() < deadline and process.poll() is None:
         found = _children(process.pid)
         if len(found) >= want:
@@ -75,7 +75,7 @@ def test_a_stopped_run_leaves_no_process(tmp_path: Path, stop: str) -> None:
         os.kill(min(workers), signal.SIGKILL)
     else:
         process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=60)
+    _, err = process.communicate(timeout=180)
     text = err.decode()
     if stop == "kill a worker":
         assert process.returncode == 1, text
