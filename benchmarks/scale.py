@@ -4,9 +4,13 @@
     python benchmarks/scale.py --sizes 100000 --src before=/other/src --src after=src
 
 Each run is a ``qa-eval`` command in its own process (PYTHONPATH set to the source tree), so its
-peak resident memory is its own (``ru_maxrss`` from ``wait4``): ``evaluate REFERENCE.json
-RESPONSES.jsonl -o RESULTS.jsonl --aggregates AGGREGATES.json -q``, and ``report RESULTS.jsonl``
-(up to ``--report-max`` questions).
+peak resident memory is its own (``ru_maxrss`` from ``wait4``; with worker processes, the
+largest of theirs too, from ``RUSAGE_CHILDREN``), and its CPU time counts its workers'. The
+rows, side by side in one run: ``evaluate REFERENCE.json RESPONSES.jsonl -o RESULTS.jsonl
+--aggregates AGGREGATES.json -q``, the same with ``--workers 2`` (its results and aggregates
+compared byte for byte with the first), the run split in ``--shards`` shards (``--shard i/N``,
+one after the other) put back together by ``qa-eval merge`` (compared likewise), and
+``aggregate``, ``compare`` and ``report`` on the results (up to ``--report-max`` questions).
 The data is generated here, into a temporary folder, written as it is made (this process stays
 small): per question, a reference with a SPARQL step (3 rows) and a reference answer, and a
 response with an answer, the same SPARQL step (one question in five with a wrong row, one in
@@ -20,9 +24,11 @@ when it runs.
 from __future__ import annotations
 
 import argparse
+import filecmp
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -133,10 +139,12 @@ def generate(folder: Path, n: int) -> tuple[Path, Path]:
 
 
 def measured(command: list[str], src: Path, limit_gb: float) -> dict[str, Any]:
-    """Run a command; its wall time, peak RSS (MB) and exit code. A process whose resident
-    memory passes ``limit_gb`` is killed (polled every 0.1 s; an address-space rlimit would
-    not do: orjson crashes under one)."""
+    """Run a command; its wall time, CPU time (its worker processes' included), peak RSS (MB:
+    its own, and the largest of its workers') and exit code. A process whose resident memory
+    passes ``limit_gb`` is killed (polled every 0.1 s; an address-space rlimit would not do:
+    orjson crashes under one)."""
     env = {**os.environ, "PYTHONPATH": str(src)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     process = subprocess.Popen(
         [sys.executable, "-m", "qa_eval", *command],
@@ -145,16 +153,27 @@ def measured(command: list[str], src: Path, limit_gb: float) -> dict[str, Any]:
         stderr=subprocess.PIPE,
     )
     over = threading.Event()
+    tree = [0]  # the largest resident memory of the process and its workers together, in kB
+    own = [0.0]  # the process's own CPU seconds, its workers' apart (last read)
 
     def watch() -> None:
-        status = Path(f"/proc/{process.pid}/status")
+        ticks = os.sysconf("SC_CLK_TCK")
         while process.returncode is None:
-            try:
-                text = status.read_text()
-            except OSError:
+            resident = rss_kb(process.pid)
+            if resident is None:
                 return
-            match = re.search(r"VmRSS:\s+(\d+) kB", text)
-            if match and int(match.group(1)) > limit_gb * 2**20:
+            try:
+                fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+                own[0] = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+            except (OSError, IndexError, ValueError):
+                pass
+            children = Path(f"/proc/{process.pid}/task/{process.pid}/children")
+            try:
+                pids = [int(p) for p in children.read_text().split()]
+            except OSError:
+                pids = []
+            tree[0] = max(tree[0], resident + sum(rss_kb(p) or 0 for p in pids))
+            if resident > limit_gb * 2**20:
                 over.set()
                 process.kill()
                 return
@@ -166,16 +185,128 @@ def measured(command: list[str], src: Path, limit_gb: float) -> dict[str, Any]:
     err = process.stderr.read()
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     process.returncode = os.waitstatus_to_exitcode(status)
     text = err.decode(errors="replace").strip().splitlines()
     error = text[-1] if process.returncode and text else ""
     if over.is_set():
         error = f"killed: over {limit_gb:g} GB"
-    return {"wall": wall, "rss": usage.ru_maxrss / 1024, "code": process.returncode, "error": error}
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "own_cpu": own[0] or usage.ru_utime + usage.ru_stime,
+        "rss": usage.ru_maxrss / 1024,
+        "tree_rss": tree[0] / 1024,
+        "code": process.returncode,
+        "error": error,
+    }
+
+
+def rss_kb(pid: int) -> int | None:
+    """A process's resident memory in kB (None once it is gone)."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    match = re.search(r"VmRSS:\s+(\d+) kB", text)
+    return int(match.group(1)) if match else 0
 
 
 def size(path: Path) -> str:
     return f"{path.stat().st_size / 1e6:,.0f} MB" if path.exists() else "-"
+
+
+def same(a: Path, b: Path) -> str:
+    """Whether two files hold the same bytes (an aggregates file without its signature)."""
+    if not (a.exists() and b.exists()):
+        return "-"
+    if a.suffix == ".json":
+        left, right = orjson.loads(a.read_bytes()), orjson.loads(b.read_bytes())
+        left.pop("signature", None), right.pop("signature", None)
+        return "same bytes" if orjson.dumps(left) == orjson.dumps(right) else "DIFFERENT"
+    return "same bytes" if filecmp.cmp(a, b, shallow=False) else "DIFFERENT"
+
+
+class Table:
+    """The rows measured, printed as they come and as one table at the end."""
+
+    def __init__(self, src: Path, limit: float) -> None:
+        self.src, self.limit = src, limit
+        self.rows: list[list[Any]] = []
+
+    def run(
+        self, label: str, n: int, what: str, command: list[str], output: Path
+    ) -> dict[str, Any]:
+        """Measure one command and add its row."""
+        done = measured(command, self.src, self.limit)
+        self.add(label, n, what, done, size(output))
+        return done
+
+    def add(self, label: str, n: int, what: str, run: dict[str, Any], output: str) -> None:
+        self.rows.append(row(label, n, what, run, output))
+        print(self.rows[-1], flush=True)
+
+
+def evaluate(reference: Path, responses: Path, out: Path, *extra: str) -> list[str]:
+    """The evaluate command writing ``out`` (JSON Lines) and its aggregates beside it."""
+    aggregates = out.with_suffix(".json")
+    return [
+        "evaluate", str(reference), str(responses), "-o", str(out), "--aggregates",
+        str(aggregates), "-q", *extra,
+    ]  # fmt: skip
+
+
+def sized(table: Table, label: str, n: int, files: tuple[Path, Path], tmp: Path, args: Any) -> None:
+    """Every row of one source tree at one size."""
+    reference, responses = files
+    one = tmp / f"one-{label}-{n}.jsonl"
+    table.run(label, n, "evaluate, JSONL in and out", evaluate(reference, responses, one), one)
+    if args.workers > 1:
+        spread = tmp / f"workers-{label}-{n}.jsonl"
+        command = evaluate(reference, responses, spread, "--workers", str(args.workers))
+        table.run(label, n, f"evaluate --workers {args.workers}", command, spread)
+        table.rows[-1][-1] += (
+            f" | {same(one, spread)}, {same(one.with_suffix('.json'), spread.with_suffix('.json'))}"
+        )
+    if args.shards > 1:
+        shards = [tmp / f"shard{i}-{label}-{n}.jsonl" for i in range(1, args.shards + 1)]
+        total = {"wall": 0.0, "cpu": 0.0, "own_cpu": 0.0, "rss": 0.0, "code": 0, "error": ""}
+        for i, shard in enumerate(shards, start=1):
+            command = evaluate(reference, responses, shard, "--shard", f"{i}/{args.shards}")
+            done = measured(command, table.src, table.limit)
+            for key in ("wall", "cpu", "own_cpu"):
+                total[key] += done[key]
+            total["rss"] = max(total["rss"], done["rss"])
+            total["code"] = total["code"] or done["code"]
+            total["error"] = total["error"] or done["error"]
+        table.add(label, n, f"{args.shards} x evaluate --shard i/{args.shards}", total, "")
+        merged = tmp / f"merged-{label}-{n}.jsonl"
+        command = [
+            "merge",
+            *map(str, shards),
+            "-o",
+            str(merged),
+            "--aggregates",
+            str(merged.with_suffix(".json")),
+        ]
+        table.run(label, n, "merge the shards", command, merged)
+        table.rows[-1][-1] += (
+            f" | {same(one, merged)}, {same(one.with_suffix('.json'), merged.with_suffix('.json'))}"
+        )
+    if n <= args.report_max and one.exists():
+        table.run(
+            label,
+            n,
+            "aggregate RESULTS.jsonl",
+            ["aggregate", str(one), "-o", str(tmp / "a.json")],
+            tmp / "a.json",
+        )
+        table.run(label, n, "compare RESULTS RESULTS", ["compare", str(one), str(one)], tmp / "-")
+        page = tmp / f"report-{label}-{n}.html"
+        table.run(label, n, "report RESULTS.jsonl", ["report", str(one), "-o", str(page)], page)
+    for path in tmp.glob(f"*-{label}-{n}*"):
+        path.unlink(missing_ok=True)
 
 
 def main() -> None:
@@ -191,12 +322,14 @@ def main() -> None:
     )
     parser.add_argument("--memory-limit", type=float, default=12.0, help="GB per process")
     parser.add_argument("--data", help="keep the generated data in this folder (reused)")
+    parser.add_argument("--workers", type=int, default=2, help="the --workers row (1: none)")
+    parser.add_argument("--shards", type=int, default=2, help="the shard + merge rows (1: none)")
     parser.add_argument(
         "--report-max",
         type=int,
         default=100_000,
-        help="run 'report' on sizes up to this many questions (default 100,000: the report "
-        "reads every result into memory)",
+        help="run 'aggregate', 'compare' and 'report' on sizes up to this many questions "
+        "(default 100,000: they read every result into memory)",
     )
     args = parser.parse_args()
     sources = []
@@ -204,55 +337,42 @@ def main() -> None:
         label, _, path = item.rpartition("=")
         sources.append((label or path, Path(path.strip("()")).resolve()))
     sizes = [int(s) for s in args.sizes.split(",")]
-    rows: list[list[Any]] = []
+    tables: list[Table] = []
     with tempfile.TemporaryDirectory(prefix="qa-eval-scale-") as tmp:
         data = Path(args.data) if args.data else Path(tmp)
         data.mkdir(parents=True, exist_ok=True)
         for n in sizes:
-            reference, responses = generate(data, n)
+            files = generate(data, n)
             print(
-                f"{n:,} questions: reference {size(reference)}, responses {size(responses)}",
+                f"{n:,} questions: reference {size(files[0])}, responses {size(files[1])}",
                 flush=True,
             )
             for label, src in sources:
-                out = Path(tmp) / f"results-{label}-{n}.jsonl"
-                run = measured(
-                    [
-                        "evaluate",
-                        str(reference),
-                        str(responses),
-                        "-o",
-                        str(out),
-                        "--aggregates",
-                        str(Path(tmp) / f"aggregates-{label}-{n}.json"),
-                        "-q",
-                    ],
-                    src,
-                    args.memory_limit,
-                )
-                rows.append(row(label, n, "evaluate, JSONL in and out", run, size(out)))
-                print(rows[-1], flush=True)
-                if n <= args.report_max and out.exists():
-                    page = Path(tmp) / f"report-{label}-{n}.html"
-                    report = measured(["report", str(out), "-o", str(page)], src, args.memory_limit)
-                    rows.append(row(label, n, "report RESULTS.jsonl", report, size(page)))
-                    print(rows[-1], flush=True)
-                    page.unlink(missing_ok=True)
-                out.unlink(missing_ok=True)
+                table = Table(src, args.memory_limit)
+                tables.append(table)
+                sized(table, label, n, files, Path(tmp), args)
     print()
-    print(
-        format_table(["source", "questions", "command", "wall", "peak RSS", "output", "exit"], rows)
-    )
+    header = ["source", "questions", "command", "wall", "CPU", "peak RSS", "output", "exit"]
+    print(format_table(header, [r for t in tables for r in t.rows]))
 
 
 def row(label: str, n: int, command: str, run: dict[str, Any], output: str) -> list[Any]:
     exit_text = str(run["code"]) + (f" ({run['error'][:60]})" if run["error"] else "")
+    peak = f"{run['rss']:,.0f} MB"
+    if run.get("tree_rss", 0) > run["rss"] + 1:
+        peak += f" (with workers {run['tree_rss']:,.0f} MB)"
     return [
         label,
         f"{n:,}",
         command,
         f"{run['wall']:,.1f} s",
-        f"{run['rss']:,.0f} MB",
+        f"{run['cpu']:,.1f} s"
+        + (
+            f" ({run['own_cpu']:,.1f} s its own)"
+            if run["cpu"] > run.get("own_cpu", 0) + 0.5
+            else ""
+        ),
+        peak,
         output,
         exit_text,
     ]

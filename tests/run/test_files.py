@@ -153,14 +153,20 @@ def test_an_interrupted_run_leaves_the_finished_results_in_the_partial_file(
     ref, resp = _inputs(tmp_path, 30)
     whole = evaluate_files(ref, resp)  # no judge: the steps and offline metrics only
     expected = {r["question_id"]: r for r in whole.results}
-    real = PartialFile.write
+    real, real_lines = PartialFile.write, PartialFile.write_lines
 
     def write(self: PartialFile, result: dict[str, Any], flush: bool = True) -> None:
         real(self, result, flush)
         if self.count == 12:
             raise KeyboardInterrupt
 
+    def write_lines(self: PartialFile, data: bytes, count: int) -> None:  # streamed: in batches
+        lines = data.splitlines(keepends=True)
+        real_lines(self, b"".join(lines[:12]), min(count, 12))
+        raise KeyboardInterrupt
+
     monkeypatch.setattr(PartialFile, "write", write)
+    monkeypatch.setattr(PartialFile, "write_lines", write_lines)
     output = tmp_path / f"results{suffix}"
     with pytest.raises(KeyboardInterrupt):
         evaluate_files(ref, resp, output=output)

@@ -519,14 +519,21 @@ def test_an_interrupted_run_says_where_its_results_are(
 
     ref, resp = _files(tmp_path, 600)
     output = tmp_path / f"results{suffix}"
-    real = PartialFile.write
+    real, real_lines = PartialFile.write, PartialFile.write_lines
 
     def write(self: Any, result: dict[str, Any], flush: bool = True) -> None:
         real(self, result, flush)
         if self.count == 300:
             raise KeyboardInterrupt
 
+    def write_lines(self: Any, data: bytes, count: int) -> None:  # streamed: in batches
+        room = 300 - self.count
+        real_lines(self, b"".join(data.splitlines(keepends=True)[:room]), min(count, room))
+        if self.count == 300:
+            raise KeyboardInterrupt
+
     monkeypatch.setattr(PartialFile, "write", write)
+    monkeypatch.setattr(PartialFile, "write_lines", write_lines)
     assert main(["evaluate", str(ref), str(resp), "-o", str(output), "-q"]) == 130
     err = capsys.readouterr().err
     partial = tmp_path / f"results{suffix}.partial.jsonl"

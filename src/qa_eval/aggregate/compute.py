@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError, QaEvalError, short_repr
@@ -17,7 +18,11 @@ from .stats import as_float, describe
 
 
 def id_error(
-    result: Mapping[str, Any], position: int, field: str, value: Any, run: str | None = None
+    result: Mapping[str, Any],
+    position: int,
+    field: str,
+    value: Any,
+    run: str | None = None,
 ) -> InputError:
     """The ``InputError`` for an id ``value`` of a result (its ``field``) that cannot key a
     group or a pair (a list, a mapping, ...): names the run (``run``), the result by position
@@ -81,15 +86,7 @@ def compute_aggregates(
     value per question, the mean over its trials, and each group gets ``trials``: pass@k and
     pass^k of ``trajectory_match`` and of each metric of ``pass_thresholds`` (metric -> the value
     a trial must reach), see ``qa_eval.metrics.agents.trials``."""
-    original = check_keys(keys)
-    thresholds = check_thresholds(pass_thresholds)
-    if original:
-        by = ()  # per_tag is not written: not computed either
-    extra_metrics, custom = _extra_metrics(config_file_path, list(extra_metrics))
-    registered = _registry.aggregated_keys()  # read now: the registry as it is at this call
-    numeric_only = frozenset(extra_metrics) - frozenset(registered)
-    step_metrics = [m for names in STEP_METRICS.values() for m in names]
-    metrics = list(dict.fromkeys([*registered, *step_metrics, *extra_metrics]))
+    spec = AggregateSpec.of(config_file_path, by, extra_metrics, keys, pass_thresholds)
     # Aggregating allocates only acyclic data (groups, value lists, summary dicts), which
     # reference counting frees: the collector is paused meanwhile, as during a run
     # (run.execute.Collector), so that the allocations of thousands of groups do not set off
@@ -101,46 +98,104 @@ def compute_aggregates(
     if collecting:
         gc.disable()
     try:
-        out = _aggregates(
-            results, list(dict.fromkeys(by)), metrics, numeric_only, thresholds, custom
+        templates, tagged = grouped(results, spec)
+        out = summarise(
+            templates.items(), {tag: groups.items() for tag, groups in tagged.items()}, spec
         )
     finally:
         if collecting:
             gc.enable()
-    if original:
-        return original_aggregates(out, extra_metrics)
-    return out
+    return spec.project(out)
 
 
-def _aggregates(
-    results: Iterable[Mapping[str, Any]],
-    tags: list[str],
-    metrics: list[str],
-    numeric_only: frozenset[str],
-    thresholds: Mapping[str, float],
-    custom: Mapping[str, str],
+@dataclass(frozen=True)
+class AggregateSpec:
+    """What ``compute_aggregates`` is asked for, resolved once (picklable: a worker process or
+    a merge aggregates with the same): the metrics summarised (``numeric_only``: the custom
+    outputs, left out when none of their values is a number), the tags grouped by, the pass
+    thresholds, the error keys that fail each metric, and the key set written."""
+
+    metrics: tuple[str, ...]
+    numeric_only: frozenset[str]
+    tags: tuple[str, ...]
+    thresholds: Mapping[str, float]
+    failures: Mapping[str, tuple[str, ...]]
+    extra_metrics: tuple[str, ...] = ()
+    custom: Mapping[str, str] = field(default_factory=dict)
+    keys: str = "qa-eval"
+
+    @classmethod
+    def of(
+        cls,
+        config_file_path: Any = None,
+        by: Iterable[str] = DEFAULT_TAGS,
+        extra_metrics: Iterable[str] = (),
+        keys: str = "qa-eval",
+        pass_thresholds: Mapping[str, float] | None = None,
+    ) -> AggregateSpec:
+        """The spec of ``compute_aggregates``' arguments (checked: ``QaEvalError``)."""
+        original = check_keys(keys)
+        thresholds = check_thresholds(pass_thresholds)
+        if original:
+            by = ()  # per_tag is not written: not computed either
+        extra, custom = _extra_metrics(config_file_path, list(extra_metrics))
+        registered = _registry.aggregated_keys()  # read now: the registry as it is at this call
+        step_metrics = [m for names in STEP_METRICS.values() for m in names]
+        metrics = tuple(dict.fromkeys([*registered, *step_metrics, *extra]))
+        return cls(
+            metrics,
+            frozenset(extra) - frozenset(registered),
+            tuple(dict.fromkeys(by)),
+            thresholds,
+            failure_map(metrics, custom),
+            tuple(extra),
+            custom,
+            keys,
+        )
+
+    def group(self) -> Group:
+        """A new, empty group."""
+        return Group(self.failures, self.thresholds)
+
+    def project(self, out: dict[str, Any]) -> dict[str, Any]:
+        """The aggregates in the spec's key set."""
+        if self.keys == "graphrag-eval":
+            return original_aggregates(out, list(self.extra_metrics))
+        return out
+
+
+def summarise(
+    templates: Iterable[tuple[Any, Group]],
+    tagged: Mapping[str, Iterable[tuple[Any, Group]]],
+    spec: AggregateSpec,
+    overall: Group | None = None,
 ) -> dict[str, Any]:
-    """``per_template``, ``micro``, ``macro`` and ``per_tag`` of the results (see
-    ``compute_aggregates``)."""
-    failures = failure_map(metrics, custom)
-    templates, tagged = _grouped(results, tags, failures, frozenset(metrics), thresholds)
-    overall = Group(failures, thresholds)
-    for group in [*templates.values(), *(g for groups in tagged.values() for g in groups.values())]:
+    """``per_template``, ``micro``, ``macro`` and ``per_tag`` of the groups the results were
+    added to (templates and tag values in order of first appearance, each group read once; see
+    ``compute_aggregates``); ``overall`` gathers the templates into micro (a new group by
+    default)."""
+    metrics, numeric_only = list(spec.metrics), spec.numeric_only
+    if overall is None:
+        overall = spec.group()
+    per_template = {}
+    for tid, group in templates:
         group.finish()
-    # The templates' summaries first: they sort each series, and the merge reuses the sorts.
-    per_template = {tid: group.summary(metrics, numeric_only) for tid, group in templates.items()}
-    for group in templates.values():
+        # The template's summary first: it sorts each series, and the merge reuses the sorts.
+        per_template[tid] = group.summary(metrics, numeric_only)
         overall.merge(group)
     out: dict[str, Any] = {
         "per_template": per_template,
         "micro": overall.summary(metrics, numeric_only),
         "macro": _macro(per_template, metrics),
     }
-    per_tag = {
-        tag: {value: group.summary(metrics, numeric_only) for value, group in groups.items()}
-        for tag, groups in tagged.items()
-        if groups
-    }
+    per_tag = {}
+    for tag, groups in tagged.items():
+        summaries = {}
+        for value, group in groups:
+            group.finish()
+            summaries[value] = group.summary(metrics, numeric_only)
+        if summaries:
+            per_tag[tag] = summaries
     if per_tag:
         out["per_tag"] = per_tag
     return out
@@ -161,40 +216,56 @@ def _extra_metrics(
     return extra_metrics, {}
 
 
-def _grouped(
-    results: Iterable[Mapping[str, Any]],
-    tags: list[str],
-    failures: Mapping[str, tuple[str, ...]],
-    metric_set: frozenset[str],
-    thresholds: Mapping[str, float],
+def grouped(
+    results: Iterable[Mapping[str, Any]], spec: AggregateSpec
 ) -> tuple[dict[Any, Group], dict[str, dict[Any, Group]]]:
     """The results added up per template, and per value of each tag."""
     templates: dict[Any, Group] = {}
-    tagged: dict[str, dict[Any, Group]] = {tag: {} for tag in tags}
+    tagged: dict[str, dict[Any, Group]] = {tag: {} for tag in spec.tags}
+    metric_set = frozenset(spec.metrics)
     for position, result in enumerate(results):
-        if not isinstance(result, dict):
-            raise TypeError(f"result [{position}] must be a mapping, got {type(result).__name__}")
-        template_id = result.get("template_id")
-        try:
-            group = templates.get(template_id)
-        except TypeError:  # unhashable: a list, a mapping, ...
-            raise id_error(result, position, "template_id", template_id) from None
-        if group is None:
-            group = templates[template_id] = Group(failures, thresholds)
+        group = template_group(templates, result, position, spec)
         group.add(result, metric_set)
-        for tag in tags:
-            value = result.get(tag)
-            if value is None or isinstance(value, (dict, list)):
-                continue
-            groups = tagged[tag]
-            try:
-                known = value in groups
-            except TypeError:  # an unhashable tag value (a set, ...) is no group, as a list
-                continue
-            if not known:
-                groups[value] = Group(failures, thresholds)
-            groups[value].add(result, metric_set)
+        for group in tag_groups(tagged, result, spec):
+            group.add(result, metric_set)
     return templates, tagged
+
+
+def template_group(
+    templates: dict[Any, Group], result: Any, position: int, spec: AggregateSpec
+) -> Group:
+    """The group of a result's template (made when new); ``TypeError`` for a result that is not
+    a mapping, ``InputError`` for a template id that cannot key a group."""
+    if not isinstance(result, dict):
+        raise TypeError(f"result [{position}] must be a mapping, got {type(result).__name__}")
+    template_id = result.get("template_id")
+    try:
+        group = templates.get(template_id)
+    except TypeError:  # unhashable: a list, a mapping, ...
+        raise id_error(result, position, "template_id", template_id) from None
+    if group is None:
+        group = templates[template_id] = spec.group()
+    return group
+
+
+def tag_groups(
+    tagged: dict[str, dict[Any, Group]], result: Mapping[str, Any], spec: AggregateSpec
+) -> list[Group]:
+    """The groups of a result's tag values (made when new): one per tag it has a value of."""
+    found = []
+    for tag in spec.tags:
+        value = result.get(tag)
+        if value is None or isinstance(value, (dict, list)):
+            continue
+        groups = tagged[tag]
+        try:
+            group = groups.get(value)
+        except TypeError:  # an unhashable tag value (a set, ...) is no group, as a list
+            continue
+        if group is None:
+            group = groups[value] = spec.group()
+        found.append(group)
+    return found
 
 
 def _macro(per_template: Mapping[Any, Mapping[str, Any]], metrics: list[str]) -> dict[str, Any]:

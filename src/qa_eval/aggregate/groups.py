@@ -94,9 +94,10 @@ ALTERNATIVE_KEY = "trajectory_alternative"
 """Which acceptable trajectory a trial chose: ``trajectory_consistency`` compares them."""
 
 
-class _Trials:
+class Trials:
     """One question's trials: each metric's values (for the mean over trials), and the values
-    and choices pass@k, pass^k and the consistency are computed from."""
+    and choices pass@k, pass^k and the consistency are computed from (none of which depends
+    on the order of the trials)."""
 
     __slots__ = ("alternatives", "count", "passing", "values")
 
@@ -105,6 +106,21 @@ class _Trials:
         self.values: dict[str, list[Any]] = {}
         self.passing: dict[str, list[Any]] = {}
         self.alternatives: list[Any] = []
+
+    def extend(self, other: Trials) -> None:
+        """Add the trials of another part of the results."""
+        self.count += other.count
+        for metric, values in other.values.items():
+            self.values.setdefault(metric, []).extend(values)
+        for metric, values in other.passing.items():
+            self.passing.setdefault(metric, []).extend(values)
+        self.alternatives.extend(other.alternatives)
+
+    def copy(self) -> Trials:
+        """A copy whose lists are its own."""
+        copy = Trials()
+        copy.extend(self)
+        return copy
 
 
 class Group:
@@ -119,7 +135,7 @@ class Group:
     ) -> None:
         self.failures = failures or {}
         self.thresholds = thresholds or {}
-        self.trials: dict[tuple[Any, Any], _Trials] = {}
+        self.trials: dict[tuple[Any, Any], Trials] = {}
         self.errors = 0
         self.successes = 0
         self.series: dict[str, Series] = {}
@@ -211,13 +227,13 @@ class Group:
                 for metric in failed_step:
                     self._series(metric).failed += 1
 
-    def _trials(self, result: Mapping[str, Any]) -> _Trials:
+    def _trials(self, result: Mapping[str, Any]) -> Trials:
         """The trials of the result's question (one more counted), keyed by template and id;
         the values pass@k is computed from and the trial's choice of trajectory noted."""
         key = (result.get("template_id"), result.get("question_id"))
         trials = self.trials.get(key)
         if trials is None:
-            trials = self.trials[key] = _Trials()
+            trials = self.trials[key] = Trials()
         trials.count += 1
         trials.alternatives.append(result.get(ALTERNATIVE_KEY))
         for metric in (PASS_KEY, *self.thresholds):

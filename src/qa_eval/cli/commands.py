@@ -15,7 +15,14 @@ import orjson
 from ..aggregate import DEFAULT_TAGS, compute_aggregates
 from ..errors import QaEvalError
 from ..io import kinds
-from ..io.files import check_output_path, check_results, read_data, signature_path, write_data
+from ..io.files import (
+    JSONL_SUFFIXES,
+    check_output_path,
+    check_results,
+    read_data,
+    signature_path,
+    write_data,
+)
 from ..run.options import cli_option
 from ..run.tags import check_by_results
 from . import gates as quality
@@ -389,16 +396,23 @@ def _note_skipped(skipped: int) -> None:
 def aggregate(args: argparse.Namespace) -> int:
     if args.output:
         check_output_path(args.output)
-    results = _read_results(args.results, "aggregate")
-    check_by_results(results, args.by or (), args.results, cli_option)
-    try:
-        tags = list(args.by) if args.by else list(DEFAULT_TAGS)
-        thresholds = quality.parse_pass_thresholds(args.pass_threshold or ())
-        aggregates = compute_aggregates(
-            results, args.config, by=tags, keys=args.keys, pass_thresholds=thresholds
-        )
-    except TypeError as e:
-        raise QaEvalError(f"{args.results}: {e}") from None
+    tags = list(args.by) if args.by else list(DEFAULT_TAGS)
+    thresholds = quality.parse_pass_thresholds(args.pass_threshold or ())
+    if Path(args.results).suffix.lower() in JSONL_SUFFIXES:  # read as a stream, never whole
+        from ..aggregate.compute import AggregateSpec
+        from ..run.results import aggregate_results_file
+
+        spec = AggregateSpec.of(args.config, tags, keys=args.keys, pass_thresholds=thresholds)
+        aggregates = aggregate_results_file(args.results, spec, args.by or (), spell=cli_option)
+    else:
+        results = _read_results(args.results, "aggregate")
+        check_by_results(results, args.by or (), args.results, cli_option)
+        try:
+            aggregates = compute_aggregates(
+                results, args.config, by=tags, keys=args.keys, pass_thresholds=thresholds
+            )
+        except TypeError as e:
+            raise QaEvalError(f"{args.results}: {e}") from None
     if args.output:
         write_data(args.output, aggregates)
     else:

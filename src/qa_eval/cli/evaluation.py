@@ -103,6 +103,8 @@ def evaluate(args: argparse.Namespace) -> int:
         spell=cli_option,
         keys=args.keys,
         pass_thresholds=quality.parse_pass_thresholds(getattr(args, "pass_threshold", None) or ()),
+        workers=getattr(args, "workers", 1),
+        shard=getattr(args, "shard", None),
     )
     if plan.default_judge:
         print(default_judge_note(plan.estimate()), file=sys.stderr, flush=True)

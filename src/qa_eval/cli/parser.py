@@ -9,6 +9,7 @@ from .._version import __version__
 from ..errors import QaEvalError
 from ..schemas import SCHEMAS
 from . import commands as handlers
+from . import spread
 from .common import PROG
 from .evaluation import evaluate as evaluate_command
 from .generate import add_generate_command
@@ -76,6 +77,7 @@ def _evaluate_command(commands: Any) -> None:
         "go to RESULTS.NAME.ext, and each system is compared with the first",
     )
     run_options(evaluate)
+    spread.spread_options(evaluate)
     gate_options(evaluate, regression=True)
     evaluate.add_argument("--exclude-errors", action="store_true", help=EXCLUDE_ERRORS_HELP)
     table_options(evaluate)
@@ -366,6 +368,7 @@ _COMMANDS = (
     _evaluate_command,
     _evaluate_flat_command,
     _aggregate_command,
+    spread.add_parser,
     _refresh_command,
     add_generate_command,
     _schema_command,

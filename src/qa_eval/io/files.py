@@ -433,33 +433,68 @@ def check_results(data: Any, source: str) -> list[Any]:
     line_numbers = getattr(data, "line_numbers", None)
     for position, result in enumerate(data):
         record = f"line {line_numbers[position]}" if line_numbers else f"result [{position}]"
-        if not isinstance(result, dict):
-            problem = f"a result must be a mapping, got {_type_name(result)}"
-            raise InputError(problem, source=source, record=record)
-        for key in ("question_id", "template_id"):
-            value = result.get(key)
-            if value is None and key == "template_id":
-                continue
-            if isinstance(value, bool) or not isinstance(value, (str, int)):
-                problem = f"must be a string or integer, got {_type_name(value)}"
-                raise InputError(problem, source=source, record=record, field=key)
-        steps = result.get("actual_steps")
-        if steps is None:
-            continue
-        if not isinstance(steps, list):
-            problem = f"must be a list, got {_type_name(steps)}"
-            raise InputError(problem, source=source, record=record, field="actual_steps")
-        for index, step in enumerate(steps):
-            if not isinstance(step, dict):
-                problem = f"must be a mapping, got {_type_name(step)}"
-                field = f"actual_steps[{index}]"
-            elif not isinstance(step.get("name"), str):
-                problem = f"must be a string, got {_type_name(step.get('name'))}"
-                field = f"actual_steps[{index}].name"
-            else:
-                continue
-            raise InputError(problem, source=source, record=record, field=field)
+        check_result(result, source, record)
     return data
+
+
+def check_result(result: Any, source: str, record: str) -> None:
+    """``InputError`` when a result (``record`` of ``source``) has not the shape of one (see
+    :func:`read_results`)."""
+    if not isinstance(result, dict):
+        problem = f"a result must be a mapping, got {_type_name(result)}"
+        raise InputError(problem, source=source, record=record)
+    for key in ("question_id", "template_id"):
+        value = result.get(key)
+        if value is None and key == "template_id":
+            continue
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            problem = f"must be a string or integer, got {_type_name(value)}"
+            raise InputError(problem, source=source, record=record, field=key)
+    steps = result.get("actual_steps")
+    if steps is None:
+        return
+    if not isinstance(steps, list):
+        problem = f"must be a list, got {_type_name(steps)}"
+        raise InputError(problem, source=source, record=record, field="actual_steps")
+    for index, step in enumerate(steps):
+        if not isinstance(step, dict):
+            problem = f"must be a mapping, got {_type_name(step)}"
+            field = f"actual_steps[{index}]"
+        elif not isinstance(step.get("name"), str):
+            problem = f"must be a string, got {_type_name(step.get('name'))}"
+            field = f"actual_steps[{index}].name"
+        else:
+            continue
+        raise InputError(problem, source=source, record=record, field=field)
+
+
+def json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
+    """(line number, record) of each non-blank line of a JSON Lines file, read one line at a
+    time (lines split at ``\\n``; a UTF-8 byte order mark skipped); ``InputError`` naming the
+    file and line for one that is not UTF-8 or not JSON."""
+    file = Path(path)
+    source = str(file)
+    try:
+        handle = file.open("rb")
+    except FileNotFoundError:
+        raise InputError("no such file", source=source) from None
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", source=source) from None
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            if number == 1 and line.startswith(b"\xef\xbb\xbf"):
+                line = line[3:]
+            if not line.strip():
+                continue
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise InputError(
+                    f"not UTF-8 text (byte 0x{line[e.start]:02x})",
+                    source=source,
+                    record=f"line {number}",
+                ) from None
+            yield number, parse_json(text, source, f"line {number}")
 
 
 def _type_name(value: Any) -> str:

@@ -32,6 +32,7 @@ refused on a guess. Pure functions over parsed data.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -215,9 +216,42 @@ def require(
     ``accept``; empty and unrecognised documents pass. ``expected`` ends the message, e.g.
     ``"`qa-eval aggregate` expects results written by `qa-eval evaluate -o`"``.
     ``weak_results_ok`` lets through results recognised only by their ids and question text."""
-    found = detect(data)
-    accepted = set(accept)
-    if found.kind in accepted or found.kind in (EMPTY, UNKNOWN):
+    return _accepted(detect(data), source, accept, expected, weak_results_ok)
+
+
+def require_records(
+    records: Iterable[Any],
+    source: str,
+    accept: Iterable[str],
+    expected: str,
+    *,
+    weak_results_ok: bool = False,
+) -> FileKind:
+    """:func:`require` for a JSON Lines document read one record at a time: ``records`` (e.g.
+    a generator that also hands each record on as it passes) is read through once, so the
+    document is never held whole; the same kinds pass and the same message refuses."""
+    iterator = iter(records)
+    first = next(iterator, _END)
+    if first is _END:
+        found = FileKind(EMPTY)
+    else:
+        trace_format = detect_format(first)
+        found = (
+            FileKind(TRACES, trace_format)
+            if trace_format is not None
+            else _records(itertools.chain([first], iterator))
+        )
+    return _accepted(found, source, accept, expected, weak_results_ok)
+
+
+_END = object()
+
+
+def _accepted(
+    found: FileKind, source: str, accept: Iterable[str], expected: str, weak_results_ok: bool
+) -> FileKind:
+    """``found`` when it is one of ``accept`` (or empty, or unknown); else the ``InputError``."""
+    if found.kind in set(accept) or found.kind in (EMPTY, UNKNOWN):
         return found
     if found.kind == RESULTS and not found.strong and weak_results_ok:
         return found

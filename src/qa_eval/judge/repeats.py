@@ -289,6 +289,10 @@ class JudgeTally:
                     spread = self.spreads[key] = _Spread()
                 spread.items.append(question_variance(record, key))
 
+    def extend(self, key: str, items: list[tuple[float | None, int]]) -> None:
+        """Add per-question (variance, number of values) items of one metric."""
+        self.spreads.setdefault(key, _Spread()).items.extend(items)
+
     def merge(self, other: JudgeTally) -> None:
         """Add another group's questions."""
         for key, spread in other.spreads.items():

@@ -23,7 +23,13 @@ from .question import Results
 from .signature import reference_fingerprint as reference_fingerprint
 from .sinks import OrderedSink, ResultSink
 
-__all__ = ["EvaluationStream", "arun_evaluation", "iter_evaluation", "run_evaluation"]
+__all__ = [
+    "EvaluationStream",
+    "arun_evaluation",
+    "iter_evaluation",
+    "run_evaluation",
+    "run_into",
+]
 
 if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
     pass
@@ -66,7 +72,9 @@ async def arun_evaluation(
     already (e.g. one reference run against several systems): the signature takes it as given
     instead of hashing the reference again. ``keys="graphrag-eval"`` writes only the keys
     graphrag-eval 6.6.1 writes (no ``mismatch``, ``step_errors``, costs, ...; values unchanged),
-    for golden files and ``==`` tests written against 6.6.1. ``options``: all of these as one
+    for golden files and ``==`` tests written against 6.6.1. ``workers``: processes that score
+    the deterministic part (``run.workers``; the same results, byte for byte). ``shard``:
+    ``"i/N"``, only the questions of shard i of N (``run.shards``). ``options``: all of these as one
     :class:`~qa_eval.run.options.RunOptions` (then give none of the others)."""
     run = run_options(options, config=_config_arg(config, config_file_path), **keywords)
     sink = ResultSink()
@@ -207,6 +215,22 @@ def _run_in_thread(coroutine_factory: Callable[[], Any]) -> Any:
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+def run_into(
+    reference_qas: Any, chat_responses: Any, sink: ResultSink, options: RunOptions
+) -> dict[str, Any]:
+    """Run to completion with results going to ``sink`` (e.g. ``run.sinks.LinesSink``);
+    returns the signature. Safe inside a running event loop, as ``run_evaluation``."""
+
+    async def run() -> dict[str, Any]:
+        return await execute(reference_qas, chat_responses, sink, options)
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(run())
+    return _run_in_thread(run)  # type: ignore[no-any-return]
 
 
 def run_evaluation(

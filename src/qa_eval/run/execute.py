@@ -12,11 +12,13 @@ signature (``run.signature``). It reads the run's options from one
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import gc
 import sys
 import warnings
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from array import array
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import UnknownResponsesWarning
@@ -28,8 +30,10 @@ from .prepare.reference import prepare_reference
 from .prepare.responses import Unknown, prepare_responses
 from .progress import CountingJudge, Tracker
 from .question import evaluate_question
+from .shards import position_key, shard_places
 from .signature import run_signature
 from .sinks import ResultSink
+from .workers import BatchWork, WorkerPool, spread
 
 if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
     from ..judge.calls import Judge
@@ -54,31 +58,56 @@ class _Lookup:
             return self.responses.pop(question.question_id, None) or []
         return self.streamed.get(index, question)  # type: ignore[no-any-return]
 
-    def count(self, questions: list[Question]) -> int:
-        """How many results the run makes: one per question, one per trial of a question
-        answered in several."""
+    def count(self, questions: list[Question], chosen: list[int] | None = None) -> int:
+        """How many results the run makes: one per question (of ``chosen``, the places of
+        a shard's questions), one per trial of a question answered in several."""
         if self.responses is None:
-            return self.streamed.count()  # type: ignore[no-any-return]
+            return self.streamed.count(chosen)  # type: ignore[no-any-return]
+        responses = self.responses
+        if chosen is not None:
+            return sum(len(responses.get(questions[i].question_id) or (None,)) for i in chosen)
         # Each list is a question's (prepare_responses keeps only those, never empty): a
         # question answered n times adds n - 1, counted in C without walking the questions.
-        responses = self.responses
         return len(questions) + sum(map(len, responses.values())) - len(responses)
 
-    def units(self, questions: list[Question]) -> Iterable[tuple[Question, Response | None]]:
-        """Each question with each of its responses, in reference order (a question without a
-        response once, with None); a question's prepared steps are let go once its last result
+    def units(
+        self,
+        questions: list[Question],
+        chosen: list[int] | None = None,
+        positions: array[int] | None = None,
+    ) -> Iterable[tuple[Question, Response | None]]:
+        """Each question (of ``chosen``) with each of its responses, in reference order (a
+        question without a response once, with None), each result's position key appended to
+        ``positions`` when given; a question's prepared steps are let go once its last result
         is made."""
         held = self.responses
-        for index, question in enumerate(questions):
+        for index in range(len(questions)) if chosen is None else chosen:
+            question = questions[index]
             # In memory: popped here as get() would (one call per question fewer).
             responses = (
                 self.get(index, question) if held is None else held.pop(question.question_id, None)
             )
+            if positions is not None:
+                positions.extend(position_key(index, k) for k in range(len(responses or "_")))
             if not responses:
                 yield question, None
             else:
                 for response in responses:
                     yield question, response
+            question.release()
+
+    def payloads(
+        self, questions: list[Question], chosen: list[int] | None = None
+    ) -> Iterable[tuple[int, Question, list[Any]]]:
+        """Each question (of ``chosen``) with its place and its responses as a worker process
+        takes them: checked responses, or the lines of a streamed responses file."""
+        held, streamed = self.responses, self.streamed
+        for index in range(len(questions)) if chosen is None else chosen:
+            question = questions[index]
+            if held is not None:
+                yield index, question, held.pop(question.question_id, [])
+            else:
+                yield index, question, streamed.lines(index)
             question.release()
 
     def close(self) -> None:
@@ -134,7 +163,8 @@ async def execute(
         endpoints.open(options)
         tracker = Tracker(endpoints.judge, options.progress, options.on_progress)
         scorer = endpoints.scorer(options)
-        total = lookup.count(questions)
+        chosen = shard_places(questions, options.shard)
+        total = lookup.count(questions, chosen)
         tracker.total = total
         # At most this many questions are scored at once: each question's judge calls then
         # finish close together, and results follow the judge's work instead of all finishing
@@ -144,10 +174,17 @@ async def execute(
         sink.start(total, window)
         pipeline = Pipeline(questions, lookup, sink, tracker, options.on_result, collector, project)
         pipeline.trajectory = _trajectory_mode(options, scorer)
-        if scorer is None:
-            await pipeline.evaluate(no_judge=judge is None)
-        else:
-            await pipeline.score(scorer, window)
+        pipeline.chosen = chosen
+        if options.workers > 1:
+            pipeline.pool = _pool(options, scorer, sink, pipeline.trajectory)
+        try:
+            if scorer is None:
+                await pipeline.evaluate(no_judge=judge is None)
+            else:
+                await pipeline.score(scorer, window)
+        finally:
+            if pipeline.pool is not None:
+                pipeline.pool.close()
         sink.flush()
         tracker.report()
     finally:
@@ -156,6 +193,16 @@ async def execute(
         if lookup is not None:
             lookup.close()
     return run_signature(options, endpoints, questions, unknown, scorer, pipeline.needs_judge)
+
+
+def _pool(
+    options: RunOptions, scorer: AnswerScorer | None, sink: ResultSink, trajectory: str
+) -> WorkerPool:
+    """The worker processes of a run with ``workers`` > 1: they write and aggregate the results
+    of a sink that takes them written (unless a scorer or ``on_result`` wants them first)."""
+    lines = sink.lines if scorer is None and options.on_result is None else None
+    work = BatchWork(trajectory, scorer is not None, options.responses_source, lines)
+    return WorkerPool(options.workers, work)
 
 
 def _projection(options: RunOptions) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
@@ -257,6 +304,10 @@ class Pipeline:
         self.needs_judge = False
         self.trajectory = "on"
         """How ``evaluate_question`` computes the trajectory metrics: on, judge or off."""
+        self.chosen: list[int] | None = None
+        """The places of the questions evaluated (a shard's), None for all."""
+        self.pool: WorkerPool | None = None
+        """The worker processes that evaluate the deterministic part, if any."""
 
     def finish(self, index: int, result: dict[str, Any], asks: int | None, expected: int) -> None:
         """Hand a finished result on."""
@@ -275,8 +326,12 @@ class Pipeline:
 
     async def evaluate(self, no_judge: bool) -> None:
         """Every question's deterministic result, with no scorer."""
+        if self.pool is not None:
+            await self._spread(no_judge)
+            return
         sink = self.sink
-        for index, (question, response) in enumerate(self.lookup.units(self.questions)):
+        units = self.lookup.units(self.questions, self.chosen, sink.positions)
+        for index, (question, response) in enumerate(units):
             result = evaluate_question(question, response, trajectory=self.trajectory)
             self.unscored(index, result, no_judge)
             if index % 256 == 255:
@@ -301,9 +356,7 @@ class Pipeline:
                 failures.append(task.exception())  # type: ignore[arg-type]
 
         try:
-            for index, (question, response) in enumerate(self.lookup.units(self.questions)):
-                matched: list[tuple[Mapping[str, Any], int]] = []
-                result = evaluate_question(question, response, matched, self.trajectory)
+            async for index, result, matched in self._deterministic():
                 tracker.produced += 1
                 if scorer.applies(result):
                     expected = scorer.expected_asks(result, matched) if track else 0
@@ -336,6 +389,56 @@ class Pipeline:
         finally:
             ticker.cancel()
             await asyncio.gather(ticker, return_exceptions=True)
+
+    async def _deterministic(
+        self,
+    ) -> AsyncIterator[tuple[int, dict[str, Any], list[tuple[Mapping[str, Any], int]]]]:
+        """Each result's deterministic part with its matched reference steps, in order: made
+        here, or by the worker processes."""
+        if self.pool is None:
+            units = self.lookup.units(self.questions, self.chosen, self.sink.positions)
+            for index, (question, response) in enumerate(units):
+                matched: list[tuple[Mapping[str, Any], int]] = []
+                yield (
+                    index,
+                    evaluate_question(question, response, matched, self.trajectory),
+                    matched,
+                )
+            return
+        index = 0
+        batches: Any = self.pool.evaluated(
+            spread(self.lookup.payloads(self.questions, self.chosen), self.sink.positions)
+        )
+        async with contextlib.aclosing(batches):
+            async for evaluated in batches:
+                assert evaluated.results is not None and evaluated.matched is not None
+                for result, matched in zip(evaluated.results, evaluated.matched, strict=True):
+                    yield index, result, matched
+                    index += 1
+
+    async def _spread(self, no_judge: bool) -> None:
+        """Every question's deterministic result from the worker processes (``pool``), handed
+        on in order: as results, or written and aggregated to a sink that takes them so."""
+        assert self.pool is not None
+        sink, tracker, index = self.sink, self.tracker, 0
+        batches: Any = self.pool.evaluated(
+            spread(self.lookup.payloads(self.questions, self.chosen), sink.positions)
+        )
+        async with contextlib.aclosing(batches):
+            async for evaluated in batches:
+                if evaluated.results is None:
+                    sink.put_evaluated(index, evaluated)
+                    if no_judge and not self.needs_judge:
+                        self.needs_judge = evaluated.answered
+                    for _ in range(evaluated.count):
+                        tracker.finished(None, 0)
+                    index += evaluated.count
+                else:
+                    for result in evaluated.results:
+                        self.unscored(index, result, no_judge)
+                        index += 1
+                if sink.full():
+                    await sink.room()
 
     async def _score_one(
         self,

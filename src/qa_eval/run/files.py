@@ -393,6 +393,16 @@ class PartialFile:
 
     def write(self, result: dict[str, Any], flush: bool = True) -> None:
         """Append one result (flushed to the file unless ``flush`` is False)."""
+        self._open()
+        if self.project is not None:
+            result = self.project(result)
+        self.file.write(dump_json(result) + b"\n")
+        self.count += 1
+        if flush:
+            self.file.flush()
+
+    def _open(self) -> None:
+        """Open the file at the first result (``note`` told of an earlier run's file)."""
         if self.file is None:
             if self.note is not None and self.path.is_file() and self.path.stat().st_size:
                 self.note(
@@ -400,12 +410,13 @@ class PartialFile:
                     + (" (its judge replies are in the reply cache)" if self.cached else "")
                 )
             self.file = self.path.open("wb", buffering=1 << 20)
-        if self.project is not None:
-            result = self.project(result)
-        self.file.write(dump_json(result) + b"\n")
-        self.count += 1
-        if flush:
-            self.file.flush()
+
+    def write_lines(self, data: bytes, count: int) -> None:
+        """Append ``count`` results already written as JSON lines, flushed."""
+        self._open()
+        self.file.write(data)
+        self.count += count
+        self.file.flush()
 
     def close(self) -> None:
         """Close the file (when it was opened)."""
@@ -418,35 +429,33 @@ def _evaluate_streamed(
     plan: EvaluationPlan, system: SystemPlan, options: RunOptions, partial: PartialFile
 ) -> tuple[Sequence[dict[str, Any]], dict[str, Any], Sequence[dict[str, Any]]]:
     """Run with the results streamed: each goes to the partial file in reference order as soon
-    as it and those before it finished, and into the aggregates; none is held. The partial file
-    becomes the output at the end. Returns the results (read back from the output on demand),
-    the aggregates and the few keys of the results that the warnings read."""
-    from .evaluation import iter_evaluation
+    as it and those before it finished (written, aggregated and its notable keys kept by
+    ``run.sinks.LinesSink``: in worker processes with ``workers``); none is held. The partial
+    file becomes the output at the end; a shard's run writes its shard file beside it. Returns
+    the results (read back from the output on demand), the aggregates and the few keys of the
+    results that the warnings read."""
+    from ..aggregate.compute import AggregateSpec
+    from .evaluation import run_into
     from .question import Results
+    from .shards import ShardFile
+    from .sinks import LinesSink
     from .stream import ResultsFile
+    from .workers import LinesWork
 
-    stream = iter_evaluation(plan.reference, system.responses, options=options)
-    notable = Results()
-
-    def results() -> Any:
-        for result in stream:
-            partial.write(result, flush=not stream.ready())
-            slim = notable_keys(result)
-            if slim is not None:
-                notable.append(slim)
-            yield result
-
-    with stream:
-        aggregates = compute_aggregates(
-            results(), plan.config, by=plan.tags, pass_thresholds=plan.options.pass_thresholds
-        )
+    spec = AggregateSpec.of(plan.config, plan.tags, pass_thresholds=plan.options.pass_thresholds)
+    sink = LinesSink(partial, LinesWork(spec, partial.project, notable_keys))
+    signature = run_into(plan.reference, system.responses, sink, options)
+    aggregates = sink.aggregates.finish()
     partial.close()
     output = partial.path.with_name(partial.path.name[: -len(".partial.jsonl")])
     if partial.count:
         os.replace(partial.path, output)
     else:  # a reference without questions: the file was never opened, the output is empty
         output.write_bytes(b"")
-    signature = stream.signature or {}
+    if options.shard is not None:
+        assert sink.positions is not None  # (a LinesSink's are kept)
+        ShardFile(*options.shard, sink.positions, sink.aggregates).write(output)
+    notable = Results(sink.notable)
     notable.signature = signature
     return ResultsFile(output, partial.count, signature), aggregates, notable
 

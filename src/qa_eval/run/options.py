@@ -83,6 +83,8 @@ class RunKeywords(TypedDict, total=False):
     embedder: Embedder | None
     fingerprint: str | None
     keys: str
+    workers: int
+    shard: str | tuple[int, int] | None
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,11 @@ class RunOptions:
     pass_thresholds: Mapping[str, float] = field(default_factory=dict)
     """Metric -> the value a trial must reach to pass, for the aggregates' pass@k and pass^k of
     repeated trials (``--pass-threshold``; ``trajectory_match`` passes at 1 without one)."""
+    workers: int = 1
+    """Processes that evaluate the deterministic part (``run.workers``; 1: this process)."""
+    shard: tuple[int, int] | None = None
+    """``(i, N)``: evaluate only the questions of shard i of N (``run.shards``); given as
+    ``"i/N"`` or a pair."""
     disabled: frozenset[str] = field(init=False, repr=False)
     enabled: frozenset[str] = field(init=False, repr=False)
 
@@ -129,6 +136,12 @@ class RunOptions:
         object.__setattr__(self, "disable", tuple(self.disable))
         object.__setattr__(self, "enable", tuple(self.enable))
         object.__setattr__(self, "pass_thresholds", check_thresholds(self.pass_thresholds))
+        if type(self.workers) is not int or self.workers < 1:
+            raise QaEvalError(f"workers must be a whole number, at least 1, not {self.workers!r}")
+        if self.shard is not None:
+            from .shards import parse_shard
+
+            object.__setattr__(self, "shard", parse_shard(self.shard))
         disabled = metric_names(self.disable, "disable")
         object.__setattr__(self, "disabled", disabled)
         object.__setattr__(self, "enabled", metric_names(self.enable, "enable") - disabled)
@@ -182,7 +195,7 @@ def run_options(options: RunOptions | None = None, **keywords: Any) -> RunOption
     return options
 
 
-_DEFAULTS: dict[str, Any] = {"cache": True, "dry_run": False, "keys": "qa-eval"}
+_DEFAULTS: dict[str, Any] = {"cache": True, "dry_run": False, "keys": "qa-eval", "workers": 1}
 _SOURCES = {"reference_source": "reference", "responses_source": "responses"}
 
 

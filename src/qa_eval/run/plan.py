@@ -259,6 +259,8 @@ class PlanKeywords(TypedDict, total=False):
     no_wait: bool
     keys: str
     pass_thresholds: Mapping[str, float] | None
+    workers: int
+    shard: str | tuple[int, int] | None
 
 
 def plan_evaluation(
@@ -286,6 +288,8 @@ def plan_evaluation(
     spell: Spell = python_name,
     keys: str = "qa-eval",
     pass_thresholds: Mapping[str, float] | None = None,
+    workers: int = 1,
+    shard: str | tuple[int, int] | None = None,
 ) -> EvaluationPlan:
     """Check the options, resolve the config and read the inputs of an evaluation; nothing is
     judged or written.
@@ -299,8 +303,11 @@ def plan_evaluation(
     None (the environment). ``check_config`` is called with the resolved config before any input
     is read. ``keys="graphrag-eval"`` writes the results and aggregates files with only the
     keys graphrag-eval 6.6.1 writes. ``pass_thresholds`` (metric -> value) adds the metric's
-    pass@k and pass^k to the aggregates of responses with repeated trials. Bad input raises
-    ``InputError``, bad options ``QaEvalError``."""
+    pass@k and pass^k to the aggregates of responses with repeated trials. ``workers``: processes
+    that score the deterministic part (``run.workers``); ``shard``: ``"i/N"``, only the
+    questions of shard i of N, written with the shard file ``qa-eval merge`` reads (a JSON Lines
+    ``output``, one system; ``run.shards``). Bad input raises ``InputError``, bad options
+    ``QaEvalError``."""
     pairs = _system_pairs(reference, responses, systems, flat, spell)
     out = None if output is None else str(output)
     agg = None if aggregates is None else str(aggregates)
@@ -321,7 +328,11 @@ def plan_evaluation(
         keys=keys,
         reference_source=source,
         pass_thresholds=dict(pass_thresholds or {}),
+        workers=workers,
+        shard=shard,  # type: ignore[arg-type]  # (read by RunOptions)
     )
+    if shard is not None:
+        _check_shard(out, pairs, spell)
     if check_config is not None:
         check_config(settings)
     if flat is not None:
@@ -342,6 +353,20 @@ def plan_evaluation(
             f"{spell('dry_run')} needs a judge: pass {spell('config')} or set OPENAI_API_KEY"
         )
     return plan
+
+
+def _check_shard(
+    output: str | None, pairs: list[tuple[str | None, str | tuple[str, ...]]], spell: Spell
+) -> None:
+    """A shard's run writes JSON Lines results (with the shard file beside them) of one
+    system: what ``qa-eval merge`` puts together."""
+    if output is None or not streamed(output):
+        raise QaEvalError(
+            f"{spell('shard')} writes the shard's results for merging: give {spell('output')} "
+            "a .jsonl path"
+        )
+    if len(pairs) > 1:
+        raise QaEvalError(f"{spell('shard')} evaluates one system: give one {spell('responses')}")
 
 
 def _check_options(

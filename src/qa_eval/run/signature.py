@@ -107,6 +107,13 @@ def run_signature(
     if scorer is not None and scorer.skipped:
         # metric values whose judge call was not made, by typed reason (budget, dry_run, ...)
         signature["skipped_metric_values"] = dict(sorted(scorer.skipped.items()))
+    spread: dict[str, Any] = {}  # how the run was spread (its results do not depend on it)
+    if options.shard is not None:
+        spread["shard"] = f"{options.shard[0]}/{options.shard[1]}"
+    if options.workers > 1:
+        spread["workers"] = options.workers
+    if spread:
+        signature["spread"] = spread
     return signature
 
 

@@ -1,17 +1,20 @@
-"""Where a run's results go as they finish (``ResultSink``), and in reference order
-(``OrderedSink``)."""
+"""Where a run's results go as they finish (``ResultSink``), in reference order
+(``OrderedSink``), and written as JSON lines and aggregated on the way (``LinesSink``)."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .question import Results
 
-if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
-    pass
+if TYPE_CHECKING:
+    from array import array
+
+    from ..aggregate.partial import PartialAggregates
+    from .workers import Evaluated, LinesWork
 
 
 class ResultSink:
@@ -20,6 +23,12 @@ class ResultSink:
     keeps = True
     """Whether every result stays until the run ends (then the reference steps' copies for the
     results are made as the reference is prepared, where that is cheaper)."""
+    lines: LinesWork | None = None
+    """What becomes of each result when the sink takes them written (``LinesSink``): then worker
+    processes write and aggregate them (:meth:`put_evaluated`)."""
+    positions: array[int] | None = None
+    """The position key of each result, in order (``run.shards.position_key``), when the sink
+    wants them: the run appends them as it reads its questions."""
 
     def __init__(self) -> None:
         self.results: Results = Results()
@@ -29,6 +38,10 @@ class ResultSink:
 
     def put(self, index: int, result: dict[str, Any]) -> None:
         self.results[index] = result
+
+    def put_evaluated(self, index: int, evaluated: Evaluated) -> None:
+        """The results from ``index`` on, written and aggregated (only a sink with ``lines``)."""
+        raise TypeError(f"{type(self).__name__} takes results, not written batches")
 
     def full(self) -> bool:
         return False
@@ -93,3 +106,51 @@ class OrderedSink(ResultSink):
         if self.batch:
             batch, self.batch = self.batch, []
             self.deliver(batch)
+
+
+class Written(Protocol):
+    """Where a ``LinesSink`` writes (``run.files.PartialFile``)."""
+
+    def write_lines(self, data: bytes, count: int) -> None:
+        """Append ``count`` results' lines."""
+
+
+class LinesSink(OrderedSink):
+    """Results written in reference order as JSON lines (``work.project`` applied) to ``out``,
+    aggregated on the way (``aggregates``, partial aggregates of the run) and their notable keys
+    kept (``notable``): in the run's process as they come in order, or by worker processes, whose
+    written batches come in order (:meth:`put_evaluated`)."""
+
+    def __init__(self, out: Written, work: LinesWork) -> None:
+        super().__init__(self._write)
+        from array import array
+
+        from ..aggregate.partial import PartialAggregates
+
+        self.out = out
+        self.lines = work
+        self.positions = array("q")
+        self.aggregates: PartialAggregates = PartialAggregates(work.spec)
+        self.notable: list[dict[str, Any]] = []
+        self.count = 0
+
+    def _write(self, batch: list[dict[str, Any]]) -> None:
+        from .workers import finish_lines
+
+        assert self.lines is not None and self.positions is not None
+        positions = self.positions[self.count : self.count + len(batch)]
+        self._take(finish_lines(self.lines, batch, positions))
+
+    def put_evaluated(self, index: int, evaluated: Evaluated) -> None:
+        self.flush()
+        if index != self.next or self.waiting:
+            raise RuntimeError(f"written results from {index} came before result {self.next}")
+        self.next += evaluated.count
+        self._take(evaluated)
+
+    def _take(self, evaluated: Evaluated) -> None:
+        self.out.write_lines(evaluated.lines, evaluated.count)
+        if evaluated.aggregates is not None:
+            self.aggregates.merge(evaluated.aggregates)
+        self.notable.extend(evaluated.notable)
+        self.count += evaluated.count

@@ -22,7 +22,7 @@ from ..io.files import parse_json
 from .prepare.records import Problems, Question, Response
 from .prepare.responses import Seen, Unknown, check_response
 
-__all__ = ["JsonLinesResponses", "ResultsFile"]
+__all__ = ["JsonLinesResponses", "ResultsFile", "read_response"]
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -128,9 +128,12 @@ class StreamedResponses:
         """The places (offset, line number) of further trials, by reference position."""
         self._file: IO[bytes] | None = None
 
-    def count(self) -> int:
-        """How many results the run makes: one per question, one per trial of a question with
-        several."""
+    def count(self, chosen: Sequence[int] | None = None) -> int:
+        """How many results the run makes: one per question (of ``chosen``, a shard's
+        places), one per trial of a question with several."""
+        if chosen is not None:
+            more = self.more
+            return len(chosen) + sum(len(more[i]) for i in chosen if i in more)
         return len(self.offsets) + sum(len(places) for places in self.more.values())
 
     def get(self, index: int, question: Question) -> list[Response]:
@@ -142,34 +145,56 @@ class StreamedResponses:
         places = [(offset, self.numbers[index]), *self.more.get(index, ())]
         return [self._read(at, number, question) for at, number in places]
 
+    def lines(self, index: int) -> list[tuple[bytes, int, int]]:
+        """The lines of the responses to the question at ``index`` (one per trial): (line, line
+        number, byte offset), to be read with :func:`read_response`."""
+        offset = self.offsets[index]
+        if offset < 0:
+            return []
+        places = [(offset, self.numbers[index]), *self.more.get(index, ())]
+        if self._file is None:
+            self._file = self.origin._open()
+        out = []
+        for at, number in places:
+            self._file.seek(at)
+            out.append((self._file.readline(), number, at))
+        return out
+
     def _read(self, offset: int, number: int, question: Question) -> Response:
         """The response on the line at ``offset``, checked again."""
         if self._file is None:
             self._file = self.origin._open()
         self._file.seek(offset)
-        line = self._file.readline()
-        record = f"line {number}"
-        text = _decode(line, self.source, number, offset)
-        problems = Problems(self.source)
-        response = check_response(
-            ("line", number),
-            None,
-            parse_json(text, self.source, record),
-            problems,
-            (question.question_id,),
-            None,
-        )
-        if response is None or response.question_id != question.question_id:
-            problems.add(record, None, "the file changed while it was being evaluated")
-        problems.raise_if_any()
-        assert response is not None  # (raised otherwise)
-        return response
+        return read_response(self._file.readline(), number, offset, self.source, question)
 
     def close(self) -> None:
         """Close the file."""
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+def read_response(
+    line: bytes, number: int, offset: int, source: str, question: Question
+) -> Response:
+    """The response to ``question`` on a line of a responses file read before (line number
+    ``number`` at byte ``offset``), checked again: ``InputError`` when it changed since."""
+    record = f"line {number}"
+    text = _decode(line, source, number, offset)
+    problems = Problems(source)
+    response = check_response(
+        ("line", number),
+        None,
+        parse_json(text, source, record),
+        problems,
+        (question.question_id,),
+        None,
+    )
+    if response is None or response.question_id != question.question_id:
+        problems.add(record, None, "the file changed while it was being evaluated")
+    problems.raise_if_any()
+    assert response is not None  # (raised otherwise)
+    return response
 
 
 class ResultsFile(Sequence[dict[str, Any]]):

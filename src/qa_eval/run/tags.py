@@ -18,6 +18,7 @@ __all__ = [
     "RESULT_TAGS",
     "check_by_reference",
     "check_by_results",
+    "is_tag",
     "reference_questions",
     "with_tags",
 ]
@@ -37,7 +38,8 @@ def reference_questions(reference: Any) -> list[dict[str, Any]]:
     return questions
 
 
-def _is_tag(value: Any) -> bool:
+def is_tag(value: Any) -> bool:
+    """Whether a value can be a tag's value (a group of ``per_tag``)."""
     return value is not None and not isinstance(value, (dict, list))
 
 
@@ -47,10 +49,10 @@ def check_by_reference(
     """An explicit ``by`` key that no reference question has is an ``InputError``."""
     questions = reference_questions(reference)
     for key in dict.fromkeys(keys):
-        if key in RESULT_TAGS or any(_is_tag(q.get(key)) for q in questions):
+        if key in RESULT_TAGS or any(is_tag(q.get(key)) for q in questions):
             continue
         have = sorted(
-            {k for q in questions for k, v in q.items() if _is_tag(v)}
+            {k for q in questions for k, v in q.items() if is_tag(v)}
             - {"id", "question_text", "reference_answer"}
         )
         raise InputError(
@@ -93,7 +95,7 @@ def check_by_results(
     if not records:
         return
     for key in dict.fromkeys(keys):
-        if not any(_is_tag(r.get(key)) for r in records):
+        if not any(is_tag(r.get(key)) for r in records):
             raise InputError(
                 f"{spell('by')} {key}: no result has a value for this key", source=source
             )

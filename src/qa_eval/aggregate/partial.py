@@ -1,0 +1,419 @@
+"""Partial aggregates: the running totals of any part of a run's results, which merge exactly.
+
+A run spread over worker processes, shards or a cluster aggregates each part where it is scored;
+:class:`PartialAggregates` holds what ``compute_aggregates`` needs of a part: per template and per
+tag value the counts (error and success samples, step counters, labels, trials) and each metric's
+values, kept compactly (an ``array`` of ints or floats, 8 bytes a value) with the position of the
+result each came from. Merged in any order, parts give back the values of each group in the order
+the whole would have had them, so :meth:`PartialAggregates.finish` summarises them with the very
+code of ``compute_aggregates`` (``aggregate.compute.summarise``): the same sums, means, medians,
+minima and maxima, bit for bit (the order only matters where values tie: ``1`` and ``1.0``, ``0.0``
+and ``-0.0`` sort as they came), and the same key order (templates, tags, step names and labels in
+order of first appearance).
+
+A position is the result's place in the whole run (its index among all results, in reference
+order); the parts of one run must not share one. A part is sent between processes by ``pickle``
+(workers) and never read from a file.
+"""
+
+from __future__ import annotations
+
+import itertools
+from array import array
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from .compute import AggregateSpec, summarise, tag_groups, template_group
+from .groups import Group, Trials
+from .keys import CATEGORIES
+from .stats import Series
+
+__all__ = ["PartialAggregates"]
+
+_TRIAL_ORDER = 1 << 62
+"""Order of a trial mean: after every value of a single result (``Group.finish`` appends them)."""
+
+
+def _compact(values: list[Any]) -> array[Any] | list[Any]:
+    """The values as an array of 64-bit ints or floats when they all are exactly such (the same
+    numbers come back), else the list itself."""
+    kinds = set(map(type, values))
+    if kinds == {float}:
+        return array("d", values)
+    if kinds == {int}:
+        try:
+            return array("q", values)
+        except OverflowError:  # an int beyond 64 bits
+            return values
+    return values
+
+
+class Column:
+    """One metric's values in a part of a group, each with the position of its result."""
+
+    __slots__ = ("failed", "order", "skipped", "values")
+
+    def __init__(
+        self,
+        values: array[Any] | list[Any],
+        order: array[int],
+        skipped: int,
+        failed: int,
+    ) -> None:
+        self.values = values
+        self.order = order
+        self.skipped = skipped
+        self.failed = failed
+
+    def merge(self, other: Column) -> None:
+        """Add another part's values (an array only while both are of one kind)."""
+        mine, theirs = self.values, other.values
+        if not len(theirs):
+            pass
+        elif not len(mine):
+            self.values = theirs  # (an empty part is no reason to leave the arrays)
+        elif (
+            isinstance(mine, array)
+            and isinstance(theirs, array)
+            and mine.typecode == theirs.typecode
+        ):
+            mine.extend(theirs)
+        else:
+            self.values = [*mine, *theirs]
+        self.order.extend(other.order)
+        self.skipped += other.skipped
+        self.failed += other.failed
+
+    def series(self) -> Series:
+        """The group's ``Series``: the values in the order of their results."""
+        series = Series()
+        series.values = _in_order(self.values, self.order)
+        series.skipped = self.skipped
+        series.failed = self.failed
+        return series
+
+
+def _in_order(values: array[Any] | list[Any], order: array[int]) -> list[Any]:
+    """The values sorted by their positions (stably: a result's values keep their order)."""
+    if len(order) < 2:
+        return list(values)
+    import numpy as np  # (not for every run: only when parts are merged)
+
+    positions = np.frombuffer(order, dtype=np.int64)
+    if bool(np.all(positions[1:] >= positions[:-1])):
+        return values.tolist() if isinstance(values, array) else list(values)
+    sort = np.argsort(positions, kind="stable")
+    if isinstance(values, array):
+        kind = np.float64 if values.typecode == "d" else np.int64
+        return np.frombuffer(values, dtype=kind)[sort].tolist()  # type: ignore[no-any-return]
+    return [values[i] for i in sort.tolist()]
+
+
+Keyed = dict[Any, list[Any]]
+"""A counter's keys in a part: key -> [count, position first seen, rank within that result]."""
+
+
+def _keyed_merge(mine: Keyed, theirs: Keyed) -> None:
+    for key, (count, first, rank) in theirs.items():
+        held = mine.get(key)
+        if held is None:
+            mine[key] = [count, first, rank]
+        else:
+            held[0] += count
+            held[1], held[2] = min((held[1], held[2]), (first, rank))
+
+
+def _keyed_dict(keyed: Keyed) -> dict[Any, int]:
+    """The counts in order of first appearance."""
+    return {k: v[0] for k, v in sorted(keyed.items(), key=lambda item: (item[1][1], item[1][2]))}
+
+
+class Part:
+    """One group's totals over a part of the results (see the module docstring)."""
+
+    def __init__(self, key: Any, first: int) -> None:
+        self.key = key
+        """The template id or tag value, as its first result has it (``1`` and ``1.0`` are one
+        key)."""
+        self.first = first
+        """The position of the group's first result."""
+        self.errors = 0
+        self.successes = 0
+        self.series: dict[str, Column] = {}
+        self.steps: dict[str, Keyed] = {}
+        self.labels: Keyed = {}
+        """label key -> [{label: [count, first, rank]}, first, rank]"""
+        self.spreads: dict[str, tuple[list[Any], array[int]]] = {}
+        self.flips: dict[str, list[int]] = {}
+        self.trials: dict[Any, tuple[int, Trials]] = {}
+
+    def merge(self, other: Part) -> None:
+        """Add another part of the same group (taken over: not to be used after)."""
+        if other.first < self.first:
+            self.key, self.first = other.key, other.first
+        self.errors += other.errors
+        self.successes += other.successes
+        for metric, column in other.series.items():
+            mine = self.series.get(metric)
+            if mine is None:
+                self.series[metric] = column
+            else:
+                mine.merge(column)
+        for counter, keyed in other.steps.items():
+            _keyed_merge(self.steps.setdefault(counter, {}), keyed)
+        for key, (labels, first, rank) in other.labels.items():
+            held = self.labels.get(key)
+            if held is None:
+                self.labels[key] = [labels, first, rank]
+            else:
+                _keyed_merge(held[0], labels)
+                held[1], held[2] = min((held[1], held[2]), (first, rank))
+        for key, (items, order) in other.spreads.items():
+            if key in self.spreads:
+                self.spreads[key][0].extend(items)
+                self.spreads[key][1].extend(order)
+            else:
+                self.spreads[key] = (items, order)
+        for key, (n, flipped) in other.flips.items():
+            tally = self.flips.setdefault(key, [0, 0])
+            tally[0] += n
+            tally[1] += flipped
+        for key, (first, trials) in other.trials.items():
+            held_trials = self.trials.get(key)
+            if held_trials is None:
+                self.trials[key] = (first, trials)
+            else:
+                held_trials[1].extend(trials)
+                if first < held_trials[0]:
+                    self.trials[key] = (first, held_trials[1])
+
+    def group(self, spec: AggregateSpec) -> Group:
+        """The ``Group`` the whole's results would have made (not finished)."""
+        group = spec.group()
+        group.errors, group.successes = self.errors, self.successes
+        group.series = {metric: column.series() for metric, column in self.series.items()}
+        for counter, keyed in self.steps.items():
+            group.steps[counter] = _keyed_dict(keyed)
+        for key, (labels, _, _) in sorted(self.labels.items(), key=lambda i: (i[1][1], i[1][2])):
+            counts = dict.fromkeys(CATEGORIES[key], 0)
+            for label, count in _keyed_dict(labels).items():
+                counts[label] = counts.get(label, 0) + count
+            group.labels[key] = counts
+        for key, (items, order) in self.spreads.items():
+            group.judge.extend(key, _in_order(items, order))
+        for key, (n, flipped) in self.flips.items():
+            group.judge.flips[key] = [n, flipped]
+        group.trials = {  # copies: the group's finish empties them
+            key: trials.copy()
+            for key, (_, trials) in sorted(self.trials.items(), key=lambda i: i[1][0])
+        }
+        return group
+
+
+class _Tracker:
+    """What one group of a batch was given, position by position (see ``PartialAggregates.add``)."""
+
+    __slots__ = ("first", "keys", "labels", "orders", "spreads", "steps", "trials")
+
+    def __init__(self, first: int) -> None:
+        self.first = first
+        self.orders: dict[str, array[int]] = {}
+        self.steps: dict[str, dict[Any, tuple[int, int]]] = {}
+        self.keys: dict[Any, tuple[int, int]] = {}
+        """Label key -> (position, rank) of its first label."""
+        self.labels: dict[Any, tuple[int, int]] = {}
+        """(label key, label) -> (position, rank) of its first count."""
+        self.spreads: dict[str, array[int]] = {}
+        self.trials: dict[Any, int] = {}
+
+    def added(self, group: Group, position: int) -> None:
+        """Note the position of what the last result added to the group."""
+        # Once per result and group: only lengths are compared unless something was added.
+        orders = self.orders
+        for metric, series in group.series.items():
+            order = orders.get(metric)
+            if order is None:
+                order = orders[metric] = array("q")
+            grow = len(series.values) - len(order)
+            if grow:
+                order.extend([position] * grow)
+        steps = self.steps
+        for counter, counts in group.steps.items():
+            firsts = steps.get(counter)
+            if firsts is None:
+                firsts = steps[counter] = {}
+            if len(counts) != len(firsts):
+                _note_new(counts, firsts, position)
+        if group.labels:
+            _note_new(group.labels, self.keys, position)
+            for key, counts in group.labels.items():
+                _note_new(counts, self.labels, position, key)
+        if group.judge.spreads:
+            for metric, spread in group.judge.spreads.items():
+                order = self.spreads.setdefault(metric, array("q"))
+                grow = len(spread.items) - len(order)
+                if grow:
+                    order.extend([position] * grow)
+        if len(group.trials) != len(self.trials):
+            for question in group.trials:
+                self.trials.setdefault(question, position)
+
+    def part(self, key: Any, group: Group) -> Part:
+        """The group's totals as a mergeable part."""
+        part = Part(key, self.first)
+        part.errors, part.successes = group.errors, group.successes
+        for metric, series in group.series.items():
+            part.series[metric] = Column(
+                _compact(series.values),
+                self.orders[metric],
+                series.skipped,
+                series.failed,
+            )
+        for counter, counts in group.steps.items():
+            if counts:
+                firsts = self.steps[counter]
+                part.steps[counter] = {k: [c, *firsts[k]] for k, c in counts.items()}
+        for key, counts in group.labels.items():
+            listed = CATEGORIES[key]
+            keyed = {
+                label: [count, *self.labels.get((key, label), (-1, 0))]
+                for label, count in counts.items()
+                if label not in listed or count
+            }
+            part.labels[key] = [keyed, *self.keys[key]]
+        for metric, spread in group.judge.spreads.items():
+            part.spreads[metric] = (list(spread.items), self.spreads[metric])
+        part.flips = {k: list(v) for k, v in group.judge.flips.items()}
+        part.trials = {key: (self.trials[key], trials) for key, trials in group.trials.items()}
+        return part
+
+
+def _note_new(
+    counts: Mapping[Any, Any], firsts: dict[Any, Any], position: int, key: Any = None
+) -> None:
+    """Give the keys ``counts`` gained with the last result (those ``firsts`` lacks) their
+    position and rank (``key``: the labels of this label key, noted as ``(key, label)``)."""
+    rank = 0
+    for name in counts:
+        note = name if key is None else (key, name)
+        if note not in firsts:
+            firsts[note] = (position, rank)
+            rank += 1
+
+
+class PartialAggregates:
+    """Mergeable running totals of a part of a run's results (see the module docstring).
+
+    ``add`` counts results with their positions; ``merge`` adds another part (of the same spec);
+    ``finish`` gives what ``compute_aggregates`` gives for all the results merged."""
+
+    def __init__(self, spec: AggregateSpec) -> None:
+        self.spec = spec
+        self.templates: dict[Any, Part] = {}
+        self.tagged: dict[str, dict[Any, Part]] = {tag: {} for tag in spec.tags}
+        self.results = 0
+
+    def add(
+        self,
+        results: Iterable[Mapping[str, Any]],
+        positions: Iterable[int] | None = None,
+    ) -> None:
+        """Count results, each at its position in the whole run (``positions``, increasing;
+        None: the results follow those added so far)."""
+        spec = self.spec
+        if positions is None:
+            positions = itertools.count(self.results)
+        metric_set = frozenset(spec.metrics)
+        templates: dict[Any, Group] = {}
+        tagged: dict[str, dict[Any, Group]] = {tag: {} for tag in spec.tags}
+        trackers: dict[int, _Tracker] = {}
+        for position, result in zip(positions, results):
+            groups = [template_group(templates, result, position, spec)]
+            groups += tag_groups(tagged, result, spec)
+            for group in groups:
+                group.add(result, metric_set)
+                tracker = trackers.get(id(group))
+                if tracker is None:
+                    tracker = trackers[id(group)] = _Tracker(position)
+                tracker.added(group, position)
+            self.results += 1
+        for tid, template in templates.items():
+            _merge_part(self.templates, trackers[id(template)].part(tid, template))
+        for tag, values in tagged.items():
+            for value, group in values.items():
+                _merge_part(self.tagged[tag], trackers[id(group)].part(value, group))
+
+    def merge(self, other: PartialAggregates) -> None:
+        """Add another part of the same run (taken over: not to be used after); ``ValueError`` for
+        one aggregated otherwise."""
+        if other.spec != self.spec:
+            raise ValueError("partial aggregates of different specs cannot be merged")
+        for part in other.templates.values():
+            _merge_part(self.templates, part)
+        for tag, groups in other.tagged.items():
+            for part in groups.values():
+                _merge_part(self.tagged[tag], part)
+        self.results += other.results
+
+    def finish(self) -> dict[str, Any]:
+        """The aggregates of every result added and merged: ``compute_aggregates``' own. One
+        group's values at a time are Python objects (micro's: one metric's at a time)."""
+        spec = self.spec
+
+        def groups(parts: Mapping[Any, Part]) -> Iterator[tuple[Any, Group]]:
+            for part in sorted(parts.values(), key=lambda part: part.first):
+                yield part.key, part.group(spec)
+
+        tagged = {tag: groups(parts) for tag, parts in self.tagged.items()}
+        overall = _Micro(spec.failures, spec.thresholds)
+        return spec.project(summarise(groups(self.templates), tagged, spec, overall))
+
+
+class _Joined(Series):
+    """A metric's values over all templates (micro), kept compactly, one template's after the
+    other: a list only while a summary reads it."""
+
+    __slots__ = ("chunks",)
+
+    def __init__(self) -> None:  # (no list of values: ``values`` makes one)
+        self.chunks: list[array[Any] | list[Any]] = []
+        self.skipped = 0
+        self.failed = 0
+        self.ordered = None
+        self.runs = None
+
+    @property
+    def values(self) -> list[Any]:  # type: ignore[override]  # (made when read, not kept)
+        """The values, in order: a new list each time."""
+        return [v for chunk in self.chunks for v in chunk]
+
+    def sorted_values(self) -> list[Any]:
+        """The values sorted (stably: what sorting the whole's list gives)."""
+        return sorted(self.values)
+
+
+class _Micro(Group):
+    """The group of all questions, whose metric values are gathered as :class:`_Joined`."""
+
+    def merge(self, other: Group) -> None:
+        series, other.series = other.series, {}
+        try:
+            super().merge(other)
+        finally:
+            other.series = series
+        for metric, values in series.items():
+            joined = self.series.get(metric)
+            if joined is None:
+                joined = self.series[metric] = _Joined()
+            assert isinstance(joined, _Joined)
+            joined.chunks.append(_compact(values.values))
+            joined.skipped += values.skipped
+            joined.failed += values.failed
+
+
+def _merge_part(parts: dict[Any, Part], part: Part) -> None:
+    held = parts.get(part.key)
+    if held is None:
+        parts[part.key] = part
+    else:
+        held.merge(part)

@@ -1,0 +1,106 @@
+"""Partial aggregates merge exactly: any split of the results, parts merged in any order (sent
+through pickle, as workers send them, or through the JSON of a shard file), give
+``compute_aggregates`` of the whole, byte for byte (as JSON, where 1 and 1.0, 0.0 and -0.0 and
+the order of every key show)."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import random
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from qa_eval.aggregate import compute_aggregates
+from qa_eval.aggregate.compute import AggregateSpec
+from qa_eval.aggregate.partial import PartialAggregates
+from qa_eval.aggregate.portable import from_data, to_data
+
+NUMBERS = st.one_of(
+    st.sampled_from([0, 1, 1.0, 0.0, -0.0, 2, 2.0, 0.5, -1, 10**20, 2**53, 2.0**53, 3]),
+    st.floats(allow_nan=True, allow_infinity=True, width=64),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.sampled_from([None, "x", True, float("nan"), float("inf"), 1e308]),
+)
+STEP = st.fixed_dictionaries(
+    {"name": st.sampled_from(["sparql_query", "retrieval", "search", "iri_discovery"])},
+    optional={
+        "status": st.sampled_from(["success", "error"]),
+        "output": st.sampled_from(['{"results": {"bindings": []}}', "[]", "x"]),
+        "retrieval_answer_recall": NUMBERS,
+        "retrieval_context_recall": NUMBERS,
+        "retrieval_answer_recall_error": st.just("no chunks"),
+    },
+)
+RESULT = st.fixed_dictionaries(
+    {
+        "template_id": st.sampled_from(["t1", "t2", 3, "t4"]),
+        "question_id": st.sampled_from(["a", "b", "c", "d", "e", 7]),
+    },
+    optional={
+        "status": st.sampled_from(["success", "error"]),
+        "question_type": st.sampled_from(["lookup", "count", 1, 1.0, None, ["x"]]),
+        "answer_f1": NUMBERS,
+        "steps_score": NUMBERS,
+        "input_tokens": NUMBERS,
+        "elapsed_sec": NUMBERS,
+        "answer_correctness_error": st.just("no reply"),
+        "answer_class": st.sampled_from(["CORRECT", "WRONG", "ODD", "OTHER"]),
+        "factual_accuracy_grade": st.sampled_from(["A", "B", "Z"]),
+        "actual_steps": st.lists(STEP, max_size=3),
+        "trajectory_match": NUMBERS,
+    },
+)
+
+
+def with_trials(results: list[dict[str, Any]], trials: bool) -> list[dict[str, Any]]:
+    """Results of questions with trials: every result of a question id carries one."""
+    if not trials:
+        return results
+    count: dict[Any, int] = {}
+    out = []
+    for result in results:
+        key = (result["template_id"], result["question_id"])
+        count[key] = count.get(key, 0) + 1
+        out.append({**result, "trial": count[key]})
+    return out
+
+
+def dumped(aggregates: dict[str, Any]) -> str:
+    return json.dumps(aggregates, default=repr)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    results=st.lists(RESULT, max_size=30),
+    parts=st.integers(min_value=1, max_value=5),
+    seed=st.integers(min_value=0, max_value=2**32),
+    trials=st.booleans(),
+)
+def test_any_split_in_any_order_is_the_whole(
+    results: list[dict[str, Any]], parts: int, seed: int, trials: bool
+) -> None:
+    results = with_trials(results, trials)
+    spec = AggregateSpec.of(pass_thresholds={"answer_f1": 0.5})
+    whole = compute_aggregates(results, pass_thresholds={"answer_f1": 0.5})
+    chance = random.Random(seed)
+    owner = [chance.randrange(parts) for _ in results]
+    partials = []
+    for part in range(parts):
+        positions = [i for i, o in enumerate(owner) if o == part]
+        partial = PartialAggregates(spec)
+        # a part added in several calls, as a worker adds its batches
+        cut = chance.randint(0, len(positions))
+        for chunk in (positions[:cut], positions[cut:]):
+            partial.add([results[i] for i in chunk], chunk)
+        if chance.random() < 0.5:
+            partials.append(pickle.loads(pickle.dumps(partial)))  # as a worker sends it
+        else:  # as a shard file stores it
+            partials.append(from_data(json.loads(json.dumps(to_data(partial))), spec))
+    chance.shuffle(partials)
+    merged = partials[0]
+    for other in partials[1:]:
+        merged.merge(other)
+    assert dumped(merged.finish()) == dumped(whole)
