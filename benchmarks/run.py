@@ -411,6 +411,286 @@ def mismatch_mix(reference: list, responses: list, seed: int = 2) -> list:
     return out
 
 
+def failing_mix(questions: int, templates: int = 40, seed: int = 3) -> tuple[list, list]:
+    """A reference dataset and responses where most questions fail.
+
+    Per question: 1-3 reference groups of one step each, of a kind drawn at random over every
+    step kind (IRI discovery, SPARQL SELECT and ASK, retrieval, time series, data points, JSON
+    output, arguments only, text output). The actual steps (0-9, the first 9 kept): per group,
+    the right step (32%), a failed one (20%) or none, among 0-4 wrong steps of the same name
+    (other rows, rows missing, a column missing, an ASK result, other ids, other arguments,
+    another output) in random order; sometimes a step of another kind first; 3% error
+    responses. About 85% of the questions score below 1 (84.99% at 10,000), so nearly every
+    question gets explanations, most with several candidates to choose the closest from.
+    Every output is JSON (text outputs are JSON strings), so the parse floor reads them all.
+    """
+    rnd = random.Random(seed)
+    per_template = questions // templates
+    kinds = ["iri", "select", "ask", "retrieval", "series", "points", "json", "args", "text"]
+    reference, responses = [], []
+
+    def select_rows(key: str, n: int, shift: int = 0) -> tuple[list[str], list[list[dict]]]:
+        rows = [
+            [
+                {"type": "uri", "value": f"urn:{key}/item/{i + shift}"},
+                {"type": "literal", "value": f"item {i + shift}"},
+                {"type": "literal", "datatype": XSD + "integer", "value": str(i + shift)},
+            ]
+            for i in range(n)
+        ]
+        return ["s", "label", "n"], rows
+
+    def make(kind: str, key: str) -> tuple[dict, dict, list[dict]]:
+        """(reference step, its right actual step, wrong steps of the same name)."""
+        if kind == "iri":
+            iri = f"urn:entity:{key}"
+            names = ["iri", "name"]
+
+            def out(v: str) -> str:
+                rows = [[{"type": "uri", "value": v}, {"type": "literal", "value": key}]]
+                rows += [
+                    [{"type": "uri", "value": f"{v}-{s}"}, {"type": "literal", "value": s}]
+                    for s in "abc"
+                ]
+                return sparql_json(names, rows)
+
+            ref = {
+                "name": "iri_discovery",
+                "args": {"query": key},
+                "output": iri,
+                "output_media_type": "text/uri",
+                "required_columns": ["uri"],
+            }
+            act = {"name": "autocomplete_search", "args": {"query": key}, "output": out(iri)}
+            wrong = [
+                {
+                    "name": "autocomplete_search",
+                    "args": {"query": key + " x"},
+                    "output": out(f"urn:other:{key}:{j}"),
+                }
+                for j in range(2)
+            ]
+            return ref, act, wrong
+        if kind == "select":
+            n = rnd.randint(1, 12)
+            vars_, rows = select_rows(key, n)
+            ref = {
+                "name": "sparql_query",
+                "args": {"query": f"SELECT ... {key}"},
+                "output": sparql_json(vars_, rows),
+                "output_media_type": "application/sparql-results+json",
+                "required_columns": ["s", "label"],
+            }
+            act_rows = [r[::-1] for r in rows]
+            rnd.shuffle(act_rows)
+            act = {
+                "name": "sparql_query",
+                "args": {"query": "SELECT ..."},
+                "output": sparql_json(["count", "name", "thing"], act_rows),
+            }
+            wrong = [
+                {  # rows missing
+                    "name": "sparql_query",
+                    "args": {"query": "SELECT ... 1"},
+                    "output": sparql_json(["count", "name", "thing"], act_rows[n // 2 :]),
+                },
+                {  # other rows
+                    "name": "sparql_query",
+                    "args": {"query": "SELECT ... 2"},
+                    "output": sparql_json(vars_, select_rows(key, n, shift=7)[1]),
+                },
+                {  # one column only
+                    "name": "sparql_query",
+                    "args": {"query": "SELECT ... 3"},
+                    "output": sparql_json(["s"], [r[:1] for r in rows]),
+                },
+                {  # an ASK result
+                    "name": "sparql_query",
+                    "args": {"query": "ASK ..."},
+                    "output": json.dumps({"head": {}, "boolean": True}),
+                },
+            ]
+            return ref, act, wrong
+        if kind == "ask":
+            value = rnd.random() < 0.5
+            ref = {
+                "name": "sparql_query",
+                "args": {"query": f"ASK {key}"},
+                "output": json.dumps({"head": {}, "boolean": value}),
+                "output_media_type": "application/sparql-results+json",
+                "required_columns": [],
+            }
+            act = {"name": "sparql_query", "args": {"query": "ASK"}, "output": ref["output"]}
+            wrong = [
+                {
+                    "name": "sparql_query",
+                    "args": {"query": "ASK 2"},
+                    "output": json.dumps({"head": {}, "boolean": not value}),
+                },
+                {
+                    "name": "sparql_query",
+                    "args": {"query": "SELECT"},
+                    "output": sparql_json(*select_rows(key, 3)),
+                },
+            ]
+            return ref, act, wrong
+        if kind == "retrieval":
+            docs = [
+                {"id": f"doc:{key}:{i}", "text": "A paragraph about the grid."} for i in range(10)
+            ]
+            ref = {
+                "name": "retrieval",
+                "args": {"query": key, "k": 5},
+                "output": json.dumps(docs[:5]),
+            }
+            act = {
+                "name": "retrieval",
+                "args": {"query": key, "k": 5},
+                "output": json.dumps(docs[:5]),
+            }
+            wrong = [
+                {
+                    "name": "retrieval",
+                    "args": {"query": key, "k": 5},
+                    "output": json.dumps(docs[j : j + 5]),
+                }
+                for j in (2, 5)
+            ]
+            return ref, act, wrong
+        if kind == "series":
+            mrid = f"mrid-{key}"
+            ref = {"name": "retrieve_time_series", "args": {"mrid": mrid}}
+            act = {
+                "name": "retrieve_time_series",
+                "args": {"mrid": [mrid]},
+                "output": json.dumps([{"mrid": mrid}]),
+            }
+            wrong = [
+                {
+                    "name": "retrieve_time_series",
+                    "args": {"mrid": [f"{mrid}-{j}"]},
+                    "output": json.dumps([{"mrid": f"{mrid}-{j}"}]),
+                }
+                for j in range(2)
+            ]
+            return ref, act, wrong
+        if kind == "points":
+            mrid = f"mrid-{key}"
+            args = {
+                "external_id": f"{mrid}_value",
+                "aggregates": ["average", "max"],
+                "granularity": "1d",
+                "start": "2025-01-01T00:00:00Z",
+                "end": "2025-02-01T00:00:00Z",
+            }
+            ref = {"name": "retrieve_data_points", "args": args}
+            output = json.dumps(
+                {"datapoints": [{"timestamp": i, "average": i * 1.5} for i in range(5)]}
+            )
+            act = {
+                "name": "retrieve_data_points",
+                "execution_timestamp": "2025-03-01T12:00:00Z",
+                "args": {**args, "aggregates": ["max", "average"], "granularity": "1day"},
+                "output": output,
+            }
+            wrong = [
+                {**act, "args": {**act["args"], "granularity": "1h"}},
+                {**act, "args": {**act["args"], "start": "2025-01-02T00:00:00Z"}},
+            ]
+            return ref, act, wrong
+        if kind == "json":
+            value = {"id": key, "status": "ok", "values": list(range(rnd.randint(1, 20)))}
+            ref = {
+                "name": "get_status",
+                "args": {"id": key},
+                "output": json.dumps(value),
+                "output_media_type": "application/json",
+            }
+            act = {"name": "get_status", "args": {"id": key}, "output": json.dumps(value, indent=2)}
+            wrong = [
+                {
+                    "name": "get_status",
+                    "args": {"id": key},
+                    "output": json.dumps({**value, "status": s}, indent=2),
+                }
+                for s in ("stale", "down")
+            ]
+            return ref, act, wrong
+        if kind == "args":
+            ref = {"name": "send_alert", "args": {"to": key, "level": 2}}
+            act = {
+                "name": "send_alert",
+                "args": {"to": key, "level": 2},
+                "output": json.dumps({"sent": True}),
+            }
+            wrong = [
+                {
+                    "name": "send_alert",
+                    "args": {"to": key, "level": j},
+                    "output": json.dumps({"sent": True}),
+                }
+                for j in (1, 3)
+            ]
+            return ref, act, wrong
+        text = json.dumps(f"The reading at {key} is {rnd.randint(1, 999)} kW.")
+        ref = {"name": "read_meter", "args": {"meter": key}, "output": text}
+        act = {"name": "read_meter", "args": {"meter": key}, "output": text}
+        wrong = [
+            {"name": "read_meter", "args": {"meter": key}, "output": text.replace("kW", u)}
+            for u in ("W", "MW")
+        ]
+        return ref, act, wrong
+
+    for t in range(templates):
+        items = []
+        for q in range(per_template):
+            qid = f"f{t}-q{q}"
+            groups, steps = [], []
+            for g in range(rnd.randint(1, 3)):
+                ref, act, wrong = make(rnd.choice(kinds), f"{qid}-{g}")
+                groups.append([ref])
+                fate = rnd.random()
+                own: list[dict] = []
+                if fate < 0.32:  # the right step
+                    own = [act]
+                elif fate < 0.52:  # the step failed; else it is left out
+                    own = [{"name": act["name"], "status": "error", "error": "service unavailable"}]
+                # distractors of the same name, before or after the right step
+                own = rnd.sample(wrong, rnd.randint(0, len(wrong))) + own
+                rnd.shuffle(own)
+                steps.extend(own)
+            if rnd.random() < 0.15:  # an earlier step of another question's kind
+                steps.insert(0, make(rnd.choice(kinds), f"{qid}-x")[1])
+            steps = steps[:9]
+            for i, s in enumerate(steps):
+                s["id"] = f"c{i}"
+                s.setdefault("status", "success")
+            items.append(
+                {
+                    "id": qid,
+                    "question_text": f"Question {qid}?",
+                    "reference_answer": "An answer.",
+                    "reference_steps": groups,
+                }
+            )
+            if rnd.random() < 0.03:
+                responses.append({"question_id": qid, "status": "error", "error": "timeout"})
+            else:
+                responses.append(
+                    {
+                        "question_id": qid,
+                        "input_tokens": rnd.randint(500, 5000),
+                        "output_tokens": rnd.randint(10, 300),
+                        "total_tokens": 0,
+                        "elapsed_sec": rnd.random() * 30,
+                        "actual_steps": steps,
+                        "actual_answer": "An answer.",
+                    }
+                )
+        reference.append({"template_id": f"template-{t}", "questions": items})
+    return reference, responses
+
+
 def outputs_of(reference: list, responses: list) -> list[str]:
     texts = [s["output"] for r in responses for s in r.get("actual_steps", []) if "output" in s]
     texts += [
@@ -689,7 +969,6 @@ def original_rows(mixes: list[Mix], timeout: float) -> list[list[Any]]:
             rows.append([label, f"{mix.seconds:.3f} s", theirs])
             continue
         faster = theirs["seconds"] / mix.seconds
-        strict = mix.name != "matching mix"
         rows.append(
             [
                 label,
@@ -697,8 +976,8 @@ def original_rows(mixes: list[Mix], timeout: float) -> list[list[Any]]:
                 f"{theirs['seconds']:.3f} s",
                 "",
                 f"{faster:.2f}x (original / qa-eval)",
-                ">= 1.2x" if strict else "",
-                ("ok" if faster >= 1.2 else "MISSED") if strict else "",
+                ">= 1.2x",
+                "ok" if faster >= 1.2 else "MISSED",
             ]
         )
         rows.append(
@@ -708,7 +987,7 @@ def original_rows(mixes: list[Mix], timeout: float) -> list[list[Any]]:
                 "",
                 f"{theirs['floor'] * 1000:.0f} ms",
                 f"{theirs['seconds'] / theirs['floor']:.2f}x",
-                "" if strict else "(the issue: 3.6x)",
+                "(the issue: 3.6x)" if mix.name == "matching mix" else "",
                 "",
             ]
         )
@@ -763,10 +1042,12 @@ def main() -> None:
     mixes = [
         Mix("matching mix", reference, responses),
         Mix("mismatch mix", reference, mismatch_mix(reference, responses)),
+        Mix("failing mix", *failing_mix(questions)),
     ]
     del reference, responses  # each mix holds its own copy, read from its files
     rows += evaluation_rows(mixes[0], strict=True)
     rows += evaluation_rows(mixes[1], strict=False)
+    rows += evaluation_rows(mixes[2], strict=False)
     rows.append(asyncio_run_row(mixes[0]))
     if not args.skip_original:
         rows += original_rows(mixes, args.timeout)
