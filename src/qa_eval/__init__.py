@@ -131,7 +131,8 @@ class _MovedModules:
         """A spec for an old path, else ``None`` (the normal finders carry on)."""
         if fullname not in _MOVED:
             return None
-        return ModuleSpec(fullname, self)
+        loader: Any = self  # a loader by its methods (importlib.abc would load importlib.resources)
+        return ModuleSpec(fullname, loader)
 
     def create_module(self, spec: Any) -> Any:
         """The module the old path moved to, imported under its new name."""
