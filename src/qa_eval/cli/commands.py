@@ -166,6 +166,7 @@ def compare(args: argparse.Namespace) -> int:
     from ..compare.runs import compare_runs
     from ..compare.signflip import MAX_RESAMPLES
     from ..compare.table import format_table
+    from ..report import run_labels
 
     if not 1 <= args.resamples <= MAX_RESAMPLES:
         raise QaEvalError(f"--resamples must be between 1 and {MAX_RESAMPLES:,}")
@@ -178,8 +179,9 @@ def compare(args: argparse.Namespace) -> int:
     regressions = quality.parse_regressions(args.fail_on_regression or ())
     paths = (args.results_a, args.results_b)
     runs = [_read_results(path, "compare") for path in paths]
-    notes = _check_same_reference(paths, [_read_signature(p) for p in paths], args)
-    default_a, default_b = (Path(p).stem for p in (args.results_a, args.results_b))
+    signatures = [_read_signature(p) for p in paths]
+    notes = _check_same_reference(paths, signatures, args)
+    default_a, default_b = run_labels(paths, signatures)
     labels = (args.label_a or default_a, args.label_b or default_b)
     try:
         comparison = compare_runs(
@@ -310,10 +312,9 @@ def report(args: argparse.Namespace) -> int:
         raise QaEvalError(f"{args.output}: the folder does not exist")
     if args.max_questions < 0:
         raise QaEvalError(f"--max-questions must be 0 (all) or more, got {args.max_questions}")
-    runs = [
-        Run(label, _read_results(p, "report"), _read_signature(p))
-        for p, label in zip(args.results, run_labels(args.results))
-    ]
+    read = [(_read_results(p, "report"), _read_signature(p)) for p in args.results]
+    labels = run_labels(args.results, [signature for _, signature in read])
+    runs = [Run(label, results, signature) for label, (results, signature) in zip(labels, read)]
     comparison: Any = False
     notes: list[str] = []
     if len(runs) >= 2 and not args.no_compare:

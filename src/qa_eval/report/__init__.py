@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ __all__ = [
     "build_report",
     "load_run",
     "run_labels",
+    "system_name",
     "write_report",
 ]
 
@@ -52,14 +53,28 @@ class Run:
 RunLike = Run | Sequence[Any]
 
 
-def run_labels(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
-    """A label per results file: its name without extension, or its path when two names clash."""
-    stems = [Path(p).stem for p in paths]
-    return [s if stems.count(s) == 1 else str(p) for s, p in zip(stems, paths)]
+def run_labels(
+    paths: Sequence[str | os.PathLike[str]],
+    signatures: Sequence[Mapping[str, Any] | None] | None = None,
+) -> list[str]:
+    """A label per results file: the system name its signature records (``evaluate --system
+    NAME=...``), else its name without extension; its path when two labels clash."""
+    names = [
+        system_name(sig) or Path(p).stem
+        for p, sig in zip(paths, signatures if signatures is not None else [None] * len(paths))
+    ]
+    return [n if names.count(n) == 1 else str(p) for n, p in zip(names, paths)]
+
+
+def system_name(signature: Mapping[str, Any] | None) -> str | None:
+    """The system name a run's signature records (``evaluate --system NAME=...``), if any."""
+    name = signature.get("system") if isinstance(signature, Mapping) else None
+    return name if isinstance(name, str) and name else None
 
 
 def load_run(path: str | os.PathLike[str], label: str | None = None) -> Run:
-    """Read a results file and, when it is there, the ``.signature.yaml`` beside it."""
+    """Read a results file and, when it is there, the ``.signature.yaml`` beside it; labelled
+    ``label``, else by the system name the signature records, else by the file name."""
     from ..io.files import read_data, read_results, signature_path
 
     results = read_results(path)
@@ -67,7 +82,9 @@ def load_run(path: str | os.PathLike[str], label: str | None = None) -> Run:
     signature = read_data(sig_file) if sig_file.is_file() else None
     if signature is not None and not isinstance(signature, Mapping):
         signature = {"signature": signature}
-    return Run(label if label is not None else Path(path).stem, results, signature)
+    if label is None:
+        label = system_name(signature) or Path(path).stem
+    return Run(label, results, signature)
 
 
 def write_report(
@@ -83,13 +100,15 @@ def write_report(
     """Read result files (each with its signature, if beside it) and write the HTML report
     (with ``agreement_labels``, a labels file: its agreement section, each run a judge).
 
-    Runs are labelled by their file names without extension, or by their paths when two names
-    are the same, unless ``labels`` are given."""
+    Runs are labelled by the system names their signatures record (``evaluate --system``), else
+    by their file names without extension, or by their paths when two labels are the same, unless
+    ``labels`` are given."""
     if labels is not None and len(labels) != len(paths):
         raise ValueError(f"{len(labels)} labels for {len(paths)} result files")
+    runs = [load_run(p, label) for p, label in zip(paths, labels or [None] * len(paths))]
     if labels is None:
-        labels = run_labels(paths)
-    runs = [load_run(p, label) for p, label in zip(paths, labels)]
+        named = run_labels(paths, [run.signature for run in runs])
+        runs = [replace(run, label=label) for run, label in zip(runs, named)]
     target = Path(out)
     page = build_report(
         runs, comparison, title, max_questions=max_questions, labels=agreement_labels
