@@ -313,8 +313,8 @@ def report(args: argparse.Namespace) -> int:
     if args.max_questions < 0:
         raise QaEvalError(f"--max-questions must be 0 (all) or more, got {args.max_questions}")
     read = [(_read_results(p, "report"), _read_signature(p)) for p in args.results]
-    labels = run_labels(args.results, [signature for _, signature in read])
-    runs = [Run(label, results, signature) for label, (results, signature) in zip(labels, read)]
+    names = run_labels(args.results, [signature for _, signature in read])
+    runs = [Run(name, results, signature) for name, (results, signature) in zip(names, read)]
     comparison: Any = False
     notes: list[str] = []
     if len(runs) >= 2 and not args.no_compare:

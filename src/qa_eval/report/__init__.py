@@ -105,7 +105,8 @@ def write_report(
     ``labels`` are given."""
     if labels is not None and len(labels) != len(paths):
         raise ValueError(f"{len(labels)} labels for {len(paths)} result files")
-    runs = [load_run(p, label) for p, label in zip(paths, labels or [None] * len(paths))]
+    given: Sequence[str | None] = labels if labels is not None else [None] * len(paths)
+    runs = [load_run(p, label) for p, label in zip(paths, given)]
     if labels is None:
         named = run_labels(paths, [run.signature for run in runs])
         runs = [replace(run, label=label) for run, label in zip(runs, named)]
