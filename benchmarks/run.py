@@ -17,6 +17,7 @@ import platform
 import random
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -1016,11 +1017,252 @@ def asyncio_run_row(mix: Mix) -> list[Any]:
     ]
 
 
+# Start-up -----------------------------------------------------------------------------------
+STARTUP_DEMO = HERE.parent / "examples" / "powergrid"
+
+
+def _fresh(code: str, env: dict[str, str]) -> float:
+    """Wall time of one fresh ``python -c CODE`` (the interpreter started directly)."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
+    return time.perf_counter() - start
+
+
+def importtime_figures(env: dict[str, str]) -> tuple[float, int]:
+    """``python -X importtime -c 'import qa_eval'``: qa_eval's cumulative import time (s) and
+    the number of modules its import loaded (the lines of its subtree)."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import qa_eval"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    lines = [line for line in done.stderr.splitlines() if line.startswith("import time:")]
+    lines = [line for line in lines if "|" in line and "cumulative" not in line]
+    tops = [i for i, line in enumerate(lines) if line.rsplit("|", 1)[1].startswith(" qa_eval")]
+    last = tops[-1]
+    first = max(
+        (i for i in range(last) if not lines[i].rsplit("|", 1)[1].startswith("  ")), default=-1
+    )
+    return int(lines[last].split("|")[1]) / 1e6, last - first
+
+
+ONE_QUESTION_RUN = r"""
+import json, sys, time
+import orjson
+folder = sys.argv[1]
+ref = json.load(open(folder + "/one_reference.json"))
+resp = json.load(open(folder + "/one_responses.json"))
+start = time.perf_counter()
+orjson.loads(ref[0]["questions"][0]["reference_steps"][0][0]["output"])
+orjson.loads(resp[0]["actual_steps"][0]["output"])
+parse = time.perf_counter() - start
+import qa_eval
+start = time.perf_counter()
+results = qa_eval.run_evaluation(ref, resp)
+first = time.perf_counter() - start
+print(json.dumps({"first": first, "parse": parse, "score": results[0].get("steps_score")}))
+"""
+
+
+def first_call(folder: Path, env: dict[str, str], runs: int) -> tuple[float, float]:
+    """(the first ``run_evaluation`` in a fresh process, the parse of its two outputs): one
+    question with a 1,000-row SPARQL step (5 of 8 columns), after ``import qa_eval``; medians
+    over ``runs`` processes."""
+    ref_text, act_text, required = sparql_texts(1000, 5, 8)
+    step = {"name": "sparql_query", "args": {"query": "SELECT ..."}}
+    reference = [
+        {
+            "template_id": "t",
+            "questions": [
+                {
+                    "id": "q",
+                    "question_text": "Q?",
+                    "reference_steps": [
+                        [
+                            {
+                                **step,
+                                "output": ref_text.decode(),
+                                "output_media_type": "application/sparql-results+json",
+                                "required_columns": required,
+                            }
+                        ]
+                    ],
+                }
+            ],
+        }
+    ]
+    responses = [
+        {
+            "question_id": "q",
+            "actual_steps": [
+                {**step, "id": "c1", "status": "success", "output": act_text.decode()}
+            ],
+        }
+    ]
+    (folder / "one_reference.json").write_bytes(orjson.dumps(reference))
+    (folder / "one_responses.json").write_bytes(orjson.dumps(responses))
+    firsts, parses = [], []
+    for _ in range(runs):
+        done = subprocess.run(
+            [sys.executable, "-c", ONE_QUESTION_RUN, str(folder)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        figures = json.loads(done.stdout)
+        if figures["score"] != 1.0:
+            raise SystemExit(f"the one-question run scored {figures['score']}, not 1.0")
+        firsts.append(figures["first"])
+        parses.append(figures["parse"])
+    return statistics.median(firsts), statistics.median(parses)
+
+
+def first_judge_call(folder: Path, env: dict[str, str], runs: int) -> float:
+    """Seconds from launching ``qa-eval evaluate`` on the demo (a judge configured) to its first
+    request reaching the judge's server (a local one that only notes the time); median."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    arrived: list[float] = []
+    event = threading.Event()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            arrived.append(time.perf_counter())
+            event.set()
+            self.send_response(503)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    endpoint = {"provider": "openai", "base_url": f"http://127.0.0.1:{server.server_address[1]}/v1"}
+    config = {"llm": {"generation": {**endpoint, "api_key": "x", "model": "gpt-4o-mini"}}}
+    (folder / "judge.json").write_text(json.dumps(config))
+    times = []
+    try:
+        for _ in range(runs):
+            arrived.clear()
+            event.clear()
+            command = [
+                sys.executable,
+                "-m",
+                "qa_eval",
+                "evaluate",
+                str(STARTUP_DEMO / "reference.yaml"),
+                str(STARTUP_DEMO / "responses-good.jsonl"),
+                "-c",
+                str(folder / "judge.json"),
+                "--cache",
+                str(folder / "cache.sqlite3"),
+                "--no-cache",
+                "-q",
+            ]
+            start = time.perf_counter()
+            process = subprocess.Popen(
+                command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+            got = event.wait(timeout=30)
+            process.kill()
+            process.wait()
+            if not got:
+                raise SystemExit("qa-eval evaluate made no judge call within 30 s")
+            times.append(arrived[0] - start)
+    finally:
+        server.shutdown()
+    return statistics.median(times)
+
+
+def startup_rows(runs: int = 20) -> list[list[Any]]:
+    """How fast qa-eval starts: ``import qa_eval`` and ``qa-eval --help`` against
+    ``python -c pass`` (medians of ``runs`` fresh processes, taking turns), qa_eval's
+    ``-X importtime`` figures, the first ``run_evaluation`` against its parse floor, and the
+    first judge call of ``qa-eval evaluate`` on the demo."""
+    env = {**os.environ, "PYTHONPATH": str(HERE.parent / "src")}
+    turns: dict[str, list[float]] = {"pass": [], "import": [], "help": []}
+    for _ in range(runs):
+        turns["pass"].append(_fresh("pass", env))
+        turns["import"].append(_fresh("import qa_eval", env))
+        turns["help"].append(
+            _fresh(
+                "import sys; sys.argv = ['qa-eval', '--help']\n"
+                "from qa_eval.cli import main\ntry: main()\nexcept SystemExit: pass",
+                env,
+            )
+        )
+    base, imported, helped = (statistics.median(turns[k]) for k in ("pass", "import", "help"))
+    cumulative, modules = importtime_figures(env)
+    with tempfile.TemporaryDirectory(prefix="qa-eval-startup-") as tmp:
+        first, parse = first_call(Path(tmp), env, max(3, runs // 4))
+        judge = first_judge_call(Path(tmp), env, max(3, runs // 4))
+
+    def within(value: float, limit: float) -> str:
+        return "ok" if value <= limit else "MISSED"
+
+    return [
+        ["start-up: python -c pass", f"{base * 1000:.0f} ms", "", "", "", "", ""],
+        [
+            "start-up: import qa_eval",
+            f"{imported * 1000:.0f} ms",
+            "",
+            "",
+            f"+{(imported - base) * 1000:.0f} ms",
+            "<= +100 ms",
+            within(imported - base, 0.100),
+        ],
+        [
+            "  -X importtime: qa_eval cumulative",
+            f"{cumulative * 1000:.1f} ms",
+            "",
+            "",
+            f"{modules} modules",
+            "",
+            "",
+        ],
+        [
+            "start-up: qa-eval --help",
+            f"{helped * 1000:.0f} ms",
+            "",
+            "",
+            f"+{(helped - base) * 1000:.0f} ms",
+            "<= +150 ms",
+            within(helped - base, 0.150),
+        ],
+        [
+            "first run_evaluation, 1 question, 1,000 rows 5-of-8",
+            f"{first * 1000:.1f} ms",
+            f"{parse * 1000:.1f} ms",
+            "",
+            f"{first / parse:.2f}x",
+            "<= 2.5x parse",
+            within(first / parse, 2.5),
+        ],
+        [
+            "qa-eval evaluate (demo): first judge call after launch",
+            f"{judge * 1000:.0f} ms",
+            "",
+            "",
+            "",
+            "<= 500 ms",
+            within(judge, 0.5),
+        ],
+    ]
+
+
 def main() -> None:
     """Run the benchmarks and print the table."""
     parser = argparse.ArgumentParser(description="qa-eval benchmarks")
     parser.add_argument("--quick", action="store_true", help="small sizes only (under a minute)")
     parser.add_argument("--skip-original", action="store_true", help="don't run graphrag-eval")
+    parser.add_argument(
+        "--startup-runs", type=int, default=20, help="fresh processes per start-up row (0: none)"
+    )
     parser.add_argument("--questions", type=int, default=None, help="questions in the evaluation")
     parser.add_argument("--timeout", type=float, default=120.0, help="for each original run (s)")
     parser.add_argument(
@@ -1049,6 +1291,8 @@ def main() -> None:
     rows += evaluation_rows(mixes[1], strict=False)
     rows += evaluation_rows(mixes[2], strict=False)
     rows.append(asyncio_run_row(mixes[0]))
+    if args.startup_runs:
+        rows += startup_rows(args.startup_runs)
     if not args.skip_original:
         rows += original_rows(mixes, args.timeout)
     print(format_table(headers, rows))

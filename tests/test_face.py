@@ -31,7 +31,7 @@ def _added_by(code: str) -> set[str]:
     done = subprocess.run(
         [sys.executable, "-c", program], capture_output=True, text=True, check=True
     )
-    return set(json.loads(done.stdout))
+    return set(json.loads(done.stdout.splitlines()[-1]))
 
 
 def test_import_qa_eval_loads_only_the_face() -> None:
@@ -62,3 +62,18 @@ def test_every_public_name_is_there() -> None:
     for name in qa_eval.__all__:
         assert getattr(qa_eval, name) is not None, name
     assert set(qa_eval.__all__) <= set(dir(qa_eval))
+
+
+def test_help_builds_the_parser_without_the_commands() -> None:
+    added = _added_by(
+        "from qa_eval.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass"
+    )
+    assert not added & {
+        *NOT_IMPORTED,
+        "qa_eval.cli.commands",
+        "qa_eval.cli.evaluation",
+        "qa_eval.cli.gates",
+        "qa_eval.run.plan",
+        "qa_eval.io.files",
+        "yaml",
+    }

@@ -8,9 +8,8 @@ from typing import Any, NoReturn
 from .._version import __version__
 from ..errors import QaEvalError
 from ..schemas import SCHEMAS
-from . import commands as handlers
 from .common import PROG
-from .evaluation import evaluate as evaluate_command
+from .handler import Handler
 from .options import (
     EXCLUDE_ERRORS_HELP,
     GATES,
@@ -25,7 +24,20 @@ from .options import (
 )
 from .traces import add_import_command
 
-__all__ = ["Parser", "UsageError", "build_parser", "tsv_parser"]
+__all__ = ["EVALUATE", "Parser", "UsageError", "build_parser", "tsv_parser"]
+
+
+class _Commands:
+    """``handlers.NAME``: the ``Handler`` of ``cli.commands.NAME``."""
+
+    def __getattr__(self, name: str) -> Handler:
+        return Handler("commands", name)
+
+
+handlers = _Commands()
+EVALUATE = Handler("evaluation", "evaluate")
+"""``evaluate`` and ``evaluate-flat`` (the Ctrl-C message knows them by it)."""
+evaluate_command = EVALUATE
 
 
 class UsageError(QaEvalError):
