@@ -395,6 +395,12 @@ def aggregate(args: argparse.Namespace) -> int:
     try:
         tags = list(args.by) if args.by else list(DEFAULT_TAGS)
         thresholds = quality.parse_pass_thresholds(args.pass_threshold or ())
+        if thresholds:
+            from ..config import load_config
+
+            config = load_config(args.config) if args.config else None
+            known = quality.known_metrics(config, results)
+            quality.check_names("--pass-threshold", thresholds, known, "metric")
         aggregates = compute_aggregates(
             results, args.config, by=tags, keys=args.keys, pass_thresholds=thresholds
         )
