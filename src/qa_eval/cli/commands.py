@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -241,13 +241,19 @@ def agreement(args: argparse.Namespace) -> int:
         raise QaEvalError(
             f"--label was given {len(args.label)} time(s) for {len(args.results)} results file(s)"
         )
+    notes: list[str] = []
     try:
         if args.cross_validate is not None:
             report = _cross_validated(args, thresholds)
         else:
+            from ..agreement.labels import read_labels
+
+            judges = load_judges(args.results, args.label)
+            people = read_labels(args.labels)
+            notes = _label_matches(args, people, [j.results for j in judges], thresholds)
             report = measure(
-                load_judges(args.results, args.label),
-                args.labels,
+                judges,
+                people,
                 metric=args.metric,
                 threshold=thresholds or None,
                 resamples=args.resamples,
@@ -264,7 +270,56 @@ def agreement(args: argparse.Namespace) -> int:
         sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         sys.stdout.write(format_report(data))
+    print_notes(notes)
     return gate_outcome(quality.agreement_gates(data, bars), quiet=False)
+
+
+def _label_matches(
+    args: argparse.Namespace,
+    people: Any,
+    runs: Sequence[Sequence[Any]],
+    thresholds: Mapping[str, float],
+) -> list[str]:
+    """Check the labels against the options and the results: ``--threshold`` must name a
+    measured (labelled) metric; label rows that match no result are counted with the reason (no
+    such question, no such key), a note, and an error when no row matches. Returns the notes."""
+    labelled = list(people.metrics)
+    measured = list(args.metric or labelled)  # (a --metric without labels: measure refuses it)
+    what = "metric of --metric" if args.metric else "labelled metric"
+    quality.check_names("--threshold", thresholds, measured, what)
+    questions: dict[str, list[Mapping[str, Any]]] = {}
+    keys: set[str] = set()
+    for results in runs:
+        for result in results:
+            if isinstance(result, Mapping):
+                questions.setdefault(str(result.get("question_id")), []).append(result)
+                keys.update(result)
+    rows = [row for row in people.rows if row.metric in measured]
+    no_question = [r for r in rows if not _labelled_result(r, questions)]
+    no_key = [r for r in rows if r.metric not in keys and _labelled_result(r, questions)]
+    if not no_question and not no_key:
+        return []
+    parts = []
+    if no_question:
+        ids = list(dict.fromkeys(repr(r.question_id) for r in no_question))
+        shown = ", ".join(ids[:3]) + (", ..." if len(ids) > 3 else "")
+        parts.append(f"{len(no_question)} name a question no results file has ({shown})")
+    if no_key:
+        missing = ", ".join(dict.fromkeys(r.metric for r in no_key))
+        parts.append(f"{len(no_key)} name a metric the results lack ({missing})")
+    unmatched = len(no_question) + len(no_key)
+    text = f"{unmatched} of {len(rows)} label rows match no result: {'; '.join(parts)}"
+    if unmatched == len(rows):
+        raise QaEvalError(f"{args.labels}: {text}")
+    return [text]
+
+
+def _labelled_result(row: Any, questions: Mapping[str, list[Mapping[str, Any]]]) -> bool:
+    """Whether a results file has the question a label row names (its template too, if given)."""
+    found = questions.get(str(row.question_id), [])
+    if row.template_id is None:
+        return bool(found)
+    return any(str(r.get("template_id")) == str(row.template_id) for r in found)
 
 
 def _cross_validated(args: argparse.Namespace, thresholds: dict[str, float]) -> Any:
