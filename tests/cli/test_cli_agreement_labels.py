@@ -110,3 +110,34 @@ def test_a_labels_file_given_as_results_is_named(
     ):
         assert main(command) == 2
         assert "looks like people's labels (qa-eval agreement --labels)" in capsys.readouterr().err
+
+
+def test_report_takes_the_agreement_threshold(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("jinja2")
+    values = [0.1, 0.3, 0.45, 0.6, 0.7, 0.8, 0.9, 0.95, 0.2, 0.65]
+    out = tmp_path / "results.jsonl"
+    rows = [
+        {"template_id": "t", "question_id": f"q{i}", "question_text": "Q?", "faithfulness": v}
+        for i, v in enumerate(values)
+    ]
+    out.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    labels = _labels(
+        tmp_path,
+        [(r["question_id"], "faithfulness", str(v >= 0.5).lower()) for r, v in zip(rows, values)],
+    )
+    page = tmp_path / "report.html"
+    command = ["report", str(out), "-o", str(page), "--labels", str(labels)]
+    assert main(command) == 0
+    assert "threshold chosen on these labels" in page.read_text(encoding="utf-8")
+    assert main([*command, "--threshold", "faithfulness=0.85"]) == 0
+    html = page.read_text(encoding="utf-8")
+    assert "threshold chosen on these labels" not in html
+    assert ">0.850<" in html  # the threshold column
+    assert main([*command, "--threshold", "faithfulnes=0.5"]) == 2
+    assert "--threshold faithfulnes: unknown labelled metric; did you mean faithfulness?" in (
+        capsys.readouterr().err
+    )
+    assert main(["report", str(out), "-o", str(page), "--threshold", "faithfulness=0.5"]) == 2
+    assert "give --labels" in capsys.readouterr().err

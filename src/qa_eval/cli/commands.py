@@ -228,15 +228,7 @@ def agreement(args: argparse.Namespace) -> int:
                 f"--fail-under {figure}: an agreement gate is one of "
                 f"{', '.join(quality.AGREEMENT_FIGURES)}"
             )
-    thresholds: dict[str, float] = {}
-    for item in args.threshold or ():
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise QaEvalError(f"--threshold takes METRIC=VALUE, not {item!r}")
-        try:
-            thresholds[name.strip()] = float(value)
-        except ValueError:
-            raise QaEvalError(f"--threshold {item!r}: {value!r} is not a number") from None
+    thresholds = quality.parse_label_thresholds(args.threshold or ())
     if args.label and len(args.label) != len(args.results):
         raise QaEvalError(
             f"--label was given {len(args.label)} time(s) for {len(args.results)} results file(s)"
@@ -386,12 +378,21 @@ def report(args: argparse.Namespace) -> int:
             raise QaEvalError(f"comparing {first.label} with {second.label}: {e}") from None
         comparison = compared
     labels = None
+    thresholds = quality.parse_label_thresholds(getattr(args, "threshold", None) or ())
+    if thresholds and not getattr(args, "labels", None):
+        raise QaEvalError("--threshold sets the agreement section's thresholds: give --labels")
     if getattr(args, "labels", None):
         from ..agreement.labels import read_labels
 
         labels = read_labels(args.labels)
+        quality.check_names("--threshold", thresholds, list(labels.metrics), "labelled metric")
     page = build_report(
-        runs, comparison, args.title, max_questions=args.max_questions or None, labels=labels
+        runs,
+        comparison,
+        args.title,
+        max_questions=args.max_questions or None,
+        labels=labels,
+        threshold=thresholds or None,
     )
     target.write_text(page, encoding="utf-8")
     size = target.stat().st_size / 1e6

@@ -37,6 +37,7 @@ __all__ = [
     "known_metrics",
     "metric_errors_of",
     "parse_bars",
+    "parse_label_thresholds",
     "parse_pass_thresholds",
     "parse_regressions",
     "problems_of",
@@ -145,6 +146,11 @@ def parse_pass_thresholds(items: Iterable[str]) -> dict[str, float]:
     """``KEY=VALUE`` items of ``--pass-threshold`` as metric -> value; ``QaEvalError`` when
     bad."""
     return _assignments(items, "--pass-threshold", "KEY=VALUE")
+
+
+def parse_label_thresholds(items: Iterable[str]) -> dict[str, float]:
+    """``METRIC=VALUE`` items of ``--threshold`` (agreement, report) as metric -> value."""
+    return _assignments(items, "--threshold", "METRIC=VALUE")
 
 
 def parse_regressions(items: Iterable[str]) -> list[tuple[str, float]]:

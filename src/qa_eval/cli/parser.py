@@ -278,6 +278,13 @@ def _report_command(commands: Any) -> None:
         "each run a judge",
     )
     report.add_argument(
+        "--threshold",
+        action="append",
+        metavar="METRIC=VALUE",
+        help="with --labels: the judge's value at or above which a binary label counts as true "
+        "(repeatable; default: chosen on the labels, as 'qa-eval agreement' does)",
+    )
+    report.add_argument(
         "--max-questions",
         type=int,
         default=2000,

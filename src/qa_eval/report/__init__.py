@@ -135,13 +135,15 @@ def build_report(
     max_questions: int | None = DEFAULT_MAX_QUESTIONS,
     labels: Any = None,
     agreement: Any = None,
+    threshold: float | Mapping[str, float] | None = None,
 ) -> str:
     """The text of a self-contained HTML report of ``runs`` (each a :class:`Run` or a tuple
     ``(label, results[, signature])``).
 
     ``labels`` (a labels file, ``Labels`` or label rows) adds the agreement section: each run
     is a judge measured against the labels (:func:`qa_eval.agreement.agreement`); or pass
-    ``agreement``, an ``AgreementReport`` or its ``to_dict()``, already computed.
+    ``agreement``, an ``AgreementReport`` or its ``to_dict()``, already computed; ``threshold``
+    (a number or ``{metric: number}``) is the agreement's, else chosen on the labels.
 
     ``comparison`` is what :func:`qa_eval.compare.compare_runs` returned for the first two runs
     (B = the second); with ``None`` and two runs or more it is computed (errors count as failed
@@ -172,7 +174,7 @@ def build_report(
     fail = verdict is None or verdict.method.get("errors", "fail") != "exclude"
     ordered = order_questions(questions, metrics, primary, verdict is not None, fail)
     shown = len(ordered) if max_questions is None else min(max_questions, len(ordered))
-    agreed = _agreement(all_runs, labels, agreement)
+    agreed = _agreement(all_runs, labels, agreement, threshold)
     return render_page(
         title=title,
         runs=summaries,
@@ -187,7 +189,9 @@ def build_report(
     )
 
 
-def _agreement(runs: Sequence[Run], labels: Any, report: Any) -> Mapping[str, Any] | None:
+def _agreement(
+    runs: Sequence[Run], labels: Any, report: Any, threshold: Any = None
+) -> Mapping[str, Any] | None:
     """The agreement report (``to_dict()``) of the runs as judges, or the one given."""
     if report is not None:
         return report if isinstance(report, Mapping) else report.to_dict()  # type: ignore[no-any-return]
@@ -197,7 +201,7 @@ def _agreement(runs: Sequence[Run], labels: Any, report: Any) -> Mapping[str, An
     from ..agreement.measure import agreement
 
     judges = [Judge(r.label, r.results, _judge_model(r.signature), None) for r in runs]
-    return agreement(judges, labels).to_dict()
+    return agreement(judges, labels, threshold=threshold).to_dict()
 
 
 def _judge_model(signature: Mapping[str, Any] | None) -> str | None:
