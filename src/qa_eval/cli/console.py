@@ -341,9 +341,12 @@ def warning_lines(results: Sequence[dict[str, Any]]) -> list[str]:
     from ..run.question import NO_RESPONSE
 
     lines = []
-    note = getattr(results, "signature", {}).get("llm_metrics")
+    signature = getattr(results, "signature", {})
+    note = signature.get("llm_metrics")
     if note:
         lines.append(f"note: {note}")
+    for metric, why in (signature.get("metrics_left_out") or {}).items():
+        lines.append(f"note: {metric} not computed: {why}")
     missing = sum(1 for r in results if r.get("error") == NO_RESPONSE)
     with_problems = [r for r in results if r.get("step_errors")]
     if missing:
