@@ -49,3 +49,17 @@ def test_aggregate_refuses_an_unknown_pass_threshold(
     assert main(["aggregate", results, "--pass-threshold", "steps_scor=0.5"]) == 2
     assert "did you mean steps_score" in capsys.readouterr().err
     assert main(["aggregate", results, "--pass-threshold", "steps_score=0.5"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "nearest"),
+    [
+        ("--enable", "faithfulnes", "faithfulness"),
+        ("--disable", "answer_relevanc", "answer_relevance"),
+    ],
+)
+def test_a_metric_switch_not_known_names_the_nearest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, value: str, nearest: str
+) -> None:
+    assert main(_evaluate(tmp_path, option, value)) == 2
+    assert f"invalid choice: '{value}'; did you mean {nearest}" in capsys.readouterr().err

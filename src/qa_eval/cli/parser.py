@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import difflib
+import re
 from typing import Any, NoReturn
 
 from .._version import __version__
@@ -48,7 +50,25 @@ class Parser(argparse.ArgumentParser):
     """An argparse parser whose errors are ``UsageError`` (one line, exit code 2)."""
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message} (see '{self.prog} --help')")
+        raise UsageError(f"{_nearest_choice(message)} (see '{self.prog} --help')")
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)$")
+
+
+def _nearest_choice(message: str) -> str:
+    """argparse's "invalid choice" message led by the nearest choices (it lists them all)."""
+    found = _INVALID_CHOICE.search(message)
+    if found is None:
+        return message
+    choices = [c.strip().strip("'") for c in found.group(2).split(",")]
+    nearest = difflib.get_close_matches(found.group(1), choices, n=3, cutoff=0.6)
+    if not nearest:
+        return message
+    return message[: found.start()] + (
+        f"invalid choice: '{found.group(1)}'; did you mean {', '.join(nearest)}? "
+        f"(choose from {found.group(2)})"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
