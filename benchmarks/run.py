@@ -143,6 +143,35 @@ def sparql_json(vars_: list[str], rows: list[list[dict]]) -> str:
     return json.dumps({"head": {"vars": vars_}, "results": {"bindings": bindings}}, indent=2)
 
 
+def add_question(
+    rnd: random.Random, items: list, responses: list, qid: str, groups: list, steps: list
+) -> None:
+    """A question with its reference groups into ``items``, and its response (3% an error
+    response) into ``responses``."""
+    items.append(
+        {
+            "id": qid,
+            "question_text": f"Question {qid}?",
+            "reference_answer": "An answer.",
+            "reference_steps": groups,
+        }
+    )
+    if rnd.random() < 0.03:
+        responses.append({"question_id": qid, "status": "error", "error": "timeout"})
+    else:
+        responses.append(
+            {
+                "question_id": qid,
+                "input_tokens": rnd.randint(500, 5000),
+                "output_tokens": rnd.randint(10, 300),
+                "total_tokens": 0,
+                "elapsed_sec": rnd.random() * 30,
+                "actual_steps": steps,
+                "actual_answer": "An answer.",
+            }
+        )
+
+
 def dataset(
     questions: int, templates: int = 40, seed: int = 1, original_safe: bool = True
 ) -> tuple[list, list]:
@@ -328,28 +357,7 @@ def dataset(
                         "output": json.dumps(value, indent=2),
                     }
                 )
-            items.append(
-                {
-                    "id": qid,
-                    "question_text": f"Question {qid}?",
-                    "reference_answer": "An answer.",
-                    "reference_steps": groups,
-                }
-            )
-            if rnd.random() < 0.03:
-                responses.append({"question_id": qid, "status": "error", "error": "timeout"})
-            else:
-                responses.append(
-                    {
-                        "question_id": qid,
-                        "input_tokens": rnd.randint(500, 5000),
-                        "output_tokens": rnd.randint(10, 300),
-                        "total_tokens": 0,
-                        "elapsed_sec": rnd.random() * 30,
-                        "actual_steps": steps,
-                        "actual_answer": "An answer.",
-                    }
-                )
+            add_question(rnd, items, responses, qid, groups, steps)
         reference.append({"template_id": f"template-{t}", "questions": items})
     return reference, responses
 
@@ -666,28 +674,7 @@ def failing_mix(questions: int, templates: int = 40, seed: int = 3) -> tuple[lis
             for i, s in enumerate(steps):
                 s["id"] = f"c{i}"
                 s.setdefault("status", "success")
-            items.append(
-                {
-                    "id": qid,
-                    "question_text": f"Question {qid}?",
-                    "reference_answer": "An answer.",
-                    "reference_steps": groups,
-                }
-            )
-            if rnd.random() < 0.03:
-                responses.append({"question_id": qid, "status": "error", "error": "timeout"})
-            else:
-                responses.append(
-                    {
-                        "question_id": qid,
-                        "input_tokens": rnd.randint(500, 5000),
-                        "output_tokens": rnd.randint(10, 300),
-                        "total_tokens": 0,
-                        "elapsed_sec": rnd.random() * 30,
-                        "actual_steps": steps,
-                        "actual_answer": "An answer.",
-                    }
-                )
+            add_question(rnd, items, responses, qid, groups, steps)
         reference.append({"template_id": f"template-{t}", "questions": items})
     return reference, responses
 
