@@ -17,6 +17,7 @@ import platform
 import random
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -140,6 +141,35 @@ def sparql_json(vars_: list[str], rows: list[list[dict]]) -> str:
     """SPARQL JSON as the spec's examples show tool outputs: indented, one key a line."""
     bindings = [dict(zip(vars_, r)) for r in rows]
     return json.dumps({"head": {"vars": vars_}, "results": {"bindings": bindings}}, indent=2)
+
+
+def add_question(
+    rnd: random.Random, items: list, responses: list, qid: str, groups: list, steps: list
+) -> None:
+    """A question with its reference groups into ``items``, and its response (3% an error
+    response) into ``responses``."""
+    items.append(
+        {
+            "id": qid,
+            "question_text": f"Question {qid}?",
+            "reference_answer": "An answer.",
+            "reference_steps": groups,
+        }
+    )
+    if rnd.random() < 0.03:
+        responses.append({"question_id": qid, "status": "error", "error": "timeout"})
+    else:
+        responses.append(
+            {
+                "question_id": qid,
+                "input_tokens": rnd.randint(500, 5000),
+                "output_tokens": rnd.randint(10, 300),
+                "total_tokens": 0,
+                "elapsed_sec": rnd.random() * 30,
+                "actual_steps": steps,
+                "actual_answer": "An answer.",
+            }
+        )
 
 
 def dataset(
@@ -327,28 +357,7 @@ def dataset(
                         "output": json.dumps(value, indent=2),
                     }
                 )
-            items.append(
-                {
-                    "id": qid,
-                    "question_text": f"Question {qid}?",
-                    "reference_answer": "An answer.",
-                    "reference_steps": groups,
-                }
-            )
-            if rnd.random() < 0.03:
-                responses.append({"question_id": qid, "status": "error", "error": "timeout"})
-            else:
-                responses.append(
-                    {
-                        "question_id": qid,
-                        "input_tokens": rnd.randint(500, 5000),
-                        "output_tokens": rnd.randint(10, 300),
-                        "total_tokens": 0,
-                        "elapsed_sec": rnd.random() * 30,
-                        "actual_steps": steps,
-                        "actual_answer": "An answer.",
-                    }
-                )
+            add_question(rnd, items, responses, qid, groups, steps)
         reference.append({"template_id": f"template-{t}", "questions": items})
     return reference, responses
 
@@ -409,6 +418,265 @@ def mismatch_mix(reference: list, responses: list, seed: int = 2) -> list:
                 value["values"] = [*value["values"][1:], -1]
                 last["output"] = json.dumps(value, indent=2)
     return out
+
+
+def failing_mix(questions: int, templates: int = 40, seed: int = 3) -> tuple[list, list]:
+    """A reference dataset and responses where most questions fail.
+
+    Per question: 1-3 reference groups of one step each, of a kind drawn at random over every
+    step kind (IRI discovery, SPARQL SELECT and ASK, retrieval, time series, data points, JSON
+    output, arguments only, text output). The actual steps (0-9, the first 9 kept): per group,
+    the right step (32%), a failed one (20%) or none, among 0-4 wrong steps of the same name
+    (other rows, rows missing, a column missing, an ASK result, other ids, other arguments,
+    another output) in random order; sometimes a step of another kind first; 3% error
+    responses. About 85% of the questions score below 1 (84.99% at 10,000), so nearly every
+    question gets explanations, most with several candidates to choose the closest from.
+    Every output is JSON (text outputs are JSON strings), so the parse floor reads them all.
+    """
+    rnd = random.Random(seed)
+    per_template = questions // templates
+    kinds = ["iri", "select", "ask", "retrieval", "series", "points", "json", "args", "text"]
+    reference, responses = [], []
+
+    def select_rows(key: str, n: int, shift: int = 0) -> tuple[list[str], list[list[dict]]]:
+        rows = [
+            [
+                {"type": "uri", "value": f"urn:{key}/item/{i + shift}"},
+                {"type": "literal", "value": f"item {i + shift}"},
+                {"type": "literal", "datatype": XSD + "integer", "value": str(i + shift)},
+            ]
+            for i in range(n)
+        ]
+        return ["s", "label", "n"], rows
+
+    def make(kind: str, key: str) -> tuple[dict, dict, list[dict]]:
+        """(reference step, its right actual step, wrong steps of the same name)."""
+        if kind == "iri":
+            iri = f"urn:entity:{key}"
+            names = ["iri", "name"]
+
+            def out(v: str) -> str:
+                rows = [[{"type": "uri", "value": v}, {"type": "literal", "value": key}]]
+                rows += [
+                    [{"type": "uri", "value": f"{v}-{s}"}, {"type": "literal", "value": s}]
+                    for s in "abc"
+                ]
+                return sparql_json(names, rows)
+
+            ref = {
+                "name": "iri_discovery",
+                "args": {"query": key},
+                "output": iri,
+                "output_media_type": "text/uri",
+                "required_columns": ["uri"],
+            }
+            act = {"name": "autocomplete_search", "args": {"query": key}, "output": out(iri)}
+            wrong = [
+                {
+                    "name": "autocomplete_search",
+                    "args": {"query": key + " x"},
+                    "output": out(f"urn:other:{key}:{j}"),
+                }
+                for j in range(2)
+            ]
+            return ref, act, wrong
+        if kind == "select":
+            n = rnd.randint(1, 12)
+            vars_, rows = select_rows(key, n)
+            ref = {
+                "name": "sparql_query",
+                "args": {"query": f"SELECT ... {key}"},
+                "output": sparql_json(vars_, rows),
+                "output_media_type": "application/sparql-results+json",
+                "required_columns": ["s", "label"],
+            }
+            act_rows = [r[::-1] for r in rows]
+            rnd.shuffle(act_rows)
+            act = {
+                "name": "sparql_query",
+                "args": {"query": "SELECT ..."},
+                "output": sparql_json(["count", "name", "thing"], act_rows),
+            }
+            wrong = [
+                {  # rows missing
+                    "name": "sparql_query",
+                    "args": {"query": "SELECT ... 1"},
+                    "output": sparql_json(["count", "name", "thing"], act_rows[n // 2 :]),
+                },
+                {  # other rows
+                    "name": "sparql_query",
+                    "args": {"query": "SELECT ... 2"},
+                    "output": sparql_json(vars_, select_rows(key, n, shift=7)[1]),
+                },
+                {  # one column only
+                    "name": "sparql_query",
+                    "args": {"query": "SELECT ... 3"},
+                    "output": sparql_json(["s"], [r[:1] for r in rows]),
+                },
+                {  # an ASK result
+                    "name": "sparql_query",
+                    "args": {"query": "ASK ..."},
+                    "output": json.dumps({"head": {}, "boolean": True}),
+                },
+            ]
+            return ref, act, wrong
+        if kind == "ask":
+            value = rnd.random() < 0.5
+            ref = {
+                "name": "sparql_query",
+                "args": {"query": f"ASK {key}"},
+                "output": json.dumps({"head": {}, "boolean": value}),
+                "output_media_type": "application/sparql-results+json",
+                "required_columns": [],
+            }
+            act = {"name": "sparql_query", "args": {"query": "ASK"}, "output": ref["output"]}
+            wrong = [
+                {
+                    "name": "sparql_query",
+                    "args": {"query": "ASK 2"},
+                    "output": json.dumps({"head": {}, "boolean": not value}),
+                },
+                {
+                    "name": "sparql_query",
+                    "args": {"query": "SELECT"},
+                    "output": sparql_json(*select_rows(key, 3)),
+                },
+            ]
+            return ref, act, wrong
+        if kind == "retrieval":
+            docs = [
+                {"id": f"doc:{key}:{i}", "text": "A paragraph about the grid."} for i in range(10)
+            ]
+            ref = {
+                "name": "retrieval",
+                "args": {"query": key, "k": 5},
+                "output": json.dumps(docs[:5]),
+            }
+            act = {
+                "name": "retrieval",
+                "args": {"query": key, "k": 5},
+                "output": json.dumps(docs[:5]),
+            }
+            wrong = [
+                {
+                    "name": "retrieval",
+                    "args": {"query": key, "k": 5},
+                    "output": json.dumps(docs[j : j + 5]),
+                }
+                for j in (2, 5)
+            ]
+            return ref, act, wrong
+        if kind == "series":
+            mrid = f"mrid-{key}"
+            ref = {"name": "retrieve_time_series", "args": {"mrid": mrid}}
+            act = {
+                "name": "retrieve_time_series",
+                "args": {"mrid": [mrid]},
+                "output": json.dumps([{"mrid": mrid}]),
+            }
+            wrong = [
+                {
+                    "name": "retrieve_time_series",
+                    "args": {"mrid": [f"{mrid}-{j}"]},
+                    "output": json.dumps([{"mrid": f"{mrid}-{j}"}]),
+                }
+                for j in range(2)
+            ]
+            return ref, act, wrong
+        if kind == "points":
+            mrid = f"mrid-{key}"
+            args = {
+                "external_id": f"{mrid}_value",
+                "aggregates": ["average", "max"],
+                "granularity": "1d",
+                "start": "2025-01-01T00:00:00Z",
+                "end": "2025-02-01T00:00:00Z",
+            }
+            ref = {"name": "retrieve_data_points", "args": args}
+            output = json.dumps(
+                {"datapoints": [{"timestamp": i, "average": i * 1.5} for i in range(5)]}
+            )
+            act = {
+                "name": "retrieve_data_points",
+                "execution_timestamp": "2025-03-01T12:00:00Z",
+                "args": {**args, "aggregates": ["max", "average"], "granularity": "1day"},
+                "output": output,
+            }
+            wrong = [
+                {**act, "args": {**act["args"], "granularity": "1h"}},
+                {**act, "args": {**act["args"], "start": "2025-01-02T00:00:00Z"}},
+            ]
+            return ref, act, wrong
+        if kind == "json":
+            value = {"id": key, "status": "ok", "values": list(range(rnd.randint(1, 20)))}
+            ref = {
+                "name": "get_status",
+                "args": {"id": key},
+                "output": json.dumps(value),
+                "output_media_type": "application/json",
+            }
+            act = {"name": "get_status", "args": {"id": key}, "output": json.dumps(value, indent=2)}
+            wrong = [
+                {
+                    "name": "get_status",
+                    "args": {"id": key},
+                    "output": json.dumps({**value, "status": s}, indent=2),
+                }
+                for s in ("stale", "down")
+            ]
+            return ref, act, wrong
+        if kind == "args":
+            ref = {"name": "send_alert", "args": {"to": key, "level": 2}}
+            act = {
+                "name": "send_alert",
+                "args": {"to": key, "level": 2},
+                "output": json.dumps({"sent": True}),
+            }
+            wrong = [
+                {
+                    "name": "send_alert",
+                    "args": {"to": key, "level": j},
+                    "output": json.dumps({"sent": True}),
+                }
+                for j in (1, 3)
+            ]
+            return ref, act, wrong
+        text = json.dumps(f"The reading at {key} is {rnd.randint(1, 999)} kW.")
+        ref = {"name": "read_meter", "args": {"meter": key}, "output": text}
+        act = {"name": "read_meter", "args": {"meter": key}, "output": text}
+        wrong = [
+            {"name": "read_meter", "args": {"meter": key}, "output": text.replace("kW", u)}
+            for u in ("W", "MW")
+        ]
+        return ref, act, wrong
+
+    for t in range(templates):
+        items = []
+        for q in range(per_template):
+            qid = f"f{t}-q{q}"
+            groups, steps = [], []
+            for g in range(rnd.randint(1, 3)):
+                ref, act, wrong = make(rnd.choice(kinds), f"{qid}-{g}")
+                groups.append([ref])
+                fate = rnd.random()
+                own: list[dict] = []
+                if fate < 0.32:  # the right step
+                    own = [act]
+                elif fate < 0.52:  # the step failed; else it is left out
+                    own = [{"name": act["name"], "status": "error", "error": "service unavailable"}]
+                # distractors of the same name, before or after the right step
+                own = rnd.sample(wrong, rnd.randint(0, len(wrong))) + own
+                rnd.shuffle(own)
+                steps.extend(own)
+            if rnd.random() < 0.15:  # an earlier step of another question's kind
+                steps.insert(0, make(rnd.choice(kinds), f"{qid}-x")[1])
+            steps = steps[:9]
+            for i, s in enumerate(steps):
+                s["id"] = f"c{i}"
+                s.setdefault("status", "success")
+            add_question(rnd, items, responses, qid, groups, steps)
+        reference.append({"template_id": f"template-{t}", "questions": items})
+    return reference, responses
 
 
 def outputs_of(reference: list, responses: list) -> list[str]:
@@ -689,7 +957,6 @@ def original_rows(mixes: list[Mix], timeout: float) -> list[list[Any]]:
             rows.append([label, f"{mix.seconds:.3f} s", theirs])
             continue
         faster = theirs["seconds"] / mix.seconds
-        strict = mix.name != "matching mix"
         rows.append(
             [
                 label,
@@ -697,8 +964,8 @@ def original_rows(mixes: list[Mix], timeout: float) -> list[list[Any]]:
                 f"{theirs['seconds']:.3f} s",
                 "",
                 f"{faster:.2f}x (original / qa-eval)",
-                ">= 1.2x" if strict else "",
-                ("ok" if faster >= 1.2 else "MISSED") if strict else "",
+                ">= 1.2x",
+                "ok" if faster >= 1.2 else "MISSED",
             ]
         )
         rows.append(
@@ -708,7 +975,7 @@ def original_rows(mixes: list[Mix], timeout: float) -> list[list[Any]]:
                 "",
                 f"{theirs['floor'] * 1000:.0f} ms",
                 f"{theirs['seconds'] / theirs['floor']:.2f}x",
-                "" if strict else "(the issue: 3.6x)",
+                "(the issue: 3.6x)" if mix.name == "matching mix" else "",
                 "",
             ]
         )
@@ -737,11 +1004,252 @@ def asyncio_run_row(mix: Mix) -> list[Any]:
     ]
 
 
+# Start-up -----------------------------------------------------------------------------------
+STARTUP_DEMO = HERE.parent / "examples" / "powergrid"
+
+
+def _fresh(code: str, env: dict[str, str]) -> float:
+    """Wall time of one fresh ``python -c CODE`` (the interpreter started directly)."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
+    return time.perf_counter() - start
+
+
+def importtime_figures(env: dict[str, str]) -> tuple[float, int]:
+    """``python -X importtime -c 'import qa_eval'``: qa_eval's cumulative import time (s) and
+    the number of modules its import loaded (the lines of its subtree)."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import qa_eval"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    lines = [line for line in done.stderr.splitlines() if line.startswith("import time:")]
+    lines = [line for line in lines if "|" in line and "cumulative" not in line]
+    tops = [i for i, line in enumerate(lines) if line.rsplit("|", 1)[1].startswith(" qa_eval")]
+    last = tops[-1]
+    first = max(
+        (i for i in range(last) if not lines[i].rsplit("|", 1)[1].startswith("  ")), default=-1
+    )
+    return int(lines[last].split("|")[1]) / 1e6, last - first
+
+
+ONE_QUESTION_RUN = r"""
+import json, sys, time
+import orjson
+folder = sys.argv[1]
+ref = json.load(open(folder + "/one_reference.json"))
+resp = json.load(open(folder + "/one_responses.json"))
+start = time.perf_counter()
+orjson.loads(ref[0]["questions"][0]["reference_steps"][0][0]["output"])
+orjson.loads(resp[0]["actual_steps"][0]["output"])
+parse = time.perf_counter() - start
+import qa_eval
+start = time.perf_counter()
+results = qa_eval.run_evaluation(ref, resp)
+first = time.perf_counter() - start
+print(json.dumps({"first": first, "parse": parse, "score": results[0].get("steps_score")}))
+"""
+
+
+def first_call(folder: Path, env: dict[str, str], runs: int) -> tuple[float, float]:
+    """(the first ``run_evaluation`` in a fresh process, the parse of its two outputs): one
+    question with a 1,000-row SPARQL step (5 of 8 columns), after ``import qa_eval``; medians
+    over ``runs`` processes."""
+    ref_text, act_text, required = sparql_texts(1000, 5, 8)
+    step = {"name": "sparql_query", "args": {"query": "SELECT ..."}}
+    reference = [
+        {
+            "template_id": "t",
+            "questions": [
+                {
+                    "id": "q",
+                    "question_text": "Q?",
+                    "reference_steps": [
+                        [
+                            {
+                                **step,
+                                "output": ref_text.decode(),
+                                "output_media_type": "application/sparql-results+json",
+                                "required_columns": required,
+                            }
+                        ]
+                    ],
+                }
+            ],
+        }
+    ]
+    responses = [
+        {
+            "question_id": "q",
+            "actual_steps": [
+                {**step, "id": "c1", "status": "success", "output": act_text.decode()}
+            ],
+        }
+    ]
+    (folder / "one_reference.json").write_bytes(orjson.dumps(reference))
+    (folder / "one_responses.json").write_bytes(orjson.dumps(responses))
+    firsts, parses = [], []
+    for _ in range(runs):
+        done = subprocess.run(
+            [sys.executable, "-c", ONE_QUESTION_RUN, str(folder)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        figures = json.loads(done.stdout)
+        if figures["score"] != 1.0:
+            raise SystemExit(f"the one-question run scored {figures['score']}, not 1.0")
+        firsts.append(figures["first"])
+        parses.append(figures["parse"])
+    return statistics.median(firsts), statistics.median(parses)
+
+
+def first_judge_call(folder: Path, env: dict[str, str], runs: int) -> float:
+    """Seconds from launching ``qa-eval evaluate`` on the demo (a judge configured) to its first
+    request reaching the judge's server (a local one that only notes the time); median."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    arrived: list[float] = []
+    event = threading.Event()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            arrived.append(time.perf_counter())
+            event.set()
+            self.send_response(503)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    endpoint = {"provider": "openai", "base_url": f"http://127.0.0.1:{server.server_address[1]}/v1"}
+    config = {"llm": {"generation": {**endpoint, "api_key": "x", "model": "gpt-4o-mini"}}}
+    (folder / "judge.json").write_text(json.dumps(config))
+    times = []
+    try:
+        for _ in range(runs):
+            arrived.clear()
+            event.clear()
+            command = [
+                sys.executable,
+                "-m",
+                "qa_eval",
+                "evaluate",
+                str(STARTUP_DEMO / "reference.yaml"),
+                str(STARTUP_DEMO / "responses-good.jsonl"),
+                "-c",
+                str(folder / "judge.json"),
+                "--cache",
+                str(folder / "cache.sqlite3"),
+                "--no-cache",
+                "-q",
+            ]
+            start = time.perf_counter()
+            process = subprocess.Popen(
+                command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+            got = event.wait(timeout=30)
+            process.kill()
+            process.wait()
+            if not got:
+                raise SystemExit("qa-eval evaluate made no judge call within 30 s")
+            times.append(arrived[0] - start)
+    finally:
+        server.shutdown()
+    return statistics.median(times)
+
+
+def startup_rows(runs: int = 20) -> list[list[Any]]:
+    """How fast qa-eval starts: ``import qa_eval`` and ``qa-eval --help`` against
+    ``python -c pass`` (medians of ``runs`` fresh processes, taking turns), qa_eval's
+    ``-X importtime`` figures, the first ``run_evaluation`` against its parse floor, and the
+    first judge call of ``qa-eval evaluate`` on the demo."""
+    env = {**os.environ, "PYTHONPATH": str(HERE.parent / "src")}
+    turns: dict[str, list[float]] = {"pass": [], "import": [], "help": []}
+    for _ in range(runs):
+        turns["pass"].append(_fresh("pass", env))
+        turns["import"].append(_fresh("import qa_eval", env))
+        turns["help"].append(
+            _fresh(
+                "import sys; sys.argv = ['qa-eval', '--help']\n"
+                "from qa_eval.cli import main\ntry: main()\nexcept SystemExit: pass",
+                env,
+            )
+        )
+    base, imported, helped = (statistics.median(turns[k]) for k in ("pass", "import", "help"))
+    cumulative, modules = importtime_figures(env)
+    with tempfile.TemporaryDirectory(prefix="qa-eval-startup-") as tmp:
+        first, parse = first_call(Path(tmp), env, max(3, runs // 4))
+        judge = first_judge_call(Path(tmp), env, max(3, runs // 4))
+
+    def within(value: float, limit: float) -> str:
+        return "ok" if value <= limit else "MISSED"
+
+    return [
+        ["start-up: python -c pass", f"{base * 1000:.0f} ms", "", "", "", "", ""],
+        [
+            "start-up: import qa_eval",
+            f"{imported * 1000:.0f} ms",
+            "",
+            "",
+            f"+{(imported - base) * 1000:.0f} ms",
+            "<= +100 ms",
+            within(imported - base, 0.100),
+        ],
+        [
+            "  -X importtime: qa_eval cumulative",
+            f"{cumulative * 1000:.1f} ms",
+            "",
+            "",
+            f"{modules} modules",
+            "",
+            "",
+        ],
+        [
+            "start-up: qa-eval --help",
+            f"{helped * 1000:.0f} ms",
+            "",
+            "",
+            f"+{(helped - base) * 1000:.0f} ms",
+            "<= +150 ms",
+            within(helped - base, 0.150),
+        ],
+        [
+            "first run_evaluation, 1 question, 1,000 rows 5-of-8",
+            f"{first * 1000:.1f} ms",
+            f"{parse * 1000:.1f} ms",
+            "",
+            f"{first / parse:.2f}x",
+            "<= 2.5x parse",
+            within(first / parse, 2.5),
+        ],
+        [
+            "qa-eval evaluate (demo): first judge call after launch",
+            f"{judge * 1000:.0f} ms",
+            "",
+            "",
+            "",
+            "<= 500 ms",
+            within(judge, 0.5),
+        ],
+    ]
+
+
 def main() -> None:
     """Run the benchmarks and print the table."""
     parser = argparse.ArgumentParser(description="qa-eval benchmarks")
     parser.add_argument("--quick", action="store_true", help="small sizes only (under a minute)")
     parser.add_argument("--skip-original", action="store_true", help="don't run graphrag-eval")
+    parser.add_argument(
+        "--startup-runs", type=int, default=20, help="fresh processes per start-up row (0: none)"
+    )
     parser.add_argument("--questions", type=int, default=None, help="questions in the evaluation")
     parser.add_argument("--timeout", type=float, default=120.0, help="for each original run (s)")
     parser.add_argument(
@@ -763,11 +1271,15 @@ def main() -> None:
     mixes = [
         Mix("matching mix", reference, responses),
         Mix("mismatch mix", reference, mismatch_mix(reference, responses)),
+        Mix("failing mix", *failing_mix(questions)),
     ]
     del reference, responses  # each mix holds its own copy, read from its files
     rows += evaluation_rows(mixes[0], strict=True)
     rows += evaluation_rows(mixes[1], strict=False)
+    rows += evaluation_rows(mixes[2], strict=False)
     rows.append(asyncio_run_row(mixes[0]))
+    if args.startup_runs:
+        rows += startup_rows(args.startup_runs)
     if not args.skip_original:
         rows += original_rows(mixes, args.timeout)
     print(format_table(headers, rows))

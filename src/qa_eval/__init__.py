@@ -5,32 +5,40 @@ The compatible API is ``run_evaluation(reference_qas, chat_responses)`` (and its
 ``qa-eval evaluate`` command as a function (files in; results, signature and aggregates written;
 systems compared); ``plan_evaluation`` checks and reads its inputs without running.
 
-The names below the first group are imported when first used, so ``import qa_eval`` stays light
-(no judge SDK, no numpy).
+Every name but the version and the two errors is imported when first used (PEP 562
+``__getattr__``), so ``import qa_eval`` loads nothing else: not the run, the aggregates, the
+config, asyncio nor ``importlib.resources`` (``tests/test_face.py`` holds it).
 """
 
-import importlib.abc
-import importlib.util
 import sys
+from importlib.machinery import ModuleSpec
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
-from .aggregate.compute import compute_aggregates
 from .errors import InputError, QaEvalError
-from .io.files import read_reference, read_responses, read_results, write_data
-from .run.evaluation import arun_evaluation, iter_evaluation, run_evaluation
 
 if TYPE_CHECKING:
+    from .aggregate.compute import compute_aggregates
     from .compare.runs import compare_runs
     from .config import EvalConfig, load_config
+    from .io.files import read_reference, read_responses, read_results, write_data
     from .io.flat import read_flat
     from .report import Run, build_report
+    from .run.evaluation import arun_evaluation, iter_evaluation, run_evaluation
     from .run.files import EvaluationRun, evaluate_files, run_plan
     from .run.options import RunOptions
     from .run.plan import EvaluationPlan, plan_evaluation
 
 _LAZY = {
     "EvalConfig": "config",
+    "arun_evaluation": "run.evaluation",
+    "compute_aggregates": "aggregate.compute",
+    "iter_evaluation": "run.evaluation",
+    "read_reference": "io.files",
+    "read_responses": "io.files",
+    "read_results": "io.files",
+    "run_evaluation": "run.evaluation",
+    "write_data": "io.files",
     "EvaluationPlan": "run.plan",
     "EvaluationRun": "run.files",
     "Run": "report",
@@ -116,18 +124,21 @@ _MOVED = {
 }
 
 
-class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+class _MovedModules:
     """Finds the old import paths of ``_MOVED``; loading one returns the module it moved to."""
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         """A spec for an old path, else ``None`` (the normal finders carry on)."""
         if fullname not in _MOVED:
             return None
-        return importlib.util.spec_from_loader(fullname, self)
+        loader: Any = self  # a loader by its methods (importlib.abc would load importlib.resources)
+        return ModuleSpec(fullname, loader)
 
     def create_module(self, spec: Any) -> Any:
         """The module the old path moved to, imported under its new name."""
-        module = importlib.import_module(_MOVED[spec.name])
+        from importlib import import_module
+
+        module = import_module(_MOVED[spec.name])
         spec.loader_state = module.__spec__
         return module
 

@@ -90,7 +90,7 @@ def test_compare_command_text_and_json(tmp_path: Path, capsys: pytest.CaptureFix
     a, b = tmp_path / "results.good.yaml", tmp_path / "results.flawed.yaml"
     assert main(["compare", str(a), str(b), "--resamples", "500"]) == 0
     text = capsys.readouterr().out
-    assert "results.flawed (B) against results.good (A): " in text and "W/L/T" in text
+    assert "flawed (B) against good (A): " in text and "W/L/T" in text  # the --system names
     out = tmp_path / "comparison.json"
     assert main(["compare", str(a), str(b), "--format", "json", "-o", str(out)]) == 0
     printed = json.loads(capsys.readouterr().out)
@@ -140,7 +140,7 @@ def test_report_command_writes_one_html_file_with_the_comparison(
     assert main(["report", *runs, "-o", str(out)]) == 0
     assert f"wrote {out}" in capsys.readouterr().out
     page = out.read_text(encoding="utf-8")
-    assert 'id="comparison"' in page and "results.flawed" in page
+    assert 'id="comparison"' in page and ">flawed<" in page  # the --system name
     assert main(["report", runs[0], "-o", str(out), "--no-compare"]) == 0
     assert 'id="comparison"' not in out.read_text(encoding="utf-8")
     assert main(["report", *runs, "-o", str(tmp_path / "missing" / "r.html")]) == 2

@@ -122,7 +122,7 @@ def test_every_key_has_one_family_and_docs_exist() -> None:
             assert key.name not in seen, f"{key.name} in {seen.get(key.name)} and {name}"
             seen[key.name] = name
             if key.aggregate or key.headline:
-                assert key.scale in ("0-1", "ratio", "count", "tokens", "usd", "seconds")
+                assert key.scale in ("0-1", "cosine", "ratio", "count", "tokens", "usd", "seconds")
 
 
 def test_tool_calls_ratio_is_declared_a_ratio_not_a_score() -> None:

@@ -2,10 +2,12 @@
 ``mismatch`` and ``step_errors`` text), the aggregates and the reference fingerprint of the
 benchmark's seeded datasets are pinned by digests that the code before the speed work produced.
 
-The datasets are ``benchmarks/run.py``'s own (``dataset``, ``mismatch_mix``), at 2,000 questions:
-the matching mix and the mismatch mix (about half the reference steps unmatched, so every kind of
-explanation is written). A digest that changes means an output changed: if that was meant (a new
-key, a better text), update the digest in the same commit and say why."""
+The datasets are ``benchmarks/run.py``'s own (``dataset``, ``mismatch_mix``, ``failing_mix``), at
+2,000 questions: the matching mix, the mismatch mix (about half the reference steps unmatched, so
+every kind of explanation is written) and the failing mix (85% of the questions below 1, most
+unmatched steps with several candidates to explain against; pinned by the code before the
+explanations bounded their candidates). A digest that changes means an output changed: if that
+was meant (a new key, a better text), update the digest in the same commit and say why."""
 
 from __future__ import annotations
 
@@ -37,6 +39,12 @@ PINNED = {
         "fingerprint": FINGERPRINT,
         "graphrag-eval keys": "49172753b1b87d0a7bad95d2e72218e71823df95e676b011f96c54023024acf9",
     },
+    "failing": {
+        "results": "63d439f069f8c067255cbc1de27e444c477bab999dcb2aa7d84e4d00cd10c16f",
+        "aggregates": "2ee345e07a92db75db665225b691c42e9ddeb02df08a9050ee39065dde5e2e70",
+        "fingerprint": "sha256:a479584e890dd81ea48505a9397c2960ff122f2fa62332b7bbc0a4cf035721c8",
+        "graphrag-eval keys": "72bd3e854b72d4b2031c1be558a7aef76319fe2da1c18807cc1730ab13cbd41c",
+    },
 }
 
 
@@ -56,7 +64,10 @@ def _digest(value: Any) -> str:
 def digests(mix: str, questions: int = 2000) -> dict[str, str]:
     """The digests of one mix's results, aggregates and reference fingerprint."""
     bench = _benchmark()
-    reference, responses = bench.dataset(questions)
+    if mix == "failing":
+        reference, responses = bench.failing_mix(questions)
+    else:
+        reference, responses = bench.dataset(questions)
     if mix == "mismatch":
         responses = bench.mismatch_mix(reference, responses)
     results = run_evaluation(reference, responses)

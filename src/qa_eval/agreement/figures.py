@@ -233,10 +233,10 @@ def _disagreements(
     metric: str,
     limit: int,
     wrong: Sequence[bool] | None = None,
-) -> list[dict[str, Any]]:
-    """The items with the largest gap between judge and label (gap 0 left out; with ``wrong``,
-    only the items the judge's call got wrong: a value on the right side of its threshold is
-    not a disagreement)."""
+) -> tuple[list[dict[str, Any]], int]:
+    """The items with the largest gap between judge and label, at most ``limit`` of them, and
+    how many there are in all (gap 0 left out; with ``wrong``, only the items the judge's call
+    got wrong: a value on the right side of its threshold is not a disagreement)."""
     gaps = [_gap(j, lab, kind) for j, lab in zip(paired.judge, paired.label)]
     kept = [i for i, g in enumerate(gaps) if g > 1e-12 and (wrong is None or wrong[i])]
     order = sorted(kept, key=lambda i: -gaps[i])
@@ -256,7 +256,7 @@ def _disagreements(
         if len(people) > 1:
             entry["annotators"] = {p.annotator or f"#{k}": p.value for k, p in enumerate(people)}
         out.append(entry)
-    return out
+    return out, len(kept)
 
 
 def metric_entry(
@@ -324,5 +324,7 @@ def metric_entry(
     if kind == "binary":
         pair.label = [bool(v) for v in pair.label]
     wrong = None if called is None else [c != lab for c, lab in zip(called, pair.label)]
-    entry["disagreements"] = _disagreements(pair, items, kind, name, limit, wrong)
+    entry["disagreements"], entry["n_disagreements"] = _disagreements(
+        pair, items, kind, name, limit, wrong
+    )
     return entry, called

@@ -94,7 +94,8 @@ def format_report(report: Any, disagreements: int = 3) -> str:
             if row.get("missing"):
                 lines.append(f"  {judge['label']}: {row['missing']} labelled item(s) with no value")
         for judge, row in rows:
-            for entry in row.get("disagreements", [])[:disagreements]:
+            listed = row.get("disagreements", [])
+            for entry in listed[:disagreements]:
                 reason = entry.get("reason")
                 text = f"  disagrees [{judge['label']}] question {entry['question_id']!r}: judge "
                 text += f"{_value(entry['judge'])}, label {_value(entry['label'])}"
@@ -102,6 +103,12 @@ def format_report(report: Any, disagreements: int = 3) -> str:
                     reason_text = " ".join(str(reason).split())
                     text += f" - {reason_text[:100]}"
                 lines.append(text)
+            more = row.get("n_disagreements", len(listed)) - min(len(listed), disagreements)
+            if more > 0:
+                lines.append(
+                    f"  and {more} more [{judge['label']}] (--format json lists the "
+                    f"{len(listed)} largest gaps)"
+                )
         lines.append("")
     annotators = data.get("annotators")
     if annotators:

@@ -31,10 +31,8 @@ from typing import Any
 
 from ..errors import QaEvalError
 from ..redact import redact
-from ..run.plan import system_output_path
 from .common import PROG
-from .evaluation import evaluate, system_pairs
-from .parser import build_parser, tsv_parser
+from .parser import EVALUATE, build_parser, tsv_parser
 
 __all__ = [
     "PROG",
@@ -55,8 +53,12 @@ __all__ = [
 def interrupted_message(args: argparse.Namespace | None) -> str:
     """The line printed on Ctrl-C or SIGTERM: where the finished results are (the partial file
     of ``-o``) and whether a rerun reuses the judge cache."""
-    if args is None or getattr(args, "handler", None) is not evaluate:
+    from ..run.plan import system_output_path
+    from .evaluation import evaluate, system_pairs
+
+    if args is None or getattr(args, "handler", None) not in (EVALUATE, evaluate):
         return "interrupted"
+
     if getattr(args, "dry_run", False):
         return "interrupted (dry run: nothing was written)"
     parts = ["interrupted"]
@@ -123,9 +125,6 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 @contextlib.contextmanager
 def _signals_and_warnings(prog: str) -> Iterator[None]:
     """SIGTERM handled like SIGINT (main thread only), and qa-eval's warnings as one line each."""
-    from ..errors import UnknownResponsesWarning
-    from ..judge.cache.sqlite import CacheWarning
-
     previous: Any = None
     main_thread = threading.current_thread() is threading.main_thread()
     if main_thread:
@@ -133,6 +132,9 @@ def _signals_and_warnings(prog: str) -> Iterator[None]:
     default_show = warnings.showwarning
 
     def show(message: Any, category: Any, *rest: Any, **more: Any) -> None:
+        from ..errors import UnknownResponsesWarning
+        from ..judge.cache.sqlite import CacheWarning
+
         if isinstance(category, type) and issubclass(
             category, (CacheWarning, UnknownResponsesWarning)
         ):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -173,6 +173,7 @@ def compare(args: argparse.Namespace) -> int:
     from ..compare.runs import compare_runs
     from ..compare.signflip import MAX_RESAMPLES
     from ..compare.table import format_table
+    from ..report import run_labels
 
     if not 1 <= args.resamples <= MAX_RESAMPLES:
         raise QaEvalError(f"--resamples must be between 1 and {MAX_RESAMPLES:,}")
@@ -185,8 +186,9 @@ def compare(args: argparse.Namespace) -> int:
     regressions = quality.parse_regressions(args.fail_on_regression or ())
     paths = (args.results_a, args.results_b)
     runs = [_read_results(path, "compare") for path in paths]
-    notes = _check_same_reference(paths, [_read_signature(p) for p in paths], args)
-    default_a, default_b = (Path(p).stem for p in (args.results_a, args.results_b))
+    signatures = [_read_signature(p) for p in paths]
+    notes = _check_same_reference(paths, signatures, args)
+    default_a, default_b = run_labels(paths, signatures)
     labels = (args.label_a or default_a, args.label_b or default_b)
     try:
         comparison = compare_runs(
@@ -233,26 +235,24 @@ def agreement(args: argparse.Namespace) -> int:
                 f"--fail-under {figure}: an agreement gate is one of "
                 f"{', '.join(quality.AGREEMENT_FIGURES)}"
             )
-    thresholds: dict[str, float] = {}
-    for item in args.threshold or ():
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise QaEvalError(f"--threshold takes METRIC=VALUE, not {item!r}")
-        try:
-            thresholds[name.strip()] = float(value)
-        except ValueError:
-            raise QaEvalError(f"--threshold {item!r}: {value!r} is not a number") from None
+    thresholds = quality.parse_label_thresholds(args.threshold or ())
     if args.label and len(args.label) != len(args.results):
         raise QaEvalError(
             f"--label was given {len(args.label)} time(s) for {len(args.results)} results file(s)"
         )
+    notes: list[str] = []
     try:
         if args.cross_validate is not None:
             report = _cross_validated(args, thresholds)
         else:
+            from ..agreement.labels import read_labels
+
+            judges = load_judges(args.results, args.label)
+            people = read_labels(args.labels)
+            notes = _label_matches(args, people, [j.results for j in judges], thresholds)
             report = measure(
-                load_judges(args.results, args.label),
-                args.labels,
+                judges,
+                people,
                 metric=args.metric,
                 threshold=thresholds or None,
                 resamples=args.resamples,
@@ -269,7 +269,56 @@ def agreement(args: argparse.Namespace) -> int:
         sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         sys.stdout.write(format_report(data))
+    print_notes(notes)
     return gate_outcome(quality.agreement_gates(data, bars), quiet=False)
+
+
+def _label_matches(
+    args: argparse.Namespace,
+    people: Any,
+    runs: Sequence[Sequence[Any]],
+    thresholds: Mapping[str, float],
+) -> list[str]:
+    """Check the labels against the options and the results: ``--threshold`` must name a
+    measured (labelled) metric; label rows that match no result are counted with the reason (no
+    such question, no such key), a note, and an error when no row matches. Returns the notes."""
+    labelled = list(people.metrics)
+    measured = list(args.metric or labelled)  # (a --metric without labels: measure refuses it)
+    what = "metric of --metric" if args.metric else "labelled metric"
+    quality.check_names("--threshold", thresholds, measured, what)
+    questions: dict[str, list[Mapping[str, Any]]] = {}
+    keys: set[str] = set()
+    for results in runs:
+        for result in results:
+            if isinstance(result, Mapping):
+                questions.setdefault(str(result.get("question_id")), []).append(result)
+                keys.update(result)
+    rows = [row for row in people.rows if row.metric in measured]
+    no_question = [r for r in rows if not _labelled_result(r, questions)]
+    no_key = [r for r in rows if r.metric not in keys and _labelled_result(r, questions)]
+    if not no_question and not no_key:
+        return []
+    parts = []
+    if no_question:
+        ids = list(dict.fromkeys(repr(r.question_id) for r in no_question))
+        shown = ", ".join(ids[:3]) + (", ..." if len(ids) > 3 else "")
+        parts.append(f"{len(no_question)} name a question no results file has ({shown})")
+    if no_key:
+        missing = ", ".join(dict.fromkeys(r.metric for r in no_key))
+        parts.append(f"{len(no_key)} name a metric the results lack ({missing})")
+    unmatched = len(no_question) + len(no_key)
+    text = f"{unmatched} of {len(rows)} label rows match no result: {'; '.join(parts)}"
+    if unmatched == len(rows):
+        raise QaEvalError(f"{args.labels}: {text}")
+    return [text]
+
+
+def _labelled_result(row: Any, questions: Mapping[str, list[Mapping[str, Any]]]) -> bool:
+    """Whether a results file has the question a label row names (its template too, if given)."""
+    found = questions.get(str(row.question_id), [])
+    if row.template_id is None:
+        return bool(found)
+    return any(str(r.get("template_id")) == str(row.template_id) for r in found)
 
 
 def _cross_validated(args: argparse.Namespace, thresholds: dict[str, float]) -> Any:
@@ -317,10 +366,9 @@ def report(args: argparse.Namespace) -> int:
         raise QaEvalError(f"{args.output}: the folder does not exist")
     if args.max_questions < 0:
         raise QaEvalError(f"--max-questions must be 0 (all) or more, got {args.max_questions}")
-    runs = [
-        Run(label, _read_results(p, "report"), _read_signature(p))
-        for p, label in zip(args.results, run_labels(args.results))
-    ]
+    read = [(_read_results(p, "report"), _read_signature(p)) for p in args.results]
+    names = run_labels(args.results, [signature for _, signature in read])
+    runs = [Run(name, results, signature) for name, (results, signature) in zip(names, read)]
     comparison: Any = False
     notes: list[str] = []
     if len(runs) >= 2 and not args.no_compare:
@@ -337,12 +385,21 @@ def report(args: argparse.Namespace) -> int:
             raise QaEvalError(f"comparing {first.label} with {second.label}: {e}") from None
         comparison = compared
     labels = None
+    thresholds = quality.parse_label_thresholds(getattr(args, "threshold", None) or ())
+    if thresholds and not getattr(args, "labels", None):
+        raise QaEvalError("--threshold sets the agreement section's thresholds: give --labels")
     if getattr(args, "labels", None):
         from ..agreement.labels import read_labels
 
         labels = read_labels(args.labels)
+        quality.check_names("--threshold", thresholds, list(labels.metrics), "labelled metric")
     page = build_report(
-        runs, comparison, args.title, max_questions=args.max_questions or None, labels=labels
+        runs,
+        comparison,
+        args.title,
+        max_questions=args.max_questions or None,
+        labels=labels,
+        threshold=thresholds or None,
     )
     target.write_text(page, encoding="utf-8")
     size = target.stat().st_size / 1e6
@@ -398,16 +455,27 @@ def aggregate(args: argparse.Namespace) -> int:
         check_output_path(args.output)
     tags = list(args.by) if args.by else list(DEFAULT_TAGS)
     thresholds = quality.parse_pass_thresholds(args.pass_threshold or ())
+    config = None
+    if thresholds and args.config:
+        from ..config import load_config
+
+        config = load_config(args.config)
     if Path(args.results).suffix.lower() in JSONL_SUFFIXES:  # read as a stream, never whole
         from ..aggregate.compute import AggregateSpec
         from ..run.results import aggregate_results_file
 
+        if thresholds:  # names checked before the file is read: the registry's and the config's
+            known = quality.known_metrics(config)
+            quality.check_names("--pass-threshold", thresholds, known, "metric")
         spec = AggregateSpec.of(args.config, tags, keys=args.keys, pass_thresholds=thresholds)
         aggregates = aggregate_results_file(args.results, spec, args.by or (), spell=cli_option)
     else:
         results = _read_results(args.results, "aggregate")
         check_by_results(results, args.by or (), args.results, cli_option)
         try:
+            if thresholds:
+                known = quality.known_metrics(config, results)
+                quality.check_names("--pass-threshold", thresholds, known, "metric")
             aggregates = compute_aggregates(
                 results, args.config, by=tags, keys=args.keys, pass_thresholds=thresholds
             )

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import io
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich import box
@@ -28,6 +28,7 @@ from ..aggregate import CATEGORIES, SCORES
 from ..io.numbers import format_number, scale_of
 from ..metrics.agents.trials import table_rows
 from ..run.files import Observer, SystemRun, mismatches
+from ..vocabulary.lookup import family_headlines
 from .display import Progress, terminal_width
 
 if TYPE_CHECKING:
@@ -140,11 +141,6 @@ def stdout_width() -> int | None:
     return terminal_width(sys.stdout)
 
 
-_SUMMARY_METRICS = (
-    *(m for m in SCORES if m not in ("answer_recall", "answer_precision")),
-    "total_tokens",
-    "elapsed_sec",
-)
 _PERCENT = ("ragas_score", "factual_accuracy")
 """Shown as percentages, as the GraphRAG metrics document writes them (stored on 0-1)."""
 
@@ -172,22 +168,41 @@ def label_lines(aggregates: dict[str, Any]) -> list[str]:
     return lines
 
 
+def summary_metrics(micro: Mapping[str, Any]) -> list[str]:
+    """The metrics of the summary, in order: the headline scores the run computed, then the
+    headline of every other family it computed (a family without headline scores shows its
+    0-1 scores, an F1 standing for its recall and precision), then tokens and time."""
+    shown = [m for m in SCORES if m not in ("answer_recall", "answer_precision") and m in micro]
+    families = [m for m in family_headlines() if m not in shown and m in micro]
+    return [*shown, *families, *(m for m in ("total_tokens", "elapsed_sec") if m in micro)]
+
+
 def summary_table(aggregates: dict[str, Any], width: int | None = None) -> str:
-    """The terminal summary: one row per template, then micro and macro; fits ``width``."""
-    metrics = [m for m in _SUMMARY_METRICS if m in aggregates["micro"]]
-    headers = ["template", "questions", "errors", *(_header(m) for m in metrics)]
+    """The terminal summary: one row per template, then micro and macro; fits ``width``. With
+    repeated trials, ``questions`` counts the questions and ``results`` their trials."""
+    micro = aggregates["micro"]
+    metrics = summary_metrics(micro)
+    trials = isinstance(micro.get("trials"), Mapping)
+    counts = ["questions", "results"] if trials else ["questions"]
+    headers = ["template", *counts, "errors", *(_header(m) for m in metrics)]
 
     def row(name: str, stats: dict[str, Any]) -> list[Any]:
         count = stats["number_of_success_samples"] + stats["number_of_error_samples"]
-        return [name, count, stats["number_of_error_samples"], *(_mean(stats, m) for m in metrics)]
+        numbers: list[Any] = [count]
+        if trials:
+            block = stats.get("trials")
+            numbers = [block.get("questions") if isinstance(block, Mapping) else None, count]
+        errors = stats["number_of_error_samples"]
+        return [name, *numbers, errors, *(_mean(stats, m) for m in metrics)]
 
     rows = [row(str(tid), stats) for tid, stats in aggregates["per_template"].items()]
-    rows.append(row("all questions (micro)", aggregates["micro"]))
+    rows.append(row("all questions (micro)", micro))
     macro = aggregates["macro"]
     rows.append(
         [
             "templates (macro)",
             len(aggregates["per_template"]),
+            *([None] if trials else []),
             None,
             *(_mean(macro, m) for m in metrics),
         ]
@@ -326,9 +341,12 @@ def warning_lines(results: Sequence[dict[str, Any]]) -> list[str]:
     from ..run.question import NO_RESPONSE
 
     lines = []
-    note = getattr(results, "signature", {}).get("llm_metrics")
+    signature = getattr(results, "signature", {})
+    note = signature.get("llm_metrics")
     if note:
         lines.append(f"note: {note}")
+    for metric, why in (signature.get("metrics_left_out") or {}).items():
+        lines.append(f"note: {metric} not computed: {why}")
     missing = sum(1 for r in results if r.get("error") == NO_RESPONSE)
     with_problems = [r for r in results if r.get("step_errors")]
     if missing:

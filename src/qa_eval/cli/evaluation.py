@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,7 @@ def evaluate(args: argparse.Namespace) -> int:
                 check_output_path(system_output_path(path, system))  # type: ignore[arg-type]
     check_report_paths(args)
     bars = quality.parse_bars(args.fail_under or ())
+    thresholds = quality.parse_pass_thresholds(getattr(args, "pass_threshold", None) or ())
     regressions = quality.parse_regressions(getattr(args, "fail_on_regression", None) or ())
     if regressions and len(systems) < 2:
         raise QaEvalError(
@@ -99,10 +100,10 @@ def evaluate(args: argparse.Namespace) -> int:
         dry_run=args.dry_run,
         batch=args.batch,
         no_wait=args.no_wait,
-        check_config=lambda config: _check_gate_metrics(config, bars, regressions),
+        check_config=lambda config: _check_gate_metrics(config, bars, regressions, thresholds),
         spell=cli_option,
         keys=args.keys,
-        pass_thresholds=quality.parse_pass_thresholds(getattr(args, "pass_threshold", None) or ()),
+        pass_thresholds=thresholds,
         workers=getattr(args, "workers", 1),
         shard=getattr(args, "shard", None),
     )
@@ -144,23 +145,18 @@ def evaluate(args: argparse.Namespace) -> int:
     return _evaluation_gates(args, done, run.comparisons, bars, regressions)
 
 
-def _known_metrics(config: Any) -> list[str]:
-    from ..aggregate import METRICS, STEP_METRICS
-
-    steps = [m for names in STEP_METRICS.values() for m in names]
-    custom = [o for m in config.custom_definitions for o in m.outputs]
-    return list(dict.fromkeys([*METRICS, *steps, *custom]))
-
-
-def _check_gate_metrics(config: Any, bars: Sequence[Any], regressions: Sequence[Any]) -> None:
-    """Before the run: a gate on a metric qa-eval does not compute is a usage error."""
-    known = _known_metrics(config)
-    for option, specs in (("--fail-under", bars), ("--fail-on-regression", regressions)):
-        for metric, _ in specs:
-            if metric not in known:
-                raise QaEvalError(
-                    f"{option} {metric}: unknown metric (metrics: {', '.join(known)})"
-                )
+def _check_gate_metrics(
+    config: Any,
+    bars: Sequence[Any],
+    regressions: Sequence[Any],
+    thresholds: Mapping[str, float],
+) -> None:
+    """Before the run: a gate or pass threshold on a metric qa-eval does not compute is a usage
+    error that names the nearest known metrics."""
+    known = quality.known_metrics(config)
+    quality.check_names("--fail-under", (m for m, _ in bars), known, "metric")
+    quality.check_names("--fail-on-regression", (m for m, _ in regressions), known, "metric")
+    quality.check_names("--pass-threshold", thresholds, known, "metric")
 
 
 def _evaluation_gates(

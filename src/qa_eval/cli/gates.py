@@ -32,9 +32,12 @@ __all__ = [
     "Gate",
     "Problems",
     "agreement_gates",
+    "check_names",
     "fail_under_gates",
+    "known_metrics",
     "metric_errors_of",
     "parse_bars",
+    "parse_label_thresholds",
     "parse_pass_thresholds",
     "parse_regressions",
     "problems_of",
@@ -100,6 +103,40 @@ def _assignments(items: Iterable[str], option: str, form: str) -> dict[str, floa
     return values
 
 
+def known_metrics(config: Any = None, results: Iterable[Any] = ()) -> list[str]:
+    """The metric names an option may name: every key the registry aggregates, the step
+    metrics, the outputs of ``config``'s custom metrics, and the numeric keys of ``results``."""
+    from ..aggregate import METRICS
+
+    custom = [o for m in getattr(config, "custom_definitions", ()) for o in m.outputs]
+    present = [
+        k
+        for r in results
+        if isinstance(r, Mapping)
+        for k, v in r.items()
+        if is_number(v) and not isinstance(v, bool)
+    ]
+    return list(dict.fromkeys([*METRICS, *sorted(STEP_METRIC_NAMES), *custom, *present]))
+
+
+def check_names(option: str, names: Iterable[str], known: Sequence[str], what: str) -> None:
+    """A ``QaEvalError`` (exit code 2) for the first of ``names`` not in ``known``, naming the
+    nearest known names (``what``: the kind of name, e.g. ``metric``)."""
+    for name in names:
+        if name in known:
+            continue
+        import difflib
+
+        nearest = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        if len(known) <= 12:
+            hint = f" (known: {', '.join(known) or 'none'})"
+        else:
+            hint = " ('qa-eval metrics' lists them)"
+        if nearest:
+            hint = f"; did you mean {', '.join(nearest)}?" + hint
+        raise QaEvalError(f"{option} {name}: unknown {what}{hint}")
+
+
 def parse_bars(items: Iterable[str]) -> list[tuple[str, float]]:
     """``METRIC=VALUE`` items of ``--fail-under`` as (metric, bar); ``QaEvalError`` when bad."""
     return list(_assignments(items, "--fail-under", "METRIC=VALUE").items())
@@ -109,6 +146,11 @@ def parse_pass_thresholds(items: Iterable[str]) -> dict[str, float]:
     """``KEY=VALUE`` items of ``--pass-threshold`` as metric -> value; ``QaEvalError`` when
     bad."""
     return _assignments(items, "--pass-threshold", "KEY=VALUE")
+
+
+def parse_label_thresholds(items: Iterable[str]) -> dict[str, float]:
+    """``METRIC=VALUE`` items of ``--threshold`` (agreement, report) as metric -> value."""
+    return _assignments(items, "--threshold", "METRIC=VALUE")
 
 
 def parse_regressions(items: Iterable[str]) -> list[tuple[str, float]]:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..config import GROUPS, SWITCHES
 from ..io.keysets import KEY_SETS
+from ..vocabulary.lookup import groups, switches
 
 __all__ = [
     "BY_HELP",
@@ -32,6 +32,9 @@ __all__ = [
     "table_options",
     "tsv_options",
 ]
+
+SWITCHES = switches()  # the families --enable/--disable switch (config.SWITCHES)
+GROUPS = groups()  # the names --enable expands (config.GROUPS)
 
 GATES = "CI gates (exit 3 when one fails; see docs/ci.md)"
 """The title of the CI gates' group in ``--help``."""

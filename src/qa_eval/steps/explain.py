@@ -18,6 +18,12 @@ precedence:
   the greedy matching tries first): ``actual step sparql_query [1] (id call_2): 1 row missing:
   name="OSLO T3"``, ``closest of 2 candidates, ...`` when there were several.
 
+What an explanation costs follows what it shows: of several candidates only those whose bound
+(``StepScorer.closeness_bound``: a match, the kind, the columns and row counts) can still beat
+the closest found so far are explained in full, usually just the one shown; the hint compares
+a SPARQL step only when its output's text holds the reference's first row
+(``StepScorer.may_match``). The texts are those a full comparison of every candidate gives.
+
 ``mismatch_kinds`` sorts the texts into a few kinds for the CLI summary.
 """
 
@@ -137,6 +143,7 @@ def _explain_stopped(
         header = _header(stop, done, len(groups[stop]))
         latest_first = successful[::-1]
         would_match = scorer.would_match
+        may_match = scorer.may_match
         for g in range(stop):
             for ref in groups[g]:
                 if (g, ref.index) in matched:
@@ -145,7 +152,11 @@ def _explain_stopped(
                 names = _names(ref)
                 text = header
                 for a in latest_first:
-                    if steps[a].get("name") in names and would_match(ref, a) > 0.0:
+                    if (
+                        steps[a].get("name") in names
+                        and may_match(ref, a)
+                        and would_match(ref, a) > 0.0
+                    ):
                         text = header + f" (on its own this step would match {_label(steps, a)})"
                         break
                 out[(g, ref.index)] = text
@@ -220,24 +231,54 @@ def _closest(
     matches: Sequence[Match],
 ) -> str:
     """The explanation against the closest of the candidates ``in_order`` (the latest ones
-    first, as the matching tries them)."""
-    best: tuple[float, int, str] | None = None
-    for a in in_order[::-1][:_MAX_CANDIDATES]:
+    first, as the matching tries them; the first of equally close ones).
+
+    Only the candidate shown is explained in full: each candidate's closeness is bounded first
+    from what is cheap to know (a match, the kind, the columns and the rows of a result), the
+    candidates are compared in order of their bounds, and one whose bound cannot beat the
+    closest found so far is not compared at all."""
+    candidates = in_order[::-1][:_MAX_CANDIDATES]
+    bounds: list[tuple[float, int, bool]] = []  # (bound, position, the bound is the closeness)
+    for position, a in enumerate(candidates):
         if scorer.would_match(ref, a) > 0.0:
-            closeness = 1.0
-            used = {b: (g, i) for g, i, b, _ in matches}  # rarely needed: built here
-            if a in used:
-                g, i = used[a]
-                text = f"it matches, but it is matched to step {i + 1} of group {g + 1}"
-            else:
-                text = "it matches, but the best matching left it out"
+            bounds.append((1.0, position, True))
         else:
-            closeness, text = scorer.explain(ref, a)
-        if best is None or closeness > best[0]:
-            best = (closeness, a, text)
-    assert best is not None
+            bound, exact = scorer.closeness_bound(ref, a)
+            bounds.append((bound, position, exact))
+    bounds.sort(key=_highest_first)
+    best = -1.0
+    best_position = 0
+    best_text: str | None = None
+    for bound, position, exact in bounds:
+        if bound < best or (bound == best and position > best_position):
+            break  # (sorted: no later candidate can be closer)
+        if exact:
+            closeness, text = bound, None
+        else:
+            closeness, text = scorer.explain(ref, candidates[position])
+        if closeness > best or (closeness == best and position < best_position):
+            best, best_position, best_text = closeness, position, text
+    a = candidates[best_position]
+    if best_text is None:
+        best_text = _candidate_text(ref, scorer, a, matches)
     prefix = f"closest of {len(in_order)} candidates, " if len(in_order) > 1 else ""
-    return f"{prefix}{_label(scorer.actual, best[1])}: {best[2]}"
+    return f"{prefix}{_label(scorer.actual, a)}: {best_text}"
+
+
+def _highest_first(entry: tuple[float, int, bool]) -> tuple[float, int]:
+    return -entry[0], entry[1]
+
+
+def _candidate_text(
+    ref: ReferenceStep, scorer: StepScorer, a: int, matches: Sequence[Match]
+) -> str:
+    """The text of the candidate shown: why it was left out if it matches, else why not."""
+    if scorer.would_match(ref, a) <= 0.0:
+        return scorer.explain(ref, a)[1]
+    for g, i, b, _ in matches:
+        if b == a:
+            return f"it matches, but it is matched to step {i + 1} of group {g + 1}"
+    return "it matches, but the best matching left it out"
 
 
 _KINDS = (

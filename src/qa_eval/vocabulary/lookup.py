@@ -121,6 +121,31 @@ def headline_keys(registry: Mapping[str, Metric] | None = None) -> tuple[str, ..
     return tuple(k.name for k in sorted(keys, key=lambda k: k.headline))
 
 
+def family_headlines(registry: Mapping[str, Metric] | None = None) -> tuple[str, ...]:
+    """The scores standing for each family without headline scores, in the registry's order:
+    its aggregated 0-1 scores, higher is better (``X_f1`` standing for ``X_recall`` and
+    ``X_precision``); the summary shows them for the families a run computed."""
+    out: list[str] = []
+    for metric in (registry if registry is not None else METRICS).values():
+        if metric.step is not None or any(k.headline for k in metric.keys):
+            continue
+        names = [
+            k.name
+            for k in metric.keys
+            if k.aggregate and k.scale == "0-1" and k.direction == "higher"
+        ]
+        out += [n for n in names if not _under_f1(n, names)]
+    return tuple(out)
+
+
+def _under_f1(name: str, names: list[str]) -> bool:
+    """Whether ``name`` is an ``X_recall`` or ``X_precision`` whose ``X_f1`` is in ``names``."""
+    for part in ("_recall", "_precision"):
+        if name.endswith(part) and name[: -len(part)] + "_f1" in names:
+            return True
+    return False
+
+
 def categories(registry: Mapping[str, Metric] | None = None) -> dict[str, tuple[str, ...]]:
     """The label keys the aggregates count, with the labels listed first."""
     return {

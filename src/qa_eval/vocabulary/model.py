@@ -10,7 +10,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 Direction = Literal["higher", "lower", "none"]
-Scale = Literal["0-1", "ratio", "count", "tokens", "usd", "seconds", "label", "text"]
+Scale = Literal["0-1", "cosine", "ratio", "count", "tokens", "usd", "seconds", "label", "text"]
+"""What a key's values are: ``0-1`` a score from 0 to 1; ``cosine`` a mean cosine, from -1 to 1
+(``answer_relevance``: ragas' AnswerRelevancy, below 0 when the questions generated from the
+answer point away from the question); ``ratio`` non-negative, not bounded by 1; ``count``,
+``tokens``, ``usd``, ``seconds``; ``label`` a class; ``text``."""
 Need = Literal[
     "question",
     "answer",

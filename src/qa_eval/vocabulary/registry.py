@@ -111,7 +111,8 @@ METRICS: dict[str, Metric] = {
         "answer_relevance", "questions generated from the answer, compared with the question",
         ("question", "answer", "judge", "embedder"),
         (
-            _score("answer_relevance", 5), _cost("answer_relevance", aggregate=True),
+            Key("answer_relevance", "higher", "cosine", aggregate=True, headline=5),
+            _cost("answer_relevance", aggregate=True),
             Key("answer_relevance_error"), Key("answer_relevance_questions", own=True),
             replace(_score("answer_relevance_rubric"), own=True), _cost("answer_relevance_rubric"),
             *_text("answer_relevance_rubric_reason", "answer_relevance_rubric_error", own=True),
