@@ -1,13 +1,15 @@
 """Trace files in, responses out: :func:`read_traces` (and :func:`iter_responses`, which streams).
 
-Each file is read as JSON Lines (``.jsonl``, ``.ndjson``: streamed, one record at a time) or one
-JSON document (``.json``), gzip-compressed too (``.gz``); a file of another name is tried as a
-JSON document, then as JSON Lines. Its format is detected on its first record (``format`` forces
-one) and the format's module turns its records into :class:`~qa_eval.traces.model.Trace` records,
-calls linked and losses counted. Each trace then gets its question, in this order: an explicit id
-in the trace; else its first user message matched to a reference question's text (whitespace and
-case normalised); else its trace id (a warning). Each becomes one response
-(:func:`to_response`); the :class:`TraceReport` sums what was read and lost.
+Each file is one JSON document or JSON Lines, gzip-compressed too (``.gz``), told apart by its
+content whatever its name (``.jsonl`` and ``.ndjson`` are streamed, one record at a time, unless
+their first line is not JSON on its own; any other file is read whole, as one document, else as
+JSON Lines when its first line is a document on its own). Its format is detected on its first
+record (``format`` forces one) and the format's module turns its records into
+:class:`~qa_eval.traces.model.Trace` records, calls linked and losses counted. Each trace then
+gets its question, in this order: an explicit id in the trace; else its first user message
+matched to a reference question's text (whitespace and case normalised); else its trace id (a
+warning). Each becomes one response (:func:`to_response`); the :class:`TraceReport` sums what was
+read and lost.
 """
 
 from __future__ import annotations
@@ -291,14 +293,31 @@ def _read_all(file: IO[bytes], source: str) -> bytes:
         raise InputError(f"cannot read: {one_line(str(e))}", source=source) from None
 
 
-def _lines(file: IO[bytes], source: str) -> Iterator[Any]:
-    """The records of a JSON Lines file, one at a time (blank lines skipped)."""
+def _lines(file: IO[bytes], source: str, whole: Path | None = None) -> Iterator[Any]:
+    """The records of a JSON Lines file, one at a time (blank lines skipped). ``whole``: the
+    file to read as one JSON document instead when its first line is not JSON on its own (a
+    document written over several lines, whatever the file's name)."""
     number = 0
+    first = True
     try:
         for number, raw in enumerate(file, start=1):
             if not raw.strip():
                 continue
             text = _decode(raw, source, f"line {number}")
+            if first and whole is not None:
+                first = False
+                try:
+                    record = parse_json(text, source, f"line {number}")
+                except InputError as line_error:
+                    file.close()
+                    try:
+                        records = list(_document(whole, source))
+                    except InputError:
+                        raise line_error from None
+                    yield from records
+                    return
+                yield record
+                continue
             yield parse_json(text, source, f"line {number}")
     except (OSError, EOFError) as e:
         raise InputError(
@@ -308,30 +327,47 @@ def _lines(file: IO[bytes], source: str) -> Iterator[Any]:
         file.close()
 
 
-def _records(path: Path, source: str) -> Iterator[Any]:
-    """The top-level records of a trace file (a JSON document: itself; JSON Lines: each line)."""
-    suffix = _suffix(path)
+def _document(path: Path, source: str) -> Iterator[Any]:
+    """A file read whole: one JSON document, else JSON Lines when its first line is a JSON
+    document on its own (what the collector's file exporter writes into a ``.json`` file)."""
     file = _open(path)
-    if suffix in _LINES:
-        yield from _lines(file, source)
-        return
     with file:
         raw = _read_all(file, source)
     text = _decode(raw, source, None)
-    if suffix == ".json" or not text.strip():
-        yield parse_json(text, source) if text.strip() else None
+    if not text.strip():
+        yield None
         return
     try:
         document = parse_json(text, source)
     except InputError:
-        lines = [line for line in text.split("\n") if line.strip()]
-        if len(lines) < 2:
+        lines = text.split("\n")
+        filled = [line for line in lines if line.strip()]
+        if len(filled) < 2 or not _parses(filled[0], source):
             raise
-        for number, line in enumerate(text.split("\n"), start=1):
+        for number, line in enumerate(lines, start=1):
             if line.strip():
                 yield parse_json(line, source, f"line {number}")
         return
     yield document
+
+
+def _parses(line: str, source: str) -> bool:
+    """Whether one line is a JSON document on its own."""
+    try:
+        parse_json(line, source)
+    except InputError:
+        return False
+    return True
+
+
+def _records(path: Path, source: str) -> Iterator[Any]:
+    """The top-level records of a trace file: each line of JSON Lines, or the one JSON
+    document, told by the content whatever the file's name (``.jsonl`` and ``.ndjson`` are
+    streamed line by line unless their first line is not JSON on its own)."""
+    if _suffix(path) in _LINES:
+        yield from _lines(_open(path), source, whole=path)
+        return
+    yield from _document(path, source)
 
 
 def _binary(path: Path, forced: str) -> bool:
