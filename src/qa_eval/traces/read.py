@@ -27,7 +27,7 @@ from ..errors import InputError, QaEvalError, short_repr
 from ..io.files import parse_json, read_reference
 from ..io.limits import one_line
 from .formats import FORMATS, detect_format, load
-from .model import LOSSES, Fidelity, ToolCall, Trace
+from .model import CONTENT, LOSSES, TRACE_LOSSES, Fidelity, ToolCall, Trace, capture_setting
 
 __all__ = [
     "TraceLossError",
@@ -77,6 +77,9 @@ class TraceReport:
     lossy_traces: int = 0
     first_lossy: str | None = None
     """Where the first lossy trace was read (``FILE:record N``), for ``--strict``'s message."""
+    keep: Counter[str] = field(default_factory=Counter)
+    """The capture settings that would have kept the content lost, by the traces that lost some
+    (see :func:`~qa_eval.traces.model.capture_setting`)."""
 
     def add(self, trace: Trace, question_id: Any) -> None:
         """Count one trace read and answered as ``question_id``."""
@@ -86,8 +89,14 @@ class TraceReport:
             self.lossy_traces += 1
             if self.first_lossy is None:
                 self.first_lossy = trace.source
+            setting = keep_setting(trace)
+            if setting is not None:
+                self.keep[setting] += 1
             if len(self.per_trace) < PER_TRACE_LIMIT:
-                self.per_trace[str(question_id)] = fidelity_dict(trace.fidelity)
+                own = fidelity_dict(trace.fidelity)
+                if setting is not None:
+                    own["keep"] = setting
+                self.per_trace[str(question_id)] = own
 
     def lines(self) -> list[str]:
         """The fidelity report, one line each."""
@@ -95,10 +104,13 @@ class TraceReport:
         formats = ", ".join(f"{name} {n}" for name, n in sorted(self.formats.items()))
         files = plural(len(self.files), "file")
         lines = [f"traces read: {f.traces} ({formats or 'none'}) from {files}"]
+        lines += [f"  {LOSSES[name]}: {f.losses.get(name, 0)}" for name in TRACE_LOSSES]
         lines.append(f"tool calls: {f.tool_calls}")
         for name, words in LOSSES.items():
-            if name != "unknown_attribute":
+            if name != "unknown_attribute" and name not in TRACE_LOSSES:
                 lines.append(f"  {words}: {f.losses.get(name, 0)}")
+        for setting, n in sorted(self.keep.items()):
+            lines.append(f"to keep what {plural(n, 'trace')} lost: {setting}")
         unknown = sum(f.unknown_attributes.values())
         shown = ", ".join(name for name, _ in f.unknown_attributes.most_common(_FIRST))
         lines.append(
@@ -137,6 +149,8 @@ class TraceReport:
         if unknown:
             lost.append(f"{unknown} attributes of an unknown convention")
         line += "; lost: " + ("; ".join(lost) if lost else "nothing")
+        if self.keep:
+            line += f" (to keep it: {self.keep.most_common(1)[0][0]})"
         if self.matched["trace id"]:
             line += f"; {plural(self.matched['trace id'], 'trace')} named by trace id"
         if self.unmatched_count:
@@ -157,6 +171,8 @@ class TraceReport:
         if self.lossy_traces:
             report["lossy_traces"] = self.lossy_traces
             report["per_trace"] = dict(self.per_trace)
+        if self.keep:
+            report["keep"] = dict(sorted(self.keep.items()))
         return report
 
     def check_strict(self) -> None:
@@ -189,6 +205,25 @@ def fidelity_dict(fidelity: Fidelity) -> dict[str, Any]:
     if fidelity.conventions:
         report["conventions"] = dict(sorted(fidelity.conventions.items()))
     return report
+
+
+def count_content(trace: Trace) -> None:
+    """Count what a trace lost as a whole into its fidelity: its question, its answer, and the
+    contexts of its ``retrieval`` calls (a call whose result was not recorded)."""
+    for name in TRACE_LOSSES:
+        if getattr(trace, name) is None:
+            trace.fidelity.losses[name] += 1
+    contexts = sum(1 for call in trace.calls if call.name == "retrieval" and "output" in call.lost)
+    if contexts:
+        trace.fidelity.losses["contexts"] += contexts
+
+
+def keep_setting(trace: Trace) -> str | None:
+    """The capture setting that would have kept the content this trace lost (None when it lost
+    none, or when no setting would keep it)."""
+    if not any(trace.fidelity.losses.get(name) for name in CONTENT):
+        return None
+    return capture_setting(trace.format, trace.fidelity.conventions)
 
 
 def plural(n: int, word: str) -> str:
@@ -226,6 +261,12 @@ def to_response(trace: Trace, question_id: Any, trial: Any = None) -> dict[str, 
         "root_span_id": trace.root_span_id,
         "source": trace.source,
     }
+    lost = [name for name in TRACE_LOSSES if getattr(trace, name) is None]
+    if lost:  # what the metrics that need it report as not evaluable
+        response["trace"]["lost"] = lost
+        setting = keep_setting(trace)
+        if setting is not None:
+            response["trace"]["keep"] = setting
     return response
 
 
@@ -522,6 +563,7 @@ def iter_responses(
                     report.unmatched_count += 1
                     if len(report.unmatched) < _FIRST:
                         report.unmatched.append(qid)
+            count_content(trace)
             report.add(trace, qid)
             if report.references is not None and trace.reference is not None:
                 question = {"id": qid, "question_text": trace.question or "", **trace.reference}
