@@ -48,6 +48,19 @@ _FIRST = 3
 """How many ids a one-line count names."""
 
 
+TRIAL_ADVICE = {
+    "otlp-json": "give each trace's root span a distinct qa_eval.trial attribute (OpenInference: "
+    "a trial in its metadata; OpenLLMetry: the association property trial)",
+    "langfuse": "give each trace a distinct trial in its metadata",
+    "langsmith": "give each root run a distinct trial in its extra.metadata (metadata={'trial': "
+    "N} in LangSmith's SDK)",
+}
+"""What a trace of each format needs to be one of several trials of a question (docs/traces.md,
+*Which question*)."""
+TRIAL_ADVICE["otlp-proto"] = TRIAL_ADVICE["otlp-json"]
+_TRIAL_DEFAULT = "give each a distinct metadata.trial"
+
+
 class TraceLossError(QaEvalError):
     """``strict``: the traces lost something (the message says what, in one line)."""
 
@@ -552,7 +565,7 @@ def iter_responses(
                 )
                 raise InputError(
                     f"question {short_repr(qid)} is answered by two traces, here and in "
-                    f"{earlier} (give each a distinct metadata trial, or drop one)",
+                    f"{earlier} ({TRIAL_ADVICE.get(trace.format, _TRIAL_DEFAULT)}, or drop one)",
                     source=trace.source,
                 )
             trials[trial] = trace.source
