@@ -24,7 +24,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import QaEvalError
+from ..errors import SetupError
 from ..judge.embeddings import Embedder, make_embedder
 from ..judge.prices import price_of, usd
 from ..judge.settings import EmbeddingConfig
@@ -120,7 +120,7 @@ def embedding_factory(
     settings = parse_config({"llm": {"embedding": block}}, "embedding_factory")
     config = settings.embedding
     if config.provider == "openai" and not (config.api_key or config.base_url):
-        raise QaEvalError(
+        raise SetupError(
             "embedding_factory has no client and neither OPENAI_API_KEY nor a base_url is set: "
             "give client=AsyncOpenAI(...), set them, or use provider='offline'"
         )

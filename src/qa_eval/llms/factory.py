@@ -21,7 +21,8 @@ unusable replies, replies sized to their schema (no fixed 1,024-token cap), toke
   ``seed``, ...) is sent with every call, as ``llm.generation`` extra keys are.
 - ``adapter`` is accepted for ragas' signature and not used (there is one way to call a model).
 
-Whatever cannot work is refused here, in one line (a ``QaEvalError``), not at the first call.
+Whatever cannot work is refused here, in one line (a ``SetupError``: a ``ValueError`` too, as
+ragas raises), not at the first call.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..config import EvalConfig, as_config, parse_config
-from ..errors import QaEvalError
+from ..errors import SetupError
 from .clients import ClientHandle, UnusableClient
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ class QaEvalLLM:
         cache: bool | str | os.PathLike[str] | None = True,
     ) -> None:
         if config.generation is None:
-            raise QaEvalError("no judge model is configured")
+            raise SetupError("no judge model is configured")
         self.config = config
         self.model = config.generation.model
         self.provider = config.generation.provider
@@ -130,7 +131,7 @@ def llm_factory(
 ) -> QaEvalLLM:
     """The judge for ``qa_eval.metrics.collections`` (see the module docstring)."""
     if not isinstance(model, str) or not model.strip():
-        raise QaEvalError("llm_factory needs a model name")
+        raise SetupError("llm_factory needs a model name")
     handle = ClientHandle(client) if client is not None else None
     judge_keys, generation = _split(dict(kwargs))
     if handle is not None and provider == "openai":
@@ -141,7 +142,7 @@ def llm_factory(
     if config is not None:
         base = as_config(config)
         if base.generation is None:
-            raise QaEvalError("the config given to llm_factory names no judge (llm.generation)")
+            raise SetupError("the config given to llm_factory names no judge (llm.generation)")
         own = {"provider": provider, "base_url": block["base_url"]} if handle else {}
         gen = replace(base.generation, model=model, **own)
         settings = replace(base, generation=gen)

@@ -27,7 +27,7 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ...errors import JudgeError, QaEvalError
+from ...errors import JudgeError, SetupError
 from ...judge.embeddings import Embedder
 from ...judge.usage import Verdict
 from ...llms.factory import QaEvalLLM
@@ -145,7 +145,7 @@ class Session:
 def require_llm(metric: str, llm: Any) -> QaEvalLLM:
     """``llm`` when it is a judge from ``qa_eval.llms.llm_factory``; else one line, now."""
     if not isinstance(llm, QaEvalLLM):
-        raise QaEvalError(
+        raise SetupError(
             f"{metric}: llm must come from qa_eval.llms.llm_factory(model, client=...), "
             f"not {type(llm).__name__}"
         )
@@ -155,7 +155,7 @@ def require_llm(metric: str, llm: Any) -> QaEvalLLM:
 def require_embeddings(metric: str, embeddings: Any) -> Embedder:
     """``embeddings`` when it is an embedder (``qa_eval.embeddings.embedding_factory``)."""
     if not isinstance(embeddings, Embedder):
-        raise QaEvalError(
+        raise SetupError(
             f"{metric}: embeddings must come from qa_eval.embeddings.embedding_factory(...), "
             f"not {type(embeddings).__name__}"
         )
