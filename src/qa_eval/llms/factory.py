@@ -19,6 +19,8 @@ unusable replies, replies sized to their schema (no fixed 1,024-token cap), toke
   budget sized to its schema and prompt), qa-eval's judge settings ``concurrency`` (default 8),
   ``timeout``, ``max_attempts``, ``retry_base`` and ``prices``; any other key (``top_p``,
   ``seed``, ...) is sent with every call, as ``llm.generation`` extra keys are.
+- ``system_prompt`` (ragas'): sent as the system message of every call, before qa-eval's own
+  fixed instructions (one system message), never as a request-body key; ``llm.system_prompt``.
 - ``adapter`` is accepted for ragas' signature and not used (there is one way to call a model).
 
 Whatever cannot work is refused here, in one line (a ``SetupError``: a ``ValueError`` too, as
@@ -58,10 +60,13 @@ class QaEvalLLM:
         config: EvalConfig,
         client: ClientHandle | None = None,
         cache: bool | str | os.PathLike[str] | None = True,
+        system_prompt: str | None = None,
     ) -> None:
         if config.generation is None:
             raise SetupError("no judge model is configured")
         self.config = config
+        self.system_prompt = system_prompt
+        """Sent as the system message of every call (ragas' ``system_prompt``), or None."""
         self.model = config.generation.model
         self.provider = config.generation.provider
         self.client = client
@@ -94,7 +99,9 @@ class QaEvalLLM:
             judge = self._judges.get(loop)
             if judge is None:
                 client = self.client.view() if self.client is not None else None
-                judge = Judge(self.config, cache=store, client=client)
+                judge = Judge(
+                    self.config, cache=store, client=client, system_prompt=self.system_prompt
+                )
                 self._judges[loop] = judge
             return judge
 
@@ -105,7 +112,7 @@ class QaEvalLLM:
         from ..judge.calls import Judge
 
         store = open_cache(self.cache_option) if self.cache_option is not False else None
-        return Judge(self.config, cache=store, dry_run=True)
+        return Judge(self.config, cache=store, dry_run=True, system_prompt=self.system_prompt)
 
     def signature(self) -> dict[str, Any]:
         """The model and how it is asked, without credentials."""
@@ -134,6 +141,11 @@ def llm_factory(
         raise SetupError("llm_factory needs a model name")
     handle = ClientHandle(client) if client is not None else None
     judge_keys, generation = _split(dict(kwargs))
+    system_prompt = generation.pop("system_prompt", None)  # a message, not a request-body key
+    if system_prompt is not None and not isinstance(system_prompt, str):
+        raise SetupError(
+            f"llm_factory: system_prompt must be str, got {type(system_prompt).__name__}"
+        )
     if handle is not None and provider == "openai":
         provider = handle.provider
     block: dict[str, Any] = {"provider": provider, "model": model, **generation}
@@ -152,7 +164,7 @@ def llm_factory(
     if handle is not None:
         assert settings.generation is not None
         settings = replace(settings, generation=replace(settings.generation, api_key=None))
-    return QaEvalLLM(settings, handle, cache)
+    return QaEvalLLM(settings, handle, cache, system_prompt=system_prompt or None)
 
 
 def _check_environment(provider: str, handle: ClientHandle | None) -> None:
