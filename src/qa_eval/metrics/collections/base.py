@@ -31,6 +31,7 @@ from ...errors import JudgeError, SetupError
 from ...judge.embeddings import Embedder
 from ...judge.usage import Verdict
 from ...llms.factory import QaEvalLLM
+from .checks import check_inputs
 from .result import Details, MetricResult, ResultUsage
 
 __all__ = ["BaseMetric", "CallPlan", "DeterministicMetric", "Scored", "Session", "run_sync"]
@@ -210,7 +211,8 @@ class BaseMetric:
     async def ascore_row(self, row: Mapping[str, Any], judge: Any = None) -> MetricResult:
         """One row's result (its inputs by ``ascore``'s keyword names), the calls made through
         ``judge`` when given (a run's shared judge: one budget, shared in-flight asks), else
-        through this metric's own."""
+        through this metric's own. Each input's type is checked first (``checks``)."""
+        check_inputs(type(self).__name__, type(self).ascore, row)
         if judge is None and self.llm is not None:
             judge = self.llm.judge()
         session = Session(judge if self.llm is not None else None, self.embeddings)
