@@ -14,18 +14,18 @@ read and lost.
 
 from __future__ import annotations
 
-import gzip
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from ..errors import InputError, QaEvalError, short_repr
-from ..io.files import parse_json, read_reference
+from ..io.files import read_reference
 from ..io.limits import one_line
+from .files import is_binary, open_file, read_all, records_of, suffix_of
 from .formats import FORMATS, detect_format, load
 from .model import CONTENT, LOSSES, TRACE_LOSSES, Fidelity, ToolCall, Trace, capture_setting
 
@@ -40,8 +40,6 @@ __all__ = [
 ]
 
 PathArg = str | os.PathLike[str]
-_LINES = (".jsonl", ".ndjson")
-_BINARY = (".pb", ".binpb", ".protobuf")
 PER_TRACE_LIMIT = 1000
 """The lossy traces whose own report goes into a run's signature (the rest are counted)."""
 _FIRST = 3
@@ -301,161 +299,19 @@ def _step(call: ToolCall) -> dict[str, Any]:
     return step
 
 
-# Files ------------------------------------------------------------------------------------------
-def _open(path: Path) -> IO[bytes]:
-    try:
-        if path.suffix.lower() == ".gz":
-            packed = gzip.open(path, "rb")  # noqa: SIM115  # closed by the caller
-            try:
-                packed.peek(1)  # not gzip: fails here, not later
-            except BaseException:
-                packed.close()
-                raise
-            return packed  # type: ignore[return-value]
-        return path.open("rb")
-    except FileNotFoundError:
-        raise InputError("no such file", source=str(path)) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, not a file", source=str(path)) from None
-    except (OSError, EOFError) as e:
-        reason = getattr(e, "strerror", None) or one_line(str(e))
-        raise InputError(f"cannot read: {reason}", source=str(path)) from None
-
-
-def _suffix(path: Path) -> str:
-    suffixes = [s.lower() for s in path.suffixes]
-    if suffixes and suffixes[-1] == ".gz":
-        suffixes.pop()
-    return suffixes[-1] if suffixes else ""
-
-
-def _decode(raw: bytes, source: str, record: str | None) -> str:
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise InputError(
-            f"not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})",
-            source=source,
-            record=record,
-        ) from None
-
-
-def _read_all(file: IO[bytes], source: str) -> bytes:
-    try:
-        return file.read()
-    except (OSError, EOFError) as e:  # a truncated or corrupt .gz
-        raise InputError(f"cannot read: {one_line(str(e))}", source=source) from None
-
-
-def _lines(file: IO[bytes], source: str, whole: Path | None = None) -> Iterator[Any]:
-    """The records of a JSON Lines file, one at a time (blank lines skipped). ``whole``: the
-    file to read as one JSON document instead when its first line is not JSON on its own (a
-    document written over several lines, whatever the file's name)."""
-    number = 0
-    first = True
-    try:
-        for number, raw in enumerate(file, start=1):
-            if not raw.strip():
-                continue
-            text = _decode(raw, source, f"line {number}")
-            if first and whole is not None:
-                first = False
-                try:
-                    record = parse_json(text, source, f"line {number}")
-                except InputError as line_error:
-                    file.close()
-                    try:
-                        records = list(_document(whole, source))
-                    except InputError:
-                        raise line_error from None
-                    yield from records
-                    return
-                yield record
-                continue
-            yield parse_json(text, source, f"line {number}")
-    except (OSError, EOFError) as e:
-        raise InputError(
-            f"cannot read: {one_line(str(e))}", source=source, record=f"after line {number}"
-        ) from None
-    finally:
-        file.close()
-
-
-def _document(path: Path, source: str) -> Iterator[Any]:
-    """A file read whole: one JSON document, else JSON Lines when its first line is a JSON
-    document on its own (what the collector's file exporter writes into a ``.json`` file)."""
-    file = _open(path)
-    with file:
-        raw = _read_all(file, source)
-    text = _decode(raw, source, None)
-    if not text.strip():
-        yield None
-        return
-    try:
-        document = parse_json(text, source)
-    except InputError:
-        lines = text.split("\n")
-        filled = [line for line in lines if line.strip()]
-        if len(filled) < 2 or not _parses(filled[0], source):
-            raise
-        for number, line in enumerate(lines, start=1):
-            if line.strip():
-                yield parse_json(line, source, f"line {number}")
-        return
-    yield document
-
-
-def _parses(line: str, source: str) -> bool:
-    """Whether one line is a JSON document on its own."""
-    try:
-        parse_json(line, source)
-    except InputError:
-        return False
-    return True
-
-
-def _records(path: Path, source: str) -> Iterator[Any]:
-    """The top-level records of a trace file: each line of JSON Lines, or the one JSON
-    document, told by the content whatever the file's name (``.jsonl`` and ``.ndjson`` are
-    streamed line by line unless their first line is not JSON on its own)."""
-    if _suffix(path) in _LINES:
-        yield from _lines(_open(path), source, whole=path)
-        return
-    yield from _document(path, source)
-
-
-def _binary(path: Path, forced: str) -> bool:
-    """Whether a file is read as bytes (OTLP protobuf): forced, named so, or looking so."""
-    if forced == "otlp-proto":
-        return True
-    if forced != "auto":
-        return False
-    module = load("otlp-proto", required=False)
-    if module is None or not hasattr(module, "looks_binary"):
-        return False
-    if _suffix(path) in _BINARY:
-        return True
-    with _open(path) as file:
-        try:
-            head = file.read(64)
-        except (OSError, EOFError):
-            return False
-    return bool(module.looks_binary(head))
-
-
 def read_file(path: PathArg, format: str = "auto") -> Iterator[Trace]:
     """The traces of one file, in the given ``format`` or the one its first record is in."""
     file = Path(path)
     source = str(path)
     if format != "auto":
         load(format)  # unknown or unavailable: one line
-    if _binary(file, format):
+    if is_binary(file, format):
         module = load("otlp-proto")
-        with _open(file) as stream:
-            data = _read_all(stream, source)
+        with open_file(file) as stream:
+            data = read_all(stream, source)
         yield from _guarded(module.read_bytes(data, source), source, "otlp-proto")  # type: ignore[union-attr]
         return
-    records = _records(file, source)
+    records = records_of(file, source)
     first = next(records, None)
     if first is None:
         return  # an empty file: no traces (the report says 0)
@@ -488,14 +344,14 @@ def is_trace_file(path: PathArg) -> bool:
     """Whether a file's first record is a trace of a known format (cheap: one record is read;
     a file that cannot be read or parsed is not, and is left to the caller's own reader)."""
     file = Path(path)
-    if _suffix(file) in (".yaml", ".yml"):
+    if suffix_of(file) in (".yaml", ".yml"):
         return False  # no trace format is YAML
     try:
         if not file.is_file():
             return False
-        if _binary(file, "auto"):
+        if is_binary(file, "auto"):
             return True
-        first = next(_records(file, str(path)), None)
+        first = next(records_of(file, str(path)), None)
     except (QaEvalError, OSError):
         return False
     return first is not None and detect_format(first) is not None
