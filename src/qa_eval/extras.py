@@ -16,7 +16,15 @@ from typing import Any
 
 from .errors import QaEvalError
 
-__all__ = ["EXTRAS", "MissingExtra", "available", "lazy_face", "require"]
+__all__ = [
+    "EXTRAS",
+    "MissingExtra",
+    "NotInQaEval",
+    "available",
+    "lazy_face",
+    "ragas_face",
+    "require",
+]
 
 EXTRAS: dict[str, str] = {
     "openai": "judge",
@@ -77,6 +85,38 @@ def lazy_face(
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         where = module if module.startswith("qa_eval.") else f"{package}.{module}"
         value = getattr(importlib.import_module(where), name)
+        module_globals[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*module_globals, *names})
+
+    return __getattr__, __dir__
+
+
+class NotInQaEval(ImportError):
+    """A name of one of ragas' module paths that qa-eval does not provide (the message says what
+    to use instead)."""
+
+
+def ragas_face(
+    package: str, names: dict[str, tuple[str, str]], missing: dict[str, str]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """The PEP 562 ``__getattr__`` and ``__dir__`` of a module at one of ragas 0.4.3's module
+    paths: each of ``names`` (name -> (qa-eval module, its name there)) loads when first used;
+    each of ``missing`` (name -> what to use instead) is a :class:`NotInQaEval` saying so."""
+    module_globals = sys.modules[package].__dict__
+
+    def __getattr__(name: str) -> Any:
+        found = names.get(name)
+        if found is None:
+            if name in missing:
+                raise NotInQaEval(
+                    f"qa-eval does not provide ragas' {name} ({package}): {missing[name]}",
+                    name=package,
+                )
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(found[0]), found[1])
         module_globals[name] = value
         return value
 

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import SetupError
+from ..extras import ragas_face
 from ..judge.embeddings import Embedder, make_embedder
 from ..judge.prices import price_of, usd
 from ..judge.settings import EmbeddingConfig
@@ -125,3 +126,20 @@ def embedding_factory(
             "give client=AsyncOpenAI(...), set them, or use provider='offline'"
         )
     return QaEvalEmbeddings(config, None, timeout)
+
+
+# ragas 0.4.3's other names of ``ragas.embeddings.base``: a NotInQaEval saying what to use instead
+_WHY = "qa-eval's embeddings come from embedding_factory(provider, model=..., client=...)"
+_RAGAS_ONLY = dict.fromkeys(
+    [
+        "BaseRagasEmbedding",
+        "BaseRagasEmbeddings",
+        "DEFAULT_MODEL_NAME",
+        "HuggingfaceEmbeddings",
+        "LangchainEmbeddingsWrapper",
+        "LlamaIndexEmbeddingsWrapper",
+        "modern_embedding_factory",
+    ],
+    _WHY,
+)
+__getattr__, _ = ragas_face(__name__, {}, _RAGAS_ONLY)
