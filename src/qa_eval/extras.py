@@ -94,6 +94,10 @@ def lazy_face(
     return __getattr__, __dir__
 
 
+_RAGAS_FACES: dict[str, tuple[dict[str, tuple[str, str]], dict[str, str]]] = {}
+"""The tables of each module made by :func:`ragas_face`, by module name (for :func:`ragas_twin`)."""
+
+
 class NotInQaEval(ImportError):
     """A name of one of ragas' module paths that qa-eval does not provide (the message says what
     to use instead)."""
@@ -106,6 +110,7 @@ def ragas_face(
     paths: each of ``names`` (name -> (qa-eval module, its name there)) loads when first used;
     each of ``missing`` (name -> what to use instead) is a :class:`NotInQaEval` saying so."""
     module_globals = sys.modules[package].__dict__
+    _RAGAS_FACES[package] = (names, missing)
 
     def __getattr__(name: str) -> Any:
         found = names.get(name)
@@ -124,3 +129,13 @@ def ragas_face(
         return sorted({*module_globals, *names})
 
     return __getattr__, __dir__
+
+
+def ragas_twin(module: str) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """:func:`ragas_face` for a module that names what its package names (ragas' ``.metric``
+    module of each metric package)."""
+    package = module.rsplit(".", 1)[0]
+    importlib.import_module(package)
+    names, missing = _RAGAS_FACES[package]
+    sys.modules[module].__dict__["__all__"] = sorted(names)
+    return ragas_face(module, names, missing)

@@ -1,12 +1,8 @@
-"""ragas 0.4.3's ``ragas.metrics.collections.multi_modal_faithfulness.metric`` under qa-eval
-(docs/ragas.md, *Module paths*). Not here: ``MultiModalFaithfulness`` (qa-eval does not implement
-this metric).
+"""ragas 0.4.3's ``ragas.metrics.collections.multi_modal_faithfulness.metric`` under qa-eval: the
+names of its package, ``qa_eval.metrics.collections.multi_modal_faithfulness``
+(docs/ragas.md, *Module paths*).
 """
 
-from ....extras import ragas_face
+from ....extras import ragas_twin
 
-_NAMES: dict[str, tuple[str, str]] = {}
-_WHY = "qa-eval does not implement this metric"
-_MISSING: dict[str, str] = dict.fromkeys(["MultiModalFaithfulness"], _WHY)
-__all__: list[str] = []
-__getattr__, __dir__ = ragas_face(__name__, _NAMES, _MISSING)
+__getattr__, __dir__ = ragas_twin(__name__)
