@@ -25,6 +25,7 @@ NOT_PATHS = {
     "qa_eval.metrics.answer.conciseness",
     "qa_eval.metric_error",
     "qa_eval.question_id",
+    "qa_eval.trial",
 }
 
 

@@ -1,6 +1,7 @@
 """The user-facing error hierarchy: every message names the file, the record and the field.
 
-``QaEvalError`` is the base. Here: ``InputError`` (bad input), ``JudgeUnavailable`` (the judge
+``QaEvalError`` is the base. Here: ``InputError`` (bad input), ``SetupError`` (the per-sample API
+given what it cannot use), ``JudgeUnavailable`` (the judge
 refuses every call: the run stops) and ``JudgeError`` (one metric of one question could not be
 judged, caught where the metric is scored; ``BudgetExceeded``, ``DryRunSkip`` and ``Deferred`` are
 its skips), which the judge's face names too; other modules add their own (``CacheError``, ...)."""
@@ -36,6 +37,13 @@ class InputError(QaEvalError, ValueError):
         self.field = field
         self.problem = message
         super().__init__(format_location(source, record, field, message))
+
+
+class SetupError(QaEvalError, ValueError):
+    """A per-sample metric, judge or embedding model given what it cannot use (no LLM, one not
+    from ``llm_factory``, an empty model name, embeddings of another kind, an argument of the
+    wrong type): a ``ValueError`` too, where ragas raises one, so callers' ``except ValueError``
+    keeps working."""
 
 
 class JudgeError(QaEvalError):

@@ -16,7 +16,15 @@ from typing import Any
 
 from .errors import QaEvalError
 
-__all__ = ["EXTRAS", "MissingExtra", "available", "lazy_face", "require"]
+__all__ = [
+    "EXTRAS",
+    "MissingExtra",
+    "NotInQaEval",
+    "available",
+    "lazy_face",
+    "ragas_face",
+    "require",
+]
 
 EXTRAS: dict[str, str] = {
     "openai": "judge",
@@ -86,3 +94,50 @@ def lazy_face(
         return sorted({*module_globals, *names})
 
     return __getattr__, __dir__
+
+
+_RAGAS_FACES: dict[str, tuple[dict[str, tuple[str, str]], dict[str, str]]] = {}
+"""The tables of each module made by :func:`ragas_face`, by module name (for :func:`ragas_twin`)."""
+
+
+class NotInQaEval(ImportError):
+    """A name of one of ragas' module paths that qa-eval does not provide (the message says what
+    to use instead)."""
+
+
+def ragas_face(
+    package: str, names: dict[str, tuple[str, str]], missing: dict[str, str]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """The PEP 562 ``__getattr__`` and ``__dir__`` of a module at one of ragas 0.4.3's module
+    paths: each of ``names`` (name -> (qa-eval module, its name there)) loads when first used;
+    each of ``missing`` (name -> what to use instead) is a :class:`NotInQaEval` saying so."""
+    module_globals = sys.modules[package].__dict__
+    _RAGAS_FACES[package] = (names, missing)
+
+    def __getattr__(name: str) -> Any:
+        found = names.get(name)
+        if found is None:
+            if name in missing:
+                raise NotInQaEval(
+                    f"qa-eval does not provide ragas' {name} ({package}): {missing[name]}",
+                    name=package,
+                )
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(found[0]), found[1])
+        module_globals[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*module_globals, *names})
+
+    return __getattr__, __dir__
+
+
+def ragas_twin(module: str) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """:func:`ragas_face` for a module that names what its package names (ragas' ``.metric``
+    module of each metric package)."""
+    package = module.rsplit(".", 1)[0]
+    importlib.import_module(package)
+    names, missing = _RAGAS_FACES[package]
+    sys.modules[module].__dict__["__all__"] = sorted(names)
+    return ragas_face(module, names, missing)

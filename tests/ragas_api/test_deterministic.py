@@ -214,11 +214,13 @@ def test_a_batch_keeps_the_other_rows_when_one_is_bad() -> None:
     ]
     results = StringPresence().batch_score(rows)
     assert [r.value for r in results] == [1.0, None, None, 0.0]
-    assert "valid response string" in (results[1].error or "")
+    assert results[1].error == "StringPresence: response must be str, got None"
     assert "response" in (results[2].error or "")
     assert all(r.reason for r in results)
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError, match="response must be str, got None"):
         StringPresence().batch_score(rows, return_exceptions=False)
+    with pytest.raises(TypeError):
+        StringPresence().batch_score([rows[0], rows[2]], return_exceptions=False)
 
 
 def test_a_bad_conversation_is_refused_in_one_row() -> None:
@@ -227,7 +229,11 @@ def test_a_bad_conversation_is_refused_in_one_row() -> None:
         {"user_input": "not a list", "reference_tool_calls": []},
     ]
     results = ToolCallF1().batch_score(rows)
-    assert results[0].value == 0.0 and results[1].error == "user_input must be a list of messages"
+    assert results[0].value == 0.0
+    assert (
+        results[1].error
+        == "ToolCallF1: user_input must be a list of messages, got str 'not a list'"
+    )
 
 
 def test_one_object_scores_many_samples_at_once() -> None:

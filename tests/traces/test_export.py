@@ -311,3 +311,39 @@ def test_export_refuses_responses(tmp_path: Path, capsys: pytest.CaptureFixture[
     path.write_text(json.dumps(responses()))
     assert main(["export-scores", str(path), "--otlp-json", str(tmp_path / "o.json")]) == 2
     assert "expects results" in capsys.readouterr().err
+
+
+def test_results_without_traces_have_nothing_to_export(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Results not evaluated from traces: one line, exit 2, and no file (an empty file looked
+    like an export)."""
+    ref, resp, results = tmp_path / "ref.json", tmp_path / "resp.json", tmp_path / "r.json"
+    ref.write_text(json.dumps(reference()))
+    resp.write_text(json.dumps([{k: v for k, v in r.items() if k != "trace"} for r in responses()]))
+    assert main(["evaluate", str(ref), str(resp), "-o", str(results)]) == 0
+    capsys.readouterr()
+    out = tmp_path / "scores.json"
+    assert main(["export-scores", str(results), "--otlp-json", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "nothing to export: none of the 3 result(s) carries a trace id" in err
+    assert not out.exists()
+    traced = evaluated(tmp_path)
+    assert main(["export-scores", str(traced), "--otlp-json", str(out), "--metric", "nope"]) == 2
+    assert "nothing to export" in capsys.readouterr().err and not out.exists()
+
+
+def test_only_scores_on_0_1_and_labels_are_exported_by_default() -> None:
+    """``tool_calls_ratio`` (scale ratio: it can exceed 1) is not a 0-1 score: not exported
+    unless named; docs/export-scores.md says so."""
+    result = {
+        "question_id": "q1",
+        "trace": {"format": "otlp-json", "trace_id": TRACE, "root_span_id": SPAN},
+        "tool_f1": 0.5,
+        "tool_calls_ratio": 2.0,
+    }
+    assert [e.name for e in evaluation_events([result]).events] == ["tool_f1"]
+    named = evaluation_events([result], ["tool_calls_ratio"]).events
+    assert [(e.name, e.value) for e in named] == [("tool_calls_ratio", 2.0)]
+    doc = (Path(__file__).parents[2] / "docs" / "export-scores.md").read_text(encoding="utf-8")
+    assert "`tool_calls_ratio`" in doc and "not exported" in doc

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from otlp_files import OTHER, TRACE, log, logs_request, request, span
+from otlp_files import OTHER, TRACE, any_value, log, logs_request, request, span
 
 from qa_eval.errors import InputError
 from qa_eval.traces import otlp
@@ -103,6 +103,34 @@ def test_deprecated_events_as_log_records_read_the_same() -> None:
     trace = one([request(*spans), logs_request(*logs)])
     assert steps(trace) == EXPECTED_DEPRECATED
     assert (trace.question, trace.answer) == (QUESTION, "Paris.")
+
+
+def _as_text(records: list[Any]) -> list[Any]:
+    """The same records with each ``gen_ai.choice`` event's ``message`` as JSON text, as bridges
+    that move event bodies onto span events write nested values."""
+    text = json.dumps(records)
+    for message in ({"tool_calls": [CALL]}, {"content": "Paris."}):
+        nested = json.dumps(any_value(message))
+        flat = json.dumps({"stringValue": json.dumps(message)})
+        assert nested in text
+        text = text.replace(nested, flat)
+    return json.loads(text)  # type: ignore[no-any-return]
+
+
+def test_a_choice_message_given_as_json_text_is_read_as_its_value() -> None:
+    on_spans = one(_as_text([request(*deprecated_spans(with_events=True))]))
+    assert steps(on_spans) == EXPECTED_DEPRECATED
+    assert (on_spans.question, on_spans.answer) == (QUESTION, "Paris.")
+    logs = [
+        log(MODEL1, "gen_ai.user.message", {"content": QUESTION}),
+        log(MODEL1, "gen_ai.choice", {"index": 0, "message": {"tool_calls": [CALL]}}),
+        log(MODEL2, "gen_ai.tool.message", {"content": "Paris", "id": "call_1"}),
+        log(MODEL2, "gen_ai.choice", {"index": 0, "message": {"content": "Paris."}}),
+    ]
+    spans = deprecated_spans(with_events=False)
+    as_logs = one(_as_text([request(*spans), logs_request(*logs)]))
+    assert steps(as_logs) == EXPECTED_DEPRECATED
+    assert as_logs.answer == "Paris."
 
 
 def test_openllmetry_flattened_calls_link_to_tool_spans_by_name_and_order() -> None:

@@ -102,7 +102,8 @@ def run_example(
                 if capture or "CAPTURE_MESSAGE_CONTENT" not in name:
                     env[name] = value
             elif argv[0] == "python":
-                agent = ROOT / argv[1]
+                agent = tmp_path / argv[1]  # the page's own program
+                agent.write_text(doc_block(argv[1]) + "\n", encoding="utf-8")
                 done = subprocess.run(
                     [sys.executable, str(agent), *argv[2:]],
                     env=env,
@@ -201,3 +202,35 @@ def test_without_content_capture_the_trajectory_is_not_evaluable(
     for line in (tmp_path / "results.jsonl").read_text().splitlines():
         result = json.loads(line)
         assert "trajectory_match" not in result and "tool_f1" not in result
+
+
+def test_the_install_line_pins_versions_the_tests_run_with() -> None:
+    """The page's install line pins each package inside the range the test extra holds (the
+    versions these tests run the agent with), and pins every package the agent imports."""
+    from packaging.requirements import Requirement
+
+    pins = dict(re.findall(r'"([a-z0-9-]+)==([^"]+)"', doc_block("install")))
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    extra = re.search(r"^test = \[(.*?)^\]", pyproject, re.S | re.M)
+    assert extra, "pyproject.toml has no test extra"
+    ranges = {
+        (r := Requirement(text)).name: r.specifier
+        for text in re.findall(r'^\s*"([^"]+)"', extra.group(1), re.M)
+    }
+    for name, version in pins.items():
+        if name in ranges:
+            assert ranges[name].contains(version, prereleases=True), (name, version)
+    imported = set(
+        re.findall(r"^(?:from|import) ([a-z0-9_]+(?:\.[a-z0-9_]+)*)", doc_block("agent.py"), re.M)
+    )
+    wanted = {
+        "openai": "openai",
+        "opentelemetry.instrumentation.openai_v2": "opentelemetry-instrumentation-openai-v2",
+        "opentelemetry.exporter.otlp.proto.common.trace_encoder": (
+            "opentelemetry-exporter-otlp-proto-common"
+        ),
+        "opentelemetry.sdk.trace": "opentelemetry-sdk",
+    }
+    for module, package in wanted.items():
+        assert module in imported and package in pins, (module, package)
+    assert {"httpx", "opentelemetry-util-genai"} <= set(pins)

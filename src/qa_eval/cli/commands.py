@@ -418,6 +418,9 @@ def export_scores(args: argparse.Namespace) -> int:
         check_output_path(args.otlp_json)
     results = _read_results(args.results, "export-scores")
     selection = evaluation_events(results, args.metric)
+    nothing = selection.nothing(len(results))
+    if nothing is not None:  # never an empty file or an empty post that looks like an export
+        raise QaEvalError(f"{args.results}: {nothing}")
     print_notes(selection.notes())
     events = selection.events
     if args.metric:

@@ -24,7 +24,8 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import QaEvalError
+from ..errors import SetupError
+from ..extras import ragas_face
 from ..judge.embeddings import Embedder, make_embedder
 from ..judge.prices import price_of, usd
 from ..judge.settings import EmbeddingConfig
@@ -120,8 +121,25 @@ def embedding_factory(
     settings = parse_config({"llm": {"embedding": block}}, "embedding_factory")
     config = settings.embedding
     if config.provider == "openai" and not (config.api_key or config.base_url):
-        raise QaEvalError(
+        raise SetupError(
             "embedding_factory has no client and neither OPENAI_API_KEY nor a base_url is set: "
             "give client=AsyncOpenAI(...), set them, or use provider='offline'"
         )
     return QaEvalEmbeddings(config, None, timeout)
+
+
+# ragas 0.4.3's other names of ``ragas.embeddings.base``: a NotInQaEval saying what to use instead
+_WHY = "qa-eval's embeddings come from embedding_factory(provider, model=..., client=...)"
+_RAGAS_ONLY = dict.fromkeys(
+    [
+        "BaseRagasEmbedding",
+        "BaseRagasEmbeddings",
+        "DEFAULT_MODEL_NAME",
+        "HuggingfaceEmbeddings",
+        "LangchainEmbeddingsWrapper",
+        "LlamaIndexEmbeddingsWrapper",
+        "modern_embedding_factory",
+    ],
+    _WHY,
+)
+__getattr__, _ = ragas_face(__name__, {}, _RAGAS_ONLY)

@@ -62,7 +62,6 @@ from .replies import (
     parse_reply,
     prompt_tokens_of,
     reply_budget,
-    split_instructions,
 )
 from .settings import JudgeSettings
 from .transport import Transport
@@ -104,10 +103,13 @@ class Judge(Transport):
         dry_run: bool = False,
         client: Any = None,
         sleep: Callable[[float], Any] = asyncio.sleep,
+        system_prompt: str | None = None,
     ) -> None:
         if config.generation is None:
             raise JudgeUnavailable("no judge is configured")
         self.config = config
+        self.system_prompt = system_prompt
+        """Sent first, as (or before) the system message of every ask (``llm_factory``'s)."""
         self.gen = config.generation
         self.cache = cache
         self.max_cost = max_cost
@@ -157,7 +159,7 @@ class Judge(Transport):
         Identical requests in flight at the same time share one call."""
         if self._fatal is not None:
             raise self._fatal
-        messages = split_instructions(messages)
+        messages = self.sent(messages)
         key = request_key(self.request(messages, schema, context.repeat))
         usage = self._usage(metric)
         if self.cache is not None:
@@ -273,7 +275,7 @@ class Judge(Transport):
     ) -> None:
         """Count a call a dry run would make (see :meth:`usage.Plan.count`), noted in
         ``context.planned`` too when it has that list."""
-        self.plan.count(metric, messages, json_schema(schema), self.gen.max_tokens)
+        self.plan.count(metric, self.sent(messages), json_schema(schema), self.gen.max_tokens)
         if context.planned is not None:
             context.planned.append(metric)
 

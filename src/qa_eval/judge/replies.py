@@ -41,6 +41,7 @@ __all__ = [
     "response_format",
     "sent_schema",
     "split_instructions",
+    "with_system",
     "writable",
 ]
 
@@ -312,6 +313,22 @@ def split_instructions(messages: list[dict[str, str]]) -> list[dict[str, str]]:
         {"role": "system", "content": text[: found.start()].rstrip()},
         {"role": "user", "content": text[found.start() :]},
     ]
+
+
+def with_system(messages: list[dict[str, str]], system_prompt: str | None) -> list[dict[str, str]]:
+    """The messages with ``system_prompt`` (``llm_factory(..., system_prompt=...)``, as ragas
+    sends it) first: before the text of a leading system message, else as a system message of its
+    own; unchanged without one, or when the messages already start with it."""
+    if not system_prompt:
+        return messages
+    first = messages[0] if messages else {}
+    if first.get("role") == "system":
+        content = first.get("content")
+        if isinstance(content, str) and content.startswith(system_prompt):
+            return messages
+        joined = f"{system_prompt}\n\n{content}" if content else system_prompt
+        return [{"role": "system", "content": joined}, *messages[1:]]
+    return [{"role": "system", "content": system_prompt}, *messages]
 
 
 def read_completion(reply: Any) -> Reply:

@@ -42,6 +42,7 @@ from .replies import (
     reply_budget,
     response_format,
     split_instructions,
+    with_system,
 )
 from .settings import GenerationConfig, JudgeSettings
 from .usage import Usage
@@ -70,6 +71,7 @@ class Transport(Accounting):
     _fatal: JudgeUnavailable | None
     _answered: float
     max_cost: float | None
+    system_prompt: str | None
 
     def slot(self) -> asyncio.Semaphore:
         """The run's concurrency bound, for other calls to the same service (embeddings)."""
@@ -84,6 +86,11 @@ class Transport(Accounting):
             self._client = make_client(self.gen, self.config.timeout)
         return self._client
 
+    def sent(self, messages: list[dict[str, str]]) -> list[dict[str, str]]:
+        """The messages as they are sent: the fixed instructions split off
+        (:func:`split_instructions`), the ``system_prompt`` first (:func:`with_system`)."""
+        return with_system(split_instructions(messages), self.system_prompt)
+
     def request(
         self, messages: list[dict[str, str]], schema: type[BaseModel], repeat: int = 0
     ) -> dict[str, Any]:
@@ -97,7 +104,7 @@ class Transport(Accounting):
             "temperature": self.gen.temperature,
             "max_tokens": self.gen.max_tokens,
             **({"extra": dict(self.gen.extra)} if self.gen.extra else {}),
-            "messages": split_instructions(messages),
+            "messages": self.sent(messages),
             "schema": json_schema(schema),
             **({"repeat": repeat} if repeat else {}),
         }

@@ -25,13 +25,13 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from ..errors import QaEvalError
+from ..errors import SetupError
 from ..redact import public_url
 
 __all__ = ["ClientHandle", "UnusableClient"]
 
 
-class UnusableClient(QaEvalError, ValueError):
+class UnusableClient(SetupError):
     """A client the per-sample API cannot call (a ``ValueError`` too, as ragas raises)."""
 
 

@@ -19,9 +19,12 @@ unusable replies, replies sized to their schema (no fixed 1,024-token cap), toke
   budget sized to its schema and prompt), qa-eval's judge settings ``concurrency`` (default 8),
   ``timeout``, ``max_attempts``, ``retry_base`` and ``prices``; any other key (``top_p``,
   ``seed``, ...) is sent with every call, as ``llm.generation`` extra keys are.
+- ``system_prompt`` (ragas'): sent as the system message of every call, before qa-eval's own
+  fixed instructions (one system message), never as a request-body key; ``llm.system_prompt``.
 - ``adapter`` is accepted for ragas' signature and not used (there is one way to call a model).
 
-Whatever cannot work is refused here, in one line (a ``QaEvalError``), not at the first call.
+Whatever cannot work is refused here, in one line (a ``SetupError``: a ``ValueError`` too, as
+ragas raises), not at the first call.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..config import EvalConfig, as_config, parse_config
-from ..errors import QaEvalError
+from ..errors import SetupError
 from .clients import ClientHandle, UnusableClient
 
 if TYPE_CHECKING:
@@ -57,10 +60,13 @@ class QaEvalLLM:
         config: EvalConfig,
         client: ClientHandle | None = None,
         cache: bool | str | os.PathLike[str] | None = True,
+        system_prompt: str | None = None,
     ) -> None:
         if config.generation is None:
-            raise QaEvalError("no judge model is configured")
+            raise SetupError("no judge model is configured")
         self.config = config
+        self.system_prompt = system_prompt
+        """Sent as the system message of every call (ragas' ``system_prompt``), or None."""
         self.model = config.generation.model
         self.provider = config.generation.provider
         self.client = client
@@ -93,7 +99,9 @@ class QaEvalLLM:
             judge = self._judges.get(loop)
             if judge is None:
                 client = self.client.view() if self.client is not None else None
-                judge = Judge(self.config, cache=store, client=client)
+                judge = Judge(
+                    self.config, cache=store, client=client, system_prompt=self.system_prompt
+                )
                 self._judges[loop] = judge
             return judge
 
@@ -104,7 +112,7 @@ class QaEvalLLM:
         from ..judge.calls import Judge
 
         store = open_cache(self.cache_option) if self.cache_option is not False else None
-        return Judge(self.config, cache=store, dry_run=True)
+        return Judge(self.config, cache=store, dry_run=True, system_prompt=self.system_prompt)
 
     def signature(self) -> dict[str, Any]:
         """The model and how it is asked, without credentials."""
@@ -130,9 +138,14 @@ def llm_factory(
 ) -> QaEvalLLM:
     """The judge for ``qa_eval.metrics.collections`` (see the module docstring)."""
     if not isinstance(model, str) or not model.strip():
-        raise QaEvalError("llm_factory needs a model name")
+        raise SetupError("llm_factory needs a model name")
     handle = ClientHandle(client) if client is not None else None
     judge_keys, generation = _split(dict(kwargs))
+    system_prompt = generation.pop("system_prompt", None)  # a message, not a request-body key
+    if system_prompt is not None and not isinstance(system_prompt, str):
+        raise SetupError(
+            f"llm_factory: system_prompt must be str, got {type(system_prompt).__name__}"
+        )
     if handle is not None and provider == "openai":
         provider = handle.provider
     block: dict[str, Any] = {"provider": provider, "model": model, **generation}
@@ -141,7 +154,7 @@ def llm_factory(
     if config is not None:
         base = as_config(config)
         if base.generation is None:
-            raise QaEvalError("the config given to llm_factory names no judge (llm.generation)")
+            raise SetupError("the config given to llm_factory names no judge (llm.generation)")
         own = {"provider": provider, "base_url": block["base_url"]} if handle else {}
         gen = replace(base.generation, model=model, **own)
         settings = replace(base, generation=gen)
@@ -151,7 +164,7 @@ def llm_factory(
     if handle is not None:
         assert settings.generation is not None
         settings = replace(settings, generation=replace(settings.generation, api_key=None))
-    return QaEvalLLM(settings, handle, cache)
+    return QaEvalLLM(settings, handle, cache, system_prompt=system_prompt or None)
 
 
 def _check_environment(provider: str, handle: ClientHandle | None) -> None:

@@ -70,7 +70,7 @@ from ..vocabulary.model import Metric
 from ..vocabulary.registry import METRICS as REGISTRY
 from .question import AGENT_REFERENCE_KEYS, RAGAS_REFERENCE_KEYS
 
-__all__ = ["AnswerScorer", "contexts_of"]
+__all__ = ["AnswerScorer", "contexts_of", "unrecorded"]
 
 _STEP_SWITCHES = ("retrieval_answer", "retrieval_context")
 """The families scheduled per actual ``retrieval`` step (their keys go into the step)."""
@@ -119,6 +119,39 @@ def contexts_of(steps: list[Any], chunks: dict[int, list[str] | ValueError]) -> 
             raise texts
         contexts.extend(texts)
     return contexts
+
+
+def unrecorded(result: Mapping[str, Any]) -> dict[str, str]:
+    """What a metric may need that the response's trace did not record (``answer``, and
+    ``contexts`` when a ``retrieval`` step has no recorded output), each with the reason a metric
+    that needs it is not evaluable (docs/traces.md): such a metric is an error, never a value
+    computed on what is left, never absent."""
+    found: dict[str, str] = {}
+    trace = result.get("trace")
+    if not isinstance(trace, Mapping):
+        trace = {}
+    keep = trace.get("keep")
+    how = f"; to keep it: {keep}" if isinstance(keep, str) else ""
+    lost = trace.get("lost")
+    if (
+        isinstance(lost, list)
+        and "answer" in lost
+        and not isinstance(result.get("actual_answer"), str)
+    ):
+        found["answer"] = f"the trace did not record the answer (content capture off{how})"
+    steps = result.get("actual_steps")
+    retrieval = (
+        [s for s in steps if isinstance(s, Mapping) and s.get("name") == "retrieval"]
+        if isinstance(steps, list)
+        else []
+    )
+    blind = [s for s in retrieval if "output" in (s.get("lost") or ())]
+    if blind:
+        found["contexts"] = (
+            f"{len(blind)} of {len(retrieval)} retrieval steps have no recorded output (the "
+            f"contexts: the trace did not capture them{how})"
+        )
+    return found
 
 
 _ENTRIES: dict[str, Callable[..., Awaitable[Any]]] = {}
@@ -193,7 +226,7 @@ class AnswerScorer:
             return False
         if self.custom:
             return True
-        answer = "actual_answer" in result
+        answer = "actual_answer" in result or "answer" in unrecorded(result)
         retrieval = has_retrieval(result["actual_steps"])
         for metric in self.families:
             if metric.derived:
@@ -296,11 +329,12 @@ class AnswerScorer:
         steps = result["actual_steps"]
         chunks = self._chunks(steps)
         inputs, contexts = self._inputs(result, chunks)
+        lost = unrecorded(result)
         jobs: list[Awaitable[Records]] = [
             job
             for metric in self.families
             if not metric.derived and (offline or not metric.offline)
-            for job in self._family_job(metric, inputs, contexts)
+            for job in self._family_job(metric, inputs, contexts, lost)
         ]
         jobs.extend(self._custom_jobs(result))
         step_jobs = self._step_jobs(chunks, inputs["question"], reference, matched, steps)
@@ -414,8 +448,10 @@ class AnswerScorer:
         metric: Metric,
         inputs: Mapping[str, Any],
         contexts: list[str] | ValueError | None,
+        lost: Mapping[str, str],
     ) -> list[Awaitable[Records]]:
-        """The job of a family on one question, if it has what the family needs (none if not)."""
+        """The job of a family on one question, if it has what the family needs (none if not;
+        ``not evaluable`` when the trace did not record something it needs: ``lost``)."""
         needs = metric.needs
         if "contexts" in needs:
             if isinstance(contexts, ValueError):
@@ -423,7 +459,7 @@ class AnswerScorer:
             if contexts is None:
                 return []
             inputs = {**inputs, "contexts": contexts}
-        if "answer" in needs and inputs["answer"] is None:
+        if "answer" in needs and inputs["answer"] is None and "answer" not in lost:
             return []
         if "reference_answer" in needs and inputs["reference_answer"] is None:
             return []
@@ -431,6 +467,10 @@ class AnswerScorer:
             return []
         if "reference_trajectory" in needs and not mentions_llm(inputs["reference_trajectory"]):
             return []  # computed with the question's deterministic results (run/question.py)
+        missing = [lost[need] for need in needs if need in lost]
+        if missing:
+            error = ValueError("not evaluable: " + "; ".join(missing))
+            return [_ready((failed(metric.name, error, aliases=metric.aliases),))]
         return [self._run(metric, inputs)]
 
     async def _run(self, metric: Metric, inputs: Mapping[str, Any]) -> Records:

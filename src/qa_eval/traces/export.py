@@ -52,7 +52,10 @@ __all__ = [
 EVENT_NAME = "gen_ai.evaluation.result"
 _HEX32 = re.compile(r"^[0-9a-f]{32}$")
 _HEX16 = re.compile(r"^[0-9a-f]{16}$")
-_EXPORTED_SCALES = ("0-1", "cosine", "ratio", "label")
+_EXPORTED_SCALES = ("0-1", "cosine", "label")
+"""The scales exported by default: scores on 0-1, cosines (-1 to 1: ``answer_relevance``) and
+labels; not ``ratio`` keys such as ``tool_calls_ratio``, which can exceed 1 (``--metric`` names
+any key)."""
 _MAX_TEXT = 4_000
 _BATCH = 500
 _RETRIES = 3
@@ -86,6 +89,21 @@ class Selection:
     """Question ids of results that carry no trace id (not evaluated from imported traces)."""
     metrics: list[str] = field(default_factory=list)
 
+    def nothing(self, results: int) -> str | None:
+        """Why there is nothing to export, in one line (None when there is something)."""
+        if self.events:
+            return None
+        if results and len(self.without_trace) == results:
+            return (
+                f"nothing to export: none of the {results} result(s) carries a trace id (they "
+                "were not evaluated from traces: evaluate the trace files, or responses written "
+                "by qa-eval import)"
+            )
+        if not results:
+            return "nothing to export: the file holds no results"
+        names = ", ".join(self.metrics) if self.metrics else "no score or label key"
+        return f"nothing to export: the results evaluated from traces have no value of {names}"
+
     def notes(self) -> list[str]:
         """One line per thing left out, for the terminal."""
         if not self.without_trace:
@@ -99,14 +117,18 @@ class Selection:
 
 
 def _default_metrics(results: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The registered score and label keys present in the results, in registry order."""
+    """The registered score and label keys present in the results, or failed in them (their
+    error key present: sent as failures), in registry order."""
     present: set[str] = set()
     for result in results:
         present.update(result)
     keys: list[str] = []
     for family in registry.METRICS.values():
         for key in family.keys:
-            if key.scale in _EXPORTED_SCALES and key.name in present and key.name not in keys:
+            if key.scale not in _EXPORTED_SCALES or key.name in keys:
+                continue
+            errors = lookup.error_keys(key.name) or (f"{key.name}_error",)
+            if key.name in present or any(error in present for error in errors):
                 keys.append(key.name)
     return keys
 

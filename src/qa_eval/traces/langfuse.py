@@ -154,6 +154,9 @@ def _trace(record: dict[str, Any], observations: list[Any], source: str) -> Trac
     metadata = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
     question_id = record.get("question_id") or (metadata or {}).get("question_id")
     trace.question_id = as_text(question_id)
+    trial = (metadata or {}).get("trial")
+    if trial is not None:  # repeated runs of one question
+        trace.metadata["trial"] = trial
     unique: dict[str, dict[str, Any]] = {}
     duplicates = 0
     for observation in observations:

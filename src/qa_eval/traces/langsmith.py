@@ -274,6 +274,10 @@ def _trace(runs: list[dict[str, Any]], source: str) -> Trace:
         if isinstance(metadata, dict) and metadata.get("question_id") is not None:
             trace.question_id = str(metadata["question_id"])
             break
+    extra = root.get("extra")
+    metadata = extra.get("metadata") if isinstance(extra, dict) else None
+    if isinstance(metadata, dict) and metadata.get("trial") is not None:  # repeated runs
+        trace.metadata["trial"] = metadata["trial"]
     executed: list[ToolCall] = []
     usages: list[tuple[int | None, int | None, int | None]] = []
     question = _text(root.get("inputs")) if root.get("run_type") != "llm" else None

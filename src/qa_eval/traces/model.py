@@ -9,14 +9,18 @@ matching traces to questions and the fidelity report are done once, on these rec
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["LOSSES", "Fidelity", "ToolCall", "Trace"]
+__all__ = ["CONTENT", "LOSSES", "TRACE_LOSSES", "Fidelity", "ToolCall", "Trace", "capture_setting"]
 
 Status = Literal["success", "error"]
 
 LOSSES: dict[str, str] = {
+    "question": "traces without the question",
+    "answer": "traces without an answer",
+    "contexts": "retrieval calls without their contexts",
     "args": "calls without arguments (content capture off)",
     "output": "calls without a result",
     "status": "calls without a status",
@@ -27,7 +31,54 @@ LOSSES: dict[str, str] = {
     "duplicate_id": "records whose id repeats (the first kept)",
     "broken_parent": "records whose parent is missing or in a cycle (read as roots)",
 }
-"""What a reader may fail to find, by the name it is counted under, and how the report says it."""
+"""What a reader may fail to find, by the name it is counted under, and how the report says it:
+per trace (``question``, ``answer``), per ``retrieval`` call (``contexts``: the call's result, the
+chunks that context metrics read) and per call (the rest)."""
+
+TRACE_LOSSES = ("question", "answer")
+"""The losses counted once per trace (the others per call, or per record)."""
+
+CONTENT = ("question", "answer", "contexts", "args", "output")
+"""The losses a capture setting of the instrumentation decides (``status`` and the rest are the
+format's or the tree's)."""
+
+_CAPTURE = (
+    (
+        "openllmetry",
+        "TRACELOOP_TRACE_CONTENT=true (OpenLLMetry; the default)",
+    ),
+    (
+        "openinference",
+        "OPENINFERENCE_HIDE_INPUTS and OPENINFERENCE_HIDE_OUTPUTS unset or false (OpenInference; "
+        "the default)",
+    ),
+    (
+        "gen_ai",
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only with "
+        "OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental (OpenTelemetry's GenAI "
+        "instrumentations; =true for the deprecated events); tool spans written by the agent "
+        "must set gen_ai.tool.call.arguments and gen_ai.tool.call.result",
+    ),
+)
+_FORMAT_CAPTURE = {
+    "langfuse": "the Langfuse SDK's input and output capture (observe(capture_input=True, "
+    "capture_output=True), the default)",
+    "langsmith": "LANGSMITH_HIDE_INPUTS and LANGSMITH_HIDE_OUTPUTS unset or false (LangSmith; "
+    "the default)",
+}
+
+
+def capture_setting(format: str, conventions: Iterable[str]) -> str | None:
+    """The setting that keeps the content a trace of ``format`` (with these OTLP conventions)
+    lost, or None when nothing the user sets would (the message formats record what they
+    record)."""
+    if format in _FORMAT_CAPTURE:
+        return _FORMAT_CAPTURE[format]
+    seen = list(conventions)
+    for prefix, setting in _CAPTURE:
+        if any(name.startswith(prefix) for name in seen):
+            return setting
+    return None
 
 
 @dataclass

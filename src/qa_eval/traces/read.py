@@ -1,31 +1,33 @@
 """Trace files in, responses out: :func:`read_traces` (and :func:`iter_responses`, which streams).
 
-Each file is read as JSON Lines (``.jsonl``, ``.ndjson``: streamed, one record at a time) or one
-JSON document (``.json``), gzip-compressed too (``.gz``); a file of another name is tried as a
-JSON document, then as JSON Lines. Its format is detected on its first record (``format`` forces
-one) and the format's module turns its records into :class:`~qa_eval.traces.model.Trace` records,
-calls linked and losses counted. Each trace then gets its question, in this order: an explicit id
-in the trace; else its first user message matched to a reference question's text (whitespace and
-case normalised); else its trace id (a warning). Each becomes one response
-(:func:`to_response`); the :class:`TraceReport` sums what was read and lost.
+Each file is one JSON document or JSON Lines, gzip-compressed too (``.gz``), told apart by its
+content whatever its name (``.jsonl`` and ``.ndjson`` are streamed, one record at a time, unless
+their first line is not JSON on its own; any other file is read whole, as one document, else as
+JSON Lines when its first line is a document on its own). Its format is detected on its first
+record (``format`` forces one) and the format's module turns its records into
+:class:`~qa_eval.traces.model.Trace` records, calls linked and losses counted. Each trace then
+gets its question, in this order: an explicit id in the trace; else its first user message
+matched to a reference question's text (whitespace and case normalised); else its trace id (a
+warning). Each becomes one response (:func:`to_response`); the :class:`TraceReport` sums what was
+read and lost.
 """
 
 from __future__ import annotations
 
-import gzip
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from ..errors import InputError, QaEvalError, short_repr
-from ..io.files import parse_json, read_reference
+from ..io.files import read_reference
 from ..io.limits import one_line
+from .files import is_binary, open_file, read_all, records_of, suffix_of
 from .formats import FORMATS, detect_format, load
-from .model import LOSSES, Fidelity, ToolCall, Trace
+from .model import CONTENT, LOSSES, TRACE_LOSSES, Fidelity, ToolCall, Trace, capture_setting
 
 __all__ = [
     "TraceLossError",
@@ -38,12 +40,23 @@ __all__ = [
 ]
 
 PathArg = str | os.PathLike[str]
-_LINES = (".jsonl", ".ndjson")
-_BINARY = (".pb", ".binpb", ".protobuf")
 PER_TRACE_LIMIT = 1000
 """The lossy traces whose own report goes into a run's signature (the rest are counted)."""
 _FIRST = 3
 """How many ids a one-line count names."""
+
+
+TRIAL_ADVICE = {
+    "otlp-json": "give each trace's root span a distinct qa_eval.trial attribute (OpenInference: "
+    "a trial in its metadata; OpenLLMetry: the association property trial)",
+    "langfuse": "give each trace a distinct trial in its metadata",
+    "langsmith": "give each root run a distinct trial in its extra.metadata (metadata={'trial': "
+    "N} in LangSmith's SDK)",
+}
+"""What a trace of each format needs to be one of several trials of a question (docs/traces.md,
+*Which question*)."""
+TRIAL_ADVICE["otlp-proto"] = TRIAL_ADVICE["otlp-json"]
+_TRIAL_DEFAULT = "give each a distinct metadata.trial"
 
 
 class TraceLossError(QaEvalError):
@@ -75,6 +88,9 @@ class TraceReport:
     lossy_traces: int = 0
     first_lossy: str | None = None
     """Where the first lossy trace was read (``FILE:record N``), for ``--strict``'s message."""
+    keep: Counter[str] = field(default_factory=Counter)
+    """The capture settings that would have kept the content lost, by the traces that lost some
+    (see :func:`~qa_eval.traces.model.capture_setting`)."""
 
     def add(self, trace: Trace, question_id: Any) -> None:
         """Count one trace read and answered as ``question_id``."""
@@ -84,8 +100,14 @@ class TraceReport:
             self.lossy_traces += 1
             if self.first_lossy is None:
                 self.first_lossy = trace.source
+            setting = keep_setting(trace)
+            if setting is not None:
+                self.keep[setting] += 1
             if len(self.per_trace) < PER_TRACE_LIMIT:
-                self.per_trace[str(question_id)] = fidelity_dict(trace.fidelity)
+                own = fidelity_dict(trace.fidelity)
+                if setting is not None:
+                    own["keep"] = setting
+                self.per_trace[str(question_id)] = own
 
     def lines(self) -> list[str]:
         """The fidelity report, one line each."""
@@ -93,10 +115,13 @@ class TraceReport:
         formats = ", ".join(f"{name} {n}" for name, n in sorted(self.formats.items()))
         files = plural(len(self.files), "file")
         lines = [f"traces read: {f.traces} ({formats or 'none'}) from {files}"]
+        lines += [f"  {LOSSES[name]}: {f.losses.get(name, 0)}" for name in TRACE_LOSSES]
         lines.append(f"tool calls: {f.tool_calls}")
         for name, words in LOSSES.items():
-            if name != "unknown_attribute":
+            if name != "unknown_attribute" and name not in TRACE_LOSSES:
                 lines.append(f"  {words}: {f.losses.get(name, 0)}")
+        for setting, n in sorted(self.keep.items()):
+            lines.append(f"to keep what {plural(n, 'trace')} lost: {setting}")
         unknown = sum(f.unknown_attributes.values())
         shown = ", ".join(name for name, _ in f.unknown_attributes.most_common(_FIRST))
         lines.append(
@@ -135,6 +160,8 @@ class TraceReport:
         if unknown:
             lost.append(f"{unknown} attributes of an unknown convention")
         line += "; lost: " + ("; ".join(lost) if lost else "nothing")
+        if self.keep:
+            line += f" (to keep it: {self.keep.most_common(1)[0][0]})"
         if self.matched["trace id"]:
             line += f"; {plural(self.matched['trace id'], 'trace')} named by trace id"
         if self.unmatched_count:
@@ -155,6 +182,8 @@ class TraceReport:
         if self.lossy_traces:
             report["lossy_traces"] = self.lossy_traces
             report["per_trace"] = dict(self.per_trace)
+        if self.keep:
+            report["keep"] = dict(sorted(self.keep.items()))
         return report
 
     def check_strict(self) -> None:
@@ -187,6 +216,25 @@ def fidelity_dict(fidelity: Fidelity) -> dict[str, Any]:
     if fidelity.conventions:
         report["conventions"] = dict(sorted(fidelity.conventions.items()))
     return report
+
+
+def count_content(trace: Trace) -> None:
+    """Count what a trace lost as a whole into its fidelity: its question, its answer, and the
+    contexts of its ``retrieval`` calls (a call whose result was not recorded)."""
+    for name in TRACE_LOSSES:
+        if getattr(trace, name) is None:
+            trace.fidelity.losses[name] += 1
+    contexts = sum(1 for call in trace.calls if call.name == "retrieval" and "output" in call.lost)
+    if contexts:
+        trace.fidelity.losses["contexts"] += contexts
+
+
+def keep_setting(trace: Trace) -> str | None:
+    """The capture setting that would have kept the content this trace lost (None when it lost
+    none, or when no setting would keep it)."""
+    if not any(trace.fidelity.losses.get(name) for name in CONTENT):
+        return None
+    return capture_setting(trace.format, trace.fidelity.conventions)
 
 
 def plural(n: int, word: str) -> str:
@@ -224,6 +272,12 @@ def to_response(trace: Trace, question_id: Any, trial: Any = None) -> dict[str, 
         "root_span_id": trace.root_span_id,
         "source": trace.source,
     }
+    lost = [name for name in TRACE_LOSSES if getattr(trace, name) is None]
+    if lost:  # what the metrics that need it report as not evaluable
+        response["trace"]["lost"] = lost
+        setting = keep_setting(trace)
+        if setting is not None:
+            response["trace"]["keep"] = setting
     return response
 
 
@@ -245,127 +299,19 @@ def _step(call: ToolCall) -> dict[str, Any]:
     return step
 
 
-# Files ------------------------------------------------------------------------------------------
-def _open(path: Path) -> IO[bytes]:
-    try:
-        if path.suffix.lower() == ".gz":
-            packed = gzip.open(path, "rb")  # noqa: SIM115  # closed by the caller
-            try:
-                packed.peek(1)  # not gzip: fails here, not later
-            except BaseException:
-                packed.close()
-                raise
-            return packed  # type: ignore[return-value]
-        return path.open("rb")
-    except FileNotFoundError:
-        raise InputError("no such file", source=str(path)) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, not a file", source=str(path)) from None
-    except (OSError, EOFError) as e:
-        reason = getattr(e, "strerror", None) or one_line(str(e))
-        raise InputError(f"cannot read: {reason}", source=str(path)) from None
-
-
-def _suffix(path: Path) -> str:
-    suffixes = [s.lower() for s in path.suffixes]
-    if suffixes and suffixes[-1] == ".gz":
-        suffixes.pop()
-    return suffixes[-1] if suffixes else ""
-
-
-def _decode(raw: bytes, source: str, record: str | None) -> str:
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise InputError(
-            f"not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})",
-            source=source,
-            record=record,
-        ) from None
-
-
-def _read_all(file: IO[bytes], source: str) -> bytes:
-    try:
-        return file.read()
-    except (OSError, EOFError) as e:  # a truncated or corrupt .gz
-        raise InputError(f"cannot read: {one_line(str(e))}", source=source) from None
-
-
-def _lines(file: IO[bytes], source: str) -> Iterator[Any]:
-    """The records of a JSON Lines file, one at a time (blank lines skipped)."""
-    number = 0
-    try:
-        for number, raw in enumerate(file, start=1):
-            if not raw.strip():
-                continue
-            text = _decode(raw, source, f"line {number}")
-            yield parse_json(text, source, f"line {number}")
-    except (OSError, EOFError) as e:
-        raise InputError(
-            f"cannot read: {one_line(str(e))}", source=source, record=f"after line {number}"
-        ) from None
-    finally:
-        file.close()
-
-
-def _records(path: Path, source: str) -> Iterator[Any]:
-    """The top-level records of a trace file (a JSON document: itself; JSON Lines: each line)."""
-    suffix = _suffix(path)
-    file = _open(path)
-    if suffix in _LINES:
-        yield from _lines(file, source)
-        return
-    with file:
-        raw = _read_all(file, source)
-    text = _decode(raw, source, None)
-    if suffix == ".json" or not text.strip():
-        yield parse_json(text, source) if text.strip() else None
-        return
-    try:
-        document = parse_json(text, source)
-    except InputError:
-        lines = [line for line in text.split("\n") if line.strip()]
-        if len(lines) < 2:
-            raise
-        for number, line in enumerate(text.split("\n"), start=1):
-            if line.strip():
-                yield parse_json(line, source, f"line {number}")
-        return
-    yield document
-
-
-def _binary(path: Path, forced: str) -> bool:
-    """Whether a file is read as bytes (OTLP protobuf): forced, named so, or looking so."""
-    if forced == "otlp-proto":
-        return True
-    if forced != "auto":
-        return False
-    module = load("otlp-proto", required=False)
-    if module is None or not hasattr(module, "looks_binary"):
-        return False
-    if _suffix(path) in _BINARY:
-        return True
-    with _open(path) as file:
-        try:
-            head = file.read(64)
-        except (OSError, EOFError):
-            return False
-    return bool(module.looks_binary(head))
-
-
 def read_file(path: PathArg, format: str = "auto") -> Iterator[Trace]:
     """The traces of one file, in the given ``format`` or the one its first record is in."""
     file = Path(path)
     source = str(path)
     if format != "auto":
         load(format)  # unknown or unavailable: one line
-    if _binary(file, format):
+    if is_binary(file, format):
         module = load("otlp-proto")
-        with _open(file) as stream:
-            data = _read_all(stream, source)
+        with open_file(file) as stream:
+            data = read_all(stream, source)
         yield from _guarded(module.read_bytes(data, source), source, "otlp-proto")  # type: ignore[union-attr]
         return
-    records = _records(file, source)
+    records = records_of(file, source)
     first = next(records, None)
     if first is None:
         return  # an empty file: no traces (the report says 0)
@@ -398,14 +344,14 @@ def is_trace_file(path: PathArg) -> bool:
     """Whether a file's first record is a trace of a known format (cheap: one record is read;
     a file that cannot be read or parsed is not, and is left to the caller's own reader)."""
     file = Path(path)
-    if _suffix(file) in (".yaml", ".yml"):
+    if suffix_of(file) in (".yaml", ".yml"):
         return False  # no trace format is YAML
     try:
         if not file.is_file():
             return False
-        if _binary(file, "auto"):
+        if is_binary(file, "auto"):
             return True
-        first = next(_records(file, str(path)), None)
+        first = next(records_of(file, str(path)), None)
     except (QaEvalError, OSError):
         return False
     return first is not None and detect_format(first) is not None
@@ -475,7 +421,7 @@ def iter_responses(
                 )
                 raise InputError(
                     f"question {short_repr(qid)} is answered by two traces, here and in "
-                    f"{earlier} (give each a distinct metadata trial, or drop one)",
+                    f"{earlier} ({TRIAL_ADVICE.get(trace.format, _TRIAL_DEFAULT)}, or drop one)",
                     source=trace.source,
                 )
             trials[trial] = trace.source
@@ -486,6 +432,7 @@ def iter_responses(
                     report.unmatched_count += 1
                     if len(report.unmatched) < _FIRST:
                         report.unmatched.append(qid)
+            count_content(trace)
             report.add(trace, qid)
             if report.references is not None and trace.reference is not None:
                 question = {"id": qid, "question_text": trace.question or "", **trace.reference}

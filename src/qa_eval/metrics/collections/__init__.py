@@ -11,13 +11,13 @@ DistanceMeasure), QuotedSpansAlignment, ToolCallAccuracy, ToolCallF1 and DataCom
 deterministic engines (``deterministic``).
 ``ascore_rows`` / ``score_rows`` score several metrics over many rows as one run (``evaluate``).
 faces over the engines of a full run (``rag``); ContextEntityRecall, ContextRelevance,
-NoiseSensitivity and SQLSemanticEquivalence over new engines (``context``);
+NoiseSensitivity and SQLSemanticEquivalence over new engines (``contexts``);
 :class:`DeterministicMetric` wraps a pure function.
 faces over the engines of a full run (``rag``); AgentGoalAccuracy(WithReference,
 WithoutReference), TopicAdherence, DomainSpecificRubrics, RubricsScoreWith(out)Reference and
-InstanceSpecificRubrics (``agent``); :class:`DeterministicMetric` wraps a pure function.
+InstanceSpecificRubrics (``agents``); :class:`DeterministicMetric` wraps a pure function.
 faces over the engines of a full run (``rag``); AnswerAccuracy, AnswerCorrectness,
-FactualCorrectness, ResponseGroundedness and SummaryScore over their own engines (``answer``);
+FactualCorrectness, ResponseGroundedness and SummaryScore over their own engines (``answers``);
 :class:`DeterministicMetric` wraps a pure function.
 The names load when first used.
 """
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from ...extras import lazy_face
 
 if TYPE_CHECKING:
-    from .agent import (
+    from .agents import (
         AgentGoalAccuracy,
         AgentGoalAccuracyWithoutReference,
         AgentGoalAccuracyWithReference,
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
         RubricsScoreWithReference,
         TopicAdherence,
     )
-    from .answer import (
+    from .answers import (
         AnswerAccuracy,
         AnswerCorrectness,
         AnswerDetails,
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
         SummaryScore,
     )
     from .base import BaseMetric, CallPlan, DeterministicMetric
-    from .context import (
+    from .contexts import (
         ContextDetails,
         ContextEntityRecall,
         ContextRelevance,
@@ -80,29 +80,29 @@ if TYPE_CHECKING:
     from .result import ChunkVerdict, Details, MetricResult, ResultUsage, StatementVerdict
 
 _NAMES = {
-    "AgentGoalAccuracy": "agent",
-    "AgentGoalAccuracyWithReference": "agent",
-    "AgentGoalAccuracyWithoutReference": "agent",
-    "DomainSpecificRubrics": "agent",
-    "InstanceSpecificRubrics": "agent",
-    "RubricsScoreWithReference": "agent",
-    "RubricsScoreWithoutReference": "agent",
-    "TopicAdherence": "agent",
-    "AnswerAccuracy": "answer",
-    "AnswerCorrectness": "answer",
-    "AnswerDetails": "answer",
-    "FactualCorrectness": "answer",
-    "ResponseGroundedness": "answer",
-    "SummaryScore": "answer",
+    "AgentGoalAccuracy": "agents",
+    "AgentGoalAccuracyWithReference": "agents",
+    "AgentGoalAccuracyWithoutReference": "agents",
+    "DomainSpecificRubrics": "agents",
+    "InstanceSpecificRubrics": "agents",
+    "RubricsScoreWithReference": "agents",
+    "RubricsScoreWithoutReference": "agents",
+    "TopicAdherence": "agents",
+    "AnswerAccuracy": "answers",
+    "AnswerCorrectness": "answers",
+    "AnswerDetails": "answers",
+    "FactualCorrectness": "answers",
+    "ResponseGroundedness": "answers",
+    "SummaryScore": "answers",
     "AnswerRelevancy": "rag",
     "BaseMetric": "base",
     "CallPlan": "base",
     "ChunkVerdict": "result",
-    "ContextDetails": "context",
-    "ContextEntityRecall": "context",
-    "ContextRelevance": "context",
-    "NoiseSensitivity": "context",
-    "SQLSemanticEquivalence": "context",
+    "ContextDetails": "contexts",
+    "ContextEntityRecall": "contexts",
+    "ContextRelevance": "contexts",
+    "NoiseSensitivity": "contexts",
+    "SQLSemanticEquivalence": "contexts",
     "ContextPrecision": "rag",
     "ContextPrecisionWithReference": "rag",
     "ContextPrecisionWithoutReference": "rag",

@@ -27,10 +27,11 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ...errors import JudgeError, QaEvalError
+from ...errors import JudgeError, SetupError
 from ...judge.embeddings import Embedder
 from ...judge.usage import Verdict
 from ...llms.factory import QaEvalLLM
+from .checks import check_inputs
 from .result import Details, MetricResult, ResultUsage
 
 __all__ = ["BaseMetric", "CallPlan", "DeterministicMetric", "Scored", "Session", "run_sync"]
@@ -145,7 +146,7 @@ class Session:
 def require_llm(metric: str, llm: Any) -> QaEvalLLM:
     """``llm`` when it is a judge from ``qa_eval.llms.llm_factory``; else one line, now."""
     if not isinstance(llm, QaEvalLLM):
-        raise QaEvalError(
+        raise SetupError(
             f"{metric}: llm must come from qa_eval.llms.llm_factory(model, client=...), "
             f"not {type(llm).__name__}"
         )
@@ -155,7 +156,7 @@ def require_llm(metric: str, llm: Any) -> QaEvalLLM:
 def require_embeddings(metric: str, embeddings: Any) -> Embedder:
     """``embeddings`` when it is an embedder (``qa_eval.embeddings.embedding_factory``)."""
     if not isinstance(embeddings, Embedder):
-        raise QaEvalError(
+        raise SetupError(
             f"{metric}: embeddings must come from qa_eval.embeddings.embedding_factory(...), "
             f"not {type(embeddings).__name__}"
         )
@@ -210,7 +211,8 @@ class BaseMetric:
     async def ascore_row(self, row: Mapping[str, Any], judge: Any = None) -> MetricResult:
         """One row's result (its inputs by ``ascore``'s keyword names), the calls made through
         ``judge`` when given (a run's shared judge: one budget, shared in-flight asks), else
-        through this metric's own."""
+        through this metric's own. Each input's type is checked first (``checks``)."""
+        check_inputs(type(self).__name__, type(self).ascore, row)
         if judge is None and self.llm is not None:
             judge = self.llm.judge()
         session = Session(judge if self.llm is not None else None, self.embeddings)

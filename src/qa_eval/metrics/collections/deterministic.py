@@ -32,6 +32,7 @@ Constructor arguments and ``ascore`` keywords are ragas'; each result has a ``re
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -327,8 +328,33 @@ class ToolCallAccuracy(_ToolCalls):
         super().__init__(name, **kwargs)
 
     def _engine(self, row: Mapping[str, Any]) -> text.Scored:
-        return toolcalls.tool_call_accuracy(
+        found = toolcalls.tool_call_accuracy(
             row["user_input"], row["reference_tool_calls"], self.strict_order
+        )
+        _warn_as_ragas(row["user_input"], row["reference_tool_calls"])
+        return found
+
+
+def _warn_as_ragas(user_input: Any, reference_tool_calls: Any) -> None:
+    """ragas 0.4.3's ``UserWarning``s of ``ToolCallAccuracy``, with its texts: no predicted
+    calls, no reference calls, or lists of different lengths (only the first pairs compared)."""
+    predicted = len(toolcalls.predicted_tool_calls(user_input))
+    reference = len(reference_tool_calls)
+    if not predicted and not reference:
+        return
+    if not predicted:
+        warnings.warn("No tool calls found in the user input", UserWarning, stacklevel=5)
+    elif not reference:
+        warnings.warn(
+            "Reference tool calls are empty but predictions exist", UserWarning, stacklevel=5
+        )
+    elif predicted != reference:
+        warnings.warn(
+            f"Length mismatch: predicted tool calls ({predicted}) vs reference tool calls "
+            f"({reference}). Only the first {min(predicted, reference)} tool calls will be "
+            "compared.",
+            UserWarning,
+            stacklevel=5,
         )
 
 

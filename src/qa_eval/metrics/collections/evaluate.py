@@ -395,7 +395,13 @@ def _judge(llm: Any, concurrency: int | None, max_cost: float | None) -> Any:
 
     config = llm.config.with_options(concurrency=concurrency)
     client = llm.client.view() if llm.client is not None else None
-    return Judge(config, cache=llm.store(), client=client, max_cost=max_cost)
+    return Judge(
+        config,
+        cache=llm.store(),
+        client=client,
+        max_cost=max_cost,
+        system_prompt=getattr(llm, "system_prompt", None),
+    )
 
 
 async def ascore_rows(

@@ -23,6 +23,20 @@ class OpenTrace:
     last: int = 0
 
 
+def _trial(root: Span | None) -> Any:
+    """The trial a trace is (repeated runs of one question): the root span's ``qa_eval.trial``
+    attribute, OpenInference's ``metadata`` JSON's ``trial``, or OpenLLMetry's
+    ``traceloop.association.properties.trial``; None without one."""
+    if root is None:
+        return None
+    attributes = root.attributes
+    value = first_of(attributes, "qa_eval.trial", "traceloop.association.properties.trial")
+    if value is None:
+        metadata = from_json(attributes.get("metadata"))
+        value = metadata.get("trial") if isinstance(metadata, dict) else None
+    return value
+
+
 def _question_id(spans: list[Span]) -> str | None:
     for span in spans:
         for attributes in (span.attributes, span.resource):
@@ -75,6 +89,9 @@ def assemble_trace(trace_id: str, open_trace: OpenTrace, source: str, form: str)
             if starts and ends:
                 trace.elapsed_sec = (max(ends) - min(starts)) / 1e9
     trace.question_id = _question_id(([root] if root else []) + spans)
+    trial = _trial(root)
+    if trial is not None:
+        trace.metadata["trial"] = trial
     readings = {span.span_id: read_span(span, events[span.span_id]) for span in spans}
     by_id = {span.span_id: span for span in spans}
     planned: list[ToolCall] = []

@@ -216,6 +216,8 @@ def _event_message(event: Event) -> tuple[str, Message] | None:
         return ("input", message) if message else None
     if event.name == "gen_ai.choice":
         choice = payload.get("message")
+        if isinstance(choice, str):  # JSON text, as bridges write an event body's nested values
+            choice = from_json(choice)
         inner: dict[str, Any] = choice if isinstance(choice, dict) else {}
         message = chat_message({"role": "assistant", **inner})
         return ("output", message) if message else None

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ...errors import QaEvalError
+from ...errors import SetupError
 from ..ragas import judged as ragas_judged
 from ..ragas.noise_sensitivity import MODES
 from .base import BaseMetric, Scored, Session, require_llm
@@ -92,7 +92,7 @@ class ContextRelevance(_Judged):
         self, llm: Any, name: str = "context_relevance", max_retries: int = 5, **kwargs: Any
     ) -> None:
         if not isinstance(max_retries, int) or max_retries < 1:
-            raise QaEvalError(f"max_retries must be a whole number of at least 1: {max_retries}")
+            raise SetupError(f"max_retries must be a whole number of at least 1: {max_retries}")
         self.max_retries = max_retries
         """Accepted as ragas' (see ``metrics.ragas.context_relevance``: the judge does the
         re-asking)."""

@@ -1,0 +1,8 @@
+"""ragas 0.4.3's ``ragas.metrics.collections.agent_goal_accuracy.metric`` under qa-eval: the
+names of its package, ``qa_eval.metrics.collections.agent_goal_accuracy``
+(docs/ragas.md, *Module paths*).
+"""
+
+from ....extras import ragas_twin
+
+__getattr__, __dir__ = ragas_twin(__name__)

@@ -1,0 +1,21 @@
+"""ragas 0.4.3's ``ragas.metrics.collections.context_recall.util`` under qa-eval (docs/ragas.md,
+*Module paths*). Not here: ``ContextRecallClassification``, ``ContextRecallInput``,
+``ContextRecallOutput``, ``ContextRecallPrompt`` (qa-eval writes its own prompts and reply schemas
+(qa_eval/prompts/)).
+"""
+
+from ....extras import ragas_face
+
+_NAMES: dict[str, tuple[str, str]] = {}
+_WHY = "qa-eval's metrics use their own prompts, reply schemas and helpers, not ragas'"
+_MISSING: dict[str, str] = dict.fromkeys(
+    [
+        "ContextRecallClassification",
+        "ContextRecallInput",
+        "ContextRecallOutput",
+        "ContextRecallPrompt",
+    ],
+    _WHY,
+)
+__all__: list[str] = []
+__getattr__, __dir__ = ragas_face(__name__, _NAMES, _MISSING)

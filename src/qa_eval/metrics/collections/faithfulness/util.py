@@ -1,0 +1,24 @@
+"""ragas 0.4.3's ``ragas.metrics.collections.faithfulness.util`` under qa-eval (docs/ragas.md,
+*Module paths*). Not here: ``NLIStatementInput``, ``NLIStatementOutput``, ``NLIStatementPrompt``,
+``StatementFaithfulnessAnswer``, ``StatementGeneratorInput``, ``StatementGeneratorOutput``,
+``StatementGeneratorPrompt`` (qa-eval's metrics use their own prompts, reply schemas and helpers).
+"""
+
+from ....extras import ragas_face
+
+_NAMES: dict[str, tuple[str, str]] = {}
+_WHY = "qa-eval's metrics use their own prompts, reply schemas and helpers, not ragas'"
+_MISSING: dict[str, str] = dict.fromkeys(
+    [
+        "NLIStatementInput",
+        "NLIStatementOutput",
+        "NLIStatementPrompt",
+        "StatementFaithfulnessAnswer",
+        "StatementGeneratorInput",
+        "StatementGeneratorOutput",
+        "StatementGeneratorPrompt",
+    ],
+    _WHY,
+)
+__all__: list[str] = []
+__getattr__, __dir__ = ragas_face(__name__, _NAMES, _MISSING)

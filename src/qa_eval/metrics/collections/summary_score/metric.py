@@ -1,0 +1,8 @@
+"""ragas 0.4.3's ``ragas.metrics.collections.summary_score.metric`` under qa-eval: the
+names of its package, ``qa_eval.metrics.collections.summary_score``
+(docs/ragas.md, *Module paths*).
+"""
+
+from ....extras import ragas_twin
+
+__getattr__, __dir__ = ragas_twin(__name__)
