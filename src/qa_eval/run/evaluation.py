@@ -221,16 +221,41 @@ def run_into(
     reference_qas: Any, chat_responses: Any, sink: ResultSink, options: RunOptions
 ) -> dict[str, Any]:
     """Run to completion with results going to ``sink`` (e.g. ``run.sinks.LinesSink``);
-    returns the signature. Safe inside a running event loop, as ``run_evaluation``."""
+    returns the signature. The run works on a thread of its own, as ``iter_evaluation``'s: Ctrl-C
+    (or any exception) in the calling thread cancels it and waits for it to end (its worker
+    processes stopped, its files closed) before it is raised, also when the run would have
+    finished without another pause."""
+    box: dict[str, Any] = {}
+    started = threading.Event()
 
     async def run() -> dict[str, Any]:
+        box["loop"], box["task"] = asyncio.get_running_loop(), asyncio.current_task()
+        started.set()
         return await execute(reference_qas, chat_responses, sink, options)
 
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(run())
+        except BaseException as e:  # re-raised in the caller's thread
+            box["error"] = e
+        finally:
+            started.set()
+
+    worker = threading.Thread(target=target, name="qa-eval", daemon=True)
+    worker.start()
     try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(run())
-    return _run_in_thread(run)  # type: ignore[no-any-return]
+        worker.join()
+    except BaseException:
+        started.wait()
+        loop, task = box.get("loop"), box.get("task")
+        if loop is not None and task is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(task.cancel)
+        worker.join()
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]
 
 
 def run_evaluation(

@@ -190,12 +190,26 @@ def spread(
 
 
 def _serve(tasks: Any, results: Any, work: BatchWork) -> None:
-    """A worker process: evaluate each batch taken from ``tasks`` and send back what came of it
-    (its :class:`Evaluated`, or the error it raised) until given None. Ctrl-C is left to the
-    parent, which stops the worker."""
+    """A worker process: evaluate each batch read from the ``tasks`` pipe and send back what
+    came of it (its :class:`Evaluated`, or the error it raised) until the pipe closes. A thread
+    reads the pipe all along, so the parent never waits to hand a batch over while the worker
+    waits to hand a result back. Ctrl-C is left to the parent, which stops the worker."""
+    import queue
+    import threading
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    waiting: queue.Queue[Any] = queue.Queue()
+
+    def read() -> None:
+        try:
+            while True:
+                waiting.put(tasks.recv())
+        except (EOFError, OSError):
+            waiting.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
     while True:
-        batch = tasks.get()
+        batch = waiting.get()
         if batch is None:
             return
         try:
@@ -211,8 +225,9 @@ def _serve(tasks: Any, results: Any, work: BatchWork) -> None:
 class WorkerPool:
     """``workers`` processes evaluating batches in turn (:meth:`evaluated`), started with
     ``spawn`` (a process with threads is not forked); :meth:`close` stops every one of them,
-    also after an error or Ctrl-C. Each worker has its own queue of batches and its own pipe of
-    results, and batch k goes to worker k mod N, so the results are read back in order."""
+    also after an error or Ctrl-C. Each worker has a pipe of batches and a pipe of results (no
+    queue: its feeder thread could hold the interpreter's exit), and batch k goes to worker
+    k mod N, so the results are read back in order."""
 
     def __init__(self, workers: int, work: BatchWork) -> None:
         context = multiprocessing.get_context("spawn")
@@ -221,16 +236,29 @@ class WorkerPool:
         self.results: list[Any] = []
         self.processes: list[Any] = []
         for _ in range(workers):
-            tasks = context.Queue()
+            task_reader, task_writer = context.Pipe(duplex=False)
             reader, writer = context.Pipe(duplex=False)
             process = context.Process(
-                target=_serve, args=(tasks, writer, work), name="qa-eval worker", daemon=True
+                target=_serve,
+                args=(task_reader, writer, work),
+                name="qa-eval worker",
+                daemon=True,
             )
             process.start()
+            task_reader.close()
             writer.close()
-            self.tasks.append(tasks)
+            self.tasks.append(task_writer)
             self.results.append(reader)
             self.processes.append(process)
+
+    def _send(self, worker: int, batch: Batch) -> None:
+        """Hand a batch to a worker (``RuntimeError`` when it died)."""
+        try:
+            self.tasks[worker].send(batch)
+        except (BrokenPipeError, OSError):
+            process = self.processes[worker]
+            process.join(timeout=1)
+            raise RuntimeError(_ended(process)) from None
 
     async def evaluated(self, batches: Iterable[Batch]) -> AsyncIterator[Evaluated]:
         """The batches evaluated, in order; at most two per worker in flight. A worker that
@@ -238,7 +266,7 @@ class WorkerPool:
         sent = received = 0
         limit = 2 * self.workers
         for batch in batches:
-            self.tasks[sent % self.workers].put(batch)
+            await asyncio.to_thread(self._send, sent % self.workers, batch)
             sent += 1
             while sent - received >= limit:
                 yield await asyncio.to_thread(self._receive, received % self.workers)
@@ -259,8 +287,7 @@ class WorkerPool:
             kind, value = "died", None
         if kind == "died":
             process.join(timeout=1)
-            code = f" (exit code {process.exitcode})" if process.exitcode is not None else ""
-            raise RuntimeError(f"a worker process ended while evaluating{code}: the run stopped")
+            raise RuntimeError(_ended(process))
         if kind == "error" and isinstance(value, BaseException):
             raise value
         assert isinstance(value, Evaluated)
@@ -268,10 +295,9 @@ class WorkerPool:
 
     def close(self) -> None:
         """Stop every worker and wait for it to end."""
-        for tasks, process in zip(self.tasks, self.processes, strict=True):
-            if process.is_alive():
-                with contextlib.suppress(Exception):
-                    tasks.put(None)
+        for tasks in self.tasks:
+            with contextlib.suppress(Exception):
+                tasks.close()  # the worker reads the end of its batches and returns
         for process in self.processes:
             process.join(timeout=0.2)
             if process.is_alive():
@@ -281,8 +307,11 @@ class WorkerPool:
             if process.is_alive():
                 process.kill()
                 process.join()
-        for queue in self.tasks:
-            queue.cancel_join_thread()
-            queue.close()
         for reader in self.results:
             reader.close()
+
+
+def _ended(process: Any) -> str:
+    """The message of a worker that ended before its batches were done."""
+    code = f" (exit code {process.exitcode})" if process.exitcode is not None else ""
+    return f"a worker process ended while evaluating{code}: the run stopped"
