@@ -30,6 +30,7 @@ require("ray.data", "qa_eval.ray")
 
 import ray  # noqa: E402  (after the extra is checked)
 import ray.data  # noqa: E402
+from ray.data.expressions import col  # noqa: E402
 
 from .aggregate.compute import compute_aggregates  # noqa: E402
 from .config.load import as_config  # noqa: E402
@@ -120,6 +121,14 @@ class _Batches:
         self.keywords = keywords
 
     def __call__(self, batch: pyarrow.Table) -> dict[str, list[Any]]:
+        try:
+            return self._evaluated(batch)
+        except QaEvalError as error:  # bad input: its one line goes to the driver, which raises
+            out: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+            _row(out, _META, 0, "", dump_json({"error": str(error)}))
+            return out
+
+    def _evaluated(self, batch: pyarrow.Table) -> dict[str, list[Any]]:
         responses = _responses(batch, self.column)
         reference = self.reference
         counts: dict[int, int] = {}
@@ -228,16 +237,16 @@ def evaluate_dataset(
         compute=ray.data.ActorPoolStrategy(size=actors),
         num_cpus=1 if not judged else 0.5,
     )
-    try:
-        mapped = mapped.materialize()
-        metas = [
-            parse_json(bytes(row["result"]).decode(), "batch")
-            for row in mapped.filter(expr=f"position == {_META}").iter_rows()
-        ]
-    except Exception as error:  # a batch's bad input: the one-line error it raised
-        raise _cause(error) from None
+    mapped = mapped.materialize()
+    metas = [
+        parse_json(bytes(row["result"]).decode(), "batch")
+        for row in mapped.filter(expr=col("position") == _META).iter_rows()
+    ]
+    failed = next((m["error"] for m in metas if "error" in m), None)
+    if failed is not None:
+        raise QaEvalError(failed)
     answered = _answered(metas, ids)
-    results = mapped.filter(expr=f"position != {_META}")
+    results = mapped.filter(expr=col("position") != _META)
     missing = [i for i, seen in enumerate(answered) if not seen]
     signatures = [m["signature"] for m in metas]
     if missing or not signatures:
@@ -255,19 +264,6 @@ def evaluate_dataset(
 
 def _records(columns: dict[str, list[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)]
-
-
-def _cause(error: BaseException) -> BaseException:
-    """The qa-eval error a batch raised, out of Ray's wrappers (else the error itself)."""
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        if isinstance(current, QaEvalError):
-            return current
-        seen.add(id(current))
-        cause = getattr(current, "cause", None)
-        current = cause if isinstance(cause, BaseException) else current.__cause__
-    return error
 
 
 def _answered(metas: list[dict[str, Any]], ids: list[Any]) -> list[bool]:
@@ -303,6 +299,10 @@ def _signature(
     }
     if settings is not None:
         signature["options"] = {**signature["options"], "concurrency": settings.concurrency}
+    judges = [s["judge"] for s in signatures if s.get("judge")]
+    if judges:  # the replies received in each response mode, added up
+        modes = _added([j["response_modes"] for j in judges])
+        signature["judge"] = {**signature["judge"], "response_modes": modes}
     for key in ("llm_metrics",):
         note = next((s[key] for s in signatures if key in s), None)
         if note is not None:
