@@ -235,7 +235,10 @@ def evaluate_dataset(
         batch_format="pyarrow",
         fn_constructor_args=(shared, column, actor_config, keywords),
         compute=ray.data.ActorPoolStrategy(size=actors),
-        num_cpus=1 if not judged else 0.5,
+        # Half a CPU each: a pool as large as the cluster's CPUs still leaves Ray Data's read
+        # tasks (read_text, read_parquet: one CPU each) room to run; with a whole CPU each, a
+        # pool of every CPU waited forever for its input.
+        num_cpus=0.5,
     )
     mapped = mapped.materialize()
     metas = [
