@@ -72,7 +72,9 @@ def _same_as_one_process(run: Any, single: Any, aggregates: dict[str, Any]) -> N
 
 @needs_ray
 @pytest.mark.parametrize("mix", ["matching", "mismatch"])
-def test_the_benchmark_mixes_give_one_process_s_bytes(ray_session: Any, mix: str) -> None:
+def test_the_benchmark_mixes_give_one_process_s_bytes(
+    ray_session: Any, mix: str, tmp_path: Path
+) -> None:
     from qa_eval.ray import evaluate_dataset
 
     bench = _benchmark()
@@ -82,7 +84,13 @@ def test_the_benchmark_mixes_give_one_process_s_bytes(ray_session: Any, mix: str
     single = run_evaluation(reference, responses)
     # Shuffled, in small batches: positions, not the order read, give the reference order.
     shuffled = responses[1::2] + responses[::2]
-    run = evaluate_dataset(_lines(ray_session, shuffled), reference, batch_size=64)
+    if mix == "matching":
+        ds = _lines(ray_session, shuffled)
+    else:  # a JSON Lines file read by Ray Data's read tasks beside a pool of every CPU
+        path = tmp_path / "responses.jsonl"
+        path.write_bytes(b"".join(dump_json(r) + b"\n" for r in shuffled))
+        ds = ray_session.data.read_text(str(path))
+    run = evaluate_dataset(ds, reference, batch_size=64)
     results, aggregates = run  # unpacks as the pair
     assert aggregates is run.aggregates
     assert results.columns() == ["position", "rank", "question_id", "result"]

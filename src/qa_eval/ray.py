@@ -348,7 +348,8 @@ def iter_results(results: ray.data.Dataset) -> Iterator[dict[str, Any]]:
     """The results of an ``evaluate_dataset`` run (its results Dataset) as dicts, in its order,
     read one batch at a time."""
     for batch in results.iter_batches(batch_format="pyarrow", batch_size=4096):
-        for value in batch.column("result").to_pylist():
+        table: pyarrow.Table = batch  # the format asked for
+        for value in table.column("result").to_pylist():
             yield parse_json(value.decode("utf-8", "surrogatepass"), "results dataset")
 
 
