@@ -42,6 +42,7 @@ LAYERS: dict[str, int] = {
     "qa_eval.report": 6,
     "qa_eval.view": 6,
     "qa_eval.testing": 6,
+    "qa_eval.ray": 6,
     "qa_eval.llms": 6,
     "qa_eval.embeddings": 6,
     "qa_eval.messages": 6,

@@ -45,6 +45,7 @@ EXTRAS: dict[str, str] = {
     "rapidfuzz": "ragas-metrics",
     "datacompy": "datacompy",
     "opentelemetry": "otlp",
+    "ray": "ray",
 }
 """The top-level module of each optional package -> the qa-eval extra that installs it."""
 

@@ -1,0 +1,188 @@
+"""qa_eval.ray on a local Ray (one session for the whole file, ``ray.init(num_cpus=2)``): the
+results, aggregates and signature of ``evaluate_dataset`` equal one process's on the benchmark's
+two mixes and on the conformance cases; a judge's pool of actors keeps the concurrency bound; and
+without Ray the import names the extra."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from fakes import items_dataset
+from openai_stub import StubServer, oracle
+from qa_eval import QaEvalError, compute_aggregates, run_evaluation
+from qa_eval.extras import MissingExtra, available
+from qa_eval.io.limits import dump_json
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFORMANCE = Path("/work/shared/conformance/cases")
+if not CONFORMANCE.exists():  # beside the checkout, as tests/integration/test_conformance.py
+    CONFORMANCE = ROOT.parent / "shared" / "conformance" / "cases"
+
+needs_ray = pytest.mark.skipif(
+    not available("ray"), reason="Ray is not installed: pip install 'qa-eval[ray]'"
+)
+
+
+@pytest.fixture(scope="session")
+def ray_session() -> Iterator[Any]:
+    """One local Ray for every test here (a start costs ~15 s), kept small: 2 CPUs, 200 MB of
+    object store, no dashboard, no progress bars."""
+    ray = pytest.importorskip("ray")
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        object_store_memory=200 * 1024 * 1024,
+        log_to_driver=False,
+    )
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    yield ray
+    ray.shutdown()
+
+
+def _benchmark() -> Any:
+    path = ROOT / "benchmarks" / "run.py"
+    spec = importlib.util.spec_from_file_location("qa_eval_benchmark_run", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _lines(ray: Any, responses: list[Any]) -> Any:
+    """The responses as ``ray.data.read_text`` gives a JSON Lines file: one ``text`` row each."""
+    return ray.data.from_items([{"text": dump_json(r).decode()} for r in responses])
+
+
+def _same_as_one_process(run: Any, single: Any, aggregates: dict[str, Any]) -> None:
+    from qa_eval.ray import iter_results
+
+    got = list(iter_results(run.results))
+    assert [dump_json(r) for r in got] == [dump_json(r) for r in single]
+    assert dump_json(run.aggregates) == dump_json(aggregates)
+    assert run.signature == single.signature
+
+
+@needs_ray
+@pytest.mark.parametrize("mix", ["matching", "mismatch"])
+def test_the_benchmark_mixes_give_one_process_s_bytes(
+    ray_session: Any, mix: str, tmp_path: Path
+) -> None:
+    from qa_eval.ray import evaluate_dataset
+
+    bench = _benchmark()
+    reference, responses = bench.dataset(480)
+    if mix == "mismatch":
+        responses = bench.mismatch_mix(reference, responses)
+    single = run_evaluation(reference, responses)
+    # Shuffled, in small batches: positions, not the order read, give the reference order.
+    shuffled = responses[1::2] + responses[::2]
+    if mix == "matching":
+        ds = _lines(ray_session, shuffled)
+    else:  # a JSON Lines file read by Ray Data's read tasks beside a pool of every CPU
+        path = tmp_path / "responses.jsonl"
+        path.write_bytes(b"".join(dump_json(r) + b"\n" for r in shuffled))
+        ds = ray_session.data.read_text(str(path))
+    run = evaluate_dataset(ds, reference, batch_size=64)
+    results, aggregates = run  # unpacks as the pair
+    assert aggregates is run.aggregates
+    assert results.columns() == ["position", "rank", "question_id", "result"]
+    assert results.count() == len(single)
+    _same_as_one_process(run, single, compute_aggregates(single))
+    assert run.signature["reference"]["fingerprint"] == single.signature["reference"]["fingerprint"]
+
+
+def _conformance_cases() -> list[Path]:
+    return sorted(p for p in CONFORMANCE.glob("*") if p.is_dir()) if CONFORMANCE.exists() else []
+
+
+@needs_ray
+@pytest.mark.skipif(not _conformance_cases(), reason="../shared/conformance is not here")
+def test_the_conformance_cases_give_one_process_s_results(ray_session: Any) -> None:
+    from qa_eval.ray import evaluate_dataset
+
+    for case in _conformance_cases():
+        reference = yaml.safe_load((case / "reference.yaml").read_text(encoding="utf-8"))
+        lines = (case / "responses.jsonl").read_text(encoding="utf-8").splitlines()
+        texts = [line for line in lines if line.strip()]
+        single = run_evaluation(reference, [yaml.safe_load(t) for t in texts])
+        ds = ray_session.data.from_items([{"text": t} for t in texts])
+        run = evaluate_dataset(ds, reference, batch_size=2)
+        _same_as_one_process(run, single, compute_aggregates(single))
+
+
+def _judge(url: str, concurrency: int) -> dict[str, Any]:
+    endpoint = {"provider": "openai", "base_url": url, "api_key": "x"}
+    return {
+        "llm": {
+            "generation": {**endpoint, "model": "gpt-4o-mini"},
+            "embedding": {**endpoint, "model": "text-embedding-3-small"},
+            "concurrency": concurrency,
+        }
+    }
+
+
+@needs_ray
+def test_a_judge_pool_keeps_the_concurrency_bound_and_one_process_s_results(
+    ray_session: Any,
+) -> None:
+    from qa_eval.ray import evaluate_dataset
+
+    reference, responses = items_dataset(24)
+    with StubServer(oracle(latency=0.05)) as server:
+        config = _judge(server.url, 4)
+        single = run_evaluation(reference, responses, config, cache=False)
+        one_peak = server.peak
+        server.peak = 0
+        calls = len(server.requests)
+        # Records, not text: rows as read_json or from_items give them.
+        ds = ray_session.data.from_items(responses)
+        run = evaluate_dataset(ds, reference, config, batch_size=6, actors=2, cache=False)
+        assert len(server.requests) == 2 * calls  # every call made again: nothing cached
+        pool_peak = server.peak
+    assert 1 < pool_peak <= 4 and one_peak <= 4
+    from qa_eval.ray import iter_results
+
+    got = list(iter_results(run.results))
+    assert [dump_json(r) for r in got] == [dump_json(r) for r in single]
+    assert dump_json(run.aggregates) == dump_json(compute_aggregates(single, config))
+    usage, one = run.signature.pop("usage"), dict(single.signature).pop("usage")
+    # The calls and tokens add up exactly; the cost as floats added in another order.
+    assert usage["total"] == pytest.approx(one["total"], rel=1e-12)
+    assert usage["per_metric"].keys() == one["per_metric"].keys()
+    for metric, used in usage["per_metric"].items():
+        assert used == pytest.approx(one["per_metric"][metric], rel=1e-12)
+    expected = {k: v for k, v in single.signature.items() if k != "usage"}
+    assert run.signature == expected
+    assert run.signature["options"]["concurrency"] == 4
+
+
+@needs_ray
+def test_bad_input_is_one_line_and_split_trials_are_refused(ray_session: Any) -> None:
+    from qa_eval.ray import evaluate_dataset
+
+    reference, responses = items_dataset(4)
+    broken = [dict(r) for r in responses]
+    broken[2]["actual_steps"] = "not a list"
+    with pytest.raises(QaEvalError, match="actual_steps"):
+        evaluate_dataset(_lines(ray_session, broken), reference, batch_size=2)
+    twice = responses + responses[:1]
+    with pytest.raises(QaEvalError, match="answered in two batches"):
+        evaluate_dataset(_lines(ray_session, twice), reference, batch_size=2)
+
+
+def test_without_ray_the_import_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a)
+    )
+    monkeypatch.delitem(sys.modules, "qa_eval.ray", raising=False)
+    with pytest.raises(MissingExtra, match=r"^qa_eval.ray needs .*pip install 'qa-eval\[ray\]'$"):
+        importlib.import_module("qa_eval.ray")
