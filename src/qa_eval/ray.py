@@ -6,7 +6,7 @@ against the part of the reference its responses answer; the questions no respons
 evaluated once on the driver; results keep their reference position (``position``, then ``rank``
 among a question's trials), so the results Dataset is in reference order and the aggregates are
 ``compute_aggregates`` of the whole. A judge runs in a pool of actors whose concurrencies add up
-to at most the config's ``concurrency``. See docs/scale-ray.md.
+to at most the config's ``concurrency``. See docs/scale.md.
 
 Rows of the input are either JSON Lines text (a ``text`` column as ``ray.data.read_text`` gives,
 or the column named by ``column``): each line read exactly as ``qa-eval evaluate`` reads a
