@@ -15,7 +15,6 @@ loads the files, and its loader accepts some values more leniently (any ``error`
 from __future__ import annotations
 
 import json
-from importlib import resources
 from typing import Any
 
 __all__ = ["SCHEMAS", "load_schema", "schema_text"]
@@ -29,6 +28,8 @@ def schema_text(name: str) -> str:
     ``agreement``."""
     if name not in SCHEMAS:
         raise ValueError(f"unknown schema {name!r}: use one of {', '.join(SCHEMAS)}")
+    from importlib import resources  # on use: the parser reads SCHEMAS, and --help stays light
+
     return resources.files(__name__).joinpath(f"{name}.schema.json").read_text(encoding="utf-8")
 
 
