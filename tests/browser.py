@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CHROMIUM_ARGS", "Tab", "find_chromium", "start_chromium"]
+__all__ = ["CHROMIUM_ARGS", "Tab", "find_chromium", "start_chromium", "stop_chromium"]
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -66,6 +66,7 @@ def start_chromium(binary: str, folder: Path, timeout: float = 60) -> tuple[Any,
              *CHROMIUM_ARGS, "about:blank"],
             stdout=subprocess.DEVNULL,
             stderr=err,
+            start_new_session=True,  # its own process group: stop_chromium ends all of it
         )  # fmt: skip
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -75,8 +76,33 @@ def start_chromium(binary: str, folder: Path, timeout: float = 60) -> tuple[Any,
         if process.poll() is not None:
             break
         time.sleep(0.05)
-    process.kill()
+    stop_chromium(process)
     raise RuntimeError(f"Chromium did not start: {log.read_text(errors='replace')[-500:]}")
+
+
+def stop_chromium(process: Any, timeout: float = 10) -> None:
+    """End the browser and every process it started. Debian's ``chromium`` and
+    ``chromium-headless-shell`` are shell scripts that run the real binary as a child, so ending
+    only the started process left the browser running after the session: the whole process
+    group is ended."""
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            continue
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:  # the group's other members end after its leader
+            try:
+                os.killpg(process.pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
 
 
 class Tab:

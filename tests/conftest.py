@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from browser import find_chromium, start_chromium
+from browser import find_chromium, start_chromium, stop_chromium
 from openai_stub import StubServer, oracle
 
 _JUDGE_VARIABLES = (
@@ -51,8 +51,7 @@ def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         yield endpoint
     finally:
-        process.terminate()
-        process.wait(10)
+        stop_chromium(process)
 
 
 @pytest.fixture(scope="module")
