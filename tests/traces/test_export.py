@@ -330,7 +330,7 @@ def test_results_without_traces_have_nothing_to_export(
     assert not out.exists()
     traced = evaluated(tmp_path)
     assert main(["export-scores", str(traced), "--otlp-json", str(out), "--metric", "nope"]) == 2
-    assert "nothing to export" in capsys.readouterr().err and not out.exists()
+    assert "--metric nope: unknown key" in capsys.readouterr().err and not out.exists()
 
 
 def test_only_scores_on_0_1_and_labels_are_exported_by_default() -> None:
@@ -347,3 +347,16 @@ def test_only_scores_on_0_1_and_labels_are_exported_by_default() -> None:
     assert [(e.name, e.value) for e in named] == [("tool_calls_ratio", 2.0)]
     doc = (Path(__file__).parents[2] / "docs" / "export-scores.md").read_text(encoding="utf-8")
     assert "`tool_calls_ratio`" in doc and "not exported" in doc
+
+
+def test_an_unknown_metric_key_is_refused_with_the_nearest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--metric`` naming a key no family writes and no result has is refused (exit 2, the
+    nearest key named, nothing written), not skipped with a note."""
+    results = evaluated(tmp_path)
+    out = tmp_path / "events.json"
+    code = main(["export-scores", str(results), "--otlp-json", str(out), "--metric", "steps_scor"])
+    assert code == 2
+    assert "--metric steps_scor: unknown key; did you mean steps_score?" in capsys.readouterr().err
+    assert not out.exists()
