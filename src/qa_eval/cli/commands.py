@@ -417,12 +417,7 @@ def export_scores(args: argparse.Namespace) -> int:
     if args.otlp_json:
         check_output_path(args.otlp_json)
     results = _read_results(args.results, "export-scores")
-    if args.metric:  # a key no family writes and no result has is a typo, never a silent skip
-        from ..vocabulary.lookup import key_info
-
-        present = {k for r in results if isinstance(r, Mapping) for k in r}
-        known = sorted(present | {m for m in args.metric if key_info(m) is not None})
-        quality.check_names("--metric", args.metric, known, "key")
+    quality.check_result_keys("--metric", args.metric or (), results)
     selection = evaluation_events(results, args.metric)
     nothing = selection.nothing(len(results))
     if nothing is not None:  # never an empty file or an empty post that looks like an export

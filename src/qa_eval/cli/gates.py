@@ -119,6 +119,17 @@ def known_metrics(config: Any = None, results: Iterable[Any] = ()) -> list[str]:
     return list(dict.fromkeys([*METRICS, *sorted(STEP_METRIC_NAMES), *custom, *present]))
 
 
+def check_result_keys(option: str, names: Sequence[str], results: Iterable[Any]) -> None:
+    """A ``QaEvalError`` (exit code 2) for a key of ``names`` that no metric family writes and no
+    result has: a typo, never a silent skip (the nearest keys named)."""
+    if not names:
+        return
+    from ..vocabulary.lookup import key_info
+
+    present = {k for r in results if isinstance(r, Mapping) for k in r}
+    check_names(option, names, sorted(present | {m for m in names if key_info(m)}), "key")
+
+
 def check_names(option: str, names: Iterable[str], known: Sequence[str], what: str) -> None:
     """A ``QaEvalError`` (exit code 2) for the first of ``names`` not in ``known``, naming the
     nearest known names (``what``: the kind of name, e.g. ``metric``)."""
