@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -74,20 +74,26 @@ def require(module: str, feature: str) -> ModuleType:
 
 
 def lazy_face(
-    package: str, names: dict[str, str]
+    package: str,
+    names: Mapping[str, str | tuple[str, str]],
+    missing: Callable[[str], Any] | None = None,
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """A package face's PEP 562 ``__getattr__`` and ``__dir__``: each name in ``names`` is
     imported from its module (``names[name]``, relative to ``package``, or absolute when it
-    starts with ``qa_eval.``) when first used, so importing the package (or one of its modules)
-    loads nothing else."""
+    starts with ``qa_eval.``; a ``(module, name there)`` pair when the name differs) when first
+    used, so importing the package (or one of its modules) loads nothing else. ``missing`` is
+    called with any other name before the ``AttributeError`` (it may raise its own)."""
     module_globals = sys.modules[package].__dict__
 
     def __getattr__(name: str) -> Any:
-        module = names.get(name)
-        if module is None:
+        target = names.get(name)
+        if target is None:
+            if missing is not None:
+                missing(name)
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        module, attribute = (target, name) if isinstance(target, str) else target
         where = module if module.startswith("qa_eval.") else f"{package}.{module}"
-        value = getattr(importlib.import_module(where), name)
+        value = getattr(importlib.import_module(where), attribute)
         module_globals[name] = value
         return value
 
@@ -110,28 +116,19 @@ def ragas_face(
     package: str, names: dict[str, tuple[str, str]], missing: dict[str, str]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """The PEP 562 ``__getattr__`` and ``__dir__`` of a module at one of ragas 0.4.3's module
-    paths: each of ``names`` (name -> (qa-eval module, its name there)) loads when first used;
-    each of ``missing`` (name -> what to use instead) is a :class:`NotInQaEval` saying so."""
-    module_globals = sys.modules[package].__dict__
+    paths (:func:`lazy_face`): each of ``names`` (name -> (qa-eval module, its name there)) loads
+    when first used; each of ``missing`` (name -> what to use instead) is a :class:`NotInQaEval`
+    saying so."""
     _RAGAS_FACES[package] = (names, missing)
 
-    def __getattr__(name: str) -> Any:
-        found = names.get(name)
-        if found is None:
-            if name in missing:
-                raise NotInQaEval(
-                    f"qa-eval does not provide ragas' {name} ({package}): {missing[name]}",
-                    name=package,
-                )
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(found[0]), found[1])
-        module_globals[name] = value
-        return value
+    def not_in_qa_eval(name: str) -> None:
+        if name in missing:
+            raise NotInQaEval(
+                f"qa-eval does not provide ragas' {name} ({package}): {missing[name]}",
+                name=package,
+            )
 
-    def __dir__() -> list[str]:
-        return sorted({*module_globals, *names})
-
-    return __getattr__, __dir__
+    return lazy_face(package, names, not_in_qa_eval)
 
 
 def ragas_twin(module: str) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
