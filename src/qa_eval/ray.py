@@ -2,11 +2,16 @@
 Ray cluster, with the results and aggregates of one process.
 
 Each batch of responses is evaluated by ``run_evaluation`` (the one code path of every run)
-against the part of the reference its responses answer; the questions no response answers are
-evaluated once on the driver; results keep their reference position (``position``, then ``rank``
-among a question's trials), so the results Dataset is in reference order and the aggregates are
-``compute_aggregates`` of the whole. A judge runs in a pool of actors whose concurrencies add up
-to at most the config's ``concurrency``. See docs/scale.md.
+against the part of the reference its responses answer, and aggregated there into mergeable
+partial aggregates (``aggregate.partial``), which the driver merges: the driver never reads a
+result back. The questions no response answers are evaluated once on the driver. Results keep
+their reference position (``position``, then ``rank`` among a question's trials), so the results
+Dataset is in reference order and the merged aggregates are ``compute_aggregates`` of the whole.
+A question's trials may come in any batches: a first pass reads each response's ``question_id``
+and ``trial`` (only those, and only from lines that name a trial), so every batch knows each
+trial's rank among its question's trials (in the order of their ``trial`` values: numbers, then
+text). A judge runs in a pool of actors whose concurrencies add up to at most the config's
+``concurrency``. See docs/scale.md.
 
 Rows of the input are either JSON Lines text (a ``text`` column as ``ray.data.read_text`` gives,
 or the column named by ``column``): each line read exactly as ``qa-eval evaluate`` reads a
@@ -19,7 +24,10 @@ Importing this module without Ray installed raises :class:`~qa_eval.extras.Missi
 from __future__ import annotations
 
 import dataclasses
+import functools
+import itertools
 import os
+import pickle
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -32,14 +40,17 @@ import ray  # noqa: E402  (after the extra is checked)
 import ray.data  # noqa: E402
 from ray.data.expressions import col  # noqa: E402
 
-from .aggregate.compute import compute_aggregates  # noqa: E402
+from .aggregate.compute import AggregateSpec  # noqa: E402
+from .aggregate.partial import PartialAggregates  # noqa: E402
 from .config.load import as_config  # noqa: E402
 from .errors import QaEvalError, UnknownResponsesWarning  # noqa: E402
 from .io.files import parse_json, read_reference  # noqa: E402
 from .io.limits import dump_json  # noqa: E402
+from .metrics.agents.trials import TRIAL_KEY  # noqa: E402
 from .run.evaluation import run_evaluation  # noqa: E402
 from .run.prepare.reference import prepare_reference  # noqa: E402
 from .run.prepare.responses import Unknown  # noqa: E402
+from .run.shards import position_key  # noqa: E402
 from .run.signature import reference_fingerprint  # noqa: E402
 
 if TYPE_CHECKING:
@@ -49,16 +60,22 @@ __all__ = ["DatasetRun", "evaluate_dataset", "iter_results"]
 
 COLUMNS = ("position", "rank", "question_id", "result")
 """The results Dataset's columns: the question's position in the reference, the result's rank
-among the question's results (its trials, in the order read), the question id as text, and the
-result as the JSON bytes a results file holds on its line."""
+among the question's results (0 without trials; with trials, its place in the order of their
+``trial`` values, numbers before text), the question id as text, and the result as the JSON bytes
+a results file holds on its line."""
 
 _META = -1
-"""The position of the one row each batch adds for the driver: its signature and the positions
-it answered (filtered out of the results)."""
+"""The position of the one row each batch adds for the driver (filtered out of the results):
+its signature, the positions it answered without trials and its partial aggregates, pickled."""
 
 _REFUSED = ("max_cost", "on_result", "progress", "on_progress", "fingerprint", "options")
-"""Run options that cannot hold across batches scored apart (one budget, callbacks in this
-process, the fingerprint the run computes)."""
+"""Run options that cannot hold across batches scored apart: ``max_cost`` (one budget: see
+docs/scale.md), the callbacks (called in the process that runs each batch), the fingerprint (the
+whole reference's, computed here) and ``options``."""
+
+Trials = dict[int, dict[Any, int]]
+"""Reference position -> {trial value: its rank among the question's trials}, for the questions
+answered with trials."""
 
 
 class DatasetRun:
@@ -111,21 +128,25 @@ class _Reference:
 
 class _Batches:
     """The actors' callable: one batch of responses in, its results (and one row for the driver)
-    out; each batch is one ``run_evaluation``."""
+    out; each batch is one ``run_evaluation``, aggregated into a ``PartialAggregates``."""
 
-    def __init__(self, reference: Any, column: str | None, config: Any, keywords: dict) -> None:
-        data, ids = ray.get(reference) if isinstance(reference, ray.ObjectRef) else reference
+    def __init__(
+        self, shared: Any, column: str | None, config: Any, keywords: dict, spec: AggregateSpec
+    ) -> None:
+        data, ids, trials = ray.get(shared) if isinstance(shared, ray.ObjectRef) else shared
         self.reference = _Reference(data, ids)
+        self.trials: Trials = trials
         self.column = column
         self.config = config
         self.keywords = keywords
+        self.spec = spec
 
     def __call__(self, batch: pyarrow.Table) -> dict[str, list[Any]]:
         try:
             return self._evaluated(batch)
         except QaEvalError as error:  # bad input: its one line goes to the driver, which raises
             out: dict[str, list[Any]] = {name: [] for name in COLUMNS}
-            _row(out, _META, 0, "", dump_json({"error": str(error)}))
+            _row(out, _META, 0, "", pickle.dumps({"error": str(error)}))
             return out
 
     def _evaluated(self, batch: pyarrow.Table) -> dict[str, list[Any]]:
@@ -143,15 +164,41 @@ class _Batches:
             results = run_evaluation(
                 reference.part(answered), responses, self.config, **self.keywords
             )
-        out: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+        ranked: list[tuple[int, int, dict[str, Any]]] = []
+        single: list[int] = []  # the positions answered without trials
         index = 0
         for position in answered:
-            for rank in range(counts[position]):
-                _row(out, position, rank, reference.ids[position], dump_json(results[index]))
+            for _ in range(counts[position]):
+                result = results[index]
                 index += 1
-        meta = {"signature": results.signature, "answered": answered}
-        _row(out, _META, 0, "", dump_json(meta))
+                ranked.append((position, self._rank(position, result), result))
+            if TRIAL_KEY not in results[index - 1]:
+                single.append(position)
+        ranked.sort(key=lambda item: (item[0], item[1]))  # a question's trials by rank
+        partial = PartialAggregates(self.spec)
+        partial.add(
+            (result for _, _, result in ranked),
+            [position_key(position, rank) for position, rank, _ in ranked],
+        )
+        out: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+        for position, rank, result in ranked:
+            _row(out, position, rank, reference.ids[position], dump_json(result))
+        meta = {"signature": results.signature, "single": single, "aggregates": partial}
+        _row(out, _META, 0, "", pickle.dumps(meta, protocol=pickle.HIGHEST_PROTOCOL))
         return out
+
+    def _rank(self, position: int, result: dict[str, Any]) -> int:
+        """A result's rank among its question's results: its trial's, from the first pass."""
+        if TRIAL_KEY not in result:
+            return 0
+        rank = self.trials.get(position, {}).get(result[TRIAL_KEY])
+        if rank is None:  # read otherwise by the first pass: a source that changed meanwhile
+            raise QaEvalError(
+                f"responses dataset: question_id {self.reference.ids[position]!r}: trial "
+                f"{result[TRIAL_KEY]!r} was not there when the trials were first read (the "
+                "dataset gave other rows on a second read)"
+            )
+        return rank
 
 
 def _row(out: dict[str, list[Any]], position: int, rank: int, qid: Any, result: bytes) -> None:
@@ -199,6 +246,7 @@ def evaluate_dataset(
     batch_size: int = 1000,
     actors: int | None = None,
     by: Iterable[str] | None = None,
+    pass_thresholds: Mapping[str, float] | None = None,
     **keywords: Any,
 ) -> DatasetRun:
     """Evaluate the responses of ``ds`` against ``reference`` (a path or the data) on Ray; the
@@ -211,15 +259,19 @@ def evaluate_dataset(
     (``cache=``) is each node's own unless a folder every node shares is given. ``column``: the
     column holding each response's JSON text (default: ``text`` when it is the only column, as
     ``ray.data.read_text`` gives; else each row is a response record). A question's responses
-    (its trials) must come in one batch. ``by``: the tags the aggregates group by. The other
-    keywords are ``run_evaluation``'s (``enable``, ``disable``, ``keys``, ``cache``, ...), but
-    not ``max_cost`` nor the callbacks."""
+    (its trials) may come in any batches; its trials are ordered by their ``trial`` values.
+    ``by``: the tags the aggregates group by; ``pass_thresholds`` (metric -> value): the
+    aggregates' pass@k and pass^k of repeated trials, as ``compute_aggregates`` takes them. The
+    other keywords are ``run_evaluation``'s
+    (``enable``, ``disable``, ``keys``, ``cache``, ...), but not ``max_cost`` nor the
+    callbacks."""
     refused = sorted(set(keywords) & set(_REFUSED))
     if refused:
         raise QaEvalError(f"evaluate_dataset does not take {', '.join(refused)}")
     data, ids, fingerprint, templates = _loaded(reference)
     keywords = {**keywords, "fingerprint": fingerprint}
     settings = None if config is None else as_config(config)
+    spec = _spec(settings, by, keywords.get("keys"), pass_thresholds)
     judged = settings is not None and settings.generation is not None
     if actors is None:
         actors = max(1, int(ray.available_resources().get("CPU", 1)))
@@ -228,12 +280,14 @@ def evaluate_dataset(
         assert settings is not None
         actors = max(1, min(actors, settings.concurrency))
         actor_config = dataclasses.replace(settings, concurrency=settings.concurrency // actors)
-    shared = ray.put((data, ids))
+    whole = _Reference(data, ids)
+    trials = _first_pass(ds, column, whole)
+    shared = ray.put((data, ids, trials))
     mapped = ds.map_batches(
         _Batches,
         batch_size=batch_size,
         batch_format="pyarrow",
-        fn_constructor_args=(shared, column, actor_config, keywords),
+        fn_constructor_args=(shared, column, actor_config, keywords, spec),
         compute=ray.data.ActorPoolStrategy(size=actors),
         # Half a CPU each: a pool as large as the cluster's CPUs still leaves Ray Data's read
         # tasks (read_text, read_parquet: one CPU each) room to run; with a whole CPU each, a
@@ -241,47 +295,121 @@ def evaluate_dataset(
         num_cpus=0.5,
     )
     mapped = mapped.materialize()
-    metas = [
-        parse_json(bytes(row["result"]).decode(), "batch")
-        for row in mapped.filter(expr=col("position") == _META).iter_rows()
-    ]
-    failed = next((m["error"] for m in metas if "error" in m), None)
-    if failed is not None:
-        raise QaEvalError(failed)
-    answered = _answered(metas, ids)
+    aggregates = PartialAggregates(spec)
+    signatures: list[dict[str, Any]] = []
+    answered = bytearray(len(ids))  # 1: answered without trials (once); 2: with trials
+    for position in trials:
+        answered[position] = 2
+    for row in mapped.filter(expr=col("position") == _META).iter_rows():
+        meta = pickle.loads(row["result"])  # written by _Batches, in this run
+        if "error" in meta:
+            raise QaEvalError(meta["error"])
+        signatures.append(meta["signature"])
+        _mark(answered, meta["single"], ids)
+        aggregates.merge(meta["aggregates"])
     results = mapped.filter(expr=col("position") != _META)
     missing = [i for i, seen in enumerate(answered) if not seen]
-    signatures = [m["signature"] for m in metas]
     if missing or not signatures:
-        rest = run_evaluation(_Reference(data, ids).part(missing), [], config, **keywords)
+        rest = run_evaluation(whole.part(missing), [], config, **keywords)
         signatures.append(rest.signature)
         out: dict[str, list[Any]] = {name: [] for name in COLUMNS}
         for position, result in zip(missing, rest, strict=True):
             _row(out, position, 0, ids[position], dump_json(result))
+        aggregates.add(rest, [position_key(position, 0) for position in missing])
         results = results.union(ray.data.from_items(_records(out)))
-    ordered = results.sort(["position", "rank"]).materialize()  # sorted once, read twice
+    ordered = results.sort(["position", "rank"]).materialize()
     signature = _signature(signatures, fingerprint, templates, len(ids), settings)
-    aggregates = _aggregates(ordered, settings if config is not None else None, by, keywords)
-    return DatasetRun(ordered, aggregates, signature)
+    return DatasetRun(ordered, aggregates.finish(), signature)
+
+
+def _spec(
+    settings: Any, by: Iterable[str] | None, keys: str | None, thresholds: Any
+) -> AggregateSpec:
+    """What the aggregates are asked for: ``compute_aggregates``' arguments for this run."""
+    options: dict[str, Any] = {"pass_thresholds": thresholds}
+    if by is not None:
+        options["by"] = by
+    if keys is not None:
+        options["keys"] = keys
+    return AggregateSpec.of(settings, **options)
+
+
+def _trial_pairs(batch: pyarrow.Table, column: str | None) -> dict[str, list[Any]]:
+    """The first pass over a batch: the question id and trial of each response that has a trial
+    (as the JSON of the pair). Only lines that may name a trial are parsed; a line that cannot
+    be read is left to the second pass, which names it."""
+    names = batch.column_names
+    if column is None and names == ["text"]:
+        column = "text"
+    pairs: Iterable[tuple[Any, Any]] = ()
+    if column is None and TRIAL_KEY in names and "question_id" in names:
+        pairs = zip(batch.column("question_id").to_pylist(), batch.column(TRIAL_KEY).to_pylist())
+    elif column is not None and column in names:
+        pairs = _text_pairs(batch.column(column).to_pylist())
+    return {"pair": [dump_json([qid, trial]) for qid, trial in pairs if _an_id(trial)]}
+
+
+def _text_pairs(texts: list[Any]) -> Iterator[tuple[Any, Any]]:
+    for text in texts:
+        # A key written with escapes ("\u0074rial") is a trial too.
+        if text and ("trial" in text or "\\u" in text):
+            try:
+                record = parse_json(text, "responses dataset")
+            except QaEvalError:
+                continue
+            if isinstance(record, dict) and TRIAL_KEY in record:
+                yield record.get("question_id"), record[TRIAL_KEY]
+
+
+def _an_id(value: Any) -> bool:
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
+
+
+def _first_pass(ds: ray.data.Dataset, column: str | None, reference: _Reference) -> Trials:
+    """Each trial's rank among its question's trials (their ``trial`` values sorted: numbers,
+    then text); ``QaEvalError`` for a trial given twice."""
+    read = functools.partial(_trial_pairs, column=column)
+    pairs = ds.map_batches(read, batch_format="pyarrow", batch_size=None)
+    found: dict[int, list[Any]] = {}
+    for batch in pairs.iter_batches(batch_format="pyarrow", batch_size=None):
+        table: pyarrow.Table = batch  # the format asked for
+        for raw in table.column("pair").to_pylist():
+            qid, trial = parse_json(raw.decode("utf-8", "surrogatepass"), "responses dataset")
+            position = reference.position(qid)
+            if position is not None:
+                found.setdefault(position, []).append(trial)
+    trials: Trials = {}
+    for position, values in found.items():
+        ordered = sorted(values, key=lambda trial: (isinstance(trial, str), trial))
+        for before, after in itertools.pairwise(ordered):
+            if before == after and type(before) is type(after):
+                raise QaEvalError(
+                    f"responses dataset: question_id {reference.ids[position]!r}: duplicate "
+                    f"trial {before!r}"
+                )
+        trials[position] = {trial: rank for rank, trial in enumerate(ordered)}
+    return trials
 
 
 def _records(columns: dict[str, list[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)]
 
 
-def _answered(metas: list[dict[str, Any]], ids: list[Any]) -> list[bool]:
-    """Which reference positions some batch answered; a question answered in two batches is
-    refused (its responses, e.g. its trials, must come in one batch)."""
-    seen = [False] * len(ids)
-    for meta in metas:
-        for position in meta["answered"]:
-            if seen[position]:
-                raise QaEvalError(
-                    f"responses dataset: question_id {ids[position]!r} is answered in two "
-                    "batches (a duplicate response, or trials that must come in one batch)"
-                )
-            seen[position] = True
-    return seen
+def _mark(answered: bytearray, single: list[int], ids: list[Any]) -> None:
+    """Note the positions a batch answered without trials; a question answered in two batches
+    that way (a duplicate response), or with and without trials, is refused."""
+    for position in single:
+        if answered[position]:
+            detail = (
+                "a duplicate response"
+                if answered[position] == 1
+                else "trial: missing here but given in another response to this question"
+            )
+            raise QaEvalError(
+                f"responses dataset: question_id {ids[position]!r} is answered in two batches "
+                f"({detail})"
+            )
+        answered[position] = 1
 
 
 def _signature(
@@ -351,21 +479,3 @@ def iter_results(results: ray.data.Dataset) -> Iterator[dict[str, Any]]:
         table: pyarrow.Table = batch  # the format asked for
         for value in table.column("result").to_pylist():
             yield parse_json(value.decode("utf-8", "surrogatepass"), "results dataset")
-
-
-def _aggregates(
-    ordered: ray.data.Dataset, config: Any, by: Iterable[str] | None, keywords: Mapping[str, Any]
-) -> dict[str, Any]:
-    """The aggregates of the whole run.
-
-    PARTIAL AGGREGATES PLUG IN HERE: today every result is read back once, in reference order,
-    into one ``compute_aggregates`` on the driver. With mergeable partial aggregates (issue 35,
-    section 3), each batch returns its partial in its driver row and this merges them."""
-    options: dict[str, Any] = {}
-    if by is not None:
-        options["by"] = by
-    if "keys" in keywords:
-        options["keys"] = keywords["keys"]
-    if keywords.get("pass_thresholds"):
-        options["pass_thresholds"] = keywords["pass_thresholds"]
-    return compute_aggregates(iter_results(ordered), config, **options)
