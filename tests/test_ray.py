@@ -207,7 +207,7 @@ def test_bad_input_duplicates_and_mixed_trials_are_one_line(ray_session: Any) ->
         QaEvalError, match=r"^responses dataset: question_id 'q0': duplicate trial 2$"
     ):
         evaluate_dataset(_lines(ray_session, trials + trials[4:5]), reference, batch_size=2)
-    with pytest.raises(QaEvalError, match=r"'q1'.*missing here but given in another response"):
+    with pytest.raises(QaEvalError, match=r"'q1'.*missing in one response but given in another"):
         evaluate_dataset(_lines(ray_session, trials + responses[1:2]), reference, batch_size=2)
 
 

@@ -7,10 +7,10 @@ partial aggregates (``aggregate.partial``), which the driver merges: the driver 
 result back. The questions no response answers are evaluated once on the driver. Results keep
 their reference position (``position``, then ``rank`` among a question's trials), so the results
 Dataset is in reference order and the merged aggregates are ``compute_aggregates`` of the whole.
-A question's trials may come in any batches: a first pass reads each response's ``question_id``
-and ``trial`` (only those, and only from lines that name a trial), so every batch knows each
-trial's rank among its question's trials (in the order of their ``trial`` values: numbers, then
-text). A judge runs in a pool of actors whose concurrencies add up to at most the config's
+A question's trials may come in any batches: each batch reports the trials it scored, the driver
+ranks each question's trials (in the order of their ``trial`` values: numbers, then text), and a
+second pass over the results with a trial (only when there are any) gives each its rank and
+aggregates them. A judge runs in a pool of actors whose concurrencies add up to at most the config's
 ``concurrency``. See docs/scale.md.
 
 Rows of the input are either JSON Lines text (a ``text`` column as ``ray.data.read_text`` gives,
@@ -24,12 +24,11 @@ Importing this module without Ray installed raises :class:`~qa_eval.extras.Missi
 from __future__ import annotations
 
 import dataclasses
-import functools
 import itertools
 import os
 import pickle
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .extras import require
@@ -73,7 +72,10 @@ _REFUSED = ("max_cost", "on_result", "progress", "on_progress", "fingerprint", "
 docs/scale.md), the callbacks (called in the process that runs each batch), the fingerprint (the
 whole reference's, computed here) and ``options``."""
 
-Trials = dict[int, dict[Any, int]]
+_UNRANKED = -1
+"""The rank of a result with a trial until the second pass ranks it."""
+
+Ranks = dict[int, dict[Any, int]]
 """Reference position -> {trial value: its rank among the question's trials}, for the questions
 answered with trials."""
 
@@ -128,26 +130,22 @@ class _Reference:
 
 class _Batches:
     """The actors' callable: one batch of responses in, its results (and one row for the driver)
-    out; each batch is one ``run_evaluation``, aggregated into a ``PartialAggregates``."""
+    out; each batch is one ``run_evaluation``, its results without trials aggregated into a
+    ``PartialAggregates``. Results with a trial leave unranked (rank :data:`_UNRANKED`): their
+    rank needs every batch's trials (see :class:`_Ranked`)."""
 
     def __init__(
         self, shared: Any, column: str | None, config: Any, keywords: dict, spec: AggregateSpec
     ) -> None:
-        data, ids, trials = ray.get(shared) if isinstance(shared, ray.ObjectRef) else shared
+        data, ids = ray.get(shared) if isinstance(shared, ray.ObjectRef) else shared
         self.reference = _Reference(data, ids)
-        self.trials: Trials = trials
         self.column = column
         self.config = config
         self.keywords = keywords
         self.spec = spec
 
     def __call__(self, batch: pyarrow.Table) -> dict[str, list[Any]]:
-        try:
-            return self._evaluated(batch)
-        except QaEvalError as error:  # bad input: its one line goes to the driver, which raises
-            out: dict[str, list[Any]] = {name: [] for name in COLUMNS}
-            _row(out, _META, 0, "", pickle.dumps({"error": str(error)}))
-            return out
+        return _guarded(self._evaluated, batch)
 
     def _evaluated(self, batch: pyarrow.Table) -> dict[str, list[Any]]:
         responses = _responses(batch, self.column)
@@ -164,41 +162,75 @@ class _Batches:
             results = run_evaluation(
                 reference.part(answered), responses, self.config, **self.keywords
             )
-        ranked: list[tuple[int, int, dict[str, Any]]] = []
-        single: list[int] = []  # the positions answered without trials
+        out: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+        single: list[int] = []  # the positions answered without a trial
+        trials: list[tuple[int, Any]] = []  # (position, trial) of each result with one
         index = 0
         for position in answered:
             for _ in range(counts[position]):
                 result = results[index]
                 index += 1
-                ranked.append((position, self._rank(position, result), result))
-            if TRIAL_KEY not in results[index - 1]:
-                single.append(position)
-        ranked.sort(key=lambda item: (item[0], item[1]))  # a question's trials by rank
+                if TRIAL_KEY in result:
+                    trials.append((position, result[TRIAL_KEY]))
+                    rank = _UNRANKED
+                else:
+                    single.append(position)
+                    rank = 0
+                _row(out, position, rank, reference.ids[position], dump_json(result))
         partial = PartialAggregates(self.spec)
-        partial.add(
-            (result for _, _, result in ranked),
-            [position_key(position, rank) for position, rank, _ in ranked],
-        )
-        out: dict[str, list[Any]] = {name: [] for name in COLUMNS}
-        for position, rank, result in ranked:
-            _row(out, position, rank, reference.ids[position], dump_json(result))
-        meta = {"signature": results.signature, "single": single, "aggregates": partial}
-        _row(out, _META, 0, "", pickle.dumps(meta, protocol=pickle.HIGHEST_PROTOCOL))
+        plain = (r for r in results if TRIAL_KEY not in r)
+        partial.add(plain, [position_key(p, 0) for p in single])
+        meta = {"signature": results.signature, "single": single, "trials": trials}
+        _meta(out, {**meta, "aggregates": partial})
         return out
 
-    def _rank(self, position: int, result: dict[str, Any]) -> int:
-        """A result's rank among its question's results: its trial's, from the first pass."""
-        if TRIAL_KEY not in result:
-            return 0
-        rank = self.trials.get(position, {}).get(result[TRIAL_KEY])
-        if rank is None:  # read otherwise by the first pass: a source that changed meanwhile
-            raise QaEvalError(
-                f"responses dataset: question_id {self.reference.ids[position]!r}: trial "
-                f"{result[TRIAL_KEY]!r} was not there when the trials were first read (the "
-                "dataset gave other rows on a second read)"
-            )
-        return rank
+
+class _Ranked:
+    """The second pass, over the results with a trial only (none: no second pass): each gets
+    its rank among its question's trials, and they are aggregated with it."""
+
+    def __init__(self, ranks: Any, spec: AggregateSpec) -> None:
+        self.ranks: Ranks = ray.get(ranks) if isinstance(ranks, ray.ObjectRef) else ranks
+        self.spec = spec
+
+    def __call__(self, batch: pyarrow.Table) -> dict[str, list[Any]]:
+        return _guarded(self._ranked, batch)
+
+    def _ranked(self, batch: pyarrow.Table) -> dict[str, list[Any]]:
+        positions = batch.column("position").to_pylist()
+        ids = batch.column("question_id").to_pylist()
+        lines = batch.column("result").to_pylist()
+        results = [
+            parse_json(line.decode("utf-8", "surrogatepass"), "results dataset") for line in lines
+        ]
+        ranks = [self.ranks[p][r[TRIAL_KEY]] for p, r in zip(positions, results, strict=True)]
+        order = sorted(range(len(lines)), key=lambda i: (positions[i], ranks[i]))
+        partial = PartialAggregates(self.spec)
+        partial.add(
+            [results[i] for i in order], [position_key(positions[i], ranks[i]) for i in order]
+        )
+        out: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+        for i in order:
+            _row(out, positions[i], ranks[i], ids[i], lines[i])
+        _meta(out, {"aggregates": partial})
+        return out
+
+
+def _guarded(
+    evaluate: Callable[[pyarrow.Table], dict[str, list[Any]]], batch: pyarrow.Table
+) -> dict[str, list[Any]]:
+    """A batch's rows; for bad input, the one row that carries its one line to the driver."""
+    try:
+        return evaluate(batch)
+    except QaEvalError as error:
+        out: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+        _meta(out, {"error": str(error)})
+        return out
+
+
+def _meta(out: dict[str, list[Any]], meta: dict[str, Any]) -> None:
+    """Add the batch's row for the driver (pickled: read only by this run's driver)."""
+    _row(out, _META, 0, "", pickle.dumps(meta, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def _row(out: dict[str, list[Any]], position: int, rank: int, qid: Any, result: bytes) -> None:
@@ -281,8 +313,7 @@ def evaluate_dataset(
         actors = max(1, min(actors, settings.concurrency))
         actor_config = dataclasses.replace(settings, concurrency=settings.concurrency // actors)
     whole = _Reference(data, ids)
-    trials = _first_pass(ds, column, whole)
-    shared = ray.put((data, ids, trials))
+    shared = ray.put((data, ids))
     mapped = ds.map_batches(
         _Batches,
         batch_size=batch_size,
@@ -293,21 +324,37 @@ def evaluate_dataset(
         # tasks (read_text, read_parquet: one CPU each) room to run; with a whole CPU each, a
         # pool of every CPU waited forever for its input.
         num_cpus=0.5,
-    )
-    mapped = mapped.materialize()
+    ).materialize()
     aggregates = PartialAggregates(spec)
     signatures: list[dict[str, Any]] = []
-    answered = bytearray(len(ids))  # 1: answered without trials (once); 2: with trials
-    for position in trials:
-        answered[position] = 2
-    for row in mapped.filter(expr=col("position") == _META).iter_rows():
-        meta = pickle.loads(row["result"])  # written by _Batches, in this run
-        if "error" in meta:
-            raise QaEvalError(meta["error"])
+    answered = bytearray(len(ids))  # 1: answered without a trial, 2: with trials
+    trials: dict[int, list[Any]] = {}
+    for meta in _metas(mapped):
         signatures.append(meta["signature"])
         _mark(answered, meta["single"], ids)
+        for position, trial in meta["trials"]:
+            trials.setdefault(position, []).append(trial)
         aggregates.merge(meta["aggregates"])
     results = mapped.filter(expr=col("position") != _META)
+    if trials:
+        ranks = ray.put(_ranks(trials, answered, ids))
+        unranked = col("rank") == _UNRANKED
+        ranked = (
+            results.filter(expr=unranked)
+            .map_batches(
+                _Ranked,
+                batch_size=batch_size,
+                batch_format="pyarrow",
+                fn_constructor_args=(ranks, spec),
+                compute=ray.data.ActorPoolStrategy(size=actors),
+                num_cpus=0.5,
+            )
+            .materialize()
+        )
+        for meta in _metas(ranked):
+            aggregates.merge(meta["aggregates"])
+        ranked = ranked.filter(expr=col("position") != _META)
+        results = results.filter(expr=col("rank") != _UNRANKED).union(ranked)
     missing = [i for i, seen in enumerate(answered) if not seen]
     if missing or not signatures:
         rest = run_evaluation(whole.part(missing), [], config, **keywords)
@@ -322,6 +369,15 @@ def evaluate_dataset(
     return DatasetRun(ordered, aggregates.finish(), signature)
 
 
+def _metas(mapped: ray.data.Dataset) -> Iterator[dict[str, Any]]:
+    """The rows the batches wrote for the driver; ``QaEvalError`` for a batch's bad input."""
+    for row in mapped.filter(expr=col("position") == _META).iter_rows():
+        meta = pickle.loads(row["result"])  # written by this run's batches
+        if "error" in meta:
+            raise QaEvalError(meta["error"])
+        yield meta
+
+
 def _spec(
     settings: Any, by: Iterable[str] | None, keys: str | None, thresholds: Any
 ) -> AggregateSpec:
@@ -334,61 +390,26 @@ def _spec(
     return AggregateSpec.of(settings, **options)
 
 
-def _trial_pairs(batch: pyarrow.Table, column: str | None) -> dict[str, list[Any]]:
-    """The first pass over a batch: the question id and trial of each response that has a trial
-    (as the JSON of the pair). Only lines that may name a trial are parsed; a line that cannot
-    be read is left to the second pass, which names it."""
-    names = batch.column_names
-    if column is None and names == ["text"]:
-        column = "text"
-    pairs: Iterable[tuple[Any, Any]] = ()
-    if column is None and TRIAL_KEY in names and "question_id" in names:
-        pairs = zip(batch.column("question_id").to_pylist(), batch.column(TRIAL_KEY).to_pylist())
-    elif column is not None and column in names:
-        pairs = _text_pairs(batch.column(column).to_pylist())
-    return {"pair": [dump_json([qid, trial]) for qid, trial in pairs if _an_id(trial)]}
-
-
-def _text_pairs(texts: list[Any]) -> Iterator[tuple[Any, Any]]:
-    for text in texts:
-        # A key written with escapes ("\u0074rial") is a trial too.
-        if text and ("trial" in text or "\\u" in text):
-            try:
-                record = parse_json(text, "responses dataset")
-            except QaEvalError:
-                continue
-            if isinstance(record, dict) and TRIAL_KEY in record:
-                yield record.get("question_id"), record[TRIAL_KEY]
-
-
-def _an_id(value: Any) -> bool:
-    return isinstance(value, (str, int)) and not isinstance(value, bool)
-
-
-def _first_pass(ds: ray.data.Dataset, column: str | None, reference: _Reference) -> Trials:
+def _ranks(trials: dict[int, list[Any]], answered: bytearray, ids: list[Any]) -> Ranks:
     """Each trial's rank among its question's trials (their ``trial`` values sorted: numbers,
-    then text); ``QaEvalError`` for a trial given twice."""
-    read = functools.partial(_trial_pairs, column=column)
-    pairs = ds.map_batches(read, batch_format="pyarrow", batch_size=None)
-    found: dict[int, list[Any]] = {}
-    for batch in pairs.iter_batches(batch_format="pyarrow", batch_size=None):
-        table: pyarrow.Table = batch  # the format asked for
-        for raw in table.column("pair").to_pylist():
-            qid, trial = parse_json(raw.decode("utf-8", "surrogatepass"), "responses dataset")
-            position = reference.position(qid)
-            if position is not None:
-                found.setdefault(position, []).append(trial)
-    trials: Trials = {}
-    for position, values in found.items():
+    then text); ``QaEvalError`` for a trial given twice, or a question answered with and
+    without trials."""
+    ranks: Ranks = {}
+    for position, values in trials.items():
+        if answered[position]:
+            raise QaEvalError(
+                f"responses dataset: question_id {ids[position]!r} is answered in two batches "
+                "(trial: missing in one response but given in another to this question)"
+            )
+        answered[position] = 2
         ordered = sorted(values, key=lambda trial: (isinstance(trial, str), trial))
         for before, after in itertools.pairwise(ordered):
             if before == after and type(before) is type(after):
                 raise QaEvalError(
-                    f"responses dataset: question_id {reference.ids[position]!r}: duplicate "
-                    f"trial {before!r}"
+                    f"responses dataset: question_id {ids[position]!r}: duplicate trial {before!r}"
                 )
-        trials[position] = {trial: rank for rank, trial in enumerate(ordered)}
-    return trials
+        ranks[position] = {trial: rank for rank, trial in enumerate(ordered)}
+    return ranks
 
 
 def _records(columns: dict[str, list[Any]]) -> list[dict[str, Any]]:
@@ -396,18 +417,13 @@ def _records(columns: dict[str, list[Any]]) -> list[dict[str, Any]]:
 
 
 def _mark(answered: bytearray, single: list[int], ids: list[Any]) -> None:
-    """Note the positions a batch answered without trials; a question answered in two batches
-    that way (a duplicate response), or with and without trials, is refused."""
+    """Note the positions a batch answered without a trial; a question answered in two batches
+    that way (a duplicate response) is refused."""
     for position in single:
         if answered[position]:
-            detail = (
-                "a duplicate response"
-                if answered[position] == 1
-                else "trial: missing here but given in another response to this question"
-            )
             raise QaEvalError(
                 f"responses dataset: question_id {ids[position]!r} is answered in two batches "
-                f"({detail})"
+                "(a duplicate response)"
             )
         answered[position] = 1
 
