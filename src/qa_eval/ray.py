@@ -294,9 +294,8 @@ def evaluate_dataset(
     (its trials) may come in any batches; its trials are ordered by their ``trial`` values.
     ``by``: the tags the aggregates group by; ``pass_thresholds`` (metric -> value): the
     aggregates' pass@k and pass^k of repeated trials, as ``compute_aggregates`` takes them. The
-    other keywords are ``run_evaluation``'s
-    (``enable``, ``disable``, ``keys``, ``cache``, ...), but not ``max_cost`` nor the
-    callbacks."""
+    other keywords are ``run_evaluation``'s (``enable``, ``disable``, ``keys``, ``cache``, ...),
+    but not ``max_cost`` nor the callbacks (docs/scale.md says why)."""
     refused = sorted(set(keywords) & set(_REFUSED))
     if refused:
         raise QaEvalError(f"evaluate_dataset does not take {', '.join(refused)}")
