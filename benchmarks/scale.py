@@ -10,7 +10,10 @@ rows, side by side in one run: ``evaluate REFERENCE.json RESPONSES.jsonl -o RESU
 --aggregates AGGREGATES.json -q``, the same with ``--workers 2`` (its results and aggregates
 compared byte for byte with the first), the run split in ``--shards`` shards (``--shard i/N``,
 one after the other) put back together by ``qa-eval merge`` (compared likewise), and
-``aggregate``, ``compare`` and ``report`` on the results (up to ``--report-max`` questions).
+``aggregate``, ``compare`` and ``report`` on the results (up to ``--report-max`` questions), and
+"Ray local against one run" (up to ``--ray-max`` questions: ``scale_ray.py``, ``evaluate_dataset``
+on a local ``ray.init(num_cpus=2)`` reading the responses with ``read_text``, its results and
+aggregates compared likewise).
 The data is generated here, into a temporary folder, written as it is made (this process stays
 small): per question, a reference with a SPARQL step (3 rows) and a reference answer, and a
 response with an answer, the same SPARQL step (one question in five with a wrong row, one in
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import filecmp
+import importlib.util
 import json
 import os
 import re
@@ -138,16 +142,18 @@ def generate(folder: Path, n: int) -> tuple[Path, Path]:
     return reference, responses
 
 
-def measured(command: list[str], src: Path, limit_gb: float) -> dict[str, Any]:
-    """Run a command; its wall time, CPU time (its worker processes' included), peak RSS (MB:
-    its own, and the largest of its workers') and exit code. A process whose resident memory
-    passes ``limit_gb`` is killed (polled every 0.1 s; an address-space rlimit would not do:
-    orjson crashes under one)."""
+def measured(
+    command: list[str], src: Path, limit_gb: float, program: tuple[str, ...] = ("-m", "qa_eval")
+) -> dict[str, Any]:
+    """Run a command (of ``qa-eval``, or of another ``program`` run by this Python); its wall
+    time, CPU time (its worker processes' included), peak RSS (MB: its own, and the largest of
+    its workers') and exit code. A process whose resident memory passes ``limit_gb`` is killed
+    (polled every 0.1 s; an address-space rlimit would not do: orjson crashes under one)."""
     env = {**os.environ, "PYTHONPATH": str(src)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     process = subprocess.Popen(
-        [sys.executable, "-m", "qa_eval", *command],
+        [sys.executable, *program, *command],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -294,6 +300,8 @@ def sized(table: Table, label: str, n: int, files: tuple[Path, Path], tmp: Path,
         table.rows[-1][-1] += (
             f" | {same(one, merged)}, {same(one.with_suffix('.json'), merged.with_suffix('.json'))}"
         )
+    if n <= args.ray_max:
+        ray_row(table, label, n, files, one, args)
     if n <= args.report_max and one.exists():
         table.run(
             label,
@@ -307,6 +315,31 @@ def sized(table: Table, label: str, n: int, files: tuple[Path, Path], tmp: Path,
         table.run(label, n, "report RESULTS.jsonl", ["report", str(one), "-o", str(page)], page)
     for path in tmp.glob(f"*-{label}-{n}*"):
         path.unlink(missing_ok=True)
+
+
+def ray_row(
+    table: Table, label: str, n: int, files: tuple[Path, Path], one: Path, args: Any
+) -> None:
+    """The row "Ray local against one run": ``scale_ray.py`` (``evaluate_dataset`` on a local
+    Ray reading the responses with ``read_text``) in its own process, its results and aggregates
+    compared byte for byte with the one-process run's (``one``)."""
+    out = one.with_name(f"ray-{label}-{n}.jsonl")
+    timings = one.with_name(f"ray-{label}-{n}.timings.json")
+    command = [
+        *map(str, (*files, out, out.with_suffix(".json"))),
+        "--timings", str(timings), "--cpus", str(args.ray_cpus),
+    ]  # fmt: skip
+    done = measured(command, table.src, table.limit, program=(str(HERE / "scale_ray.py"),))
+    parts = json.loads(timings.read_text()) if timings.exists() else {}
+    what = f"Ray local, {args.ray_cpus} CPUs, read_text"
+    if parts:
+        what += " (start {start:.1f} s, evaluate {evaluate:.1f} s, write {write:.1f} s)".format(
+            **parts
+        )
+    table.add(label, n, what, done, size(out))
+    table.rows[-1][-1] += (
+        f" | {same(one, out)}, {same(one.with_suffix('.json'), out.with_suffix('.json'))}"
+    )
 
 
 def main() -> None:
@@ -331,6 +364,14 @@ def main() -> None:
         help="run 'aggregate', 'compare' and 'report' on sizes up to this many questions "
         "(default 100,000: they read every result into memory)",
     )
+    parser.add_argument(
+        "--ray-max",
+        type=int,
+        default=100_000 if importlib.util.find_spec("ray") else 0,
+        help="the row 'Ray local against one run' on sizes up to this many questions (default "
+        "100,000 when Ray is installed, else none; 0: none)",
+    )
+    parser.add_argument("--ray-cpus", type=int, default=2, help="ray.init(num_cpus=...)")
     args = parser.parse_args()
     sources = []
     for item in args.src or [f"this=({HERE.parent / 'src'})"]:

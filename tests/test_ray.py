@@ -99,6 +99,31 @@ def test_the_benchmark_mixes_give_one_process_s_bytes(
     assert run.signature["reference"]["fingerprint"] == single.signature["reference"]["fingerprint"]
 
 
+@needs_ray
+def test_trials_split_across_batches_give_one_process_s_bytes(ray_session: Any) -> None:
+    """Each round of trials follows the last (as a harness that runs every question again
+    writes them), the rows shuffled and cut in batches of 16: a question's trials are scored in
+    different batches, merged on the driver, ordered by trial (1, 2, 10, then text)."""
+    from qa_eval.ray import evaluate_dataset
+
+    bench = _benchmark()
+    reference, responses = bench.dataset(80)
+    spoiled = bench.mismatch_mix(reference, responses)
+    rounds = [(1, responses), (2, spoiled), (10, responses), ("x", spoiled[::7])]
+    ordered = [{**r, "trial": trial} for trial, given in rounds for r in given]
+    thresholds = {"steps_score": 0.5}
+    single = run_evaluation(reference, ordered)
+    shuffled = ordered[1::3] + ordered[2::3] + ordered[::3]
+    run = evaluate_dataset(
+        _lines(ray_session, shuffled), reference, batch_size=16, pass_thresholds=thresholds
+    )
+    whole = compute_aggregates(single, pass_thresholds=thresholds)
+    assert "trials" in whole["micro"] and whole["micro"]["trials"]["n_trials"]["max"] == 4
+    _same_as_one_process(run, single, whole)
+    ranks = [row["rank"] for row in run.results.take(4)]
+    assert ranks == [0, 1, 2, 3]
+
+
 def _conformance_cases() -> list[Path]:
     return sorted(p for p in CONFORMANCE.glob("*") if p.is_dir()) if CONFORMANCE.exists() else []
 
@@ -165,7 +190,7 @@ def test_a_judge_pool_keeps_the_concurrency_bound_and_one_process_s_results(
 
 
 @needs_ray
-def test_bad_input_is_one_line_and_split_trials_are_refused(ray_session: Any) -> None:
+def test_bad_input_duplicates_and_mixed_trials_are_one_line(ray_session: Any) -> None:
     from qa_eval.ray import evaluate_dataset
 
     reference, responses = items_dataset(4)
@@ -174,8 +199,16 @@ def test_bad_input_is_one_line_and_split_trials_are_refused(ray_session: Any) ->
     with pytest.raises(QaEvalError, match="actual_steps"):
         evaluate_dataset(_lines(ray_session, broken), reference, batch_size=2)
     twice = responses + responses[:1]
-    with pytest.raises(QaEvalError, match="answered in two batches"):
+    with pytest.raises(QaEvalError, match=r"answered in two batches \(a duplicate response"):
         evaluate_dataset(_lines(ray_session, twice), reference, batch_size=2)
+    # Trials: one given twice, and a question answered with and without them, batches apart.
+    trials = [{**r, "trial": t} for t in (1, 2) for r in responses]
+    with pytest.raises(
+        QaEvalError, match=r"^responses dataset: question_id 'q0': duplicate trial 2$"
+    ):
+        evaluate_dataset(_lines(ray_session, trials + trials[4:5]), reference, batch_size=2)
+    with pytest.raises(QaEvalError, match=r"'q1'.*missing in one response but given in another"):
+        evaluate_dataset(_lines(ray_session, trials + responses[1:2]), reference, batch_size=2)
 
 
 def test_without_ray_the_import_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

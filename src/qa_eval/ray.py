@@ -2,11 +2,16 @@
 Ray cluster, with the results and aggregates of one process.
 
 Each batch of responses is evaluated by ``run_evaluation`` (the one code path of every run)
-against the part of the reference its responses answer; the questions no response answers are
-evaluated once on the driver; results keep their reference position (``position``, then ``rank``
-among a question's trials), so the results Dataset is in reference order and the aggregates are
-``compute_aggregates`` of the whole. A judge runs in a pool of actors whose concurrencies add up
-to at most the config's ``concurrency``. See docs/scale.md.
+against the part of the reference its responses answer, and aggregated there into mergeable
+partial aggregates (``aggregate.partial``), which the driver merges: the driver never reads a
+result back. The questions no response answers are evaluated once on the driver. Results keep
+their reference position (``position``, then ``rank`` among a question's trials), so the results
+Dataset is in reference order and the merged aggregates are ``compute_aggregates`` of the whole.
+A question's trials may come in any batches: each batch reports the trials it scored, the driver
+ranks each question's trials (in the order of their ``trial`` values: numbers, then text), and a
+second pass over the results with a trial (only when there are any) gives each its rank and
+aggregates them. A judge runs in a pool of actors whose concurrencies add up to at most the config's
+``concurrency``. See docs/scale.md.
 
 Rows of the input are either JSON Lines text (a ``text`` column as ``ray.data.read_text`` gives,
 or the column named by ``column``): each line read exactly as ``qa-eval evaluate`` reads a
@@ -19,9 +24,11 @@ Importing this module without Ray installed raises :class:`~qa_eval.extras.Missi
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
+import pickle
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .extras import require
@@ -32,14 +39,17 @@ import ray  # noqa: E402  (after the extra is checked)
 import ray.data  # noqa: E402
 from ray.data.expressions import col  # noqa: E402
 
-from .aggregate.compute import compute_aggregates  # noqa: E402
+from .aggregate.compute import AggregateSpec  # noqa: E402
+from .aggregate.partial import PartialAggregates  # noqa: E402
 from .config.load import as_config  # noqa: E402
 from .errors import QaEvalError, UnknownResponsesWarning  # noqa: E402
 from .io.files import parse_json, read_reference  # noqa: E402
 from .io.limits import dump_json  # noqa: E402
+from .metrics.agents.trials import TRIAL_KEY  # noqa: E402
 from .run.evaluation import run_evaluation  # noqa: E402
 from .run.prepare.reference import prepare_reference  # noqa: E402
 from .run.prepare.responses import Unknown  # noqa: E402
+from .run.shards import position_key  # noqa: E402
 from .run.signature import reference_fingerprint  # noqa: E402
 
 if TYPE_CHECKING:
@@ -49,16 +59,25 @@ __all__ = ["DatasetRun", "evaluate_dataset", "iter_results"]
 
 COLUMNS = ("position", "rank", "question_id", "result")
 """The results Dataset's columns: the question's position in the reference, the result's rank
-among the question's results (its trials, in the order read), the question id as text, and the
-result as the JSON bytes a results file holds on its line."""
+among the question's results (0 without trials; with trials, its place in the order of their
+``trial`` values, numbers before text), the question id as text, and the result as the JSON bytes
+a results file holds on its line."""
 
 _META = -1
-"""The position of the one row each batch adds for the driver: its signature and the positions
-it answered (filtered out of the results)."""
+"""The position of the one row each batch adds for the driver (filtered out of the results):
+its signature, the positions it answered without trials and its partial aggregates, pickled."""
 
 _REFUSED = ("max_cost", "on_result", "progress", "on_progress", "fingerprint", "options")
-"""Run options that cannot hold across batches scored apart (one budget, callbacks in this
-process, the fingerprint the run computes)."""
+"""Run options that cannot hold across batches scored apart: ``max_cost`` (one budget: see
+docs/scale.md), the callbacks (called in the process that runs each batch), the fingerprint (the
+whole reference's, computed here) and ``options``."""
+
+_UNRANKED = -1
+"""The rank of a result with a trial until the second pass ranks it."""
+
+Ranks = dict[int, dict[Any, int]]
+"""Reference position -> {trial value: its rank among the question's trials}, for the questions
+answered with trials."""
 
 
 class DatasetRun:
@@ -111,22 +130,22 @@ class _Reference:
 
 class _Batches:
     """The actors' callable: one batch of responses in, its results (and one row for the driver)
-    out; each batch is one ``run_evaluation``."""
+    out; each batch is one ``run_evaluation``, its results without trials aggregated into a
+    ``PartialAggregates``. Results with a trial leave unranked (rank :data:`_UNRANKED`): their
+    rank needs every batch's trials (see :class:`_Ranked`)."""
 
-    def __init__(self, reference: Any, column: str | None, config: Any, keywords: dict) -> None:
-        data, ids = ray.get(reference) if isinstance(reference, ray.ObjectRef) else reference
+    def __init__(
+        self, shared: Any, column: str | None, config: Any, keywords: dict, spec: AggregateSpec
+    ) -> None:
+        data, ids = ray.get(shared) if isinstance(shared, ray.ObjectRef) else shared
         self.reference = _Reference(data, ids)
         self.column = column
         self.config = config
         self.keywords = keywords
+        self.spec = spec
 
     def __call__(self, batch: pyarrow.Table) -> dict[str, list[Any]]:
-        try:
-            return self._evaluated(batch)
-        except QaEvalError as error:  # bad input: its one line goes to the driver, which raises
-            out: dict[str, list[Any]] = {name: [] for name in COLUMNS}
-            _row(out, _META, 0, "", dump_json({"error": str(error)}))
-            return out
+        return _guarded(self._evaluated, batch)
 
     def _evaluated(self, batch: pyarrow.Table) -> dict[str, list[Any]]:
         responses = _responses(batch, self.column)
@@ -144,14 +163,74 @@ class _Batches:
                 reference.part(answered), responses, self.config, **self.keywords
             )
         out: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+        single: list[int] = []  # the positions answered without a trial
+        trials: list[tuple[int, Any]] = []  # (position, trial) of each result with one
         index = 0
         for position in answered:
-            for rank in range(counts[position]):
-                _row(out, position, rank, reference.ids[position], dump_json(results[index]))
+            for _ in range(counts[position]):
+                result = results[index]
                 index += 1
-        meta = {"signature": results.signature, "answered": answered}
-        _row(out, _META, 0, "", dump_json(meta))
+                if TRIAL_KEY in result:
+                    trials.append((position, result[TRIAL_KEY]))
+                    rank = _UNRANKED
+                else:
+                    single.append(position)
+                    rank = 0
+                _row(out, position, rank, reference.ids[position], dump_json(result))
+        partial = PartialAggregates(self.spec)
+        plain = (r for r in results if TRIAL_KEY not in r)
+        partial.add(plain, [position_key(p, 0) for p in single])
+        meta = {"signature": results.signature, "single": single, "trials": trials}
+        _meta(out, {**meta, "aggregates": partial})
         return out
+
+
+class _Ranked:
+    """The second pass, over the results with a trial only (none: no second pass): each gets
+    its rank among its question's trials, and they are aggregated with it."""
+
+    def __init__(self, ranks: Any, spec: AggregateSpec) -> None:
+        self.ranks: Ranks = ray.get(ranks) if isinstance(ranks, ray.ObjectRef) else ranks
+        self.spec = spec
+
+    def __call__(self, batch: pyarrow.Table) -> dict[str, list[Any]]:
+        return _guarded(self._ranked, batch)
+
+    def _ranked(self, batch: pyarrow.Table) -> dict[str, list[Any]]:
+        positions = batch.column("position").to_pylist()
+        ids = batch.column("question_id").to_pylist()
+        lines = batch.column("result").to_pylist()
+        results = [
+            parse_json(line.decode("utf-8", "surrogatepass"), "results dataset") for line in lines
+        ]
+        ranks = [self.ranks[p][r[TRIAL_KEY]] for p, r in zip(positions, results, strict=True)]
+        order = sorted(range(len(lines)), key=lambda i: (positions[i], ranks[i]))
+        partial = PartialAggregates(self.spec)
+        partial.add(
+            [results[i] for i in order], [position_key(positions[i], ranks[i]) for i in order]
+        )
+        out: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+        for i in order:
+            _row(out, positions[i], ranks[i], ids[i], lines[i])
+        _meta(out, {"aggregates": partial})
+        return out
+
+
+def _guarded(
+    evaluate: Callable[[pyarrow.Table], dict[str, list[Any]]], batch: pyarrow.Table
+) -> dict[str, list[Any]]:
+    """A batch's rows; for bad input, the one row that carries its one line to the driver."""
+    try:
+        return evaluate(batch)
+    except QaEvalError as error:
+        out: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+        _meta(out, {"error": str(error)})
+        return out
+
+
+def _meta(out: dict[str, list[Any]], meta: dict[str, Any]) -> None:
+    """Add the batch's row for the driver (pickled: read only by this run's driver)."""
+    _row(out, _META, 0, "", pickle.dumps(meta, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def _row(out: dict[str, list[Any]], position: int, rank: int, qid: Any, result: bytes) -> None:
@@ -199,6 +278,7 @@ def evaluate_dataset(
     batch_size: int = 1000,
     actors: int | None = None,
     by: Iterable[str] | None = None,
+    pass_thresholds: Mapping[str, float] | None = None,
     **keywords: Any,
 ) -> DatasetRun:
     """Evaluate the responses of ``ds`` against ``reference`` (a path or the data) on Ray; the
@@ -211,15 +291,18 @@ def evaluate_dataset(
     (``cache=``) is each node's own unless a folder every node shares is given. ``column``: the
     column holding each response's JSON text (default: ``text`` when it is the only column, as
     ``ray.data.read_text`` gives; else each row is a response record). A question's responses
-    (its trials) must come in one batch. ``by``: the tags the aggregates group by. The other
-    keywords are ``run_evaluation``'s (``enable``, ``disable``, ``keys``, ``cache``, ...), but
-    not ``max_cost`` nor the callbacks."""
+    (its trials) may come in any batches; its trials are ordered by their ``trial`` values.
+    ``by``: the tags the aggregates group by; ``pass_thresholds`` (metric -> value): the
+    aggregates' pass@k and pass^k of repeated trials, as ``compute_aggregates`` takes them. The
+    other keywords are ``run_evaluation``'s (``enable``, ``disable``, ``keys``, ``cache``, ...),
+    but not ``max_cost`` nor the callbacks (docs/scale.md says why)."""
     refused = sorted(set(keywords) & set(_REFUSED))
     if refused:
         raise QaEvalError(f"evaluate_dataset does not take {', '.join(refused)}")
     data, ids, fingerprint, templates = _loaded(reference)
     keywords = {**keywords, "fingerprint": fingerprint}
     settings = None if config is None else as_config(config)
+    spec = _spec(settings, by, keywords.get("keys"), pass_thresholds)
     judged = settings is not None and settings.generation is not None
     if actors is None:
         actors = max(1, int(ray.available_resources().get("CPU", 1)))
@@ -228,60 +311,120 @@ def evaluate_dataset(
         assert settings is not None
         actors = max(1, min(actors, settings.concurrency))
         actor_config = dataclasses.replace(settings, concurrency=settings.concurrency // actors)
+    whole = _Reference(data, ids)
     shared = ray.put((data, ids))
     mapped = ds.map_batches(
         _Batches,
         batch_size=batch_size,
         batch_format="pyarrow",
-        fn_constructor_args=(shared, column, actor_config, keywords),
+        fn_constructor_args=(shared, column, actor_config, keywords, spec),
         compute=ray.data.ActorPoolStrategy(size=actors),
         # Half a CPU each: a pool as large as the cluster's CPUs still leaves Ray Data's read
         # tasks (read_text, read_parquet: one CPU each) room to run; with a whole CPU each, a
         # pool of every CPU waited forever for its input.
         num_cpus=0.5,
-    )
-    mapped = mapped.materialize()
-    metas = [
-        parse_json(bytes(row["result"]).decode(), "batch")
-        for row in mapped.filter(expr=col("position") == _META).iter_rows()
-    ]
-    failed = next((m["error"] for m in metas if "error" in m), None)
-    if failed is not None:
-        raise QaEvalError(failed)
-    answered = _answered(metas, ids)
+    ).materialize()
+    aggregates = PartialAggregates(spec)
+    signatures: list[dict[str, Any]] = []
+    answered = bytearray(len(ids))  # 1: answered without a trial, 2: with trials
+    trials: dict[int, list[Any]] = {}
+    for meta in _metas(mapped):
+        signatures.append(meta["signature"])
+        _mark(answered, meta["single"], ids)
+        for position, trial in meta["trials"]:
+            trials.setdefault(position, []).append(trial)
+        aggregates.merge(meta["aggregates"])
     results = mapped.filter(expr=col("position") != _META)
+    if trials:
+        ranks = ray.put(_ranks(trials, answered, ids))
+        unranked = col("rank") == _UNRANKED
+        ranked = (
+            results.filter(expr=unranked)
+            .map_batches(
+                _Ranked,
+                batch_size=batch_size,
+                batch_format="pyarrow",
+                fn_constructor_args=(ranks, spec),
+                compute=ray.data.ActorPoolStrategy(size=actors),
+                num_cpus=0.5,
+            )
+            .materialize()
+        )
+        for meta in _metas(ranked):
+            aggregates.merge(meta["aggregates"])
+        ranked = ranked.filter(expr=col("position") != _META)
+        results = results.filter(expr=col("rank") != _UNRANKED).union(ranked)
     missing = [i for i, seen in enumerate(answered) if not seen]
-    signatures = [m["signature"] for m in metas]
     if missing or not signatures:
-        rest = run_evaluation(_Reference(data, ids).part(missing), [], config, **keywords)
+        rest = run_evaluation(whole.part(missing), [], config, **keywords)
         signatures.append(rest.signature)
         out: dict[str, list[Any]] = {name: [] for name in COLUMNS}
         for position, result in zip(missing, rest, strict=True):
             _row(out, position, 0, ids[position], dump_json(result))
+        aggregates.add(rest, [position_key(position, 0) for position in missing])
         results = results.union(ray.data.from_items(_records(out)))
-    ordered = results.sort(["position", "rank"]).materialize()  # sorted once, read twice
+    ordered = results.sort(["position", "rank"]).materialize()
     signature = _signature(signatures, fingerprint, templates, len(ids), settings)
-    aggregates = _aggregates(ordered, settings if config is not None else None, by, keywords)
-    return DatasetRun(ordered, aggregates, signature)
+    return DatasetRun(ordered, aggregates.finish(), signature)
+
+
+def _metas(mapped: ray.data.Dataset) -> Iterator[dict[str, Any]]:
+    """The rows the batches wrote for the driver; ``QaEvalError`` for a batch's bad input."""
+    for row in mapped.filter(expr=col("position") == _META).iter_rows():
+        meta = pickle.loads(row["result"])  # written by this run's batches
+        if "error" in meta:
+            raise QaEvalError(meta["error"])
+        yield meta
+
+
+def _spec(
+    settings: Any, by: Iterable[str] | None, keys: str | None, thresholds: Any
+) -> AggregateSpec:
+    """What the aggregates are asked for: ``compute_aggregates``' arguments for this run."""
+    options: dict[str, Any] = {"pass_thresholds": thresholds}
+    if by is not None:
+        options["by"] = by
+    if keys is not None:
+        options["keys"] = keys
+    return AggregateSpec.of(settings, **options)
+
+
+def _ranks(trials: dict[int, list[Any]], answered: bytearray, ids: list[Any]) -> Ranks:
+    """Each trial's rank among its question's trials (their ``trial`` values sorted: numbers,
+    then text); ``QaEvalError`` for a trial given twice, or a question answered with and
+    without trials."""
+    ranks: Ranks = {}
+    for position, values in trials.items():
+        if answered[position]:
+            raise QaEvalError(
+                f"responses dataset: question_id {ids[position]!r} is answered in two batches "
+                "(trial: missing in one response but given in another to this question)"
+            )
+        answered[position] = 2
+        ordered = sorted(values, key=lambda trial: (isinstance(trial, str), trial))
+        for before, after in itertools.pairwise(ordered):
+            if before == after and type(before) is type(after):
+                raise QaEvalError(
+                    f"responses dataset: question_id {ids[position]!r}: duplicate trial {before!r}"
+                )
+        ranks[position] = {trial: rank for rank, trial in enumerate(ordered)}
+    return ranks
 
 
 def _records(columns: dict[str, list[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)]
 
 
-def _answered(metas: list[dict[str, Any]], ids: list[Any]) -> list[bool]:
-    """Which reference positions some batch answered; a question answered in two batches is
-    refused (its responses, e.g. its trials, must come in one batch)."""
-    seen = [False] * len(ids)
-    for meta in metas:
-        for position in meta["answered"]:
-            if seen[position]:
-                raise QaEvalError(
-                    f"responses dataset: question_id {ids[position]!r} is answered in two "
-                    "batches (a duplicate response, or trials that must come in one batch)"
-                )
-            seen[position] = True
-    return seen
+def _mark(answered: bytearray, single: list[int], ids: list[Any]) -> None:
+    """Note the positions a batch answered without a trial; a question answered in two batches
+    that way (a duplicate response) is refused."""
+    for position in single:
+        if answered[position]:
+            raise QaEvalError(
+                f"responses dataset: question_id {ids[position]!r} is answered in two batches "
+                "(a duplicate response)"
+            )
+        answered[position] = 1
 
 
 def _signature(
@@ -351,21 +494,3 @@ def iter_results(results: ray.data.Dataset) -> Iterator[dict[str, Any]]:
         table: pyarrow.Table = batch  # the format asked for
         for value in table.column("result").to_pylist():
             yield parse_json(value.decode("utf-8", "surrogatepass"), "results dataset")
-
-
-def _aggregates(
-    ordered: ray.data.Dataset, config: Any, by: Iterable[str] | None, keywords: Mapping[str, Any]
-) -> dict[str, Any]:
-    """The aggregates of the whole run.
-
-    PARTIAL AGGREGATES PLUG IN HERE: today every result is read back once, in reference order,
-    into one ``compute_aggregates`` on the driver. With mergeable partial aggregates (issue 35,
-    section 3), each batch returns its partial in its driver row and this merges them."""
-    options: dict[str, Any] = {}
-    if by is not None:
-        options["by"] = by
-    if "keys" in keywords:
-        options["keys"] = keywords["keys"]
-    if keywords.get("pass_thresholds"):
-        options["pass_thresholds"] = keywords["pass_thresholds"]
-    return compute_aggregates(iter_results(ordered), config, **options)
