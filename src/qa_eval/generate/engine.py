@@ -91,6 +91,8 @@ class Generation:
     seed: int
     language: str
     schema: Schema = field(repr=False)
+    batch: Any = None
+    """The ``BatchReport`` of ``--batch`` (``--verbalize llm``), when it ran."""
 
 
 def parse_mix(text: str | None, shapes: Sequence[str]) -> dict[str, float]:
