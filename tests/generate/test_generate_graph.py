@@ -96,6 +96,40 @@ def test_a_label_shared_across_classes_is_qualified_by_the_class(
                 assert "person Paris" in q["question_text"]
 
 
+FOLDED = """\
+@prefix ex: <https://example.org/fold#> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+ex:oslo a ex:City ; rdfs:label "Oslo"@en ; ex:population 700000 .
+ex:oslo2 a ex:City ; rdfs:label "OSLO  " ; ex:population 1000 .
+ex:bergen a ex:City ; rdfs:label "bergen"@en ; ex:population 285000 .
+ex:bergen-p a ex:Person ; rdfs:label "Bergen" ; ex:age 40 .
+ex:zurich a ex:City ; rdfs:label "Zu\\u0308rich" ; ex:population 420000 .
+ex:zurich-p a ex:Person ; rdfs:label "Z\\u00fcrich" ; ex:age 30 .
+ex:tromso a ex:City ; rdfs:label "Troms\\u00f8" ; ex:population 77000 .
+ex:ann a ex:Person ; rdfs:label "Ann" ; ex:age 20 .
+"""
+
+
+def test_labels_that_differ_in_case_whitespace_or_accent_form_are_one_label(
+    tmp_path: Path,
+) -> None:
+    """ "Oslo" and "OSLO " name two cities: neither is named; "bergen" (a city) and "Bergen" (a
+    person), and a decomposed and a composed "Zürich", are qualified by their class."""
+    graph = tmp_path / "fold.ttl"
+    graph.write_text(FOLDED, encoding="utf-8")
+    out = tmp_path / "fold.yaml"
+    generate_reference_file(GraphSource(store=graph), out, 20, seed=1, shapes=["lookup"])
+    named = {
+        e["iri"].rsplit("#", 1)[1]: e["named_by"]
+        for q in _questions(out)
+        for e in q["generated"]["entities"]
+    }
+    assert "oslo" not in named and "oslo2" not in named
+    assert named["tromso"] == "unique" and named["ann"] == "unique"
+    for iri in ("bergen", "bergen-p", "zurich", "zurich-p"):
+        assert named[iri] == "class"
+
+
 def test_multi_valued_properties_give_list_questions(hard_set: list[dict[str, Any]]) -> None:
     lists = [q for q in hard_set if q["generated"]["shape"] == "list"]
     assert lists

@@ -2,10 +2,13 @@
 the seed and the IRI, computed by the graph, so the sample is the same whatever order the store
 or endpoint returns rows in), their labels in the language (falling back to labels without a
 tag) and whether a label is unambiguous (no other entity has it; or none of the same class, when
-the question names the class)."""
+the question names the class). Labels are compared as a person reads them: case and whitespace
+folded (Unicode lowercase, runs of whitespace as one space, trimmed), and composed and decomposed
+accents alike (NFC and NFD), so "Oslo", "OSLO" and "Oslo " are one label."""
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -13,7 +16,7 @@ from typing import Any
 from .schema import Schema, lang_filter, values
 from .source import Graph, valid_language_tag
 
-__all__ = ["Entities", "Named"]
+__all__ = ["Entities", "Named", "fold_label"]
 
 SAMPLE = 1000
 """Instances of a class in its seeded sample: every shape draws from these."""
@@ -48,6 +51,7 @@ class Entities:
         self._samples: dict[tuple[str, ...], list[str]] = {}
         self._unique: dict[tuple[str, str, str], str | None] = {}
         self._values: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+        self._folded: dict[str, set[str]] | None = None
 
     def sample(self, cls: str, pattern: str = "", key: tuple[str, ...] = ()) -> list[str]:
         """Instances of ``cls`` matching the extra ``pattern`` on ``?s``, in the seed's order:
@@ -141,23 +145,55 @@ class Entities:
         tag = (self._labels[iri] or ("", ""))[1]
         key = (iri, cls, label)
         if key not in self._unique:
-            forms = {_literal(label), _literal(label, self.schema.language)}
-            if tag and valid_language_tag(tag):
-                forms.add(_literal(label, tag))
+            forms = set()
+            for text in {label, *(unicodedata.normalize(f, label) for f in ("NFC", "NFD"))}:
+                forms |= {_literal(text), _literal(text, self.schema.language)}
+                if tag and valid_language_tag(tag):
+                    forms.add(_literal(text, tag))
             base = (
                 f"{values('?lp', self.schema.label_properties)} "
                 f"VALUES ?l {{ {' '.join(sorted(forms))} }} "
                 "?x ?lp ?l ."
             )
-            anyone = self._holders(base)
-            if anyone == {iri}:
+            others = (self._holders(base) | self.folded().get(fold_label(label), set())) - {iri}
+            if not others:
                 self._unique[key] = "unique"
             else:
                 same_class = self._holders(base + f" ?x a <{cls}> .")
-                self._unique[key] = "class" if same_class == {iri} else None
+                if not same_class - {iri}:
+                    same_class = self._of_class(others, cls)
+                self._unique[key] = "class" if not same_class - {iri} else None
         qualified = self._unique[key]
         return None if qualified is None else Named(iri, label, cls, qualified)
+
+    def folded(self) -> dict[str, set[str]]:
+        """The labels in the language that more than one entity has once case and whitespace
+        are folded (:func:`fold_label`), each with those entities; one aggregate query, whose
+        result is as small as the graph's collisions."""
+        if self._folded is None:
+            key = r'LCASE(REPLACE(REPLACE(STR(?l), "^\\s+|\\s+$", ""), "\\s+", " "))'
+            query = (
+                'SELECT ?k (GROUP_CONCAT(DISTINCT STR(?x); separator="\\n") AS ?xs) WHERE { '
+                f"{values('?lp', self.schema.label_properties)} ?x ?lp ?l "
+                f"FILTER(isLiteral(?l) && {lang_filter('?l', self.schema.language)}) "
+                f"BIND({key} AS ?k) }} GROUP BY ?k HAVING (COUNT(DISTINCT ?x) > 1)"
+            )
+            self._folded = {}
+            for row in self.graph.run(query)["results"]["bindings"]:
+                holders = set(row["xs"]["value"].split("\n"))
+                self._folded.setdefault(fold_label(row["k"]["value"]), set()).update(holders)
+        return self._folded
+
+    def _of_class(self, iris: Iterable[str], cls: str) -> set[str]:
+        rows = self.graph.run(f"SELECT DISTINCT ?x WHERE {{ {values('?x', iris)} ?x a <{cls}> }}")
+        return {row["x"]["value"] for row in rows["results"]["bindings"]}
 
     def _holders(self, pattern: str) -> set[str]:
         rows = self.graph.run(f"SELECT DISTINCT ?x WHERE {{ {pattern} }} LIMIT 3")
         return {row["x"]["value"] for row in rows["results"]["bindings"]}
+
+
+def fold_label(text: str) -> str:
+    """A label as a person compares it: NFC, Unicode lowercase, whitespace runs as one space,
+    trimmed (the graph's side of the comparison folds the same way, but for NFC)."""
+    return " ".join(unicodedata.normalize("NFC", text).lower().split())
