@@ -8,11 +8,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from .source import triples_text
+
 __all__ = ["GenerationReport", "ShapeReport"]
-
-
-def _triples(count: int | None) -> str:
-    return "triples not counted" if count is None else f"{count} triples"
 
 
 @dataclass
@@ -87,7 +85,8 @@ class GenerationReport:
         let = ", ".join(f"{n} {k}" for k, n in self.let_through.items()) or "nothing"
         lines = [
             f"{self.made} of {self.requested} questions from {self.graph} "
-            f"({_triples(self.triples)}; loading let through {let}); {self.queries} queries run",
+            f"({triples_text(self.triples)}; loading let through {let}); "
+            f"{self.queries} queries run",
             f"{'shape':<15} {'wanted':>6} {'made':>5} {'tried':>6}  turned away / ran out",
         ]
         for name, s in self.shapes.items():

@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import InputError
 from ..steps.sparql.terms import NUMERIC_TYPES
 from .settings import COMMON_PREFIXES, GenerateSettings
-from .source import Graph, GraphError, valid_language_tag
+from .source import Graph, GraphError, triples_text, valid_language_tag
 
 __all__ = [
     "DATE_TYPES",
@@ -437,9 +437,7 @@ def describe_text(schema: Schema) -> str:
     data = describe_json(schema)
     let = ", ".join(f"{n} {k}" for k, n in schema.let_through.items()) or "nothing"
     lines = [
-        f"graph {schema.graph}: "
-        + ("triples not counted" if schema.triples is None else f"{schema.triples} triples")
-        + f"; loading let through {let}",
+        f"graph {schema.graph}: {triples_text(schema.triples)}; loading let through {let}",
         "labels: "
         + "; ".join(
             f"{p} " + ", ".join(f"{lang or '(no tag)'} {n}" for lang, n in per.items())
