@@ -25,6 +25,7 @@ __all__ = [
 TEMPLATES = {
     "lookup": "What is the {p} of {e}?",
     "list": "What are all the {p} values of {e}?",
+    "list_reverse": "What are all the {cs} whose {p} is {o}?",
     "reverse_lookup": "Which {cs} have {p} {o}?",
     "two_hop": "What is the {p2} of the {p1} of {e}?",
     "three_hop": "What is the {p3} of the {p2} of the {p1} of {e}?",
