@@ -53,16 +53,24 @@ class Entities:
         self._values: dict[tuple[str, ...], list[dict[str, Any]]] = {}
         self._folded: dict[str, set[str]] | None = None
 
-    def sample(self, cls: str, pattern: str = "", key: tuple[str, ...] = ()) -> list[str]:
+    def sample(
+        self, cls: str, pattern: str = "", key: tuple[str, ...] = (), whole: bool = False
+    ) -> list[str]:
         """Instances of ``cls`` matching the extra ``pattern`` on ``?s``, in the seed's order:
         the class's seeded sample (``SAMPLE`` instances, ordered by the graph once per class)
-        filtered by the pattern, so a slot costs index lookups, not a sort of its class."""
+        filtered by the pattern, so a slot costs index lookups, not a sort of its class.
+        ``whole``: the pattern is run once over the graph (an aggregate the graph would compute
+        again for every chunk of the sample) and its ``?s`` kept where the sample has them."""
         cache_key = (cls, pattern, *key)
         found = self._samples.get(cache_key)
         if found is None:
             base = self._class_sample(cls)
             if not pattern:
                 found = base
+            elif whole:
+                rows = self.graph.run(f"SELECT DISTINCT ?s WHERE {{ {pattern} }}")
+                every = {row["s"]["value"] for row in rows["results"]["bindings"]}
+                found = [iri for iri in base if iri in every]
             else:
                 matching: set[str] = set()
                 for start in range(0, len(base), 250):

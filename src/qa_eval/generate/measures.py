@@ -184,14 +184,13 @@ def filter_range(draw: Draw, slot: Slot) -> Candidate | str:
     """Which Cs have a P above/below (after/before) T, or between T1 and T2? The thresholds are
     the graph's own values: past the tails, and windows at inner quantiles."""
     (use,) = slot.uses
-    if not slot.left:
-        if slot.cursor:
+    if not slot.left:  # the tails first; the windows only when the tails are used up
+        if slot.cursor >= 2:
             slot.dead = True
             return "every threshold of this class and property asked"
-        slot.cursor = 1
-        slot.left = _thresholds(draw, slot) + _windows(draw, slot)
+        slot.cursor += 1
+        slot.left = _thresholds(draw, slot) if slot.cursor == 1 else _windows(draw, slot)
         if not slot.left:
-            slot.dead = True
             return "no threshold leaves between 1 and max_answers entities"
     direction, low, high = slot.left.pop(draw.rng.randrange(len(slot.left)))
     date = use.kind == "date"
@@ -226,9 +225,10 @@ def filter_range(draw: Draw, slot: Slot) -> Candidate | str:
 
 Threshold = tuple[str, dict, dict]
 """(``above``, ``below`` or ``between``; the threshold or the window's low end; its high end)."""
-QUANTILES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
-"""Where in a property's sorted values the windows of ``between`` questions are taken."""
-WINDOWS_PER_QUANTILE = 2
+QUANTILES = (0.2, 0.4, 0.6, 0.8)
+"""Where in a property's sorted values the windows of ``between`` questions are taken (each
+costs the graph a pass over the property's values)."""
+WINDOWS_PER_QUANTILE = 3
 
 
 def _values_by_count(draw: Draw, slot: Slot, tail: str) -> list[tuple[dict, int]]:
@@ -269,7 +269,7 @@ def _windows(draw: Draw, slot: Slot) -> list[Threshold]:
     out: list[Threshold] = []
     seen: set[str] = set()
     for offset in sorted({int(distinct * q) for q in QUANTILES}):
-        block = _values_by_count(draw, slot, f"ORDER BY ?v OFFSET {offset} LIMIT {2 * limit}")
+        block = _values_by_count(draw, slot, f"ORDER BY ?v OFFSET {offset} LIMIT {3 * limit}")
         made = start = 0
         while start < len(block) and made < WINDOWS_PER_QUANTILE:
             end, total = start, 0

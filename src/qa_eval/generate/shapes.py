@@ -124,7 +124,8 @@ def list_values(draw: Draw, slot: Slot) -> Candidate | str:
         f"HAVING (COUNT(DISTINCT ?y) >= 2 && COUNT(DISTINCT ?y) <= {limit}) }}"
     )
     target = use.object_class or ""
-    iri = draw.next_entity(slot, target, shared, ("list reverse", slot.cls, use.property))
+    key = ("list reverse", slot.cls, use.property)
+    iri = draw.next_entity(slot, target, shared, key, whole=True)
     named = draw.named(iri, target)
     if named is None:
         return no_label(draw, iri, target)
