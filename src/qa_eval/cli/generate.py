@@ -167,6 +167,7 @@ def _judge(args: argparse.Namespace) -> tuple[Any, list[str] | None, Any]:
 def generate(args: argparse.Namespace) -> int:
     """Run ``qa-eval generate``."""
     from ..generate.files import apply_review_files, describe_graph, generate_reference_file
+    from ..generate.languages import LANGUAGES, phrases
     from ..generate.schema import describe_json, describe_text
 
     source = _source(args)
@@ -223,11 +224,12 @@ def generate(args: argparse.Namespace) -> int:
             )
             return 0
         print(generation.batch.line(), file=sys.stderr)
-    if args.verbalize == "template" and args.lang.lower().split("-")[0] != "en":
+    if args.verbalize == "template" and phrases(args.lang) is None:
         print_notes(
             [
-                f"the question templates are English and the labels are in {args.lang}: use "
-                "--verbalize llm, or review the question texts (--review)"
+                f"the question templates are English (qa-eval words questions in "
+                f"{', '.join(LANGUAGES)}) and the labels are in {args.lang}: use --verbalize "
+                "llm, or review the question texts (--review)"
             ]
         )
     if judge is not None and args.dry_run:

@@ -39,7 +39,7 @@ def _scope(draw: Draw, slot: Slot, key: str) -> tuple[list[str], dict[str, str],
     """The patterns, wording slots and named entity of a slot's scope (``with Q O``)."""
     s = draw.schema
     if len(slot.uses) == 1:
-        return [], {"scope": ""}, [], ""
+        return [], {}, [], ""
     use, q = slot.uses
     target = q.object_class or ""
     iri = draw.next_entity(
@@ -51,8 +51,8 @@ def _scope(draw: Draw, slot: Slot, key: str) -> tuple[list[str], dict[str, str],
     named = draw.named(iri, target)
     if named is None:
         return no_label(draw, iri, target)
-    scope = f" with {q.word} {mention(named, s)}"
-    return [f"<{q.property}> <{named.iri}>"], {"scope": scope}, [named], q.property
+    scope = {"sq": q.word, "so": mention(named, s)}  # " with Q O", worded per language
+    return [f"<{q.property}> <{named.iri}>"], scope, [named], q.property
 
 
 def _function(draw: Draw, slot: Slot, functions: list[str]) -> str | None:
@@ -197,7 +197,7 @@ def filter_range(draw: Draw, slot: Slot) -> Candidate | str:
     s = draw.schema
     if direction == "between":
         condition = f"?value >= {literal_term(low)} && ?value <= {literal_term(high)}"
-        words = {"op": "between", "t": f"{low['value']} and {high['value']}"}
+        words = {"t": str(low["value"]), "t2": str(high["value"])}
         params = {"from": str(low["value"]), "to": str(high["value"]), "direction": "between"}
     else:
         above = direction == "above"
@@ -214,7 +214,7 @@ def filter_range(draw: Draw, slot: Slot) -> Candidate | str:
             f"?entity <{use.property}> ?value .",
             f"FILTER({condition})",
         ],
-        template="filter",
+        template="filter_between" if direction == "between" else "filter",
         slots={"cs": s.classes[slot.cls].word, "p": use.word, **words},
         named=[],
         columns=["entity"],

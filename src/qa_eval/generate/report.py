@@ -49,6 +49,9 @@ class GenerationReport:
     entity_limit_skips: int = 0
     wording: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    unworded: list[str] = field(default_factory=list)
+    """Classes and properties left out of the questions: no label in the language (nor a word
+    in the config), so their word would be an English-looking local name (not for English)."""
 
     @property
     def made(self) -> int:
@@ -77,6 +80,7 @@ class GenerationReport:
             "rejected": self.controls(),
             "shapes": {name: s.as_dict() for name, s in self.shapes.items()},
             "wording": self.wording,
+            "unworded": list(self.unworded),
             "seconds": round(self.seconds, 3),
         }
 
@@ -101,6 +105,11 @@ class GenerationReport:
             )
         if self.entity_limit_skips:
             lines.append(f"entities passed over at max_uses_per_entity: {self.entity_limit_skips}")
+        if self.unworded:
+            lines.append(
+                "left out, no label in the language (give them words: in the config): "
+                + ", ".join(self.unworded)
+            )
         if self.wording:
             lines.append("wording: " + ", ".join(f"{k} {v}" for k, v in self.wording.items()))
         return "\n".join(lines) + "\n"
