@@ -18,7 +18,7 @@ from .entities import Entities
 from .languages import phrases
 from .measures import MEASURE_SHAPES
 from .report import GenerationReport, ShapeReport
-from .schema import Schema, local_name
+from .schema import PropertyUse, Schema, local_name
 from .shapes import ENTITY_SHAPES
 from .source import Graph
 from .wording import AnswerProblem, answer_iris, answer_text, question_text, render_query
@@ -297,20 +297,12 @@ def _worded(schema: Schema) -> tuple[Schema, list[str]]:
     if schema.language.lower().split("-")[0] == "en" or phrases(schema.language) is None:
         return schema, []
     out = schema.unworded
-    kept = [
-        u
-        for u in schema.uses
-        if not {u.property, u.subject_class, *([u.object_class] if u.object_class else [])} & out
-    ]
-    left = sorted(
-        {
-            schema.short(i)
-            for u in schema.uses
-            if u not in kept
-            for i in out
-            & {u.property, u.subject_class, *([u.object_class] if u.object_class else [])}
-        }
-    )
+
+    def named(u: PropertyUse) -> set[str]:
+        return {u.property, u.subject_class, *([u.object_class] if u.object_class else [])}
+
+    kept = [u for u in schema.uses if not named(u) & out]
+    left = sorted({schema.short(i) for u in schema.uses for i in named(u) & out})
     classes = {c: info for c, info in schema.classes.items() if c not in out}
     return replace(schema, uses=kept, classes=classes), left
 
