@@ -163,7 +163,7 @@ class Entities:
                 f"VALUES ?l {{ {' '.join(sorted(forms))} }} "
                 "?x ?lp ?l ."
             )
-            others = (self._holders(base) | self.folded().get(fold_label(label), set())) - {iri}
+            others = (self._holders(base) | self.folded(label)) - {iri}
             if not others:
                 self._unique[key] = "unique"
             else:
@@ -174,23 +174,40 @@ class Entities:
         qualified = self._unique[key]
         return None if qualified is None else Named(iri, label, cls, qualified)
 
-    def folded(self) -> dict[str, set[str]]:
-        """The labels in the language that more than one entity has once case and whitespace
-        are folded (:func:`fold_label`), each with those entities; one aggregate query, whose
-        result is as small as the graph's collisions."""
+    def folded(self, label: str) -> set[str]:
+        """The entities whose label in the language is ``label`` once case and whitespace are
+        folded (:func:`fold_label`). One aggregate query finds the folded labels the graph
+        holds more than once (small: the graph's collisions, not its labels); only a label
+        among those costs a pass over the labels to find its holders."""
         if self._folded is None:
-            key = r'LCASE(REPLACE(REPLACE(STR(?l), "^\\s+|\\s+$", ""), "\\s+", " "))'
             query = (
-                'SELECT ?k (GROUP_CONCAT(DISTINCT STR(?x); separator="\\n") AS ?xs) WHERE { '
-                f"{values('?lp', self.schema.label_properties)} ?x ?lp ?l "
-                f"FILTER(isLiteral(?l) && {lang_filter('?l', self.schema.language)}) "
-                f"BIND({key} AS ?k) }} GROUP BY ?k HAVING (COUNT(DISTINCT ?x) > 1)"
+                f"SELECT ?k WHERE {{ {self._label_pattern()} }} GROUP BY ?k HAVING (COUNT(*) > 1)"
             )
-            self._folded = {}
-            for row in self.graph.run(query)["results"]["bindings"]:
-                holders = set(row["xs"]["value"].split("\n"))
-                self._folded.setdefault(fold_label(row["k"]["value"]), set()).update(holders)
-        return self._folded
+            rows = self.graph.run(query)["results"]["bindings"]
+            self._folded = {fold_label(row["k"]["value"]): set() for row in rows}
+        key = fold_label(label)
+        holders = self._folded.get(key)
+        if holders is None:
+            return set()
+        if not holders:
+            rows = self.graph.run(
+                f"SELECT DISTINCT ?x ?k WHERE {{ {self._label_pattern()} "
+                f"FILTER(?k IN ({_literal(key)}, {_literal(' '.join(label.lower().split()))})) }}"
+            )["results"]["bindings"]
+            holders.update(
+                row["x"]["value"] for row in rows if fold_label(row["k"]["value"]) == key
+            )
+        return holders
+
+    def _label_pattern(self) -> str:
+        """Labels in the language, ``?x ?lp ?l``, with ``?k`` the label folded by the graph
+        (trimmed, whitespace runs as one space, lowercase)."""
+        key = r'LCASE(REPLACE(REPLACE(STR(?l), "^\\s+|\\s+$", ""), "\\s+", " "))'
+        return (
+            f"{values('?lp', self.schema.label_properties)} ?x ?lp ?l "
+            f"FILTER(isLiteral(?l) && {lang_filter('?l', self.schema.language)}) "
+            f"BIND({key} AS ?k)"
+        )
 
     def _of_class(self, iris: Iterable[str], cls: str) -> set[str]:
         rows = self.graph.run(f"SELECT DISTINCT ?x WHERE {{ {values('?x', iris)} ?x a <{cls}> }}")

@@ -225,10 +225,10 @@ def filter_range(draw: Draw, slot: Slot) -> Candidate | str:
 
 Threshold = tuple[str, dict, dict]
 """(``above``, ``below`` or ``between``; the threshold or the window's low end; its high end)."""
-QUANTILES = (0.2, 0.4, 0.6, 0.8)
+QUANTILES = (1 / 3, 2 / 3)
 """Where in a property's sorted values the windows of ``between`` questions are taken (each
 costs the graph a pass over the property's values)."""
-WINDOWS_PER_QUANTILE = 3
+WINDOWS_PER_QUANTILE = 6
 
 
 def _values_by_count(draw: Draw, slot: Slot, tail: str) -> list[tuple[dict, int]]:
@@ -269,7 +269,7 @@ def _windows(draw: Draw, slot: Slot) -> list[Threshold]:
     out: list[Threshold] = []
     seen: set[str] = set()
     for offset in sorted({int(distinct * q) for q in QUANTILES}):
-        block = _values_by_count(draw, slot, f"ORDER BY ?v OFFSET {offset} LIMIT {3 * limit}")
+        block = _values_by_count(draw, slot, f"ORDER BY ?v OFFSET {offset} LIMIT {8 * limit}")
         made = start = 0
         while start < len(block) and made < WINDOWS_PER_QUANTILE:
             end, total = start, 0
