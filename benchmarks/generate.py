@@ -36,6 +36,23 @@ def _rss_mb() -> float:
     return 0.0
 
 
+def _waited() -> float:
+    """Seconds this process's threads spent runnable but waiting for a CPU (the run queue,
+    /proc/self/task/*/schedstat, Linux): the wall time other processes took from it."""
+    total = 0
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total / 1e9
+
+
+def _load() -> list[str]:
+    with open("/proc/loadavg", encoding="ascii") as f:
+        return f.read().split()[:3]
+
+
 def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -119,12 +136,15 @@ def main() -> int:
         graph_path = Path(folder) / "grid.nt"
         written = write_graph(graph_path, args.triples)
         base = _rss_mb()
-        clock = [(time.perf_counter(), time.process_time())]
+        clock = [(time.perf_counter(), time.process_time(), _waited())]
 
         def lap() -> str:
-            clock.append((time.perf_counter(), time.process_time()))
-            (wall0, cpu0), (wall1, cpu1) = clock[-2], clock[-1]
-            return f"{wall1 - wall0:.1f} s wall, {cpu1 - cpu0:.1f} s CPU"
+            clock.append((time.perf_counter(), time.process_time(), _waited()))
+            (wall0, cpu0, wait0), (wall1, cpu1, wait1) = clock[-2], clock[-1]
+            return (
+                f"{wall1 - wall0:.1f} s wall, {cpu1 - cpu0:.1f} s CPU, "
+                f"{wait1 - wait0:.1f} s waiting for a CPU"
+            )
 
         graph = open_graph(store=graph_path)
         loaded = lap()
@@ -139,7 +159,10 @@ def main() -> int:
         data = records(generation)
         write_output(out, data)
         written_at = lap()
-        total = f"{clock[-1][0] - clock[0][0]:.1f} s wall, {clock[-1][1] - clock[0][1]:.1f} s CPU"
+        total = (
+            f"{clock[-1][0] - clock[0][0]:.1f} s wall, {clock[-1][1] - clock[0][1]:.1f} s CPU, "
+            f"{clock[-1][2] - clock[0][2]:.1f} s waiting for a CPU"
+        )
         peak = _peak_mb()
         python_peak = None
         if args.trace_memory:
@@ -176,6 +199,7 @@ def main() -> int:
         ]
         shapes = {s: r.made for s, r in generation.report.shapes.items()}
         rows.append(("questions per shape", json.dumps(shapes)))
+    rows.append(("load average (1, 5, 15 min) at the end", " ".join(_load())))
     width = max(len(r[0]) for r in rows)
     for name, value in rows:
         print(f"{name:<{width}}  {value}")

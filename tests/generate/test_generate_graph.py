@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +13,13 @@ import pytest
 
 from qa_eval.cli import main
 from qa_eval.generate import GraphSource, describe_graph, generate_reference_file
+from qa_eval.generate.engine import SHAPES
 from qa_eval.generate.schema import describe_json
 from qa_eval.io.files import read_data
 
 pytest.importorskip("pyoxigraph")
+
+DEMO = Path(__file__).resolve().parents[2] / "examples" / "powergrid" / "graph.ttl"
 
 EX = "https://example.org/hard#"
 
@@ -96,6 +100,40 @@ def test_a_label_shared_across_classes_is_qualified_by_the_class(
                 assert "person Paris" in q["question_text"]
 
 
+FOLDED = """\
+@prefix ex: <https://example.org/fold#> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+ex:oslo a ex:City ; rdfs:label "Oslo"@en ; ex:population 700000 .
+ex:oslo2 a ex:City ; rdfs:label "OSLO  " ; ex:population 1000 .
+ex:bergen a ex:City ; rdfs:label "bergen"@en ; ex:population 285000 .
+ex:bergen-p a ex:Person ; rdfs:label "Bergen" ; ex:age 40 .
+ex:zurich a ex:City ; rdfs:label "Zu\\u0308rich" ; ex:population 420000 .
+ex:zurich-p a ex:Person ; rdfs:label "Z\\u00fcrich" ; ex:age 30 .
+ex:tromso a ex:City ; rdfs:label "Troms\\u00f8" ; ex:population 77000 .
+ex:ann a ex:Person ; rdfs:label "Ann" ; ex:age 20 .
+"""
+
+
+def test_labels_that_differ_in_case_whitespace_or_accent_form_are_one_label(
+    tmp_path: Path,
+) -> None:
+    """ "Oslo" and "OSLO " name two cities: neither is named; "bergen" (a city) and "Bergen" (a
+    person), and a decomposed and a composed "Zürich", are qualified by their class."""
+    graph = tmp_path / "fold.ttl"
+    graph.write_text(FOLDED, encoding="utf-8")
+    out = tmp_path / "fold.yaml"
+    generate_reference_file(GraphSource(store=graph), out, 20, seed=1, shapes=["lookup"])
+    named = {
+        e["iri"].rsplit("#", 1)[1]: e["named_by"]
+        for q in _questions(out)
+        for e in q["generated"]["entities"]
+    }
+    assert "oslo" not in named and "oslo2" not in named
+    assert named["tromso"] == "unique" and named["ann"] == "unique"
+    for iri in ("bergen", "bergen-p", "zurich", "zurich-p"):
+        assert named[iri] == "class"
+
+
 def test_multi_valued_properties_give_list_questions(hard_set: list[dict[str, Any]]) -> None:
     lists = [q for q in hard_set if q["generated"]["shape"] == "list"]
     assert lists
@@ -124,12 +162,91 @@ def test_typed_literals_are_answered_as_the_graph_holds_them(
         assert len(q["reference_answer"]) == 10 and q["reference_answer"][4] == "-"
 
 
-def test_a_note_says_the_templates_are_english(
+def test_a_note_says_the_templates_are_english_in_a_language_without_templates(
     hard: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out = tmp_path / "de.yaml"
-    assert main(["generate", "--store", str(hard), "-n", "3", "-o", str(out), "--lang", "de"]) == 0
+    out = tmp_path / "it.yaml"
+    assert main(["generate", "--store", str(hard), "-n", "3", "-o", str(out), "--lang", "it"]) == 0
     assert "templates are English" in capsys.readouterr().err
+    assert main(["generate", "--store", str(hard), "-n", "3", "-o", str(out), "--lang", "de"]) == 0
+    assert "templates are English" not in capsys.readouterr().err
+
+
+ENGLISH_WORDS = re.compile(r"\b(What|Which|How|the|of|have|has|with|and|or|Is|yes|tied)\b")
+
+
+def test_german_templates_and_only_german_words(
+    hard: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With --lang de the questions and answers are German; classes and properties without a
+    German label (their word would be an English-looking local name) are left out, and said."""
+    out = tmp_path / "de.yaml"
+    code = main(["generate", "--store", str(hard), "-n", "30", "-o", str(out), "--lang", "de"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "left out, no label in the language" in printed and "ex:area" in printed
+    questions = _questions(out)
+    assert len(questions) >= 10
+    for q in questions:
+        assert not ENGLISH_WORDS.search(q["question_text"]), q["question_text"]
+        assert not ENGLISH_WORDS.search(q["reference_answer"]), q["reference_answer"]
+        assert "area" not in q["question_text"] and "founded" not in q["question_text"]
+    texts = " ".join(q["question_text"] for q in questions)
+    assert "Einwohnerzahl" in texts and "Stadt" in texts
+    answers = {q["reference_answer"] for q in questions if q["generated"]["shape"] == "boolean"}
+    assert answers and answers <= {"ja", "nein"}
+
+
+@pytest.mark.parametrize(
+    ("lang", "words"),
+    [
+        ("es", ["¿Cuál es el valor de", "elementos de tipo"]),
+        ("fr", ["Quelle est la valeur de", "éléments de type"]),
+        ("de", ["Welchen Wert hat", "Einträge vom Typ"]),
+    ],
+)
+def test_every_shape_has_templates_in_spanish_french_and_german(
+    tmp_path: Path, lang: str, words: list[str]
+) -> None:
+    """The demo with the config's words for every class and property: every shape is made, in
+    the language, with no English template word."""
+    config = tmp_path / "words.yaml"
+    config.write_text(
+        "prefixes: {g: 'https://example.org/grid#'}\nwords:\n"
+        + "".join(
+            f"  g:{name}: {name.lower()}_{lang}\n"
+            for name in [
+                "Transformer",
+                "Line",
+                "Substation",
+                "Operator",
+                "Region",
+                "commissioned",
+                "ratedMVA",
+                "substation",
+                "fromSubstation",
+                "lengthKm",
+                "operator",
+                "toSubstation",
+                "voltageKV",
+                "region",
+                "voltageLevelKV",
+                "code",
+            ]
+        ),
+        encoding="utf-8",
+    )
+    out = tmp_path / f"{lang}.yaml"
+    generate_reference_file(GraphSource(store=DEMO), out, 60, seed=1, language=lang, config=config)
+    questions = _questions(out)
+    shapes = {q["generated"]["shape"] for q in questions}
+    assert shapes == set(SHAPES) and len(questions) == 60
+    texts = " ".join(q["question_text"] for q in questions)
+    for word in words:
+        assert word in texts
+    for q in questions:
+        assert not ENGLISH_WORDS.search(q["question_text"]), q["question_text"]
+        assert not ENGLISH_WORDS.search(q["reference_answer"]), q["reference_answer"]
 
 
 def test_german_labels_only_with_lang_de(hard: Path, tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import threading
 import time
 import urllib.parse
@@ -116,7 +117,7 @@ class _Sparql(BaseHTTPRequestHandler):
             return self._send(503, b"Service Unavailable", "text/plain")
         if self.mode == "html":
             return self._send(200, b"<html>maintenance</html>", "text/html")
-        if self.mode == "slow":
+        if self.mode == "slow" or (self.mode == "slow count" and "COUNT(*)" in form["query"][0]):
             time.sleep(1.0)
         result = self.store.query(form["query"][0])
         self._send(
@@ -183,6 +184,25 @@ def test_an_endpoint_gives_the_same_file_as_the_store(
         == 0
     )
     assert (tmp_path / "e.yaml").read_bytes() == (tmp_path / "s.yaml").read_bytes()
+
+
+def test_an_endpoint_counts_its_triples_or_says_unknown(
+    server: tuple[str, type[_Sparql]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    url, handler = server
+    assert main(["generate", "--endpoint", url, "--describe", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["triples"] == 241  # as the file's store counts
+    monkeypatch.setattr("qa_eval.generate.source.COUNT_TIMEOUT", 0.2)
+    handler.mode = "slow count"  # a big endpoint: COUNT(*) takes longer than it may
+    out = tmp_path / "e.yaml"
+    assert main(["generate", "--endpoint", url, "-n", "3", "-o", str(out)]) == 0
+    assert "triples unknown (the count failed or timed out)" in capsys.readouterr().out
+    assert out.exists()
+    assert main(["generate", "--endpoint", url, "--describe", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["triples"] is None
 
 
 @pytest.mark.parametrize(

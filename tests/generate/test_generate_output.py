@@ -25,7 +25,7 @@ from qa_eval.refresh.changes import canonical
 from qa_eval.refresh.reference import refresh_reference
 from qa_eval.refresh.runners import store_runner
 
-pytest.importorskip("pyoxigraph")
+pyoxigraph = pytest.importorskip("pyoxigraph")
 
 
 def _questions(data: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -46,15 +46,44 @@ def demo_set(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, list[dict[s
 def test_every_shape_the_demo_graph_fits_is_made(demo_set: Any) -> None:
     generation, data = demo_set
     made = Counter(q["generated"]["shape"] for q in _questions(data))
-    # The demo has no multi-valued property: ``list`` runs out, and the report says so.
-    assert set(made) == set(SHAPES) - {"list"}
-    assert generation.report.shapes["list"].made == 0
-    assert "no class and property" in (generation.report.shapes["list"].ran_out or "")
+    # The demo has no multi-valued property: its list questions are the reverse ones (the
+    # transformers of a substation), 2 to max_answers entities each.
+    assert set(made) == set(SHAPES)
+    lists = [q for q in _questions(data) if q["generated"]["shape"] == "list"]
+    assert lists and generation.report.shapes["list"].made == len(lists)
+    for q in lists:
+        assert q["generated"]["parameters"] == {"direction": "reverse"}
+        rows = json.loads(q["reference_steps"][-1][0]["output"])["results"]["bindings"]
+        assert 2 <= len(rows) <= 10
+        assert q["question_text"].startswith("What are all the ")
+        assert q["reference_answer"].count(", ") == len(rows) - 1
     assert sum(made.values()) == 60 == generation.report.made
     for template in data:
         shape = template["questions"][0]["generated"]["shape"]
         assert template["template_id"].startswith(shape + "__")
         assert all(q["generated"]["shape"] == shape for q in template["questions"])
+
+
+def test_filter_asks_windows_inside_the_values_once_the_tails_are_used(tmp_path: Path) -> None:
+    out = tmp_path / "filters.yaml"
+    generate_reference_file(GraphSource(store=DEMO), out, 60, seed=1, shapes=["filter"])
+    filters = _questions(read_data(out))
+    windows = [q for q in filters if q["generated"]["parameters"]["direction"] == "between"]
+    assert windows and len(windows) < len(filters)  # the tails come first
+    graph = pyoxigraph.Store()
+    graph.load(path=str(DEMO), format=pyoxigraph.RdfFormat.TURTLE)
+    for q in windows:
+        query = q["reference_steps"][-1][0]["args"]["query"]
+        prop = re.search(r"\?entity (\S+) \?value", query).group(1)  # type: ignore[union-attr]
+        prefixes = "\n".join(line for line in query.splitlines() if line.startswith("PREFIX"))
+        values = sorted(
+            float(row["v"].value)
+            for row in graph.query(f"{prefixes}\nSELECT DISTINCT ?v WHERE {{ ?s {prop} ?v }}")
+        )
+        low, high = (float(q["generated"]["parameters"][k]) for k in ("from", "to"))
+        assert values[0] < low < high <= values[-1]  # from inside the values, not their start
+        rows = json.loads(q["reference_steps"][-1][0]["output"])["results"]["bindings"]
+        assert 1 <= len(rows) <= 10 and " and " in q["question_text"]
 
 
 def test_every_stored_output_is_what_the_graph_answers(demo_set: Any) -> None:

@@ -82,6 +82,18 @@ def _verbalize_options(gen: argparse.ArgumentParser) -> None:
     gen.add_argument(
         "--max-cost", type=float, metavar="USD", help="stop calling the judge at this cost"
     )
+    gen.add_argument(
+        "--batch",
+        action="store_true",
+        help="with --verbalize llm: send the judge calls through the provider's Batch API "
+        "(OpenAI, Azure OpenAI) at half the price, in rounds (rewrites, round trips, retries); "
+        "a rerun picks up batches in flight",
+    )
+    gen.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="with --batch: submit (or check) the batches and exit; a later run collects them",
+    )
 
 
 def _source(args: argparse.Namespace) -> Any:
@@ -101,13 +113,24 @@ def _source(args: argparse.Namespace) -> Any:
     )
 
 
-def _judge(args: argparse.Namespace) -> tuple[Any, list[str] | None]:
-    """The judge of ``--verbalize llm`` (None for template wording) and its styles."""
+def _judge(args: argparse.Namespace) -> tuple[Any, list[str] | None, Any]:
+    """The judge of ``--verbalize llm`` (None for template wording, and for ``--batch``, whose
+    judges the batch step makes), its styles, and the ``--batch`` settings (or None)."""
     if args.verbalize != "llm":
-        for flag in ("styles", "judge_config", "dry_run", "max_cost", "concurrency"):
+        flags = ("styles", "judge_config", "dry_run", "max_cost", "concurrency", "batch", "no_wait")
+        for flag in flags:
             if getattr(args, flag):
                 raise QaEvalError(f"--{flag.replace('_', '-')} applies to --verbalize llm only")
-        return None, None
+        return None, None, None
+    if args.no_wait and not args.batch:
+        raise QaEvalError("--no-wait goes with --batch")
+    if args.batch and args.no_cache:
+        raise QaEvalError("--batch needs the cache (it records the batches): drop --no-cache")
+    if args.batch and args.max_cost is not None:
+        raise QaEvalError(
+            "--batch and --max-cost cannot be combined: a batch is priced when it ends (use "
+            "--dry-run --batch to see the estimated cost at batch rates)"
+        )
     from ..config import load_config
     from ..extras import require
     from ..generate.verbalize import STYLES
@@ -128,14 +151,23 @@ def _judge(args: argparse.Namespace) -> tuple[Any, list[str] | None]:
     require("pydantic", "--verbalize llm")
     from ..judge.calls import Judge
 
-    cache = open_cache(False if args.no_cache else (args.cache or True))
+    cache_spec = False if args.no_cache else (args.cache or True)
+    if args.batch and not args.dry_run:
+        from ..generate.verbalize import WordingBatch
+
+        def say(line: str) -> None:
+            print(line, file=sys.stderr, flush=True)
+
+        return None, styles, WordingBatch(settings, cache_spec, no_wait=args.no_wait, report=say)
+    cache = open_cache(cache_spec)
     judge = Judge(settings, cache=cache, max_cost=args.max_cost, dry_run=args.dry_run)
-    return judge, styles
+    return judge, styles, None
 
 
 def generate(args: argparse.Namespace) -> int:
     """Run ``qa-eval generate``."""
     from ..generate.files import apply_review_files, describe_graph, generate_reference_file
+    from ..generate.languages import LANGUAGES, phrases
     from ..generate.schema import describe_json, describe_text
 
     source = _source(args)
@@ -162,7 +194,7 @@ def generate(args: argparse.Namespace) -> int:
     if args.n is None:
         raise QaEvalError("-n is required (the number of questions)")
     shapes = [s.strip() for s in args.shapes.split(",") if s.strip()] if args.shapes else None
-    judge, styles = _judge(args)
+    judge, styles, batch = _judge(args)
     try:
         generation = generate_reference_file(
             source,
@@ -177,22 +209,33 @@ def generate(args: argparse.Namespace) -> int:
             review=args.review,
             judge=judge,
             styles=styles,
+            batch=batch,
         )
     finally:
         if judge is not None and judge.cache is not None:
             judge.cache.close()
     report = generation.report
-    if args.verbalize == "template" and args.lang.lower().split("-")[0] != "en":
+    if generation.batch is not None:
+        if generation.batch.waiting:
+            waiting = generation.batch.waiting
+            print(
+                f"batch: {len(waiting)} batch(es) in flight ({', '.join(waiting)}); nothing was "
+                "written yet: run the same command again to collect them and finish"
+            )
+            return 0
+        print(generation.batch.line(), file=sys.stderr)
+    if args.verbalize == "template" and phrases(args.lang) is None:
         print_notes(
             [
-                f"the question templates are English and the labels are in {args.lang}: use "
-                "--verbalize llm, or review the question texts (--review)"
+                f"the question templates are English (qa-eval words questions in "
+                f"{', '.join(LANGUAGES)}) and the labels are in {args.lang}: use --verbalize "
+                "llm, or review the question texts (--review)"
             ]
         )
     if judge is not None and args.dry_run:
         from .console import plan_table
 
-        print(plan_table(judge))
+        print(plan_table(judge, batch=args.batch))
         print("\ndry run: no judge call was made and nothing was written")
         return 0
     sys.stdout.write(report.text())

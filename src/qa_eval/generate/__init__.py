@@ -2,7 +2,8 @@
 data (``schema``), seeded entity samples and label checks (``entities``), the query shapes
 (``shapes``, ``measures``), their execution and quality controls (``engine``), canonical queries
 (``canonical``), wording (``wording``), the reference file (``records``), the review CSV
-(``review``), the report (``report``) and the command from files (``files``). See
+(``review``), the report (``report``), the languages of the templates (``languages``), the
+judge's rewording (``verbalize``, ``--batch`` too) and the command from files (``files``). See
 docs/generate.md."""
 
 from typing import TYPE_CHECKING
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from .schema import Schema, describe_json, describe_text, read_schema
     from .settings import GenerateSettings, read_settings
     from .source import Graph, open_graph
+    from .verbalize import WordingBatch
 
 _NAMES = {
     "SHAPES": "engine",
@@ -29,6 +31,7 @@ _NAMES = {
     "Graph": "source",
     "GraphSource": "files",
     "Schema": "schema",
+    "WordingBatch": "verbalize",
     "apply_review": "review",
     "apply_review_files": "files",
     "canonical_query": "canonical",
@@ -54,6 +57,7 @@ __all__ = [
     "Graph",
     "GraphSource",
     "Schema",
+    "WordingBatch",
     "apply_review",
     "apply_review_files",
     "canonical_query",

@@ -90,10 +90,13 @@ class Draw:
         cls = self.rng.choices(classes, weights)[0]
         return self.rng.choice([s for s in live if s.cls == cls])
 
-    def next_entity(self, slot: Slot, cls: str, pattern: str, key: tuple[str, ...] = ()) -> str:
+    def next_entity(
+        self, slot: Slot, cls: str, pattern: str, key: tuple[str, ...] = (), whole: bool = False
+    ) -> str:
         """The next instance of ``cls`` matching ``pattern`` (on ``?s``) in the slot's seeded
-        order whose uses are under the limit; ``Exhausted`` when none is left."""
-        sample = self.entities.sample(cls, pattern, key)
+        order whose uses are under the limit; ``Exhausted`` when none is left (``whole``: see
+        ``Entities.sample``)."""
+        sample = self.entities.sample(cls, pattern, key, whole)
         while slot.cursor < len(sample):
             iri = sample[slot.cursor]
             slot.cursor += 1

@@ -8,16 +8,17 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import InputError
 from .candidates import Candidate, Draw, Exhausted, Slot
 from .canonical import canonical_query
 from .entities import Entities
+from .languages import phrases
 from .measures import MEASURE_SHAPES
 from .report import GenerationReport, ShapeReport
-from .schema import Schema, local_name
+from .schema import PropertyUse, Schema, local_name
 from .shapes import ENTITY_SHAPES
 from .source import Graph
 from .wording import AnswerProblem, answer_iris, answer_text, question_text, render_query
@@ -91,6 +92,8 @@ class Generation:
     seed: int
     language: str
     schema: Schema = field(repr=False)
+    batch: Any = None
+    """The ``BatchReport`` of ``--batch`` (``--verbalize llm``), when it ran."""
 
 
 def parse_mix(text: str | None, shapes: Sequence[str]) -> dict[str, float]:
@@ -162,7 +165,7 @@ class _Run:
         canonical = canonical_query(query)
         if canonical in self.queries:
             return "duplicate query"
-        text = question_text(candidate)
+        text = question_text(candidate, self.schema.language)
         if _fold(text) in self.texts:
             return "duplicate question text"
         result = self.graph.run(query)
@@ -171,7 +174,7 @@ class _Run:
             return problem
         labels = self.entities.labels(answer_iris(candidate, result))
         try:
-            answer = answer_text(candidate, result, labels)
+            answer = answer_text(candidate, result, labels, self.schema.language)
         except AnswerProblem as e:
             return str(e)
         digest = hashlib.sha1(canonical.encode("utf-8")).hexdigest()[:12]
@@ -259,7 +262,8 @@ def generate(graph: Graph, schema: Schema, options: GenerateOptions) -> Generati
     weights = dict(options.mix) if options.mix else {s: 1.0 for s in options.shapes}
     wanted = quotas(options.n, weights)
     run = _Run(graph, schema, options)
-    slots = {s: _BUILDERS[s][0](schema) for s in options.shapes}
+    worded, unworded = _worded(schema)
+    slots = {s: _BUILDERS[s][0](worded) for s in options.shapes}
     reports = {s: ShapeReport(wanted=wanted.get(s, 0)) for s in options.shapes}
     _fill(run, slots, reports, {s: wanted.get(s, 0) for s in options.shapes})
     short = options.n - len(run.questions)
@@ -278,11 +282,29 @@ def generate(graph: Graph, schema: Schema, options: GenerateOptions) -> Generati
         triples=graph.triples,
         let_through=dict(graph.let_through),
     )
+    report.unworded = unworded
     report.labels.update(run.labels_named)
     report.entity_limit_skips = run.draw.skipped
     report.queries = graph.queries
     report.seconds = time.perf_counter() - started
     return Generation(run.questions, report, options.seed, schema.language, schema)
+
+
+def _worded(schema: Schema) -> tuple[Schema, list[str]]:
+    """The schema the shapes draw from: in a language other than English with templates
+    (``languages``), without the properties whose word, or whose class's word, is a local name
+    (no label in the language), so no question mixes languages; and those left out."""
+    if schema.language.lower().split("-")[0] == "en" or phrases(schema.language) is None:
+        return schema, []
+    out = schema.unworded
+
+    def named(u: PropertyUse) -> set[str]:
+        return {u.property, u.subject_class, *([u.object_class] if u.object_class else [])}
+
+    kept = [u for u in schema.uses if not named(u) & out]
+    left = sorted({schema.short(i) for u in schema.uses for i in named(u) & out})
+    classes = {c: info for c, info in schema.classes.items() if c not in out}
+    return replace(schema, uses=kept, classes=classes), left
 
 
 def _fill(

@@ -2,10 +2,13 @@
 the seed and the IRI, computed by the graph, so the sample is the same whatever order the store
 or endpoint returns rows in), their labels in the language (falling back to labels without a
 tag) and whether a label is unambiguous (no other entity has it; or none of the same class, when
-the question names the class)."""
+the question names the class). Labels are compared as a person reads them: case and whitespace
+folded (Unicode lowercase, runs of whitespace as one space, trimmed), and composed and decomposed
+accents alike (NFC and NFD), so "Oslo", "OSLO" and "Oslo " are one label."""
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -13,7 +16,7 @@ from typing import Any
 from .schema import Schema, lang_filter, values
 from .source import Graph, valid_language_tag
 
-__all__ = ["Entities", "Named"]
+__all__ = ["Entities", "Named", "fold_label"]
 
 SAMPLE = 1000
 """Instances of a class in its seeded sample: every shape draws from these."""
@@ -48,17 +51,26 @@ class Entities:
         self._samples: dict[tuple[str, ...], list[str]] = {}
         self._unique: dict[tuple[str, str, str], str | None] = {}
         self._values: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+        self._folded: dict[str, set[str]] | None = None
 
-    def sample(self, cls: str, pattern: str = "", key: tuple[str, ...] = ()) -> list[str]:
+    def sample(
+        self, cls: str, pattern: str = "", key: tuple[str, ...] = (), whole: bool = False
+    ) -> list[str]:
         """Instances of ``cls`` matching the extra ``pattern`` on ``?s``, in the seed's order:
         the class's seeded sample (``SAMPLE`` instances, ordered by the graph once per class)
-        filtered by the pattern, so a slot costs index lookups, not a sort of its class."""
+        filtered by the pattern, so a slot costs index lookups, not a sort of its class.
+        ``whole``: the pattern is run once over the graph (an aggregate the graph would compute
+        again for every chunk of the sample) and its ``?s`` kept where the sample has them."""
         cache_key = (cls, pattern, *key)
         found = self._samples.get(cache_key)
         if found is None:
             base = self._class_sample(cls)
             if not pattern:
                 found = base
+            elif whole:
+                rows = self.graph.run(f"SELECT DISTINCT ?s WHERE {{ {pattern} }}")
+                every = {row["s"]["value"] for row in rows["results"]["bindings"]}
+                found = [iri for iri in base if iri in every]
             else:
                 matching: set[str] = set()
                 for start in range(0, len(base), 250):
@@ -141,23 +153,72 @@ class Entities:
         tag = (self._labels[iri] or ("", ""))[1]
         key = (iri, cls, label)
         if key not in self._unique:
-            forms = {_literal(label), _literal(label, self.schema.language)}
-            if tag and valid_language_tag(tag):
-                forms.add(_literal(label, tag))
+            forms = set()
+            for text in {label, *(unicodedata.normalize(f, label) for f in ("NFC", "NFD"))}:
+                forms |= {_literal(text), _literal(text, self.schema.language)}
+                if tag and valid_language_tag(tag):
+                    forms.add(_literal(text, tag))
             base = (
                 f"{values('?lp', self.schema.label_properties)} "
                 f"VALUES ?l {{ {' '.join(sorted(forms))} }} "
                 "?x ?lp ?l ."
             )
-            anyone = self._holders(base)
-            if anyone == {iri}:
+            others = (self._holders(base) | self.folded(label)) - {iri}
+            if not others:
                 self._unique[key] = "unique"
             else:
                 same_class = self._holders(base + f" ?x a <{cls}> .")
-                self._unique[key] = "class" if same_class == {iri} else None
+                if not same_class - {iri}:
+                    same_class = self._of_class(others, cls)
+                self._unique[key] = "class" if not same_class - {iri} else None
         qualified = self._unique[key]
         return None if qualified is None else Named(iri, label, cls, qualified)
+
+    def folded(self, label: str) -> set[str]:
+        """The entities whose label in the language is ``label`` once case and whitespace are
+        folded (:func:`fold_label`). One aggregate query finds the folded labels the graph
+        holds more than once (small: the graph's collisions, not its labels); only a label
+        among those costs a pass over the labels to find its holders."""
+        if self._folded is None:
+            query = (
+                f"SELECT ?k WHERE {{ {self._label_pattern()} }} GROUP BY ?k HAVING (COUNT(*) > 1)"
+            )
+            rows = self.graph.run(query)["results"]["bindings"]
+            self._folded = {fold_label(row["k"]["value"]): set() for row in rows}
+        key = fold_label(label)
+        holders = self._folded.get(key)
+        if holders is None:
+            return set()
+        if not holders:
+            rows = self.graph.run(
+                f"SELECT DISTINCT ?x ?k WHERE {{ {self._label_pattern()} "
+                f"FILTER(?k IN ({_literal(key)}, {_literal(' '.join(label.lower().split()))})) }}"
+            )["results"]["bindings"]
+            holders.update(
+                row["x"]["value"] for row in rows if fold_label(row["k"]["value"]) == key
+            )
+        return holders
+
+    def _label_pattern(self) -> str:
+        """Labels in the language, ``?x ?lp ?l``, with ``?k`` the label folded by the graph
+        (trimmed, whitespace runs as one space, lowercase)."""
+        key = r'LCASE(REPLACE(REPLACE(STR(?l), "^\\s+|\\s+$", ""), "\\s+", " "))'
+        return (
+            f"{values('?lp', self.schema.label_properties)} ?x ?lp ?l "
+            f"FILTER(isLiteral(?l) && {lang_filter('?l', self.schema.language)}) "
+            f"BIND({key} AS ?k)"
+        )
+
+    def _of_class(self, iris: Iterable[str], cls: str) -> set[str]:
+        rows = self.graph.run(f"SELECT DISTINCT ?x WHERE {{ {values('?x', iris)} ?x a <{cls}> }}")
+        return {row["x"]["value"] for row in rows["results"]["bindings"]}
 
     def _holders(self, pattern: str) -> set[str]:
         rows = self.graph.run(f"SELECT DISTINCT ?x WHERE {{ {pattern} }} LIMIT 3")
         return {row["x"]["value"] for row in rows["results"]["bindings"]}
+
+
+def fold_label(text: str) -> str:
+    """A label as a person compares it: NFC, Unicode lowercase, whitespace runs as one space,
+    trimmed (the graph's side of the comparison folds the same way, but for NFC)."""
+    return " ".join(unicodedata.normalize("NFC", text).lower().split())

@@ -9,7 +9,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..io.files import check_output_path
@@ -20,6 +20,9 @@ from .review import ReviewResult, apply_review_file, write_review
 from .schema import Schema, read_schema
 from .settings import read_settings
 from .source import Graph, open_graph
+
+if TYPE_CHECKING:
+    from .verbalize import WordingBatch
 
 __all__ = ["GraphSource", "apply_review_files", "describe_graph", "generate_reference_file"]
 
@@ -78,11 +81,14 @@ def generate_reference_file(
     review: str | os.PathLike[str] | None = None,
     judge: Any = None,
     styles: Sequence[str] | None = None,
+    batch: WordingBatch | None = None,
 ) -> Generation:
     """Generate ``n`` questions from the graph and write them (see ``qa-eval generate``); with
     a ``judge`` (``qa_eval.judge.Judge``) the questions are reworded in ``styles`` and checked
     by a round trip (``--verbalize llm``). A dry-run judge plans its calls and nothing is
-    written."""
+    written. With ``batch`` (and no judge) the judge's calls go through the Batch API first
+    (``--batch``); while batches are in flight (``no_wait``) nothing is written and
+    ``generation.batch.waiting`` names them."""
     if n < 1:
         raise InputError(f"-n must be at least 1, got {n}")
     chosen = _shapes(shapes)
@@ -103,17 +109,11 @@ def generate_reference_file(
         max_uses_per_entity=settings.max_uses_per_entity,
     )
     generation = generate(graph, schema, options)
-    if judge is not None:
-        from .verbalize import STYLES, verbalize
-
-        counts = verbalize(generation, judge, styles or tuple(STYLES))
-        total = judge.total
-        generation.report.wording = {
-            **counts.as_dict(),
-            "judge_calls": total.calls,
-            "cached": total.cached,
-            "cost": round(total.cost, 6) if total.cost_known else None,
-        }
+    if batch is not None and judge is None:
+        if not _batched(generation, batch, styles):
+            return generation  # batches in flight: a rerun collects them
+    elif judge is not None:
+        _reword(generation, judge, styles)
         if getattr(judge, "dry_run", False):
             return generation
     data = records(generation)
@@ -124,6 +124,41 @@ def generate_reference_file(
         text = json.dumps(generation.report.as_dict(), indent=2, ensure_ascii=False) + "\n"
         write_atomically(Path(report_json), text.encode("utf-8"))
     return generation
+
+
+def _reword(generation: Generation, judge: Any, styles: Sequence[str] | None) -> None:
+    """``--verbalize llm`` with ``judge``, its counts into the report."""
+    from .verbalize import STYLES, verbalize
+
+    counts = verbalize(generation, judge, styles or tuple(STYLES))
+    total = judge.total
+    generation.report.wording = {
+        **counts.as_dict(),
+        "judge_calls": total.calls,
+        "cached": total.cached,
+        "cost": round(total.cost, 6) if total.cost_known else None,
+    }
+
+
+def _batched(generation: Generation, batch: WordingBatch, styles: Sequence[str] | None) -> bool:
+    """``--verbalize llm --batch``: the batches' rounds, then the rewording with the judge that
+    reads their replies; False while batches are still in flight."""
+    import asyncio
+
+    from ..run.prefill import final_judge
+    from .verbalize import STYLES, aprefill_wording
+
+    generation.batch = asyncio.run(aprefill_wording(generation, batch, styles or tuple(STYLES)))
+    if generation.batch.waiting:
+        return False
+    judge = final_judge(batch.config, batch.cache)
+    try:
+        _reword(generation, judge, styles)
+    finally:
+        if judge.cache is not None:
+            judge.cache.close()
+    generation.report.wording["batch"] = generation.batch.as_dict()
+    return True
 
 
 def apply_review_files(

@@ -39,7 +39,7 @@ def _scope(draw: Draw, slot: Slot, key: str) -> tuple[list[str], dict[str, str],
     """The patterns, wording slots and named entity of a slot's scope (``with Q O``)."""
     s = draw.schema
     if len(slot.uses) == 1:
-        return [], {"scope": ""}, [], ""
+        return [], {}, [], ""
     use, q = slot.uses
     target = q.object_class or ""
     iri = draw.next_entity(
@@ -51,8 +51,8 @@ def _scope(draw: Draw, slot: Slot, key: str) -> tuple[list[str], dict[str, str],
     named = draw.named(iri, target)
     if named is None:
         return no_label(draw, iri, target)
-    scope = f" with {q.word} {mention(named, s)}"
-    return [f"<{q.property}> <{named.iri}>"], {"scope": scope}, [named], q.property
+    scope = {"sq": q.word, "so": mention(named, s)}  # " with Q O", worded per language
+    return [f"<{q.property}> <{named.iri}>"], scope, [named], q.property
 
 
 def _function(draw: Draw, slot: Slot, functions: list[str]) -> str | None:
@@ -181,21 +181,30 @@ def comparison(draw: Draw, slot: Slot) -> Candidate | str:
 
 
 def filter_range(draw: Draw, slot: Slot) -> Candidate | str:
-    """Which Cs have a P above/below (after/before) T? T one of the graph's own values."""
+    """Which Cs have a P above/below (after/before) T, or between T1 and T2? The thresholds are
+    the graph's own values: past the tails, and windows at inner quantiles."""
     (use,) = slot.uses
-    if not slot.left:
-        if slot.cursor:
+    if not slot.left:  # the tails first; the windows only when the tails are used up
+        if slot.cursor >= 2:
             slot.dead = True
             return "every threshold of this class and property asked"
-        slot.cursor = 1
-        slot.left = _thresholds(draw, slot)
+        slot.cursor += 1
+        slot.left = _thresholds(draw, slot) if slot.cursor == 1 else _windows(draw, slot)
         if not slot.left:
-            slot.dead = True
             return "no threshold leaves between 1 and max_answers entities"
-    above, value = slot.left.pop(draw.rng.randrange(len(slot.left)))
+    direction, low, high = slot.left.pop(draw.rng.randrange(len(slot.left)))
     date = use.kind == "date"
-    word = ("after" if above else "before") if date else ("above" if above else "below")
     s = draw.schema
+    if direction == "between":
+        condition = f"?value >= {literal_term(low)} && ?value <= {literal_term(high)}"
+        words = {"t": str(low["value"]), "t2": str(high["value"])}
+        params = {"from": str(low["value"]), "to": str(high["value"]), "direction": "between"}
+    else:
+        above = direction == "above"
+        word = ("after" if above else "before") if date else direction
+        condition = f"?value {'>' if above else '<'} {literal_term(low)}"
+        words = {"op": word, "t": str(low["value"])}
+        params = {"threshold": str(low["value"]), "direction": word}
     return Candidate(
         shape="filter",
         signature=(slot.cls, use.property),
@@ -203,33 +212,78 @@ def filter_range(draw: Draw, slot: Slot) -> Candidate | str:
         body=[
             f"?entity a <{slot.cls}> .",
             f"?entity <{use.property}> ?value .",
-            f"FILTER(?value {'>' if above else '<'} {literal_term(value)})",
+            f"FILTER({condition})",
         ],
-        template="filter",
-        slots={"cs": s.classes[slot.cls].word, "p": use.word, "op": word, "t": str(value["value"])},
+        template="filter_between" if direction == "between" else "filter",
+        slots={"cs": s.classes[slot.cls].word, "p": use.word, **words},
         named=[],
         columns=["entity"],
         answer="labels",
-        params={"threshold": str(value["value"]), "direction": word},
+        params=params,
     )
 
 
-def _thresholds(draw: Draw, slot: Slot) -> list[tuple[bool, dict]]:
-    """(above, value) pairs: the graph's values past which 1 to max_answers entities lie."""
+Threshold = tuple[str, dict, dict]
+"""(``above``, ``below`` or ``between``; the threshold or the window's low end; its high end)."""
+QUANTILES = (1 / 3, 2 / 3)
+"""Where in a property's sorted values the windows of ``between`` questions are taken (each
+costs the graph a pass over the property's values)."""
+WINDOWS_PER_QUANTILE = 6
+
+
+def _values_by_count(draw: Draw, slot: Slot, tail: str) -> list[tuple[dict, int]]:
+    """(value, entities with it) in the value order, from ``tail`` (ORDER BY, OFFSET, LIMIT)."""
+    (use,) = slot.uses
+    rows = draw.entities.graph.run(
+        f"SELECT ?v (COUNT(DISTINCT ?s) AS ?n) WHERE {{ ?s a <{slot.cls}> . "
+        f"?s <{use.property}> ?v . FILTER(isLiteral(?v)) }} GROUP BY ?v {tail}"
+    )["results"]["bindings"]
+    return [(row["v"], int(row["n"]["value"])) for row in rows]
+
+
+def _thresholds(draw: Draw, slot: Slot) -> list[Threshold]:
+    """The graph's values past which 1 to max_answers entities lie (the tails)."""
+    limit = draw.max_answers
+    out: list[Threshold] = []
+    for above in (True, False):
+        seen = 0
+        order = "DESC(?v)" if above else "?v"
+        for value, n in _values_by_count(draw, slot, f"ORDER BY {order} LIMIT {limit + 1}"):
+            if 1 <= seen <= limit:
+                out.append(("above" if above else "below", value, value))
+            seen += n
+    return out
+
+
+def _windows(draw: Draw, slot: Slot) -> list[Threshold]:
+    """Windows of two or more consecutive values that 1 to max_answers entities have, taken at
+    the property's inner quantiles (so a big class still gets range questions that are not
+    about its extremes); a value more entities have than max_answers is in no window."""
     (use,) = slot.uses
     limit = draw.max_answers
-    out: list[tuple[bool, dict]] = []
-    for above in (True, False):
-        rows = draw.entities.graph.run(
-            f"SELECT ?v (COUNT(DISTINCT ?s) AS ?n) WHERE {{ ?s a <{slot.cls}> . "
-            f"?s <{use.property}> ?v . FILTER(isLiteral(?v)) }} GROUP BY ?v "
-            f"ORDER BY {'DESC(?v)' if above else '?v'} LIMIT {limit + 1}"
-        )["results"]["bindings"]
-        seen = 0
-        for row in rows:
-            if 1 <= seen <= limit:
-                out.append((above, row["v"]))
-            seen += int(row["n"]["value"])
+    rows = draw.entities.graph.run(
+        f"SELECT (COUNT(DISTINCT ?v) AS ?n) WHERE {{ ?s a <{slot.cls}> . "
+        f"?s <{use.property}> ?v . FILTER(isLiteral(?v)) }}"
+    )["results"]["bindings"]
+    distinct = int(rows[0]["n"]["value"]) if rows else 0
+    out: list[Threshold] = []
+    seen: set[str] = set()
+    for offset in sorted({int(distinct * q) for q in QUANTILES}):
+        block = _values_by_count(draw, slot, f"ORDER BY ?v OFFSET {offset} LIMIT {8 * limit}")
+        made = start = 0
+        while start < len(block) and made < WINDOWS_PER_QUANTILE:
+            end, total = start, 0
+            while end < len(block) and total + block[end][1] <= limit:
+                total += block[end][1]
+                end += 1
+            if end - start >= 2:
+                low, high = block[start][0], block[end - 1][0]
+                key = repr((sorted(low.items()), sorted(high.items())))
+                if key not in seen:
+                    seen.add(key)
+                    out.append(("between", low, high))
+                    made += 1
+            start = max(end, start + 1)
     return out
 
 

@@ -8,11 +8,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from .source import triples_text
+
 __all__ = ["GenerationReport", "ShapeReport"]
-
-
-def _triples(count: int | None) -> str:
-    return "triples not counted" if count is None else f"{count} triples"
 
 
 @dataclass
@@ -51,6 +49,9 @@ class GenerationReport:
     entity_limit_skips: int = 0
     wording: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    unworded: list[str] = field(default_factory=list)
+    """Classes and properties left out of the questions: no label in the language (nor a word
+    in the config), so their word would be an English-looking local name (not for English)."""
 
     @property
     def made(self) -> int:
@@ -79,6 +80,7 @@ class GenerationReport:
             "rejected": self.controls(),
             "shapes": {name: s.as_dict() for name, s in self.shapes.items()},
             "wording": self.wording,
+            "unworded": list(self.unworded),
             "seconds": round(self.seconds, 3),
         }
 
@@ -87,7 +89,8 @@ class GenerationReport:
         let = ", ".join(f"{n} {k}" for k, n in self.let_through.items()) or "nothing"
         lines = [
             f"{self.made} of {self.requested} questions from {self.graph} "
-            f"({_triples(self.triples)}; loading let through {let}); {self.queries} queries run",
+            f"({triples_text(self.triples)}; loading let through {let}); "
+            f"{self.queries} queries run",
             f"{'shape':<15} {'wanted':>6} {'made':>5} {'tried':>6}  turned away / ran out",
         ]
         for name, s in self.shapes.items():
@@ -102,6 +105,11 @@ class GenerationReport:
             )
         if self.entity_limit_skips:
             lines.append(f"entities passed over at max_uses_per_entity: {self.entity_limit_skips}")
+        if self.unworded:
+            lines.append(
+                "left out, no label in the language (give them words: in the config): "
+                + ", ".join(self.unworded)
+            )
         if self.wording:
             lines.append("wording: " + ", ".join(f"{k} {v}" for k, v in self.wording.items()))
         return "\n".join(lines) + "\n"

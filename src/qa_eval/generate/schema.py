@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import InputError
 from ..steps.sparql.terms import NUMERIC_TYPES
 from .settings import COMMON_PREFIXES, GenerateSettings
-from .source import Graph, GraphError, valid_language_tag
+from .source import Graph, GraphError, triples_text, valid_language_tag
 
 __all__ = [
     "DATE_TYPES",
@@ -98,6 +98,9 @@ class Schema:
     labels: dict[str, dict[str, int]]
     prefixes: dict[str, str]
     let_through: dict[str, int] = field(default_factory=dict)
+    unworded: frozenset[str] = frozenset()
+    """Classes and properties whose word is their local name (no label in the language and no
+    word in the config)."""
 
     def uses_of(self, cls: str) -> list[PropertyUse]:
         """The properties the instances of ``cls`` use."""
@@ -176,9 +179,9 @@ def _words(
     settings: GenerateSettings,
     label_iris: tuple[str, ...],
     language: str,
-) -> dict[str, str]:
+) -> tuple[dict[str, str], frozenset[str]]:
     """The word of each class and property: the config's, else its label in the language,
-    else its local name split into words."""
+    else its local name split into words; and the IRIs whose word is their local name."""
     found: dict[str, tuple[int, str]] = {}
     if iris:
         rows = _rows(
@@ -201,7 +204,8 @@ def _words(
     }
     for name, word in settings.words.items():
         words[settings.resolve(name, graph.prefixes)] = word
-    return words
+        found[settings.resolve(name, graph.prefixes)] = (0, word)
+    return words, frozenset(iri for iri in iris if iri not in found)
 
 
 def _check_language(language: str, labels: dict[str, dict[str, int]], graph: str) -> None:
@@ -241,7 +245,7 @@ def read_schema(graph: Graph, settings: GenerateSettings, language: str = "en") 
     classes = _classes(graph, label_iris, language, scope)
     uses = _uses(graph, label_iris, scope)
     classes, uses = _selected(classes, uses, settings, graph)
-    words = _words(
+    words, unworded = _words(
         graph, sorted({*classes, *(u.property for u in uses)}), settings, label_iris, language
     )
     return Schema(
@@ -257,6 +261,7 @@ def read_schema(graph: Graph, settings: GenerateSettings, language: str = "en") 
         labels=labels,
         prefixes={**COMMON_PREFIXES, **graph.prefixes, **settings.prefixes},
         let_through=dict(graph.let_through),
+        unworded=unworded,
     )
 
 
@@ -437,9 +442,7 @@ def describe_text(schema: Schema) -> str:
     data = describe_json(schema)
     let = ", ".join(f"{n} {k}" for k, n in schema.let_through.items()) or "nothing"
     lines = [
-        f"graph {schema.graph}: "
-        + ("triples not counted" if schema.triples is None else f"{schema.triples} triples")
-        + f"; loading let through {let}",
+        f"graph {schema.graph}: {triples_text(schema.triples)}; loading let through {let}",
         "labels: "
         + "; ".join(
             f"{p} " + ", ".join(f"{lang or '(no tag)'} {n}" for lang, n in per.items())

@@ -113,12 +113,43 @@ def lookup(draw: Draw, slot: Slot) -> Candidate | str:
 
 
 def list_values(draw: Draw, slot: Slot) -> Candidate | str:
-    """List all P of C E. (every value of a multi-valued property)"""
-    return _lookup(draw, slot, True)
+    """What are all the P values of C E? (every value of a multi-valued property); reverse:
+    What are all the Cs whose P is O? (the subjects that share one object: 2 to max_answers)"""
+    if slot.extra != ("reverse",):
+        return _lookup(draw, slot, True)
+    (use,) = slot.uses
+    limit = draw.max_answers
+    shared = (
+        f"{{ SELECT ?s WHERE {{ ?y a <{slot.cls}> . ?y <{use.property}> ?s . }} GROUP BY ?s "
+        f"HAVING (COUNT(DISTINCT ?y) >= 2 && COUNT(DISTINCT ?y) <= {limit}) }}"
+    )
+    target = use.object_class or ""
+    key = ("list reverse", slot.cls, use.property)
+    iri = draw.next_entity(slot, target, shared, key, whole=True)
+    named = draw.named(iri, target)
+    if named is None:
+        return no_label(draw, iri, target)
+    s = draw.schema
+    return Candidate(
+        shape="list",
+        signature=(target, slot.cls, use.property),  # list__Substation__Line__toSubstation
+        select="SELECT DISTINCT ?entity",
+        body=[f"?entity a <{slot.cls}> .", f"?entity <{use.property}> <{named.iri}> ."],
+        template="list_reverse",
+        slots={"cs": s.classes[slot.cls].word, "p": use.word, "o": mention(named, s)},
+        named=[named],
+        columns=["entity"],
+        answer="labels",
+        rows=(2, None),
+        params={"direction": "reverse"},
+    )
 
 
 def _slots_list(schema: Schema) -> list[Slot]:
-    return [s for s in _slots_value(schema) if s.uses[0].multi_valued]
+    """Multi-valued properties (every value of one subject), and IRI-valued ones whose objects
+    a class can name (every subject of one object: the lines that connect to a substation)."""
+    forward = [s for s in _slots_value(schema) if s.uses[0].multi_valued]
+    return forward + [Slot(s.cls, s.uses, ("reverse",)) for s in _slots_link(schema)]
 
 
 def _slots_link(schema: Schema) -> list[Slot]:

@@ -23,7 +23,20 @@ from ..refresh.runners import (
     store_runner,
 )
 
-__all__ = ["Graph", "GraphError", "open_graph", "valid_language_tag", "writable"]
+__all__ = [
+    "COUNT_TIMEOUT",
+    "Graph",
+    "GraphError",
+    "count_triples",
+    "open_graph",
+    "triples_text",
+    "valid_language_tag",
+    "writable",
+]
+
+COUNT_TIMEOUT = 10.0
+"""Seconds an endpoint gets to count its triples (at most ``--timeout``); a big endpoint that
+takes longer, or refuses ``COUNT``, leaves the count unknown instead of failing."""
 
 
 class GraphError(InputError):
@@ -145,7 +158,15 @@ def open_graph(
         runner = endpoint_runner(
             endpoint, timeout, headers=headers, default_graph_uris=default_graph_uris
         )
-        return Graph(runner, _endpoint_name(endpoint))  # not counted: a big endpoint times out
+        graph = Graph(runner, _endpoint_name(endpoint))
+        counter = endpoint_runner(
+            endpoint,
+            min(timeout, COUNT_TIMEOUT),
+            headers=headers,
+            default_graph_uris=default_graph_uris,
+        )
+        graph.triples = count_triples(Graph(counter, graph.name), graph)
+        return graph
     path = Path(store)  # type: ignore[arg-type]
     loaded = load_store(path, lenient=not strict_rdf)
     graph = Graph(store_runner(loaded, default_graph_uris), str(path))
@@ -156,6 +177,23 @@ def open_graph(
     if not strict_rdf:
         graph.let_through = count_let_through(graph)
     return graph
+
+
+def count_triples(counter: Graph, graph: Graph) -> int | None:
+    """The triples of ``graph`` counted through ``counter`` (its runner with a short timeout);
+    None when the count fails or times out (the report says "triples unknown")."""
+    graph.queries += 1
+    try:
+        return _count(counter, "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")
+    except GraphError:
+        return None
+
+
+def triples_text(count: int | None) -> str:
+    """The graph's size for people: its triples, or why they are unknown."""
+    return (
+        "triples unknown (the count failed or timed out)" if count is None else f"{count} triples"
+    )
 
 
 def _endpoint_name(url: str) -> str:

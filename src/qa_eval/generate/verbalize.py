@@ -5,14 +5,21 @@ among up to three distractors of the same shape that differ from it in one entit
 property, and must pick the true one. A rewrite that fails (or drops an entity's name, or
 repeats another question) is tried once more, then the template question is kept; the verdict
 is stored per question. Calls go through the run's ``Judge``: cached, costed, planned by a dry
-run, bounded by ``max_cost``."""
+run, bounded by ``max_cost``.
+
+``--batch`` (:func:`aprefill_wording`): the rewording runs in planning passes, as a ``--batch``
+evaluation does (``run.prefill``): each pass gets as far as the cache and the collected batches
+take it and records the next requests, so round 1 holds every rewrite, round 2 every round trip,
+round 3 the retries' rewrites and round 4 their round trips (cached replies are not submitted);
+then the rewording runs once more with the judge that reads the batches' replies, and gives what
+a synchronous run with the same replies gives."""
 
 from __future__ import annotations
 
 import asyncio
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -25,7 +32,16 @@ from .engine import Generation, Question
 from .entities import Named
 from .wording import render_query
 
-__all__ = ["STYLES", "Pick", "Rewrite", "WordingCounts", "verbalize"]
+__all__ = [
+    "STYLES",
+    "Pick",
+    "Rewrite",
+    "WordingBatch",
+    "WordingCounts",
+    "aprefill_wording",
+    "averbalize",
+    "verbalize",
+]
 
 STYLES = {
     "plain": "a clear, neutral question, as a person would type it.",
@@ -255,3 +271,41 @@ def verbalize(
 ) -> WordingCounts:
     """``averbalize`` run to completion."""
     return asyncio.run(averbalize(generation, judge, styles))
+
+
+@dataclass(frozen=True)
+class WordingBatch:
+    """``--batch`` for ``--verbalize llm``: the judge's config, the cache that holds the
+    batches, ``--no-wait``, the poll interval and where the batch lines go."""
+
+    config: Any
+    cache: str | bool | None = True
+    no_wait: bool = False
+    poll: float = 1.0
+    report: Callable[[str], None] | None = None
+
+
+async def aprefill_wording(
+    generation: Generation, batch: WordingBatch, styles: Sequence[str] = tuple(STYLES)
+) -> Any:
+    """Fill the reply cache through the Batch API for :func:`averbalize` of ``generation``
+    (the module docstring says how); returns the ``BatchReport``. The questions are left as
+    they were."""
+    from ..run.prefill import abatch_rounds
+
+    async def plan(planner: Any) -> None:
+        saved = [(q.text, q.wording, q.round_trip) for q in generation.questions]
+        try:
+            await averbalize(generation, planner, styles)
+        finally:
+            for question, (text, wording, verdict) in zip(generation.questions, saved):
+                question.text, question.wording, question.round_trip = text, wording, verdict
+
+    return await abatch_rounds(
+        plan,
+        config=batch.config,
+        cache=batch.cache,
+        no_wait=batch.no_wait,
+        poll=batch.poll,
+        report=batch.report,
+    )

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .candidates import Candidate
+from .languages import ENGLISH, phrases
 from .schema import Schema, compact
 
 __all__ = [
@@ -22,24 +23,11 @@ __all__ = [
     "render_query",
 ]
 
-TEMPLATES = {
-    "lookup": "What is the {p} of {e}?",
-    "list": "What are all the {p} values of {e}?",
-    "reverse_lookup": "Which {cs} have {p} {o}?",
-    "two_hop": "What is the {p2} of the {p1} of {e}?",
-    "three_hop": "What is the {p3} of the {p2} of the {p1} of {e}?",
-    "count": "How many {cs} have {p} {o}?",
-    "aggregate": "What is the {f} {p} of the {cs}{scope}?",
-    "superlative": "Which {c}{scope} has the {most} {p}?",
-    "comparison": "Which has the {more} {p}: {a} or {b}?",
-    "boolean": "Is the {p} of {e} {o}?",
-    "filter": "Which {cs} have a {p} {op} {t}?",
-    "intersection": "Which {cs} have {p1} {o1} and {p2} {o2}?",
-    "unanswerable": "What is the {p} of {e}?",
-}
-"""The question template of each shape; ``{cs}`` is the class word in the plural."""
+TEMPLATES = ENGLISH.templates
+"""The English question template of each shape; ``{cs}`` is the class word in the plural (the
+other languages are in ``languages``)."""
 
-NO_ANSWER = "The graph has no answer to this question."
+NO_ANSWER = ENGLISH.no_answer
 
 
 class AnswerProblem(Exception):
@@ -61,12 +49,18 @@ def plural(word: str) -> str:
     return f"{head} {last}" if head else last
 
 
-def question_text(candidate: Candidate) -> str:
-    """The template question of a candidate."""
-    slots = dict(candidate.slots)
+def question_text(candidate: Candidate, language: str = "en") -> str:
+    """The template question of a candidate in a language (``languages``; English when qa-eval
+    has no templates in it)."""
+    words = phrases(language) or ENGLISH
+    slots = {name: words.word(name, value) for name, value in candidate.slots.items()}
     if "cs" in slots:
-        slots["cs"] = plural(slots["cs"])
-    text = TEMPLATES[candidate.template].format(**slots)
+        slots.setdefault("c", slots["cs"])
+        if words.plural:
+            slots["cs"] = plural(slots["cs"])
+    scope = (slots.pop("sq", None), slots.pop("so", None))
+    slots["scope"] = words.scope.format(q=scope[0], o=scope[1]) if scope[0] is not None else ""
+    text = words.templates[candidate.template].format(**slots)
     return text[0].upper() + text[1:]
 
 
@@ -96,13 +90,18 @@ def _number_or_text(term: Mapping[str, Any]) -> str:
 
 
 def answer_text(
-    candidate: Candidate, result: Mapping[str, Any], labels: Mapping[str, str | None]
+    candidate: Candidate,
+    result: Mapping[str, Any],
+    labels: Mapping[str, str | None],
+    language: str = "en",
 ) -> str:
-    """The reference answer written from the query's result."""
+    """The reference answer written from the query's result (yes/no, the tie note and the
+    control's answer in the language)."""
+    words = phrases(language) or ENGLISH
     if candidate.answer == "boolean":
-        return "yes" if result.get("boolean") else "no"
+        return words.yes if result.get("boolean") else words.no
     if candidate.answer == "none":
-        return NO_ANSWER
+        return words.no_answer
     rows = result["results"]["bindings"]
     column = candidate.columns[0]
     if candidate.answer in ("count", "value"):
@@ -114,7 +113,7 @@ def answer_text(
     joined = ", ".join(names)
     if candidate.answer == "superlative":
         value = _number_or_text(rows[0]["value"])
-        return f"{joined} ({'tied, ' if len(names) > 1 else ''}{value})"
+        return f"{joined} ({words.tied + ', ' if len(names) > 1 else ''}{value})"
     return joined
 
 

@@ -52,7 +52,7 @@ Batch API calls, the batch tables of the cache database and the lock) is ``judge
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from ..config import EvalConfig
@@ -62,7 +62,7 @@ from ..judge.cache.store import open_cache
 from ..judge.calls import Judge
 from ..judge.prices import price_of
 
-__all__ = ["MAX_ROUNDS", "Outbox", "aprefill", "final_judge", "prefill"]
+__all__ = ["MAX_ROUNDS", "Outbox", "abatch_rounds", "aprefill", "final_judge", "prefill"]
 
 
 MAX_ROUNDS = 8
@@ -134,6 +134,44 @@ async def aprefill(
     same config, cache and switches finds every reply (unless the report says ``waiting``)."""
     from .evaluation import arun_evaluation
 
+    skipped = [*disable, *OFFLINE]
+    fingerprints: dict[int, str] = {}
+
+    async def plan(planner: Judge) -> None:
+        for reference, responses in runs:
+            known = fingerprints.get(id(reference))
+            planned = await arun_evaluation(
+                reference,
+                responses,
+                config=config,
+                judge=planner,
+                enable=list(enable),
+                disable=skipped,
+                reference_source=reference_source,
+                fingerprint=known,
+            )
+            if known is None:  # one reference object is hashed once, not per system
+                signature = planned.signature or {}
+                fingerprints[id(reference)] = signature["reference"]["fingerprint"]
+
+    return await abatch_rounds(
+        plan, config=config, cache=cache, no_wait=no_wait, poll=poll, report=report
+    )
+
+
+async def abatch_rounds(
+    plan: Callable[[Judge], Awaitable[Any]],
+    *,
+    config: EvalConfig,
+    cache: str | bool | None = True,
+    no_wait: bool = False,
+    poll: float = POLL_FIRST,
+    report: Report | None = None,
+) -> BatchReport:
+    """The rounds of plan → submit → collect for any work that asks a judge: ``plan(judge)``
+    runs the work with a planning judge (its requests not cached or answered by a batch are
+    recorded and stop there); afterwards the same work with :func:`final_judge` finds every
+    reply (unless the report says ``waiting``). ``aprefill`` is this for an evaluation."""
     gen = config.generation
     if gen is None:
         raise BatchError("--batch needs a judge: pass --config or set OPENAI_API_KEY")
@@ -151,8 +189,6 @@ async def aprefill(
         tables = BatchStore(store)
         tables.create()
         batcher = Batcher(config, tables, say, poll, price_of(gen.model, config.prices))
-        skipped = [*disable, *OFFLINE]
-        fingerprints: dict[int, str] = {}
         for _ in range(2 * MAX_ROUNDS):
             # Planned and submitted under the lock: a concurrent run on this cache plans after
             # these requests are recorded, and waits for their batch.
@@ -160,21 +196,7 @@ async def aprefill(
                 outbox = Outbox(tables, planning=True)
                 planner = Judge(config, cache=store)
                 planner.batch = outbox
-                for reference, responses in runs:
-                    known = fingerprints.get(id(reference))
-                    planned = await arun_evaluation(
-                        reference,
-                        responses,
-                        config=config,
-                        judge=planner,
-                        enable=list(enable),
-                        disable=skipped,
-                        reference_source=reference_source,
-                        fingerprint=known,
-                    )
-                    if known is None:  # one reference object is hashed once, not per system
-                        signature = planned.signature or {}
-                        fingerprints[id(reference)] = signature["reference"]["fingerprint"]
+                await plan(planner)
                 waiting = await batcher.resolve(sorted(outbox.waiting))
                 if not outbox.planned and not waiting and not outbox.waiting:
                     break
