@@ -3,8 +3,8 @@
 Filters: template, tag (``key=value``), a metric's range, errors, a failed metric (one with a
 ``<metric>_error``), trial; a search of the indexed text (question, answers, reasons,
 ``mismatch`` texts, errors): plain words (every word must occur; FTS5, words and their
-prefixes as the ``unicode61`` tokenizer cuts them) or a Python regular expression (a scan of the
-text of the rows the other filters leave). Sorting by position, id, template or any metric
+prefixes as the ``unicode61`` tokenizer cuts them) or a Python regular expression (tried on the
+rows the other filters and the word index leave: :mod:`.regex`). Sorting by position, id, template or any metric
 (SQLite's order: a missing value is smallest). Every value reaches SQL as a parameter; column
 names come only from the index's own table of metrics.
 """
@@ -12,6 +12,7 @@ names come only from the index's own table of metrics.
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -19,6 +20,7 @@ from urllib.parse import urlencode
 
 from ..errors import InputError
 from .index import LOCK, Index
+from .regex import COUNT_BUDGET, NO_ROW, VocabLookup, fts_prefilter, required_runs, scan
 
 __all__ = [
     "PAGE_SIZES",
@@ -49,6 +51,7 @@ class TableView:
     trial: int | None = None
     q: str = ""
     regex: bool = False
+    count: bool = False  # a regular expression's matches counted to the end
     sort: str = "pos"
     desc: bool = False
     page: int = 1
@@ -67,7 +70,7 @@ class TableView:
                     values[f.name] = float(raw)
                 elif f.name in ("trial", "page", "size"):
                     values[f.name] = int(raw)
-                elif f.name in ("regex", "desc"):
+                elif f.name in ("regex", "desc", "count"):
                     values[f.name] = raw in ("1", "true", "on", "yes")
                 else:
                     values[f.name] = raw
@@ -96,12 +99,14 @@ class TableView:
 
 @dataclass(frozen=True)
 class Page:
-    """One page of the table: its rows (mappings), how many match, the metric columns."""
+    """One page of the table: its rows (mappings), how many match (``exact``: else at least
+    that many: a regular expression's count stopped early), the metric columns."""
 
     rows: list[dict[str, Any]]
     total: int
     metrics: list[str]
     view: TableView
+    exact: bool = True
 
     @property
     def pages(self) -> int:
@@ -155,11 +160,26 @@ def _where(index: Index, view: TableView) -> tuple[str, list[Any], re.Pattern[st
             pattern = re.compile(view.q)
         except re.error as e:
             raise InputError(f"not a regular expression: {e}", field="q") from None
-        clauses.append("qa_regexp(doc)")
+        prefilter = fts_prefilter(required_runs(view.q), _vocabulary(index))
+        if prefilter == NO_ROW:
+            clauses.append("0")
+        elif prefilter is not None:
+            clauses.append("pos IN (SELECT rowid FROM qf WHERE qf MATCH ?)")
+            params.append(prefilter)
     elif view.q and _words(view.q):
         clauses.append("pos IN (SELECT rowid FROM qf WHERE qf MATCH ?)")
         params.append(_words(view.q))
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", params, pattern
+
+
+_VOCABULARIES: weakref.WeakKeyDictionary[Index, VocabLookup] = weakref.WeakKeyDictionary()
+
+
+def _vocabulary(index: Index) -> VocabLookup:
+    found = _VOCABULARIES.get(index)
+    if found is None:
+        found = _VOCABULARIES[index] = VocabLookup(index.db)
+    return found
 
 
 def _column(index: Index, name: str, field: str) -> str:
@@ -171,7 +191,8 @@ def _column(index: Index, name: str, field: str) -> str:
 
 def page_of(index: Index, view: TableView) -> Page:
     """The rows of ``view``'s page and how many rows match."""
-    where, params, pattern = _where(index, view)
+    with LOCK:
+        where, params, pattern = _where(index, view)
     if view.sort in _FIXED_SORTS:
         order = _FIXED_SORTS[view.sort]
     else:
@@ -181,21 +202,21 @@ def page_of(index: Index, view: TableView) -> Page:
     cols = ", ".join(index.metrics[n] for n in names)
     select = "SELECT pos, qid, tpl, trial, question, err, traced" + (f", {cols}" if cols else "")
     sql = f"{select} FROM q{where} ORDER BY {order} {direction}, pos {direction} LIMIT ? OFFSET ?"
+    exact = True
     with LOCK:
-        if pattern is not None:
-            search = pattern.search
-            index.db.create_function(
-                "qa_regexp", 1, lambda text: search(text or "") is not None, deterministic=True
-            )
         start = (view.page - 1) * view.size
         if pattern is None:
             total = index.db.execute(f"SELECT count(*) FROM q{where}", params).fetchone()[0]
             found = index.db.execute(sql, [*params, view.size, start]).fetchall()
-        else:  # one scan with the expression: every match's place, then the page's rows
-            order_sql = f"SELECT pos FROM q{where} ORDER BY {order} {direction}, pos {direction}"
-            matches = [p for (p,) in index.db.execute(order_sql, params)]
-            total = len(matches)
-            chosen = matches[start : start + view.size]
+        else:  # the rows the word index leaves, tried in order with the expression
+            order_sql = (
+                f"SELECT pos, doc FROM q{where} ORDER BY {order} {direction}, pos {direction}"
+            )
+            budget = None if view.count else COUNT_BUDGET
+            found_scan = scan(
+                index.db.execute(order_sql, params), pattern, start, view.size, budget
+            )
+            total, exact, chosen = found_scan.total, found_scan.exact, found_scan.chosen
             by_pos = {
                 row[0]: row
                 for row in index.db.execute(
@@ -218,7 +239,7 @@ def page_of(index: Index, view: TableView) -> Page:
                 "values": dict(zip(names, values)),
             }
         )
-    return Page(rows, total, names, view)
+    return Page(rows, total, names, view, exact)
 
 
 def templates_of(index: Index) -> list[str]:
