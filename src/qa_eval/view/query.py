@@ -4,9 +4,9 @@ Filters: template, tag (``key=value``), a metric's range, errors, a failed metri
 ``<metric>_error``), trial; a search of the indexed text (question, answers, reasons,
 ``mismatch`` texts, errors): plain words (every word must occur; FTS5, words and their
 prefixes as the ``unicode61`` tokenizer cuts them) or a Python regular expression (tried on the
-rows the other filters and the word index leave: :mod:`.regex`). Sorting by position, id, template or any metric
-(SQLite's order: a missing value is smallest). Every value reaches SQL as a parameter; column
-names come only from the index's own table of metrics.
+rows the other filters and the word index leave: :mod:`.regex`). Sorting by position, id,
+template or any metric (SQLite's order: a missing value is smallest). Every value reaches SQL
+as a parameter; column names come only from the index's own table of metrics.
 """
 
 from __future__ import annotations

@@ -60,8 +60,8 @@ _SEP = ""
 def required_runs(pattern: str) -> list[list[frozenset[str]]]:
     """Sequences of character sets every match of ``pattern`` contains (empty when unknown)."""
     try:
-        import re._constants as sre
-        import re._parser as parser
+        import re._constants as sre  # type: ignore[import-not-found]
+        import re._parser as parser  # type: ignore[import-not-found]
 
         parsed = parser.parse(pattern)
         runs: list[list[frozenset[str]]] = []
