@@ -141,8 +141,24 @@ def main() -> None:
     page("filter + sort", "/run/0?template=template_3&sort=faithfulness", "< 300")
     page(f"search: one word ({word})", f"/run/0?q={word}", "< 300")
     page("search: two words", f"/run/0?q={word}+what", "< 300")
-    page("search: regex (a scan)", "/run/0?q=timeout+after+4%5Cd&regex=1", "")
-    page("search: regex + template", "/run/0?q=after+4%5Cd&regex=1&template=template_0", "< 300")
+    from urllib.parse import quote
+
+    def regex(pattern: str, extra: str = "") -> str:
+        return f"/run/0?regex=1&q={quote(pattern)}{extra}"
+
+    infix = word[1:6] if len(word) >= 7 else word
+    page("regex: common (What is the \\w+)", regex(r"What is the \w+"), "< 300")
+    page(
+        "regex: common, sorted by a metric",
+        regex(r"What is the \w+", "&sort=faithfulness"),
+        "< 300",
+    )
+    page("regex: common, counted to the end", regex(r"What is the \w+", "&count=1"), "")
+    page("regex: rare, a whole word (timeout after 4\\d)", regex(r"timeout after 4\d"), "< 300")
+    page("regex: rare, case ignored", regex(r"(?i)TIMEOUT after [4-6]\d"), "< 300")
+    page(f"regex: inside a word ({infix})", regex(infix), "< 300")
+    page("regex: no literal (\\d{2} s$, a scan)", regex(r"\d{2} s$"), "")
+    page("regex + template", regex(r"after 4\d", "&template=template_0"), "< 300")
     page("one question", f"/run/0/q/{args.questions // 2}", "")
     page("label: next of the seeded sample", "/label?metric=faithfulness", "")
 

@@ -181,7 +181,36 @@ def test_the_queues(files: tuple[Path, Path], tmp_path: Path) -> None:
     assert item is not None and (item.pos, item.done, item.total) == (1, 1, 5)
     classes = queue_order(runs, 0, "answer_class", "sample")
     assert sorted(classes) == [0, 1, 2, 3, 4, 5]
-    assert queue_order(runs, 0, "answer_class", "disagree") == classes
+    # doubtful orders by the metric's pass threshold: 0.7 puts q3 (.71) right after q2
+    assert queue_order(runs, 0, "faithfulness", "doubtful", threshold=0.7) == [2, 3, 1, 5, 0]
+
+
+def test_pass_threshold_is_the_runs_own() -> None:
+    from qa_eval.view.queue import pass_threshold
+
+    signature = {"options": {"pass_thresholds": {"answer_f1": 0.7}}}
+    assert pass_threshold("answer_f1", signature)[0] == 0.7
+    assert pass_threshold("trajectory_match", signature)[0] == 1.0
+    assert pass_threshold("faithfulness", signature)[0] == 0.5
+    assert pass_threshold("faithfulness", None)[0] == 0.5
+
+
+def test_runs_disagree_on_classes(tmp_path: Path) -> None:
+    from qa_eval.view.queue import queue_order
+
+    records = sample_results()
+    paths = []
+    for number, changed in enumerate(([], ["q3"], ["q3", "q1"])):
+        for record in records:
+            record["answer_class"] = "OTHER" if record["question_id"] in changed else "SAME"
+        path = tmp_path / f"run{number}.jsonl"
+        path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+        paths.append(path)
+    settings = settings_for(paths, labels=tmp_path / "l.csv", annotator="ana")
+    runs = [r.index for r in settings.runs]
+    # run 0 against the two others: q3 differs from both, q1 from one, the rest from none
+    assert queue_order(runs, 0, "answer_class", "disagree") == [3, 1, 0, 2, 4, 5]
+    assert queue_order(runs, 2, "answer_class", "disagree")[:2] == [1, 3]
 
 
 def test_class_labels_by_number_keys(client: httpx.Client, tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ the agreement figures are drawn by the report's own components."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -17,7 +18,7 @@ from .diff import changes, compared
 from .index import LOCK, load_result
 from .labels import labelled_items
 from .query import PAGE_SIZES, TableView, failed_of, page_of, tags_of, templates_of, trials_of
-from .queue import QUEUES, next_item
+from .queue import QUEUES, next_item, pass_threshold
 from .review import read_review
 from .runs import Run, headline, usage
 
@@ -259,8 +260,12 @@ def label_page(settings: Settings, params: Mapping[str, str]) -> str:
     try:
         number = int(params.get("run", "0"))
         seed = int(params.get("seed", "0"))
+        given = params.get("threshold") or None
+        chosen = None if given is None else float(given)
     except ValueError:
-        raise InputError("run and seed are numbers") from None
+        raise InputError("run, seed and threshold are numbers") from None
+    if chosen is not None and not math.isfinite(chosen):
+        raise InputError("threshold must be a finite number")
     if not 0 <= number < len(settings.runs):
         raise InputError(f"no run {number}")
     run = settings.runs[number]
@@ -276,12 +281,12 @@ def label_page(settings: Settings, params: Mapping[str, str]) -> str:
     queue = params.get("queue") or "sample"
     if mode not in MODES or queue not in QUEUES:
         raise InputError(f"mode is one of {', '.join(MODES)}; queue one of {', '.join(QUEUES)}")
+    threshold, threshold_source = pass_threshold(metric, run.signature)
+    if chosen is not None:
+        threshold, threshold_source = chosen, "set here"
     labelled = labelled_items(settings.labels, settings.annotator)
-    item = (
-        next_item([r.index for r in settings.runs], number, metric, queue, labelled, seed)
-        if metric
-        else None
-    )
+    runs = [r.index for r in settings.runs]
+    item = next_item(runs, number, metric, queue, labelled, seed, threshold) if metric else None
     drill = None
     if item is not None:
         drill = question_parts(settings, number, item.pos, [])[2]
@@ -298,6 +303,9 @@ def label_page(settings: Settings, params: Mapping[str, str]) -> str:
         queue=queue,
         queues=QUEUES,
         seed=seed,
+        threshold=threshold,
+        threshold_source=threshold_source,
+        threshold_given=given or "",
         classes=run.index.classes.get(metric, []),
         item=item,
         drill=drill,
