@@ -130,10 +130,10 @@ def _where(index: Index, view: TableView) -> tuple[str, list[Any], re.Pattern[st
         key, sep, value = view.tag.partition("=")
         if not sep:
             raise InputError("a tag filter is key=value", field="tag")
-        col = index.tags.get(key)
-        if col is None:
+        condition = index.tag_filter(key)
+        if condition is None:
             raise InputError(f"no tag {key!r} in {index.source.name}", field="tag")
-        clauses.append(f"{col} = ?")
+        clauses.append(condition)
         params.append(value)
     if view.metric:
         col = _column(index, view.metric, "metric")
@@ -247,9 +247,16 @@ def templates_of(index: Index) -> list[str]:
     return [value for _, value, _ in index.facets.get("template", [])]
 
 
-def tags_of(index: Index, limit: int = 200) -> list[tuple[str, str, int]]:
-    """(key, value, questions) of the run's tags (the most common first)."""
-    return sorted(index.facets.get("tag", []), key=lambda t: (-t[2], t[0], t[1]))[:limit]
+def tags_of(index: Index, per_key: int = 50) -> list[tuple[str, str, int]]:
+    """(key, value, questions) of the run's tags: every key, each with its ``per_key`` most
+    common values (the filter takes any value of a known key)."""
+    by_key: dict[str, list[tuple[str, str, int]]] = {}
+    for key, value, n in index.facets.get("tag", []):
+        by_key.setdefault(key, []).append((key, value, n))
+    out = []
+    for key in sorted(by_key):
+        out += sorted(by_key[key], key=lambda t: (-t[2], t[1]))[:per_key]
+    return out
 
 
 def trials_of(index: Index) -> list[int]:

@@ -85,7 +85,7 @@ def queue_order(
     metric's pass threshold, which *doubtful* orders by)."""
     index = runs[run]
     col = index.metrics.get(metric)
-    present = col or index.tags.get(metric)
+    present = col or index.tag_value(metric)
     if kind == "sample" or (kind == "disagree" and (len(runs) < 2 or present is None)):
         return list(_sample(index, present, seed)) if present else []
     if kind == "doubtful":
@@ -107,7 +107,7 @@ def queue_order(
 def _values(
     index: Index, metric: str
 ) -> dict[tuple[str, str, int | None], tuple[int, float | str]]:
-    col = index.metrics.get(metric) or index.tags.get(metric)
+    col = index.metrics.get(metric) or index.tag_value(metric)
     if col is None:
         return {}
     with LOCK:
