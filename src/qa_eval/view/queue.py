@@ -23,9 +23,10 @@ from functools import lru_cache
 from typing import Any
 
 from ..aggregate import PASS_KEY
+from ..errors import InputError
 from .index import LOCK, Index
 
-__all__ = ["QUEUES", "Item", "next_item", "pass_threshold", "queue_order"]
+__all__ = ["QUEUES", "Item", "item_at", "next_item", "pass_threshold", "position_of", "queue_order"]
 
 QUEUES = ("sample", "doubtful", "disagree")
 
@@ -157,3 +158,29 @@ def next_item(
             if (qid, tpl or None, metric) not in labelled:
                 return Item(run, pos, qid, tpl or None, done, len(order))
     return None
+
+
+def item_at(
+    runs: Sequence[Index],
+    run: int,
+    pos: int,
+    metric: str,
+    labelled: set[tuple[str, str | None, str]],
+) -> Item:
+    """The question at ``pos`` of run ``run`` as an item to label (again)."""
+    index = runs[run]
+    with LOCK:
+        row = index.db.execute("SELECT qid, tpl FROM q WHERE pos = ?", (pos,)).fetchone()
+    if row is None:
+        raise InputError(f"no question at {pos} in {index.source.name}", field="pos")
+    done = sum(1 for _, _, m in labelled if m == metric)
+    return Item(run, pos, row[0], row[1] or None, done, index.count)
+
+
+def position_of(index: Index, question_id: str, template_id: str | None) -> int | None:
+    """Where a question (the first of its trials) is in the run (None: not in it)."""
+    with LOCK:
+        row = index.db.execute(
+            "SELECT min(pos) FROM q WHERE qid = ? AND tpl = ?", (question_id, template_id or "")
+        ).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
