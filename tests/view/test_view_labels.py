@@ -86,7 +86,7 @@ def test_a_label_is_changed_or_cleared_by_a_superseding_row(tmp_path: Path, suff
     assert [(r.question_id, r.annotator, r.value) for r in labels.rows] == [
         ("q1", "ana", False), ("q1", "bo", True)
     ]  # fmt: skip
-    with pytest.raises(InputError, match="nothing|no label"):
+    with pytest.raises(InputError, match=r"nothing|no label"):
         append_label(path, LabelRow("q2", "t", "faithfulness", None, "ana", supersedes=True))
     # cleared, q2 may be labelled again; a first label is written as a plain row
     append_label(path, LabelRow("q2", "t", "faithfulness", False, "ana", supersedes=True))
