@@ -156,3 +156,22 @@ def test_counting_stops_past_the_page_and_says_so() -> None:
     early = scan(iter(rows), pattern, start=10, size=10, budget=0.0)
     assert not early.exact and 21 <= early.total < 5000
     assert early.chosen == list(range(21, 41, 2))  # the page itself is always complete
+
+
+@pytest.mark.parametrize("few", [5, 50_000])  # many candidates: tried in the sort's order
+@pytest.mark.parametrize(("sort", "desc"), [("pos", True), ("faithfulness", False)])
+def test_every_way_of_gathering_the_rows_agrees(
+    indexed, monkeypatch: pytest.MonkeyPatch, few: int, sort: str, desc: bool
+) -> None:
+    import qa_eval.view.query as query
+
+    monkeypatch.setattr(query, "_FEW", few)
+    index, records = indexed
+    compiled = re.compile(r"(?i)after 4\d")
+    want = [r for r in records if compiled.search(search_text(r))]
+    key = (lambda r: int(r["question_id"][1:])) if sort == "pos" else (lambda r: r[sort])
+    want.sort(key=key, reverse=desc)
+    view = TableView(q=compiled.pattern, regex=True, sort=sort, desc=desc, size=200, count=True)
+    page = page_of(index, view)
+    assert page.exact and page.total == len(want) > 5
+    assert [r["question_id"] for r in page.rows] == [r["question_id"] for r in want]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 from urllib.parse import urlencode
@@ -120,7 +120,9 @@ def _words(text: str) -> str:
     return " ".join('"' + w.replace('"', '""') + '"' for w in words)
 
 
-def _where(index: Index, view: TableView) -> tuple[str, list[Any], re.Pattern[str] | None]:
+def _where(
+    index: Index, view: TableView
+) -> tuple[str, list[Any], re.Pattern[str] | None, str | None]:
     clauses: list[str] = []
     params: list[Any] = []
     if view.template:
@@ -154,22 +156,50 @@ def _where(index: Index, view: TableView) -> tuple[str, list[Any], re.Pattern[st
     if view.trial is not None:
         clauses.append("trial = ?")
         params.append(view.trial)
-    pattern = None
+    pattern = prefilter = None
     if view.q and view.regex:
         try:
             pattern = re.compile(view.q)
         except re.error as e:
             raise InputError(f"not a regular expression: {e}", field="q") from None
         prefilter = fts_prefilter(required_runs(view.q), _vocabulary(index))
-        if prefilter == NO_ROW:
-            clauses.append("0")
-        elif prefilter is not None:
-            clauses.append("pos IN (SELECT rowid FROM qf WHERE qf MATCH ?)")
-            params.append(prefilter)
     elif view.q and _words(view.q):
         clauses.append("pos IN (SELECT rowid FROM qf WHERE qf MATCH ?)")
         params.append(_words(view.q))
-    return (" WHERE " + " AND ".join(clauses)) if clauses else "", params, pattern
+    return (" WHERE " + " AND ".join(clauses)) if clauses else "", params, pattern, prefilter
+
+
+_FEW = 50_000
+"""Word-index candidates of a regular expression few enough to be gathered before a sort."""
+
+
+def _regex_rows(
+    index: Index, where: str, params: list[Any], prefilter: str | None, order: str, direction: str
+) -> Iterator[tuple[int, str | None]]:
+    """(position, searched text) of the rows a regular expression is tried on, in the table's
+    order: those the other filters leave and, with a pre-filter, the word index too. In the
+    file's order they stream from the word index; another order gathers the candidates first
+    when they are few, else tries every row in that order (a common pattern fills a page soon)."""
+    if prefilter == NO_ROW:
+        return iter(())
+    ordered = f"ORDER BY {order} {direction}, pos {direction}"
+    if prefilter is None:
+        return index.db.execute(f"SELECT pos, doc FROM q{where} {ordered}", params)
+    more = where.replace(" WHERE ", " AND ", 1)
+    if order == "pos":
+        return index.db.execute(
+            f"SELECT q.pos, q.doc FROM qf JOIN q ON q.pos = qf.rowid WHERE qf MATCH ?{more} "
+            f"ORDER BY qf.rowid {direction}",
+            [prefilter, *params],
+        )
+    probe = "SELECT count(*) FROM (SELECT rowid FROM qf WHERE qf MATCH ? LIMIT ?)"
+    if index.db.execute(probe, (prefilter, _FEW + 1)).fetchone()[0] > _FEW:
+        return index.db.execute(f"SELECT pos, doc FROM q{where} {ordered}", params)
+    return index.db.execute(
+        f"SELECT pos, doc FROM q WHERE pos IN (SELECT rowid FROM qf WHERE qf MATCH ?){more} "
+        f"{ordered}",
+        [prefilter, *params],
+    )
 
 
 _VOCABULARIES: weakref.WeakKeyDictionary[Index, VocabLookup] = weakref.WeakKeyDictionary()
@@ -192,7 +222,7 @@ def _column(index: Index, name: str, field: str) -> str:
 def page_of(index: Index, view: TableView) -> Page:
     """The rows of ``view``'s page and how many rows match."""
     with LOCK:
-        where, params, pattern = _where(index, view)
+        where, params, pattern, prefilter = _where(index, view)
     if view.sort in _FIXED_SORTS:
         order = _FIXED_SORTS[view.sort]
     else:
@@ -209,13 +239,9 @@ def page_of(index: Index, view: TableView) -> Page:
             total = index.db.execute(f"SELECT count(*) FROM q{where}", params).fetchone()[0]
             found = index.db.execute(sql, [*params, view.size, start]).fetchall()
         else:  # the rows the word index leaves, tried in order with the expression
-            order_sql = (
-                f"SELECT pos, doc FROM q{where} ORDER BY {order} {direction}, pos {direction}"
-            )
+            tried = _regex_rows(index, where, params, prefilter, order, direction)
             budget = None if view.count else COUNT_BUDGET
-            found_scan = scan(
-                index.db.execute(order_sql, params), pattern, start, view.size, budget
-            )
+            found_scan = scan(tried, pattern, start, view.size, budget)
             total, exact, chosen = found_scan.total, found_scan.exact, found_scan.chosen
             by_pos = {
                 row[0]: row

@@ -49,7 +49,7 @@ __all__ = [
     "scan",
 ]
 
-COUNT_BUDGET = 0.15
+COUNT_BUDGET = 0.1
 """Seconds spent counting matches past the page before the count is given as "at least"."""
 _MAX_SET = 16
 _MAX_VOCAB = 2000
