@@ -175,3 +175,15 @@ def test_every_way_of_gathering_the_rows_agrees(
     page = page_of(index, view)
     assert page.exact and page.total == len(want) > 5
     assert [r["question_id"] for r in page.rows] == [r["question_id"] for r in want]
+
+
+def test_case_variants_found_in_one_pass_are_res_own() -> None:
+    from qa_eval.view import regex
+
+    every = regex._every_character()
+    sample = list("aeiksyzAKSZ059_ -éÉøÅµßﬁΣςσΩω\u212a\u212b\u017f\u0131\u0130ǅ")
+    regex._VARIANTS.clear()
+    regex._warm(set(sample))  # one class over every character, then each checked alone
+    for char in sample:
+        alone = set(re.findall("(?i)" + re.escape(char), every)) | {char}
+        assert regex._VARIANTS[char] == alone, char

@@ -34,6 +34,7 @@ import re
 import sqlite3
 import sys
 import time
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -64,6 +65,9 @@ def required_runs(pattern: str) -> list[list[frozenset[str]]]:
         import re._parser as parser  # type: ignore[import-not-found]
 
         parsed = parser.parse(pattern)
+        plain: list[list[frozenset[str]]] = []  # first as written: the characters used
+        plain.append(_walk(parsed.data, False, plain, [], sre))
+        _warm({char for run in plain for chars in run for char in chars})
         runs: list[list[frozenset[str]]] = []
         ignore = bool(parsed.state.flags & sre.SRE_FLAG_IGNORECASE)
         runs.append(_walk(parsed.data, ignore, runs, [], sre))
@@ -120,15 +124,34 @@ def _class_size(av: Any, sre: Any) -> bool:
 
 @lru_cache(maxsize=1)
 def _every_character() -> str:
-    return "".join(chr(i) for i in range(sys.maxunicode + 1) if not 0xD800 <= i < 0xE000)
+    """Every code point but the surrogates, in one string (built once)."""
+    codes = array("I", range(0xD800))
+    codes.extend(range(0xE000, sys.maxunicode + 1))
+    return codes.tobytes().decode("utf-32-le" if sys.byteorder == "little" else "utf-32-be")
 
 
-@lru_cache(maxsize=4096)
+_VARIANTS: dict[str, frozenset[str]] = {}
+"""Each character -> every character ``re`` matches with it when case is ignored."""
+
+
+def _warm(chars: set[str]) -> None:
+    """Find the case variants of ``chars`` in one pass over every character (a class of them
+    with case ignored), each then checked as ``re`` matches the character alone."""
+    missing = sorted(c for c in chars if c not in _VARIANTS)
+    if not missing:
+        return
+    found = set(re.findall("(?i)[" + "".join(map(re.escape, missing)) + "]", _every_character()))
+    for char in missing:
+        alone = re.compile("(?i)" + re.escape(char))
+        _VARIANTS[char] = frozenset(x for x in found if alone.fullmatch(x)) | {char}
+
+
 def _chars(char: str, ignore: bool) -> frozenset[str]:
     """The characters ``re`` matches with ``char`` (case ignored or not)."""
     if not ignore:
         return frozenset(char)
-    return frozenset(re.findall("(?i)" + re.escape(char), _every_character())) | {char}
+    _warm({char})
+    return _VARIANTS[char]
 
 
 @lru_cache(maxsize=1)
