@@ -164,3 +164,33 @@ def test_supersedes_is_said_or_the_repeat_is_refused(
     with pytest.raises(InputError, match=message) as caught:
         read_labels(path)
     assert "\n" not in str(caught.value)
+
+
+def test_qa_eval_agreement_measures_the_labels_as_superseded(tmp_path: Path) -> None:
+    import json
+
+    from qa_eval.cli import main
+
+    demo = Path(__file__).resolve().parents[2] / "examples" / "powergrid"
+    out = tmp_path / "results.jsonl"
+    command = ["evaluate", str(demo / "reference.yaml"), str(demo / "responses-good.jsonl")]
+    assert main([*command, "--no-judge", "-q", "-o", str(out)]) == 0
+    ids = [json.loads(line)["question_id"] for line in out.read_text().splitlines()]
+    final = {q: i % 3 != 0 for i, q in enumerate(ids)}
+    plain = ["question_id,metric,label,annotator,supersedes"]
+    plain += [f"{q},steps_score,{str(v).lower()},ana," for q, v in final.items()]
+    corrected = ["question_id,metric,label,annotator,supersedes"]
+    corrected += [f"{q},steps_score,{str(not v).lower()},ana," for q, v in final.items()]
+    corrected += [f"{q},steps_score,{str(v).lower()},ana,true" for q, v in final.items()]
+    corrected += ["extra,steps_score,true,ana,", "extra,steps_score,,ana,true"]  # taken back
+    reports = []
+    for name, lines in (("plain.csv", plain), ("corrected.csv", corrected)):
+        labels = write(tmp_path, name, "\n".join(lines) + "\n")
+        report = tmp_path / f"{name}.json"
+        run = ["agreement", str(out), "--labels", str(labels), "--format", "json"]
+        assert main([*run, "-o", str(report)]) == 0
+        data = json.loads(report.read_text())
+        data.pop("labels", None)  # names the file
+        reports.append(data)
+    assert reports[0] == reports[1]
+    assert reports[0]["judges"][0]["metrics"][0]["n"] == len(ids)
