@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import sys
+import threading
 import time
 from array import array
 from collections.abc import Iterator
@@ -154,6 +155,9 @@ def _chars(char: str, ignore: bool) -> frozenset[str]:
     return _VARIANTS[char]
 
 
+_FOLDING = threading.Lock()
+
+
 @lru_cache(maxsize=1)
 def _folder() -> sqlite3.Connection:
     db = sqlite3.connect(":memory:", check_same_thread=False)
@@ -167,9 +171,10 @@ def _fold(char: str) -> str | None:
     """``char`` as the index's tokenizer folds it inside a word: one character, ``""`` for a
     separator, None for anything else (a token character folded away or into several)."""
     db = _folder()
-    db.execute("DELETE FROM f")
-    db.execute("INSERT INTO f(d) VALUES (?)", ("q" + char + "z",))
-    terms = [t for (t,) in db.execute("SELECT term FROM v ORDER BY offset")]
+    with _FOLDING:
+        db.execute("DELETE FROM f")
+        db.execute("INSERT INTO f(d) VALUES (?)", ("q" + char + "z",))
+        terms = [t for (t,) in db.execute("SELECT term FROM v ORDER BY offset")]
     if terms == ["q", "z"]:
         return _SEP
     if len(terms) == 1 and len(terms[0]) == 3 and terms[0][0] == "q" and terms[0][2] == "z":
