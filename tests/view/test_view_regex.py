@@ -149,13 +149,21 @@ def test_the_pre_filter_uses_whole_terms_prefixes_and_the_vocabulary() -> None:
 
 
 def test_counting_stops_past_the_page_and_says_so() -> None:
-    rows = [(i, "match" if i % 2 else "no") for i in range(10_000)]
-    pattern = re.compile("match")
-    whole = scan(iter(rows), pattern, start=0, size=10, budget=None)
+    import sqlite3
+
+    matches = [(i,) for i in range(1, 10_000, 2)]
+    whole = scan(iter(matches), start=0, size=10, budget=None)
     assert whole.exact and whole.total == 5000 and whole.chosen == list(range(1, 21, 2))
-    early = scan(iter(rows), pattern, start=10, size=10, budget=0.0)
+    early = scan(iter(matches), start=10, size=10, budget=0.0)
     assert not early.exact and 21 <= early.total < 5000
     assert early.chosen == list(range(21, 41, 2))  # the page itself is always complete
+    # within SQLite: a long query is interrupted once the page is full and the budget spent
+    db = sqlite3.connect(":memory:")
+    many = "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n) "
+    cursor = db.execute(many + "SELECT i FROM n WHERE i < 5 OR i > 1000000000000")
+    stopped = scan(cursor, start=0, size=2, budget=0.05, db=db)
+    assert not stopped.exact and 3 <= stopped.total <= 5 and stopped.chosen == [0, 1]
+    assert db.execute("SELECT 1").fetchone() == (1,)  # the handler is gone
 
 
 @pytest.mark.parametrize("few", [5, 50_000])  # many candidates: tried in the sort's order

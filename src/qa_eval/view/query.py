@@ -175,29 +175,32 @@ _FEW = 50_000
 
 def _regex_rows(
     index: Index, where: str, params: list[Any], prefilter: str | None, order: str, direction: str
-) -> Iterator[tuple[int, str | None]]:
-    """(position, searched text) of the rows a regular expression is tried on, in the table's
-    order: those the other filters leave and, with a pre-filter, the word index too. In the
+) -> Iterator[tuple[int]]:
+    """The positions of the rows ``qa_regexp`` (the pattern) matches, in the table's order,
+    among those the other filters leave and, with a pre-filter, the word index too. In the
     file's order they stream from the word index; another order gathers the candidates first
     when they are few, else tries every row in that order (a common pattern fills a page soon)."""
     if prefilter == NO_ROW:
         return iter(())
     ordered = f"ORDER BY {order} {direction}, pos {direction}"
+    match = " AND qa_regexp(doc)"
     if prefilter is None:
-        return index.db.execute(f"SELECT pos, doc FROM q{where} {ordered}", params)
+        clause = where + match if where else " WHERE qa_regexp(doc)"
+        return index.db.execute(f"SELECT pos FROM q{clause} {ordered}", params)
     more = where.replace(" WHERE ", " AND ", 1)
     if order == "pos":
         return index.db.execute(
-            f"SELECT q.pos, q.doc FROM qf JOIN q ON q.pos = qf.rowid WHERE qf MATCH ?{more} "
-            f"ORDER BY qf.rowid {direction}",
+            f"SELECT q.pos FROM qf JOIN q ON q.pos = qf.rowid WHERE qf MATCH ?{more}"
+            f" AND qa_regexp(q.doc) ORDER BY qf.rowid {direction}",
             [prefilter, *params],
         )
     probe = "SELECT count(*) FROM (SELECT rowid FROM qf WHERE qf MATCH ? LIMIT ?)"
     if index.db.execute(probe, (prefilter, _FEW + 1)).fetchone()[0] > _FEW:
-        return index.db.execute(f"SELECT pos, doc FROM q{where} {ordered}", params)
+        clause = where + match if where else " WHERE qa_regexp(doc)"
+        return index.db.execute(f"SELECT pos FROM q{clause} {ordered}", params)
     return index.db.execute(
-        f"SELECT pos, doc FROM q WHERE pos IN (SELECT rowid FROM qf WHERE qf MATCH ?){more} "
-        f"{ordered}",
+        f"SELECT pos FROM q WHERE pos IN (SELECT rowid FROM qf WHERE qf MATCH ?){more}"
+        f"{match} {ordered}",
         [prefilter, *params],
     )
 
@@ -239,9 +242,13 @@ def page_of(index: Index, view: TableView) -> Page:
             total = index.db.execute(f"SELECT count(*) FROM q{where}", params).fetchone()[0]
             found = index.db.execute(sql, [*params, view.size, start]).fetchall()
         else:  # the rows the word index leaves, tried in order with the expression
-            tried = _regex_rows(index, where, params, prefilter, order, direction)
+            search = pattern.search
+            index.db.create_function(
+                "qa_regexp", 1, lambda text: search(text or "") is not None, deterministic=True
+            )
+            matches = _regex_rows(index, where, params, prefilter, order, direction)
             budget = None if view.count else COUNT_BUDGET
-            found_scan = scan(tried, pattern, start, view.size, budget)
+            found_scan = scan(matches, start, view.size, budget, index.db)
             total, exact, chosen = found_scan.total, found_scan.exact, found_scan.chosen
             by_pos = {
                 row[0]: row

@@ -23,8 +23,9 @@ the rows that have them all (an FTS5 ``AND`` query) are a superset of the matche
 tried with the pattern, and what it matches is exactly what a scan would. A pattern with no usable
 run (``\\d{4}``, ``a|b``) tries every row the other filters leave.
 
-The rows are tried in the table's order until the page is filled, then counting goes on for at
-most :data:`COUNT_BUDGET` seconds: past it the count is a lower bound (the page says "at least"
+The rows are tried in the table's order (the pattern is an SQL function of the query, so only
+matches leave SQLite) until the page is filled, then counting goes on for at most
+:data:`COUNT_BUDGET` seconds: past it the count is a lower bound (the page says "at least"
 and offers to count them all).
 """
 
@@ -269,29 +270,37 @@ class Scan:
 
 
 def scan(
-    rows: Iterator[tuple[int, str | None]],
-    pattern: re.Pattern[str],
+    matches: Iterator[tuple[int]],
     start: int,
     size: int,
     budget: float | None = COUNT_BUDGET,
+    db: sqlite3.Connection | None = None,
 ) -> Scan:
-    """Try ``pattern`` on ``rows`` ((position, text) in the table's order): the page from
-    ``start`` and the count (counting past the page stops after ``budget`` seconds)."""
-    search = pattern.search
+    """The page from ``start`` of ``matches`` (the positions of the matching rows in the table's
+    order, as a cursor of ``db`` yields them) and their count: counting past the page stops
+    after ``budget`` seconds (within SQLite too, by its progress handler)."""
     chosen: list[int] = []
     total = 0
     want = start + size + 1
     begun = time.perf_counter()
-    for tried, (pos, text) in enumerate(rows, start=1):
-        if search(text or "") is not None:
+
+    def spent() -> bool:
+        return budget is not None and total >= want and time.perf_counter() - begun > budget
+
+    if db is not None:
+        db.set_progress_handler(spent, 20_000)
+    try:
+        for (pos,) in matches:
             total += 1
             if start < total <= start + size:
                 chosen.append(pos)
-        if (
-            budget is not None
-            and total >= want
-            and tried % 256 == 0
-            and time.perf_counter() - begun > budget
-        ):
-            return Scan(chosen, total, False)
+            if total % 256 == 0 and spent():
+                return Scan(chosen, total, False)
+    except sqlite3.OperationalError:
+        if not spent():
+            raise
+        return Scan(chosen, total, False)
+    finally:
+        if db is not None:
+            db.set_progress_handler(None, 0)
     return Scan(chosen, total, True)
