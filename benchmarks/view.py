@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -122,12 +123,14 @@ def main() -> None:
     client.get(url)
     word = next(results(1, seed=1))["question_text"].split()[3]
 
-    rows: list[tuple[str, str, float]] = []
+    rows: list[tuple[str, str, float, str]] = []
 
-    def page(label: str, url: str, target: str) -> None:
+    def page(label: str, url: str, target: str, repeats: int = args.repeats) -> None:
         response = client.get(url)
         assert response.status_code == 200, (url, response.text[:300])
-        rows.append((label, target, timed(lambda: client.get(url), args.repeats)))
+        found = re.search(r'<p id="count"[^>]*>(.*?)(?: · page|</p>)', response.text, re.S)
+        counted = re.sub(r"<[^>]+>", "", found.group(1)) if found else ""
+        rows.append((label, target, timed(lambda: client.get(url), repeats), counted))
 
     page("runs page (counts, headline means)", "/", "")
     page("questions, first page", "/run/0", "< 1000")
@@ -141,8 +144,24 @@ def main() -> None:
     page("filter + sort", "/run/0?template=template_3&sort=faithfulness", "< 300")
     page(f"search: one word ({word})", f"/run/0?q={word}", "< 300")
     page("search: two words", f"/run/0?q={word}+what", "< 300")
-    page("search: regex (a scan)", "/run/0?q=timeout+after+4%5Cd&regex=1", "")
-    page("search: regex + template", "/run/0?q=after+4%5Cd&regex=1&template=template_0", "< 300")
+    from urllib.parse import quote
+
+    def regex(pattern: str, extra: str = "") -> str:
+        return f"/run/0?regex=1&q={quote(pattern)}{extra}"
+
+    infix = word[1:6] if len(word) >= 7 else word
+    page("regex: common (What is the \\w+)", regex(r"What is the \w+"), "< 300")
+    page(
+        "regex: common, sorted by a metric",
+        regex(r"What is the \w+", "&sort=faithfulness"),
+        "< 300",
+    )
+    page("regex: common, counted to the end", regex(r"What is the \w+", "&count=1"), "", 1)
+    page("regex: rare, a whole word (timeout after 4\\d)", regex(r"timeout after 4\d"), "< 300")
+    page("regex: rare, case ignored", regex(r"(?i)TIMEOUT after [4-6]\d"), "< 300")
+    page(f"regex: inside a word ({infix})", regex(infix), "< 300")
+    page("regex: no literal (\\d{2} s$, a scan)", regex(r"\d{2} s$"), "", 1)
+    page("regex + template", regex(r"after 4\d", "&template=template_0"), "< 300")
     page("one question", f"/run/0/q/{args.questions // 2}", "")
     page("label: next of the seeded sample", "/label?metric=faithfulness", "")
 
@@ -151,9 +170,9 @@ def main() -> None:
     print(f"index build        {build:8.1f} s")
     print(f"index size         {index.path.stat().st_size / 1e6:8.0f} MB")
     print(f"reopen (up to date){reopen * 1000:8.0f} ms\n")
-    print(f"{'page':42s} {'target ms':>10s} {'median ms':>10s}")
-    for label, target, ms in rows:
-        print(f"{label:42s} {target:>10s} {ms:10.1f}")
+    print(f"{'page':48s} {'target ms':>10s} {'median ms':>10s}  rows shown as")
+    for label, target, ms, counted in rows:
+        print(f"{label:48s} {target:>10s} {ms:10.1f}  {counted}")
     server.should_exit = True
 
 

@@ -112,3 +112,85 @@ def test_a_file_that_is_not_a_list_is_refused(tmp_path: Path) -> None:
         read_labels(write(tmp_path, "labels.yaml", "a: 1\n"))
     with pytest.raises(InputError, match="no label rows"):
         read_labels(write(tmp_path, "empty.yaml", "[]\n"))
+
+
+def test_a_superseding_row_changes_or_clears_the_earlier_one(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "labels.csv",
+        "question_id,metric,label,annotator,note,supersedes\n"
+        "q1,m,true,ana,,\n"
+        "q2,m,true,ana,,\n"
+        "q1,m,false,ben,,\n"
+        "q3,m,false,ana,,\n"
+        "q1,m,false,ana,second thoughts,true\n"  # ana changes q1
+        "q3,m,,ana,,yes\n"  # and takes q3 back
+        "q4,m,true,ana,,true\n"  # superseding nothing: an ordinary row
+        "q5,m,true,ana,,\n"
+        "q5,m,,ana,,true\n"
+        "q5,m,false,ana,,\n",  # cleared, then labelled again by a plain row
+    )
+    labels = read_labels(path)
+    got = [(r.question_id, r.annotator, r.value, r.row) for r in labels.rows]
+    assert got == [
+        ("q1", "ana", False, "row 6"),  # the earlier row's place, the later row's value
+        ("q2", "ana", True, "row 3"),
+        ("q1", "ben", False, "row 4"),
+        ("q4", "ana", True, "row 8"),
+        ("q5", "ana", False, "row 11"),
+    ]
+    jsonl = write(
+        tmp_path,
+        "labels.jsonl",
+        '{"question_id": "q", "metric": "m", "label": 0.2}\n'
+        '{"question_id": "q", "metric": "m", "label": 0.7, "supersedes": true}\n',
+    )
+    assert [r.value for r in read_labels(jsonl).rows] == [0.7]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [  # an accidental repeat is still refused, with the row that came first
+        ("question_id,metric,label,supersedes\nq1,m,1,\nq1,m,0,false\n", "row 3: question 'q1'"),
+        ("question_id,metric,label,supersedes\nq1,m,1,\nq1,m,0,maybe\n", "row 3: supersedes"),
+        ("question_id,metric,label\nq1,m,\n", "row 2: label: missing or empty"),
+        ("question_id,metric,label,supersedes\nq1,m,,true\n", "no label rows"),
+    ],
+)
+def test_supersedes_is_said_or_the_repeat_is_refused(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    path = write(tmp_path, "labels.csv", text)
+    with pytest.raises(InputError, match=message) as caught:
+        read_labels(path)
+    assert "\n" not in str(caught.value)
+
+
+def test_qa_eval_agreement_measures_the_labels_as_superseded(tmp_path: Path) -> None:
+    import json
+
+    from qa_eval.cli import main
+
+    demo = Path(__file__).resolve().parents[2] / "examples" / "powergrid"
+    out = tmp_path / "results.jsonl"
+    command = ["evaluate", str(demo / "reference.yaml"), str(demo / "responses-good.jsonl")]
+    assert main([*command, "--no-judge", "-q", "-o", str(out)]) == 0
+    ids = [json.loads(line)["question_id"] for line in out.read_text().splitlines()]
+    final = {q: i % 3 != 0 for i, q in enumerate(ids)}
+    plain = ["question_id,metric,label,annotator,supersedes"]
+    plain += [f"{q},steps_score,{str(v).lower()},ana," for q, v in final.items()]
+    corrected = ["question_id,metric,label,annotator,supersedes"]
+    corrected += [f"{q},steps_score,{str(not v).lower()},ana," for q, v in final.items()]
+    corrected += [f"{q},steps_score,{str(v).lower()},ana,true" for q, v in final.items()]
+    corrected += ["extra,steps_score,true,ana,", "extra,steps_score,,ana,true"]  # taken back
+    reports = []
+    for name, lines in (("plain.csv", plain), ("corrected.csv", corrected)):
+        labels = write(tmp_path, name, "\n".join(lines) + "\n")
+        report = tmp_path / f"{name}.json"
+        run = ["agreement", str(out), "--labels", str(labels), "--format", "json"]
+        assert main([*run, "-o", str(report)]) == 0
+        data = json.loads(report.read_text())
+        data.pop("labels", None)  # names the file
+        reports.append(data)
+    assert reports[0] == reports[1]
+    assert reports[0]["judges"][0]["metrics"][0]["n"] == len(ids)

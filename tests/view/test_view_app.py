@@ -71,13 +71,42 @@ def test_writes_need_the_token_in_a_header(client: httpx.Client, tmp_path: Path)
     assert wrong.status_code == 403
     ok = client.post("/api/labels", json=label, headers={"X-QA-Token": "s3cret"})
     assert ok.status_code == 200
-    assert (tmp_path / "l.csv").read_text().splitlines()[1] == "q1,,faithfulness,true,ana,"
+    assert (tmp_path / "l.csv").read_text().splitlines()[1] == "q1,,faithfulness,true,ana,,"
     bad = client.post(
         "/api/labels", json={"metric": "m", "label": 1}, headers={"X-QA-Token": "s3cret"}
     )
     assert bad.status_code == 400 and "question_id" in bad.json()["error"]
     no_review = client.post("/api/review", json={"id": "g1"}, headers={"X-QA-Token": "s3cret"})
     assert no_review.status_code == 400
+
+
+def test_a_label_is_changed_and_cleared_from_the_labelling_page(
+    client: httpx.Client, tmp_path: Path
+) -> None:
+    from qa_eval.agreement import read_labels
+
+    client.get("/?token=s3cret")
+    write = {"X-QA-Token": "s3cret"}
+    first = {"question_id": "q1", "template_id": "voltage", "metric": "faithfulness"}
+    assert client.post("/api/labels", json={**first, "label": True}, headers=write).is_success
+    again = client.post("/api/labels", json={**first, "label": False}, headers=write)
+    assert again.status_code == 400 and "already labelled" in again.json()["error"]
+    page = client.get("/label?metric=faithfulness&queue=doubtful&pos=1")
+    assert page.status_code == 200
+    assert 'data-question="q1"' in page.text and 'data-replace="1"' in page.text
+    assert "your label: <b>true</b>" in page.text
+    assert "/label?run=0&amp;metric=faithfulness" in page.text  # back to the queue
+    assert 'id="recent-labels"' in page.text and "pos=1" in page.text
+    changed = {**first, "label": False, "note": "wrong", "replace": True}
+    assert client.post("/api/labels", json=changed, headers=write).is_success
+    labels = read_labels(tmp_path / "l.csv")
+    assert [(r.question_id, r.value) for r in labels.rows] == [("q1", False)]
+    assert "your label: <b>false</b> (wrong)" in client.get("/label?metric=faithfulness&pos=1").text
+    assert client.post("/api/labels", json={**first, "clear": True}, headers=write).is_success
+    page = client.get("/label?metric=faithfulness&pos=1")
+    assert 'data-replace="1"' not in page.text and "your label" not in page.text
+    assert not (tmp_path / "l.csv").read_text().splitlines()[-1].endswith(",wrong,true")
+    assert client.get("/label?metric=faithfulness&pos=99").status_code == 400
 
 
 def test_only_its_own_assets_and_no_path_is_opened(client: httpx.Client) -> None:
@@ -181,7 +210,36 @@ def test_the_queues(files: tuple[Path, Path], tmp_path: Path) -> None:
     assert item is not None and (item.pos, item.done, item.total) == (1, 1, 5)
     classes = queue_order(runs, 0, "answer_class", "sample")
     assert sorted(classes) == [0, 1, 2, 3, 4, 5]
-    assert queue_order(runs, 0, "answer_class", "disagree") == classes
+    # doubtful orders by the metric's pass threshold: 0.7 puts q3 (.71) right after q2
+    assert queue_order(runs, 0, "faithfulness", "doubtful", threshold=0.7) == [2, 3, 1, 5, 0]
+
+
+def test_pass_threshold_is_the_runs_own() -> None:
+    from qa_eval.view.queue import pass_threshold
+
+    signature = {"options": {"pass_thresholds": {"answer_f1": 0.7}}}
+    assert pass_threshold("answer_f1", signature)[0] == 0.7
+    assert pass_threshold("trajectory_match", signature)[0] == 1.0
+    assert pass_threshold("faithfulness", signature)[0] == 0.5
+    assert pass_threshold("faithfulness", None)[0] == 0.5
+
+
+def test_runs_disagree_on_classes(tmp_path: Path) -> None:
+    from qa_eval.view.queue import queue_order
+
+    records = sample_results()
+    paths = []
+    for number, changed in enumerate(([], ["q3"], ["q3", "q1"])):
+        for record in records:
+            record["answer_class"] = "OTHER" if record["question_id"] in changed else "SAME"
+        path = tmp_path / f"run{number}.jsonl"
+        path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+        paths.append(path)
+    settings = settings_for(paths, labels=tmp_path / "l.csv", annotator="ana")
+    runs = [r.index for r in settings.runs]
+    # run 0 against the two others: q3 differs from both, q1 from one, the rest from none
+    assert queue_order(runs, 0, "answer_class", "disagree") == [3, 1, 0, 2, 4, 5]
+    assert queue_order(runs, 2, "answer_class", "disagree")[:2] == [1, 3]
 
 
 def test_class_labels_by_number_keys(client: httpx.Client, tmp_path: Path) -> None:

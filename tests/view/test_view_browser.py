@@ -166,7 +166,7 @@ def test_label_five_questions_with_the_keyboard(tab: Tab, served: Served) -> Non
             page.keyboard.press(key)
         typed.append((qid, key))
     labels = served.settings.labels.read_text(encoding="utf-8").splitlines()
-    assert labels[0] == "question_id,template_id,metric,label,annotator,note"
+    assert labels[0] == "question_id,template_id,metric,label,annotator,note,supersedes"
     written = [tuple(row.split(",")[:6]) for row in labels[1:]]
     assert [(w[0], w[3], w[4]) for w in written] == [
         (qid, "true" if key == "p" else "false", "ana") for qid, key in typed
@@ -191,6 +191,39 @@ def test_label_five_questions_with_the_keyboard(tab: Tab, served: Served) -> Non
     report = agreement(str(source), str(served.settings.labels)).to_dict()
     assert report["judges"][0]["metrics"][0]["n"] == 5
     shot(tab, "label")
+
+
+def test_change_and_clear_a_label_with_the_keyboard(tab: Tab, served: Served) -> None:
+    from qa_eval.agreement import read_labels
+
+    page = tab.page
+    page.goto(served.base + "/label?run=0&metric=faithfulness&queue=sample&seed=3")
+    links = tab.evaluate(
+        "Array.from(document.querySelectorAll('#recent-labels a')).map(a => a.textContent)"
+    )
+    assert len(links) == 5  # the five labels of the test before, the last first
+    before = {r.question_id: r.value for r in read_labels(served.settings.labels).rows}
+    qid = links[0]
+    with page.expect_navigation():
+        page.click("#recent-labels a >> nth=0")
+    assert tab.evaluate("document.getElementById('label-form').dataset.question") == qid
+    assert "your label" in tab.evaluate("document.getElementById('current-label').textContent")
+    key = "f" if before[qid] is True else "p"
+    with page.expect_navigation():
+        page.keyboard.press(key)  # changed: back to the queue
+    after = {r.question_id: r.value for r in read_labels(served.settings.labels).rows}
+    assert after == {**before, qid: key == "p"}
+    assert served.settings.labels.read_text().splitlines()[-1].endswith(",true")  # supersedes
+    with page.expect_navigation():
+        page.click("#recent-labels a >> nth=0")
+    with page.expect_navigation():
+        page.keyboard.press("c")  # cleared
+    cleared = {r.question_id: r.value for r in read_labels(served.settings.labels).rows}
+    assert qid not in cleared and len(cleared) == 4
+    panel = tab.evaluate("document.getElementById('agreement-panel').textContent")
+    assert "4 label rows" in panel
+    # the cleared question is in the queue again
+    assert tab.evaluate("document.getElementById('label-form').dataset.question") == qid
 
 
 def test_compare_shows_the_verdict_and_the_changes(tab: Tab, served: Served) -> None:

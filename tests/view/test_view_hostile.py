@@ -26,7 +26,7 @@ BIDI = "\u202egnp.exe\u202c and \u200f\u2066isolate\u2069"
 CONTROL = "bell\x07 backspace\x08 escape\x1b[31m red"
 HUGE = "huge " + "x" * 300_000
 LINK = "javascript:alert(document.cookie)"
-VIEW_TAGS = ALLOWED_TAGS | {"link", "form", "aside", "kbd"}
+VIEW_TAGS = ALLOWED_TAGS | {"link", "form", "aside", "kbd", "datalist"}
 
 
 def assert_view_safe(html: str) -> None:

@@ -131,3 +131,34 @@ def test_the_view_round_trips_through_the_url() -> None:
     for bad in ({"page": "0"}, {"size": "7"}, {"low": "x"}, {"errors": "maybe"}):
         with pytest.raises(InputError):
             TableView.from_query(bad)
+
+
+def test_every_text_key_is_a_tag_filter(tmp_path: Path) -> None:
+    from qa_eval.view.index import MAX_TAG_KEYS
+    from qa_eval.view.query import tags_of
+    from qa_eval.view.queue import queue_order
+
+    keys = MAX_TAG_KEYS + 6
+    records = [
+        {
+            "template_id": "t",
+            "question_id": f"q{i}",
+            "question_text": f"question {i}",
+            **{f"key{k:03d}": f"v{(i + k) % 3}" for k in range(keys)},
+        }
+        for i in range(9)
+    ]
+    index = open_index(write(tmp_path / "wide.jsonl", records))
+    assert len(index.tags) == MAX_TAG_KEYS and len(index.extra_tags) == 6
+    last = f"key{keys - 1:03d}"  # past the columns: in the side table
+    expected = [r["question_id"] for r in records if r[last] == "v1"]
+    assert ids(index, tag=f"{last}=v1") == expected
+    assert ids(index, tag=f"{last}=v1", sort="qid", desc=True) == sorted(expected, reverse=True)
+    assert ids(index, tag=f"{last}=nothing") == []
+    assert ids(index, tag="key000=v1") == [r["question_id"] for r in records if r["key000"] == "v1"]
+    offered = {(k, v) for k, v, _ in tags_of(index)}
+    assert {(f"key{k:03d}", f"v{j}") for k in range(keys) for j in range(3)} == offered
+    with pytest.raises(InputError, match="no tag 'key999'"):
+        page_of(index, TableView(tag="key999=v1"))
+    assert sorted(queue_order([index], 0, last, "sample")) == list(range(9))
+    assert index.classes[last] == ["v0", "v1", "v2"]

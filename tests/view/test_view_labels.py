@@ -11,7 +11,7 @@ import pytest
 
 from qa_eval.agreement import read_labels
 from qa_eval.errors import InputError
-from qa_eval.view.labels import LabelRow, append_label
+from qa_eval.view.labels import LabelRow, append_label, current_labels
 from qa_eval.view.review import decide, read_review
 
 
@@ -45,10 +45,10 @@ def test_a_row_cut_by_a_kill_is_dropped_and_a_complete_one_kept(tmp_path: Path) 
         f.write("q2,,answer_class,WRO")  # a writer killed within its row: never saved
     append_label(path, LabelRow("q3", None, "answer_class", "WRONG", "ana", "a note"))
     assert path.read_text().splitlines()[1:] == [
-        "q1,,answer_class,CORRECT,ana,", "q3,,answer_class,WRONG,ana,a note"
+        "q1,,answer_class,CORRECT,ana,,", "q3,,answer_class,WRONG,ana,a note,"
     ]  # fmt: skip
     with path.open("a") as f:
-        f.write("q4,,answer_class,WRONG,bo,typed by hand")  # complete, no newline: kept
+        f.write("q4,,answer_class,WRONG,bo,typed by hand,")  # complete, no newline: kept
     append_label(path, LabelRow("q5", None, "answer_class", "WRONG", "ana"))
     labels = read_labels(path)
     assert [(r.question_id, r.annotator) for r in labels.rows] == [
@@ -73,6 +73,27 @@ def test_one_label_per_question_metric_and_annotator(tmp_path: Path) -> None:
         append_label(tmp_path / "labels.yaml", LabelRow("q1", None, "m", True, "ana"))
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_a_label_is_changed_or_cleared_by_a_superseding_row(tmp_path: Path, suffix: str) -> None:
+    path = tmp_path / f"labels{suffix}"
+    append_label(path, LabelRow("q1", "t", "faithfulness", True, "ana"))
+    append_label(path, LabelRow("q2", "t", "faithfulness", True, "ana"))
+    append_label(path, LabelRow("q1", "t", "faithfulness", True, "bo"))
+    append_label(path, LabelRow("q1", "t", "faithfulness", False, "ana", "no", supersedes=True))
+    append_label(path, LabelRow("q2", "t", "faithfulness", None, "ana", supersedes=True))
+    assert current_labels(path, "ana").keys() == {("q1", "t", "faithfulness")}
+    labels = read_labels(path)  # what qa-eval agreement reads
+    assert [(r.question_id, r.annotator, r.value) for r in labels.rows] == [
+        ("q1", "ana", False), ("q1", "bo", True)
+    ]  # fmt: skip
+    with pytest.raises(InputError, match=r"nothing|no label"):
+        append_label(path, LabelRow("q2", "t", "faithfulness", None, "ana", supersedes=True))
+    # cleared, q2 may be labelled again; a first label is written as a plain row
+    append_label(path, LabelRow("q2", "t", "faithfulness", False, "ana", supersedes=True))
+    assert [r.value for r in read_labels(path).rows if r.question_id == "q2"] == [False]
+    assert len(path.read_text().splitlines()) == 6 + (suffix == ".csv")
+
+
 def test_an_existing_csv_keeps_its_columns(tmp_path: Path) -> None:
     path = tmp_path / "labels.csv"
     path.write_text("metric,question_id,label,annotator\nfaithfulness,q0,1,bo\n")
@@ -81,6 +102,10 @@ def test_an_existing_csv_keeps_its_columns(tmp_path: Path) -> None:
     path.write_text("question_id,metric,label\nq0,m,1\n")
     with pytest.raises(InputError, match="no annotator column"):
         append_label(path, LabelRow("q1", None, "m", True, "ana"))
+    path.write_text("question_id,metric,label,annotator\nq0,m,1,ana\n")  # no supersedes column
+    with pytest.raises(InputError, match="no supersedes"):
+        append_label(path, LabelRow("q0", None, "m", False, "ana", supersedes=True))
+    assert path.read_text() == "question_id,metric,label,annotator\nq0,m,1,ana\n"
 
 
 def test_review_decisions_keep_the_rest_of_the_file(tmp_path: Path) -> None:

@@ -4,7 +4,16 @@ A label row has ``question_id`` (the result's id), ``metric`` (a result key: ``a
 ``faithfulness``, ``answer_class``, a custom output, ...), ``label`` (a number, a boolean or a
 class), and optionally ``annotator`` (several people may label one item, one row each),
 ``template_id`` (only needed when a results file repeats a question id across templates) and
-``note`` (the annotator's words, as ``qa-eval view`` writes them; not measured).
+``note`` (the annotator's words, as ``qa-eval view`` writes them; not measured) and
+``supersedes``.
+
+One annotator labels an item (question, template, metric) once: a second row of the same item and
+annotator is refused, unless it says ``supersedes`` (``true``/``yes``/``1`` in CSV, ``true`` in
+JSON and YAML): then it replaces the earlier row (which keeps its place), and with an empty
+``label`` it clears it (the item has no label of that annotator, and a plain row may label it
+again). A superseding row without an
+earlier one is an ordinary row (or, cleared, nothing). This is how ``qa-eval view`` changes a
+label by appending a row, while a file with an accidental repeat is still refused.
 
 In a CSV file ``true`` / ``false`` / ``yes`` / ``no`` (any case) are booleans, a number is a
 number, anything else is a class. In JSON and YAML the value's own type counts (``"1"`` is the
@@ -47,7 +56,7 @@ __all__ = [
 LabelValue = bool | float | str
 Kind = Literal["binary", "class", "continuous"]
 
-_FIELDS = ("question_id", "metric", "label", "annotator", "template_id", "note")
+_FIELDS = ("question_id", "metric", "label", "annotator", "template_id", "note", "supersedes")
 _REQUIRED = ("question_id", "metric", "label")
 _TRUE = frozenset({"true", "yes"})
 _FALSE = frozenset({"false", "no"})
@@ -155,22 +164,28 @@ def _csv_records(path: Path) -> list[tuple[str, Any, bool]]:
 
 def _checked(rows: Sequence[tuple[str, Any, bool]], source: str) -> Labels:
     """Parse and check every row, then each metric's kind; the first problem is an error."""
-    labels: list[Label] = []
+    kept: dict[tuple[Any, ...], Label] = {}
     seen: dict[tuple[Any, ...], str] = {}
     for where, record, from_text in rows:
-        label = _parse_row(record, where, source, from_text)
+        replaces = _supersedes(record, source, where)
+        label = _parse_row(record, where, source, from_text, cleared_ok=replaces)
         identity = (label.template_id, label.question_id, label.metric, label.annotator)
-        if identity in seen:
+        if identity in seen and not replaces:
             who = f"annotator {label.annotator!r}" if label.annotator else "no annotator"
             raise InputError(
                 f"question {label.question_id!r}, metric {label.metric!r} and {who} were "
                 f"already labelled in {seen[identity]} (several people labelling one item: give "
-                "each row an annotator)",
+                "each row an annotator; a correction: mark its row supersedes)",
                 source=source,
                 record=where,
             )
-        seen[identity] = where
-        labels.append(label)
+        if label.value is _CLEARED:  # the item is unlabelled again: a plain row may follow
+            kept.pop(identity, None)
+            seen.pop(identity, None)
+        else:
+            seen[identity] = where
+            kept[identity] = label
+    labels = list(kept.values())
     if not labels:
         raise InputError("no label rows", source=source)
     result = Labels(labels, source)
@@ -179,8 +194,29 @@ def _checked(rows: Sequence[tuple[str, Any, bool]], source: str) -> Labels:
     return result
 
 
-def _parse_row(record: Any, where: str, source: str, from_text: bool) -> Label:
-    """One row as a :class:`Label` (``from_text``: CSV cells, all strings)."""
+_CLEARED: Any = object()
+"""The value of a superseding row with an empty label: the earlier label is cleared."""
+
+
+def _supersedes(record: Any, source: str, where: str) -> bool:
+    """Whether a row says it supersedes the earlier row of its item (``supersedes``)."""
+    value = record.get("supersedes") if isinstance(record, Mapping) else None
+    if value is None or value is False or value == "":
+        return False
+    if value is True:
+        return True
+    if isinstance(value, str) and value.strip().lower() in ("true", "yes", "1", "false", "no", "0"):
+        return value.strip().lower() in ("true", "yes", "1")
+    raise InputError(
+        f"must be true or false, got {value!r}", source=source, record=where, field="supersedes"
+    )
+
+
+def _parse_row(
+    record: Any, where: str, source: str, from_text: bool, cleared_ok: bool = False
+) -> Label:
+    """One row as a :class:`Label` (``from_text``: CSV cells, all strings; ``cleared_ok``: an
+    empty label is allowed, the value is then ``_CLEARED``)."""
     if not isinstance(record, Mapping):
         kind = "null" if record is None else type(record).__name__
         raise InputError(f"a label row must be a mapping, got {kind}", source=source, record=where)
@@ -192,9 +228,13 @@ def _parse_row(record: Any, where: str, source: str, from_text: bool) -> Label:
             record=where,
             field=str(unknown[0]),
         )
+    cleared = False
     for name in _REQUIRED:
         value = record.get(name)
         if value is None or (isinstance(value, str) and not value.strip()):
+            if name == "label" and cleared_ok:
+                cleared = True
+                continue
             raise InputError("missing or empty", source=source, record=where, field=name)
     qid = _identifier(record["question_id"], source, where, "question_id")
     metric = record["metric"]
@@ -214,7 +254,7 @@ def _parse_row(record: Any, where: str, source: str, from_text: bool) -> Label:
     return Label(
         question_id=qid,
         metric=metric.strip(),
-        value=_value(record["label"], source, where, from_text),
+        value=_CLEARED if cleared else _value(record["label"], source, where, from_text),
         annotator=_identifier(annotator, source, where, "annotator") if annotator != "" else "",
         template_id=None
         if template is None

@@ -1,6 +1,7 @@
 """``qa-eval view``: a local web app over results files, to browse, search, compare and label.
 
-The results are indexed once in SQLite (:mod:`.index`, :mod:`.query`); the pages are the
+The results are indexed once in SQLite (:mod:`.index`, :mod:`.query`, a regular expression
+narrowed by the word index in :mod:`.regex`); the pages are the
 report's jinja2 components (:mod:`.pages`) served by a token-guarded Starlette app
 (:mod:`.app`, :mod:`.server`); labels are appended at once in the format ``qa-eval agreement``
 reads (:mod:`.labels`, :mod:`.queue`, :mod:`.agree`); two runs are compared as ``qa-eval

@@ -143,8 +143,12 @@ def create_app(settings: pages.Settings) -> Any:
 
     def add_label(data: dict[str, Any]) -> dict[str, Any]:
         value = data.get("label")
-        if isinstance(value, bool) or (isinstance(value, str) and value.strip()):
-            label: bool | float | str = value
+        clear = data.get("clear") is True
+        label: bool | float | str | None = None
+        if clear:
+            pass
+        elif isinstance(value, bool) or (isinstance(value, str) and value.strip()):
+            label = value
         elif isinstance(value, (int, float)):
             label = float(value)
         else:
@@ -156,9 +160,9 @@ def create_app(settings: pages.Settings) -> Any:
         note = data.get("note") or ""
         if not isinstance(note, str) or (template is not None and not isinstance(template, str)):
             raise InputError("template_id and note are text")
-        append_label(
-            settings.labels, LabelRow(qid, template, metric, label, settings.annotator, note)
-        )
+        change = clear or data.get("replace") is True
+        row = LabelRow(qid, template, metric, label, settings.annotator, note, supersedes=change)
+        append_label(settings.labels, row)
         return {"ok": True, "file": str(settings.labels)}
 
     def add_decision(data: dict[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,8 @@ temporary file and renames it, so a killed build leaves no half index.
 
 One row per result (``pos``: its place in the file) with its question id, template, trial,
 question text, whether it is an error, its numeric values (one column per metric, added as the
-metrics appear) and tags (other text keys, a column each, up to ``MAX_TAG_KEYS``); its failed
+metrics appear) and tags (other text keys, a column each for the first ``MAX_TAG_KEYS``, the
+others as rows of a side table ``tagx``, filtered through its index alike); its failed
 metrics (``<metric>_error``) in a side table; the choices of the filters and the runs page's
 means counted once; the text searched (question, answers, reasons, ``mismatch`` texts and
 errors) in an FTS5 table; and where the result is: its byte span in a plain JSON Lines file
@@ -48,7 +49,7 @@ __all__ = [
     "search_text",
 ]
 
-INDEX_VERSION = "2"
+INDEX_VERSION = "3"
 """Changed when the index's tables change: an index of another version is rebuilt."""
 
 LOCK = threading.RLock()
@@ -60,7 +61,7 @@ _STRUCTURE = frozenset(
 )  # fmt: skip
 _MAX_TAG = 200
 MAX_TAG_KEYS = 64
-"""Text keys (tags, class labels) indexed for filtering; more are searched but not filtered."""
+"""Text keys (tags, class labels) given a column of their own; more go to a side table."""
 
 
 def cache_folder() -> Path:
@@ -213,11 +214,32 @@ class Index:
     """metric name -> its column."""
     tags: dict[str, str]
     """text keys (tags such as ``question_type``, classes such as ``answer_class``) -> column."""
+    extra_tags: dict[str, int]
+    """text keys past the first ``MAX_TAG_KEYS`` -> their number in the side table ``tagx``."""
     classes: dict[str, list[str]]
     """each text key -> the values seen."""
     facets: dict[str, list[tuple[str, str, int]]]
     """the filters' choices: ``template``, ``trial``, ``failed``, ``tag`` -> (key, value, n)."""
     count: int
+
+    def tag_value(self, key: str) -> str | None:
+        """An SQL expression of a row's value of the text key (None: no such key)."""
+        if key in self.tags:
+            return self.tags[key]
+        number = self.extra_tags.get(key)
+        if number is None:
+            return None
+        return f"(SELECT value FROM tagx WHERE tagx.kid = {number} AND tagx.pos = q.pos)"
+
+    def tag_filter(self, key: str) -> str | None:
+        """An SQL condition (one parameter: the value) of the rows with that value of the text
+        key (None: no such key)."""
+        if key in self.tags:
+            return f"{self.tags[key]} = ?"
+        number = self.extra_tags.get(key)
+        if number is None:
+            return None
+        return f"pos IN (SELECT pos FROM tagx WHERE kid = {number} AND value = ?)"
 
 
 class _Builder:
@@ -225,8 +247,10 @@ class _Builder:
         self.db = db
         self.metrics: dict[str, str] = {}
         self.tags: dict[str, str] = {}
+        self.extra: dict[str, int] = {}
         self.rows: list[tuple[tuple[Any, ...], dict[str, float], dict[str, str]]] = []
         self.failed: list[tuple[int, str]] = []
+        self.extra_rows: list[tuple[int, str, int]] = []
 
     def column(self, name: str, tag: bool) -> None:
         """Add the column of a metric (a number) or a tag (a text)."""
@@ -274,8 +298,19 @@ class _Builder:
                 if name not in self.metrics:
                     self.column(name, tag=False)
             for name in tags:
-                if name not in self.tags and len(self.tags) < MAX_TAG_KEYS:
+                if name in self.tags or name in self.extra:
+                    continue
+                if len(self.tags) < MAX_TAG_KEYS:
                     self.column(name, tag=True)
+                else:
+                    self.extra[name] = len(self.extra)
+                    self.db.execute(
+                        "INSERT INTO metrics VALUES (?, ?, 2)",
+                        (
+                            name,
+                            "",
+                        ),
+                    )
         names, keys = list(self.metrics), list(self.tags)
         columns = ", ".join(
             ["pos, qid, tpl, trial, question, err, traced, doc, start, length, raw"]
@@ -291,6 +326,15 @@ class _Builder:
             ],
         )
         self.db.executemany("INSERT INTO failed VALUES (?, ?)", self.failed)
+        self.db.executemany(
+            "INSERT INTO tagx VALUES (?, ?, ?)",
+            [
+                (self.extra[key], value, base[0])
+                for base, _, tags in self.rows
+                for key, value in tags.items()
+                if key in self.extra
+            ],
+        )
         self.rows, self.failed = [], []
 
     def finish(self) -> None:
@@ -303,6 +347,8 @@ class _Builder:
             "CREATE INDEX q_err ON q(err)",
             "CREATE INDEX q_trial ON q(trial)",
             "CREATE INDEX failed_metric ON failed(metric, pos)",
+            "CREATE INDEX tagx_value ON tagx(kid, value, pos)",
+            "CREATE INDEX tagx_pos ON tagx(kid, pos)",
             *(f"CREATE INDEX q_{col} ON q({col})" for col in self.metrics.values()),
             *(f"CREATE INDEX q_{col} ON q({col})" for col in self.tags.values()),
         ):
@@ -312,6 +358,12 @@ class _Builder:
                 f"INSERT INTO facets SELECT 'tag', ?, {col}, count(*) FROM q "
                 f"WHERE {col} IS NOT NULL GROUP BY {col}",
                 (key,),
+            )
+        for key, number in self.extra.items():
+            db.execute(
+                "INSERT INTO facets SELECT 'tag', ?, value, count(*) FROM tagx WHERE kid = ? "
+                "GROUP BY value",
+                (key, number),
             )
         db.execute("INSERT INTO facets SELECT 'template', '', tpl, count(*) FROM q GROUP BY tpl")
         db.execute(
@@ -339,6 +391,7 @@ _SCHEMA = (
     "CREATE TABLE q(pos INTEGER PRIMARY KEY, qid TEXT, tpl TEXT, trial INTEGER, question TEXT,"
     " err INTEGER, traced INTEGER, doc TEXT, start INTEGER, length INTEGER, raw BLOB)",
     "CREATE TABLE failed(pos INTEGER, metric TEXT)",
+    "CREATE TABLE tagx(kid INTEGER, value TEXT, pos INTEGER)",
     "CREATE TABLE facets(kind TEXT, key TEXT, value TEXT, n INTEGER)",
     "CREATE TABLE summary(name TEXT, mean REAL, n INTEGER, total REAL, macro REAL)",
     "CREATE VIRTUAL TABLE qf USING fts5(doc, content='q', content_rowid='pos',"
@@ -422,8 +475,12 @@ def open_index(source: str | os.PathLike[str], *, rebuild: bool = False) -> Inde
     db = sqlite3.connect(f"file:{target}?mode=ro", uri=True, check_same_thread=False)
     metrics: dict[str, str] = {}
     tags: dict[str, str] = {}
+    extra: dict[str, int] = {}
     for name, col, tag in db.execute("SELECT name, col, tag FROM metrics ORDER BY rowid"):
-        (tags if tag else metrics)[name] = col
+        if tag == 2:
+            extra[name] = len(extra)
+        else:
+            (tags if tag else metrics)[name] = col
     facets: dict[str, list[tuple[str, str, int]]] = {}
     for kind, key, value, n in db.execute(
         "SELECT kind, key, value, n FROM facets ORDER BY kind, key, value"
@@ -433,7 +490,7 @@ def open_index(source: str | os.PathLike[str], *, rebuild: bool = False) -> Inde
     for key, value, _ in facets.get("tag", []):
         classes.setdefault(key, []).append(value)
     count = db.execute("SELECT count(*) FROM q").fetchone()[0]
-    return Index(target, path, db, metrics, tags, classes, facets, count)
+    return Index(target, path, db, metrics, tags, extra, classes, facets, count)
 
 
 def load_result(index: Index, pos: int) -> dict[str, Any] | None:

@@ -7,8 +7,11 @@ Each label is one ``write`` to a descriptor opened with ``O_APPEND`` under an ex
 viewers (or two processes) appending to one file never interleave their rows. A file a killed
 writer left without its last newline gets one before the next row.
 
-A person labels an item once per metric: the reader refuses a second row of the same question,
-metric and annotator, so the viewer refuses it too (change a label by editing the file).
+A person labels an item once per metric; a change or a clear is a row that says
+``supersedes`` (the labels format's rule: it replaces the earlier row of the item and
+annotator, and an empty label clears it), so the file is only ever appended to. A second plain
+row of a labelled item is refused, as the reader would refuse it. A CSV file whose header has no
+``supersedes`` column (written by hand, or by an older viewer) takes new labels but no changes.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import io
 import os
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,31 +31,41 @@ import orjson
 
 from ..errors import InputError
 
-__all__ = ["COLUMNS", "LabelRow", "append_label", "labelled_items", "read_rows"]
+__all__ = [
+    "COLUMNS",
+    "LabelRow",
+    "append_label",
+    "current_labels",
+    "labelled_items",
+    "read_rows",
+]
 
-COLUMNS = ("question_id", "template_id", "metric", "label", "annotator", "note")
+COLUMNS = ("question_id", "template_id", "metric", "label", "annotator", "note", "supersedes")
 
 
 @dataclass(frozen=True)
 class LabelRow:
-    """One label as written."""
+    """One label as written (``supersedes``: it changes the item's earlier label, or with a
+    ``label`` of None clears it)."""
 
     question_id: str
     template_id: str | None
     metric: str
-    label: bool | float | str
+    label: bool | float | str | None
     annotator: str
     note: str = ""
+    supersedes: bool = False
 
     def cells(self) -> dict[str, Any]:
-        """The row's fields (``template_id`` and ``note`` left empty when not given)."""
+        """The row's fields (``template_id``, ``note``, ``supersedes`` empty when not given)."""
         return {
             "question_id": self.question_id,
             "template_id": self.template_id or "",
             "metric": self.metric,
-            "label": self.label,
+            "label": "" if self.label is None else self.label,
             "annotator": self.annotator,
             "note": self.note,
+            "supersedes": "true" if self.supersedes else "",
         }
 
 
@@ -91,12 +104,23 @@ def append_label(path: Path, row: LabelRow) -> None:
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        if (row.question_id, row.template_id, row.metric) in labelled_items(path, row.annotator):
+        labelled = (row.question_id, row.template_id, row.metric) in labelled_items(
+            path, row.annotator
+        )
+        if labelled and not row.supersedes:
             raise InputError(
                 f"question {row.question_id!r} was already labelled on {row.metric!r} by "
-                f"{row.annotator!r}",
+                f"{row.annotator!r} (change it from the labelling page)",
                 source=str(path),
             )
+        if row.label is None and not labelled:
+            raise InputError(
+                f"question {row.question_id!r} has no label on {row.metric!r} by "
+                f"{row.annotator!r} to clear",
+                source=str(path),
+            )
+        if not labelled:
+            row = replace(row, supersedes=False)  # a first label is a plain row
         size = os.fstat(fd).st_size
         prefix = ""
         if size and os.pread(fd, 1, size - 1) != b"\n":
@@ -112,11 +136,15 @@ def append_label(path: Path, row: LabelRow) -> None:
             missing = [
                 c for c in ("question_id", "metric", "label", "annotator") if c not in header
             ]
+            if row.supersedes and "supersedes" not in header:
+                missing.append("supersedes (needed to change a label)")
             if missing:
                 raise InputError(f"the header has no {', '.join(missing)} column", source=str(path))
             text = prefix + _csv_text(row, header)
         else:
             data = {k: v for k, v in row.cells().items() if v not in ("", None)}
+            if row.supersedes:
+                data["supersedes"] = True
             text = prefix + orjson.dumps(data).decode() + "\n"
         os.write(fd, text.encode("utf-8"))
         os.fsync(fd)
@@ -184,11 +212,23 @@ def read_rows(path: Path) -> Iterator[dict[str, str]]:
                     yield {k: "" if v is None else str(v) for k, v in data.items()}
 
 
-def labelled_items(path: Path, annotator: str) -> set[tuple[str, str | None, str]]:
-    """(question id, template id or None, metric) of every label ``annotator`` wrote."""
-    out = set()
+def current_labels(path: Path, annotator: str) -> dict[tuple[str, str | None, str], dict[str, str]]:
+    """The labels ``annotator`` holds now, by (question id, template id or None, metric), in the
+    order first given: each row's text fields, superseding rows applied (a cleared one gone)."""
+    out: dict[tuple[str, str | None, str], dict[str, str]] = {}
     for record in read_rows(path):
-        if record.get("annotator", "") == annotator:
-            template = record.get("template_id") or None
-            out.add((record.get("question_id", ""), template, record.get("metric", "")))
+        if record.get("annotator", "") != annotator:
+            continue
+        template = record.get("template_id") or None
+        key = (record.get("question_id", ""), template, record.get("metric", ""))
+        replaces = record.get("supersedes", "").strip().lower() in ("true", "yes", "1")
+        if replaces and not record.get("label", "").strip():
+            out.pop(key, None)
+        elif replaces or key not in out:
+            out[key] = record
     return out
+
+
+def labelled_items(path: Path, annotator: str) -> set[tuple[str, str | None, str]]:
+    """(question id, template id or None, metric) of every label ``annotator`` holds now."""
+    return set(current_labels(path, annotator))

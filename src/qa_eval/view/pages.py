@@ -4,20 +4,22 @@ the agreement figures are drawn by the report's own components."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import yaml
 
 from ..errors import InputError
 from .diff import changes, compared
 from .index import LOCK, load_result
-from .labels import labelled_items
+from .labels import current_labels
 from .query import PAGE_SIZES, TableView, failed_of, page_of, tags_of, templates_of, trials_of
-from .queue import QUEUES, next_item
+from .queue import QUEUES, Item, item_at, next_item, pass_threshold, position_of
 from .review import read_review
 from .runs import Run, headline, usage
 
@@ -259,8 +261,14 @@ def label_page(settings: Settings, params: Mapping[str, str]) -> str:
     try:
         number = int(params.get("run", "0"))
         seed = int(params.get("seed", "0"))
+        given = params.get("threshold") or None
+        chosen = None if given is None else float(given)
+        at = params.get("pos") or None
+        again = None if at is None else int(at)
     except ValueError:
-        raise InputError("run and seed are numbers") from None
+        raise InputError("run, seed, threshold and pos are numbers") from None
+    if chosen is not None and not math.isfinite(chosen):
+        raise InputError("threshold must be a finite number")
     if not 0 <= number < len(settings.runs):
         raise InputError(f"no run {number}")
     run = settings.runs[number]
@@ -276,12 +284,29 @@ def label_page(settings: Settings, params: Mapping[str, str]) -> str:
     queue = params.get("queue") or "sample"
     if mode not in MODES or queue not in QUEUES:
         raise InputError(f"mode is one of {', '.join(MODES)}; queue one of {', '.join(QUEUES)}")
-    labelled = labelled_items(settings.labels, settings.annotator)
-    item = (
-        next_item([r.index for r in settings.runs], number, metric, queue, labelled, seed)
-        if metric
-        else None
-    )
+    threshold, threshold_source = pass_threshold(metric, run.signature)
+    if chosen is not None:
+        threshold, threshold_source = chosen, "set here"
+    held = current_labels(settings.labels, settings.annotator)
+    runs = [r.index for r in settings.runs]
+    item: Item | None = None
+    if again is not None and metric:  # one question labelled again (or for the first time)
+        item = item_at(runs, number, again, metric, set(held))
+    else:
+        item = (
+            next_item(runs, number, metric, queue, set(held), seed, threshold) if metric else None
+        )
+    current = None if item is None else held.get((item.question_id, item.template_id, metric))
+    base = {"run": str(number), "metric": metric, "mode": mode, "queue": queue, "seed": str(seed)}
+    if given:
+        base["threshold"] = given
+    recent: list[tuple[str, Mapping[str, str], str]] = []
+    for qid, tpl, name in reversed(list(held)):
+        if name == metric and len(recent) < 10:
+            pos = position_of(run.index, qid, tpl)
+            if pos is not None:
+                link = "/label?" + urlencode({**base, "pos": str(pos)})
+                recent.append((qid, held[(qid, tpl, name)], link))
     drill = None
     if item is not None:
         drill = question_parts(settings, number, item.pos, [])[2]
@@ -298,6 +323,12 @@ def label_page(settings: Settings, params: Mapping[str, str]) -> str:
         queue=queue,
         queues=QUEUES,
         seed=seed,
+        threshold=threshold,
+        threshold_source=threshold_source,
+        current=current,
+        recent=recent,
+        queue_url="/label?" + urlencode(base),
+        threshold_given=given or "",
         classes=run.index.classes.get(metric, []),
         item=item,
         drill=drill,

@@ -3,22 +3,24 @@
 Filters: template, tag (``key=value``), a metric's range, errors, a failed metric (one with a
 ``<metric>_error``), trial; a search of the indexed text (question, answers, reasons,
 ``mismatch`` texts, errors): plain words (every word must occur; FTS5, words and their
-prefixes as the ``unicode61`` tokenizer cuts them) or a Python regular expression (a scan of the
-text of the rows the other filters leave). Sorting by position, id, template or any metric
-(SQLite's order: a missing value is smallest). Every value reaches SQL as a parameter; column
-names come only from the index's own table of metrics.
+prefixes as the ``unicode61`` tokenizer cuts them) or a Python regular expression (tried on the
+rows the other filters and the word index leave: :mod:`.regex`). Sorting by position, id,
+template or any metric (SQLite's order: a missing value is smallest). Every value reaches SQL
+as a parameter; column names come only from the index's own table of metrics.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+import weakref
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 from urllib.parse import urlencode
 
 from ..errors import InputError
 from .index import LOCK, Index
+from .regex import COUNT_BUDGET, NO_ROW, VocabLookup, fts_prefilter, required_runs, scan
 
 __all__ = [
     "PAGE_SIZES",
@@ -49,6 +51,7 @@ class TableView:
     trial: int | None = None
     q: str = ""
     regex: bool = False
+    count: bool = False  # a regular expression's matches counted to the end
     sort: str = "pos"
     desc: bool = False
     page: int = 1
@@ -67,7 +70,7 @@ class TableView:
                     values[f.name] = float(raw)
                 elif f.name in ("trial", "page", "size"):
                     values[f.name] = int(raw)
-                elif f.name in ("regex", "desc"):
+                elif f.name in ("regex", "desc", "count"):
                     values[f.name] = raw in ("1", "true", "on", "yes")
                 else:
                     values[f.name] = raw
@@ -96,12 +99,14 @@ class TableView:
 
 @dataclass(frozen=True)
 class Page:
-    """One page of the table: its rows (mappings), how many match, the metric columns."""
+    """One page of the table: its rows (mappings), how many match (``exact``: else at least
+    that many: a regular expression's count stopped early), the metric columns."""
 
     rows: list[dict[str, Any]]
     total: int
     metrics: list[str]
     view: TableView
+    exact: bool = True
 
     @property
     def pages(self) -> int:
@@ -115,7 +120,9 @@ def _words(text: str) -> str:
     return " ".join('"' + w.replace('"', '""') + '"' for w in words)
 
 
-def _where(index: Index, view: TableView) -> tuple[str, list[Any], re.Pattern[str] | None]:
+def _where(
+    index: Index, view: TableView
+) -> tuple[str, list[Any], re.Pattern[str] | None, str | None]:
     clauses: list[str] = []
     params: list[Any] = []
     if view.template:
@@ -125,10 +132,10 @@ def _where(index: Index, view: TableView) -> tuple[str, list[Any], re.Pattern[st
         key, sep, value = view.tag.partition("=")
         if not sep:
             raise InputError("a tag filter is key=value", field="tag")
-        col = index.tags.get(key)
-        if col is None:
+        condition = index.tag_filter(key)
+        if condition is None:
             raise InputError(f"no tag {key!r} in {index.source.name}", field="tag")
-        clauses.append(f"{col} = ?")
+        clauses.append(condition)
         params.append(value)
     if view.metric:
         col = _column(index, view.metric, "metric")
@@ -149,17 +156,63 @@ def _where(index: Index, view: TableView) -> tuple[str, list[Any], re.Pattern[st
     if view.trial is not None:
         clauses.append("trial = ?")
         params.append(view.trial)
-    pattern = None
+    pattern = prefilter = None
     if view.q and view.regex:
         try:
             pattern = re.compile(view.q)
         except re.error as e:
             raise InputError(f"not a regular expression: {e}", field="q") from None
-        clauses.append("qa_regexp(doc)")
+        prefilter = fts_prefilter(required_runs(view.q), _vocabulary(index))
     elif view.q and _words(view.q):
         clauses.append("pos IN (SELECT rowid FROM qf WHERE qf MATCH ?)")
         params.append(_words(view.q))
-    return (" WHERE " + " AND ".join(clauses)) if clauses else "", params, pattern
+    return (" WHERE " + " AND ".join(clauses)) if clauses else "", params, pattern, prefilter
+
+
+_FEW = 50_000
+"""Word-index candidates of a regular expression few enough to be gathered before a sort."""
+
+
+def _regex_rows(
+    index: Index, where: str, params: list[Any], prefilter: str | None, order: str, direction: str
+) -> Iterator[tuple[int]]:
+    """The positions of the rows ``qa_regexp`` (the pattern) matches, in the table's order,
+    among those the other filters leave and, with a pre-filter, the word index too. In the
+    file's order they stream from the word index; another order gathers the candidates first
+    when they are few, else tries every row in that order (a common pattern fills a page soon)."""
+    if prefilter == NO_ROW:
+        return iter(())
+    ordered = f"ORDER BY {order} {direction}, pos {direction}"
+    match = " AND qa_regexp(doc)"
+    if prefilter is None:
+        clause = where + match if where else " WHERE qa_regexp(doc)"
+        return index.db.execute(f"SELECT pos FROM q{clause} {ordered}", params)
+    more = where.replace(" WHERE ", " AND ", 1)
+    if order == "pos":
+        return index.db.execute(
+            f"SELECT q.pos FROM qf JOIN q ON q.pos = qf.rowid WHERE qf MATCH ?{more}"
+            f" AND qa_regexp(q.doc) ORDER BY qf.rowid {direction}",
+            [prefilter, *params],
+        )
+    probe = "SELECT count(*) FROM (SELECT rowid FROM qf WHERE qf MATCH ? LIMIT ?)"
+    if index.db.execute(probe, (prefilter, _FEW + 1)).fetchone()[0] > _FEW:
+        clause = where + match if where else " WHERE qa_regexp(doc)"
+        return index.db.execute(f"SELECT pos FROM q{clause} {ordered}", params)
+    return index.db.execute(
+        f"SELECT pos FROM q WHERE pos IN (SELECT rowid FROM qf WHERE qf MATCH ?){more}"
+        f"{match} {ordered}",
+        [prefilter, *params],
+    )
+
+
+_VOCABULARIES: weakref.WeakKeyDictionary[Index, VocabLookup] = weakref.WeakKeyDictionary()
+
+
+def _vocabulary(index: Index) -> VocabLookup:
+    found = _VOCABULARIES.get(index)
+    if found is None:
+        found = _VOCABULARIES[index] = VocabLookup(index.db)
+    return found
 
 
 def _column(index: Index, name: str, field: str) -> str:
@@ -171,7 +224,8 @@ def _column(index: Index, name: str, field: str) -> str:
 
 def page_of(index: Index, view: TableView) -> Page:
     """The rows of ``view``'s page and how many rows match."""
-    where, params, pattern = _where(index, view)
+    with LOCK:
+        where, params, pattern, prefilter = _where(index, view)
     if view.sort in _FIXED_SORTS:
         order = _FIXED_SORTS[view.sort]
     else:
@@ -181,21 +235,21 @@ def page_of(index: Index, view: TableView) -> Page:
     cols = ", ".join(index.metrics[n] for n in names)
     select = "SELECT pos, qid, tpl, trial, question, err, traced" + (f", {cols}" if cols else "")
     sql = f"{select} FROM q{where} ORDER BY {order} {direction}, pos {direction} LIMIT ? OFFSET ?"
+    exact = True
     with LOCK:
-        if pattern is not None:
-            search = pattern.search
-            index.db.create_function(
-                "qa_regexp", 1, lambda text: search(text or "") is not None, deterministic=True
-            )
         start = (view.page - 1) * view.size
         if pattern is None:
             total = index.db.execute(f"SELECT count(*) FROM q{where}", params).fetchone()[0]
             found = index.db.execute(sql, [*params, view.size, start]).fetchall()
-        else:  # one scan with the expression: every match's place, then the page's rows
-            order_sql = f"SELECT pos FROM q{where} ORDER BY {order} {direction}, pos {direction}"
-            matches = [p for (p,) in index.db.execute(order_sql, params)]
-            total = len(matches)
-            chosen = matches[start : start + view.size]
+        else:  # the rows the word index leaves, tried in order with the expression
+            search = pattern.search
+            index.db.create_function(
+                "qa_regexp", 1, lambda text: search(text or "") is not None, deterministic=True
+            )
+            matches = _regex_rows(index, where, params, prefilter, order, direction)
+            budget = None if view.count else COUNT_BUDGET
+            found_scan = scan(matches, start, view.size, budget, index.db)
+            total, exact, chosen = found_scan.total, found_scan.exact, found_scan.chosen
             by_pos = {
                 row[0]: row
                 for row in index.db.execute(
@@ -218,7 +272,7 @@ def page_of(index: Index, view: TableView) -> Page:
                 "values": dict(zip(names, values)),
             }
         )
-    return Page(rows, total, names, view)
+    return Page(rows, total, names, view, exact)
 
 
 def templates_of(index: Index) -> list[str]:
@@ -226,9 +280,16 @@ def templates_of(index: Index) -> list[str]:
     return [value for _, value, _ in index.facets.get("template", [])]
 
 
-def tags_of(index: Index, limit: int = 200) -> list[tuple[str, str, int]]:
-    """(key, value, questions) of the run's tags (the most common first)."""
-    return sorted(index.facets.get("tag", []), key=lambda t: (-t[2], t[0], t[1]))[:limit]
+def tags_of(index: Index, per_key: int = 50) -> list[tuple[str, str, int]]:
+    """(key, value, questions) of the run's tags: every key, each with its ``per_key`` most
+    common values (the filter takes any value of a known key)."""
+    by_key: dict[str, list[tuple[str, str, int]]] = {}
+    for key, value, n in index.facets.get("tag", []):
+        by_key.setdefault(key, []).append((key, value, n))
+    out = []
+    for key in sorted(by_key):
+        out += sorted(by_key[key], key=lambda t: (-t[2], t[1]))[:per_key]
+    return out
 
 
 def trials_of(index: Index) -> list[int]:

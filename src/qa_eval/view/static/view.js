@@ -23,7 +23,8 @@
     const note = document.getElementById("label-note");
     const number = document.getElementById("label-number");
     let busy = false;
-    async function save(value) {
+    const again = form.dataset.replace === "1";
+    async function save(value, clear) {
       if (busy) return;
       busy = true;
       status.textContent = "saving…";
@@ -31,9 +32,11 @@
         await post("/api/labels", {
           question_id: form.dataset.question, template_id: form.dataset.template,
           metric: form.dataset.metric, label: value, note: note.value,
+          replace: again, clear: clear === true,
         });
-        status.textContent = "saved";
-        window.location.reload();
+        status.textContent = clear ? "cleared" : "saved";
+        if (new URLSearchParams(window.location.search).has("pos")) window.location.assign(form.dataset.back);
+        else window.location.reload();
       } catch (e) {
         status.textContent = "not saved: " + e.message;
         busy = false;
@@ -54,6 +57,7 @@
       if (e.key === "Escape" && typing(e)) { e.target.blur(); return; }
       if (typing(e)) return;
       if (e.key === "n") { e.preventDefault(); note.focus(); return; }
+      if (e.key === "c" && again) { e.preventDefault(); save(null, true); return; }
       const mode = form.dataset.mode;
       if (mode === "pass/fail" && (e.key === "p" || e.key === "f")) { e.preventDefault(); save(e.key === "p"); }
       else if (mode === "class") {
