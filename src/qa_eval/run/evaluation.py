@@ -8,15 +8,16 @@ with ``matches``, and share the (unchanged) actual step dicts.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import os
 import queue
+import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from typing import TYPE_CHECKING, Any, Unpack
 
+from .endpoints import judge_free
 from .execute import execute
 from .options import ConfigArg, RunKeywords, RunOptions, run_options
 from .question import Results
@@ -31,8 +32,8 @@ __all__ = [
     "run_into",
 ]
 
-if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
-    pass
+if TYPE_CHECKING:  # asyncio is imported when a run needs an event loop (a judge, workers)
+    import asyncio
 
 
 def _config_arg(config: ConfigArg, config_file_path: str | os.PathLike[str] | None) -> ConfigArg:
@@ -136,6 +137,8 @@ class EvaluationStream(Iterator[dict[str, Any]]):
         raise StopIteration
 
     def _start(self) -> None:
+        import asyncio
+
         reference_qas, chat_responses, options = self._args
 
         def deliver(batch: list[dict[str, Any]]) -> None:
@@ -201,6 +204,8 @@ def iter_evaluation(
 
 
 def _run_in_thread(coroutine_factory: Callable[[], Any]) -> Any:
+    import asyncio
+
     box: dict[str, Any] = {}
 
     def target() -> None:
@@ -225,6 +230,8 @@ def run_into(
     (or any exception) in the calling thread cancels it and waits for it to end (its worker
     processes stopped, its files closed) before it is raised, also when the run would have
     finished without another pause."""
+    import asyncio
+
     box: dict[str, Any] = {}
     started = threading.Event()
 
@@ -267,14 +274,47 @@ def run_evaluation(
     arun_evaluation(...)`` does not). The results may also be awaited, as graphrag-eval 6.x's
     coroutine was: ``await run_evaluation(...)`` gives the same list."""
 
-    async def boxed() -> _Box:
-        return _Box(await arun_evaluation(reference_qas, chat_responses, config, **options))
+    given = options.pop("options", None)
+    config = _config_arg(config, options.pop("config_file_path", None))
+    run = run_options(given, config=config, **options)
 
+    async def boxed() -> _Box:
+        return _Box(await arun_evaluation(reference_qas, chat_responses, options=run))
+
+    if _loop_running():
+        return _run_in_thread(boxed).value
+    if judge_free(run):
+        return _without_loop(boxed())
+    import asyncio
+
+    return asyncio.run(boxed()).value
+
+
+def _loop_running() -> bool:
+    """Whether this thread runs an event loop (none can while asyncio was never imported)."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return False
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(boxed()).value
-    return _run_in_thread(boxed).value
+        return False
+    return True
+
+
+def _without_loop(coroutine: Coroutine[Any, Any, _Box]) -> Results:
+    """A judge-free run's coroutine run to its end in this thread, with no event loop: it waits
+    for nothing (no judge, no worker processes, a sink that is never full) and only yields now
+    and then (``execute``'s pause), so it is resumed at once. A judge-free run thus imports no
+    asyncio, and costs no loop."""
+    try:
+        while True:
+            if coroutine.send(None) is not None:  # a future: only an event loop can wait for it
+                coroutine.close()
+                raise RuntimeError("a judge-free run awaited a future")
+    except StopIteration as done:
+        box: _Box = done.value
+        return box.value
 
 
 class _Box:

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..aggregate.compute import AggregateSpec
 from ..errors import InputError, QaEvalError
 
 if TYPE_CHECKING:
+    from ..aggregate.compute import AggregateSpec
     from ..aggregate.partial import PartialAggregates
 
 __all__ = [
@@ -106,6 +106,8 @@ def _spec_data(spec: AggregateSpec) -> dict[str, Any]:
 
 
 def _spec(data: dict[str, Any]) -> AggregateSpec:
+    from ..aggregate.compute import AggregateSpec  # here: a run reads no shard file
+
     return AggregateSpec(
         tuple(data["metrics"]),
         frozenset(data["numeric_only"]),
