@@ -283,7 +283,7 @@ def run_evaluation(
 
     if _loop_running():
         return _run_in_thread(boxed).value
-    if judge_free(run):
+    if judge_free(run) and run.workers == 1:  # nothing to wait for: no judge, no processes
         return _without_loop(boxed())
     import asyncio
 
@@ -303,10 +303,10 @@ def _loop_running() -> bool:
 
 
 def _without_loop(coroutine: Coroutine[Any, Any, _Box]) -> Results:
-    """A judge-free run's coroutine run to its end in this thread, with no event loop: it waits
-    for nothing (no judge, no worker processes, a sink that is never full) and only yields now
-    and then (``execute``'s pause), so it is resumed at once. A judge-free run thus imports no
-    asyncio, and costs no loop."""
+    """A judge-free run's coroutine run to its end in this thread, with no event loop: in one
+    process it waits for nothing (no judge, no worker processes, a sink that is never full)
+    and only yields now and then (``execute``'s pause), so it is resumed at once. A judge-free
+    run thus imports no asyncio, and costs no loop."""
     try:
         while True:
             if coroutine.send(None) is not None:  # a future: only an event loop can wait for it
