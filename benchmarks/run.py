@@ -1091,7 +1091,7 @@ def first_call(folder: Path, env: dict[str, str], runs: int) -> tuple[float, flo
     (folder / "one_reference.json").write_bytes(orjson.dumps(reference))
     (folder / "one_responses.json").write_bytes(orjson.dumps(responses))
     firsts, parses = [], []
-    for _ in range(runs):
+    for _ in range(runs + 1):  # the first one writes the bytecode (see startup_rows)
         done = subprocess.run(
             [sys.executable, "-c", ONE_QUESTION_RUN, str(folder)],
             env=env,
@@ -1104,7 +1104,7 @@ def first_call(folder: Path, env: dict[str, str], runs: int) -> tuple[float, flo
             raise SystemExit(f"the one-question run scored {figures['score']}, not 1.0")
         firsts.append(figures["first"])
         parses.append(figures["parse"])
-    return statistics.median(firsts), statistics.median(parses)
+    return statistics.median(firsts[1:]), statistics.median(parses[1:])
 
 
 def first_judge_call(folder: Path, env: dict[str, str], runs: int) -> float:
@@ -1134,7 +1134,7 @@ def first_judge_call(folder: Path, env: dict[str, str], runs: int) -> float:
     (folder / "judge.json").write_text(json.dumps(config))
     times = []
     try:
-        for _ in range(runs):
+        for _ in range(runs + 1):  # the first one writes the bytecode (see startup_rows)
             arrived.clear()
             event.clear()
             command = [
@@ -1163,17 +1163,28 @@ def first_judge_call(folder: Path, env: dict[str, str], runs: int) -> float:
             times.append(arrived[0] - start)
     finally:
         server.shutdown()
-    return statistics.median(times)
+    return statistics.median(times[1:])
 
 
 def startup_rows(runs: int = 20) -> list[list[Any]]:
     """How fast qa-eval starts: ``import qa_eval`` and ``qa-eval --help`` against
     ``python -c pass`` (medians of ``runs`` fresh processes, taking turns), qa_eval's
     ``-X importtime`` figures, the first ``run_evaluation`` against its parse floor, and the
-    first judge call of ``qa-eval evaluate`` on the demo."""
-    env = {**os.environ, "PYTHONPATH": str(HERE.parent / "src")}
+    first judge call of ``qa-eval evaluate`` on the demo.
+
+    Every process reads the bytecode its modules were compiled to, as an installed package
+    does (pip compiles it): into a temporary ``PYTHONPYCACHEPREFIX``, written by a first run
+    that is not counted, also when the environment says ``PYTHONDONTWRITEBYTECODE``."""
+    with tempfile.TemporaryDirectory(prefix="qa-eval-pycache-") as pycache:
+        env = {**os.environ, "PYTHONPATH": str(HERE.parent / "src")}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = pycache
+        return _startup_rows(env, runs)
+
+
+def _startup_rows(env: dict[str, str], runs: int) -> list[list[Any]]:
     turns: dict[str, list[float]] = {"pass": [], "import": [], "help": []}
-    for _ in range(runs):
+    for _ in range(runs + 1):  # the first turn writes the bytecode: not counted
         turns["pass"].append(_fresh("pass", env))
         turns["import"].append(_fresh("import qa_eval", env))
         turns["help"].append(
@@ -1183,7 +1194,7 @@ def startup_rows(runs: int = 20) -> list[list[Any]]:
                 env,
             )
         )
-    base, imported, helped = (statistics.median(turns[k]) for k in ("pass", "import", "help"))
+    base, imported, helped = (statistics.median(turns[k][1:]) for k in ("pass", "import", "help"))
     cumulative, modules = importtime_figures(env)
     with tempfile.TemporaryDirectory(prefix="qa-eval-startup-") as tmp:
         first, parse = first_call(Path(tmp), env, max(3, runs // 4))
