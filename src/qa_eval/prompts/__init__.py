@@ -13,12 +13,13 @@ become ``< x/>``. The same delimiting applies to the values a user's prompt temp
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+
+from ..digest import sha256
 
 __all__ = [
     "Example",
@@ -48,7 +49,7 @@ def prompt_names() -> tuple[str, ...]:
 
 def prompt_hash(text: str) -> str:
     """The first 16 hex digits of the SHA-256 of a prompt's text."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 _INVISIBLE = (

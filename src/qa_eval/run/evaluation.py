@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import queue
 import sys
 import threading
 from collections.abc import Callable, Coroutine, Iterator
@@ -34,6 +33,7 @@ __all__ = [
 
 if TYPE_CHECKING:  # asyncio is imported when a run needs an event loop (a judge, workers)
     import asyncio
+    import queue
 
 
 def _config_arg(config: ConfigArg, config_file_path: str | os.PathLike[str] | None) -> ConfigArg:
@@ -92,6 +92,8 @@ class EvaluationStream(Iterator[dict[str, Any]]):
     def __init__(
         self, reference_qas: Any, chat_responses: Any, options: Callable[[], RunOptions]
     ) -> None:
+        import queue  # here: run_evaluation needs no queue
+
         self.signature: dict[str, Any] | None = None
         self._args = (reference_qas, chat_responses, options)
         self._queue: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=8)
@@ -175,6 +177,8 @@ class EvaluationStream(Iterator[dict[str, Any]]):
         if loop is not None and task is not None:
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
                 loop.call_soon_threadsafe(task.cancel)
+        import queue
+
         while thread.is_alive():
             # A run blocked on a full queue must be let through to its end.
             with contextlib.suppress(queue.Empty):
