@@ -1091,7 +1091,7 @@ def first_call(folder: Path, env: dict[str, str], runs: int) -> tuple[float, flo
     (folder / "one_reference.json").write_bytes(orjson.dumps(reference))
     (folder / "one_responses.json").write_bytes(orjson.dumps(responses))
     firsts, parses = [], []
-    for _ in range(runs):
+    for _ in range(runs + 1):  # the first one writes the bytecode (see startup_rows)
         done = subprocess.run(
             [sys.executable, "-c", ONE_QUESTION_RUN, str(folder)],
             env=env,
@@ -1104,76 +1104,104 @@ def first_call(folder: Path, env: dict[str, str], runs: int) -> tuple[float, flo
             raise SystemExit(f"the one-question run scored {figures['score']}, not 1.0")
         firsts.append(figures["first"])
         parses.append(figures["parse"])
-    return statistics.median(firsts), statistics.median(parses)
+    return statistics.median(firsts[1:]), statistics.median(parses[1:])
 
 
-def first_judge_call(folder: Path, env: dict[str, str], runs: int) -> float:
-    """Seconds from launching ``qa-eval evaluate`` on the demo (a judge configured) to its first
-    request reaching the judge's server (a local one that only notes the time); median."""
+SDK_FIRST_CALL = """
+import asyncio, sys
+import openai
+client = openai.AsyncOpenAI(api_key="x", base_url=sys.argv[1], max_retries=0)
+messages = [{"role": "user", "content": "hi"}]
+asyncio.run(client.chat.completions.create(model="gpt-4o-mini", messages=messages))
+"""
+"""The floor of a first judge call: the openai SDK imported and one request made, nothing else."""
+
+
+def _first_request(command: Callable[[str], list[str]], env: dict[str, str], runs: int) -> float:
+    """Seconds from launching ``command(base_url)`` to its first request reaching a scripted
+    OpenAI-compatible server on 127.0.0.1 (``tests/openai_stub.py``'s, answering 503: only the
+    time is noted; the process is ended there); the median of ``runs``, after a first run that
+    is not counted (it writes the bytecode, see ``startup_rows``)."""
     import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    sys.path.insert(0, str(HERE.parent / "tests"))
+    from openai_stub import Reply, StubServer
 
     arrived: list[float] = []
     event = threading.Event()
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            arrived.append(time.perf_counter())
-            event.set()
-            self.send_response(503)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+    def script(request: dict[str, Any], number: int) -> Reply:
+        arrived.append(time.perf_counter())
+        event.set()
+        return Reply(status=503)
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    endpoint = {"provider": "openai", "base_url": f"http://127.0.0.1:{server.server_address[1]}/v1"}
-    config = {"llm": {"generation": {**endpoint, "api_key": "x", "model": "gpt-4o-mini"}}}
-    (folder / "judge.json").write_text(json.dumps(config))
     times = []
-    try:
-        for _ in range(runs):
+    with StubServer(script) as server:
+        for _ in range(runs + 1):
             arrived.clear()
             event.clear()
-            command = [
-                sys.executable,
-                "-m",
-                "qa_eval",
-                "evaluate",
-                str(STARTUP_DEMO / "reference.yaml"),
-                str(STARTUP_DEMO / "responses-good.jsonl"),
-                "-c",
-                str(folder / "judge.json"),
-                "--cache",
-                str(folder / "cache.sqlite3"),
-                "--no-cache",
-                "-q",
-            ]
             start = time.perf_counter()
             process = subprocess.Popen(
-                command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                command(server.url), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
             )
             got = event.wait(timeout=30)
             process.kill()
             process.wait()
             if not got:
-                raise SystemExit("qa-eval evaluate made no judge call within 30 s")
+                raise SystemExit(f"{command(server.url)[:4]} made no request within 30 s")
             times.append(arrived[0] - start)
-    finally:
-        server.shutdown()
-    return statistics.median(times)
+    return statistics.median(times[1:])
+
+
+def first_judge_call(folder: Path, env: dict[str, str], runs: int) -> tuple[float, float]:
+    """(seconds from launching ``qa-eval evaluate`` on the demo, a judge configured, to its
+    first request at the judge's server; the same for a script that only imports the openai
+    SDK and makes one request: the floor while the SDK makes the calls); medians."""
+
+    def evaluate(url: str) -> list[str]:
+        judge = {"provider": "openai", "base_url": url, "api_key": "x", "model": "gpt-4o-mini"}
+        config = {"llm": {"generation": judge}}
+        (folder / "judge.json").write_text(json.dumps(config))
+        return [
+            sys.executable,
+            "-m",
+            "qa_eval",
+            "evaluate",
+            str(STARTUP_DEMO / "reference.yaml"),
+            str(STARTUP_DEMO / "responses-good.jsonl"),
+            "-c",
+            str(folder / "judge.json"),
+            "--cache",
+            str(folder / "cache.sqlite3"),
+            "--no-cache",
+            "-q",
+        ]
+
+    def bare_sdk(url: str) -> list[str]:
+        return [sys.executable, "-c", SDK_FIRST_CALL, url]
+
+    return _first_request(evaluate, env, runs), _first_request(bare_sdk, env, runs)
 
 
 def startup_rows(runs: int = 20) -> list[list[Any]]:
     """How fast qa-eval starts: ``import qa_eval`` and ``qa-eval --help`` against
     ``python -c pass`` (medians of ``runs`` fresh processes, taking turns), qa_eval's
     ``-X importtime`` figures, the first ``run_evaluation`` against its parse floor, and the
-    first judge call of ``qa-eval evaluate`` on the demo."""
-    env = {**os.environ, "PYTHONPATH": str(HERE.parent / "src")}
+    first judge call of ``qa-eval evaluate`` on the demo.
+
+    Every process reads the bytecode its modules were compiled to, as an installed package
+    does (pip compiles it): into a temporary ``PYTHONPYCACHEPREFIX``, written by a first run
+    that is not counted, also when the environment says ``PYTHONDONTWRITEBYTECODE``."""
+    with tempfile.TemporaryDirectory(prefix="qa-eval-pycache-") as pycache:
+        env = {**os.environ, "PYTHONPATH": str(HERE.parent / "src")}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = pycache
+        return _startup_rows(env, runs)
+
+
+def _startup_rows(env: dict[str, str], runs: int) -> list[list[Any]]:
     turns: dict[str, list[float]] = {"pass": [], "import": [], "help": []}
-    for _ in range(runs):
+    for _ in range(runs + 1):  # the first turn writes the bytecode: not counted
         turns["pass"].append(_fresh("pass", env))
         turns["import"].append(_fresh("import qa_eval", env))
         turns["help"].append(
@@ -1183,11 +1211,11 @@ def startup_rows(runs: int = 20) -> list[list[Any]]:
                 env,
             )
         )
-    base, imported, helped = (statistics.median(turns[k]) for k in ("pass", "import", "help"))
+    base, imported, helped = (statistics.median(turns[k][1:]) for k in ("pass", "import", "help"))
     cumulative, modules = importtime_figures(env)
     with tempfile.TemporaryDirectory(prefix="qa-eval-startup-") as tmp:
         first, parse = first_call(Path(tmp), env, max(3, runs // 4))
-        judge = first_judge_call(Path(tmp), env, max(3, runs // 4))
+        judge, sdk = first_judge_call(Path(tmp), env, max(3, runs // 4))
 
     def within(value: float, limit: float) -> str:
         return "ok" if value <= limit else "MISSED"
@@ -1238,6 +1266,15 @@ def startup_rows(runs: int = 20) -> list[list[Any]]:
             "",
             "<= 500 ms",
             within(judge, 0.5),
+        ],
+        [
+            "  floor: import openai + one request (no qa-eval)",
+            f"{sdk * 1000:.0f} ms",
+            "",
+            "",
+            f"qa-eval +{(judge - sdk) * 1000:.0f} ms",
+            "",
+            "",
         ],
     ]
 

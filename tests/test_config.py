@@ -614,7 +614,7 @@ def test_custom_metrics_are_parsed_once_with_the_config_and_kept_by_with_options
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import qa_eval.config.load as load_module
-    import qa_eval.config.model as model_module
+    import qa_eval.metrics.definitions as definitions_module
     from qa_eval.config import EvalConfig, parse_config
 
     data = {
@@ -630,7 +630,8 @@ def test_custom_metrics_are_parsed_once_with_the_config_and_kept_by_with_options
     }
     calls = []
     real = load_module.parse_custom_metric
-    for module in (load_module, model_module):  # parse_config's and EvalConfig's
+    # parse_config's, and EvalConfig's (it imports the parser when a config has custom metrics)
+    for module in (load_module, definitions_module):
         monkeypatch.setattr(module, "parse_custom_metric", lambda *a: calls.append(a) or real(*a))
     config = parse_config(data)
     assert len(calls) == 1

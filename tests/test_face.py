@@ -77,3 +77,63 @@ def test_help_builds_the_parser_without_the_commands() -> None:
         "qa_eval.io.files",
         "yaml",
     }
+
+
+DEFERRED = (
+    "asyncio",
+    "concurrent.futures",
+    "multiprocessing",
+    "sqlite3",
+    "openai",
+    "httpx",
+    "pydantic",
+    "yaml",
+    "dateutil",
+    "fractions",
+    "qa_eval.aggregate",
+    "qa_eval.config.load",
+    "qa_eval.judge.calls",
+    "qa_eval.judge.cache",
+    "qa_eval.judge.transport",
+    "qa_eval.metrics.agents.trajectory_match",
+    "qa_eval.run.score",
+    "qa_eval.run.stream",
+    "qa_eval.run.workers",
+    "qa_eval.steps.trajectory",
+)
+"""What a judge-free ``run_evaluation`` of plain steps never uses: the event loop and worker
+processes, the judge and its reply cache, the config file reader, the aggregates, the
+trajectory reader, the time-series parser for what ``fromisoformat`` reads."""
+
+_ONE_SPARQL_QUESTION = """
+import json
+from qa_eval import run_evaluation
+
+def table(names, rows):
+    return json.dumps({"head": {"vars": names}, "results": {"bindings": [
+        {n: {"type": "uri", "value": f"urn:v:{v}"} for n, v in zip(names, row)} for row in rows
+    ]}})
+
+rows = [(i, i + 1, i + 2) for i in range(20)]
+step = {"name": "sparql_query", "args": {"query": "SELECT ..."}}
+reference = [{"template_id": "t", "questions": [{"id": "q", "question_text": "Q?",
+    "reference_steps": [[{**step, "output": table(["a", "b"], [r[:2] for r in rows]),
+                          "output_media_type": "application/sparql-results+json",
+                          "required_columns": ["a", "b"]}]]}]}]
+responses = [{"question_id": "q", "actual_steps": [
+    {**step, "id": "c1", "status": "success", "output": table(["x", "y", "z"], rows)}]}]
+results = run_evaluation(reference, responses)
+assert results[0]["steps_score"] == 1.0, results[0]
+"""
+
+
+def test_a_judge_free_first_call_loads_only_what_it_scores_with() -> None:
+    """Issue 36: the import cost of ``import qa_eval`` must not just move into the first call.
+    A fresh process's first ``run_evaluation`` without a judge (one SPARQL step) loads no
+    event loop, judge, cache, config reader, aggregates or trajectory reader; of the judge
+    package only its endpoint settings (the config's dataclasses)."""
+    added = _added_by(_ONE_SPARQL_QUESTION)
+    assert "qa_eval.run.evaluation" in added and "qa_eval.steps.sparql.match" in added
+    inside = tuple(f"{d}." for d in DEFERRED)
+    assert sorted(m for m in added if m in DEFERRED or m.startswith(inside)) == []
+    assert {m for m in added if m.startswith("qa_eval.judge.")} <= {"qa_eval.judge.settings"}

@@ -22,6 +22,7 @@ LAYERS: dict[str, int] = {
     "qa_eval._version": 0,
     "qa_eval.errors": 0,
     "qa_eval.redact": 0,
+    "qa_eval.digest": 0,
     "qa_eval.extras": 0,
     "qa_eval.prompts": 0,
     "qa_eval.schemas": 0,

@@ -77,6 +77,8 @@ def test_async_and_inside_a_running_loop() -> None:
 
     sync_in_loop, awaited = asyncio.run(inside())
     assert sync_in_loop == expected == awaited
+    # Outside a loop a judge-free run goes without one (issue 36): the same signature too.
+    assert sync_in_loop.signature == expected.signature == awaited.signature
 
 
 def test_missing_response_is_an_error_result() -> None:

@@ -8,11 +8,13 @@ writer drops nothing and escapes everything (characters XML 1.0 cannot hold are 
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .gates import Gate, question_checks, short
+
+if TYPE_CHECKING:  # ElementTree is imported when a file is written (--junit), not at every run
+    import xml.etree.ElementTree as ET
 
 __all__ = ["junit_xml", "xml_safe"]
 
@@ -30,6 +32,8 @@ def _case(
     suite: ET.Element, classname: str, name: str, errors: list[str], failures: list[str]
 ) -> tuple[int, int]:
     """A test case with its first check as the message; returns (errors, failures) added."""
+    import xml.etree.ElementTree as ET
+
     case = ET.SubElement(suite, "testcase", classname=xml_safe(classname), name=xml_safe(name))
     checks = errors + failures
     if not checks:
@@ -44,6 +48,8 @@ def _case(
 
 def _suite(parent: ET.Element, name: str) -> ET.Element:
     """An empty ``testsuite`` element under ``parent``."""
+    import xml.etree.ElementTree as ET
+
     return ET.SubElement(parent, "testsuite", name=xml_safe(name))
 
 
@@ -61,6 +67,8 @@ def junit_xml(
 ) -> bytes:
     """A JUnit XML document: a ``gates`` suite (one test case per gate) and, for each run, a
     suite with one test case per question (class name: its template) and its failed checks."""
+    import xml.etree.ElementTree as ET
+
     root = ET.Element("testsuites", name=xml_safe(name))
     totals = _gate_suite(root, gates, name)
     for system, results in runs:

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..judge.settings import (
     EmbeddingConfig,
     GenerationConfig,
 )
-from ..metrics.definitions import CustomMetric, parse_custom_metric
-from ..prompts import Example
 from ..vocabulary import lookup as _lookup
 from ..vocabulary import registry as _registry
+
+if TYPE_CHECKING:  # custom metrics and examples are read when a config has some
+    from ..metrics.definitions import CustomMetric
+    from ..prompts import Example
 
 SWITCHES = _lookup.switches()
 """The metric families a config or ``--enable`` / ``--disable`` switches (from the registry,
@@ -58,6 +60,8 @@ class EvalConfig:
     def __post_init__(self) -> None:
         names = [d.name for d in self.custom_definitions]
         if names != [m.get("name") for m in self.custom_metrics]:  # built or replaced by hand
+            from ..metrics.definitions import parse_custom_metric
+
             parsed = tuple(
                 parse_custom_metric(m, self.source, i) for i, m in enumerate(self.custom_metrics)
             )

@@ -58,7 +58,6 @@ approximation), so it says nothing about the systems until more repeats or quest
 
 from __future__ import annotations
 
-import asyncio
 import math
 import sys
 from collections import Counter
@@ -204,6 +203,8 @@ async def score_repeated(
 ) -> dict[str, Any]:
     """``result`` scored ``repeats`` times (``score_once`` as repeat 0, 1, ...), concurrently,
     with the merged keys: a new result."""
+    import asyncio  # here: the aggregates read this module's tallies without an event loop
+
     steps = result["actual_steps"]
     scored = await asyncio.gather(*(score_once(result, matched, i) for i in range(repeats)))
     keys = list(value_keys)

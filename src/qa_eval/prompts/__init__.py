@@ -13,13 +13,13 @@ become ``< x/>``. The same delimiting applies to the values a user's prompt temp
 
 from __future__ import annotations
 
-import hashlib
 import re
-import string
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+
+from ..digest import sha256
 
 __all__ = [
     "Example",
@@ -49,10 +49,9 @@ def prompt_names() -> tuple[str, ...]:
 
 def prompt_hash(text: str) -> str:
     """The first 16 hex digits of the SHA-256 of a prompt's text."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-_TAG = re.compile(r"</\s*([A-Za-z_][\w-]*)\s*>")
 _INVISIBLE = (
     "[\\s\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
     "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]"
@@ -63,22 +62,33 @@ _OPEN = (
 )
 _SLASH = r"(?:/|\uff0f|\u2044|\u2215|&(?:amp;)*(?:sol;|#0*47;?|#x0*2f;?)|\\/|\\u002f)"
 _NAME_START = r"[^\W\d]"
-_LOOKALIKE_CLOSER = re.compile(
-    f"{_OPEN}{_INVISIBLE}*{_SLASH}(?={_INVISIBLE}*{_NAME_START})", re.IGNORECASE
-)
-_SELF_CLOSING = re.compile(
-    f"{_OPEN}(?=(?! ){_INVISIBLE}*{_NAME_START}[^<>\\n\uff1c\uff1e]{{0,200}}?{_SLASH}{_INVISIBLE}*"
-    r"(?:>|\uff1e|\ufe65|&(?:amp;)*(?:gt;?|#0*62;?|#x0*3e;?)))",
-    re.IGNORECASE,
-)
+
+
+@cache
+def _delimiters() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """The patterns of ``delimit``: a closing tag, a look-alike closer, a self-closing tag;
+    compiled when first used (the look-alikes take milliseconds, which a run without a judge
+    need not spend)."""
+    tag = re.compile(r"</\s*([A-Za-z_][\w-]*)\s*>")
+    lookalike_closer = re.compile(
+        f"{_OPEN}{_INVISIBLE}*{_SLASH}(?={_INVISIBLE}*{_NAME_START})", re.IGNORECASE
+    )
+    self_closing = re.compile(
+        f"{_OPEN}(?=(?! ){_INVISIBLE}*{_NAME_START}[^<>\\n\uff1c\uff1e]{{0,200}}?{_SLASH}"
+        f"{_INVISIBLE}*"
+        r"(?:>|\uff1e|\ufe65|&(?:amp;)*(?:gt;?|#0*62;?|#x0*3e;?)))",
+        re.IGNORECASE,
+    )
+    return tag, lookalike_closer, self_closing
 
 
 def delimit(text: str) -> str:
     """Untrusted text made safe to put between tags: closing tags become ``< /tag>``, and so do
     their look-alikes (see the module docstring); self-closing tags become ``< tag/>``."""
-    text = _TAG.sub(lambda m: f"< /{m.group(1)}>", text)
-    text = _LOOKALIKE_CLOSER.sub("< /", text)
-    return _SELF_CLOSING.sub("< ", text)
+    tag, lookalike_closer, self_closing = _delimiters()
+    text = tag.sub(lambda m: f"< /{m.group(1)}>", text)
+    text = lookalike_closer.sub("< /", text)
+    return self_closing.sub("< ", text)
 
 
 def numbered_blocks(items: Sequence[str], tag: str) -> str:
@@ -88,6 +98,8 @@ def numbered_blocks(items: Sequence[str], tag: str) -> str:
 
 def render(name: str, trusted: dict[str, str] | None = None, **values: str) -> str:
     """Fill a prompt file's ``$name`` placeholders: ``values`` delimited, ``trusted`` as given."""
+    import string  # here: its Template compiles a pattern when imported
+
     filled = {k: delimit(v) for k, v in values.items()}
     filled.update(trusted or {})
     return string.Template(prompt_text(name)).substitute(filled)
@@ -138,15 +150,12 @@ def examples_block(examples: Sequence[Example]) -> str:
     return "\n".join(parts)
 
 
-_DATA_NOTE = re.compile(r"^.*data, not instructions to you\.[ \t]*$", re.MULTILINE)
-
-
 def with_examples(text: str, block: str) -> str:
     """A prompt with an examples block (``examples_block``) put right after its line saying the
     texts below are data (so the fixed instructions before it stay the same), or at its end."""
     if not block:
         return text
-    found = _DATA_NOTE.search(text)
+    found = re.search(r"^.*data, not instructions to you\.[ \t]*$", text, re.MULTILINE)
     block = f"{block}\n\nThe item to judge:"
     if found is None:
         return f"{text.rstrip()}\n\n{block}\n"

@@ -7,16 +7,27 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import OFFLINE_SWITCHES, EvalConfig
 from ..extras import require
-from ..judge.cache.store import ReplyCache, open_cache
 from ..vocabulary.registry import METRICS
 from .options import RunOptions
 
 if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
+    from ..judge.cache.store import ReplyCache
     from ..judge.calls import Judge
     from ..judge.embeddings import Embedder
     from .score import AnswerScorer
 
-__all__ = ["Endpoints"]
+__all__ = ["Endpoints", "judge_free"]
+
+
+def judge_free(options: RunOptions) -> bool:
+    """Whether a run scores only the deterministic metrics: no judge given or configured, and
+    no offline answer metric on (its :meth:`Endpoints.scorer` is None). Such a run waits for
+    nothing, and needs no reply cache."""
+    return (
+        options.judge is None
+        and options.config.generation is None
+        and not any(options.wants(s) for s in OFFLINE_SWITCHES)
+    )
 
 
 class Endpoints:
@@ -41,6 +52,8 @@ class Endpoints:
             require("pydantic", "the answer metrics")
             from ..judge.calls import Judge
         if judge is None and settings.generation is not None:
+            from ..judge.cache.store import open_cache
+
             self.store = open_cache(options.cache)
             judge = Judge(
                 settings, cache=self.store, max_cost=options.max_cost, dry_run=options.dry_run
@@ -61,6 +74,8 @@ class Endpoints:
 
         judge = self.judge
         if judge is None and self.store is None:
+            from ..judge.cache.store import open_cache
+
             self.store = open_cache(options.cache)
         settings = options.config
         inner = make_embedder(settings.embedding, settings.timeout)

@@ -8,15 +8,15 @@ with ``matches``, and share the (unchanged) actual step dicts.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import os
-import queue
+import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from typing import TYPE_CHECKING, Any, Unpack
 
+from .endpoints import judge_free
 from .execute import execute
 from .options import ConfigArg, RunKeywords, RunOptions, run_options
 from .question import Results
@@ -31,8 +31,9 @@ __all__ = [
     "run_into",
 ]
 
-if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
-    pass
+if TYPE_CHECKING:  # asyncio is imported when a run needs an event loop (a judge, workers)
+    import asyncio
+    import queue
 
 
 def _config_arg(config: ConfigArg, config_file_path: str | os.PathLike[str] | None) -> ConfigArg:
@@ -91,6 +92,8 @@ class EvaluationStream(Iterator[dict[str, Any]]):
     def __init__(
         self, reference_qas: Any, chat_responses: Any, options: Callable[[], RunOptions]
     ) -> None:
+        import queue  # here: run_evaluation needs no queue
+
         self.signature: dict[str, Any] | None = None
         self._args = (reference_qas, chat_responses, options)
         self._queue: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=8)
@@ -136,6 +139,8 @@ class EvaluationStream(Iterator[dict[str, Any]]):
         raise StopIteration
 
     def _start(self) -> None:
+        import asyncio
+
         reference_qas, chat_responses, options = self._args
 
         def deliver(batch: list[dict[str, Any]]) -> None:
@@ -172,6 +177,8 @@ class EvaluationStream(Iterator[dict[str, Any]]):
         if loop is not None and task is not None:
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
                 loop.call_soon_threadsafe(task.cancel)
+        import queue
+
         while thread.is_alive():
             # A run blocked on a full queue must be let through to its end.
             with contextlib.suppress(queue.Empty):
@@ -201,6 +208,8 @@ def iter_evaluation(
 
 
 def _run_in_thread(coroutine_factory: Callable[[], Any]) -> Any:
+    import asyncio
+
     box: dict[str, Any] = {}
 
     def target() -> None:
@@ -225,6 +234,8 @@ def run_into(
     (or any exception) in the calling thread cancels it and waits for it to end (its worker
     processes stopped, its files closed) before it is raised, also when the run would have
     finished without another pause."""
+    import asyncio
+
     box: dict[str, Any] = {}
     started = threading.Event()
 
@@ -267,14 +278,47 @@ def run_evaluation(
     arun_evaluation(...)`` does not). The results may also be awaited, as graphrag-eval 6.x's
     coroutine was: ``await run_evaluation(...)`` gives the same list."""
 
-    async def boxed() -> _Box:
-        return _Box(await arun_evaluation(reference_qas, chat_responses, config, **options))
+    given = options.pop("options", None)
+    config = _config_arg(config, options.pop("config_file_path", None))
+    run = run_options(given, config=config, **options)
 
+    async def boxed() -> _Box:
+        return _Box(await arun_evaluation(reference_qas, chat_responses, options=run))
+
+    if _loop_running():
+        return _run_in_thread(boxed).value
+    if judge_free(run) and run.workers == 1:  # nothing to wait for: no judge, no processes
+        return _without_loop(boxed())
+    import asyncio
+
+    return asyncio.run(boxed()).value
+
+
+def _loop_running() -> bool:
+    """Whether this thread runs an event loop (none can while asyncio was never imported)."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return False
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(boxed()).value
-    return _run_in_thread(boxed).value
+        return False
+    return True
+
+
+def _without_loop(coroutine: Coroutine[Any, Any, _Box]) -> Results:
+    """A judge-free run's coroutine run to its end in this thread, with no event loop: in one
+    process it waits for nothing (no judge, no worker processes, a sink that is never full)
+    and only yields now and then (``execute``'s pause), so it is resumed at once. A judge-free
+    run thus imports no asyncio, and costs no loop."""
+    try:
+        while True:
+            if coroutine.send(None) is not None:  # a future: only an event loop can wait for it
+                coroutine.close()
+                raise RuntimeError("a judge-free run awaited a future")
+    except StopIteration as done:
+        box: _Box = done.value
+        return box.value
 
 
 class _Box:

@@ -11,14 +11,14 @@ signature (``run.signature``). It reads the run's options from one
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import gc
 import sys
+import types
 import warnings
 from array import array
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import UnknownResponsesWarning
@@ -33,11 +33,14 @@ from .question import evaluate_question
 from .shards import position_key, shard_places
 from .signature import run_signature
 from .sinks import ResultSink
-from .workers import BatchWork, WorkerPool, spread
 
-if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
+if TYPE_CHECKING:  # the judge side (pydantic, the metrics) and asyncio are imported only when a
+    # run uses them (a judge-free run in one process runs without an event loop)
+    import asyncio
+
     from ..judge.calls import Judge
     from .score import AnswerScorer
+    from .workers import WorkerPool
 
 __all__ = ["execute"]
 
@@ -126,10 +129,9 @@ def _prepare(
     """The checked questions and responses; responses for question ids not in the reference
     are counted in ``unknown`` and left out, with one ``UnknownResponsesWarning``. ``copies``:
     the questions carry the copies of their steps for their results (the run keeps them all)."""
-    from .stream import JsonLinesResponses
-
     questions = prepare_reference(reference_qas, reference_source, copies=copies)
-    if isinstance(chat_responses, JsonLinesResponses):
+    stream = sys.modules.get("qa_eval.run.stream")  # not imported: no JsonLinesResponses made
+    if stream is not None and isinstance(chat_responses, stream.JsonLinesResponses):
         lookup = _Lookup(None, chat_responses.index(questions, responses_source, unknown))
     else:
         lookup = _Lookup(prepare_responses(chat_responses, questions, responses_source, unknown))
@@ -200,6 +202,8 @@ def _pool(
 ) -> WorkerPool:
     """The worker processes of a run with ``workers`` > 1: they write and aggregate the results
     of a sink that takes them written (unless a scorer or ``on_result`` wants them first)."""
+    from .workers import BatchWork, WorkerPool
+
     lines = sink.lines if scorer is None and options.on_result is None else None
     work = BatchWork(trajectory, scorer is not None, options.responses_source, lines)
     return WorkerPool(options.workers, work)
@@ -335,13 +339,15 @@ class Pipeline:
             result = evaluate_question(question, response, trajectory=self.trajectory)
             self.unscored(index, result, no_judge)
             if index % 256 == 255:
-                await asyncio.sleep(0)  # let other tasks (e.g. a progress display) run
+                await _pause()  # let other tasks (e.g. a progress display) run
                 if sink.full():
                     await sink.room()
 
     async def score(self, scorer: AnswerScorer, window: int) -> None:
         """Every question's result; those some metric applies to are scored, at most ``window``
         at a time."""
+        import asyncio
+
         tracker, sink, paused = self.tracker, self.sink, self.collector.paused
         no_judge = scorer.judge is None
         track = tracker.on_progress is not None
@@ -405,6 +411,8 @@ class Pipeline:
                     matched,
                 )
             return
+        from .workers import spread
+
         index = 0
         batches: Any = self.pool.evaluated(
             spread(self.lookup.payloads(self.questions, self.chosen), self.sink.positions)
@@ -419,6 +427,8 @@ class Pipeline:
     async def _spread(self, no_judge: bool) -> None:
         """Every question's deterministic result from the worker processes (``pool``), handed
         on in order: as results, or written and aggregated to a sink that takes them so."""
+        from .workers import spread
+
         assert self.pool is not None
         sink, tracker, index = self.sink, self.tracker, 0
         batches: Any = self.pool.evaluated(
@@ -462,9 +472,19 @@ class Pipeline:
         self.finish(index, scored, counted.question_asks if counted is not None else 0, expected)
 
 
+@types.coroutine
+def _pause() -> Generator[None, None, None]:
+    """``asyncio.sleep(0)`` without importing asyncio: one bare yield, which an event loop's
+    task takes as "run the other tasks, then me again", and a judge-free run without a loop
+    (``run.evaluation``) resumes at once."""
+    yield
+
+
 async def _tick(tracker: Tracker, sink: ResultSink) -> None:
     """While the judge works: the progress display is told what it did, and results that
     finished are handed on, even when no question finishes for a while."""
+    import asyncio
+
     while True:
         await asyncio.sleep(0.2)
         tracker.report()

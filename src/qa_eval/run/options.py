@@ -12,8 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-from ..aggregate import check_thresholds
-from ..config import GROUPS, SWITCHES, EvalConfig, as_config
+from ..config import GROUPS, SWITCHES, EvalConfig
 from ..errors import QaEvalError
 from ..extras import available
 from ..io.keysets import check_keys
@@ -139,7 +138,7 @@ class RunOptions:
             )
         object.__setattr__(self, "disable", tuple(self.disable))
         object.__setattr__(self, "enable", tuple(self.enable))
-        object.__setattr__(self, "pass_thresholds", check_thresholds(self.pass_thresholds))
+        object.__setattr__(self, "pass_thresholds", _thresholds(self.pass_thresholds))
         if type(self.workers) is not int or self.workers < 1:
             raise QaEvalError(f"workers must be a whole number, at least 1, not {self.workers!r}")
         if self.shard is not None:
@@ -206,6 +205,16 @@ def _without_extras(config: EvalConfig, named: frozenset[str]) -> dict[str, str]
     }
 
 
+def _thresholds(thresholds: Mapping[str, float] | None) -> dict[str, float]:
+    """The pass thresholds checked (``aggregate.compute.check_thresholds``, imported only when
+    there are some: the aggregates are not part of a run)."""
+    if not thresholds:
+        return {}
+    from ..aggregate.compute import check_thresholds
+
+    return check_thresholds(thresholds)
+
+
 def library_config(config: ConfigArg) -> EvalConfig:
     """The config of a library call: ``config`` read, or none (no judge) for None.
 
@@ -213,7 +222,11 @@ def library_config(config: ConfigArg) -> EvalConfig:
     LLM metric), so code written for it neither starts paying nor fails on a stale key after the
     import changes. ``OPENAI_API_KEY`` is not read here; the command line (and ``evaluate_files``)
     resolve their announced default judge in ``plan_evaluation`` and pass it on."""
-    return _no_config() if config is None else as_config(config)
+    if config is None:
+        return _no_config()
+    from ..config.load import as_config  # the YAML reader and the config's checks
+
+    return as_config(config)
 
 
 def run_options(options: RunOptions | None = None, **keywords: Any) -> RunOptions:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping
 from typing import Any
 
-from ..metrics.agents.trajectory_match import trajectory_keys
 from ..metrics.agents.trials import TRIAL_KEY
 from ..steps.compare import StepScorer
 from ..steps.explain import explain_unmatched
@@ -135,6 +134,8 @@ def evaluate_question(
             and result["status"] == "success"
             and not (trajectory == "judge" and question.trajectory.uses_llm)
         ):
+            from ..metrics.agents.trajectory_match import trajectory_keys  # agents' questions
+
             result.update(trajectory_keys(question.trajectory, raw_trajectory, actual_steps))
     for key in _COPIED_RESPONSE_KEYS:
         if key in reply:

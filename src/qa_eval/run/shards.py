@@ -12,8 +12,6 @@ one run.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import os
 import zlib
@@ -23,10 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..aggregate.compute import AggregateSpec
+from ..digest import blake2b
 from ..errors import InputError, QaEvalError
 
 if TYPE_CHECKING:
+    from ..aggregate.compute import AggregateSpec
     from ..aggregate.partial import PartialAggregates
 
 __all__ = [
@@ -65,7 +64,7 @@ def shard_of(question_id: Any, count: int) -> int:
     """The shard (1 to ``count``) of a question id: its BLAKE2b hash modulo ``count`` (a string
     and an integer id of the same digits are different ids)."""
     text = f"s:{question_id}" if isinstance(question_id, str) else f"i:{question_id}"
-    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    digest = blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return int.from_bytes(digest, "big") % count + 1
 
 
@@ -106,6 +105,8 @@ def _spec_data(spec: AggregateSpec) -> dict[str, Any]:
 
 
 def _spec(data: dict[str, Any]) -> AggregateSpec:
+    from ..aggregate.compute import AggregateSpec  # here: a run reads no shard file
+
     return AggregateSpec(
         tuple(data["metrics"]),
         frozenset(data["numeric_only"]),
@@ -123,10 +124,14 @@ def _pack_positions(positions: array[int]) -> str:
 
     values = np.frombuffer(positions, dtype=np.int64) if len(positions) else np.zeros(0, np.int64)
     deltas = np.diff(values, prepend=np.int64(0)).astype("<i8")
+    import base64  # here: a run in one piece writes no shard file
+
     return base64.b64encode(zlib.compress(deltas.tobytes(), 6)).decode()
 
 
 def _unpack_positions(text: str) -> array[int]:
+    import base64
+
     import numpy as np
 
     raw = zlib.decompress(base64.b64decode(text, validate=True))

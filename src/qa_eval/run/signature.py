@@ -4,7 +4,6 @@ skipped; and the note a run without a judge carries (``NO_JUDGE``)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..config import EvalConfig
+from ..digest import sha256
 from .options import LIBRARY_DEFAULT, RunOptions
 from .prepare.records import Question
 from .prepare.responses import Unknown
@@ -126,10 +126,8 @@ def reference_fingerprint(questions: Iterable[Question]) -> str:
     tags) is written as JSON with sorted keys and hashed; the sorted hashes are hashed again. So
     the fingerprint does not depend on key order, template order or question order, or on the
     file format (YAML or JSON), and changes with any change to a question's content."""
-    digests = sorted(
-        hashlib.sha256(_sorted_json([q.template_id, q.raw])).digest() for q in questions
-    )
-    return "sha256:" + hashlib.sha256(b"".join(digests)).hexdigest()
+    digests = sorted(sha256(_sorted_json([q.template_id, q.raw])).digest() for q in questions)
+    return "sha256:" + sha256(b"".join(digests)).hexdigest()
 
 
 _SORTED = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .question import Results
 
 if TYPE_CHECKING:
+    import asyncio
     from array import array
 
     from ..aggregate.partial import PartialAggregates
@@ -95,6 +95,8 @@ class OrderedSink(ResultSink):
         return len(self.waiting) >= self.limit
 
     async def room(self) -> None:
+        import asyncio  # here: a run in one sink's reach of its end never waits for room
+
         while len(self.waiting) >= self.limit:
             self.flush()
             self._room = asyncio.Event()

@@ -25,8 +25,6 @@ from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
-from dateutil import parser as date_parser
-
 from ..errors import short_repr
 from .outputs import shown
 
@@ -125,6 +123,8 @@ def _instant_text(value: str) -> datetime | None:
         return None
     except ValueError:
         pass
+    from dateutil import parser as date_parser  # here: only for what fromisoformat refuses
+
     try:
         return _utc(date_parser.isoparse(text))
     except (ValueError, OverflowError):

@@ -25,7 +25,6 @@ reference argument uses ``$llm`` (one cached, costed judge call per distinct sta
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -63,6 +62,8 @@ def _reply_model() -> type:
 
 async def score(judge: Any, inputs: Mapping[str, Any], options: Mapping[str, Any]) -> Output:
     """The trajectory record of a question whose reference uses ``$llm``, asking the judge."""
+    import asyncio  # here: the deterministic run (``trajectory_keys``) needs no event loop
+
     from ...prompts import render
 
     raw = inputs["reference_trajectory"]

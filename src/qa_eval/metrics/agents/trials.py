@@ -27,8 +27,10 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported where used: a run reads only TRIAL_KEY here
+    from fractions import Fraction
 
 __all__ = [
     "TRIAL_KEY",
@@ -51,12 +53,16 @@ def _check(n: int, c: int, k: int) -> None:
 
 def pass_at_k(n: int, c: int, k: int) -> Fraction:
     """Chen et al.'s unbiased pass@k of one question: ``1 - C(n-c, k) / C(n, k)``, exact."""
+    from fractions import Fraction
+
     _check(n, c, k)
     return 1 - Fraction(math.comb(n - c, k), math.comb(n, k))
 
 
 def pass_hat_k(n: int, c: int, k: int) -> Fraction:
     """tau-bench's pass^k of one question: ``C(c, k) / C(n, k)``, exact."""
+    from fractions import Fraction
+
     _check(n, c, k)
     return Fraction(math.comb(c, k), math.comb(n, k))
 
@@ -72,6 +78,8 @@ def summarise(counts: Sequence[tuple[int, int]]) -> dict[str, Any]:
     """pass@k and pass^k (k = 1 .. the largest n, as text keys) of questions given as
     ``(n, c)`` pairs; ``left_out`` (only when some k has any): how many questions had fewer
     than k trials, by k."""
+    from fractions import Fraction
+
     top = max((n for n, _ in counts), default=0)
     at_k: dict[str, float] = {}
     hat_k: dict[str, float] = {}
@@ -115,6 +123,8 @@ def consistency(per_question: Iterable[Sequence[Any]]) -> dict[str, Any] | None:
     """The mean over questions of the share of trials that chose the most common
     ``trajectory_alternative`` (None values: trials with none), with ``n`` questions; None when
     no question has one."""
+    from fractions import Fraction
+
     shares: list[Fraction] = []
     for choices in per_question:
         counted = Counter(_hashable(c) for c in choices if c is not None)

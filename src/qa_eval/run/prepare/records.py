@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import InputError, short_repr
 from ...steps.kinds import (
     ReferenceStep,
 )
-from ...steps.trajectory.reference import Reference
+
+if TYPE_CHECKING:  # the trajectory reader is imported when a question has a trajectory
+    from ...steps.trajectory.reference import Reference
 
 ID_TYPES = (str, int)
 

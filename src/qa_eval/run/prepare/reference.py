@@ -24,8 +24,6 @@ from ...steps.kinds import (
 from ...steps.outputs import OutputParseError, loads
 from ...steps.sparql.match import prepare_reference as prepare_sparql_reference
 from ...steps.sparql.terms import SparqlResultError, parse_sparql_json
-from ...steps.trajectory.comparators import TrajectoryError
-from ...steps.trajectory.reference import parse_reference
 from .records import A_TAG, AN_ID, ID_TYPES, Problems, Question, found, type_name, wrong
 
 
@@ -295,6 +293,9 @@ def _prepare_question(
     groups, has_matches, copied = _prepare_groups(question, record, problems, copies)
     trajectory = None
     if agent and "reference_trajectory" in question:
+        from ...steps.trajectory.comparators import TrajectoryError
+        from ...steps.trajectory.reference import parse_reference
+
         try:
             trajectory = parse_reference(question["reference_trajectory"])
         except TrajectoryError as e:

@@ -1,0 +1,31 @@
+"""SHA-256 and BLAKE2b without OpenSSL's start-up.
+
+``import hashlib`` loads OpenSSL and tries every algorithm it offers, a few milliseconds that a
+fresh process's first ``run_evaluation`` spent for one SHA-256 of its reference (issue 36). The
+interpreter's own implementations (``hashlib``'s fallback, and its BLAKE2b) give the same
+digests; ``hashlib`` is used when they are missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["blake2b", "sha256"]
+
+sha256: Callable[..., Any]
+"""``hashlib.sha256``'s digests (``sha256(data).hexdigest()``)."""
+blake2b: Callable[..., Any]
+"""``hashlib.blake2b`` (the same object: hashlib takes it from ``_blake2`` too)."""
+
+try:  # Python 3.12 on: _sha2; 3.11: _sha256
+    from _sha2 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
+except ImportError:
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
+    except ImportError:
+        from hashlib import sha256  # type: ignore[no-redef,unused-ignore]
+try:
+    from _blake2 import blake2b  # type: ignore[no-redef,unused-ignore]
+except ImportError:
+    from hashlib import blake2b  # type: ignore[no-redef,unused-ignore]
