@@ -88,6 +88,14 @@ def read_text(path: Path) -> str:
         raise InputError("is a directory, not a file", source=str(path)) from None
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror}", source=str(path)) from None
+    if path.suffix.lower() == ".gz":  # e.g. reference.jsonl.gz: read as reference.jsonl
+        import gzip
+        import zlib
+
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as e:
+            raise InputError(f"cannot read: {e}", source=str(path)) from None
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -388,6 +396,8 @@ def read_data(path: str | os.PathLike[str]) -> Any:
     file = Path(path)
     text = read_text(file)
     suffix = file.suffix.lower()
+    if suffix == ".gz":
+        suffix = Path(file.stem).suffix.lower()
     if suffix in JSONL_SUFFIXES:
         return _jsonl(text, str(file))
     if suffix in JSON_SUFFIXES:

@@ -19,9 +19,9 @@ import sys
 import warnings
 from array import array
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
-from ..errors import UnknownResponsesWarning
+from ..errors import QaEvalError, UnknownResponsesWarning
 from ..io.keysets import custom_keys, original_result
 from .endpoints import Endpoints
 from .options import ResultCallback, RunOptions
@@ -37,6 +37,7 @@ from .workers import BatchWork, WorkerPool, spread
 
 if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
     from ..judge.calls import Judge
+    from .reflines import StreamedReference
     from .score import AnswerScorer
 
 __all__ = ["execute"]
@@ -58,12 +59,13 @@ class _Lookup:
             return self.responses.pop(question.question_id, None) or []
         return self.streamed.get(index, question)  # type: ignore[no-any-return]
 
-    def count(self, questions: list[Question], chosen: list[int] | None = None) -> int:
+    def count(self, questions: Questions, chosen: list[int] | None = None) -> int:
         """How many results the run makes: one per question (of ``chosen``, the places of
         a shard's questions), one per trial of a question answered in several."""
         if self.responses is None:
             return self.streamed.count(chosen)  # type: ignore[no-any-return]
         responses = self.responses
+        assert isinstance(questions, list)  # (a streamed reference has streamed responses)
         if chosen is not None:
             return sum(len(responses.get(questions[i].question_id) or (None,)) for i in chosen)
         # Each list is a question's (prepare_responses keeps only those, never empty): a
@@ -72,7 +74,7 @@ class _Lookup:
 
     def units(
         self,
-        questions: list[Question],
+        questions: Questions,
         chosen: list[int] | None = None,
         positions: array[int] | None = None,
     ) -> Iterable[tuple[Question, Response | None]]:
@@ -81,8 +83,7 @@ class _Lookup:
         ``positions`` when given; a question's prepared steps are let go once its last result
         is made."""
         held = self.responses
-        for index in range(len(questions)) if chosen is None else chosen:
-            question = questions[index]
+        for index, question in _places(questions, chosen):
             # In memory: popped here as get() would (one call per question fewer).
             responses = (
                 self.get(index, question) if held is None else held.pop(question.question_id, None)
@@ -97,13 +98,12 @@ class _Lookup:
             question.release()
 
     def payloads(
-        self, questions: list[Question], chosen: list[int] | None = None
+        self, questions: Questions, chosen: list[int] | None = None
     ) -> Iterable[tuple[int, Question, list[Any]]]:
         """Each question (of ``chosen``) with its place and its responses as a worker process
         takes them: checked responses, or the lines of a streamed responses file."""
         held, streamed = self.responses, self.streamed
-        for index in range(len(questions)) if chosen is None else chosen:
-            question = questions[index]
+        for index, question in _places(questions, chosen, prepare=False):
             if held is not None:
                 yield index, question, held.pop(question.question_id, [])
             else:
@@ -115,6 +115,21 @@ class _Lookup:
             self.streamed.close()
 
 
+Questions: TypeAlias = "list[Question] | StreamedReference"
+"""The questions of a run: prepared, or read again as they come (a reference in JSON Lines)."""
+
+
+def _places(
+    questions: Questions, chosen: list[int] | None, prepare: bool = True
+) -> Iterable[tuple[int, Question]]:
+    """Each question (of ``chosen``, the places of a shard's questions) with its place."""
+    if not isinstance(questions, list):
+        yield from questions.each(chosen, prepare)
+        return
+    for index in range(len(questions)) if chosen is None else chosen:
+        yield index, questions[index]
+
+
 def _prepare(
     reference_qas: Any,
     chat_responses: Any,
@@ -122,17 +137,33 @@ def _prepare(
     responses_source: str,
     unknown: Unknown,
     copies: bool = False,
-) -> tuple[list[Question], _Lookup]:
+) -> tuple[Questions, _Lookup]:
     """The checked questions and responses; responses for question ids not in the reference
     are counted in ``unknown`` and left out, with one ``UnknownResponsesWarning``. ``copies``:
-    the questions carry the copies of their steps for their results (the run keeps them all)."""
+    the questions carry the copies of their steps for their results (the run keeps them all).
+    A :class:`~qa_eval.run.reflines.JsonLinesReference` is checked and indexed, its questions
+    read again as the run comes to them; its responses must be a ``JsonLinesResponses`` file."""
+    from .reflines import JsonLinesReference
     from .stream import JsonLinesResponses
 
-    questions = prepare_reference(reference_qas, reference_source, copies=copies)
-    if isinstance(chat_responses, JsonLinesResponses):
+    questions: Questions
+    if isinstance(reference_qas, JsonLinesReference):
+        if not isinstance(chat_responses, JsonLinesResponses):
+            raise QaEvalError(
+                "a reference read as a stream (JsonLinesReference) takes its responses read as "
+                "a stream too (JsonLinesResponses)"
+            )
+        source = str(reference_qas.path) if reference_source == "reference" else reference_source
+        questions = reference_qas.check(source)
+        questions.copies = copies
         lookup = _Lookup(None, chat_responses.index(questions, responses_source, unknown))
     else:
-        lookup = _Lookup(prepare_responses(chat_responses, questions, responses_source, unknown))
+        questions = prepare_reference(reference_qas, reference_source, copies=copies)
+        if isinstance(chat_responses, JsonLinesResponses):
+            lookup = _Lookup(None, chat_responses.index(questions, responses_source, unknown))
+        else:
+            responses = prepare_responses(chat_responses, questions, responses_source, unknown)
+            lookup = _Lookup(responses)
     if unknown.count:
         warnings.warn(unknown.message(responses_source), UnknownResponsesWarning, stacklevel=2)
     return questions, lookup
@@ -163,7 +194,10 @@ async def execute(
         endpoints.open(options)
         tracker = Tracker(endpoints.judge, options.progress, options.on_progress)
         scorer = endpoints.scorer(options)
-        chosen = shard_places(questions, options.shard)
+        if isinstance(questions, list):
+            chosen = shard_places(questions, options.shard)
+        else:
+            chosen = None if options.shard is None else questions.shard_places(options.shard)
         total = lookup.count(questions, chosen)
         tracker.total = total
         # At most this many questions are scored at once: each question's judge calls then
@@ -286,7 +320,7 @@ class Pipeline:
 
     def __init__(
         self,
-        questions: list[Question],
+        questions: Questions,
         lookup: _Lookup,
         sink: ResultSink,
         tracker: Tracker,
