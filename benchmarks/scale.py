@@ -138,6 +138,20 @@ def generate(folder: Path, n: int) -> tuple[Path, Path]:
     return reference, responses
 
 
+def generate_jsonl(folder: Path, n: int) -> Path:
+    """Write the reference of :func:`generate` as JSON Lines, one template a line (the same
+    questions; the responses file is the same)."""
+    path = folder / f"reference-{n}.jsonl"
+    if path.exists():
+        return path
+    with path.open("wb") as ref:
+        for start in range(0, n, PER_TEMPLATE):
+            items = [question(q)[0] for q in range(start, min(start + PER_TEMPLATE, n))]
+            template = {"template_id": f"template-{start // PER_TEMPLATE}", "questions": items}
+            ref.write(orjson.dumps(template) + b"\n")
+    return path
+
+
 def measured(command: list[str], src: Path, limit_gb: float) -> dict[str, Any]:
     """Run a command; its wall time, CPU time (its worker processes' included), peak RSS (MB:
     its own, and the largest of its workers') and exit code. A process whose resident memory

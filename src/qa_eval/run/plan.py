@@ -351,7 +351,8 @@ def plan_evaluation(
         if stream and streams_with(source, pairs[0][1]):
             data = _reference_stream(source, tuple(by), spell)
         else:
-            data = read_input(source, read_reference, "REFERENCE", spell)
+            reader = _whole_jsonl if jsonl_path(source) else read_reference
+            data = read_input(source, reader, "REFERENCE", spell)
         planned = _read_systems(pairs, out, agg, spell, data)
     tags = tuple(by)
     if not isinstance(data, JsonLinesReference):  # (a stream checks them as it is read)
@@ -552,6 +553,11 @@ def _require_kind(
         expected = f"`{parameter}` expects {wanted}"
     require = filekind.require_records if records else filekind.require
     require(data, str(path), accept, expected, weak_results_ok=weak_ok)
+
+
+def _whole_jsonl(path: str) -> Any:
+    """A JSON Lines reference read whole (one question a line: a template each)."""
+    return JsonLinesReference(path).whole()
 
 
 def _reference_stream(source: str, by: tuple[str, ...], spell: Spell) -> JsonLinesReference:

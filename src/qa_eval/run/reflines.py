@@ -121,8 +121,8 @@ def _questions(
     line's without its ``template_id``); the line's problems go to ``problems``."""
     where = f"line {number}"
     if not form:
-        kind = "a template" if form == TEMPLATE else "a record"
-        problems.add(where, None, f"{kind} must be a mapping, got {type_name(record)}")
+        message = f"a line must be a mapping (a template or a question), got {type_name(record)}"
+        problems.add(where, None, message)
         return
     template_id = record.get("template_id")
     if not isinstance(template_id, ID_TYPES) or isinstance(template_id, bool):
@@ -145,6 +145,26 @@ def _questions(
             yield prepared, raw
 
 
+def _same_form(
+    first: tuple[str, int] | None, form: str, number: int, source: str
+) -> tuple[str, int] | None:
+    """The form of the file (and the line that set it) after line ``number``; ``InputError``
+    when that line is of the other form."""
+    if not form:
+        return first
+    if first is None:
+        return form, number
+    if form != first[0]:
+        a = {TEMPLATE: "a template (a record with questions)", QUESTION: "a question"}
+        raise InputError(
+            f"{a[form]} here, but line {first[1]} is {a[first[0]]}: a reference in JSON Lines "
+            "has one template a line or one question a line, not both",
+            source=source,
+            record=f"line {number}",
+        )
+    return first
+
+
 def check_lines(
     lines: Iterator[tuple[int, int, bytes]],
     source: str,
@@ -157,16 +177,7 @@ def check_lines(
     assert out.problems is not None
     memo = _Unseen() if seen is None else seen
     for number, form, record in _lines_of(lines, source):
-        if form and out.form is None:
-            out.form = (form, number)
-        elif form and out.form is not None and form != out.form[0]:
-            a = {TEMPLATE: "a template (a record with questions)", QUESTION: "a question"}
-            raise InputError(
-                f"{a[form]} here, but line {out.form[1]} is {a[out.form[0]]}: a reference in JSON "
-                "Lines has one template a line or one question a line, not both",
-                source=source,
-                record=f"line {number}",
-            )
+        out.form = _same_form(out.form, form, number, source)
         for question, raw in _questions(number, form, record, memo, out.problems, False):
             out.add(question, raw, wanted)
     return out
@@ -224,10 +235,20 @@ class JsonLinesReference:
                 taken += 1
         return out
 
-    def whole(self) -> list[dict[str, Any]]:
+    def whole(self) -> list[Any]:
         """The dataset read whole, as a list of templates (a question line: a template of its
         own), which a run in memory takes: the same results, aggregates and fingerprint."""
-        return self.head(1 << 62)
+        out: list[Any] = []
+        form = None
+        source = str(self.path)
+        with self.open() as file:
+            for number, kind, record in _lines_of(gz_lines(file, source), source):
+                form = _same_form(form, kind, number, source)
+                if kind == QUESTION:
+                    raw = {k: v for k, v in record.items() if k != "template_id"}
+                    record = {"template_id": record.get("template_id"), "questions": [raw]}
+                out.append(record)
+        return out
 
     def count(self) -> int:
         """How many questions it has (read through once)."""
