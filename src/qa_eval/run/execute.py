@@ -25,6 +25,8 @@ from ..errors import QaEvalError, UnknownResponsesWarning
 from ..io.keysets import custom_keys, original_result
 from .endpoints import Endpoints
 from .options import ResultCallback, RunOptions
+from .parallel import prepare as spread_checks
+from .parallel import ranges_evaluated, spreads
 from .prepare.records import Question, Response
 from .prepare.reference import prepare_reference
 from .prepare.responses import Unknown, prepare_responses
@@ -146,7 +148,7 @@ def _prepare(
     from .reflines import JsonLinesReference
     from .stream import JsonLinesResponses
 
-    questions: Questions
+    questions: Any
     if isinstance(reference_qas, JsonLinesReference):
         if not isinstance(chat_responses, JsonLinesResponses):
             raise QaEvalError(
@@ -181,15 +183,28 @@ async def execute(
     endpoints = Endpoints()
     lookup: _Lookup | None = None
     unknown = Unknown()
+    pool: WorkerPool | None = None
+    questions: Questions
     try:
-        questions, lookup = _prepare(
-            reference_qas,
-            chat_responses,
-            options.reference_source,
-            options.responses_source,
-            unknown,
-            copies=sink.keeps,
-        )
+        if options.workers > 1 and spreads(reference_qas, chat_responses):
+            # The workers check their parts of the inputs too (run.parallel).
+            pool = WorkerPool(options.workers, BatchWork())
+            sources = options.reference_source, options.responses_source
+            checked, streamed = await spread_checks(
+                pool, reference_qas, chat_responses, *sources, unknown
+            )
+            checked.copies = sink.keeps
+            questions = checked
+            lookup = _Lookup(None, streamed)
+        else:
+            questions, lookup = _prepare(
+                reference_qas,
+                chat_responses,
+                options.reference_source,
+                options.responses_source,
+                unknown,
+                copies=sink.keeps,
+            )
         collector.keep()  # the prepared questions (parsed reference outputs) live as long
         endpoints.open(options)
         tracker = Tracker(endpoints.judge, options.progress, options.on_progress)
@@ -210,18 +225,22 @@ async def execute(
         pipeline.trajectory = _trajectory_mode(options, scorer)
         pipeline.chosen = chosen
         if options.workers > 1:
-            pipeline.pool = _pool(options, scorer, sink, pipeline.trajectory)
-        try:
-            if scorer is None:
-                await pipeline.evaluate(no_judge=judge is None)
+            work = _work(options, scorer, sink, pipeline.trajectory)
+            if pool is None:
+                pool = WorkerPool(options.workers, work)
             else:
-                await pipeline.score(scorer, window)
-        finally:
-            if pipeline.pool is not None:
-                pipeline.pool.close()
+                pool.set_work(work)
+            pipeline.pool = pool
+        if scorer is None:
+            await pipeline.evaluate(no_judge=judge is None)
+        else:
+            await pipeline.score(scorer, window)
+        _closed(pool)
+        pool = None
         sink.flush()
         tracker.report()
     finally:
+        _closed(pool)
         collector.end()
         endpoints.close()
         if lookup is not None:
@@ -229,14 +248,20 @@ async def execute(
     return run_signature(options, endpoints, questions, unknown, scorer, pipeline.needs_judge)
 
 
-def _pool(
+def _work(
     options: RunOptions, scorer: AnswerScorer | None, sink: ResultSink, trajectory: str
-) -> WorkerPool:
-    """The worker processes of a run with ``workers`` > 1: they write and aggregate the results
-    of a sink that takes them written (unless a scorer or ``on_result`` wants them first)."""
+) -> BatchWork:
+    """What the worker processes of a run with ``workers`` > 1 do: they write and aggregate the
+    results of a sink that takes them written (unless a scorer or ``on_result`` wants them
+    first)."""
     lines = sink.lines if scorer is None and options.on_result is None else None
-    work = BatchWork(trajectory, scorer is not None, options.responses_source, lines)
-    return WorkerPool(options.workers, work)
+    return BatchWork(trajectory, scorer is not None, options.responses_source, lines)
+
+
+def _closed(pool: WorkerPool | None) -> None:
+    """Stop a run's worker processes (if it has them)."""
+    if pool is not None:
+        pool.close()
 
 
 def _projection(options: RunOptions) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
@@ -440,9 +465,7 @@ class Pipeline:
                 )
             return
         index = 0
-        batches: Any = self.pool.evaluated(
-            spread(self.lookup.payloads(self.questions, self.chosen), self.sink.positions)
-        )
+        batches: Any = self.pool.evaluated(self._batches())
         async with contextlib.aclosing(batches):
             async for evaluated in batches:
                 assert evaluated.results is not None and evaluated.matched is not None
@@ -455,9 +478,7 @@ class Pipeline:
         on in order: as results, or written and aggregated to a sink that takes them so."""
         assert self.pool is not None
         sink, tracker, index = self.sink, self.tracker, 0
-        batches: Any = self.pool.evaluated(
-            spread(self.lookup.payloads(self.questions, self.chosen), sink.positions)
-        )
+        batches: Any = self.pool.evaluated(self._batches())
         async with contextlib.aclosing(batches):
             async for evaluated in batches:
                 if evaluated.results is None:
@@ -473,6 +494,14 @@ class Pipeline:
                         index += 1
                 if sink.full():
                     await sink.room()
+
+    def _batches(self) -> Iterable[Any]:
+        """What the worker processes evaluate, in order: the ranges of a reference they checked
+        (``run.parallel``), else batches of questions with their responses."""
+        questions, positions = self.questions, self.sink.positions
+        if not isinstance(questions, list) and questions.chunks is not None and self.chosen is None:
+            return ranges_evaluated(questions, self.lookup.streamed, positions)
+        return spread(self.lookup.payloads(questions, self.chosen), positions)
 
     async def _score_one(
         self,

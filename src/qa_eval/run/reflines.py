@@ -34,7 +34,18 @@ from .signature import digests_fingerprint, question_digest
 from .stream import decode_line, gz_lines, open_input
 from .tags import RESULT_TAGS, is_tag
 
-__all__ = ["JsonLinesReference", "StreamedReference", "jsonl_path", "streams_with"]
+__all__ = [
+    "Checked",
+    "IdIndex",
+    "IdLookup",
+    "JsonLinesReference",
+    "StreamedReference",
+    "check_lines",
+    "jsonl_path",
+    "lines_of",
+    "streams_with",
+    "unprepared",
+]
 
 TEMPLATE, QUESTION = "template", "question"
 
@@ -99,7 +110,7 @@ class Checked:
         self.count += 1
 
 
-def _lines_of(
+def lines_of(
     lines: Iterator[tuple[int, int, bytes]], source: str
 ) -> Iterator[tuple[int, str, Any]]:
     """(line number, form, record) of each non-blank line; the form of a record that is not a
@@ -176,7 +187,7 @@ def check_lines(
     out = Checked(source, problems=Problems(source))
     assert out.problems is not None
     memo = _Unseen() if seen is None else seen
-    for number, form, record in _lines_of(lines, source):
+    for number, form, record in lines_of(lines, source):
         out.form = _same_form(out.form, form, number, source)
         for question, raw in _questions(number, form, record, memo, out.problems, False):
             out.add(question, raw, wanted)
@@ -208,7 +219,7 @@ class JsonLinesReference:
         """The records of its lines, in order (the first ``limit``)."""
         with self.open() as file:
             for taken, (_, _, record) in enumerate(
-                _lines_of(gz_lines(file, str(self.path)), str(self.path))
+                lines_of(gz_lines(file, str(self.path)), str(self.path))
             ):
                 if limit is not None and taken >= limit:
                     return
@@ -242,7 +253,7 @@ class JsonLinesReference:
         form = None
         source = str(self.path)
         with self.open() as file:
-            for number, kind, record in _lines_of(gz_lines(file, source), source):
+            for number, kind, record in lines_of(gz_lines(file, source), source):
                 form = _same_form(form, kind, number, source)
                 if kind == QUESTION:
                     raw = {k: v for k, v in record.items() if k != "template_id"}
@@ -266,15 +277,15 @@ class JsonLinesReference:
         with self.open() as file:
             checked = check_lines(gz_lines(file, source), source, self.by)
         index = StreamedReference(self, source, [checked])
-        if index.duplicates():
+        if index.index.duplicates():
             with self.open() as file:  # found again as they come, to name each as prepare does
                 checked = check_lines(gz_lines(file, source), source, self.by, {})
-        self._check_by(checked)
+        self.check_by(checked)
         assert checked.problems is not None
         checked.problems.raise_if_any()
         return index
 
-    def _check_by(self, checked: Checked) -> None:
+    def check_by(self, checked: Checked) -> None:
         """A ``by`` key no question has a value for is an ``InputError`` (as
         ``check_by_reference`` says it for a dataset read whole)."""
         for key in dict.fromkeys(self.by):
@@ -302,38 +313,50 @@ def _raw_questions(record: Any) -> list[dict[str, Any]]:
     return [q for q in items if isinstance(q, dict)] if isinstance(items, list) else []
 
 
-class StreamedReference:
-    """The checked questions of a :class:`JsonLinesReference`: their count, templates and
-    fingerprint, the compact index of their ids (:meth:`find`), and the questions read again
-    in order (:meth:`each`)."""
+class IdIndex:
+    """The ids of a reference's questions, compactly: their keys (``shards.id_key``) end to end
+    (``ids``, the question at place ``p`` from ``ends[p]`` to ``ends[p + 1]``), and their
+    64-bit hashes sorted (``hashes``) with each one's place (``order``)."""
 
-    def __init__(self, origin: JsonLinesReference, source: str, parts: list[Checked]) -> None:
+    def __init__(self, ids: bytes, ends: Any, hashes: Any, order: Any) -> None:
+        self.ids, self.ends, self.hashes, self.order = ids, ends, hashes, order
+
+    @classmethod
+    def of(cls, parts: Sequence[Checked]) -> IdIndex:
+        """The index of the questions of ``parts``, in order."""
         import numpy as np
 
-        self.origin = origin
-        self.source = source
-        self.count = sum(part.count for part in parts)
-        self.templates = len(dict.fromkeys(t for part in parts for t in part.templates))
-        self.fingerprint = digests_fingerprint(b"".join(part.digests for part in parts))
-        self.ids = b"".join(part.ids for part in parts)
-        ends: list[Any] = []
+        ends: list[Any] = [np.zeros(1, np.int64)]
         base = 0
         for part in parts:
-            ends.append(np.frombuffer(part.ends, dtype=np.int64) + base if part.count else [])
+            if part.count:
+                ends.append(np.frombuffer(part.ends, dtype=np.int64) + base)
             base += len(part.ids)
-        self.ends = np.concatenate([np.zeros(1, np.int64), *ends]).astype(np.int64)
         hashes = np.concatenate(
             [np.frombuffer(part.hashes, dtype=np.uint64) for part in parts if part.count]
             or [np.zeros(0, np.uint64)]
         )
-        self.order = np.argsort(hashes, kind="stable")
-        self.hashes = hashes[self.order]
-        self.copies = False
-        """Whether the questions read again carry the copies of their steps (``Question.copies``:
-        a run that keeps every result)."""
+        order = np.argsort(hashes, kind="stable")
+        ids = b"".join(part.ids for part in parts)
+        return cls(ids, np.concatenate(ends).astype(np.int64), hashes[order], order)
 
-    def __len__(self) -> int:
-        return self.count
+    def save(self, folder: Path) -> None:
+        """Write it to files in ``folder`` (read by :meth:`load`, in another process)."""
+        import numpy as np
+
+        (folder / "ids").write_bytes(self.ids)
+        for name in ("ends", "hashes", "order"):
+            np.save(folder / f"{name}.npy", getattr(self, name))
+
+    @classmethod
+    def load(cls, folder: Path) -> IdIndex:
+        """The index :meth:`save` wrote (its arrays mapped, not read)."""
+        import numpy as np
+
+        arrays = [
+            np.load(folder / f"{name}.npy", mmap_mode="r") for name in ("ends", "hashes", "order")
+        ]
+        return cls((folder / "ids").read_bytes(), *arrays)
 
     def key(self, place: int) -> bytes:
         """The id key (``shards.id_key``) of the question at ``place``."""
@@ -367,9 +390,39 @@ class StreamedReference:
         chosen = self.order[self.hashes % np.uint64(count) == np.uint64(index - 1)]
         return np.sort(chosen).tolist()  # type: ignore[no-any-return]
 
+
+class StreamedReference:
+    """The checked questions of a :class:`JsonLinesReference`: their count, templates and
+    fingerprint, the compact index of their ids (``index``), and the questions read again in
+    order (:meth:`each`). ``chunks``: when worker processes checked it, the byte ranges they
+    read (start, end, first place, questions, first line number)."""
+
+    def __init__(self, origin: JsonLinesReference, source: str, parts: list[Checked]) -> None:
+        self.origin = origin
+        self.source = source
+        self.count = sum(part.count for part in parts)
+        self.templates = len(dict.fromkeys(t for part in parts for t in part.templates))
+        self.fingerprint = digests_fingerprint(b"".join(part.digests for part in parts))
+        self.index = IdIndex.of(parts)
+        self.copies = False
+        """Whether the questions read again carry the copies of their steps (``Question.copies``:
+        a run that keeps every result)."""
+        self.chunks: list[tuple[int, int, int, int, int]] | None = None
+
+    def __len__(self) -> int:
+        return self.count
+
+    def key(self, place: int) -> bytes:
+        """The id key (``shards.id_key``) of the question at ``place``."""
+        return self.index.key(place)
+
+    def shard_places(self, shard: tuple[int, int]) -> list[int]:
+        """The places of the questions of shard ``(i, N)`` (``shards.shard_of``), in order."""
+        return self.index.shard_places(shard)
+
     def lookup(self) -> IdLookup:
         """The ids, as a container a responses file is checked against."""
-        return IdLookup(self)
+        return IdLookup(self.index)
 
     def each(
         self, chosen: Sequence[int] | None = None, prepare: bool = True
@@ -383,13 +436,13 @@ class StreamedReference:
         problems = Problems(self.source)
         changed = "the file changed while it was being evaluated"
         with self.origin.open() as file:
-            for number, form, record in _lines_of(gz_lines(file, self.source), self.source):
+            for number, form, record in lines_of(gz_lines(file, self.source), self.source):
                 if next_place < 0:
                     return
                 if prepare:
                     questions = _questions(number, form, record, _Unseen(), problems, self.copies)
                 else:
-                    questions = _unprepared(number, form, record)
+                    questions = unprepared(number, form, record)
                 for question, _ in questions:
                     if place >= self.count or self.key(place) != id_key(question.question_id):
                         raise InputError(changed, source=self.source, record=f"line {number}")
@@ -403,7 +456,7 @@ class StreamedReference:
             raise InputError(changed, source=self.source)
 
 
-def _unprepared(number: int, form: str, record: Any) -> Iterator[tuple[Question, Any]]:
+def unprepared(number: int, form: str, record: Any) -> Iterator[tuple[Question, Any]]:
     """The questions of a checked line, not prepared (a worker process prepares them)."""
     where = f"line {number}"
     template_id = record.get("template_id")
@@ -418,7 +471,7 @@ class IdLookup:
     place) for checking a responses file, remembering the last id looked up; :meth:`places`
     the compact record of responses seen that ``prepare.responses.Seen`` keeps."""
 
-    def __init__(self, index: StreamedReference) -> None:
+    def __init__(self, index: IdIndex) -> None:
         self.index = index
         self._last: tuple[Any, type, int] = (None, type(None), -1)
 

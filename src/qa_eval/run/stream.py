@@ -43,7 +43,7 @@ def file_lines(
     for number, line in enumerate(file, start=first):
         start = offset
         offset += len(line)
-        if number == 1 and line.startswith(_BOM):
+        if start == 0 and line.startswith(_BOM):
             line = line[len(_BOM) :]
             start += len(_BOM)
         yield number, start, line
