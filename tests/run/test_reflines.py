@@ -110,6 +110,64 @@ def test_a_streamed_reference_gives_the_bytes_of_the_whole(
             assert streamed == whole, (case, form)
 
 
+def test_workers_check_and_evaluate_a_streamed_reference(
+    cases: dict[str, tuple[Any, Path]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workers check and evaluate ranges of the files (small ones here: many ranges)."""
+    from qa_eval.run import parallel
+
+    monkeypatch.setattr(parallel, "CHUNK", 2000)
+    monkeypatch.setattr(parallel, "RESPONSES_CHUNK", 3000)
+    for case, (reference, responses) in cases.items():
+        name = case.replace(" ", "-")
+        forms = _forms(reference, tmp_path, name)
+        whole = _run(forms["whole"], responses, tmp_path, f"{name}-whole")
+        for form in ("templates", "questions"):
+            two = _run(forms[form], responses, tmp_path, f"{name}-{form}-2", workers=2)
+            assert two["signature"].pop("spread") == {"workers": 2}
+            assert two == whole, (case, form)
+
+
+def test_workers_give_one_process_errors_and_trials(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from qa_eval.run import parallel
+
+    monkeypatch.setattr(parallel, "CHUNK", 100)
+    monkeypatch.setattr(parallel, "RESPONSES_CHUNK", 100)
+    records = [{"template_id": "t", "id": f"q{i}", "question_text": "?"} for i in range(6)]
+    trials = [{"question_id": f"q{i % 3}", "actual_answer": "a", "trial": i} for i in range(6)]
+    cases = [
+        ([*records[:3], {"template_id": "t", "id": "q4"}, *records[3:]], trials[:2]),
+        ([*records, records[2]], trials[:2]),
+        ([*records[:4], {"template_id": "u", "questions": []}], trials[:2]),
+        ([*records[:4], "[1]"], trials[:2]),
+        (
+            records,
+            [{"question_id": "q1"}, {"question_id": "q2", "error": 3}, {"question_id": "q1"}],
+        ),
+        (records, [{"question_id": "q1", "trial": 1}, {"question_id": "q1"}]),
+        (records, [*trials, {"question_id": "nope"}]),
+    ]
+    for number, (lines, rows) in enumerate(cases):
+        reference, responses = tmp_path / f"r{number}.jsonl", tmp_path / f"s{number}.jsonl"
+        reference.write_bytes(
+            b"".join(
+                x.encode() + b"\n" if isinstance(x, str) else orjson.dumps(x) + b"\n" for x in lines
+            )
+        )
+        responses.write_bytes(_lines(rows))
+        outcomes = []
+        for workers in (1, 2):
+            try:
+                done = _run(reference, responses, tmp_path, f"o{number}-{workers}", workers=workers)
+                done["signature"].pop("spread", None)
+                outcomes.append(done)
+            except InputError as e:
+                outcomes.append(str(e))
+        assert outcomes[0] == outcomes[1], number
+
+
 def test_workers_and_shards_over_a_streamed_reference(
     cases: dict[str, tuple[Any, Path]], tmp_path: Path
 ) -> None:
