@@ -323,6 +323,25 @@ def sized(table: Table, label: str, n: int, files: tuple[Path, Path], tmp: Path,
         path.unlink(missing_ok=True)
 
 
+def streamed_rows(table: Table, label: str, n: int, data: Path, tmp: Path, args: Any) -> None:
+    """The rows of a JSON Lines reference (one template a line, the same questions), read as a
+    stream: one process, and ``--workers`` (their results and aggregates compared byte for byte
+    with one process's)."""
+    reference, responses = generate_jsonl(data, n), data / f"responses-{n}.jsonl"
+    one = tmp / f"jsonl-{label}-{n}.jsonl"
+    command = evaluate(reference, responses, one)
+    table.run(label, n, "evaluate, JSONL reference (streamed)", command, one)
+    if args.workers > 1:
+        spread = tmp / f"jsonl-workers-{label}-{n}.jsonl"
+        command = evaluate(reference, responses, spread, "--workers", str(args.workers))
+        table.run(label, n, f"evaluate, JSONL reference, --workers {args.workers}", command, spread)
+        table.rows[-1][-1] += (
+            f" | {same(one, spread)}, {same(one.with_suffix('.json'), spread.with_suffix('.json'))}"
+        )
+    for path in tmp.glob(f"jsonl-*{label}-{n}*"):
+        path.unlink(missing_ok=True)
+
+
 def main() -> None:
     """Generate the data, run each source tree on each size, print the table."""
     parser = argparse.ArgumentParser(description="qa-eval scale benchmark")
@@ -345,7 +364,14 @@ def main() -> None:
         help="run 'aggregate', 'compare' and 'report' on sizes up to this many questions "
         "(default 100,000: they read every result into memory)",
     )
+    parser.add_argument(
+        "--rows",
+        default="json,jsonl",
+        help="which rows: json (a JSON reference: evaluate, workers, shards, aggregate, "
+        "compare, report), jsonl (a JSON Lines reference read as a stream, with workers)",
+    )
     args = parser.parse_args()
+    rows = set(args.rows.split(","))
     sources = []
     for item in args.src or [f"this=({HERE.parent / 'src'})"]:
         label, _, path = item.rpartition("=")
@@ -364,7 +390,10 @@ def main() -> None:
             for label, src in sources:
                 table = Table(src, args.memory_limit)
                 tables.append(table)
-                sized(table, label, n, files, Path(tmp), args)
+                if "json" in rows:
+                    sized(table, label, n, files, Path(tmp), args)
+                if "jsonl" in rows:
+                    streamed_rows(table, label, n, data, Path(tmp), args)
     print()
     header = ["source", "questions", "command", "wall", "CPU", "peak RSS", "output", "exit"]
     print(format_table(header, [r for t in tables for r in t.rows]))
