@@ -271,6 +271,25 @@ def evaluate(reference: Path, responses: Path, out: Path, *extra: str) -> list[s
     ]  # fmt: skip
 
 
+def workers_row(
+    table: Table,
+    label: str,
+    n: int,
+    files: tuple[Path, Path],
+    one: Path,
+    spread: Path,
+    workers: int,
+    what: str,
+) -> None:
+    """The row of ``evaluate --workers N`` writing ``spread``, compared with ``one`` (one
+    process's results and aggregates) byte for byte."""
+    command = evaluate(*files, spread, "--workers", str(workers))
+    table.run(label, n, f"{what} --workers {workers}", command, spread)
+    table.rows[-1][-1] += (
+        f" | {same(one, spread)}, {same(one.with_suffix('.json'), spread.with_suffix('.json'))}"
+    )
+
+
 def sized(table: Table, label: str, n: int, files: tuple[Path, Path], tmp: Path, args: Any) -> None:
     """Every row of one source tree at one size."""
     reference, responses = files
@@ -278,11 +297,7 @@ def sized(table: Table, label: str, n: int, files: tuple[Path, Path], tmp: Path,
     table.run(label, n, "evaluate, JSONL in and out", evaluate(reference, responses, one), one)
     if args.workers > 1:
         spread = tmp / f"workers-{label}-{n}.jsonl"
-        command = evaluate(reference, responses, spread, "--workers", str(args.workers))
-        table.run(label, n, f"evaluate --workers {args.workers}", command, spread)
-        table.rows[-1][-1] += (
-            f" | {same(one, spread)}, {same(one.with_suffix('.json'), spread.with_suffix('.json'))}"
-        )
+        workers_row(table, label, n, files, one, spread, args.workers, "evaluate")
     if args.shards > 1:
         shards = [tmp / f"shard{i}-{label}-{n}.jsonl" for i in range(1, args.shards + 1)]
         total = {"wall": 0.0, "cpu": 0.0, "own_cpu": 0.0, "rss": 0.0, "code": 0, "error": ""}
@@ -333,11 +348,8 @@ def streamed_rows(table: Table, label: str, n: int, data: Path, tmp: Path, args:
     table.run(label, n, "evaluate, JSONL reference (streamed)", command, one)
     if args.workers > 1:
         spread = tmp / f"jsonl-workers-{label}-{n}.jsonl"
-        command = evaluate(reference, responses, spread, "--workers", str(args.workers))
-        table.run(label, n, f"evaluate, JSONL reference, --workers {args.workers}", command, spread)
-        table.rows[-1][-1] += (
-            f" | {same(one, spread)}, {same(one.with_suffix('.json'), spread.with_suffix('.json'))}"
-        )
+        what = "evaluate, JSONL reference,"
+        workers_row(table, label, n, (reference, responses), one, spread, args.workers, what)
     for path in tmp.glob(f"jsonl-*{label}-{n}*"):
         path.unlink(missing_ok=True)
 

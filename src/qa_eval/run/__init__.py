@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from .prefill import aprefill, prefill
     from .progress import RunProgress
     from .question import NO_RESPONSE, Results, evaluate_question
-    from .signature import NO_JUDGE, reference_fingerprint
     from .reflines import JsonLinesReference
+    from .signature import NO_JUDGE, reference_fingerprint
     from .stream import JsonLinesResponses, ResultsFile
     from .tsv import evaluate_tsv, run_tsv
     from .workers import evaluate_batch

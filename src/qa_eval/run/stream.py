@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import InputError
-from ..io.files import parse_json
+from ..io.files import open_bytes, parse_json
 from .prepare.records import Problems, Question, Response
 from .prepare.responses import Seen, Unknown, check_response
 
@@ -52,14 +52,7 @@ def file_lines(
 def open_input(path: Path) -> IO[bytes]:
     """A JSON Lines input opened for reading bytes (``.gz``: decompressed as it is read);
     ``InputError`` naming it when it cannot be."""
-    try:
-        file = path.open("rb")
-    except FileNotFoundError:
-        raise InputError("no such file", source=str(path)) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, not a file", source=str(path)) from None
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", source=str(path)) from None
+    file = open_bytes(path)
     if path.suffix.lower() != ".gz":
         return file
     import gzip
