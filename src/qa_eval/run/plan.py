@@ -28,7 +28,7 @@ from ..io.files import JSONL_SUFFIXES, check_output_path, read_reference, read_r
 from .estimate import JudgeCallPlan, JudgeEstimate
 from .options import RunOptions, Spell, cli_option, python_name
 from .progress import StatusCallback
-from .reflines import JsonLinesReference, jsonl_path, streams_with
+from .reflines import JsonLinesReference, as_templates, jsonl_path, streams_with
 from .tags import check_by_reference, reference_questions
 
 if TYPE_CHECKING:
@@ -351,8 +351,9 @@ def plan_evaluation(
         if stream and streams_with(source, pairs[0][1]):
             data = _reference_stream(source, tuple(by), spell)
         else:
-            reader = _whole_jsonl if jsonl_path(source) else read_reference
-            data = read_input(source, reader, "REFERENCE", spell)
+            data = read_input(source, read_reference, "REFERENCE", spell)
+            if jsonl_path(source) and isinstance(data, list):  # (question lines: templates)
+                data = as_templates(data, source)
         planned = _read_systems(pairs, out, agg, spell, data)
     tags = tuple(by)
     if not isinstance(data, JsonLinesReference):  # (a stream checks them as it is read)
@@ -553,11 +554,6 @@ def _require_kind(
         expected = f"`{parameter}` expects {wanted}"
     require = filekind.require_records if records else filekind.require
     require(data, str(path), accept, expected, weak_results_ok=weak_ok)
-
-
-def _whole_jsonl(path: str) -> Any:
-    """A JSON Lines reference read whole (one question a line: a template each)."""
-    return JsonLinesReference(path).whole()
 
 
 def _reference_stream(source: str, by: tuple[str, ...], spell: Spell) -> JsonLinesReference:

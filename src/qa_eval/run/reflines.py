@@ -40,6 +40,7 @@ __all__ = [
     "IdLookup",
     "JsonLinesReference",
     "StreamedReference",
+    "as_templates",
     "check_lines",
     "jsonl_path",
     "lines_of",
@@ -246,21 +247,6 @@ class JsonLinesReference:
                 taken += 1
         return out
 
-    def whole(self) -> list[Any]:
-        """The dataset read whole, as a list of templates (a question line: a template of its
-        own), which a run in memory takes: the same results, aggregates and fingerprint."""
-        out: list[Any] = []
-        form = None
-        source = str(self.path)
-        with self.open() as file:
-            for number, kind, record in lines_of(gz_lines(file, source), source):
-                form = _same_form(form, kind, number, source)
-                if kind == QUESTION:
-                    raw = {k: v for k, v in record.items() if k != "template_id"}
-                    record = {"template_id": record.get("template_id"), "questions": [raw]}
-                out.append(record)
-        return out
-
     def count(self) -> int:
         """How many questions it has (read through once)."""
         total = 0
@@ -301,6 +287,26 @@ class JsonLinesReference:
                 f"{', '.join([*sorted(have), 'template_id', 'status'])})",
                 source=checked.source,
             )
+
+
+def as_templates(records: list[Any], source: str) -> list[Any]:
+    """The records of a JSON Lines reference read whole (``io.files.read_data``) as a list of
+    templates (a question line: a template of its own, without its ``template_id``), which a run
+    in memory takes: the same results, aggregates and fingerprint as the file read as a stream.
+    Both forms in one file: ``InputError`` naming the line."""
+    numbers = getattr(records, "line_numbers", None) or range(1, len(records) + 1)
+    out: list[Any] = []
+    form = None
+    for number, record in zip(numbers, records, strict=True):
+        kind = (
+            "" if not isinstance(record, dict) else TEMPLATE if "questions" in record else QUESTION
+        )
+        form = _same_form(form, kind, number, source)
+        if kind == QUESTION:
+            raw = {k: v for k, v in record.items() if k != "template_id"}
+            record = {"template_id": record.get("template_id"), "questions": [raw]}
+        out.append(record)
+    return out
 
 
 def _raw_questions(record: Any) -> list[dict[str, Any]]:
