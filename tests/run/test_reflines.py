@@ -399,3 +399,54 @@ def test_a_reference_changed_during_the_run_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="line 1: the file changed while it was being evaluated"):
         list(index.each())
     assert json.loads(reference.read_text().splitlines()[0])["id"] == "q2"
+
+
+def test_a_judged_run_with_workers_over_a_streamed_reference(tmp_path: Path) -> None:
+    """The workers check and score the deterministic part of their ranges; the judge stays in
+    the run's process: one process's results, the calls within the one bound, each made once."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from openai_stub import StubServer, completion, oracle_content
+
+    reference = [
+        {
+            "template_id": f"t{t}",
+            "questions": [
+                {
+                    "id": f"q{t}-{q}",
+                    "question_text": f"What is stored under item-{t}{q}?",
+                    "reference_answer": f"Item {t}{q} holds {q * 7} units.",
+                }
+                for q in range(10)
+            ],
+        }
+        for t in range(3)
+    ]
+    rows = [
+        {"question_id": q["id"], "actual_answer": q["reference_answer"].lower()}
+        for t in reference
+        for q in t["questions"]
+    ]
+    (tmp_path / "ref.jsonl").write_bytes(_question_lines(reference))
+    (tmp_path / "responses.jsonl").write_bytes(_lines(rows[::-1]))
+    endpoint = {"provider": "openai", "api_key": "x"}
+    with StubServer(lambda request, number: completion(oracle_content(request))) as server:
+        config = {
+            "llm": {
+                "generation": {**endpoint, "base_url": server.url, "model": "gpt-4o-mini"},
+                "concurrency": 3,
+            },
+        }
+        options: dict[str, Any] = {"config": config, "disable": ["answer_relevance"]}
+        one = run_evaluation(reference, rows, cache=tmp_path / "one.sqlite3", **options)
+        two = run_evaluation(
+            JsonLinesReference(tmp_path / "ref.jsonl"),
+            JsonLinesResponses(tmp_path / "responses.jsonl"),
+            cache=tmp_path / "two.sqlite3",
+            workers=2,
+            **options,
+        )
+    assert orjson.dumps(list(two)) == orjson.dumps(list(one))
+    assert all("answer_f1" in r for r in two)
+    usage = two.signature["usage"]
+    assert usage["total"]["calls"] == one.signature["usage"]["total"]["calls"] == 30
+    assert usage["peak_concurrency"] <= 3
