@@ -18,6 +18,8 @@ import orjson
 import pytest
 import yaml
 from test_pinned_outputs import _benchmark
+from test_spread import _files as files_of
+from test_spread import _run as run_files
 
 from qa_eval import run_evaluation
 from qa_eval.errors import InputError
@@ -64,25 +66,11 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Any, Path
 
 
 def _run(reference: Path, responses: Path, folder: Path, name: str, **options: Any) -> dict:
-    """A run of files; its results' and aggregates' bytes and its signature."""
+    """A run of files (test_spread's); its results' and aggregates' bytes and its signature."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (the unknown response's warning)
-        evaluate_files(
-            reference,
-            responses,
-            output=folder / f"{name}.jsonl",
-            aggregates=folder / f"{name}.aggregates.json",
-            no_judge=True,
-            cache=False,
-            **options,
-        )
-    aggregates = orjson.loads((folder / f"{name}.aggregates.json").read_bytes())
-    signature = aggregates.pop("signature")
-    return {
-        "results": (folder / f"{name}.jsonl").read_bytes(),
-        "aggregates": orjson.dumps(aggregates),
-        "signature": signature,
-    }
+        run_files(reference, responses, folder, name, **options)
+    return files_of(folder, name)
 
 
 def _forms(reference: list[dict[str, Any]], folder: Path, name: str) -> dict[str, Path]:
@@ -405,37 +393,15 @@ def test_a_judged_run_with_workers_over_a_streamed_reference(tmp_path: Path) -> 
     """The workers check and score the deterministic part of their ranges; the judge stays in
     the run's process: one process's results, the calls within the one bound, each made once."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from test_spread import judge_config, judged_inputs
+
     from openai_stub import StubServer, completion, oracle_content
 
-    reference = [
-        {
-            "template_id": f"t{t}",
-            "questions": [
-                {
-                    "id": f"q{t}-{q}",
-                    "question_text": f"What is stored under item-{t}{q}?",
-                    "reference_answer": f"Item {t}{q} holds {q * 7} units.",
-                }
-                for q in range(10)
-            ],
-        }
-        for t in range(3)
-    ]
-    rows = [
-        {"question_id": q["id"], "actual_answer": q["reference_answer"].lower()}
-        for t in reference
-        for q in t["questions"]
-    ]
+    reference, rows = judged_inputs()
     (tmp_path / "ref.jsonl").write_bytes(_question_lines(reference))
     (tmp_path / "responses.jsonl").write_bytes(_lines(rows[::-1]))
-    endpoint = {"provider": "openai", "api_key": "x"}
     with StubServer(lambda request, number: completion(oracle_content(request))) as server:
-        config = {
-            "llm": {
-                "generation": {**endpoint, "base_url": server.url, "model": "gpt-4o-mini"},
-                "concurrency": 3,
-            },
-        }
+        config = judge_config(server.url)
         options: dict[str, Any] = {"config": config, "disable": ["answer_relevance"]}
         one = run_evaluation(reference, rows, cache=tmp_path / "one.sqlite3", **options)
         two = run_evaluation(
