@@ -142,6 +142,20 @@ def generate(folder: Path, n: int) -> tuple[Path, Path]:
     return reference, responses
 
 
+def generate_jsonl(folder: Path, n: int) -> Path:
+    """Write the reference of :func:`generate` as JSON Lines, one template a line (the same
+    questions; the responses file is the same)."""
+    path = folder / f"reference-{n}.jsonl"
+    if path.exists():
+        return path
+    with path.open("wb") as ref:
+        for start in range(0, n, PER_TEMPLATE):
+            items = [question(q)[0] for q in range(start, min(start + PER_TEMPLATE, n))]
+            template = {"template_id": f"template-{start // PER_TEMPLATE}", "questions": items}
+            ref.write(orjson.dumps(template) + b"\n")
+    return path
+
+
 def measured(
     command: list[str], src: Path, limit_gb: float, program: tuple[str, ...] = ("-m", "qa_eval")
 ) -> dict[str, Any]:
@@ -263,6 +277,25 @@ def evaluate(reference: Path, responses: Path, out: Path, *extra: str) -> list[s
     ]  # fmt: skip
 
 
+def workers_row(
+    table: Table,
+    label: str,
+    n: int,
+    files: tuple[Path, Path],
+    one: Path,
+    spread: Path,
+    workers: int,
+    what: str,
+) -> None:
+    """The row of ``evaluate --workers N`` writing ``spread``, compared with ``one`` (one
+    process's results and aggregates) byte for byte."""
+    command = evaluate(*files, spread, "--workers", str(workers))
+    table.run(label, n, f"{what} --workers {workers}", command, spread)
+    table.rows[-1][-1] += (
+        f" | {same(one, spread)}, {same(one.with_suffix('.json'), spread.with_suffix('.json'))}"
+    )
+
+
 def sized(table: Table, label: str, n: int, files: tuple[Path, Path], tmp: Path, args: Any) -> None:
     """Every row of one source tree at one size."""
     reference, responses = files
@@ -270,11 +303,7 @@ def sized(table: Table, label: str, n: int, files: tuple[Path, Path], tmp: Path,
     table.run(label, n, "evaluate, JSONL in and out", evaluate(reference, responses, one), one)
     if args.workers > 1:
         spread = tmp / f"workers-{label}-{n}.jsonl"
-        command = evaluate(reference, responses, spread, "--workers", str(args.workers))
-        table.run(label, n, f"evaluate --workers {args.workers}", command, spread)
-        table.rows[-1][-1] += (
-            f" | {same(one, spread)}, {same(one.with_suffix('.json'), spread.with_suffix('.json'))}"
-        )
+        workers_row(table, label, n, files, one, spread, args.workers, "evaluate")
     if args.shards > 1:
         shards = [tmp / f"shard{i}-{label}-{n}.jsonl" for i in range(1, args.shards + 1)]
         total = {"wall": 0.0, "cpu": 0.0, "own_cpu": 0.0, "rss": 0.0, "code": 0, "error": ""}
@@ -342,6 +371,22 @@ def ray_row(
     )
 
 
+def streamed_rows(table: Table, label: str, n: int, data: Path, tmp: Path, args: Any) -> None:
+    """The rows of a JSON Lines reference (one template a line, the same questions), read as a
+    stream: one process, and ``--workers`` (their results and aggregates compared byte for byte
+    with one process's)."""
+    reference, responses = generate_jsonl(data, n), data / f"responses-{n}.jsonl"
+    one = tmp / f"jsonl-{label}-{n}.jsonl"
+    command = evaluate(reference, responses, one)
+    table.run(label, n, "evaluate, JSONL reference (streamed)", command, one)
+    if args.workers > 1:
+        spread = tmp / f"jsonl-workers-{label}-{n}.jsonl"
+        what = "evaluate, JSONL reference,"
+        workers_row(table, label, n, (reference, responses), one, spread, args.workers, what)
+    for path in tmp.glob(f"jsonl-*{label}-{n}*"):
+        path.unlink(missing_ok=True)
+
+
 def main() -> None:
     """Generate the data, run each source tree on each size, print the table."""
     parser = argparse.ArgumentParser(description="qa-eval scale benchmark")
@@ -372,7 +417,14 @@ def main() -> None:
         "100,000 when Ray is installed, else none; 0: none)",
     )
     parser.add_argument("--ray-cpus", type=int, default=2, help="ray.init(num_cpus=...)")
+    parser.add_argument(
+        "--rows",
+        default="json,jsonl",
+        help="which rows: json (a JSON reference: evaluate, workers, shards, aggregate, "
+        "compare, report), jsonl (a JSON Lines reference read as a stream, with workers)",
+    )
     args = parser.parse_args()
+    rows = set(args.rows.split(","))
     sources = []
     for item in args.src or [f"this=({HERE.parent / 'src'})"]:
         label, _, path = item.rpartition("=")
@@ -391,7 +443,10 @@ def main() -> None:
             for label, src in sources:
                 table = Table(src, args.memory_limit)
                 tables.append(table)
-                sized(table, label, n, files, Path(tmp), args)
+                if "json" in rows:
+                    sized(table, label, n, files, Path(tmp), args)
+                if "jsonl" in rows:
+                    streamed_rows(table, label, n, data, Path(tmp), args)
     print()
     header = ["source", "questions", "command", "wall", "CPU", "peak RSS", "output", "exit"]
     print(format_table(header, [r for t in tables for r in t.rows]))

@@ -108,14 +108,14 @@ def test_shards_merged_give_one_run_bytes(
         assert on_disk["spread"] == {"shards": count}
 
 
-def test_judged_run_with_workers_keeps_one_judge(tmp_path: Path) -> None:
-    """The deterministic part in two workers, the judge in the run's process: the same results
-    as one process, the calls within the one concurrency bound, each made once (one cache)."""
-    import sys
+def judge_config(url: str) -> dict[str, Any]:
+    """A judge at ``url`` (the scripted server) with at most 3 calls at once."""
+    endpoint = {"provider": "openai", "api_key": "x", "base_url": url, "model": "gpt-4o-mini"}
+    return {"llm": {"generation": endpoint, "concurrency": 3}}
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from openai_stub import StubServer, completion, oracle_content
 
+def judged_inputs() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Thirty questions with reference answers and responses the oracle judge scores."""
     reference = [
         {
             "template_id": f"t{t}",
@@ -135,14 +135,20 @@ def test_judged_run_with_workers_keeps_one_judge(tmp_path: Path) -> None:
         for t in reference
         for q in t["questions"]
     ]
-    endpoint = {"provider": "openai", "api_key": "x"}
+    return reference, responses
+
+
+def test_judged_run_with_workers_keeps_one_judge(tmp_path: Path) -> None:
+    """The deterministic part in two workers, the judge in the run's process: the same results
+    as one process, the calls within the one concurrency bound, each made once (one cache)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from openai_stub import StubServer, completion, oracle_content
+
+    reference, responses = judged_inputs()
     with StubServer(lambda request, number: completion(oracle_content(request))) as server:
-        config = {
-            "llm": {
-                "generation": {**endpoint, "base_url": server.url, "model": "gpt-4o-mini"},
-                "concurrency": 3,
-            },
-        }
+        config = judge_config(server.url)
         runs = [
             run_evaluation(
                 reference,

@@ -44,15 +44,22 @@ def _alive(pid: int) -> bool:
 ENV = {**os.environ, "PYTHONPATH": str(SRC)}
 
 
-def _command(folder: Path, questions: int) -> list[str]:
-    """``qa-eval evaluate`` with two workers on generated data of ``questions`` questions."""
+def _command(folder: Path, questions: int, form: str = "json") -> list[str]:
+    """``qa-eval evaluate`` with two workers on generated data of ``questions`` questions (the
+    reference as JSON, or in JSON Lines: read as a stream, its ranges checked by the workers)."""
     ref, resp = _data(folder, questions)
+    if form == "jsonl":
+        import orjson
+
+        lines = ref.with_suffix(".jsonl")
+        lines.write_bytes(b"".join(orjson.dumps(t) + b"\n" for t in orjson.loads(ref.read_bytes())))
+        ref = lines
     command = [sys.executable, "-m", "qa_eval", "evaluate", str(ref), str(resp)]
     return [*command, "-o", str(folder / "out.jsonl"), "--workers", "2", "-q", "--no-judge"]
 
 
-def _start(folder: Path) -> subprocess.Popen[bytes]:
-    command = _command(folder, 20000)
+def _start(folder: Path, form: str) -> subprocess.Popen[bytes]:
+    command = _command(folder, 20000, form)
     return subprocess.Popen(command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -68,8 +75,9 @@ def _workers(process: subprocess.Popen[bytes], want: int = 2) -> set[int]:
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
 @pytest.mark.parametrize("stop", ["kill a worker", "ctrl-c"])
-def test_a_stopped_run_leaves_no_process(tmp_path: Path, stop: str) -> None:
-    process = _start(tmp_path)
+@pytest.mark.parametrize("form", ["json", "jsonl"])
+def test_a_stopped_run_leaves_no_process(tmp_path: Path, stop: str, form: str) -> None:
+    process = _start(tmp_path, form)
     workers = _workers(process)
     if stop == "kill a worker":
         os.kill(min(workers), signal.SIGKILL)
@@ -89,8 +97,9 @@ def test_a_stopped_run_leaves_no_process(tmp_path: Path, stop: str) -> None:
     assert not any(_alive(p) for p in workers)
 
 
-def test_bad_input_with_workers_is_exit_2(tmp_path: Path) -> None:
-    command = _command(tmp_path, 100)
+@pytest.mark.parametrize("form", ["json", "jsonl"])
+def test_bad_input_with_workers_is_exit_2(tmp_path: Path, form: str) -> None:
+    command = _command(tmp_path, 100, form)
     responses = tmp_path / "responses.jsonl"
     responses.write_bytes(
         responses.read_bytes() + b'{"question_id": "q0-0", "actual_answer": "x"}\n'

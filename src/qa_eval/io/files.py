@@ -28,7 +28,7 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 import yaml
@@ -79,15 +79,32 @@ class LineList(list):  # type: ignore[type-arg]
     line_numbers: list[int]
 
 
-def read_text(path: Path) -> str:
+def open_bytes(path: Path) -> BinaryIO:
+    """A file opened to read bytes; ``InputError`` naming it when it cannot be."""
     try:
-        raw = path.read_bytes()
+        return path.open("rb")
     except FileNotFoundError:
         raise InputError("no such file", source=str(path)) from None
     except IsADirectoryError:
         raise InputError("is a directory, not a file", source=str(path)) from None
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror}", source=str(path)) from None
+
+
+def read_text(path: Path) -> str:
+    with open_bytes(path) as file:
+        try:
+            raw = file.read()
+        except OSError as e:
+            raise InputError(f"cannot read: {e.strerror}", source=str(path)) from None
+    if path.suffix.lower() == ".gz":  # e.g. reference.jsonl.gz: read as reference.jsonl
+        import gzip
+        import zlib
+
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as e:
+            raise InputError(f"cannot read: {e}", source=str(path)) from None
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -388,6 +405,8 @@ def read_data(path: str | os.PathLike[str]) -> Any:
     file = Path(path)
     text = read_text(file)
     suffix = file.suffix.lower()
+    if suffix == ".gz":
+        suffix = Path(file.stem).suffix.lower()
     if suffix in JSONL_SUFFIXES:
         return _jsonl(text, str(file))
     if suffix in JSON_SUFFIXES:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from .prefill import aprefill, prefill
     from .progress import RunProgress
     from .question import NO_RESPONSE, Results, evaluate_question
+    from .reflines import JsonLinesReference
     from .signature import NO_JUDGE, reference_fingerprint
     from .stream import JsonLinesResponses, ResultsFile
     from .tsv import evaluate_tsv, run_tsv
@@ -30,6 +31,7 @@ _NAMES = {
     "EvaluationPlan": "plan",
     "EvaluationRun": "files",
     "EvaluationStream": "evaluation",
+    "JsonLinesReference": "reflines",
     "JsonLinesResponses": "stream",
     "NO_JUDGE": "signature",
     "NO_RESPONSE": "question",
@@ -61,6 +63,7 @@ __all__ = [
     "EvaluationPlan",
     "EvaluationRun",
     "EvaluationStream",
+    "JsonLinesReference",
     "JsonLinesResponses",
     "Observer",
     "Results",

@@ -19,9 +19,9 @@ import types
 import warnings
 from array import array
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
-from ..errors import UnknownResponsesWarning
+from ..errors import QaEvalError, UnknownResponsesWarning
 from ..io.keysets import custom_keys, original_result
 from .endpoints import Endpoints
 from .options import ResultCallback, RunOptions
@@ -39,8 +39,9 @@ if TYPE_CHECKING:  # the judge side (pydantic, the metrics) and asyncio are impo
     import asyncio
 
     from ..judge.calls import Judge
+    from .reflines import StreamedReference
     from .score import AnswerScorer
-    from .workers import WorkerPool
+    from .workers import BatchWork, WorkerPool
 
 __all__ = ["execute"]
 
@@ -61,12 +62,13 @@ class _Lookup:
             return self.responses.pop(question.question_id, None) or []
         return self.streamed.get(index, question)  # type: ignore[no-any-return]
 
-    def count(self, questions: list[Question], chosen: list[int] | None = None) -> int:
+    def count(self, questions: Questions, chosen: list[int] | None = None) -> int:
         """How many results the run makes: one per question (of ``chosen``, the places of
         a shard's questions), one per trial of a question answered in several."""
         if self.responses is None:
             return self.streamed.count(chosen)  # type: ignore[no-any-return]
         responses = self.responses
+        assert isinstance(questions, list)  # (a streamed reference has streamed responses)
         if chosen is not None:
             return sum(len(responses.get(questions[i].question_id) or (None,)) for i in chosen)
         # Each list is a question's (prepare_responses keeps only those, never empty): a
@@ -75,7 +77,7 @@ class _Lookup:
 
     def units(
         self,
-        questions: list[Question],
+        questions: Questions,
         chosen: list[int] | None = None,
         positions: array[int] | None = None,
     ) -> Iterable[tuple[Question, Response | None]]:
@@ -84,8 +86,7 @@ class _Lookup:
         ``positions`` when given; a question's prepared steps are let go once its last result
         is made."""
         held = self.responses
-        for index in range(len(questions)) if chosen is None else chosen:
-            question = questions[index]
+        for index, question in _places(questions, chosen):
             # In memory: popped here as get() would (one call per question fewer).
             responses = (
                 self.get(index, question) if held is None else held.pop(question.question_id, None)
@@ -100,13 +101,12 @@ class _Lookup:
             question.release()
 
     def payloads(
-        self, questions: list[Question], chosen: list[int] | None = None
+        self, questions: Questions, chosen: list[int] | None = None
     ) -> Iterable[tuple[int, Question, list[Any]]]:
         """Each question (of ``chosen``) with its place and its responses as a worker process
         takes them: checked responses, or the lines of a streamed responses file."""
         held, streamed = self.responses, self.streamed
-        for index in range(len(questions)) if chosen is None else chosen:
-            question = questions[index]
+        for index, question in _places(questions, chosen, prepare=False):
             if held is not None:
                 yield index, question, held.pop(question.question_id, [])
             else:
@@ -118,6 +118,21 @@ class _Lookup:
             self.streamed.close()
 
 
+Questions: TypeAlias = "list[Question] | StreamedReference"
+"""The questions of a run: prepared, or read again as they come (a reference in JSON Lines)."""
+
+
+def _places(
+    questions: Questions, chosen: list[int] | None, prepare: bool = True
+) -> Iterable[tuple[int, Question]]:
+    """Each question (of ``chosen``, the places of a shard's questions) with its place."""
+    if not isinstance(questions, list):
+        yield from questions.each(chosen, prepare)
+        return
+    for index in range(len(questions)) if chosen is None else chosen:
+        yield index, questions[index]
+
+
 def _prepare(
     reference_qas: Any,
     chat_responses: Any,
@@ -125,16 +140,33 @@ def _prepare(
     responses_source: str,
     unknown: Unknown,
     copies: bool = False,
-) -> tuple[list[Question], _Lookup]:
+) -> tuple[Questions, _Lookup]:
     """The checked questions and responses; responses for question ids not in the reference
     are counted in ``unknown`` and left out, with one ``UnknownResponsesWarning``. ``copies``:
-    the questions carry the copies of their steps for their results (the run keeps them all)."""
-    questions = prepare_reference(reference_qas, reference_source, copies=copies)
-    stream = sys.modules.get("qa_eval.run.stream")  # not imported: no JsonLinesResponses made
-    if stream is not None and isinstance(chat_responses, stream.JsonLinesResponses):
+    the questions carry the copies of their steps for their results (the run keeps them all).
+    A :class:`~qa_eval.run.reflines.JsonLinesReference` is checked and indexed, its questions
+    read again as the run comes to them; its responses must be a ``JsonLinesResponses`` file."""
+    # Neither module is imported unless a JsonLinesReference / JsonLinesResponses was made.
+    reflines = sys.modules.get("qa_eval.run.reflines")
+    stream = sys.modules.get("qa_eval.run.stream")
+    questions: Any
+    if reflines is not None and isinstance(reference_qas, reflines.JsonLinesReference):
+        if stream is None or not isinstance(chat_responses, stream.JsonLinesResponses):
+            raise QaEvalError(
+                "a reference read as a stream (JsonLinesReference) takes its responses read as "
+                "a stream too (JsonLinesResponses)"
+            )
+        source = str(reference_qas.path) if reference_source == "reference" else reference_source
+        questions = reference_qas.check(source)
+        questions.copies = copies
         lookup = _Lookup(None, chat_responses.index(questions, responses_source, unknown))
     else:
-        lookup = _Lookup(prepare_responses(chat_responses, questions, responses_source, unknown))
+        questions = prepare_reference(reference_qas, reference_source, copies=copies)
+        if stream is not None and isinstance(chat_responses, stream.JsonLinesResponses):
+            lookup = _Lookup(None, chat_responses.index(questions, responses_source, unknown))
+        else:
+            responses = prepare_responses(chat_responses, questions, responses_source, unknown)
+            lookup = _Lookup(responses)
     if unknown.count:
         warnings.warn(unknown.message(responses_source), UnknownResponsesWarning, stacklevel=2)
     return questions, lookup
@@ -152,20 +184,39 @@ async def execute(
     endpoints = Endpoints()
     lookup: _Lookup | None = None
     unknown = Unknown()
+    pool: WorkerPool | None = None
+    questions: Questions
     try:
-        questions, lookup = _prepare(
-            reference_qas,
-            chat_responses,
-            options.reference_source,
-            options.responses_source,
-            unknown,
-            copies=sink.keeps,
-        )
+        if options.workers > 1 and _spreads(reference_qas, chat_responses):
+            # The workers check their parts of the inputs too (run.parallel).
+            from .parallel import prepare as spread_checks
+            from .workers import BatchWork, WorkerPool
+
+            pool = WorkerPool(options.workers, BatchWork())
+            sources = options.reference_source, options.responses_source
+            checked, streamed = await spread_checks(
+                pool, reference_qas, chat_responses, *sources, unknown
+            )
+            checked.copies = sink.keeps
+            questions = checked
+            lookup = _Lookup(None, streamed)
+        else:
+            questions, lookup = _prepare(
+                reference_qas,
+                chat_responses,
+                options.reference_source,
+                options.responses_source,
+                unknown,
+                copies=sink.keeps,
+            )
         collector.keep()  # the prepared questions (parsed reference outputs) live as long
         endpoints.open(options)
         tracker = Tracker(endpoints.judge, options.progress, options.on_progress)
         scorer = endpoints.scorer(options)
-        chosen = shard_places(questions, options.shard)
+        if isinstance(questions, list):
+            chosen = shard_places(questions, options.shard)
+        else:
+            chosen = None if options.shard is None else questions.shard_places(options.shard)
         total = lookup.count(questions, chosen)
         tracker.total = total
         # At most this many questions are scored at once: each question's judge calls then
@@ -178,18 +229,24 @@ async def execute(
         pipeline.trajectory = _trajectory_mode(options, scorer)
         pipeline.chosen = chosen
         if options.workers > 1:
-            pipeline.pool = _pool(options, scorer, sink, pipeline.trajectory)
-        try:
-            if scorer is None:
-                await pipeline.evaluate(no_judge=judge is None)
+            work = _work(options, scorer, sink, pipeline.trajectory)
+            if pool is None:
+                from .workers import WorkerPool
+
+                pool = WorkerPool(options.workers, work)
             else:
-                await pipeline.score(scorer, window)
-        finally:
-            if pipeline.pool is not None:
-                pipeline.pool.close()
+                pool.set_work(work)
+            pipeline.pool = pool
+        if scorer is None:
+            await pipeline.evaluate(no_judge=judge is None)
+        else:
+            await pipeline.score(scorer, window)
+        _closed(pool)
+        pool = None
         sink.flush()
         tracker.report()
     finally:
+        _closed(pool)
         collector.end()
         endpoints.close()
         if lookup is not None:
@@ -197,16 +254,32 @@ async def execute(
     return run_signature(options, endpoints, questions, unknown, scorer, pipeline.needs_judge)
 
 
-def _pool(
+def _work(
     options: RunOptions, scorer: AnswerScorer | None, sink: ResultSink, trajectory: str
-) -> WorkerPool:
-    """The worker processes of a run with ``workers`` > 1: they write and aggregate the results
-    of a sink that takes them written (unless a scorer or ``on_result`` wants them first)."""
-    from .workers import BatchWork, WorkerPool
+) -> BatchWork:
+    """What the worker processes of a run with ``workers`` > 1 do: they write and aggregate the
+    results of a sink that takes them written (unless a scorer or ``on_result`` wants them
+    first)."""
+    from .workers import BatchWork
 
     lines = sink.lines if scorer is None and options.on_result is None else None
-    work = BatchWork(trajectory, scorer is not None, options.responses_source, lines)
-    return WorkerPool(options.workers, work)
+    return BatchWork(trajectory, scorer is not None, options.responses_source, lines)
+
+
+def _spreads(reference_qas: Any, chat_responses: Any) -> bool:
+    """Whether the worker processes check their parts of the inputs too (``run.parallel``):
+    only a JSON Lines reference can, and its module is imported only when one was made."""
+    if "qa_eval.run.reflines" not in sys.modules:
+        return False
+    from .parallel import spreads
+
+    return spreads(reference_qas, chat_responses)
+
+
+def _closed(pool: WorkerPool | None) -> None:
+    """Stop a run's worker processes (if it has them)."""
+    if pool is not None:
+        pool.close()
 
 
 def _projection(options: RunOptions) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
@@ -290,7 +363,7 @@ class Pipeline:
 
     def __init__(
         self,
-        questions: list[Question],
+        questions: Questions,
         lookup: _Lookup,
         sink: ResultSink,
         tracker: Tracker,
@@ -411,12 +484,8 @@ class Pipeline:
                     matched,
                 )
             return
-        from .workers import spread
-
         index = 0
-        batches: Any = self.pool.evaluated(
-            spread(self.lookup.payloads(self.questions, self.chosen), self.sink.positions)
-        )
+        batches: Any = self.pool.evaluated(self._batches())
         async with contextlib.aclosing(batches):
             async for evaluated in batches:
                 assert evaluated.results is not None and evaluated.matched is not None
@@ -427,13 +496,9 @@ class Pipeline:
     async def _spread(self, no_judge: bool) -> None:
         """Every question's deterministic result from the worker processes (``pool``), handed
         on in order: as results, or written and aggregated to a sink that takes them so."""
-        from .workers import spread
-
         assert self.pool is not None
         sink, tracker, index = self.sink, self.tracker, 0
-        batches: Any = self.pool.evaluated(
-            spread(self.lookup.payloads(self.questions, self.chosen), sink.positions)
-        )
+        batches: Any = self.pool.evaluated(self._batches())
         async with contextlib.aclosing(batches):
             async for evaluated in batches:
                 if evaluated.results is None:
@@ -449,6 +514,18 @@ class Pipeline:
                         index += 1
                 if sink.full():
                     await sink.room()
+
+    def _batches(self) -> Iterable[Any]:
+        """What the worker processes evaluate, in order: the ranges of a reference they checked
+        (``run.parallel``), else batches of questions with their responses."""
+        questions, positions = self.questions, self.sink.positions
+        if not isinstance(questions, list) and questions.chunks is not None and self.chosen is None:
+            from .parallel import ranges_evaluated
+
+            return ranges_evaluated(questions, self.lookup.streamed, positions)
+        from .workers import spread
+
+        return spread(self.lookup.payloads(questions, self.chosen), positions)
 
     async def _score_one(
         self,

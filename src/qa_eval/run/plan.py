@@ -28,6 +28,7 @@ from ..io.files import JSONL_SUFFIXES, check_output_path, read_reference, read_r
 from .estimate import JudgeCallPlan, JudgeEstimate
 from .options import RunOptions, Spell, cli_option, python_name
 from .progress import StatusCallback
+from .reflines import JsonLinesReference, as_templates, jsonl_path, streams_with
 from .tags import check_by_reference, reference_questions
 
 if TYPE_CHECKING:
@@ -153,6 +154,8 @@ class EvaluationPlan:
     @property
     def questions(self) -> int:
         """The number of reference questions (each system answers all of them)."""
+        if isinstance(self.reference, JsonLinesReference):
+            return self.reference.count()
         return len(reference_questions(self.reference))
 
     @property
@@ -335,16 +338,26 @@ def plan_evaluation(
         _check_shard(out, pairs, spell)
     if check_config is not None:
         check_config(settings)
+    data: Any
     if flat is not None:
         from ..io.flat import read_flat
 
         data, flat_responses = read_flat(flat, dict(columns or {}))
         planned: tuple[SystemPlan, ...] = (SystemPlan(None, source, flat_responses, out, agg),)
     else:
-        data = read_input(source, read_reference, "REFERENCE", spell)
+        # A JSON Lines reference is read as a stream by a run that streams the rest (one
+        # system's JSON Lines responses and results; ``batch`` reads the dataset whole).
+        stream = not batch and len(pairs) == 1 and streamed(out)
+        if stream and streams_with(source, pairs[0][1]):
+            data = _reference_stream(source, tuple(by), spell)
+        else:
+            data = read_input(source, read_reference, "REFERENCE", spell)
+            if jsonl_path(source) and isinstance(data, list):  # (question lines: templates)
+                data = as_templates(data, source)
         planned = _read_systems(pairs, out, agg, spell, data)
     tags = tuple(by)
-    check_by_reference(data, tags, source, spell)
+    if not isinstance(data, JsonLinesReference):  # (a stream checks them as it is read)
+        check_by_reference(data, tags, source, spell)
     plan = EvaluationPlan(
         data, planned, options, tags, no_judge, batch, no_wait, flat is not None, spell
     )
@@ -522,6 +535,15 @@ def read_input(
     does: the command line's ``qa-eval evaluate`` and its argument, or the Python parameter
     (``reference``, ``responses``, or ``systems['NAME']`` for a named ``system``)."""
     data = reader(path)
+    _require_kind(data, path, role, spell, system)
+    return data
+
+
+def _require_kind(
+    data: Any, path: str, role: str, spell: Spell, system: str | None, records: bool = False
+) -> None:
+    """``read_input``'s check of what kind of file was read (``records``: ``data`` is an
+    iterator of the records of a JSON Lines file, its first ones)."""
     accept, wanted, weak_ok = _EVALUATE_INPUTS[role]
     if spell is cli_option:
         expected = f"`qa-eval evaluate` expects {wanted} as {role}"
@@ -530,14 +552,21 @@ def read_input(
         if system is not None and role == "RESPONSES":
             parameter = f"{spell('systems')}[{system!r}]"
         expected = f"`{parameter}` expects {wanted}"
-    filekind.require(data, str(path), accept, expected, weak_results_ok=weak_ok)
-    return data
+    require = filekind.require_records if records else filekind.require
+    require(data, str(path), accept, expected, weak_results_ok=weak_ok)
+
+
+def _reference_stream(source: str, by: tuple[str, ...], spell: Spell) -> JsonLinesReference:
+    """A JSON Lines reference to read as a stream, its first records' kind checked."""
+    reference = JsonLinesReference(source, by, spell)
+    _require_kind(reference.records(limit=20), source, "REFERENCE", spell, None, records=True)
+    return reference
 
 
 def _responses_input(path: str, stream: bool) -> Any:
     """The responses of one system: a JSON Lines file read as a stream when the run streams
     (see ``streamed``), else the file's data."""
-    if stream and Path(path).suffix.lower() in JSONL_SUFFIXES:
+    if stream and jsonl_path(path):
         from .stream import JsonLinesResponses
 
         return JsonLinesResponses(path)
@@ -546,6 +575,8 @@ def _responses_input(path: str, stream: bool) -> Any:
 
 def _first_questions(reference: Any, limit: int) -> list[Any]:
     """The reference dataset cut to its first ``limit`` questions."""
+    if isinstance(reference, JsonLinesReference):
+        return reference.head(limit)
     sample: list[Any] = []
     taken = 0
     for template in reference if isinstance(reference, list) else ():

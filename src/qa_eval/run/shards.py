@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 __all__ = [
     "TRIALS_BITS",
     "ShardFile",
+    "id_key",
+    "key_hash",
     "parse_shard",
     "position_key",
     "shard_of",
@@ -60,12 +62,22 @@ def parse_shard(text: str | tuple[int, int]) -> tuple[int, int]:
     return index, count
 
 
+def id_key(question_id: Any) -> bytes:
+    """A question id as bytes, equal for equal ids only (a string and an integer id of the same
+    digits differ): what its hash is taken of, and how a compact index of ids compares them."""
+    text = f"s:{question_id}" if isinstance(question_id, str) else f"i:{question_id}"
+    return text.encode("utf-8", "surrogatepass")
+
+
+def key_hash(key: bytes) -> int:
+    """The 64-bit BLAKE2b hash of an :func:`id_key`."""
+    return int.from_bytes(blake2b(key, digest_size=8).digest(), "big")
+
+
 def shard_of(question_id: Any, count: int) -> int:
     """The shard (1 to ``count``) of a question id: its BLAKE2b hash modulo ``count`` (a string
     and an integer id of the same digits are different ids)."""
-    text = f"s:{question_id}" if isinstance(question_id, str) else f"i:{question_id}"
-    digest = blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-    return int.from_bytes(digest, "big") % count + 1
+    return key_hash(id_key(question_id)) % count + 1
 
 
 def shard_places(questions: Sequence[Any], shard: tuple[int, int] | None) -> list[int] | None:

@@ -23,7 +23,13 @@ if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only whe
 if TYPE_CHECKING:
     from .endpoints import Endpoints
 
-__all__ = ["NO_JUDGE", "reference_fingerprint", "run_signature"]
+__all__ = [
+    "NO_JUDGE",
+    "digests_fingerprint",
+    "question_digest",
+    "reference_fingerprint",
+    "run_signature",
+]
 
 
 NO_JUDGE = (
@@ -72,7 +78,7 @@ def _signature(
 def run_signature(
     options: RunOptions,
     endpoints: Endpoints,
-    questions: list[Question],
+    questions: list[Question] | Any,
     unknown: Unknown,
     scorer: AnswerScorer | None,
     needs_judge: bool,
@@ -97,11 +103,18 @@ def run_signature(
     signature = _signature(
         settings, endpoints.judge, endpoints.embedder, run, note if needs_judge else None
     )
-    signature["reference"] = {
-        "fingerprint": options.fingerprint or reference_fingerprint(questions),
-        "templates": len({q.template_id for q in questions}),
-        "questions": len(questions),
-    }
+    if isinstance(questions, list):
+        signature["reference"] = {
+            "fingerprint": options.fingerprint or reference_fingerprint(questions),
+            "templates": len({q.template_id for q in questions}),
+            "questions": len(questions),
+        }
+    else:  # a run.reflines.StreamedReference: counted and fingerprinted as it was checked
+        signature["reference"] = {
+            "fingerprint": options.fingerprint or questions.fingerprint,
+            "templates": questions.templates,
+            "questions": len(questions),
+        }
     if options.left_out and endpoints.judge is not None:
         signature["metrics_left_out"] = dict(options.left_out)
     if unknown.count:
@@ -126,8 +139,23 @@ def reference_fingerprint(questions: Iterable[Question]) -> str:
     tags) is written as JSON with sorted keys and hashed; the sorted hashes are hashed again. So
     the fingerprint does not depend on key order, template order or question order, or on the
     file format (YAML or JSON), and changes with any change to a question's content."""
-    digests = sorted(sha256(_sorted_json([q.template_id, q.raw])).digest() for q in questions)
+    digests = sorted(question_digest(q.template_id, q.raw) for q in questions)
     return "sha256:" + sha256(b"".join(digests)).hexdigest()
+
+
+def question_digest(template_id: Any, raw: Any) -> bytes:
+    """The SHA-256 of one question (its template id and record) that the fingerprint sorts."""
+    return sha256(_sorted_json([template_id, raw])).digest()
+
+
+def digests_fingerprint(digests: bytes) -> str:
+    """:func:`reference_fingerprint` from every question's :func:`question_digest`, given
+    concatenated in any order (sorted here: compactly, as 32-byte rows)."""
+    import numpy as np
+
+    rows = np.frombuffer(digests, dtype=">u8").reshape(-1, 4)
+    order = np.lexsort(rows.T[::-1])  # the last key first: byte order of the rows
+    return "sha256:" + sha256(rows[order].tobytes()).hexdigest()
 
 
 _SORTED = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS

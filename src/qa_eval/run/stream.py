@@ -18,28 +18,60 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import InputError
-from ..io.files import parse_json
+from ..io.files import open_bytes, parse_json
 from .prepare.records import Problems, Question, Response
 from .prepare.responses import Seen, Unknown, check_response
 
-__all__ = ["JsonLinesResponses", "ResultsFile", "read_response"]
+__all__ = [
+    "JsonLinesResponses",
+    "ResultsFile",
+    "decode_line",
+    "file_lines",
+    "gz_lines",
+    "open_input",
+    "read_response",
+]
 
 _BOM = b"\xef\xbb\xbf"
 
 
-def _lines(file: IO[bytes]) -> Iterator[tuple[int, int, bytes]]:
-    """(line number, byte offset, line) of every line of a binary file, split at ``\\n``."""
-    offset = 0
-    for number, line in enumerate(file, start=1):
+def file_lines(
+    file: IO[bytes], offset: int = 0, first: int = 1
+) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, byte offset, line) of every line of a binary file, split at ``\\n``, from
+    ``offset`` (where ``file`` stands, at line number ``first``)."""
+    for number, line in enumerate(file, start=first):
         start = offset
         offset += len(line)
-        if number == 1 and line.startswith(_BOM):
+        if start == 0 and line.startswith(_BOM):
             line = line[len(_BOM) :]
             start += len(_BOM)
         yield number, start, line
 
 
-def _decode(line: bytes, source: str, number: int, offset: int) -> str:
+def open_input(path: Path) -> IO[bytes]:
+    """A JSON Lines input opened for reading bytes (``.gz``: decompressed as it is read);
+    ``InputError`` naming it when it cannot be."""
+    file = open_bytes(path)
+    if path.suffix.lower() != ".gz":
+        return file
+    import gzip
+
+    return gzip.GzipFile(fileobj=file, mode="rb")  # type: ignore[return-value]
+
+
+def gz_lines(file: IO[bytes], source: str) -> Iterator[tuple[int, int, bytes]]:
+    """:func:`file_lines` of a file that may be gzip: a corrupt or truncated one is an
+    ``InputError`` naming it."""
+    import zlib
+
+    try:
+        yield from file_lines(file)
+    except (OSError, EOFError, zlib.error) as e:
+        raise InputError(f"cannot read: {e}", source=source) from None
+
+
+def decode_line(line: bytes, source: str, number: int, offset: int) -> str:
     try:
         return line.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -60,53 +92,85 @@ class JsonLinesResponses:
     def __repr__(self) -> str:
         return f"JsonLinesResponses({str(self.path)!r})"
 
-    def _open(self) -> IO[bytes]:
-        try:
-            return self.path.open("rb")
-        except FileNotFoundError:
-            raise InputError("no such file", source=str(self.path)) from None
-        except IsADirectoryError:
-            raise InputError("is a directory, not a file", source=str(self.path)) from None
-        except OSError as e:
-            raise InputError(f"cannot read: {e.strerror}", source=str(self.path)) from None
+    def open(self) -> IO[bytes]:
+        """The file to read again at the offsets of its lines (a ``.gz`` file: its lines copied
+        by :meth:`index` into a temporary file, where a seek is cheap)."""
+        if self.spilled is not None:
+            return self.spilled.open("rb")
+        return open_input(self.path)
+
+    spilled: Path | None = None
+    """The temporary copy of a ``.gz`` file's lines (removed by ``StreamedResponses.close``)."""
 
     def index(
-        self, questions: Sequence[Question], source: str, unknown: Unknown | None = None
+        self, questions: Sequence[Question] | Any, source: str, unknown: Unknown | None = None
     ) -> StreamedResponses:
         """Read and check every line; ``InputError`` (every problem, as ``prepare_responses``
         reports them) before anything is evaluated. Keeps only each response's place; lines
         for question ids not in the reference are counted in ``unknown`` (an error without
-        it), as ``prepare_responses`` does."""
+        it), as ``prepare_responses`` does. ``questions``: prepared, or a reference read as a
+        stream (``run.reflines.StreamedReference``), whose compact index of ids joins them."""
         problems = Problems(source)
-        position = {q.question_id: i for i, q in enumerate(questions)}
         offsets = array("q", [-1]) * len(questions)
         numbers = array("q", [0]) * len(questions)
+        position: Any
+        lookup = getattr(questions, "lookup", None)
+        if lookup is not None:  # a reference read as a stream: its compact index of ids
+            position = lookup()
+            seen = Seen(position.places(numbers))
+        else:
+            position = {q.question_id: i for i, q in enumerate(questions)}
+            seen = Seen()
         more: dict[int, list[tuple[int, int]]] = {}
-        seen = Seen()
-        with self._open() as file:
-            for number, offset, line in _lines(file):
-                if not line.strip():
-                    continue
-                text = _decode(line, source, number, offset)
-                record = f"line {number}"
-                checked = check_response(
-                    ("line", number),
-                    None,
-                    parse_json(text, source, record),
-                    problems,
-                    position,
-                    seen,
-                    unknown,
-                )
-                if checked is not None:
-                    at = position[checked.question_id]
-                    if offsets[at] < 0:
-                        offsets[at], numbers[at] = offset, number
-                    else:  # a further trial
-                        more.setdefault(at, []).append((offset, number))
-        del seen
-        problems.raise_if_any()
+        copy = self._spill() if self.path.suffix.lower() == ".gz" else None
+        try:
+            with open_input(self.path) as file:
+                for number, offset, line in gz_lines(file, str(self.path)):
+                    if copy is not None:
+                        if copy.tell() < offset:  # a byte order mark, left out of the line
+                            copy.write(_BOM)
+                        copy.write(line)
+                    if not line.strip():
+                        continue
+                    text = decode_line(line, source, number, offset)
+                    record = f"line {number}"
+                    checked = check_response(
+                        ("line", number),
+                        None,
+                        parse_json(text, source, record),
+                        problems,
+                        position,
+                        seen,
+                        unknown,
+                    )
+                    if checked is not None:
+                        at = position[checked.question_id]
+                        if offsets[at] < 0:
+                            offsets[at], numbers[at] = offset, number
+                        else:  # a further trial
+                            more.setdefault(at, []).append((offset, number))
+            del seen
+            problems.raise_if_any()
+        except BaseException:
+            self._unspill()
+            raise
+        finally:
+            if copy is not None:
+                copy.close()
         return StreamedResponses(self, source, offsets, numbers, more)
+
+    def _spill(self) -> IO[bytes]:
+        """A temporary file for the lines of a ``.gz`` file (read again at their offsets)."""
+        import tempfile
+
+        copy = tempfile.NamedTemporaryFile(prefix="qa-eval-responses-", delete=False)  # noqa: SIM115
+        self.spilled = Path(copy.name)
+        return copy  # type: ignore[return-value]
+
+    def _unspill(self) -> None:
+        spilled, self.spilled = self.spilled, None
+        if spilled is not None:
+            spilled.unlink(missing_ok=True)
 
 
 class StreamedResponses:
@@ -153,7 +217,7 @@ class StreamedResponses:
             return []
         places = [(offset, self.numbers[index]), *self.more.get(index, ())]
         if self._file is None:
-            self._file = self.origin._open()
+            self._file = self.origin.open()
         out = []
         for at, number in places:
             self._file.seek(at)
@@ -163,15 +227,16 @@ class StreamedResponses:
     def _read(self, offset: int, number: int, question: Question) -> Response:
         """The response on the line at ``offset``, checked again."""
         if self._file is None:
-            self._file = self.origin._open()
+            self._file = self.origin.open()
         self._file.seek(offset)
         return read_response(self._file.readline(), number, offset, self.source, question)
 
     def close(self) -> None:
-        """Close the file."""
+        """Close the file (and remove a ``.gz`` file's temporary copy)."""
         if self._file is not None:
             self._file.close()
             self._file = None
+        self.origin._unspill()
 
 
 def read_response(
@@ -180,7 +245,7 @@ def read_response(
     """The response to ``question`` on a line of a responses file read before (line number
     ``number`` at byte ``offset``), checked again: ``InputError`` when it changed since."""
     record = f"line {number}"
-    text = _decode(line, source, number, offset)
+    text = decode_line(line, source, number, offset)
     problems = Problems(source)
     response = check_response(
         ("line", number),
@@ -216,7 +281,7 @@ class ResultsFile(Sequence[dict[str, Any]]):
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         with self.path.open("rb") as file:
-            for _, _, line in _lines(file):
+            for _, _, line in file_lines(file):
                 if line.strip():
                     yield parse_json(line.decode("utf-8"), str(self.path))
 
@@ -230,7 +295,7 @@ class ResultsFile(Sequence[dict[str, Any]]):
         if self._offsets is None:
             offsets = array("q")
             with self.path.open("rb") as file:
-                for _, offset, line in _lines(file):
+                for _, offset, line in file_lines(file):
                     if line.strip():
                         offsets.append(offset)
             self._offsets = offsets

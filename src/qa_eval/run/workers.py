@@ -212,8 +212,12 @@ def _serve(tasks: Any, results: Any, work: BatchWork) -> None:
         batch = waiting.get()
         if batch is None:
             return
+        if isinstance(batch, BatchWork):  # how the batches from now on are evaluated
+            work = batch
+            continue
         try:
-            outcome: tuple[str, Any] = ("done", evaluate_batch(work, batch))
+            done = evaluate_batch(work, batch) if isinstance(batch, Batch) else batch.run(work)
+            outcome: tuple[str, Any] = ("done", done)
         except Exception as e:  # the parent raises it (bad input found late, a bug)
             outcome = ("error", e)
         try:
@@ -251,7 +255,12 @@ class WorkerPool:
             self.results.append(reader)
             self.processes.append(process)
 
-    def _send(self, worker: int, batch: Batch) -> None:
+    def set_work(self, work: BatchWork) -> None:
+        """How every worker evaluates the batches sent from now on."""
+        for worker in range(self.workers):
+            self._send(worker, work)
+
+    def _send(self, worker: int, batch: Any) -> None:
         """Hand a batch to a worker (``RuntimeError`` when it died)."""
         try:
             self.tasks[worker].send(batch)
@@ -260,9 +269,11 @@ class WorkerPool:
             process.join(timeout=1)
             raise RuntimeError(_ended(process)) from None
 
-    async def evaluated(self, batches: Iterable[Batch]) -> AsyncIterator[Evaluated]:
+    async def evaluated(self, batches: Iterable[Any]) -> AsyncIterator[Any]:
         """The batches evaluated, in order; at most two per worker in flight. A worker that
-        died: ``RuntimeError`` with one line; an error a worker raised is raised here."""
+        died: ``RuntimeError`` with one line; an error a worker raised is raised here. A batch
+        is a :class:`Batch` or a task with a ``run(work)`` method (``run.parallel``), evaluated
+        to what it returns."""
         sent = received = 0
         limit = 2 * self.workers
         for batch in batches:
@@ -275,7 +286,7 @@ class WorkerPool:
             yield await asyncio.to_thread(self._receive, received % self.workers)
             received += 1
 
-    def _receive(self, worker: int) -> Evaluated:
+    def _receive(self, worker: int) -> Any:
         """The next batch a worker evaluated (waiting for it)."""
         from multiprocessing.connection import wait
 
@@ -290,7 +301,6 @@ class WorkerPool:
             raise RuntimeError(_ended(process))
         if kind == "error" and isinstance(value, BaseException):
             raise value
-        assert isinstance(value, Evaluated)
         return value
 
     def close(self) -> None:

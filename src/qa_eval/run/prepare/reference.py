@@ -245,12 +245,12 @@ def _prepare_template(
         problems.add(t_record, "questions", wrong(template, "questions", "a list"))
         return
     for q_pos, question in enumerate(items):
-        prepared = _prepare_question(question, q_pos, template_id, t_record, seen, problems, copies)
+        prepared = prepare_question(question, q_pos, template_id, t_record, seen, problems, copies)
         if prepared is not None:
             questions.append(prepared)
 
 
-def _prepare_question(
+def prepare_question(
     question: Any,
     q_pos: int,
     template_id: Any,

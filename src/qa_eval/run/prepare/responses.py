@@ -158,9 +158,10 @@ class Seen:
     with and without ``trial``. Keeps one place per response read (a question without trials:
     the place alone)."""
 
-    def __init__(self) -> None:
-        self.places: dict[Any, Any] = {}
-        """question id -> the place of its response, or {trial: place} for one with trials."""
+    def __init__(self, places: Any = None) -> None:
+        self.places: Any = {} if places is None else places
+        """question id -> the place of its response, or {trial: place} for one with trials (a
+        dict, or a compact mapping with ``get`` and item assignment)."""
 
     def claim(self, place: tuple[str, Any], qid: Any, trial: Any) -> tuple[str, str] | None:
         """Note the response at ``place``; (field, message) when it collides with one read
