@@ -253,7 +253,9 @@ def _model(values: list[int | float]) -> dict[str, Any]:
         else:
             added = _nearest(both)
             median = _nearest(Fraction(added) / 2) if added is not None else _nearest(both / 2)
-    return {"sum": total, "mean": mean, "median": median, "min": ordered[0], "max": ordered[-1]}
+    # min() and max() give the first of the smallest / largest in the values' order (1 or 1.0,
+    # whichever came first), as graphrag-eval's max() of the values does.
+    return {"sum": total, "mean": mean, "median": median, "min": min(values), "max": max(values)}
 
 
 def _assert_finite(data: Any) -> None:
@@ -289,7 +291,9 @@ def test_values_near_the_float_range_never_overflow(values: list[int | float]) -
     results = [_result(f"t{i % 2}", str(i), answer_f1=v) for i, v in enumerate(values)]
     out = compute_aggregates(results)
     _assert_finite(out)
-    _check_block(out["micro"]["answer_f1"], values)
+    # micro takes the values template by template (graphrag-eval concatenates its per-template
+    # series), which decides which of two equal values (0 and 0.0) a median or maximum is.
+    _check_block(out["micro"]["answer_f1"], values[0::2] + values[1::2])
     means = []
     for template, block in out["per_template"].items():
         _check_block(block["answer_f1"], values[int(template[1]) :: 2])
@@ -464,3 +468,18 @@ def test_micro_and_templates_describe_the_values_in_template_order(
         assert repr(aggregates["per_template"][template]["answer_f1"]) == repr(describe(values))
     every = [value for values in by_template.values() for value in values]
     assert repr(aggregates["micro"]["answer_f1"]) == repr(describe(every))
+
+
+def test_the_maximum_of_tied_values_is_the_first_as_graphrag_eval_gives_it() -> None:
+    """graphrag-eval writes max() of a template's values: of 1 and 1.0 the one that came first
+    (the sorted list's last, 1.0, was written before, a different YAML value)."""
+    for values, first in (
+        ([1, 1.0], 1),
+        ([1.0, 1], 1.0),
+        ([0.0, -0.0], 0.0),
+        ([-0.0, 0, 0.0], -0.0),
+    ):
+        results = [_result("t", str(i), answer_f1=v) for i, v in enumerate(values)]
+        block = compute_aggregates(results)["per_template"]["t"]["answer_f1"]
+        assert repr(block["max"]) == repr(first), values
+        assert repr(describe(values)["max"]) == repr(first), values

@@ -5,6 +5,7 @@ group collects for one metric."""
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any, TypeGuard, cast
@@ -157,7 +158,9 @@ def describe_sorted(
             "mean": mean,
             "median": _median(ordered),
             "min": ordered[0],
-            "max": ordered[-1],
+            # The first of the largest in the values' order, as max() gives it (the sort is
+            # stable: 1 before 1.0 when 1 came first; graphrag-eval takes max() of the values).
+            "max": ordered[bisect_left(ordered, ordered[-1])],
             "n": n,
         }
     if skipped:
