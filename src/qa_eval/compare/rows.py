@@ -18,6 +18,8 @@ from ..judge.repeats import judge_noise, within_noise
 from .pairing import Groups, jsonable_id, zero_counts
 from .signflip import TIE_TOLERANCE, alpha_of, sign_flip_test, smallest_p
 
+_NONE = np.zeros(0)
+
 
 def _rng(seed: int, metric: str, template: Any) -> np.random.Generator:
     """A generator per (seed, metric, template): a row does not depend on which others exist."""
@@ -133,8 +135,8 @@ def metric_rows(
     ``noise``, each row's judge noise."""
     templates = list(groups)
     all_pairs = (
-        np.concatenate([np.asarray(groups[t][0][0], dtype=float) for t in templates] or [[]]),
-        np.concatenate([np.asarray(groups[t][0][1], dtype=float) for t in templates] or [[]]),
+        np.concatenate([np.asarray(groups[t][0][0], dtype=float) for t in templates] or [_NONE]),
+        np.concatenate([np.asarray(groups[t][0][1], dtype=float) for t in templates] or [_NONE]),
     )
     all_counts = zero_counts()
     for _, counts in groups.values():
