@@ -369,7 +369,10 @@ def _cross_validated(args: argparse.Namespace, thresholds: dict[str, float]) -> 
 
 
 def report(args: argparse.Namespace) -> int:
+    from ..compare.columns import Scanned
     from ..compare.runs import compare_runs
+    from ..compare.streamed import compare_files
+    from ..compare.values import ErrorMode
     from ..report import Run, build_report, run_labels
 
     target = Path(args.output)
@@ -377,41 +380,58 @@ def report(args: argparse.Namespace) -> int:
         raise QaEvalError(f"{args.output}: the folder does not exist")
     if args.max_questions < 0:
         raise QaEvalError(f"--max-questions must be 0 (all) or more, got {args.max_questions}")
-    read = [(read_results_file(p, "report"), read_signature(p)) for p in args.results]
-    names = run_labels(args.results, [signature for _, signature in read])
-    runs = [Run(name, results, signature) for name, (results, signature) in zip(names, read)]
+    agreement = getattr(args, "labels", None)
+    # JSON Lines runs (without --labels, which measures every result): read a line at a time
+    read: list[Any] = read_runs(args.results, "report") if not agreement else []
+    scans = cast("list[Scanned]", read) if read and isinstance(read[0], Scanned) else None
+    if not read:
+        read = [read_results_file(p, "report") for p in args.results]
+    signatures = [read_signature(p) for p in args.results]
+    names = run_labels(args.results, signatures)
+    runs = [Run(name, results, sig) for name, results, sig in zip(names, read, signatures)]
     comparison: Any = False
     notes: list[str] = []
     if len(runs) >= 2 and not args.no_compare:
         first, second = runs[:2]
         notes = check_same_reference(args.results[:2], [first.signature, second.signature], args)
+        errors: ErrorMode = "exclude" if args.exclude_errors else "fail"
+        pair = (first.label, second.label)
         try:
-            compared = compare_runs(
-                first.results,
-                second.results,
-                labels=(first.label, second.label),
-                errors="exclude" if args.exclude_errors else "fail",
-            )
+            if scans is not None:
+                comparison = compare_files(scans[0], scans[1], labels=pair, errors=errors)
+            else:
+                comparison = compare_runs(first.results, second.results, labels=pair, errors=errors)
         except ValueError as e:  # e.g. a question id twice in one run
             raise QaEvalError(f"comparing {first.label} with {second.label}: {e}") from None
-        comparison = compared
     labels = None
     thresholds = quality.parse_label_thresholds(getattr(args, "threshold", None) or ())
-    if thresholds and not getattr(args, "labels", None):
+    if thresholds and not agreement:
         raise QaEvalError("--threshold sets the agreement section's thresholds: give --labels")
-    if getattr(args, "labels", None):
+    if agreement:
         from ..agreement.labels import read_labels
 
         labels = read_labels(args.labels)
         quality.check_names("--threshold", thresholds, list(labels.metrics), "labelled metric")
-    page = build_report(
-        runs,
-        comparison,
-        args.title,
-        max_questions=args.max_questions or None,
-        labels=labels,
-        threshold=thresholds or None,
-    )
+    if scans is not None:
+        from ..report.streamed import report_of_files
+
+        page = report_of_files(
+            scans,
+            names,
+            signatures,
+            comparison or None,
+            args.title,
+            max_questions=args.max_questions or None,
+        )
+    else:
+        page = build_report(
+            runs,
+            comparison,
+            args.title,
+            max_questions=args.max_questions or None,
+            labels=labels,
+            threshold=thresholds or None,
+        )
     target.write_text(page, encoding="utf-8")
     size = target.stat().st_size / 1e6
     print(f"wrote {target} ({size:.1f} MB, {len(runs)} run(s)); open it in a browser")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,10 +76,13 @@ class RunColumns:
 
 
 def read_columns(
-    path: str | os.PathLike[str], metrics: Sequence[str], command: str = "compare"
+    path: str | os.PathLike[str],
+    metrics: Sequence[str],
+    command: str = "compare",
+    also: Callable[[int, dict[str, Any]], None] | None = None,
 ) -> RunColumns:
     """The columns of a results file for ``metrics`` (the file read once more, a line at a
-    time)."""
+    time); ``also(position, result)`` is called with each result too."""
     columns = RunColumns(
         values={m: array("d") for m in metrics}, kinds={m: bytearray() for m in metrics}
     )
@@ -87,6 +90,8 @@ def read_columns(
     kind_codes = KINDS
 
     def each(result: dict[str, Any]) -> None:
+        if also is not None:
+            also(len(columns.ids), result)
         columns.ids.append(result["question_id"])
         template = result.get("template_id")
         index = where.get(template)

@@ -255,37 +255,42 @@ _SCALARS = (str, int, float, bool, type(None))
 
 
 def _records(label: str, results: Iterable[Any]) -> list[Mapping[str, Any]]:
-    """The results of a run, checked where the aggregates and the comparison rely on their
-    shape (everything else is only shown, whatever it holds)."""
+    """The results of a run, each checked (:func:`check_record`)."""
     out = []
     for position, result in enumerate(results):
-        record = f"result [{position}]"
-        if not isinstance(result, Mapping):
-            raise InputError(
-                f"must be a mapping, got {type(result).__name__}",
-                source=f"run {label}",
-                record=record,
-            )
-        if isinstance(result.get("question_id"), _SCALARS):
-            record += f" (question {result.get('question_id')!r})"
-
-        def bad(field: str, problem: str, record: str = record) -> InputError:
-            return InputError(problem, source=f"run {label}", record=record, field=field)
-
-        for key in ("question_id", "template_id"):
-            if not isinstance(result.get(key), _SCALARS):
-                raise bad(key, f"must be text or a number, got {type(result[key]).__name__}")
-        steps = result.get("actual_steps")
-        if steps is not None and not isinstance(steps, list):
-            raise bad("actual_steps", f"must be a list, got {type(steps).__name__}")
-        for index, step in enumerate(steps or ()):
-            if not isinstance(step, Mapping) or not isinstance(step.get("name"), _SCALARS):
-                raise bad(f"actual_steps[{index}]", "must be a mapping with a text name")
-        groups = result.get("reference_steps")
-        if groups is not None and not isinstance(groups, list):
-            raise bad("reference_steps", f"must be a list, got {type(groups).__name__}")
+        check_record(label, position, result)
         out.append(result)
     return out
+
+
+def check_record(label: str, position: int, result: Any) -> None:
+    """``InputError`` for a result of run ``label`` (at ``position``) whose shape the
+    aggregates and the comparison rely on (everything else is only shown, whatever it holds)."""
+    record = f"result [{position}]"
+    if not isinstance(result, Mapping):
+        raise InputError(
+            f"must be a mapping, got {type(result).__name__}",
+            source=f"run {label}",
+            record=record,
+        )
+    if isinstance(result.get("question_id"), _SCALARS):
+        record += f" (question {result.get('question_id')!r})"
+
+    def bad(field: str, problem: str) -> InputError:
+        return InputError(problem, source=f"run {label}", record=record, field=field)
+
+    for key in ("question_id", "template_id"):
+        if not isinstance(result.get(key), _SCALARS):
+            raise bad(key, f"must be text or a number, got {type(result[key]).__name__}")
+    steps = result.get("actual_steps")
+    if steps is not None and not isinstance(steps, list):
+        raise bad("actual_steps", f"must be a list, got {type(steps).__name__}")
+    for index, step in enumerate(steps or ()):
+        if not isinstance(step, Mapping) or not isinstance(step.get("name"), _SCALARS):
+            raise bad(f"actual_steps[{index}]", "must be a mapping with a text name")
+    groups = result.get("reference_steps")
+    if groups is not None and not isinstance(groups, list):
+        raise bad("reference_steps", f"must be a list, got {type(groups).__name__}")
 
 
 def metric_names(records: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -16,7 +16,13 @@ from typing import Any
 from ..aggregate import as_float, is_error, mean_of
 from .model import STEP_METRIC_OWNER, Metric, RunSummary, template_name, values_of
 
-__all__ = ["QuestionRef", "collect_questions", "order_questions", "paired_values"]
+__all__ = [
+    "QuestionRef",
+    "collect_questions",
+    "judge_question",
+    "order_questions",
+    "paired_values",
+]
 
 _TIE = 1e-12
 
@@ -107,7 +113,8 @@ def collect_questions(runs: Sequence[RunSummary], by_template: bool) -> list[Que
     return out
 
 
-def _judge(question: QuestionRef, metrics: Sequence[Metric], fail: bool) -> QuestionRef:
+def judge_question(question: QuestionRef, metrics: Sequence[Metric], fail: bool) -> QuestionRef:
+    """A question of two runs marked worse or better in B, with the metrics that fell."""
     a, b = question.results[0], question.results[1]
     if a is None or b is None:
         return question
@@ -140,7 +147,7 @@ def order_questions(
     """Questions worst first. Two runs: those that got worse in B (a new error first, then the
     largest fall of the primary score, then the most metrics fallen), then the rest by B's
     primary score. One run: errors first, then the primary score ascending."""
-    judged = [_judge(q, metrics, fail) for q in questions] if two_runs else list(questions)
+    judged = [judge_question(q, metrics, fail) for q in questions] if two_runs else list(questions)
 
     def worst_first(q: QuestionRef) -> tuple[Any, ...]:
         last = next((r for r in reversed(q.results[:2] if two_runs else q.results[:1]) if r), None)
