@@ -21,7 +21,9 @@ __all__ = [
     "collect_questions",
     "judge_question",
     "order_questions",
+    "ordering",
     "paired_values",
+    "question_ref",
 ]
 
 _TIE = 1e-12
@@ -97,20 +99,29 @@ def collect_questions(runs: Sequence[RunSummary], by_template: bool) -> list[Que
                 slots[("#", index, position)] = [
                     result if i == index else None for i in range(len(runs))
                 ]
-    out = []
-    for number, (key, results) in enumerate(slots.items()):
-        first = next(r for r in results if r is not None)
-        out.append(
-            QuestionRef(
-                key=key,
-                anchor=f"q-{number + 1}",
-                template=template_name(first.get("template_id")),
-                question_id="" if first.get("question_id") is None else str(first["question_id"]),
-                text="" if first.get("question_text") is None else str(first["question_text"]),
-                results=tuple(results),
-            )
-        )
-    return out
+    return [
+        question_ref(key, number, results) for number, (key, results) in enumerate(slots.items())
+    ]
+
+
+def question_ref(key: Any, number: int, results: Sequence[Mapping[str, Any] | None]) -> QuestionRef:
+    """Question ``number`` (from 0, in the order listed) with its result in each run."""
+    first = next(r for r in results if r is not None)
+    return QuestionRef(
+        key=key,
+        anchor=f"q-{number + 1}",
+        template=template_name(first.get("template_id")),
+        question_id="" if first.get("question_id") is None else str(first["question_id"]),
+        text="" if first.get("question_text") is None else str(first["question_text"]),
+        results=tuple(results),
+    )
+
+
+def ordering(metrics: Sequence[Metric], verdict: Any) -> tuple[Metric | None, bool]:
+    """What puts questions worst first: the primary metric (the first score that is not a step
+    metric) and whether an error scores 0 (unless the verdict left errors out)."""
+    primary = next((m for m in metrics if m.higher and not m.step), None)
+    return primary, verdict is None or verdict.method.get("errors", "fail") != "exclude"
 
 
 def judge_question(question: QuestionRef, metrics: Sequence[Metric], fail: bool) -> QuestionRef:

@@ -36,11 +36,10 @@ from .model import (
     signature_thresholds,
     stat_metrics,
     summary_of,
-    template_name,
     values_of,
     verdict_of,
 )
-from .questions import QuestionRef, judge_question
+from .questions import QuestionRef, judge_question, ordering, question_ref
 
 __all__ = ["report_of_files"]
 
@@ -82,8 +81,7 @@ def report_of_files(
         by_template = len(columns) >= 2 and any(len(set(c.ids)) != len(c.ids) for c in columns)
     slots = _collect(columns, by_template)
     total = len(slots[0]) if slots else 0
-    primary = next((m for m in metrics if m.higher and not m.step), None)
-    fail = verdict is None or verdict.method.get("errors", "fail") != "exclude"
+    primary, fail = ordering(metrics, verdict)
     order = _Order(columns, slots, metrics, primary, verdict is not None, fail)
     shown = total if max_questions is None else min(max_questions, total)
     kept = order.first(min(total, max(shown, MAX_LISTED if verdict is not None else 0)))
@@ -264,24 +262,17 @@ def _questions(
         _results_at(scanned.path, {slots[index][n] for n in kept} - {-1})
         for index, scanned in enumerate(scans)
     ]
-    out = []
-    for number in kept:
-        row = tuple(
-            results[i].get(slots[i][number]) if slots[i][number] >= 0 else None
-            for i in range(len(scans))
+    return [
+        question_ref(
+            number,
+            number,
+            [
+                results[i].get(slots[i][number]) if slots[i][number] >= 0 else None
+                for i in range(len(scans))
+            ],
         )
-        first = next(r for r in row if r is not None)
-        out.append(
-            QuestionRef(
-                key=number,
-                anchor=f"q-{number + 1}",
-                template=template_name(first.get("template_id")),
-                question_id="" if first.get("question_id") is None else str(first["question_id"]),
-                text="" if first.get("question_text") is None else str(first["question_text"]),
-                results=row,
-            )
-        )
-    return out
+        for number in kept
+    ]
 
 
 def _results_at(path: str, wanted: set[int]) -> dict[int, dict[str, Any]]:
