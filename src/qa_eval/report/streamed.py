@@ -152,11 +152,11 @@ def _read_run(
     return summary, columns
 
 
-def _collect(columns: Sequence[RunColumns], by_template: bool) -> list[list[int]]:
+def _collect(columns: Sequence[RunColumns], by_template: bool) -> list[array[int]]:
     """Per run, the position of each question's result (-1: none), the questions numbered in
     the order ``questions.collect_questions`` lists them (a question twice in one run: the
     second its own entry)."""
-    slots: list[list[int]] = [[] for _ in columns]
+    slots: list[array[int]] = [array("q") for _ in columns]
     numbers: dict[Any, int] = {}
 
     def new() -> int:
