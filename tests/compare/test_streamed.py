@@ -124,8 +124,7 @@ def _mix(count: int, shift: float) -> list[dict[str, Any]]:
 def test_many_pairs_use_the_monte_carlo_test_and_give_the_same_bytes(tmp_path: Path) -> None:
     a, b = _mix(400, 0.0), _mix(380, 0.3)[::-1]
     path_a, path_b = _write(tmp_path / "a.jsonl", a), _write(tmp_path / "b.jsonl", b)
-    scans = scan_results(path_a, "compare"), scan_results(path_b, "compare")
-    got = compare_files(*scans, resamples=500, seed=3)
+    got = compare_files(path_a, path_b, resamples=500, seed=3)  # paths: scanned first
     assert orjson.dumps(got) == orjson.dumps(compare_runs(a, b, resamples=500, seed=3))
     assert got["questions"]["paired"] == 380 and got["metrics"][0]["overall"]["n"] > 16
 

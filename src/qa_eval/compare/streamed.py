@@ -12,12 +12,13 @@ reads such runs whole as before.
 
 from __future__ import annotations
 
+import os
 from array import array
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..vocabulary.lookup import direction
-from .columns import KINDS, RunColumns, Scanned, read_columns
+from .columns import KINDS, RunColumns, Scanned, read_columns, scan_results
 from .pairing import Groups, jsonable_id, no_pairs, zero_counts
 from .rows import adjust_and_mark, metric_rows
 from .runs import check_compare_options, method_of
@@ -31,8 +32,8 @@ _KIND_NAMES = {code: name for name, code in KINDS.items()}
 
 
 def compare_files(
-    a: Scanned,
-    b: Scanned,
+    a: Scanned | str | os.PathLike[str],
+    b: Scanned | str | os.PathLike[str],
     *,
     metrics: Sequence[str] | None = None,
     resamples: int = 10_000,
@@ -42,10 +43,14 @@ def compare_files(
     errors: ErrorMode = "fail",
     lower_better: Iterable[str] = (),
 ) -> dict[str, Any]:
-    """``compare_runs`` of two JSON Lines results files (each read through once by
+    """``compare_runs`` of two JSON Lines results files (paths, or each read through once by
     ``columns.scan_results``), holding each run as columns; ``ValueError`` as ``compare_runs``
     gives it, and for a run with trials or judge repeats (compare it read whole)."""
     check_compare_options(resamples, confidence, errors)
+    if not isinstance(a, Scanned):
+        a = scan_results(a, "compare", str(labels[0]))
+    if not isinstance(b, Scanned):
+        b = scan_results(b, "compare", str(labels[1]))
     for scanned in (a, b):
         if scanned.whole:
             raise ValueError(f"{scanned.path}: a run with trials or judge repeats is read whole")
