@@ -70,9 +70,16 @@ def report_of_files(
     for scanned in scans[1:]:
         merged = merged.merge(scanned.metrics)
     names = merged.names()
-    read = [_read_run(s, label, sig, names) for s, label, sig in zip(scans, labels, signatures)]
-    summaries = [summary for summary, _ in read]
-    columns = [column for _, column in read]
+    # each run's aggregates first, one run at a time (their arrays are the largest part), then
+    # every run's columns: the two are never held together
+    parts = [_aggregate_run(s, label, sig) for s, label, sig in zip(scans, labels, signatures)]
+    columns = [read_columns(s.path, names, "report") for s in scans]
+    summaries = [
+        _summary(label, signature, scanned, part, column)
+        for label, signature, scanned, part, column in zip(
+            labels, signatures, scans, parts, columns
+        )
+    ]
     verdict = verdict_of(comparison) if comparison is not None else None
     metrics = metric_list(summaries, verdict)
     if verdict is not None:
@@ -102,10 +109,13 @@ def report_of_files(
     )
 
 
-def _read_run(
-    scanned: Scanned, label: str, signature: Mapping[str, Any] | None, names: Sequence[str]
-) -> tuple[RunSummary, RunColumns]:
-    """One run's summary (as ``summarize_run`` makes it) and its columns, the file read once."""
+_Part = tuple[dict[str, Any], StepTally, dict[str, "array[float]"]]
+"""A run's aggregates, its reference steps counted and its step metrics' values."""
+
+
+def _aggregate_run(scanned: Scanned, label: str, signature: Mapping[str, Any] | None) -> _Part:
+    """One run's aggregates (as ``summarize_run`` computes them), reference steps and step
+    metrics' values (one per step), the file read once more and each result checked."""
     own = scanned.metrics.names()
     spec = AggregateSpec.of(
         None, DEFAULT_TAGS, extra_metrics(own), pass_thresholds=signature_thresholds(signature)
@@ -115,9 +125,12 @@ def _read_run(
     step_metrics = [m for m in own if m in STEP_METRIC_OWNER]
     step_values = {m: array("d") for m in step_metrics}
     chunk: list[dict[str, Any]] = []
+    position = 0
 
-    def each(position: int, result: dict[str, Any]) -> None:
+    def each(result: dict[str, Any]) -> None:
+        nonlocal position
         check_record(label, position, result)
+        position += 1
         chunk.append(result)
         if len(chunk) >= _CHUNK:
             partial.add(chunk)
@@ -127,9 +140,21 @@ def _read_run(
             if result.get("actual_steps"):
                 step_values[metric].extend(values_of([result], metric))
 
-    columns = read_columns(scanned.path, names, "report", also=each)
+    kinds.read_results_lines(scanned.path, "report", each)
     partial.add(chunk)
-    aggregates = partial.finish()
+    return partial.finish(), steps, step_values
+
+
+def _summary(
+    label: str,
+    signature: Mapping[str, Any] | None,
+    scanned: Scanned,
+    part: _Part,
+    columns: RunColumns,
+) -> RunSummary:
+    """One run's summary (as ``summarize_run`` makes it): its question metrics' values from its
+    columns."""
+    aggregates, steps, step_values = part
     values: dict[str, Sequence[float]] = {}
     for metric in stat_metrics(aggregates):
         if metric in STEP_METRIC_OWNER:
@@ -139,7 +164,7 @@ def _read_run(
             values[metric] = array("d", compress(columns.values[metric], ok))
         else:  # no result has a number for it (else the scan had found it): no value
             values[metric] = array("d")
-    summary = summary_of(
+    return summary_of(
         label,
         signature,
         aggregates,
@@ -149,7 +174,6 @@ def _read_run(
         steps=steps,
         repeats=None,
     )
-    return summary, columns
 
 
 def _collect(columns: Sequence[RunColumns], by_template: bool) -> list[array[int]]:
