@@ -92,7 +92,10 @@ def report_of_files(
     order = _Order(columns, slots, metrics, primary, verdict is not None, fail)
     shown = total if max_questions is None else min(max_questions, total)
     kept = order.first(min(total, max(shown, MAX_LISTED if verdict is not None else 0)))
-    questions = _questions(scans, slots, kept)
+    counts = (total, order.worse, order.better)
+    positions = [[slot[n] for n in kept] for slot in slots]
+    del order, columns, slots  # the columns are done with: freed before the page is drawn
+    questions = _questions(scans, kept, positions)
     if verdict is not None:
         questions = [judge_question(q, metrics, fail) for q in questions]
     return render_page(
@@ -105,7 +108,7 @@ def report_of_files(
         questions=questions,
         shown=shown,
         max_questions=max_questions,
-        counts=(total, order.worse, order.better),
+        counts=counts,
     )
 
 
@@ -279,11 +282,12 @@ class _Order:
 
 
 def _questions(
-    scans: Sequence[Scanned], slots: Sequence[Sequence[int]], kept: Sequence[int]
+    scans: Sequence[Scanned], kept: Sequence[int], positions: Sequence[Sequence[int]]
 ) -> list[QuestionRef]:
-    """The kept questions, their results read again whole (each file once more)."""
+    """The kept questions (their numbers in the list order, and per run the position of each
+    one's result, -1 for none), their results read again whole (each file once more)."""
     results = [
-        _results_at(scanned.path, {slots[index][n] for n in kept} - {-1})
+        _results_at(scanned.path, set(positions[index]) - {-1})
         for index, scanned in enumerate(scans)
     ]
     return [
@@ -291,11 +295,11 @@ def _questions(
             number,
             number,
             [
-                results[i].get(slots[i][number]) if slots[i][number] >= 0 else None
-                for i in range(len(scans))
+                found.get(where[row]) if where[row] >= 0 else None
+                for found, where in zip(results, positions)
             ],
         )
-        for number in kept
+        for row, number in enumerate(kept)
     ]
 
 
