@@ -332,16 +332,7 @@ def sized(table: Table, label: str, n: int, files: tuple[Path, Path], tmp: Path,
     if n <= args.ray_max:
         ray_row(table, label, n, files, one, args)
     if n <= args.report_max and one.exists():
-        table.run(
-            label,
-            n,
-            "aggregate RESULTS.jsonl",
-            ["aggregate", str(one), "-o", str(tmp / "a.json")],
-            tmp / "a.json",
-        )
-        table.run(label, n, "compare RESULTS RESULTS", ["compare", str(one), str(one)], tmp / "-")
-        page = tmp / f"report-{label}-{n}.html"
-        table.run(label, n, "report RESULTS.jsonl", ["report", str(one), "-o", str(page)], page)
+        readers(table, label, n, one, tmp)
     for path in tmp.glob(f"*-{label}-{n}*"):
         path.unlink(missing_ok=True)
 
@@ -387,6 +378,18 @@ def streamed_rows(table: Table, label: str, n: int, data: Path, tmp: Path, args:
         path.unlink(missing_ok=True)
 
 
+def readers(table: Table, label: str, n: int, results: Path, tmp: Path) -> None:
+    """The rows of the commands that read a results file: ``aggregate``, ``compare`` (the file
+    with itself) and ``report``, each on JSON Lines (read a line at a time)."""
+    aggregates = tmp / f"aggregate-{label}-{n}.json"
+    command = ["aggregate", str(results), "-o", str(aggregates)]
+    table.run(label, n, "aggregate RESULTS.jsonl", command, aggregates)
+    command = ["compare", str(results), str(results)]
+    table.run(label, n, "compare RESULTS RESULTS", command, tmp / "-")
+    page = tmp / f"report-{label}-{n}.html"
+    table.run(label, n, "report RESULTS.jsonl", ["report", str(results), "-o", str(page)], page)
+
+
 def main() -> None:
     """Generate the data, run each source tree on each size, print the table."""
     parser = argparse.ArgumentParser(description="qa-eval scale benchmark")
@@ -405,9 +408,9 @@ def main() -> None:
     parser.add_argument(
         "--report-max",
         type=int,
-        default=100_000,
+        default=1_000_000,
         help="run 'aggregate', 'compare' and 'report' on sizes up to this many questions "
-        "(default 100,000: they read every result into memory)",
+        "(default 1,000,000)",
     )
     parser.add_argument(
         "--ray-max",

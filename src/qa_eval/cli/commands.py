@@ -8,19 +8,15 @@ import argparse
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
 from ..aggregate import DEFAULT_TAGS, compute_aggregates
 from ..errors import QaEvalError
-from ..io import kinds
 from ..io.files import (
     JSONL_SUFFIXES,
     check_output_path,
-    check_results,
-    read_data,
-    signature_path,
     write_data,
 )
 from ..run.options import cli_option
@@ -28,6 +24,13 @@ from ..run.tags import check_by_results
 from . import gates as quality
 from .common import check_report_paths, gate_outcome, print_notes
 from .junit import junit_xml
+from .runfiles import (
+    check_same_reference,
+    compared_metrics,
+    read_results_file,
+    read_runs,
+    read_signature,
+)
 from .summary import markdown_compare
 
 __all__ = [
@@ -170,8 +173,10 @@ def schema(args: argparse.Namespace) -> int:
 
 
 def compare(args: argparse.Namespace) -> int:
+    from ..compare.columns import Scanned
     from ..compare.runs import compare_runs
     from ..compare.signflip import MAX_RESAMPLES
+    from ..compare.streamed import compare_files
     from ..compare.table import format_table
     from ..report import run_labels
 
@@ -185,21 +190,27 @@ def compare(args: argparse.Namespace) -> int:
     check_report_paths(args)
     regressions = quality.parse_regressions(args.fail_on_regression or ())
     paths = (args.results_a, args.results_b)
-    runs = [_read_results(path, "compare") for path in paths]
-    signatures = [_read_signature(p) for p in paths]
-    notes = _check_same_reference(paths, signatures, args)
+    runs = read_runs(paths, "compare")
+    signatures = [read_signature(p) for p in paths]
+    notes = check_same_reference(paths, signatures, args)
     default_a, default_b = run_labels(paths, signatures)
     labels = (args.label_a or default_a, args.label_b or default_b)
+    options: dict[str, Any] = {
+        "resamples": args.resamples,
+        "seed": args.seed,
+        "labels": labels,
+        "errors": "exclude" if args.exclude_errors else "fail",
+    }
     try:
-        comparison = compare_runs(
-            runs[0],
-            runs[1],
-            metrics=_compared_metrics(args.metric, runs, regressions),
-            resamples=args.resamples,
-            seed=args.seed,
-            labels=labels,
-            errors="exclude" if args.exclude_errors else "fail",
-        )
+        if isinstance(runs[0], Scanned):  # JSON Lines: compared as columns, never held whole
+            scans = cast("list[Scanned]", runs)
+            merged = scans[0].metrics.merge(scans[1].metrics)
+            chosen = compared_metrics(args.metric, merged.names, regressions)
+            comparison = compare_files(scans[0], scans[1], metrics=chosen, **options)
+        else:
+            whole = cast("list[list[Any]]", runs)
+            chosen = compared_metrics(args.metric, lambda: _metrics_of(whole), regressions)
+            comparison = compare_runs(whole[0], whole[1], metrics=chosen, **options)
     except ValueError as e:
         raise QaEvalError(str(e)) from None
     if args.output:
@@ -343,7 +354,7 @@ def _cross_validated(args: argparse.Namespace, thresholds: dict[str, float]) -> 
             f"(labelled: {', '.join(people.metrics)})"
         )
     return cross_validate(
-        _read_results(args.results[0], "agreement"),
+        read_results_file(args.results[0], "agreement"),
         people,
         load_config(args.config),
         metrics[0],
@@ -358,7 +369,10 @@ def _cross_validated(args: argparse.Namespace, thresholds: dict[str, float]) -> 
 
 
 def report(args: argparse.Namespace) -> int:
+    from ..compare.columns import Scanned
     from ..compare.runs import compare_runs
+    from ..compare.streamed import compare_files
+    from ..compare.values import ErrorMode
     from ..report import Run, build_report, run_labels
 
     target = Path(args.output)
@@ -366,41 +380,58 @@ def report(args: argparse.Namespace) -> int:
         raise QaEvalError(f"{args.output}: the folder does not exist")
     if args.max_questions < 0:
         raise QaEvalError(f"--max-questions must be 0 (all) or more, got {args.max_questions}")
-    read = [(_read_results(p, "report"), _read_signature(p)) for p in args.results]
-    names = run_labels(args.results, [signature for _, signature in read])
-    runs = [Run(name, results, signature) for name, (results, signature) in zip(names, read)]
+    agreement = getattr(args, "labels", None)
+    # JSON Lines runs (without --labels, which measures every result): read a line at a time
+    read: list[Any] = read_runs(args.results, "report") if not agreement else []
+    scans = cast("list[Scanned]", read) if read and isinstance(read[0], Scanned) else None
+    if not read:
+        read = [read_results_file(p, "report") for p in args.results]
+    signatures = [read_signature(p) for p in args.results]
+    names = run_labels(args.results, signatures)
+    runs = [Run(name, results, sig) for name, results, sig in zip(names, read, signatures)]
     comparison: Any = False
     notes: list[str] = []
     if len(runs) >= 2 and not args.no_compare:
         first, second = runs[:2]
-        notes = _check_same_reference(args.results[:2], [first.signature, second.signature], args)
+        notes = check_same_reference(args.results[:2], [first.signature, second.signature], args)
+        errors: ErrorMode = "exclude" if args.exclude_errors else "fail"
+        pair = (first.label, second.label)
         try:
-            compared = compare_runs(
-                first.results,
-                second.results,
-                labels=(first.label, second.label),
-                errors="exclude" if args.exclude_errors else "fail",
-            )
+            if scans is not None:
+                comparison = compare_files(scans[0], scans[1], labels=pair, errors=errors)
+            else:
+                comparison = compare_runs(first.results, second.results, labels=pair, errors=errors)
         except ValueError as e:  # e.g. a question id twice in one run
             raise QaEvalError(f"comparing {first.label} with {second.label}: {e}") from None
-        comparison = compared
     labels = None
     thresholds = quality.parse_label_thresholds(getattr(args, "threshold", None) or ())
-    if thresholds and not getattr(args, "labels", None):
+    if thresholds and not agreement:
         raise QaEvalError("--threshold sets the agreement section's thresholds: give --labels")
-    if getattr(args, "labels", None):
+    if agreement:
         from ..agreement.labels import read_labels
 
         labels = read_labels(args.labels)
         quality.check_names("--threshold", thresholds, list(labels.metrics), "labelled metric")
-    page = build_report(
-        runs,
-        comparison,
-        args.title,
-        max_questions=args.max_questions or None,
-        labels=labels,
-        threshold=thresholds or None,
-    )
+    if scans is not None:
+        from ..report.streamed import report_of_files
+
+        page = report_of_files(
+            scans,
+            names,
+            signatures,
+            comparison or None,
+            args.title,
+            max_questions=args.max_questions or None,
+        )
+    else:
+        page = build_report(
+            runs,
+            comparison,
+            args.title,
+            max_questions=args.max_questions or None,
+            labels=labels,
+            threshold=thresholds or None,
+        )
     target.write_text(page, encoding="utf-8")
     size = target.stat().st_size / 1e6
     print(f"wrote {target} ({size:.1f} MB, {len(runs)} run(s)); open it in a browser")
@@ -416,7 +447,7 @@ def export_scores(args: argparse.Namespace) -> int:
         raise QaEvalError("export-scores needs --otlp-json FILE, --otlp-endpoint URL or --langfuse")
     if args.otlp_json:
         check_output_path(args.otlp_json)
-    results = _read_results(args.results, "export-scores")
+    results = read_results_file(args.results, "export-scores")
     quality.check_result_keys("--metric", args.metric or (), results)
     selection = evaluation_events(results, args.metric)
     nothing = selection.nothing(len(results))
@@ -474,7 +505,7 @@ def aggregate(args: argparse.Namespace) -> int:
         spec = AggregateSpec.of(args.config, tags, keys=args.keys, pass_thresholds=thresholds)
         aggregates = aggregate_results_file(args.results, spec, args.by or (), spell=cli_option)
     else:
-        results = _read_results(args.results, "aggregate")
+        results = read_results_file(args.results, "aggregate")
         check_by_results(results, args.by or (), args.results, cli_option)
         try:
             if thresholds:
@@ -494,79 +525,11 @@ def aggregate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_results(path: str, command: str) -> list[Any]:
-    """Read a results file for ``command``, refusing a reference dataset, responses,
-    aggregates and the like (they would be "aggregated" into made-up numbers)."""
-    data = read_data(path)
-    expected = f"`qa-eval {command}` expects results written by `qa-eval evaluate -o`"
-    kinds.require(data, str(path), (kinds.RESULTS,), expected)
-    return check_results(data, str(path))
-
-
-def _read_signature(results_path: str) -> dict[str, Any] | None:
-    """The run signature beside a results file (``RESULTS.signature.yaml``), if there is one."""
-    sig_file = signature_path(results_path)
-    if not sig_file.is_file():
-        return None
-    signature = read_data(sig_file)
-    if signature is None:
-        return None
-    return dict(signature) if isinstance(signature, dict) else {"signature": signature}
-
-
-def _fingerprint(signature: Any) -> str | None:
-    reference = signature.get("reference") if isinstance(signature, dict) else None
-    value = reference.get("fingerprint") if isinstance(reference, dict) else None
-    return value if isinstance(value, str) else None
-
-
-def _check_same_reference(
-    paths: Sequence[str], signatures: Sequence[Any], args: argparse.Namespace
-) -> list[str]:
-    """Refuse two runs evaluated against different reference datasets (their questions would be
-    paired by accidental id matches) unless ``--allow-different-references``; returns the notes
-    to print once the command succeeded (a run without a fingerprint cannot be checked)."""
-    fingerprints = [_fingerprint(s) for s in signatures]
-    notes = []
-    missing = [p for p, f in zip(paths, fingerprints) if f is None]
-    if missing:
-        notes.append(
-            f"{', '.join(missing)}: no reference fingerprint (no RESULTS.signature.yaml, or one "
-            "written before qa-eval recorded it), so it is not checked that the runs used the "
-            "same reference dataset"
-        )
-    elif fingerprints[0] != fingerprints[1]:
-        a, b = fingerprints
-        message = (
-            f"{paths[0]} and {paths[1]} were evaluated against different reference datasets "
-            f"(fingerprints {str(a)[:19]}... and {str(b)[:19]}...): their questions would be "
-            "paired by matching ids only"
-        )
-        if not getattr(args, "allow_different_references", False):
-            raise QaEvalError(f"{message}; pass --allow-different-references to compare anyway")
-        notes.append(f"{message} (--allow-different-references)")
-    return notes
-
-
-def _compared_metrics(
-    chosen: Sequence[str] | None, runs: Sequence[Sequence[Any]], regressions: Sequence[Any]
-) -> list[str] | None:
-    """The metrics to compare: ``--metric``s plus the gated ones; a gated metric neither run
-    has is a usage error listing the metrics they have."""
-    if not regressions:
-        return list(chosen) if chosen else None
+def _metrics_of(runs: Sequence[Sequence[Any]]) -> list[str]:
+    """The metrics of runs read whole (``compare.values.default_metrics``)."""
     from ..compare.values import default_metrics
 
-    available = default_metrics(*([r for r in run if isinstance(r, dict)] for run in runs))
-    for metric, _ in regressions:
-        if metric not in available:
-            raise QaEvalError(
-                f"--fail-on-regression {metric}: no such metric in these runs (metrics: "
-                f"{', '.join(available) or 'none'})"
-            )
-    if not chosen:
-        return None
-    return [*chosen, *(m for m, _ in regressions if m not in chosen)]
+    return default_metrics(*([r for r in run if isinstance(r, dict)] for run in runs))
 
 
 def answer_correctness(args: Any) -> int:

@@ -4,6 +4,7 @@ run repeats an id): the questions in both, counted, and one metric's value pairs
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -148,8 +149,15 @@ def pair_questions(
     return questions, used, error_counts
 
 
-Groups = dict[Any, tuple[list[tuple[float, float]], dict[str, int]]]
+Pairs = tuple["array[float]", "array[float]"]
+"""One metric's paired values: A's and B's, as arrays of doubles (8 bytes a value)."""
+Groups = dict[Any, tuple[Pairs, dict[str, int]]]
 """Per template: the (A, B) value pairs of one metric and the counts of its row."""
+
+
+def no_pairs() -> Pairs:
+    """Two empty arrays of doubles."""
+    return array("d"), array("d")
 
 
 def paired_values(
@@ -162,7 +170,7 @@ def paired_values(
 ) -> tuple[Groups, dict[Any, list[Any]]]:
     """One metric's value pairs and counts per template, and (when a run was scored with
     repeats) each pair's judge variances."""
-    groups: Groups = {t: ([], zero_counts(*counts)) for t, counts in error_counts.items()}
+    groups: Groups = {t: (no_pairs(), zero_counts(*counts)) for t, counts in error_counts.items()}
     noise: dict[Any, list[Any]] = {t: [] for t in error_counts}
     for template, ra, rb in used:
         pairs, counts = groups[template]
@@ -174,7 +182,8 @@ def paired_values(
         if kind_b != "ok":
             counts[f"{kind_b}_b"] += 1
         if kind_a == "ok" and kind_b == "ok":
-            pairs.append((value_a, value_b))
+            pairs[0].append(value_a)
+            pairs[1].append(value_b)
             if repeated:
                 noise[template].append((judge_variance(ra, metric), judge_variance(rb, metric)))
     return groups, noise

@@ -18,6 +18,8 @@ from ..judge.repeats import judge_noise, within_noise
 from .pairing import Groups, jsonable_id, zero_counts
 from .signflip import TIE_TOLERANCE, alpha_of, sign_flip_test, smallest_p
 
+_NONE = np.zeros(0)
+
 
 def _rng(seed: int, metric: str, template: Any) -> np.random.Generator:
     """A generator per (seed, metric, template): a row does not depend on which others exist."""
@@ -45,7 +47,7 @@ def _holm(rows: Sequence[dict[str, Any]]) -> None:
 
 
 def _stats(
-    pairs: list[tuple[float, float]],
+    pairs: tuple[Any, Any],
     counts: dict[str, int],
     lower: bool,
     resamples: int,
@@ -53,7 +55,8 @@ def _stats(
     rng: np.random.Generator,
 ) -> dict[str, Any]:
     """One row: the means, delta, wins / losses / ties, p-value and interval of the pairs."""
-    n = len(pairs)
+    values_a, values_b = np.asarray(pairs[0], dtype=float), np.asarray(pairs[1], dtype=float)
+    n = values_a.size
     row: dict[str, Any] = {
         "n": n,
         "mean_a": None,
@@ -72,10 +75,10 @@ def _stats(
     }
     if n == 0:
         return row
-    row["mean_a"] = mean_of([p[0] for p in pairs])
-    row["mean_b"] = mean_of([p[1] for p in pairs])
-    scale = _scale(pairs)
-    deltas = np.array([y * scale - x * scale for x, y in pairs])
+    row["mean_a"] = mean_of(values_a.tolist())
+    row["mean_b"] = mean_of(values_b.tolist())
+    scale = _scale(values_a, values_b)
+    deltas = values_b * scale - values_a * scale
     row["delta"] = _unscaled(math.fsum(deltas.tolist()) / n, scale)
     improved = -deltas if lower else deltas
     row["wins"] = int(np.count_nonzero(improved > TIE_TOLERANCE))
@@ -92,12 +95,12 @@ def _stats(
     return row
 
 
-def _scale(pairs: list[tuple[float, float]]) -> float:
+def _scale(values_a: np.ndarray, values_b: np.ndarray) -> float:
     """A power of two that keeps every sum of the pairs' differences within the float range:
     1 unless the values are near it (the test's p-value does not change with the scale, and
     scaling by a power of two is exact)."""
-    largest = max(max(abs(x), abs(y)) for x, y in pairs)
-    room = sys.float_info.max / (4 * len(pairs))
+    largest = float(max(np.max(np.abs(values_a)), np.max(np.abs(values_b))))
+    room = sys.float_info.max / (4 * values_a.size)
     if largest <= room:
         return 1.0
     return 2.0 ** -math.ceil(math.log2(largest / room))
@@ -131,7 +134,10 @@ def metric_rows(
     """One metric's overall row and per-template rows, tested (not yet adjusted); with
     ``noise``, each row's judge noise."""
     templates = list(groups)
-    all_pairs = [p for t in templates for p in groups[t][0]]
+    all_pairs = (
+        np.concatenate([np.asarray(groups[t][0][0], dtype=float) for t in templates] or [_NONE]),
+        np.concatenate([np.asarray(groups[t][0][1], dtype=float) for t in templates] or [_NONE]),
+    )
     all_counts = zero_counts()
     for _, counts in groups.values():
         for name, count in counts.items():

@@ -75,6 +75,13 @@ __all__ = ["collapse_trials", "compare_runs", "default_metrics", "holm", "lower_
 _ERROR_MODES = ("fail", "exclude", "include")
 
 
+def check_compare_options(resamples: int, confidence: float, errors: str) -> None:
+    """``ValueError`` for options ``compare_runs`` does not take."""
+    check_options(resamples, confidence)
+    if errors not in _ERROR_MODES:
+        raise ValueError(f"errors must be 'fail', 'exclude' or 'include', got {errors!r}")
+
+
 def compare_runs(
     a: Sequence[Mapping[str, Any]],
     b: Sequence[Mapping[str, Any]],
@@ -88,9 +95,7 @@ def compare_runs(
     lower_better: Iterable[str] = (),
 ) -> dict[str, Any]:
     """Compare run B with run A on the questions both answered; JSON-ready dict (see docs)."""
-    check_options(resamples, confidence)
-    if errors not in _ERROR_MODES:
-        raise ValueError(f"errors must be 'fail', 'exclude' or 'include', got {errors!r}")
+    check_compare_options(resamples, confidence, errors)
     lower_names = set(lower_better)
     if any(isinstance(r, Mapping) and TRIAL_KEY in r for run in (a, b) for r in run):
         wanted = default_metrics(a, b, labels=labels) if metrics is None else metrics
@@ -122,14 +127,14 @@ def compare_runs(
     adjust_and_mark(out_metrics, alpha)
     return {
         "labels": {"a": str(labels[0]), "b": str(labels[1])},
-        "method": _method(by_template, alpha, resamples, seed, confidence, errors),
+        "method": method_of(by_template, alpha, resamples, seed, confidence, errors),
         "questions": questions,
         "templates": [jsonable_id(t) for t in error_counts],
         "metrics": out_metrics,
     }
 
 
-def _method(
+def method_of(
     by_template: bool,
     alpha: float,
     resamples: int,

@@ -42,30 +42,52 @@ def default_metrics(*runs: Sequence[Mapping[str, Any]], labels: Sequence[str] = 
 
     A step name that is not a string or a number (a list, ...) is an ``InputError`` naming the
     run (its label in ``labels``, else its position from 1), the result and the step."""
-    known = [*METRICS, *_STEP_METRIC_NAMES]
-    found: set[str] = set()
-    extra: dict[str, None] = {}
+    finder = MetricFinder()
     for number, run in enumerate(runs):
+        label = labels[number] if number < len(labels) else str(number + 1)
         for position, result in enumerate(run):
-            for key, value in result.items():
-                if key in _ID_KEYS or not is_number(value) or _judge_spread(result, key):
-                    continue
-                found.add(key)
-                if key not in _STEP_METRIC_NAMES and key not in METRICS:
-                    extra.setdefault(key, None)
-            for index, step in enumerate(result.get("actual_steps") or ()):
-                if not isinstance(step, Mapping):
-                    continue
-                name: Any = step.get("name")
-                try:
-                    step_metrics = STEP_METRICS.get(name)
-                except TypeError:  # unhashable: a list, a mapping, ...
-                    label = labels[number] if number < len(labels) else str(number + 1)
-                    field = f"actual_steps[{index}].name"
-                    raise id_error(result, position, field, name, label) from None
-                if step_metrics:
-                    found.update(m for m in step_metrics if is_number(step.get(m)))
-    return [m for m in known if m in found] + list(extra)
+            finder.add(result, position, label)
+    return finder.names()
+
+
+class MetricFinder:
+    """The metrics of results seen one at a time (:func:`default_metrics` of them)."""
+
+    def __init__(self) -> None:
+        self.found: set[str] = set()
+        self.extra: dict[str, None] = {}
+
+    def add(self, result: Mapping[str, Any], position: int, label: str) -> None:
+        """Note the metrics of one result (``position`` and ``label`` name it in an error)."""
+        for key, value in result.items():
+            if key in _ID_KEYS or not is_number(value) or _judge_spread(result, key):
+                continue
+            self.found.add(key)
+            if key not in _STEP_METRIC_NAMES and key not in METRICS:
+                self.extra.setdefault(key, None)
+        for index, step in enumerate(result.get("actual_steps") or ()):
+            if not isinstance(step, Mapping):
+                continue
+            name: Any = step.get("name")
+            try:
+                step_metrics = STEP_METRICS.get(name)
+            except TypeError:  # unhashable: a list, a mapping, ...
+                field = f"actual_steps[{index}].name"
+                raise id_error(result, position, field, name, label) from None
+            if step_metrics:
+                self.found.update(m for m in step_metrics if is_number(step.get(m)))
+
+    def merge(self, other: MetricFinder) -> MetricFinder:
+        """The metrics of these results and then ``other``'s, as one finder."""
+        out = MetricFinder()
+        out.found = self.found | other.found
+        out.extra = {**self.extra, **other.extra}
+        return out
+
+    def names(self) -> list[str]:
+        """The metrics found: the registry's in its order, then the others as they came."""
+        known = [*METRICS, *_STEP_METRIC_NAMES]
+        return [m for m in known if m in self.found] + list(self.extra)
 
 
 def _judge_spread(result: Mapping[str, Any], key: str) -> bool:

@@ -35,7 +35,8 @@ refused on a guess. Pure functions over parsed data.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -285,3 +286,33 @@ def _accepted(
     if found.kind == RESULTS and not found.strong and weak_results_ok:
         return found
     raise InputError(f"looks like {found.describe()}; {expected}", source=source)
+
+
+def read_results_lines(
+    path: str | os.PathLike[str], command: str, each: Callable[[dict[str, Any]], None]
+) -> FileKind:
+    """Read a JSON Lines results file once, a line at a time, handing each result to ``each``;
+    ``InputError``, as when the file is read whole and checked (``require`` then
+    ``check_results``), for a file that is not results or a result of the wrong shape (the
+    first one; ``each`` sees none after it)."""
+    from .files import check_result, json_lines
+
+    source = str(path)
+    problem: list[InputError] = []
+
+    def records() -> Iterator[Any]:
+        for number, result in json_lines(path):
+            if not problem:
+                try:
+                    check_result(result, source, f"line {number}")
+                except InputError as e:
+                    problem.append(e)  # raised once the file is known to be results
+                else:
+                    each(result)
+            yield result
+
+    expected = f"`qa-eval {command}` expects results written by `qa-eval evaluate -o`"
+    found = require_records(records(), source, (RESULTS,), expected)
+    if problem:
+        raise problem[0]
+    return found

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .model import headline_metrics, metric_list, summarize_run, verdict_of
-from .questions import collect_questions, order_questions
+from .questions import collect_questions, order_questions, ordering
 
 __all__ = [
     "DEFAULT_MAX_QUESTIONS",
@@ -170,8 +170,7 @@ def build_report(
     if verdict is None and len(summaries) >= 2:
         by_template = _repeats_ids(summaries)
     questions = collect_questions(summaries, by_template)
-    primary = next((m for m in metrics if m.higher and not m.step), None)
-    fail = verdict is None or verdict.method.get("errors", "fail") != "exclude"
+    primary, fail = ordering(metrics, verdict)
     ordered = order_questions(questions, metrics, primary, verdict is not None, fail)
     shown = len(ordered) if max_questions is None else min(max_questions, len(ordered))
     agreed = _agreement(all_runs, labels, agreement, threshold)

@@ -27,6 +27,7 @@ from ..errors import InputError
 from ..judge.repeats import MARKER
 from ..metrics.agents.trials import table_rows
 from ..vocabulary.lookup import direction as metric_direction
+from .runfacts import judge_usage, label_flips, trial_consistency
 
 __all__ = [
     "ComparisonRow",
@@ -35,6 +36,7 @@ __all__ = [
     "RunSummary",
     "Stat",
     "StepCount",
+    "StepTally",
     "Verdict",
     "metric_list",
     "summarize_run",
@@ -46,17 +48,6 @@ HEADLINE_USAGE = ("total_tokens", "elapsed_sec", "llm_cost")
 """Lower-is-better metrics shown in the headline beside the scores (when present)."""
 STEP_METRIC_OWNER = {m: step for step, names in STEP_METRICS.items() for m in names}
 _TIE = 1e-12  # differences within this are ties (as in compare)
-_JUDGE_USAGE = (
-    ("judge calls", "calls"),
-    ("judge calls from the cache", "cached"),
-    ("judge retries", "retries"),
-    ("judge failures", "failures"),
-    ("judge prompt tokens", "prompt_tokens"),
-    ("judge prompt tokens cached by the provider", "cached_prompt_tokens"),
-    ("judge prompt cache hit share", "cached_prompt_share"),
-    ("judge completion tokens", "completion_tokens"),
-    ("judge cost (USD)", "cost"),
-)
 
 
 @dataclass(frozen=True)
@@ -264,37 +255,42 @@ _SCALARS = (str, int, float, bool, type(None))
 
 
 def _records(label: str, results: Iterable[Any]) -> list[Mapping[str, Any]]:
-    """The results of a run, checked where the aggregates and the comparison rely on their
-    shape (everything else is only shown, whatever it holds)."""
+    """The results of a run, each checked (:func:`check_record`)."""
     out = []
     for position, result in enumerate(results):
-        record = f"result [{position}]"
-        if not isinstance(result, Mapping):
-            raise InputError(
-                f"must be a mapping, got {type(result).__name__}",
-                source=f"run {label}",
-                record=record,
-            )
-        if isinstance(result.get("question_id"), _SCALARS):
-            record += f" (question {result.get('question_id')!r})"
-
-        def bad(field: str, problem: str, record: str = record) -> InputError:
-            return InputError(problem, source=f"run {label}", record=record, field=field)
-
-        for key in ("question_id", "template_id"):
-            if not isinstance(result.get(key), _SCALARS):
-                raise bad(key, f"must be text or a number, got {type(result[key]).__name__}")
-        steps = result.get("actual_steps")
-        if steps is not None and not isinstance(steps, list):
-            raise bad("actual_steps", f"must be a list, got {type(steps).__name__}")
-        for index, step in enumerate(steps or ()):
-            if not isinstance(step, Mapping) or not isinstance(step.get("name"), _SCALARS):
-                raise bad(f"actual_steps[{index}]", "must be a mapping with a text name")
-        groups = result.get("reference_steps")
-        if groups is not None and not isinstance(groups, list):
-            raise bad("reference_steps", f"must be a list, got {type(groups).__name__}")
+        check_record(label, position, result)
         out.append(result)
     return out
+
+
+def check_record(label: str, position: int, result: Any) -> None:
+    """``InputError`` for a result of run ``label`` (at ``position``) whose shape the
+    aggregates and the comparison rely on (everything else is only shown, whatever it holds)."""
+    record = f"result [{position}]"
+    if not isinstance(result, Mapping):
+        raise InputError(
+            f"must be a mapping, got {type(result).__name__}",
+            source=f"run {label}",
+            record=record,
+        )
+    if isinstance(result.get("question_id"), _SCALARS):
+        record += f" (question {result.get('question_id')!r})"
+
+    def bad(field: str, problem: str) -> InputError:
+        return InputError(problem, source=f"run {label}", record=record, field=field)
+
+    for key in ("question_id", "template_id"):
+        if not isinstance(result.get(key), _SCALARS):
+            raise bad(key, f"must be text or a number, got {type(result[key]).__name__}")
+    steps = result.get("actual_steps")
+    if steps is not None and not isinstance(steps, list):
+        raise bad("actual_steps", f"must be a list, got {type(steps).__name__}")
+    for index, step in enumerate(steps or ()):
+        if not isinstance(step, Mapping) or not isinstance(step.get("name"), _SCALARS):
+            raise bad(f"actual_steps[{index}]", "must be a mapping with a text name")
+    groups = result.get("reference_steps")
+    if groups is not None and not isinstance(groups, list):
+        raise bad("reference_steps", f"must be a list, got {type(groups).__name__}")
 
 
 def metric_names(records: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -334,16 +330,60 @@ def summarize_run(
     """A run's summary from compute_aggregates (and the values its histograms need)."""
     records = _records(label, results)
     names = metric_names(records)
-    extra = [m for m in names if m not in METRICS and m not in STEP_METRIC_OWNER]
-    options = (signature or {}).get("options")
-    thresholds = options.get("pass_thresholds") if isinstance(options, Mapping) else None
     aggregates = compute_aggregates(
         [r if isinstance(r, dict) else dict(r) for r in records],
-        extra_metrics=extra,
-        pass_thresholds=thresholds if isinstance(thresholds, Mapping) else None,
+        extra_metrics=extra_metrics(names),
+        pass_thresholds=signature_thresholds(signature),
     )
+    steps = StepTally()
+    for result in records:
+        steps.add(result)
+    metrics = stat_metrics(aggregates)
+    return summary_of(
+        label,
+        signature,
+        aggregates,
+        records=records,
+        count=len(records),
+        values={m: values_of(records, m) for m in metrics},
+        steps=steps,
+        repeats=_repeats(records),
+    )
+
+
+def extra_metrics(names: Iterable[str]) -> list[str]:
+    """The metrics among ``names`` that compute_aggregates summarises only when asked."""
+    return [m for m in names if m not in METRICS and m not in STEP_METRIC_OWNER]
+
+
+def signature_thresholds(signature: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The pass thresholds a run's signature records (its options), if any."""
+    options = (signature or {}).get("options")
+    thresholds = options.get("pass_thresholds") if isinstance(options, Mapping) else None
+    return thresholds if isinstance(thresholds, Mapping) else None
+
+
+def stat_metrics(aggregates: Mapping[str, Any]) -> list[str]:
+    """The metrics with statistics in the aggregates' micro block."""
     micro = aggregates["micro"]
-    metrics = [m for m in micro if _stat(micro.get(m)) is not None]
+    return [m for m in micro if _stat(micro.get(m)) is not None]
+
+
+def summary_of(
+    label: str,
+    signature: Mapping[str, Any] | None,
+    aggregates: Mapping[str, Any],
+    *,
+    records: Sequence[Mapping[str, Any]],
+    count: int,
+    values: Mapping[str, Sequence[float]],
+    steps: StepTally,
+    repeats: int | None,
+) -> RunSummary:
+    """A run's summary from its aggregates, its metrics' values (each metric of
+    :func:`stat_metrics`) and its reference steps counted."""
+    micro = aggregates["micro"]
+    metrics = stat_metrics(aggregates)
     templates = [
         _group(template_name(tid), summary, metrics)
         for tid, summary in aggregates["per_template"].items()
@@ -362,33 +402,20 @@ def summarize_run(
         label=label,
         records=records,
         signature=signature,
-        questions=len(records),
+        questions=count,
         errors=int(micro.get("number_of_error_samples", 0)),
         micro=_group("all questions", micro, metrics),
         macro=macro,
         templates=templates,
         labels=labels,
-        steps=_step_counts(micro.get("steps") or {}, records),
-        judge_usage=_judge_usage(signature),
-        values={m: values_of(records, m) for m in metrics},
-        repeats=_repeats(records),
-        label_flips=_flips(micro.get("label_flips")),
+        steps=steps.counts(micro.get("steps") or {}),
+        judge_usage=judge_usage(signature),
+        values=values,
+        repeats=repeats,
+        label_flips=label_flips(micro.get("label_flips")),
         trials=table_rows(aggregates),
-        consistency=_consistency(aggregates),
+        consistency=trial_consistency(aggregates),
     )
-
-
-def _consistency(aggregates: Mapping[str, Any]) -> dict[str, tuple[float, int]]:
-    """Per group (the names of ``table_rows``) the trials' ``trajectory_consistency``."""
-    groups = [*(aggregates.get("per_template") or {}).items()]
-    groups.append(("all questions", aggregates.get("micro") or {}))
-    out: dict[str, tuple[float, int]] = {}
-    for name, stats in groups:
-        block = stats.get("trials") if isinstance(stats, Mapping) else None
-        entry = block.get("trajectory_consistency") if isinstance(block, Mapping) else None
-        if isinstance(entry, Mapping) and is_finite_number(entry.get("mean")):
-            out[str(name)] = (float(entry["mean"]), int(entry.get("n") or 0))
-    return out
 
 
 def _repeats(records: Sequence[Mapping[str, Any]]) -> int | None:
@@ -400,52 +427,36 @@ def _repeats(records: Sequence[Mapping[str, Any]]) -> int | None:
     return max(counts) if counts else None
 
 
-def _flips(value: Any) -> dict[str, dict[str, Any]]:
-    """The aggregates' ``label_flips``, keeping the entries of the expected shape."""
-    if not isinstance(value, Mapping):
-        return {}
-    out: dict[str, dict[str, Any]] = {}
-    for key, entry in value.items():
-        if not isinstance(entry, Mapping):
-            continue
-        n, flipped = entry.get("n"), entry.get("flipped")
-        if isinstance(n, int) and isinstance(flipped, int) and n > 0:
-            out[str(key)] = {"n": n, "flipped": flipped, "share": flipped / n}
-    return out
+class StepTally:
+    """Per step name, the reference steps of the results and how many of them a call matched."""
 
+    def __init__(self) -> None:
+        self.expected: dict[str, int] = {}
+        self.matched: dict[str, int] = {}
 
-def _step_counts(
-    counters: Mapping[str, Mapping[str, int]], records: Sequence[Mapping[str, Any]]
-) -> list[StepCount]:
-    expected: dict[str, int] = {}
-    matched: dict[str, int] = {}
-    for result in records:
+    def add(self, result: Mapping[str, Any]) -> None:
+        """Count one result's reference steps."""
         for step in _reference_steps(result):
             name = str(step.get("name"))
-            expected[name] = expected.get(name, 0) + 1
+            self.expected[name] = self.expected.get(name, 0) + 1
             if step.get("matches"):
-                matched[name] = matched.get(name, 0) + 1
-    names = list(dict.fromkeys([*counters.get("total", {}), *expected]))
-    return [
-        StepCount(
-            name,
-            counters.get("total", {}).get(name, 0),
-            counters.get("once_per_sample", {}).get(name, 0),
-            counters.get("empty_results", {}).get(name, 0),
-            counters.get("errors", {}).get(name, 0),
-            expected.get(name, 0),
-            matched.get(name, 0),
-        )
-        for name in names
-    ]
+                self.matched[name] = self.matched.get(name, 0) + 1
 
-
-def _judge_usage(signature: Mapping[str, Any] | None) -> list[tuple[str, Any]]:
-    usage = signature.get("usage") if isinstance(signature, Mapping) else None
-    total = usage.get("total") if isinstance(usage, Mapping) else None
-    if not isinstance(total, Mapping):
-        return []
-    return [(name, total[key]) for name, key in _JUDGE_USAGE if total.get(key) is not None]
+    def counts(self, counters: Mapping[str, Mapping[str, int]]) -> list[StepCount]:
+        """Each step name's counts, with the aggregates' ``steps`` counters."""
+        names = list(dict.fromkeys([*counters.get("total", {}), *self.expected]))
+        return [
+            StepCount(
+                name,
+                counters.get("total", {}).get(name, 0),
+                counters.get("once_per_sample", {}).get(name, 0),
+                counters.get("empty_results", {}).get(name, 0),
+                counters.get("errors", {}).get(name, 0),
+                self.expected.get(name, 0),
+                self.matched.get(name, 0),
+            )
+            for name in names
+        ]
 
 
 def metric_list(runs: Sequence[RunSummary], verdict: Verdict | None) -> list[Metric]:

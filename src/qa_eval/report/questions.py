@@ -16,7 +16,15 @@ from typing import Any
 from ..aggregate import as_float, is_error, mean_of
 from .model import STEP_METRIC_OWNER, Metric, RunSummary, template_name, values_of
 
-__all__ = ["QuestionRef", "collect_questions", "order_questions", "paired_values"]
+__all__ = [
+    "QuestionRef",
+    "collect_questions",
+    "judge_question",
+    "order_questions",
+    "ordering",
+    "paired_values",
+    "question_ref",
+]
 
 _TIE = 1e-12
 
@@ -91,23 +99,33 @@ def collect_questions(runs: Sequence[RunSummary], by_template: bool) -> list[Que
                 slots[("#", index, position)] = [
                     result if i == index else None for i in range(len(runs))
                 ]
-    out = []
-    for number, (key, results) in enumerate(slots.items()):
-        first = next(r for r in results if r is not None)
-        out.append(
-            QuestionRef(
-                key=key,
-                anchor=f"q-{number + 1}",
-                template=template_name(first.get("template_id")),
-                question_id="" if first.get("question_id") is None else str(first["question_id"]),
-                text="" if first.get("question_text") is None else str(first["question_text"]),
-                results=tuple(results),
-            )
-        )
-    return out
+    return [
+        question_ref(key, number, results) for number, (key, results) in enumerate(slots.items())
+    ]
 
 
-def _judge(question: QuestionRef, metrics: Sequence[Metric], fail: bool) -> QuestionRef:
+def question_ref(key: Any, number: int, results: Sequence[Mapping[str, Any] | None]) -> QuestionRef:
+    """Question ``number`` (from 0, in the order listed) with its result in each run."""
+    first = next(r for r in results if r is not None)
+    return QuestionRef(
+        key=key,
+        anchor=f"q-{number + 1}",
+        template=template_name(first.get("template_id")),
+        question_id="" if first.get("question_id") is None else str(first["question_id"]),
+        text="" if first.get("question_text") is None else str(first["question_text"]),
+        results=tuple(results),
+    )
+
+
+def ordering(metrics: Sequence[Metric], verdict: Any) -> tuple[Metric | None, bool]:
+    """What puts questions worst first: the primary metric (the first score that is not a step
+    metric) and whether an error scores 0 (unless the verdict left errors out)."""
+    primary = next((m for m in metrics if m.higher and not m.step), None)
+    return primary, verdict is None or verdict.method.get("errors", "fail") != "exclude"
+
+
+def judge_question(question: QuestionRef, metrics: Sequence[Metric], fail: bool) -> QuestionRef:
+    """A question of two runs marked worse or better in B, with the metrics that fell."""
     a, b = question.results[0], question.results[1]
     if a is None or b is None:
         return question
@@ -140,7 +158,7 @@ def order_questions(
     """Questions worst first. Two runs: those that got worse in B (a new error first, then the
     largest fall of the primary score, then the most metrics fallen), then the rest by B's
     primary score. One run: errors first, then the primary score ascending."""
-    judged = [_judge(q, metrics, fail) for q in questions] if two_runs else list(questions)
+    judged = [judge_question(q, metrics, fail) for q in questions] if two_runs else list(questions)
 
     def worst_first(q: QuestionRef) -> tuple[Any, ...]:
         last = next((r for r in reversed(q.results[:2] if two_runs else q.results[:1]) if r), None)

@@ -208,8 +208,13 @@ def render_page(
     shown: int,
     max_questions: int | None,
     agreement: Mapping[str, Any] | None = None,
+    counts: tuple[int, int, int] | None = None,
 ) -> str:
-    """The page's HTML (``agreement``: an agreement report's ``to_dict()``, its section)."""
+    """The page's HTML (``agreement``: an agreement report's ``to_dict()``, its section).
+
+    ``questions`` are all the questions, worst first; or, with ``counts`` (all the questions,
+    those that got worse, those that got better), the first of them: at least ``shown`` and
+    the worse ones the verdict names."""
     global _secrets
     _secrets = tuple(known_secrets())
     by_name = {m.name: m for m in metrics}
@@ -220,6 +225,9 @@ def render_page(
     env = environment()
     drills = _drills(env, rows, [m for m in metrics if not m.step], by_name, runs)
     worse, better = _worse_and_better(questions, visible, verdict, primary)
+    total, worse_count = len(questions), len(worse)
+    if counts is not None:
+        total, worse_count, better = counts
     variance_runs, variance_metrics, flip_keys = _variance(runs, metrics)
     return str(
         env.get_template("page.html.j2").render(
@@ -233,12 +241,12 @@ def render_page(
             verdict=verdict,
             comparison_note=comparison_note,
             worse=worse[:MAX_LISTED],
-            worse_count=len(worse),
+            worse_count=worse_count,
             better_count=better,
             anchors={q.anchor for q in visible},
             rows=rows,
             drills=pack(drills),
-            total_questions=len(questions),
+            total_questions=total,
             max_questions=max_questions,
             charts=_charts(runs, metrics),
             constant=_constant(runs, metrics),

@@ -7,14 +7,13 @@ aggregates, and every error, are those of reading the file whole and calling
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ..aggregate.compute import AggregateSpec
 from ..aggregate.partial import PartialAggregates
 from ..errors import InputError
 from ..io import kinds
-from ..io.files import check_result, json_lines
 from .options import Spell, python_name
 from .tags import is_tag
 
@@ -38,30 +37,18 @@ def aggregate_results_file(
     source = str(path)
     partial = PartialAggregates(spec)
     wanted = {key: False for key in dict.fromkeys(by)}
-    problem: list[InputError] = []
     chunk: list[dict[str, Any]] = []
 
-    def records() -> Iterator[Any]:
-        for number, result in json_lines(path):
-            if not problem:
-                try:
-                    check_result(result, source, f"line {number}")
-                except InputError as e:
-                    problem.append(e)  # raised once the file is known to be results
-                else:
-                    chunk.append(result)
-                    for key, found in wanted.items():
-                        if not found and is_tag(result.get(key)):
-                            wanted[key] = True
-                    if len(chunk) >= CHUNK:
-                        partial.add(chunk)
-                        chunk.clear()
-            yield result
+    def each(result: dict[str, Any]) -> None:
+        chunk.append(result)
+        for key, found in wanted.items():
+            if not found and is_tag(result.get(key)):
+                wanted[key] = True
+        if len(chunk) >= CHUNK:
+            partial.add(chunk)
+            chunk.clear()
 
-    expected = f"`qa-eval {command}` expects results written by `qa-eval evaluate -o`"
-    found = kinds.require_records(records(), source, (kinds.RESULTS,), expected)
-    if problem:
-        raise problem[0]
+    found = kinds.read_results_lines(path, command, each)
     partial.add(chunk)
     if found.kind != kinds.EMPTY:
         for key, seen in wanted.items():
