@@ -416,3 +416,45 @@ def test_a_judged_run_with_workers_over_a_streamed_reference(tmp_path: Path) -> 
     usage = two.signature["usage"]
     assert usage["total"]["calls"] == one.signature["usage"]["total"]["calls"] == 30
     assert usage["peak_concurrency"] <= 3
+
+
+@pytest.mark.parametrize("reference_suffix", [".yaml", ".jsonl"])
+@pytest.mark.parametrize("workers", [1, 2])
+def test_by_a_question_key_reaches_streamed_results_and_their_aggregates(
+    tmp_path: Path, reference_suffix: str, workers: int
+) -> None:
+    """``by`` a key only the reference's questions have: results written as they finish (JSON
+    Lines) carry it and group by it (``per_tag``), as results written at the end (JSON) do; it
+    was left out of the streamed ones, so their aggregates had no ``per_tag`` at all."""
+    demo = Path(__file__).resolve().parents[2] / "examples" / "powergrid"
+    reference = yaml.safe_load((demo / "reference.yaml").read_text())
+    for template in reference:
+        for i, question in enumerate(template["questions"]):
+            question["difficulty"] = ["easy", "hard", 3][i % 3]
+    path = tmp_path / f"reference{reference_suffix}"
+    if reference_suffix == ".jsonl":
+        path.write_text("".join(json.dumps(t) + "\n" for t in reference))
+    else:
+        path.write_text(yaml.safe_dump(reference))
+    responses = demo / "responses-good.jsonl"
+    runs = {}
+    for name, extra in (("whole.json", {}), ("streamed.jsonl", {"workers": workers})):
+        out = tmp_path / name
+        aggregates = tmp_path / f"{name}.aggregates.json"
+        evaluate_files(
+            path, responses, output=out, aggregates=aggregates, by=["difficulty"],
+            no_judge=True, cache=False, **extra,
+        )  # fmt: skip
+        text = out.read_text()
+        results = (
+            json.loads(text)
+            if name.endswith(".json")
+            else list(map(json.loads, text.split("\n")[:-1]))
+        )
+        runs[name] = results, json.loads(aggregates.read_text())
+    (whole, whole_aggregates), (streamed, streamed_aggregates) = runs.values()
+    assert streamed == whole and all("difficulty" in r for r in streamed)
+    assert list(map(list, streamed)) == list(map(list, whole))  # the key at the same place
+    assert len(streamed_aggregates["per_tag"]["difficulty"]) == 3  # easy, hard and 3
+    for key in ("per_template", "micro", "macro", "per_tag"):
+        assert streamed_aggregates[key] == whole_aggregates[key], key

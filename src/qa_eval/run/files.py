@@ -36,7 +36,7 @@ from .estimate import JudgeCallPlan
 from .evaluation import run_evaluation
 from .options import RunOptions
 from .plan import EvaluationPlan, PathArg, PlanKeywords, SystemPlan, plan_evaluation
-from .tags import with_tags
+from .tags import question_tags, with_tags
 
 if TYPE_CHECKING:
     from ..judge.calls import Judge
@@ -445,7 +445,8 @@ def _evaluate_streamed(
     from .workers import LinesWork
 
     spec = AggregateSpec.of(plan.config, plan.tags, pass_thresholds=plan.options.pass_thresholds)
-    sink = LinesSink(partial, LinesWork(spec, partial.project, notable_keys))
+    tags = question_tags(plan.reference, plan.by)  # (copied in as with_tags does otherwise)
+    sink = LinesSink(partial, LinesWork(spec, partial.project, notable_keys, tags))
     signature = run_into(plan.reference, system.responses, sink, options)
     aggregates = sink.aggregates.finish()
     partial.close()

@@ -279,7 +279,7 @@ class JsonLinesReference:
                 continue
             have: set[str] = set()
             for record in self.records():
-                for question in _raw_questions(record):
+                for question in raw_questions(record):
                     have.update(k for k, v in question.items() if is_tag(v))
             have -= {"id", "question_text", "reference_answer", "template_id"}
             raise InputError(
@@ -309,7 +309,7 @@ def as_templates(records: list[Any], source: str) -> list[Any]:
     return out
 
 
-def _raw_questions(record: Any) -> list[dict[str, Any]]:
+def raw_questions(record: Any) -> list[dict[str, Any]]:
     """The question records of a line (a template's, or the line's own)."""
     if not isinstance(record, dict):
         return []
@@ -466,7 +466,7 @@ def unprepared(number: int, form: str, record: Any) -> Iterator[tuple[Question, 
     """The questions of a checked line, not prepared (a worker process prepares them)."""
     where = f"line {number}"
     template_id = record.get("template_id")
-    for raw in _raw_questions(record) if form == TEMPLATE else [record]:
+    for raw in raw_questions(record) if form == TEMPLATE else [record]:
         if form == QUESTION:
             raw = {k: v for k, v in raw.items() if k != "template_id"}
         yield Question(template_id, raw.get("id"), raw, None, where), raw

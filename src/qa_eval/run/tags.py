@@ -19,7 +19,9 @@ __all__ = [
     "check_by_reference",
     "check_by_results",
     "is_tag",
+    "question_tags",
     "reference_questions",
+    "tagged",
     "with_tags",
 ]
 
@@ -85,6 +87,36 @@ def with_tags(
     if hasattr(results, "signature"):
         copy.signature = results.signature
     return cast("Sequence[dict[str, Any]]", copy)
+
+
+def question_tags(reference: Any, keys: Sequence[str]) -> dict[Any, dict[str, Any]] | None:
+    """What :func:`with_tags` copies into each result, by question id, for a run whose results
+    are written as they finish: each question's values of the ``by`` keys results lack (None
+    when no key is wanted). ``reference`` is a dataset read whole or a JSON Lines reference read
+    as a stream (read through once more here, keeping only these values)."""
+    wanted = [k for k in dict.fromkeys(keys) if k not in RESULT_TAGS]
+    if not wanted:
+        return None
+    if isinstance(reference, list):
+        questions: Any = reference_questions(reference)
+    else:
+        from .reflines import raw_questions
+
+        questions = (q for record in reference.records() for q in raw_questions(record))
+    values: dict[Any, dict[str, Any]] = {}
+    for question in questions:
+        values[question.get("id")] = {k: question[k] for k in wanted if k in question}
+    return values
+
+
+def tagged(result: dict[str, Any], values: dict[Any, dict[str, Any]]) -> dict[str, Any]:
+    """A result with its question's values (:func:`question_tags`) of the keys it lacks added
+    at its end, as :func:`with_tags` adds them."""
+    found = values.get(result.get("question_id"))
+    if not found:
+        return result
+    extra = {k: v for k, v in found.items() if k not in result}
+    return {**result, **extra} if extra else result
 
 
 def check_by_results(

@@ -38,6 +38,7 @@ from .prepare.reference import prepare_reference
 from .question import evaluate_question
 from .shards import position_key
 from .stream import read_response
+from .tags import tagged
 
 if TYPE_CHECKING:
     from array import array
@@ -70,6 +71,8 @@ class LinesWork:
     spec: AggregateSpec
     project: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     notable: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
+    tags: dict[Any, dict[str, Any]] | None = None
+    """The ``by`` keys' values results lack, by question id (``run.tags.question_tags``)."""
 
 
 @dataclass(frozen=True)
@@ -154,6 +157,9 @@ def finish_lines(work: LinesWork, results: list[dict[str, Any]], positions: Any)
     and their notable keys kept: what a run writing JSON Lines does with them, in a worker or in
     the run's own process."""
     out = Evaluated(count=len(results))
+    if work.tags is not None:
+        values = work.tags
+        results = [tagged(r, values) for r in results]
     out.aggregates = PartialAggregates(work.spec)
     out.aggregates.add(results, positions)
     project = work.project
