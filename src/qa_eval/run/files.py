@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
@@ -36,7 +36,7 @@ from .estimate import JudgeCallPlan
 from .evaluation import run_evaluation
 from .options import RunOptions
 from .plan import EvaluationPlan, PathArg, PlanKeywords, SystemPlan, plan_evaluation
-from .tags import question_tags, with_tags
+from .tags import question_tags, reference_questions, with_tags
 
 if TYPE_CHECKING:
     from ..judge.calls import Judge
@@ -445,7 +445,7 @@ def _evaluate_streamed(
     from .workers import LinesWork
 
     spec = AggregateSpec.of(plan.config, plan.tags, pass_thresholds=plan.options.pass_thresholds)
-    tags = question_tags(plan.reference, plan.by)  # (copied in as with_tags does otherwise)
+    tags = question_tags(_questions_of(plan.reference), plan.by)  # (as with_tags does)
     sink = LinesSink(partial, LinesWork(spec, partial.project, notable_keys, tags))
     signature = run_into(plan.reference, system.responses, sink, options)
     aggregates = sink.aggregates.finish()
@@ -461,6 +461,16 @@ def _evaluate_streamed(
     notable = Results(sink.notable)
     notable.signature = signature
     return ResultsFile(output, partial.count, signature), aggregates, notable
+
+
+def _questions_of(reference: Any) -> Iterable[dict[str, Any]]:
+    """The question records of a reference read whole, or of a JSON Lines one read as a stream
+    (read through once more)."""
+    if isinstance(reference, list):
+        return reference_questions(reference)
+    from .reflines import raw_questions
+
+    return (q for record in reference.records() for q in raw_questions(record))
 
 
 def notable_keys(result: dict[str, Any]) -> dict[str, Any] | None:

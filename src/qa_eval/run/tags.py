@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from ..aggregate import CATEGORIES
@@ -89,20 +89,15 @@ def with_tags(
     return cast("Sequence[dict[str, Any]]", copy)
 
 
-def question_tags(reference: Any, keys: Sequence[str]) -> dict[Any, dict[str, Any]] | None:
+def question_tags(
+    questions: Iterable[dict[str, Any]], keys: Sequence[str]
+) -> dict[Any, dict[str, Any]] | None:
     """What :func:`with_tags` copies into each result, by question id, for a run whose results
     are written as they finish: each question's values of the ``by`` keys results lack (None
-    when no key is wanted). ``reference`` is a dataset read whole or a JSON Lines reference read
-    as a stream (read through once more here, keeping only these values)."""
+    when no key is wanted)."""
     wanted = [k for k in dict.fromkeys(keys) if k not in RESULT_TAGS]
     if not wanted:
         return None
-    if isinstance(reference, list):
-        questions: Any = reference_questions(reference)
-    else:
-        from .reflines import raw_questions
-
-        questions = (q for record in reference.records() for q in raw_questions(record))
     values: dict[Any, dict[str, Any]] = {}
     for question in questions:
         values[question.get("id")] = {k: question[k] for k in wanted if k in question}
