@@ -112,7 +112,6 @@ class StepScorer:
         "_contexts",
         "_counts",
         "_json",
-        "_named",
         "_scores",
         "_successful",
         "_tables",
@@ -132,7 +131,6 @@ class StepScorer:
         self._counts: dict[tuple[int, int], tuple[int, int]] = {}  # see _distinct
         self._scores: dict[tuple[int, int, int], float] = {}
         self._successful = successful  # found while the responses were checked, when given
-        self._named: dict[Any, list[int]] = {}  # see named
 
     def successful(self) -> list[int]:
         """Indexes of the actual steps that may be matched (status success)."""
@@ -141,22 +139,6 @@ class StepScorer:
                 i for i, s in enumerate(self.actual) if s.get("status", "success") == "success"
             ]
         return self._successful
-
-    def named(self, ref: ReferenceStep) -> list[int]:
-        """The successful actual steps whose name lets them match ``ref`` (``successful()``
-        in order; for ``iri_discovery``, the ``autocomplete_search`` and ``sparql_query``
-        steps): any other step scores 0 without a comparison, and records no problem."""
-        iri = ref.kind == COMPARE_IRI
-        key = _IRI_STEPS if iri else ref.name
-        found = self._named.get(key)
-        if found is None:
-            actual = self.actual
-            if iri:
-                found = [a for a in self.successful() if actual[a].get("name") in _IRI_STEPS]
-            else:
-                found = [a for a in self.successful() if actual[a].get("name") == key]
-            self._named[key] = found
-        return found
 
     def score(self, ref: ReferenceStep, act_index: int) -> float:
         """Score of ``ref`` against actual step ``act_index`` (memoised)."""

@@ -47,14 +47,6 @@ _EPSILON = 1e-12
 _MAX_EXACT_GROUP = 12  # subset DP over 2**12 states per candidate; larger groups stay greedy
 
 
-def _by_name(scorer: StepScorer, candidates: Sequence[int]) -> bool:
-    """Whether only the candidates ``scorer.named`` gives a reference step need be scored: when
-    the candidates are the successful steps (as ``match_steps`` gives them) and the scores are
-    ``StepScorer``'s own, a step of a name that cannot match scores 0, records no problem, and
-    leaves out nothing a matching takes."""
-    return candidates is scorer.successful() and type(scorer).score is StepScorer.score
-
-
 def greedy_matches(
     groups: Sequence[Sequence[ReferenceStep]], scorer: StepScorer, candidates: Sequence[int]
 ) -> list[Match]:
@@ -63,13 +55,12 @@ def greedy_matches(
     upto = len(scorer.actual)
     latest_first = candidates[::-1]
     score_of = scorer.score
-    by_name = _by_name(scorer, candidates)
     for g in range(len(groups) - 1, -1, -1):
         group = groups[g]
         if len(group) == 1:
             # Hot path, the usual group of one step: no step of its own to skip.
             ref = group[0]
-            for a in reversed(scorer.named(ref)) if by_name else latest_first:
+            for a in latest_first:
                 if a < upto:
                     score = score_of(ref, a)
                     if score > 0.0:
@@ -174,22 +165,21 @@ def upper_bound(
     total = 0.0
     upto = len(scorer.actual)
     score_of = scorer.score
-    by_name = _by_name(scorer, candidates)
     for g in range(len(groups) - 1, -1, -1):
         group = groups[g]
+        usable = [a for a in candidates if a < upto]
         group_total = 0.0
         complete = True
         latest = -1  # the latest actual step that scores above 0 for this group
         for ref in group:
             best = 0.0
-            for a in scorer.named(ref) if by_name else candidates:
-                if a < upto:
-                    score = score_of(ref, a)
-                    if score > 0.0:
-                        if score > best:  # (max(), without a call per step)
-                            best = score
-                        if a > latest:
-                            latest = a
+            for a in usable:
+                score = score_of(ref, a)
+                if score > 0.0:
+                    if score > best:  # (max(), without a call per step)
+                        best = score
+                    if a > latest:
+                        latest = a
             group_total += best
             complete = complete and best > 0.0
         total += group_total / len(group)
