@@ -88,11 +88,20 @@ def _first_strings(sparql: Any) -> list[Any]:
 _AS_WRITTEN = (IRI, LITERAL)
 
 
-def _fewest_distinct(sparql: SparqlReference) -> int:
-    """The fewest distinct values a required column of a SPARQL reference has (1 for a column
-    of numbers, which the tolerant comparison may merge), at least 1."""
+def _distinct_counts(sparql: SparqlReference) -> tuple[int, int]:
+    """The fewest and the most distinct values a required column of a SPARQL reference has (1
+    for a column of numbers, which the tolerant comparison may merge), each at least 1."""
     counts = [1 if kind in (NUMBER, MIXED) else len(set(values)) for kind, values in sparql.columns]
-    return max(1, min(counts, default=1))
+    return max(1, min(counts, default=1)), max(1, max(counts, default=1))
+
+
+def _ids_may_be_in(ids: Any, output: Any) -> bool:
+    """False when none of a retrieval reference's ``ids`` can be among the ids of ``output``:
+    a JSON text without escapes spells each string id it holds between quotes. True when that
+    cannot be told so (an id that is a number, an output that is not text or has escapes)."""
+    if type(output) is not str or "\\" in output or not isinstance(ids, list):
+        return True
+    return any(type(wanted) is not str or f'"{wanted}"' in output for wanted in ids)
 
 
 class StepScorer:
@@ -101,6 +110,7 @@ class StepScorer:
     __slots__ = (
         "_checked",
         "_contexts",
+        "_counts",
         "_json",
         "_scores",
         "_successful",
@@ -118,6 +128,7 @@ class StepScorer:
         self._checked: dict[int, Any] = {}  # SPARQL outputs checked, or their problem
         self._tables: dict[int, Table] = {}  # their columns as read by comparisons
         self._contexts: dict[int, Any] = {}  # retrieval outputs' (ids, k), or their problem
+        self._counts: dict[tuple[int, int], tuple[int, int]] = {}  # see _distinct
         self._scores: dict[tuple[int, int, int], float] = {}
         self._successful = successful  # found while the responses were checked, when given
 
@@ -157,15 +168,54 @@ class StepScorer:
         return cached
 
     def may_match(self, ref: ReferenceStep, act_index: int) -> bool:
-        """False when ``ref`` certainly does not match actual step ``act_index``, decided
-        without parsing its output (a SPARQL result whose text lacks a value of the reference's
-        first row), else True: ``would_match`` then decides."""
-        if ref.kind != COMPARE_SPARQL or act_index in self._json:
+        """False when ``ref`` certainly does not match actual step ``act_index`` (a step of its
+        name), decided from cheap signatures before a full comparison, else True:
+        ``would_match`` then decides. SPARQL: the text holds the values of the reference's
+        first row (before a parse), then a SELECT result with at least as many rows as a
+        required column has distinct values (rows compared as sets); retrieval: the text holds
+        a reference id. Never records a problem: a step whose output is unreadable would not
+        match either."""
+        kind = ref.kind
+        if kind == COMPARE_SPARQL:
+            return self._sparql_may_match(ref, act_index)
+        if kind == COMPARE_RETRIEVAL and act_index not in self._contexts:
+            return _ids_may_be_in(ref.parsed, self.actual[act_index].get("output"))
+        return True
+
+    def _sparql_may_match(self, ref: ReferenceStep, act_index: int) -> bool:
+        sparql = ref.parsed
+        if not isinstance(sparql, SparqlReference):
             return True
-        output = self.actual[act_index].get("output")
-        if type(output) is not str or "\\" in output:
-            return True  # (an escape could spell a value otherwise)
-        return all(value in output for value in _first_strings(ref.parsed))
+        if act_index not in self._json:
+            output = self.actual[act_index].get("output")
+            # (without an escape, the text spells every value as it is)
+            if type(output) is str and "\\" not in output:
+                for value in _first_strings(sparql):
+                    if value not in output:
+                        return False
+        if sparql.boolean is not None or not sparql.rows or not sparql.required:
+            return True  # (the comparison decides at once)
+        raw = ref.raw
+        if raw.get("ordered", False) or not raw.get("ignore_duplicates", True):
+            return True  # (the comparison counts the rows itself)
+        try:
+            checked = self._sparql(act_index)
+        except _StepProblem:
+            return False  # (the comparison would raise it: no match)
+        if "boolean" in checked:
+            return False
+        rows = (checked.get("results") or {}).get("bindings") or ()
+        return len(rows) >= self._distinct(ref)[1]
+
+    def _distinct(self, ref: ReferenceStep) -> tuple[int, int]:
+        """The fewest and the most distinct values a required column of ``ref``, a SPARQL
+        SELECT reference, has: columns of numbers, which the tolerant comparison may merge,
+        count 1. Both at least 1; computed once per scorer."""
+        key = (ref.group, ref.index)
+        known = self._counts.get(key)
+        if known is None:
+            known = self._counts[key] = _distinct_counts(ref.parsed)
+        return known
 
     def explain(self, ref: ReferenceStep, act_index: int) -> tuple[float, str]:
         """Why ``ref`` does not match actual step ``act_index``, for a user, with a closeness
@@ -219,7 +269,7 @@ class StepScorer:
         else:
             # As sets: the rows in common are at most the actual rows, out of at least as many
             # reference rows as a found column has distinct values.
-            common = min(1.0, len(rows) / _fewest_distinct(sparql))
+            common = min(1.0, len(rows) / self._distinct(ref)[0])
         return 0.5 * min(columns, required) / required + 0.5 * common, False
 
     def _explain(self, ref: ReferenceStep, act_index: int) -> tuple[float, str]:

@@ -237,6 +237,9 @@ def _closest(
     from what is cheap to know (a match, the kind, the columns and the rows of a result), the
     candidates are compared in order of their bounds, and one whose bound cannot beat the
     closest found so far is not compared at all."""
+    if len(in_order) == 1:  # the one candidate is the one shown: nothing to bound
+        a = in_order[0]
+        return f"{_label(scorer.actual, a)}: {_candidate_text(ref, scorer, a, matches)}"
     candidates = in_order[::-1][:_MAX_CANDIDATES]
     bounds: list[tuple[float, int, bool]] = []  # (bound, position, the bound is the closeness)
     for position, a in enumerate(candidates):

@@ -276,7 +276,17 @@ class Table:
         if column is not None:
             return column[0]
         first = self.bindings[0].get(var) if self.bindings else None
-        return UNBOUND if first is None else located_term(first, 0, var)[0]
+        if first is None:
+            return UNBOUND
+        if type(first) is dict and type(first.get("value")) is str:
+            # The usual terms, told apart without reading them (as read_term tells them): an
+            # IRI, or a plain literal (no key but its type and its value).
+            term_type = first.get("type")
+            if term_type == "uri":
+                return IRI
+            if term_type == "literal" and len(first) == 2:
+                return LITERAL
+        return located_term(first, 0, var)[0]
 
     def number_kinds(self, var: str) -> frozenset[Hashable] | None:
         """The kinds a column of numeric literals of one datatype can have (the number, or the

@@ -1,0 +1,248 @@
+"""The explanations' cheap signatures never hide what the full comparison would find (issue 36).
+
+``StepScorer.may_match`` rules a candidate out before the "on its own this step would match" hint
+compares it in full (SPARQL: the first row's values in the text, an ASK result, fewer rows than
+a required column has distinct values; retrieval: no reference id in the text): whenever it says
+no, the full comparison scores 0. ``_closest`` compares candidates in the order of their cheap
+bounds and explains only those that can still be the closest: it shows the candidate, and the
+text, that explaining every candidate in full shows."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fakes import prepared_groups
+from qa_eval import run_evaluation
+from qa_eval.steps import explain as explain_module
+from qa_eval.steps.compare import StepScorer
+from qa_eval.steps.sparql import terms as sparql_terms
+
+SPARQL_JSON = "application/sparql-results+json"
+VARS = ["a", "b", "c"]
+XSD = "http://www.w3.org/2001/XMLSchema#"
+
+_KINDS = [
+    st.builds(lambda v: {"type": "uri", "value": f"urn:{v}"}, st.sampled_from("xyz")),
+    st.builds(lambda v: {"type": "literal", "value": v}, st.sampled_from(["x", "y", "urn:x"])),
+    st.builds(
+        lambda v: {"type": "literal", "datatype": XSD + "integer", "value": v},
+        st.sampled_from(["1", "2", "1.0"]),
+    ),
+    st.builds(
+        lambda v: {"type": "literal", "datatype": XSD + "decimal", "value": v},
+        st.sampled_from(["1.0", "1.000000000001", "2.5"]),
+    ),
+]
+_TERMS = st.one_of(
+    *_KINDS,
+    st.just({"type": "literal", "value": 3}),  # not a string: an error when its column is read
+    st.just({"type": "nonsense", "value": "x"}),
+)
+
+
+@st.composite
+def _select(draw: Any, min_rows: int = 0, valid: bool = False) -> dict[str, Any]:
+    """A SELECT result: each column of one kind of term (or, unless ``valid``, of any)."""
+    vars_ = draw(st.lists(st.sampled_from(VARS), min_size=1, max_size=3, unique=True))
+    terms = {v: draw(st.sampled_from(_KINDS if valid else [*_KINDS, _TERMS])) for v in vars_}
+    rows = draw(st.lists(st.fixed_dictionaries(terms), min_size=min_rows, max_size=6))
+    return {"head": {"vars": vars_}, "results": {"bindings": rows}}
+
+
+_OUTPUTS = st.one_of(
+    _select().map(json.dumps),
+    _select().map(lambda r: json.dumps(r, indent=2)),
+    _select().map(lambda r: json.dumps(r).replace("urn:", "urn\\u003a")),  # with escapes
+    st.sampled_from(['{"head": {}, "boolean": true}', "not json", '{"results": 3}']),
+)
+
+
+@st.composite
+def _sparql_reference(draw: Any) -> dict[str, Any]:
+    result = draw(_select(min_rows=1, valid=True))
+    required = draw(st.lists(st.sampled_from(result["head"]["vars"]), min_size=1, unique=True))
+    step = {
+        "name": "sparql_query",
+        "output": json.dumps(result),
+        "output_media_type": SPARQL_JSON,
+        "required_columns": required,
+    }
+    flags = draw(st.sampled_from([{}, {"ordered": True}, {"ignore_duplicates": False}]))
+    return {**step, **flags}
+
+
+def _like(reference: dict[str, Any], data: Any) -> str:
+    """An actual result made from the reference's: rows dropped or repeated, columns reversed
+    and renamed, numbers moved within or beyond the tolerance."""
+    result = json.loads(reference["output"])
+    rows = result["results"]["bindings"]
+    picked = data.draw(st.lists(st.sampled_from(range(len(rows))), max_size=len(rows) + 2))
+    nudge = data.draw(st.sampled_from(["", "000000001", "1"]))
+
+    def moved(term: dict[str, Any]) -> dict[str, Any]:
+        if "datatype" in term and "." in term["value"]:
+            return {**term, "value": term["value"] + nudge}
+        return term
+
+    vars_ = result["head"]["vars"][::-1]
+    new_rows = [{f"x{v}": moved(rows[i][v]) for v in vars_} for i in picked]
+    return json.dumps(
+        {"head": {"vars": [f"x{v}" for v in vars_]}, "results": {"bindings": new_rows}}
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(_sparql_reference(), _OUTPUTS, st.data())
+def test_a_sparql_step_ruled_out_by_its_signature_never_matches(
+    reference: dict[str, Any], output: str, data: Any
+) -> None:
+    ref = prepared_groups([[reference]])[0][0]
+    if data.draw(st.booleans()):
+        output = _like(reference, data)
+    steps = [{"name": "sparql_query", "status": "success", "output": output}]
+    if not StepScorer(steps).may_match(ref, 0):
+        assert StepScorer(steps).score(ref, 0) == 0.0
+
+
+_IDS = st.sampled_from(["d1", "d2", "d/3", 'd"4', "é5", 6, 6.0])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_IDS, min_size=1, max_size=3),
+    st.lists(_IDS, max_size=4),
+    st.integers(min_value=1, max_value=4),
+    st.booleans(),
+)
+def test_a_retrieval_step_ruled_out_by_its_signature_never_matches(
+    wanted: list[Any], got: list[Any], k: int, ascii_only: bool
+) -> None:
+    reference = {
+        "name": "retrieval",
+        "output": json.dumps([{"id": i, "text": "t"} for i in wanted]),
+    }
+    ref = prepared_groups([[reference]])[0][0]
+    output = json.dumps([{"id": i, "text": "t"} for i in got], ensure_ascii=ascii_only)
+    steps = [{"name": "retrieval", "status": "success", "args": {"k": k}, "output": output}]
+    if not StepScorer(steps).may_match(ref, 0):
+        assert StepScorer(steps).score(ref, 0) == 0.0
+
+
+def _closest_in_full(ref: Any, scorer: StepScorer, in_order: list[int]) -> str:
+    """``_closest`` as it was before its bounds: every candidate explained in full, the
+    closest shown (the first, latest-first, of equally close ones)."""
+    candidates = in_order[::-1][: explain_module._MAX_CANDIDATES]
+    best, best_a = -1.0, candidates[0]
+    for a in candidates:
+        closeness = 1.0 if scorer.would_match(ref, a) > 0.0 else scorer.explain(ref, a)[0]
+        if closeness > best:
+            best, best_a = closeness, a
+    text = explain_module._candidate_text(ref, scorer, best_a, [])
+    prefix = f"closest of {len(in_order)} candidates, " if len(in_order) > 1 else ""
+    return f"{prefix}{explain_module._label(scorer.actual, best_a)}: {text}"
+
+
+_RETRIEVAL_OUTPUTS = st.lists(st.sampled_from(["d1", "d2", "d3", "d4"]), max_size=4).map(
+    lambda ids: json.dumps([{"id": i} for i in ids])
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.tuples(_sparql_reference(), st.lists(_OUTPUTS, min_size=1, max_size=9)),
+        st.tuples(
+            st.just({"name": "retrieval", "output": json.dumps([{"id": "d1"}, {"id": "d2"}])}),
+            st.lists(_RETRIEVAL_OUTPUTS, min_size=1, max_size=9),
+        ),
+    )
+)
+def test_the_closest_candidate_is_the_one_explaining_every_candidate_shows(
+    case: tuple[dict[str, Any], list[str]],
+) -> None:
+    reference, outputs = case
+    ref = prepared_groups([[reference]])[0][0]
+    steps = [
+        {
+            "name": reference["name"],
+            "id": f"c{i}",
+            "status": "success",
+            "output": output,
+            "args": {"k": 2},
+        }
+        for i, output in enumerate(outputs)
+    ]
+    in_order = list(range(len(steps)))
+    scorer = StepScorer(steps)
+    for a in in_order:  # as matching leaves them: every candidate scored
+        scorer.score(ref, a)
+    shown = explain_module._closest(ref, scorer, in_order, [])
+    assert shown == _closest_in_full(ref, StepScorer(steps), in_order)
+
+
+def _select_text(rows: list[str]) -> str:
+    bindings = [{"s": {"type": "uri", "value": v}} for v in rows]
+    return json.dumps({"head": {"vars": ["s"]}, "results": {"bindings": bindings}})
+
+
+def test_the_hint_reads_no_column_of_a_result_with_too_few_rows(monkeypatch: Any) -> None:
+    rows = ["urn:a", "urn:b", "urn:c"]
+    reference = [
+        [
+            {
+                "name": "sparql_query",
+                "output": _select_text(rows),
+                "output_media_type": SPARQL_JSON,
+                "required_columns": ["s"],
+            }
+        ],
+        [{"name": "get_status", "output": '{"ok": true}', "output_media_type": "application/json"}],
+    ]
+    steps = [
+        {"name": "sparql_query", "id": "c0", "status": "success", "output": _select_text(rows)},
+        {"name": "sparql_query", "id": "c1", "status": "success", "output": _select_text(rows[:2])},
+        {"name": "get_status", "id": "c2", "status": "success", "output": '{"ok": false}'},
+    ]
+    read: list[int] = []
+    real_column = sparql_terms._column
+
+    def counting_column(bindings: Any, var: str) -> Any:
+        read.append(len(bindings))
+        return real_column(bindings, var)
+
+    monkeypatch.setattr(sparql_terms, "_column", counting_column)
+    dataset = [
+        {
+            "template_id": "t",
+            "questions": [{"id": "q", "question_text": "?", "reference_steps": reference}],
+        }
+    ]
+    result = run_evaluation(dataset, [{"question_id": "q", "actual_steps": steps}])[0]
+    assert result["reference_steps"][0][0]["mismatch"] == (
+        "not evaluated: group 2 has no match, and matching stops there (on its own this step "
+        "would match actual step sparql_query [0] (id c0))"
+    )
+    assert 2 not in read  # the two-row result, latest first, was ruled out by its row count
+    assert 3 in read  # the three-row one was compared in full
+
+
+def test_numbers_the_tolerance_merges_count_once_in_the_row_signature() -> None:
+    def result(*values: str) -> str:
+        term = {"type": "literal", "datatype": XSD + "decimal"}
+        bindings = [{"a": {**term, "value": v}} for v in values]
+        return json.dumps({"head": {"vars": ["a"]}, "results": {"bindings": bindings}})
+
+    reference = {
+        "name": "sparql_query",
+        "output": result("1.0", "1.000000000001"),  # two rows, one value within the tolerance
+        "output_media_type": SPARQL_JSON,
+        "required_columns": ["a"],
+    }
+    ref = prepared_groups([[reference]])[0][0]
+    steps = [{"name": "sparql_query", "status": "success", "output": result("1.0")}]
+    assert StepScorer(steps).score(ref, 0) == 1.0
+    assert StepScorer(steps).may_match(ref, 0)
