@@ -22,6 +22,7 @@ in one :class:`~qa_eval.run.options.RunOptions`); :func:`run_plan` runs a plan a
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -466,11 +467,10 @@ def _evaluate_streamed(
 def _questions_of(reference: Any) -> Iterable[dict[str, Any]]:
     """The question records of a reference read whole, or of a JSON Lines one read as a stream
     (read through once more)."""
-    if isinstance(reference, list):
-        return reference_questions(reference)
-    from .reflines import raw_questions
-
-    return (q for record in reference.records() for q in raw_questions(record))
+    reflines = sys.modules.get("qa_eval.run.reflines")  # (imported if a stream was made)
+    if reflines is None or not isinstance(reference, reflines.JsonLinesReference):
+        return reference_questions(reference)  # (anything not a list has none)
+    return (q for record in reference.records() for q in reflines.raw_questions(record))
 
 
 def notable_keys(result: dict[str, Any]) -> dict[str, Any] | None:
