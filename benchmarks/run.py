@@ -1136,8 +1136,10 @@ def _first_request(command: Callable[[str], list[str]], env: dict[str, str], run
         return Reply(status=503)
 
     times = []
-    with StubServer(script) as server:
-        for _ in range(runs + 1):
+    for _ in range(runs + 1):
+        # A server of its own for each run: the requests a killed run had sent at once (the
+        # judge's concurrency) would otherwise be answered after it, as the next run's first.
+        with StubServer(script) as server:
             arrived.clear()
             event.clear()
             start = time.perf_counter()
