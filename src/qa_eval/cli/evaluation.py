@@ -21,6 +21,7 @@ from ..run.plan import plan_evaluation, system_output_path
 from . import gates as quality
 from .common import check_report_paths, gate_outcome
 from .junit import junit_xml
+from .spread import default_workers
 from .summary import markdown_evaluate
 
 __all__ = ["evaluate", "system_pairs"]
@@ -104,7 +105,7 @@ def evaluate(args: argparse.Namespace) -> int:
         spell=cli_option,
         keys=args.keys,
         pass_thresholds=thresholds,
-        workers=getattr(args, "workers", 1),
+        workers=default_workers(args, systems[0][1] if len(systems) == 1 else None),
         shard=getattr(args, "shard", None),
     )
     if plan.default_judge:
