@@ -73,17 +73,9 @@ def with_tags(
     wanted = [k for k in dict.fromkeys(keys) if k not in RESULT_TAGS]
     if not wanted or all(all(k in r for k in wanted) for r in results):
         return results
-    by_id = {q.get("id"): q for q in reference_questions(reference)}
-    tagged = []
-    for result in results:
-        question = by_id.get(result.get("question_id"))
-        extra = {
-            key: question[key]
-            for key in wanted
-            if question is not None and key not in result and key in question
-        }
-        tagged.append({**result, **extra} if extra else result)
-    copy: Any = type(results)(tagged) if isinstance(results, list) else tagged
+    values = question_tags(reference_questions(reference), wanted) or {}
+    done = [tagged(result, values) for result in results]
+    copy: Any = type(results)(done) if isinstance(results, list) else done
     if hasattr(results, "signature"):
         copy.signature = results.signature
     return cast("Sequence[dict[str, Any]]", copy)
