@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from fakes import items_dataset
-from openai_stub import StubServer, oracle
+from openai_stub import StubServer, completion, oracle, oracle_content
 from qa_eval import QaEvalError, compute_aggregates, run_evaluation
 from qa_eval.extras import MissingExtra, available
 from qa_eval.io.limits import dump_json
@@ -154,6 +154,29 @@ def _judge(url: str, concurrency: int) -> dict[str, Any]:
     }
 
 
+def _priced(request: dict[str, Any], number: int) -> Any:
+    """Correct replies that each cost exactly $0.001 at :func:`_one_judge`'s price."""
+    reply = completion(oracle_content(request), prompt_tokens=1000, completion_tokens=10)
+    reply.delay = 0.01
+    return reply
+
+
+def _one_judge(url: str, concurrency: int) -> dict[str, Any]:
+    """$1 per million prompt tokens, completions free; with ``disable=ONE`` one judged metric
+    (answer correctness: one call a question)."""
+    config = _judge(url, concurrency)
+    config["llm"]["prices"] = {"gpt-4o-mini": {"input": 1.0, "output": 0.0}}
+    return config
+
+
+ONE = ["answer_relevance"]
+
+
+def _judged(results: list[dict[str, Any]]) -> list[str]:
+    """The questions answer correctness was judged for (the others: its error)."""
+    return [r["question_id"] for r in results if "answer_recall" in r]
+
+
 @needs_ray
 def test_a_judge_pool_keeps_the_concurrency_bound_and_one_process_s_results(
     ray_session: Any,
@@ -209,6 +232,101 @@ def test_bad_input_duplicates_and_mixed_trials_are_one_line(ray_session: Any) ->
         evaluate_dataset(_lines(ray_session, trials + trials[4:5]), reference, batch_size=2)
     with pytest.raises(QaEvalError, match=r"'q1'.*missing in one response but given in another"):
         evaluate_dataset(_lines(ray_session, trials + responses[1:2]), reference, batch_size=2)
+
+
+@needs_ray
+def test_max_cost_is_one_budget_for_every_batch_and_the_callbacks_see_every_result(
+    ray_session: Any,
+) -> None:
+    """One actor, one call at a time, batches of 2: the calls come in reference order, as in one
+    process, and the budget ($0.0035: four calls of $0.001) runs out in the second batch; every
+    later batch's judge reads the spent total and makes no call. Results, aggregates and the
+    signature equal one process's; one response is missing (its question is evaluated on the
+    driver). ``on_result`` sees each result once, ``progress`` counts up to the total."""
+    from qa_eval.ray import evaluate_dataset, iter_results
+
+    reference, responses = items_dataset(10)
+    responses = responses[:7] + responses[8:]
+    with StubServer(_priced) as server:
+        config = _one_judge(server.url, 1)
+        single = run_evaluation(reference, responses, config, cache=False, max_cost=0.0035, disable=ONE)
+        calls = len(server.chat_requests)
+        seen: list[dict[str, Any]] = []
+        counts: list[tuple[int, int]] = []
+        run = evaluate_dataset(
+            ray_session.data.from_items(responses, override_num_blocks=1),
+            reference,
+            config,
+            batch_size=2,
+            actors=1,
+            cache=False,
+            max_cost=0.0035,
+            disable=ONE,
+            on_result=seen.append,
+            progress=lambda done, total: counts.append((done, total)),
+        )
+        assert len(server.chat_requests) == 2 * calls == 8
+    assert _judged(single) == ["q0", "q1", "q2", "q3"]
+    assert single[4]["answer_correctness_error"] == "budget exceeded"
+    assert single.signature["skipped_metric_values"] == {"budget": 5}  # q7: no response
+    got = list(iter_results(run.results))
+    assert [dump_json(r) for r in got] == [dump_json(r) for r in single]
+    assert dump_json(run.aggregates) == dump_json(compute_aggregates(single, config))
+    usage, one = run.signature.pop("usage"), dict(single.signature).pop("usage")
+    assert usage["total"] == pytest.approx(one["total"], rel=1e-12)
+    assert usage["total"]["cost"] == pytest.approx(0.004)
+    assert run.signature == {k: v for k, v in single.signature.items() if k != "usage"}
+    assert sorted(dump_json(r) for r in seen) == sorted(dump_json(r) for r in single)
+    assert counts == [(done, 10) for done in range(1, 11)]
+
+
+@needs_ray
+def test_two_actors_spend_one_budget_as_one_process_with_two_calls_at_once(
+    ray_session: Any,
+) -> None:
+    """Two actors, one call at a time each: the pool stops at the budget as one process with
+    ``concurrency: 2`` does, the calls in flight when it is reached finishing (4 or 5 calls of
+    $0.001 for $0.0035); the questions not judged say ``budget exceeded``, counted in the
+    signature. Split per actor, or per batch, the budget would pay for all 12 calls."""
+    from qa_eval.ray import evaluate_dataset, iter_results
+
+    reference, responses = items_dataset(12)
+    with StubServer(_priced) as server:
+        config = _one_judge(server.url, 2)
+        single = run_evaluation(reference, responses, config, cache=False, max_cost=0.0035, disable=ONE)
+        one_calls = len(server.chat_requests)
+        counts: list[tuple[int, int]] = []
+        run = evaluate_dataset(
+            ray_session.data.from_items(responses),
+            reference,
+            config,
+            batch_size=3,
+            actors=2,
+            cache=False,
+            max_cost=0.0035,
+            disable=ONE,
+            progress=lambda done, total: counts.append((done, total)),
+        )
+        pool_calls = len(server.chat_requests) - one_calls
+    results = list(iter_results(run.results))
+    for judged, calls in ((_judged(single), one_calls), (_judged(results), pool_calls)):
+        assert 4 <= len(judged) == calls <= 5
+    for done in (single, results):
+        skipped = [r for r in done if "answer_recall" not in r]
+        assert {r["answer_correctness_error"] for r in skipped} == {"budget exceeded"}
+    assert run.signature["skipped_metric_values"] == {"budget": 12 - pool_calls}
+    assert run.signature["usage"]["total"]["cost"] == pytest.approx(pool_calls * 0.001)
+    assert run.signature["options"]["max_cost"] == 0.0035
+    assert counts == [(done, 12) for done in range(1, 13)]
+
+
+@needs_ray
+def test_on_progress_is_refused_with_one_line(ray_session: Any) -> None:
+    from qa_eval.ray import evaluate_dataset
+
+    reference, responses = items_dataset(2)
+    with pytest.raises(QaEvalError, match=r"^evaluate_dataset does not take on_progress$"):
+        evaluate_dataset(_lines(ray_session, responses), reference, on_progress=print)
 
 
 def test_without_ray_the_import_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -47,8 +47,10 @@ from .io.files import parse_json, read_reference  # noqa: E402
 from .io.limits import dump_json  # noqa: E402
 from .metrics.agents.trials import TRIAL_KEY  # noqa: E402
 from .run.evaluation import run_evaluation  # noqa: E402
+from .run.options import ResultCallback, RunOptions  # noqa: E402
 from .run.prepare.reference import prepare_reference  # noqa: E402
 from .run.prepare.responses import Unknown  # noqa: E402
+from .run.progress import ProgressCallback  # noqa: E402
 from .run.shards import position_key  # noqa: E402
 from .run.signature import reference_fingerprint  # noqa: E402
 
@@ -67,10 +69,9 @@ _META = -1
 """The position of the one row each batch adds for the driver (filtered out of the results):
 its signature, the positions it answered without trials and its partial aggregates, pickled."""
 
-_REFUSED = ("max_cost", "on_result", "progress", "on_progress", "fingerprint", "options")
-"""Run options that cannot hold across batches scored apart: ``max_cost`` (one budget: see
-docs/scale.md), the callbacks (called in the process that runs each batch), the fingerprint (the
-whole reference's, computed here) and ``options``."""
+_REFUSED = ("on_progress", "fingerprint", "options")
+"""Run options that cannot hold across batches scored apart: ``on_progress`` (its judge counts
+are each batch's own), the fingerprint (the whole reference's, computed here) and ``options``."""
 
 _UNRANKED = -1
 """The rank of a result with a trial until the second pass ranks it."""
@@ -135,13 +136,18 @@ class _Batches:
     rank needs every batch's trials (see :class:`_Ranked`)."""
 
     def __init__(
-        self, shared: Any, column: str | None, config: Any, keywords: dict, spec: AggregateSpec
+        self,
+        shared: Any,
+        column: str | None,
+        config: Any,
+        keywords: dict,
+        spec: AggregateSpec,
+        budget: Any = None,
     ) -> None:
         data, ids = ray.get(shared) if isinstance(shared, ray.ObjectRef) else shared
         self.reference = _Reference(data, ids)
         self.column = column
-        self.config = config
-        self.keywords = keywords
+        self.options = _run_options(config, keywords, budget)
         self.spec = spec
 
     def __call__(self, batch: pyarrow.Table) -> dict[str, list[Any]]:
@@ -159,9 +165,7 @@ class _Batches:
         answered = sorted(counts)
         with warnings.catch_warnings():  # counted in the signature; the driver warns once
             warnings.simplefilter("ignore", UnknownResponsesWarning)
-            results = run_evaluation(
-                reference.part(answered), responses, self.config, **self.keywords
-            )
+            results = run_evaluation(reference.part(answered), responses, options=self.options)
         out: dict[str, list[Any]] = {name: [] for name in COLUMNS}
         single: list[int] = []  # the positions answered without a trial
         trials: list[tuple[int, Any]] = []  # (position, trial) of each result with one
@@ -279,6 +283,8 @@ def evaluate_dataset(
     actors: int | None = None,
     by: Iterable[str] | None = None,
     pass_thresholds: Mapping[str, float] | None = None,
+    on_result: ResultCallback | None = None,
+    progress: ProgressCallback | None = None,
     **keywords: Any,
 ) -> DatasetRun:
     """Evaluate the responses of ``ds`` against ``reference`` (a path or the data) on Ray; the
@@ -288,14 +294,19 @@ def evaluate_dataset(
     ``config`` as ``run_evaluation`` takes it; with a judge, ``actors`` (at most the config's
     ``concurrency``) each get ``concurrency // actors`` judge calls at once, so the pool never
     exceeds the bound; without one, ``actors`` defaults to the cluster's CPUs. The reply cache
-    (``cache=``) is each node's own unless a folder every node shares is given. ``column``: the
-    column holding each response's JSON text (default: ``text`` when it is the only column, as
-    ``ray.data.read_text`` gives; else each row is a response record). A question's responses
-    (its trials) may come in any batches; its trials are ordered by their ``trial`` values.
-    ``by``: the tags the aggregates group by; ``pass_thresholds`` (metric -> value): the
-    aggregates' pass@k and pass^k of repeated trials, as ``compute_aggregates`` takes them. The
-    other keywords are ``run_evaluation``'s (``enable``, ``disable``, ``keys``, ``cache``, ...),
-    but not ``max_cost`` nor the callbacks (docs/scale.md says why)."""
+    (``cache=``) is each node's own unless a folder every node shares is given. ``max_cost`` is
+    one budget for the whole pool: every actor's judge reads the one spent total (held by a Ray
+    actor) before a call starts and adds each reply's cost to it, the rule of one process.
+    ``column``: the column holding each response's JSON text (default: ``text`` when it is the
+    only column, as ``ray.data.read_text`` gives; else each row is a response record). A
+    question's responses (its trials) may come in any batches; its trials are ordered by their
+    ``trial`` values. ``by``: the tags the aggregates group by; ``pass_thresholds`` (metric ->
+    value): the aggregates' pass@k and pass^k of repeated trials, as ``compute_aggregates`` takes
+    them. ``on_result`` and ``progress(done, total)`` are called on the driver, for each result,
+    as the batches finish (``total``: the reference's questions, plus one for each trial beyond a
+    question's first as the batches report them; docs/scale.md). The other keywords are
+    ``run_evaluation``'s (``enable``, ``disable``, ``keys``, ``cache``, ...), but not
+    ``on_progress``, ``fingerprint`` nor ``options`` (docs/scale.md says why)."""
     refused = sorted(set(keywords) & set(_REFUSED))
     if refused:
         raise QaEvalError(f"evaluate_dataset does not take {', '.join(refused)}")
@@ -311,31 +322,64 @@ def evaluate_dataset(
         assert settings is not None
         actors = max(1, min(actors, settings.concurrency))
         actor_config = dataclasses.replace(settings, concurrency=settings.concurrency // actors)
-    whole = _Reference(data, ids)
-    shared = ray.put((data, ids))
+    budget = _SPENT.remote() if judged and keywords.get("max_cost") is not None else None
+    try:
+        return _evaluated(
+            ds,
+            _Reference(data, ids),
+            (column, actor_config, keywords, spec, budget),
+            _Callbacks(len(ids), on_result, progress),
+            batch_size,
+            actors,
+            (config, settings, fingerprint, templates),
+        )
+    finally:
+        if budget is not None:
+            ray.kill(budget)
+
+
+def _evaluated(
+    ds: ray.data.Dataset,
+    whole: _Reference,
+    batches: tuple[str | None, Any, dict[str, Any], AggregateSpec, Any],
+    callbacks: _Callbacks,
+    batch_size: int,
+    actors: int,
+    run: tuple[Any, Any, str, int],
+) -> DatasetRun:
+    """``evaluate_dataset``'s run, its arguments checked: the batches' pass (and the trials'
+    second pass), the unanswered questions on the driver, the results sorted."""
+    column, actor_config, keywords, spec, budget = batches
+    config, settings, fingerprint, templates = run
+    ids = whole.ids
+    shared = ray.put((whole.data, ids))
     mapped = ds.map_batches(
         _Batches,
         batch_size=batch_size,
         batch_format="pyarrow",
-        fn_constructor_args=(shared, column, actor_config, keywords, spec),
+        fn_constructor_args=(shared, column, actor_config, keywords, spec, budget),
         compute=ray.data.ActorPoolStrategy(size=actors),
         # Half a CPU each: a pool as large as the cluster's CPUs still leaves Ray Data's read
         # tasks (read_text, read_parquet: one CPU each) room to run; with a whole CPU each, a
         # pool of every CPU waited forever for its input.
         num_cpus=0.5,
-    ).materialize()
+    )
     aggregates = PartialAggregates(spec)
     signatures: list[dict[str, Any]] = []
     answered = bytearray(len(ids))  # 1: answered without a trial, 2: with trials
     trials: dict[int, list[Any]] = {}
-    for meta in _metas(mapped):
+    results: ray.data.Dataset | None = None
+    finished = _Finished(callbacks)
+    for meta in finished.metas(mapped):
         signatures.append(meta["signature"])
         _mark(answered, meta["single"], ids)
         for position, trial in meta["trials"]:
             trials.setdefault(position, []).append(trial)
         aggregates.merge(meta["aggregates"])
-    results = mapped.filter(expr=col("position") != _META)
+    if finished.refs:
+        results = ray.data.from_arrow_refs(finished.refs).filter(expr=col("position") != _META)
     if trials:
+        assert results is not None
         ranks = ray.put(_ranks(trials, answered, ids))
         unranked = col("rank") == _UNRANKED
         ranked = (
@@ -356,16 +400,165 @@ def evaluate_dataset(
         results = results.filter(expr=col("rank") != _UNRANKED).union(ranked)
     missing = [i for i, seen in enumerate(answered) if not seen]
     if missing or not signatures:
-        rest = run_evaluation(whole.part(missing), [], config, **keywords)
+        options = _run_options(config, keywords, budget)
+        rest = run_evaluation(whole.part(missing), [], options=options)
         signatures.append(rest.signature)
         out: dict[str, list[Any]] = {name: [] for name in COLUMNS}
         for position, result in zip(missing, rest, strict=True):
             _row(out, position, 0, ids[position], dump_json(result))
+            callbacks.result(result)
         aggregates.add(rest, [position_key(position, 0) for position in missing])
-        results = results.union(ray.data.from_items(_records(out)))
+        driver = ray.data.from_items(_records(out))
+        results = driver if results is None else results.union(driver)
+    assert results is not None
     ordered = results.sort(["position", "rank"]).materialize()
     signature = _signature(signatures, fingerprint, templates, len(ids), settings)
     return DatasetRun(ordered, aggregates.finish(), signature)
+
+
+class _Callbacks:
+    """``on_result`` and ``progress`` on the driver: each result as its batch finishes;
+    ``progress(done, total)`` after each, ``total`` the reference's questions plus each trial
+    beyond a question's first reported so far (so ``done`` never passes it, and they meet at the
+    end)."""
+
+    def __init__(
+        self, questions: int, on_result: ResultCallback | None, progress: ProgressCallback | None
+    ) -> None:
+        self.on_result = on_result
+        self.progress = progress
+        self.total = questions
+        self.done = 0
+        self.trialled: set[int] = set()
+        """The positions a batch reported a trial of (the first counted in ``questions``)."""
+
+    @property
+    def wanted(self) -> bool:
+        """Whether there is a callback to call."""
+        return self.on_result is not None or self.progress is not None
+
+    def trials(self, meta: dict[str, Any]) -> None:
+        """Count the trials a batch reports beyond each question's first in ``total``."""
+        for position, _ in meta.get("trials", ()):
+            if position in self.trialled:
+                self.total += 1
+            else:
+                self.trialled.add(position)
+
+    def result(self, result: dict[str, Any]) -> None:
+        """One result finished: ``on_result(result)``, then ``progress(done, total)``."""
+        self.done += 1
+        if self.on_result is not None:
+            self.on_result(result)
+        if self.progress is not None:
+            self.progress(self.done, self.total)
+
+
+class _Finished:
+    """The batches' pass run to its end block by block, in the order blocks finish: the rows each
+    batch wrote for the driver, its results given to the callbacks (read onto the driver only
+    when ``on_result`` wants them), and the blocks kept (``refs``: the results, materialized in
+    the object store)."""
+
+    def __init__(self, callbacks: _Callbacks) -> None:
+        self.callbacks = callbacks
+        self.refs: list[Any] = []
+
+    def metas(self, mapped: ray.data.Dataset) -> Iterator[dict[str, Any]]:
+        """Each batch's row for the driver, as its block finishes; ``QaEvalError`` for a batch's
+        bad input (raised after every batch finished, as one ``materialize`` would; the
+        callbacks see no result after it)."""
+        error: str | None = None
+        callbacks = self.callbacks
+        for bundle in mapped.iter_internal_ref_bundles():
+            for ref, block in zip(bundle.block_refs, bundle.metadata, strict=True):
+                self.refs.append(ref)
+                if callbacks.on_result is not None:
+                    table = ray.get(ref)
+                    metas, lines = _split(table.column("position"), table.column("result"))
+                else:
+                    metas = ray.get(_metas_of.remote(ref))
+                    lines = None
+                loaded = [pickle.loads(meta) for meta in metas]  # written by this run's batches
+                error = error or next((m["error"] for m in loaded if "error" in m), None)
+                if error is not None:
+                    continue
+                yield from loaded
+                if callbacks.wanted:
+                    for meta in loaded:
+                        callbacks.trials(meta)
+                    _called(callbacks, lines, (block.num_rows or 0) - len(metas))
+        if error is not None:
+            raise QaEvalError(error)
+
+
+def _called(callbacks: _Callbacks, lines: list[bytes] | None, count: int) -> None:
+    """The callbacks for one block's results: its ``lines`` parsed (``on_result``), or only
+    counted (``progress``)."""
+    if lines is None:
+        for _ in range(count):
+            callbacks.result({})
+        return
+    for line in lines:
+        callbacks.result(parse_json(line.decode("utf-8", "surrogatepass"), "results dataset"))
+
+
+def _split(positions: Any, values: Any) -> tuple[list[bytes], list[bytes]]:
+    """A block's rows for the driver and its results' lines, in block order."""
+    metas: list[bytes] = []
+    lines: list[bytes] = []
+    for position, value in zip(positions.to_pylist(), values.to_pylist(), strict=True):
+        (metas if position == _META else lines).append(value)
+    return metas, lines
+
+
+@ray.remote(num_cpus=0)
+def _metas_of(block: pyarrow.Table) -> list[bytes]:
+    """A block's rows for the driver, read where the block is (its results stay there)."""
+    return _split(block.column("position"), block.column("result"))[0]
+
+
+class _Spent:
+    """The spent total of a run's ``max_cost`` budget, one for every actor's judge."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+
+    def spent(self) -> float:
+        """What the run's judges have spent so far."""
+        return self.total
+
+    def spend(self, cost: float) -> None:
+        """Add one reply's cost."""
+        self.total += cost
+
+
+_SPENT: Any = ray.remote(num_cpus=0)(_Spent)
+""":class:`_Spent` as a Ray actor class (no CPU: it only adds)."""
+
+
+class _SharedSpent:
+    """A judge's view of the run's :class:`_Spent` (a ``judge.ledger.SharedBudget``)."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+
+    async def spent(self) -> float:
+        """The run's spent total, read from its actor."""
+        total: float = await self.handle.spent.remote()
+        return total
+
+    async def spend(self, cost: float) -> None:
+        """Add one reply's cost to the run's total (returns once it is added)."""
+        await self.handle.spend.remote(cost)
+
+
+def _run_options(config: Any, keywords: dict[str, Any], budget: Any) -> RunOptions:
+    """The options of each batch's ``run_evaluation``: spending from the run's one budget."""
+    options = RunOptions.of(config, **keywords)
+    if budget is None:
+        return options
+    return dataclasses.replace(options, shared_budget=_SharedSpent(budget))
 
 
 def _metas(mapped: ray.data.Dataset) -> Iterator[dict[str, Any]]:

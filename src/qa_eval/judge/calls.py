@@ -53,6 +53,7 @@ from ..errors import DryRunSkip, JudgeError, JudgeUnavailable
 from ..redact import public_url
 from .cache.store import CachedReply, ReplyCache, request_key
 from .faults import problem_of
+from .ledger import SharedBudget
 from .prices import price_of
 from .replies import (
     MODES,
@@ -104,6 +105,7 @@ class Judge(Transport):
         client: Any = None,
         sleep: Callable[[float], Any] = asyncio.sleep,
         system_prompt: str | None = None,
+        shared_budget: SharedBudget | None = None,
     ) -> None:
         if config.generation is None:
             raise JudgeUnavailable("no judge is configured")
@@ -113,6 +115,9 @@ class Judge(Transport):
         self.gen = config.generation
         self.cache = cache
         self.max_cost = max_cost
+        self.shared_budget = shared_budget
+        """The total ``max_cost`` applies to when other judges spend from the same budget (a Ray
+        run's batches); None: this judge's own total."""
         self.dry_run = dry_run
         self.price = price_of(self.gen.model, config.prices)
         if max_cost is not None and self.price is None:

@@ -7,7 +7,7 @@ at batch rates. :class:`Accounting` is a part of ``calls.Judge`` (through
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -16,9 +16,23 @@ from .prices import usd
 from .replies import Reply
 from .usage import Usage, Verdict
 
-__all__ = ["Accounting"]
+__all__ = ["Accounting", "SharedBudget"]
 
 T = TypeVar("T", bound=BaseModel)
+
+
+class SharedBudget(Protocol):
+    """The spent total of one ``max_cost`` budget that several judges share (the judges of a Ray
+    run's batches, ``qa_eval.ray``): each judge applies the one-process rule to it, reading it
+    before a call starts and adding each reply's cost as it comes."""
+
+    async def spent(self) -> float:
+        """What every judge sharing the budget has spent so far, in US dollars."""
+        ...
+
+    async def spend(self, cost: float) -> None:
+        """Add the cost of one reply to the shared total."""
+        ...
 
 
 class Accounting:
@@ -28,6 +42,7 @@ class Accounting:
     usage: dict[str, Usage]
     total: Usage
     cache: ReplyCache | None
+    shared_budget: SharedBudget | None
 
     def _count(self, usage: Usage, counter: str) -> None:
         """Add one to a counter (cached, retries, failures) of a metric's usage and the total."""
@@ -82,8 +97,9 @@ class Accounting:
             verdict.cached_tokens,
         )
 
-    def _account(self, metric: str, reply: Reply) -> Reply:
-        """Count one reply received for ``metric`` and the run."""
+    async def _account(self, metric: str, reply: Reply) -> Reply:
+        """Count one reply received for ``metric`` and the run (and in the shared budget's
+        total, when the judge spends from one)."""
         cost = usd(
             self.price,
             reply.prompt_tokens,
@@ -97,4 +113,6 @@ class Accounting:
             u.completion_tokens += reply.completion_tokens
             u.cached_prompt_tokens += reply.cached_tokens
             u.cost += cost or 0.0
+        if self.shared_budget is not None:
+            await self.shared_budget.spend(cost or 0.0)
         return reply

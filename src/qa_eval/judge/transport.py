@@ -152,14 +152,16 @@ class Transport(Accounting):
             max_tokens = self.gen.max_tokens or reply_budget(schema, prompt_tokens_of(messages))
         served = self._from_batch(messages, schema, max_tokens, repeat)
         if served is not None:
-            return self._account(metric, served)
+            return await self._account(metric, served)
         usage = self._usage(metric)
         tries = _Tries(started=time.monotonic())
         while True:
             async with self.slot():
                 reply = await self._attempt(usage, messages, schema, max_tokens, tries)
-            if reply is not None:
-                return self._account(metric, reply)
+                if reply is not None:
+                    # Counted in the slot: a call that starts after this one ends sees its cost
+                    # (a shared budget's total too, which is added remotely).
+                    return await self._account(metric, reply)
             await self._after_fault(usage, tries)
 
     def _from_batch(
@@ -191,7 +193,7 @@ class Transport(Accounting):
         while True:
             # Checked, and the mode read, once this call has its slot: asks that waited for one
             # must see a 401, a spent budget or a downgrade that happened meanwhile.
-            self._check_open()
+            await self._check_open()
             mode = self.mode if tries.probe is None else lower_mode(self.mode, tries.probe)
             kwargs = self.body(messages, schema, mode, max_tokens)
             try:
@@ -205,11 +207,16 @@ class Transport(Accounting):
             self.modes_used[mode] = self.modes_used.get(mode, 0) + 1
             return reply
 
-    def _check_open(self) -> None:
-        """Raise if no call may start: the endpoint refused the run, or the budget is spent."""
+    async def _check_open(self) -> None:
+        """Raise if no call may start: the endpoint refused the run, or the budget is spent (the
+        run's own total, or the total of the budget it shares with other judges)."""
         if self._fatal is not None:
             raise self._fatal
-        if self.max_cost is not None and self.total.cost >= self.max_cost:
+        if self.max_cost is None:
+            return
+        shared = self.shared_budget
+        spent = self.total.cost if shared is None else await shared.spent()
+        if spent >= self.max_cost:
             raise BudgetExceeded()
 
     async def _send(self, kwargs: dict[str, Any]) -> Reply:

@@ -56,7 +56,11 @@ class Endpoints:
 
             self.store = open_cache(options.cache)
             judge = Judge(
-                settings, cache=self.store, max_cost=options.max_cost, dry_run=options.dry_run
+                settings,
+                cache=self.store,
+                max_cost=options.max_cost,
+                dry_run=options.dry_run,
+                shared_budget=options.shared_budget,
             )
         self.judge = judge
         self.embedder = options.embedder

@@ -22,6 +22,7 @@ from .progress import ProgressCallback, StatusCallback
 if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
     from ..judge.calls import Judge
     from ..judge.embeddings import Embedder
+    from ..judge.ledger import SharedBudget
 
 __all__ = [
     "LIBRARY_DEFAULT",
@@ -122,6 +123,9 @@ class RunOptions:
     shard: tuple[int, int] | None = None
     """``(i, N)``: evaluate only the questions of shard i of N (``run.shards``); given as
     ``"i/N"`` or a pair."""
+    shared_budget: SharedBudget | None = field(default=None, repr=False)
+    """The spent total ``max_cost`` applies to when the run is one part of a run spread over
+    processes that share one budget (``qa_eval.ray``: each batch); None: this run's own."""
     disabled: frozenset[str] = field(init=False, repr=False)
     enabled: frozenset[str] = field(init=False, repr=False)
     left_out: Mapping[str, str] = field(init=False, repr=False)
