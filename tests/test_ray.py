@@ -249,7 +249,9 @@ def test_max_cost_is_one_budget_for_every_batch_and_the_callbacks_see_every_resu
     responses = responses[:7] + responses[8:]
     with StubServer(_priced) as server:
         config = _one_judge(server.url, 1)
-        single = run_evaluation(reference, responses, config, cache=False, max_cost=0.0035, disable=ONE)
+        single = run_evaluation(
+            reference, responses, config, cache=False, max_cost=0.0035, disable=ONE
+        )
         calls = len(server.chat_requests)
         seen: list[dict[str, Any]] = []
         counts: list[tuple[int, int]] = []
@@ -293,7 +295,9 @@ def test_two_actors_spend_one_budget_as_one_process_with_two_calls_at_once(
     reference, responses = items_dataset(12)
     with StubServer(_priced) as server:
         config = _one_judge(server.url, 2)
-        single = run_evaluation(reference, responses, config, cache=False, max_cost=0.0035, disable=ONE)
+        single = run_evaluation(
+            reference, responses, config, cache=False, max_cost=0.0035, disable=ONE
+        )
         one_calls = len(server.chat_requests)
         counts: list[tuple[int, int]] = []
         run = evaluate_dataset(
