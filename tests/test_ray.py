@@ -234,6 +234,22 @@ def test_bad_input_duplicates_and_mixed_trials_are_one_line(ray_session: Any) ->
         evaluate_dataset(_lines(ray_session, trials + responses[1:2]), reference, batch_size=2)
 
 
+def _budget_runs(
+    ds: Any, reference: Any, responses: Any, spread: dict[str, int], **callbacks: Any
+) -> tuple[dict[str, Any], Any, Any, tuple[int, int]]:
+    """One process and the pool on the same data with ``max_cost=0.0035`` (calls of $0.001):
+    the config, both runs, and the chat calls each made."""
+    from qa_eval.ray import evaluate_dataset
+
+    with StubServer(_priced) as server:
+        config = _one_judge(server.url, spread.pop("concurrency"))
+        budget: dict[str, Any] = {"cache": False, "max_cost": 0.0035, "disable": ONE}
+        single = run_evaluation(reference, responses, config, **budget)
+        one = len(server.chat_requests)
+        run = evaluate_dataset(ds, reference, config, **spread, **budget, **callbacks)
+        return config, single, run, (one, len(server.chat_requests) - one)
+
+
 @needs_ray
 def test_max_cost_is_one_budget_for_every_batch_and_the_callbacks_see_every_result(
     ray_session: Any,
@@ -243,31 +259,21 @@ def test_max_cost_is_one_budget_for_every_batch_and_the_callbacks_see_every_resu
     later batch's judge reads the spent total and makes no call. Results, aggregates and the
     signature equal one process's; one response is missing (its question is evaluated on the
     driver). ``on_result`` sees each result once, ``progress`` counts up to the total."""
-    from qa_eval.ray import evaluate_dataset, iter_results
+    from qa_eval.ray import iter_results
 
     reference, responses = items_dataset(10)
     responses = responses[:7] + responses[8:]
-    with StubServer(_priced) as server:
-        config = _one_judge(server.url, 1)
-        single = run_evaluation(
-            reference, responses, config, cache=False, max_cost=0.0035, disable=ONE
-        )
-        calls = len(server.chat_requests)
-        seen: list[dict[str, Any]] = []
-        counts: list[tuple[int, int]] = []
-        run = evaluate_dataset(
-            ray_session.data.from_items(responses, override_num_blocks=1),
-            reference,
-            config,
-            batch_size=2,
-            actors=1,
-            cache=False,
-            max_cost=0.0035,
-            disable=ONE,
-            on_result=seen.append,
-            progress=lambda done, total: counts.append((done, total)),
-        )
-        assert len(server.chat_requests) == 2 * calls == 8
+    seen: list[dict[str, Any]] = []
+    counts: list[tuple[int, int]] = []
+    config, single, run, calls = _budget_runs(
+        ray_session.data.from_items(responses, override_num_blocks=1),
+        reference,
+        responses,
+        dict(concurrency=1, batch_size=2, actors=1),
+        on_result=seen.append,
+        progress=lambda done, total: counts.append((done, total)),
+    )
+    assert calls == (4, 4)
     assert _judged(single) == ["q0", "q1", "q2", "q3"]
     assert single[4]["answer_correctness_error"] == "budget exceeded"
     assert single.signature["skipped_metric_values"] == {"budget": 5}  # q7: no response
@@ -290,28 +296,17 @@ def test_two_actors_spend_one_budget_as_one_process_with_two_calls_at_once(
     ``concurrency: 2`` does, the calls in flight when it is reached finishing (4 or 5 calls of
     $0.001 for $0.0035); the questions not judged say ``budget exceeded``, counted in the
     signature. Split per actor, or per batch, the budget would pay for all 12 calls."""
-    from qa_eval.ray import evaluate_dataset, iter_results
+    from qa_eval.ray import iter_results
 
     reference, responses = items_dataset(12)
-    with StubServer(_priced) as server:
-        config = _one_judge(server.url, 2)
-        single = run_evaluation(
-            reference, responses, config, cache=False, max_cost=0.0035, disable=ONE
-        )
-        one_calls = len(server.chat_requests)
-        counts: list[tuple[int, int]] = []
-        run = evaluate_dataset(
-            ray_session.data.from_items(responses),
-            reference,
-            config,
-            batch_size=3,
-            actors=2,
-            cache=False,
-            max_cost=0.0035,
-            disable=ONE,
-            progress=lambda done, total: counts.append((done, total)),
-        )
-        pool_calls = len(server.chat_requests) - one_calls
+    counts: list[tuple[int, int]] = []
+    _, single, run, (one_calls, pool_calls) = _budget_runs(
+        ray_session.data.from_items(responses),
+        reference,
+        responses,
+        dict(concurrency=2, batch_size=3, actors=2),
+        progress=lambda done, total: counts.append((done, total)),
+    )
     results = list(iter_results(run.results))
     for judged, calls in ((_judged(single), one_calls), (_judged(results), pool_calls)):
         assert 4 <= len(judged) == calls <= 5
