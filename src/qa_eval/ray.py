@@ -136,18 +136,12 @@ class _Batches:
     rank needs every batch's trials (see :class:`_Ranked`)."""
 
     def __init__(
-        self,
-        shared: Any,
-        column: str | None,
-        config: Any,
-        keywords: dict,
-        spec: AggregateSpec,
-        budget: Any = None,
+        self, shared: Any, column: str | None, options: RunOptions, spec: AggregateSpec
     ) -> None:
         data, ids = ray.get(shared) if isinstance(shared, ray.ObjectRef) else shared
         self.reference = _Reference(data, ids)
         self.column = column
-        self.options = _run_options(config, keywords, budget)
+        self.options = options
         self.spec = spec
 
     def __call__(self, batch: pyarrow.Table) -> dict[str, list[Any]]:
@@ -324,14 +318,19 @@ def evaluate_dataset(
         actor_config = dataclasses.replace(settings, concurrency=settings.concurrency // actors)
     budget = _SPENT.remote() if judged and keywords.get("max_cost") is not None else None
     try:
+        # Made here: bad options are one line on the driver, not an actor that fails to start.
+        options = (
+            _run_options(actor_config, keywords, budget),
+            _run_options(settings, keywords, budget),
+        )
         return _evaluated(
             ds,
             _Reference(data, ids),
-            (column, actor_config, keywords, spec, budget),
+            (column, options, spec),
             _Callbacks(len(ids), on_result, progress),
             batch_size,
             actors,
-            (config, settings, fingerprint, templates),
+            (settings, fingerprint, templates),
         )
     finally:
         if budget is not None:
@@ -341,23 +340,25 @@ def evaluate_dataset(
 def _evaluated(
     ds: ray.data.Dataset,
     whole: _Reference,
-    batches: tuple[str | None, Any, dict[str, Any], AggregateSpec, Any],
+    batches: tuple[str | None, tuple[RunOptions, RunOptions], AggregateSpec],
     callbacks: _Callbacks,
     batch_size: int,
     actors: int,
-    run: tuple[Any, Any, str, int],
+    run: tuple[Any, str, int],
 ) -> DatasetRun:
-    """``evaluate_dataset``'s run, its arguments checked: the batches' pass (and the trials'
-    second pass), the unanswered questions on the driver, the results sorted."""
-    column, actor_config, keywords, spec, budget = batches
-    config, settings, fingerprint, templates = run
+    """``evaluate_dataset``'s run, its arguments checked: the batches' pass (``batches``: the
+    response column, the options of each batch and of the driver's run, the aggregates asked
+    for; and the trials' second pass), the unanswered questions on the driver, the results
+    sorted."""
+    column, (batch_options, driver_options), spec = batches
+    settings, fingerprint, templates = run
     ids = whole.ids
     shared = ray.put((whole.data, ids))
     mapped = ds.map_batches(
         _Batches,
         batch_size=batch_size,
         batch_format="pyarrow",
-        fn_constructor_args=(shared, column, actor_config, keywords, spec, budget),
+        fn_constructor_args=(shared, column, batch_options, spec),
         compute=ray.data.ActorPoolStrategy(size=actors),
         # Half a CPU each: a pool as large as the cluster's CPUs still leaves Ray Data's read
         # tasks (read_text, read_parquet: one CPU each) room to run; with a whole CPU each, a
@@ -400,8 +401,7 @@ def _evaluated(
         results = results.filter(expr=col("rank") != _UNRANKED).union(ranked)
     missing = [i for i, seen in enumerate(answered) if not seen]
     if missing or not signatures:
-        options = _run_options(config, keywords, budget)
-        rest = run_evaluation(whole.part(missing), [], options=options)
+        rest = run_evaluation(whole.part(missing), [], options=driver_options)
         signatures.append(rest.signature)
         out: dict[str, list[Any]] = {name: [] for name in COLUMNS}
         for position, result in zip(missing, rest, strict=True):
