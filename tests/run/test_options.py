@@ -137,7 +137,8 @@ def test_the_run_keywords_are_written_once_and_an_unknown_one_is_refused() -> No
     from qa_eval.run.options import RunKeywords
 
     fields = {f.name for f in dataclasses.fields(RunOptions) if f.init}
-    expected = (fields - {"config", "pass_thresholds"}) | {"concurrency"}
+    # shared_budget: set by qa_eval.ray on the options it makes, not a keyword of a run.
+    expected = (fields - {"config", "pass_thresholds", "shared_budget"}) | {"concurrency"}
     assert set(RunKeywords.__annotations__) == expected
     options = RunOptions.of(
         None,
