@@ -53,10 +53,11 @@ class Callbacks:
             else:
                 self.trialled.add(position)
 
-    def result(self, result: dict[str, Any]) -> None:
-        """One result finished: ``on_result(result)``, then ``progress(done, total)``."""
+    def result(self, result: dict[str, Any] | None) -> None:
+        """One result finished: ``on_result(result)`` (None: not read, for ``progress`` alone),
+        then ``progress(done, total)``."""
         self.done += 1
-        if self.on_result is not None:
+        if self.on_result is not None and result is not None:
             self.on_result(result)
         if self.progress is not None:
             self.progress(self.done, self.total)
@@ -105,7 +106,7 @@ def _called(callbacks: Callbacks, lines: list[bytes] | None, count: int) -> None
     counted (``progress``)."""
     if lines is None:
         for _ in range(count):
-            callbacks.result({})
+            callbacks.result(None)
         return
     for line in lines:
         callbacks.result(parse_json(line.decode("utf-8", "surrogatepass"), "results dataset"))
@@ -123,7 +124,10 @@ def _split(positions: Any, values: Any) -> tuple[list[bytes], list[bytes]]:
 @ray.remote(num_cpus=0)
 def _metas_of(block: pyarrow.Table) -> list[bytes]:
     """A block's rows for the driver, read where the block is (its results stay there)."""
-    return _split(block.column("position"), block.column("result"))[0]
+    import pyarrow.compute
+
+    rows = block.filter(pyarrow.compute.equal(block.column("position"), META))
+    return rows.column("result").to_pylist()  # type: ignore[no-any-return]
 
 
 def driver_rows(mapped: ray.data.Dataset) -> Iterator[dict[str, Any]]:
