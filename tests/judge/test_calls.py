@@ -5,6 +5,7 @@ the reply cache (also across a SIGKILL), dry runs, the cost budget, and keeping 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 import signal
@@ -591,6 +592,60 @@ def test_max_cost_stops_calls() -> None:
     assert errors.count("budget exceeded") == 2 * len(results) - calls
     assert {e for e in errors if e is not None} == {"budget exceeded"}
     assert results.signature["usage"]["total"]["cost"] == pytest.approx(2.0)
+
+
+class _Ledger:
+    """A shared budget's total in memory (what ``qa_eval.ray`` keeps in a Ray actor)."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self.reads = 0
+
+    async def spent(self) -> float:
+        self.reads += 1
+        return self.total
+
+    async def spend(self, cost: float) -> None:
+        self.total += cost
+
+
+def test_runs_sharing_a_budget_stop_at_its_total_as_one_run_does() -> None:
+    """Two runs of 3 questions spend from one shared budget of $3.5 (calls of $1, one at a
+    time): the first makes three calls, the second one, as one run of all 6 questions would
+    (4 calls); each run's own total alone would have let the second make three more."""
+    from qa_eval.run.options import RunOptions
+
+    reference, responses = dataset(6)
+    halves = [
+        ([{**reference[0], "questions": reference[0]["questions"][part]}], responses[part])
+        for part in (slice(0, 3), slice(3, 6))
+    ]
+
+    def script(request: dict[str, Any], number: int) -> Reply:
+        return completion(oracle_content(request), prompt_tokens=1, completion_tokens=7)
+
+    prices = {"gpt-4o-mini": {"input": 1_000_000, "output": 0}}  # $1 per call
+    ledger = _Ledger()
+    with StubServer(script) as server:
+        config = run_config(server.url, concurrency=1, prices=prices)
+        budget: dict[str, Any] = {"cache": False, "max_cost": 3.5, "disable": ["answer_relevance"]}
+        whole = run_evaluation(reference, responses, config, **budget)
+        one = len(server.chat_requests)
+        options = RunOptions.of(config, **budget)
+        shared = dataclasses.replace(options, shared_budget=ledger)
+        parts = [run_evaluation(ref, resp, options=shared) for ref, resp in halves]
+        spread = len(server.chat_requests) - one
+    # Read before each of the 4 calls, and by the 2 asks the spent total refused.
+    assert one == spread == 4 and ledger.total == 4.0 and ledger.reads == 6
+    assert [len(_judged_ids(p)) for p in parts] == [3, 1]
+    assert [p.signature["usage"]["total"]["cost"] for p in parts] == [3.0, 1.0]
+    assert parts[1].signature["skipped_metric_values"] == {"budget": 2}
+    assert parts[1][2]["answer_correctness_error"] == "budget exceeded"
+    assert whole.signature["usage"]["total"]["cost"] == 4.0
+
+
+def _judged_ids(results: list[dict[str, Any]]) -> list[str]:
+    return [r["question_id"] for r in results if "answer_recall" in r]
 
 
 def test_api_key_is_never_stored(tmp_path: Path) -> None:
