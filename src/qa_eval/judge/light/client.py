@@ -184,6 +184,18 @@ class LightClient:
             )
         return self._http
 
+    def __del__(self) -> None:
+        # As the SDK's client does: the connections are closed on the running loop, if any.
+        http = getattr(self, "_http", None)
+        if http is None or http.is_closed:
+            return
+        try:
+            import asyncio
+
+            asyncio.get_running_loop().create_task(http.aclose())
+        except Exception:
+            pass
+
     def _headers(self, timeout: Any) -> Any:
         """The request headers, merged and ordered as the SDK merges them."""
         if self._platform is None:

@@ -1,10 +1,10 @@
-"""The errors of the light transport: the openai SDK's error classes as the judge reads them, with
-the SDK's names, hierarchy, messages and attributes (``message``, ``body``, ``code``, ``param``,
-``type``, ``request``; ``response``, ``status_code``, ``request_id`` on a status error), so a fault
-reads the same (``faults``) whichever client made the call. Made from the SDK's ``_exceptions``
-(openai 3.x): a status error's ``body`` is the reply's ``error`` object, its message
-``Error code: N`` and `` - `` the error's ``message`` when it has one; the request an error keeps
-has no ``Authorization`` header.
+"""The errors of the light transport: the openai SDK's error classes that a chat completion raises,
+with the SDK's names, hierarchy (a class per status), messages and attributes (``message``,
+``body``, ``code``, ``param``, ``type``, ``request``; ``response``, ``status_code``,
+``request_id`` on a status error), so a fault reads the same (``faults``) whichever client made
+the call. Made from the SDK's ``_exceptions`` (openai 3.x): a status error's ``body`` is the
+reply's ``error`` object, its message ``Error code: N`` and `` - `` the error's ``message`` when
+it has one; the request an error keeps has no ``Authorization`` header.
 """
 
 from __future__ import annotations
@@ -17,7 +17,15 @@ __all__ = [
     "APIError",
     "APIStatusError",
     "APITimeoutError",
+    "AuthenticationError",
+    "BadRequestError",
+    "ConflictError",
+    "InternalServerError",
+    "NotFoundError",
+    "OpenAIError",
+    "PermissionDeniedError",
     "RateLimitError",
+    "UnprocessableEntityError",
     "status_error",
 ]
 
@@ -39,7 +47,11 @@ def _safe_request(request: Any) -> Any:
     return safe
 
 
-class APIError(Exception):
+class OpenAIError(Exception):
+    """The base of the SDK's errors."""
+
+
+class APIError(OpenAIError):
     """A failed call (the SDK's ``openai.APIError``)."""
 
     def __init__(self, message: str, request: Any, *, body: object | None) -> None:
@@ -67,8 +79,47 @@ class APIStatusError(APIError):
         self.request_id: str | None = response.headers.get("x-request-id")
 
 
+class BadRequestError(APIStatusError):
+    """A 400."""
+
+
+class AuthenticationError(APIStatusError):
+    """A 401."""
+
+
+class PermissionDeniedError(APIStatusError):
+    """A 403."""
+
+
+class NotFoundError(APIStatusError):
+    """A 404."""
+
+
+class ConflictError(APIStatusError):
+    """A 409."""
+
+
+class UnprocessableEntityError(APIStatusError):
+    """A 422."""
+
+
 class RateLimitError(APIStatusError):
-    """A 429 (the SDK's ``openai.RateLimitError``)."""
+    """A 429."""
+
+
+class InternalServerError(APIStatusError):
+    """A 5xx."""
+
+
+_BY_STATUS: dict[int, type[APIStatusError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    409: ConflictError,
+    422: UnprocessableEntityError,
+    429: RateLimitError,
+}
 
 
 class APIConnectionError(APIError):
@@ -104,5 +155,6 @@ def status_error(response: Any) -> APIStatusError:
             if isinstance(detail, str) and detail:
                 message += f" - {detail}"
     data = body.get("error", body) if isinstance(body, dict) else body
-    kind = RateLimitError if response.status_code == 429 else APIStatusError
+    status = response.status_code
+    kind = InternalServerError if status >= 500 else _BY_STATUS.get(status, APIStatusError)
     return kind(message, response=response, body=data)
