@@ -53,7 +53,6 @@ from ..errors import DryRunSkip, JudgeError, JudgeUnavailable
 from ..redact import public_url
 from .cache.store import CachedReply, ReplyCache, request_key
 from .faults import problem_of
-from .prices import price_of
 from .replies import (
     MODES,
     Reply,
@@ -114,8 +113,10 @@ class Judge(Transport):
         self.cache = cache
         self.max_cost = max_cost
         self.dry_run = dry_run
-        self.price = price_of(self.gen.model, config.prices)
-        if max_cost is not None and self.price is None:
+        self.price_source = (self.gen.model, config.prices)
+        self._usages: dict[str, Usage] = {}
+        self._total = Usage()
+        if max_cost is not None and self.price is None:  # a budget needs the price now
             raise JudgeUnavailable(
                 f"--max-cost needs the price of {self.gen.model!r}: add it under llm.prices"
             )
@@ -131,8 +132,6 @@ class Judge(Transport):
         """How the reply's length is limited: ``max_tokens``, or ``max_completion_tokens`` for an
         endpoint that refuses ``max_tokens`` (OpenAI's reasoning models: then only a configured
         ``max_tokens`` is sent)."""
-        self.usage: dict[str, Usage] = {}
-        self.total = Usage(cost_known=self.price is not None)
         self.plan = Plan()
         self.in_flight = 0
         self.peak_in_flight = 0
