@@ -13,13 +13,24 @@ import asyncio
 import json
 import random
 import socket
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel, Field
 
-from openai_stub import TRANSPORT_FAULTS, Reply, StubServer, completion, error, fault_reply
+from openai_stub import (
+    TRANSPORT_FAULTS,
+    Reply,
+    StubServer,
+    completion,
+    error,
+    fault_reply,
+    oracle,
+)
 from qa_eval.config import EvalConfig, parse_config
 from qa_eval.judge.calls import Judge
 from qa_eval.judge.clients import sdk_client
@@ -458,3 +469,65 @@ def test_only_an_openai_judge_given_as_config_goes_light() -> None:
         own = sdk_client(cfg.generation, 5.0, max_retries=0)
         assert Judge(cfg, client=own).client is own
         assert isinstance(Judge(cfg).client, LightClient)
+
+
+_FIRST_REQUEST = """
+import json, runpy, sys
+from qa_eval.judge.light import client as light
+
+sent = light.LightClient.create
+where = sys.argv[1]
+
+
+async def create(self, **kwargs):
+    if not light.__dict__.get("seen"):
+        light.seen = sorted(sys.modules)
+        with open(where, "w") as f:
+            json.dump(light.seen, f)
+    return await sent(self, **kwargs)
+
+
+light.LightClient.create = create
+sys.argv = ["qa-eval", *sys.argv[2:]]
+runpy.run_module("qa_eval", run_name="__main__")
+"""
+
+
+def test_the_demos_first_judge_request_leaves_before_the_sdk_prices_and_rich_load(
+    tmp_path: Path,
+) -> None:
+    """Issue 36 section 5: ``qa-eval evaluate`` on the demo, a judge configured, sends its first
+    request before importing the openai SDK, the price catalogue (genai-prices) or rich; the run
+    then completes against the scripted judge (a price is looked up once a reply came, and the
+    results carry a cost)."""
+    demo = Path(__file__).parents[2] / "examples" / "powergrid"
+    with StubServer(oracle()) as server:
+        judge = {"provider": "openai", "base_url": server.url, "api_key": "x"}
+        (tmp_path / "judge.json").write_text(json.dumps({"llm": {"generation": judge}}))
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                _FIRST_REQUEST,
+                str(tmp_path / "modules.json"),
+                "evaluate",
+                str(demo / "reference.yaml"),
+                str(demo / "responses-good.jsonl"),
+                "-c",
+                str(tmp_path / "judge.json"),
+                "--no-cache",
+                "-q",
+                "-o",
+                str(tmp_path / "results.json"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert done.returncode == 0, done.stderr
+    loaded = set(json.loads((tmp_path / "modules.json").read_text()))
+    assert "httpx2" in loaded and "qa_eval.judge.calls" in loaded
+    assert sorted(m for m in loaded if m.split(".")[0] in {"openai", "genai_prices", "rich"}) == []
+    results = json.loads((tmp_path / "results.json").read_text())
+    costs = [v for r in results for k, v in r.items() if k.endswith("_cost")]
+    assert costs and all(isinstance(c, float) and c > 0 for c in costs)
