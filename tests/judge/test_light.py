@@ -531,3 +531,38 @@ def test_the_demos_first_judge_request_leaves_before_the_sdk_prices_and_rich_loa
     results = json.loads((tmp_path / "results.json").read_text())
     costs = [v for r in results for k, v in r.items() if k.endswith("_cost")]
     assert costs and all(isinstance(c, float) and c > 0 for c in costs)
+
+
+_TRIO_AFTER = """
+import sys
+from qa_eval.judge.light.client import _import_httpcore2
+
+_import_httpcore2()
+assert "httpcore2" in sys.modules and "trio" not in sys.modules, sorted(sys.modules)
+import trio
+import httpx2
+
+
+async def main():
+    async with httpx2.AsyncClient() as client:
+        try:
+            await client.get(sys.argv[1])
+        except httpx2.ConnectError:
+            return "refused"
+
+
+print(trio.run(main))
+"""
+
+
+def test_httpcore2_loads_without_trio_and_still_runs_under_trio() -> None:
+    """The light client imports httpcore2 without importing trio (60 ms a run under asyncio
+    never uses), yet httpx2 under trio works afterwards: the trio httpcore2 holds imports the
+    real one at its first use."""
+    pytest.importorskip("trio")
+    url = f"http://127.0.0.1:{_free_port()}/"  # nothing listens there
+    done = subprocess.run(
+        [sys.executable, "-c", _TRIO_AFTER, url], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "refused"
