@@ -171,7 +171,18 @@ class LightClient:
             url = url.copy_with(raw_path=path + b"/" + separator + query)
         self.base_url = url
         self._http: Any = None
-        self._platform: dict[str, str] | None = None
+        self._platform: dict[str, str] = {}
+        # The platform headers are read on a thread while httpx2 loads (the SDK reads them on a
+        # worker thread too): platform.platform() runs ``uname -p``. What the thread imports is
+        # imported here first, so no module is imported by two threads at once.
+        import platform  # noqa: F401
+        import subprocess  # noqa: F401
+        import threading
+
+        self._platform_read = threading.Thread(
+            target=lambda: self._platform.update(_platform_headers(version)), daemon=True
+        )
+        self._platform_read.start()
 
     def _client(self) -> Any:
         """The HTTP client, made at the first call as the SDK makes its own."""
@@ -200,8 +211,7 @@ class LightClient:
 
     def _headers(self, timeout: Any) -> Any:
         """The request headers, merged and ordered as the SDK merges them."""
-        if self._platform is None:
-            self._platform = _platform_headers(self._version)
+        self._platform_read.join()
         given: list[tuple[str, str | None]] = [
             ("Authorization", f"Bearer {self._api_key}"),
             ("Accept", "application/json"),
