@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, Field
 
+from fakes import Score, Sleeps
 from openai_stub import (
     TRANSPORT_FAULTS,
     Reply,
@@ -46,19 +46,6 @@ if light_client(GenerationConfig(base_url="http://127.0.0.1:9/v1"), 1.0) is None
 GOOD = json.dumps({"score": 7, "reason": "fine"})
 QUESTION = [{"role": "user", "content": "Rate the answer from 0 to 10: «été»."}]
 Script = Callable[[dict[str, Any], int], Reply]
-
-
-class Score(BaseModel):
-    score: int = Field(ge=0, le=10)
-    reason: str = ""
-
-
-class Sleeps:
-    def __init__(self) -> None:
-        self.calls: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.calls.append(seconds)
 
 
 @pytest.fixture(autouse=True)
