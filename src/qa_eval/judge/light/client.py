@@ -42,6 +42,8 @@ _DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _SDK_RANGE = ((3, 63), (4, 0))
 """The openai SDK versions whose requests and errors :class:`LightClient` reproduces."""
 _UNREPRODUCED_ENV = ("OPENAI_CUSTOM_HEADERS", "OPENAI_LOG")
+_CLIENTS: Any = object()
+"""``create``'s timeout when none is given: the client's."""
 _BODY_KEYS = (
     "model",
     "stream",
@@ -235,10 +237,11 @@ class LightClient:
             headers["x-stainless-read-timeout"] = str(read)
         return headers
 
-    async def create(self, *, timeout: Any = None, **kwargs: Any) -> Any:
-        """One chat completion: the reply as the SDK reads it, or the SDK's error."""
+    async def create(self, *, timeout: Any = _CLIENTS, **kwargs: Any) -> Any:
+        """One chat completion: the reply as the SDK reads it, or the SDK's error (``timeout``:
+        the client's when not given, none when None, as the SDK's)."""
         httpx2 = self._httpx2
-        if timeout is None:
+        if timeout is _CLIENTS:
             timeout = self._timeout
         content = _body(kwargs)
         client = self._client()
