@@ -1114,19 +1114,33 @@ client = openai.AsyncOpenAI(api_key="x", base_url=sys.argv[1], max_retries=0)
 messages = [{"role": "user", "content": "hi"}]
 asyncio.run(client.chat.completions.create(model="gpt-4o-mini", messages=messages))
 """
-"""The floor of a first judge call: the openai SDK imported and one request made, nothing else."""
+"""The floor of a first judge call made by the SDK: the openai SDK imported and one request made,
+nothing else."""
+
+HTTPX2_FIRST_CALL = """
+import asyncio, sys
+import httpx2
+client = httpx2.AsyncClient()
+body = b'{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}'
+url = sys.argv[1] + "/chat/completions"
+asyncio.run(client.post(url, content=body, headers={"Content-Type": "application/json"}))
+"""
+"""The floor of a first judge call made by the light transport (``qa_eval.judge.light``): httpx2
+imported and one request made, nothing else."""
 
 
-def _first_request(command: Callable[[str], list[str]], env: dict[str, str], runs: int) -> float:
+def _first_request(command: Callable[[str], list[str]], env: dict[str, str]) -> float:
     """Seconds from launching ``command(base_url)`` to its first request reaching a scripted
     OpenAI-compatible server on 127.0.0.1 (``tests/openai_stub.py``'s, answering 503: only the
-    time is noted; the process is ended there); the median of ``runs``, after a first run that
-    is not counted (it writes the bytecode, see ``startup_rows``)."""
+    time is noted; the process is ended there)."""
     import threading
 
     sys.path.insert(0, str(HERE.parent / "tests"))
     from openai_stub import Reply, StubServer
 
+    # A server of its own for each run, and a record of its own: the requests a killed run had
+    # sent at once (the judge's concurrency) may still be answered after it, and would otherwise
+    # count as the next run's first.
     arrived: list[float] = []
     event = threading.Event()
 
@@ -1135,30 +1149,25 @@ def _first_request(command: Callable[[str], list[str]], env: dict[str, str], run
         event.set()
         return Reply(status=503)
 
-    times = []
-    for _ in range(runs + 1):
-        # A server of its own for each run: the requests a killed run had sent at once (the
-        # judge's concurrency) would otherwise be answered after it, as the next run's first.
-        with StubServer(script) as server:
-            arrived.clear()
-            event.clear()
-            start = time.perf_counter()
-            process = subprocess.Popen(
-                command(server.url), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-            )
-            got = event.wait(timeout=30)
-            process.kill()
-            process.wait()
-            if not got:
-                raise SystemExit(f"{command(server.url)[:4]} made no request within 30 s")
-            times.append(arrived[0] - start)
-    return statistics.median(times[1:])
+    with StubServer(script) as server:
+        start = time.perf_counter()
+        process = subprocess.Popen(
+            command(server.url), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        got = event.wait(timeout=30)
+        process.kill()
+        process.wait()
+        if not got:
+            raise SystemExit(f"{command(server.url)[:4]} made no request within 30 s")
+        return arrived[0] - start
 
 
-def first_judge_call(folder: Path, env: dict[str, str], runs: int) -> tuple[float, float]:
+def first_judge_call(folder: Path, env: dict[str, str], runs: int) -> tuple[float, float, float]:
     """(seconds from launching ``qa-eval evaluate`` on the demo, a judge configured, to its
     first request at the judge's server; the same for a script that only imports the openai
-    SDK and makes one request: the floor while the SDK makes the calls); medians."""
+    SDK and makes one request: the floor while the SDK made the calls; the same for a script
+    that only imports httpx2 and makes one request: the floor of the light transport);
+    medians, the three taking turns run by run."""
 
     def evaluate(url: str) -> list[str]:
         judge = {"provider": "openai", "base_url": url, "api_key": "x", "model": "gpt-4o-mini"}
@@ -1182,7 +1191,16 @@ def first_judge_call(folder: Path, env: dict[str, str], runs: int) -> tuple[floa
     def bare_sdk(url: str) -> list[str]:
         return [sys.executable, "-c", SDK_FIRST_CALL, url]
 
-    return _first_request(evaluate, env, runs), _first_request(bare_sdk, env, runs)
+    def bare_httpx2(url: str) -> list[str]:
+        return [sys.executable, "-c", HTTPX2_FIRST_CALL, url]
+
+    turns: list[list[float]] = [[], [], []]
+    for _ in range(runs + 1):
+        for times, command in zip(turns, (evaluate, bare_sdk, bare_httpx2)):
+            times.append(_first_request(command, env))
+    # The first turn writes the bytecode (see startup_rows): not counted.
+    judge, sdk, light = (statistics.median(times[1:]) for times in turns)
+    return judge, sdk, light
 
 
 def startup_rows(runs: int = 20) -> list[list[Any]]:
@@ -1217,7 +1235,7 @@ def _startup_rows(env: dict[str, str], runs: int) -> list[list[Any]]:
     cumulative, modules = importtime_figures(env)
     with tempfile.TemporaryDirectory(prefix="qa-eval-startup-") as tmp:
         first, parse = first_call(Path(tmp), env, max(3, runs // 4))
-        judge, sdk = first_judge_call(Path(tmp), env, max(3, runs // 4))
+        judge, sdk, light = first_judge_call(Path(tmp), env, max(3, runs // 4))
 
     def within(value: float, limit: float) -> str:
         return "ok" if value <= limit else "MISSED"
@@ -1270,11 +1288,20 @@ def _startup_rows(env: dict[str, str], runs: int) -> list[list[Any]]:
             within(judge, 0.5),
         ],
         [
+            "  floor: import httpx2 + one request (no qa-eval)",
+            f"{light * 1000:.0f} ms",
+            "",
+            "",
+            f"qa-eval +{(judge - light) * 1000:.0f} ms",
+            "",
+            "",
+        ],
+        [
             "  floor: import openai + one request (no qa-eval)",
             f"{sdk * 1000:.0f} ms",
             "",
             "",
-            f"qa-eval +{(judge - sdk) * 1000:.0f} ms",
+            f"qa-eval {(judge - sdk) * 1000:+.0f} ms",
             "",
             "",
         ],

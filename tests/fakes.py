@@ -9,12 +9,29 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from qa_eval.errors import JudgeError
 from qa_eval.judge.usage import Verdict
 from qa_eval.run.prepare import prepare_reference
 from qa_eval.steps.kinds import ReferenceStep
+
+
+class Score(BaseModel):
+    """A small reply schema for judge-level tests."""
+
+    score: int = Field(ge=0, le=10)
+    reason: str = ""
+
+
+class Sleeps:
+    """An injectable ``sleep`` that records how long it was asked to wait and returns at once."""
+
+    def __init__(self) -> None:
+        self.calls: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.calls.append(seconds)
 
 
 class FakeJudge:

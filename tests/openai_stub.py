@@ -173,6 +173,8 @@ class StubServer:
         self.script = script
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
+        self.received: list[tuple[str, list[tuple[str, str]], bytes]] = []
+        """Each request as it came: its request line, its headers in order, its body."""
         self.in_flight = 0
         self.peak = 0
         self._lock = threading.Lock()
@@ -187,11 +189,13 @@ class StubServer:
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
-                payload = json.loads(self.rfile.read(length) or b"{}")
+                raw = self.rfile.read(length)
+                payload = json.loads(raw or b"{}")
                 with stub._lock:
                     number = len(stub.requests)
                     stub.requests.append(payload)
                     stub.paths.append(self.path)
+                    stub.received.append((self.requestline, list(self.headers.items()), raw))
                     stub.in_flight += 1
                     stub.peak = max(stub.peak, stub.in_flight)
                 try:

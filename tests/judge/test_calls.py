@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, Field
 
-from fakes import items_dataset
+from fakes import Score, Sleeps, items_dataset
 from openai_stub import (
     TRANSPORT_FAULTS,
     LlamaLike,
@@ -48,23 +47,6 @@ from qa_eval.metrics.custom import _reply_model
 
 GOOD = json.dumps({"score": 7, "reason": "fine"})
 QUESTION = [{"role": "user", "content": "Rate the answer from 0 to 10."}]
-
-
-class Score(BaseModel):
-    """A small reply schema for judge-level tests."""
-
-    score: int = Field(ge=0, le=10)
-    reason: str = ""
-
-
-class Sleeps:
-    """An injectable ``sleep`` that records how long it was asked to wait and returns at once."""
-
-    def __init__(self) -> None:
-        self.calls: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.calls.append(seconds)
 
 
 def judge_config(url: str, **llm: Any) -> EvalConfig:

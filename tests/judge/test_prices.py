@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
+from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
+from qa_eval.errors import JudgeError
 from qa_eval.judge.prices import price_of, usd
 
 pytest.importorskip("genai_prices")
@@ -54,3 +58,34 @@ def test_usd_prices_cached_tokens_and_batch() -> None:
     assert math.isclose(usd(price, 1_000_000, 1_000_000, batch=True) or 0, 1.0 + 4.0)
     explicit = {**price, "batch_input": 0.3, "batch_output": 1.0}
     assert math.isclose(usd(explicit, 1_000_000, 1_000_000, batch=True) or 0, 1.3)
+
+
+def _failing_judge(model: str) -> Any:
+    """A judge of ``model`` whose endpoint answers every call with a 400 (no reply to price)."""
+    from openai_stub import StubServer, error
+    from qa_eval.config import parse_config
+    from qa_eval.judge.calls import Judge
+
+    class Reply(BaseModel):
+        score: int
+
+    with StubServer(lambda request, number: error(400, "no")) as server:
+        generation = {"provider": "openai", "base_url": server.url, "api_key": "x", "model": model}
+        judge = Judge(parse_config({"llm": {"generation": generation}}))
+        assert not judge._priced  # looked up at first use, not when the judge is made
+        messages = [{"role": "user", "content": "hi"}]
+        with pytest.raises(JudgeError):
+            asyncio.run(judge.ask("score", messages, Reply))
+    return judge
+
+
+@pytest.mark.parametrize(("model", "cost"), [("no-such-model-xyz", None), ("gpt-4o-mini", 0.0)])
+def test_a_cost_is_unknown_without_a_price_even_when_no_reply_came(
+    model: str, cost: float | None
+) -> None:
+    """The price is looked up at first use (after the first request, in a run), yet every usage
+    made before says whether its cost is known: an unpriced model's cost is None, never 0."""
+    judge = _failing_judge(model)
+    assert judge.total.as_dict()["cost"] == cost
+    assert judge.usage["score"].as_dict()["cost"] == cost
+    assert judge.usage["score"].failures == 1

@@ -19,11 +19,6 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rich import box
-from rich.cells import cell_len
-from rich.console import Console
-from rich.table import Table
-
 from ..aggregate import CATEGORIES, SCORES
 from ..io.numbers import format_number, scale_of
 from ..metrics.agents.trials import table_rows
@@ -49,8 +44,9 @@ __all__ = [
     "warning_lines",
 ]
 
-_RULE = box.Box("    \n    \n -  \n    \n    \n    \n    \n    \n", ascii=True)
-"""A header underlined with dashes, columns two spaces apart, nothing else."""
+_RULE = "    \n    \n -  \n    \n    \n    \n    \n    \n"
+"""The tables' box (rich's, made where a table is drawn: rich loads once a table is drawn, not
+when a run starts): a header underlined with dashes, columns two spaces apart, nothing else."""
 _GAP = 3
 """Columns are 3 characters apart (a space of padding on each side and the rule's gap)."""
 
@@ -68,6 +64,11 @@ def render_table(
 ) -> str:
     """A plain-text table of ``rows`` under ``headers``, numbers right-aligned, None shown as
     ``-``; fits ``width`` columns when given (see the module docstring)."""
+    from rich import box
+    from rich.cells import cell_len
+    from rich.console import Console
+    from rich.table import Table
+
     keep = [0] + [
         c for c in range(1, len(headers)) if not rows or any(r[c] is not None for r in rows)
     ]
@@ -115,7 +116,13 @@ def render_table(
         markup=False,
     )
     for number, block in enumerate(blocks):
-        table = Table(box=_RULE, show_edge=False, pad_edge=False, padding=(0, 1), header_style="")
+        table = Table(
+            box=box.Box(_RULE, ascii=True),
+            show_edge=False,
+            pad_edge=False,
+            padding=(0, 1),
+            header_style="",
+        )
         table.add_column(names[0], overflow="fold", width=sizes[0])
         for i in block:
             table.add_column(names[i], justify="right", overflow="fold", width=sizes[i])

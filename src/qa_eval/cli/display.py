@@ -4,29 +4,21 @@
 questions done, each with its rate's time left; the columns it shows are chosen so that every line
 fits the terminal's width. It draws nothing when its stream is not a terminal. :class:`Progress`
 is the callback a run takes (``progress=`` and ``on_progress=``).
+
+rich is imported when the display starts drawing (half a second into a run, on a terminal), not
+when a run starts: a judge's first request leaves without it.
 """
 
 from __future__ import annotations
 
+import functools
 import shutil
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
-from rich.console import Console
-from rich.measure import Measurement
-from rich.progress import (
-    BarColumn,
-    ProgressColumn,
-    Task,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.progress import Progress as RichProgress
-from rich.table import Table
-from rich.text import Text
-
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from ..run.progress import RunProgress
 
 __all__ = ["Progress", "ProgressDisplay", "terminal_width"]
@@ -42,40 +34,51 @@ def terminal_width(stream: TextIO) -> int | None:
     return shutil.get_terminal_size().columns
 
 
-class _Count(ProgressColumn):
-    """``done/total`` with thousands separators."""
+@functools.cache
+def _rich_parts() -> tuple[Any, Any, Any]:
+    """The display's own rich classes (``_Count``, ``_Detail``, ``_FittingProgress``), made
+    when it first draws."""
+    from rich.measure import Measurement
+    from rich.progress import Progress as RichProgress
+    from rich.progress import ProgressColumn, Task
+    from rich.table import Table
+    from rich.text import Text
 
-    def render(self, task: Task) -> Text:
-        total = f"{task.total:,.0f}" if task.total is not None else "?"
-        return Text(f"{task.completed:,.0f}/{total}", justify="right")
+    class _Count(ProgressColumn):
+        """``done/total`` with thousands separators."""
 
+        def render(self, task: Task) -> Text:
+            total = f"{task.total:,.0f}" if task.total is not None else "?"
+            return Text(f"{task.completed:,.0f}/{total}", justify="right")
 
-class _Detail(ProgressColumn):
-    """The task's ``detail`` field (tokens and cost, for the judge's row)."""
+    class _Detail(ProgressColumn):
+        """The task's ``detail`` field (tokens and cost, for the judge's row)."""
 
-    def render(self, task: Task) -> Text:
-        return Text(str(task.fields.get("detail", "")))
+        def render(self, task: Task) -> Text:
+            return Text(str(task.fields.get("detail", "")))
 
+    class _FittingProgress(RichProgress):
+        """A rich ``Progress`` whose columns are the richest set whose table fits the
+        console."""
 
-class _FittingProgress(RichProgress):
-    """A rich ``Progress`` whose columns are the richest set whose table fits the console."""
+        def __init__(self, layouts: list[tuple[ProgressColumn | str, ...]], console: Any) -> None:
+            self.layouts = layouts
+            self._target = console
+            super().__init__(*layouts[0], console=console, refresh_per_second=8)
 
-    def __init__(self, layouts: list[tuple[ProgressColumn | str, ...]], console: Console) -> None:
-        self.layouts = layouts
-        self._target = console
-        super().__init__(*layouts[0], console=console, refresh_per_second=8)
+        def make_tasks_table(self, tasks: Any) -> Table:
+            tasks = list(tasks)
+            console = self._target
+            width = console.width
+            for layout in self.layouts:
+                self.columns = layout
+                table = super().make_tasks_table(tasks)
+                unbounded = console.options.update(max_width=100_000)
+                if Measurement.get(console, unbounded, table).maximum <= width:
+                    return table
+            return table
 
-    def make_tasks_table(self, tasks: Any) -> Table:
-        tasks = list(tasks)
-        console = self._target
-        width = console.width
-        for layout in self.layouts:
-            self.columns = layout
-            table = super().make_tasks_table(tasks)
-            unbounded = console.options.update(max_width=100_000)
-            if Measurement.get(console, unbounded, table).maximum <= width:
-                return table
-        return table
+    return _Count, _Detail, _FittingProgress
 
 
 def _tokens(n: int) -> str:
@@ -100,22 +103,26 @@ class ProgressDisplay:
         console: Console | None = None,
         delay: float = 0.5,
     ) -> None:
-        if console is None and enabled is not False:
-            if terminal_width(stream) is None:
-                enabled = False
-            else:
-                console = Console(file=stream)
-        self.enabled = enabled is not False and console is not None
+        if console is None and enabled is not False and terminal_width(stream) is None:
+            enabled = False
+        self.enabled = enabled is not False
         self.console = console
+        self.stream = stream
         self.delay = delay
         self.label = label
         self.start = time.monotonic()
-        self._progress: _FittingProgress | None = None
+        self._progress: Any = None
         self._calls: Any = None
         self._questions: Any = None
 
     def _begin(self, judge: bool) -> None:
-        assert self.console is not None
+        from rich.progress import BarColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        if self.console is None:
+            from rich.console import Console
+
+            self.console = Console(file=self.stream)
+        _Count, _Detail, _FittingProgress = _rich_parts()
 
         def name() -> TextColumn:
             return TextColumn("{task.description}")
@@ -123,7 +130,7 @@ class ProgressDisplay:
         def eta() -> tuple[TextColumn, TimeRemainingColumn]:
             return TextColumn("ETA"), TimeRemainingColumn()
 
-        layouts: list[tuple[ProgressColumn | str, ...]] = [
+        layouts: list[tuple[Any, ...]] = [
             (name(), BarColumn(bar_width=24), _Count(), _Detail(), TimeElapsedColumn(), *eta()),
             (name(), BarColumn(bar_width=12), _Count(), _Detail(), *eta()),
             (name(), _Count(), _Detail(), *eta()),

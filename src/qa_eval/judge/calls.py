@@ -54,7 +54,6 @@ from ..redact import public_url
 from .cache.store import CachedReply, ReplyCache, request_key
 from .faults import problem_of
 from .ledger import SharedBudget
-from .prices import price_of
 from .replies import (
     MODES,
     Reply,
@@ -119,8 +118,10 @@ class Judge(Transport):
         """The total ``max_cost`` applies to when other judges spend from the same budget (a Ray
         run's batches); None: this judge's own total."""
         self.dry_run = dry_run
-        self.price = price_of(self.gen.model, config.prices)
-        if max_cost is not None and self.price is None:
+        self.price_source = (self.gen.model, config.prices)
+        self._usages: dict[str, Usage] = {}
+        self._total = Usage()
+        if max_cost is not None and self.price is None:  # a budget needs the price now
             raise JudgeUnavailable(
                 f"--max-cost needs the price of {self.gen.model!r}: add it under llm.prices"
             )
@@ -136,8 +137,6 @@ class Judge(Transport):
         """How the reply's length is limited: ``max_tokens``, or ``max_completion_tokens`` for an
         endpoint that refuses ``max_tokens`` (OpenAI's reasoning models: then only a configured
         ``max_tokens`` is sent)."""
-        self.usage: dict[str, Usage] = {}
-        self.total = Usage(cost_known=self.price is not None)
         self.plan = Plan()
         self.in_flight = 0
         self.peak_in_flight = 0

@@ -1,4 +1,6 @@
-"""The clients of model endpoints: the official OpenAI SDK's for ``openai`` and ``azure``, an
+"""The clients of model endpoints: the official OpenAI SDK's for ``openai`` and ``azure`` (for the
+judge's calls to ``openai``, the light client that sends the SDK's requests without importing it,
+``light.client``), an
 adapter over litellm for any other provider (an optional extra). Shared by the judge and the
 embedders; a client is made on first use, never when a config is loaded.
 """
@@ -14,10 +16,17 @@ __all__ = ["LiteLLMClient", "make_client", "sdk_client"]
 
 
 def make_client(gen: GenerationConfig, timeout: float) -> Any:
-    """The client for a generation config: the official SDK for OpenAI and Azure (no retries of
-    its own: the judge retries), litellm for any other provider."""
+    """The client for a generation config (no retries of its own: the judge retries): for OpenAI,
+    the light client that sends what the official SDK sends without importing it
+    (``light.client``) when it can, else the SDK; the SDK for Azure, litellm for any other
+    provider."""
     if gen.provider not in SDK_PROVIDERS:
         return LiteLLMClient(gen)
+    from .light.client import light_client
+
+    light = light_client(gen, timeout)
+    if light is not None:
+        return light
     return sdk_client(gen, timeout, max_retries=0)
 
 

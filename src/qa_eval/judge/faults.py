@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import email.utils
 import math
+import sys
 import time
 from typing import Any
 
 from pydantic import ValidationError
 
 from ..redact import redact
+from .light import errors as light_errors
 from .replies import label
 
 __all__ = [
     "about_format",
+    "api_error",
     "cause_of",
     "clip",
     "could_not_connect",
@@ -86,6 +89,18 @@ def retry_after(headers: Any) -> float | None:
     if not math.isfinite(delay):
         return None
     return min(max(delay, 0.0), _RETRY_AFTER_CAP)
+
+
+def api_error(error: BaseException, name: str) -> bool:
+    """Whether ``error`` is the SDK error class ``name`` (``RateLimitError``, ``APIStatusError``,
+    ``APITimeoutError``, ``APIConnectionError``, ``APIError``): the light client's
+    (``light.errors``), or the openai SDK's when it is loaded (an error of the SDK's implies it
+    is; the SDK is not imported to tell)."""
+    if isinstance(error, getattr(light_errors, name)):
+        return True
+    sdk = sys.modules.get("openai")
+    kind = getattr(sdk, name, None) if sdk is not None else None
+    return isinstance(kind, type) and isinstance(error, kind)
 
 
 def about_format(status: int, message: str, error: Exception) -> bool:

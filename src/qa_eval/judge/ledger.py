@@ -2,17 +2,24 @@
 the cache, retries, re-asks, failures), the tokens and cost of each reply at the model's price,
 and the tokens a batch served (``--batch``: ``batch``), which are stored with the reply and priced
 at batch rates. :class:`Accounting` is a part of ``calls.Judge`` (through
-``transport.Transport``), which sets ``price``, ``usage``, ``total`` and ``cache``.
+``transport.Transport``), which sets ``_usages``, ``_total`` and ``cache``, and says where the
+price comes from (``price_source``).
+
+The price is looked up when first needed (a reply to price, a cache hit, a dry run's estimate,
+anything that reads ``usage`` or ``total``), not when the judge is made: the price catalogue
+(``genai-prices``) takes longer to load than a first request takes to leave. The lookup sets
+``cost_known`` on every usage made before it.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, TypeVar
+from collections.abc import Mapping
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
 from .cache.store import CachedReply, ReplyCache
-from .prices import usd
+from .prices import price_of, usd
 from .replies import Reply
 from .usage import Usage, Verdict
 
@@ -38,21 +45,52 @@ class SharedBudget(Protocol):
 class Accounting:
     """The judge's usage and cost bookkeeping."""
 
-    price: dict[str, float] | None
-    usage: dict[str, Usage]
-    total: Usage
+    price_source: tuple[str, Mapping[str, Mapping[str, float]]]
+    """The model and the config's price overrides (see :func:`prices.price_of`)."""
+    _usages: dict[str, Usage]
+    _total: Usage
     cache: ReplyCache | None
     shared_budget: SharedBudget | None
+    _price: Any = None
+    _priced = False
+
+    @property
+    def usage(self) -> dict[str, Usage]:
+        """Calls, tokens and cost per metric (the price looked up first)."""
+        self.price  # noqa: B018  # sets cost_known
+        return self._usages
+
+    @property
+    def total(self) -> Usage:
+        """Calls, tokens and cost of the run (the price looked up first)."""
+        self.price  # noqa: B018  # sets cost_known
+        return self._total
+
+    @property
+    def price(self) -> dict[str, float] | None:
+        """The judge model's price entry (None: unknown), looked up at the first use."""
+        if not self._priced:
+            self._price = price_of(*self.price_source)
+            self._priced = True
+            for u in (self._total, *self._usages.values()):
+                u.cost_known = self._price is not None
+        price: dict[str, float] | None = self._price
+        return price
+
+    @property
+    def cost_known(self) -> bool:
+        """Whether the price is known (True until it is looked up)."""
+        return not self._priced or self._price is not None
 
     def _count(self, usage: Usage, counter: str) -> None:
         """Add one to a counter (cached, retries, failures) of a metric's usage and the total."""
-        for u in (usage, self.total):
+        for u in (usage, self._total):
             setattr(u, counter, getattr(u, counter) + 1)
 
     def _usage(self, metric: str) -> Usage:
-        if metric not in self.usage:
-            self.usage[metric] = Usage(cost_known=self.price is not None)
-        return self.usage[metric]
+        if metric not in self._usages:
+            self._usages[metric] = Usage(cost_known=self.cost_known)
+        return self._usages[metric]
 
     def cost_of(
         self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0
@@ -107,7 +145,7 @@ class Accounting:
             cached_tokens=reply.cached_tokens,
             batch=reply.batch,
         )
-        for u in (self._usage(metric), self.total):
+        for u in (self._usage(metric), self._total):
             u.calls += 1
             u.prompt_tokens += reply.prompt_tokens
             u.completion_tokens += reply.completion_tokens

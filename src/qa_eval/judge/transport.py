@@ -12,7 +12,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -22,6 +22,7 @@ from .cache.store import request_key
 from .clients import make_client
 from .faults import (
     about_format,
+    api_error,
     cause_of,
     clip,
     could_not_connect,
@@ -46,9 +47,6 @@ from .replies import (
 )
 from .settings import GenerationConfig, JudgeSettings
 from .usage import Usage
-
-if TYPE_CHECKING:
-    import openai
 
 _BACKOFF_CAP = 30.0
 
@@ -236,20 +234,18 @@ class Transport(Accounting):
         """Read a failed attempt: True when it is a fault to retry after a wait (noted in
         ``tries``), False to ask again at once (a lower mode, another token limit); raises when
         the call cannot succeed."""
-        import openai
-
         tries.delay = None
         tries.connect_failure = False
-        if isinstance(error, openai.RateLimitError):
+        if api_error(error, "RateLimitError"):
             self._answered = time.monotonic()
-            tries.delay = retry_after(getattr(error.response, "headers", None))
+            tries.delay = retry_after(getattr(getattr(error, "response", None), "headers", None))
             if tries.delay is None:
                 tries.delay = self._backoff(tries.attempt)
             tries.failure = f"429 rate limited: {message_of(error)}"
-        elif isinstance(error, openai.APIStatusError):
+        elif api_error(error, "APIStatusError"):
             self._answered = time.monotonic()
             return self._status_fault(error, mode, usage, tries)
-        elif isinstance(error, openai.APITimeoutError):  # before APIConnectionError, its base
+        elif api_error(error, "APITimeoutError"):  # before APIConnectionError, its base
             tries.timeouts += 1
             tries.failure = f"{type(error).__name__}: {error}{cause_of(error)}"
             if tries.timeouts > 1:
@@ -258,13 +254,15 @@ class Transport(Accounting):
                     f"no reply within {self.config.timeout:g} s, twice (llm.timeout); "
                     "a request the client gave up on may still be running on the server"
                 ) from None
-        elif isinstance(error, openai.APIConnectionError):
+        elif api_error(error, "APIConnectionError"):
             tries.connect_failure = could_not_connect(error)
             tries.failure = f"{type(error).__name__}: {error}{cause_of(error)}"
         elif isinstance(error, ReplyFault):
             self._answered = time.monotonic()
             tries.failure = f"unusable reply: {error}"
-        elif isinstance(error, (openai.APIError, ValueError, RecursionError, OSError, EOFError)):
+        elif api_error(error, "APIError") or isinstance(
+            error, (ValueError, RecursionError, OSError, EOFError)
+        ):
             # A body that is not JSON (a proxy's HTML page, a cut or garbled body): the SDK
             # raises the parser's error; a fault like a 500.
             tries.failure = f"unreadable reply: {type(error).__name__}: {clip(str(error))}"
@@ -272,9 +270,7 @@ class Transport(Accounting):
             tries.failure = f"the call failed: {type(error).__name__}: {clip(str(error))}"
         return True
 
-    def _status_fault(
-        self, error: openai.APIStatusError, mode: str, usage: Usage, tries: _Tries
-    ) -> bool:
+    def _status_fault(self, error: Any, mode: str, usage: Usage, tries: _Tries) -> bool:
         """Read an HTTP error status (see :meth:`_fault`): a format error lowers the mode, a
         refused ``max_tokens`` changes the token limit, 401/403/404 stop the run, any other 4xx
         but 408 and 409 is this call's error, the rest a fault to retry."""

@@ -6,7 +6,7 @@ import functools
 from typing import TYPE_CHECKING, Any
 
 from ..config import OFFLINE_SWITCHES, EvalConfig
-from ..extras import require
+from ..extras import available, require
 from ..vocabulary.registry import METRICS
 from .options import RunOptions
 
@@ -47,7 +47,8 @@ class Endpoints:
         judge = options.judge
         self.offline = [s for s in OFFLINE_SWITCHES if options.wants(s)]
         if judge is not None or settings.generation is not None or self.offline:
-            if judge is None and settings.generation is not None:
+            if judge is None and settings.generation is not None and not available("openai"):
+                # Checked without importing the SDK: the judge's own calls do not need it.
                 require("openai", "the LLM judge")
             require("pydantic", "the answer metrics")
             from ..judge.calls import Judge
