@@ -10,6 +10,7 @@ and keeps the per-question values the histograms need.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +49,9 @@ HEADLINE_USAGE = ("total_tokens", "elapsed_sec", "llm_cost")
 """Lower-is-better metrics shown in the headline beside the scores (when present)."""
 STEP_METRIC_OWNER = {m: step for step, names in STEP_METRICS.items() for m in names}
 _TIE = 1e-12  # differences within this are ties (as in compare)
+MAX_TEMPLATE_ROWS = 1000
+"""The per-template comparison lists at most this many rows (metric x template) by default: those
+most worth a look (see :func:`verdict_of`); the page says how many it left out."""
 
 
 @dataclass(frozen=True)
@@ -201,6 +205,17 @@ class Verdict:
     questions: Mapping[str, Any]
     method: Mapping[str, Any]
     paired_by: str  # "question_id" or "template_id+question_id"
+    per_template_total: int | None = None
+    """How many per-template rows the comparison has, when :attr:`per_template` holds only
+    some of them (None: it holds all)."""
+    noise_left_out: bool = False
+    """Whether a per-template row left out carries the judge's noise."""
+
+    @property
+    def left_out(self) -> int:
+        """How many per-template rows are not in :attr:`per_template`."""
+        total = self.per_template_total
+        return 0 if total is None else total - len(self.per_template)
 
     @property
     def alpha(self) -> float:
@@ -215,7 +230,8 @@ class Verdict:
     @property
     def judge_noise(self) -> bool:
         """Whether any row carries the judge's noise (a run was scored with repeats)."""
-        return any(r.judge_se is not None for r in (*self.overall, *self.per_template))
+        rows = (*self.overall, *self.per_template)
+        return self.noise_left_out or any(r.judge_se is not None for r in rows)
 
     @property
     def within_noise(self) -> list[ComparisonRow]:
@@ -534,14 +550,21 @@ def _flag(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-def verdict_of(comparison: Mapping[str, Any]) -> Verdict:
+def verdict_of(comparison: Mapping[str, Any], max_template_rows: int | None = None) -> Verdict:
     """The verdict from ``compare_runs`` output (or from ``compare.report_rows`` of it: flat
-    rows with ``metric`` and ``template``)."""
+    rows with ``metric`` and ``template``); with ``max_template_rows``, at most that many
+    per-template rows: those most worth a look (significantly worse first, then significantly
+    better, then by smallest adjusted p, smallest p and largest change), in the comparison's
+    order, and how many there were (only these rows are ever held as records)."""
     if not isinstance(comparison, Mapping) or not isinstance(comparison.get("metrics"), list):
         raise TypeError("comparison must be what compare_runs returns (a mapping with 'metrics')")
+    if max_template_rows is not None and (
+        isinstance(max_template_rows, bool) or max_template_rows < 0
+    ):
+        raise ValueError(f"max_template_rows must be a number >= 0 or None, got {max_template_rows!r}")
     entries = [e for e in comparison["metrics"] if isinstance(e, Mapping)]
     overall: list[ComparisonRow] = []
-    per_template: list[ComparisonRow] = []
+    per_template = _Kept(max_template_rows)
     if all(isinstance(e.get("overall"), Mapping) for e in entries):  # compare_runs
         labels = comparison.get("labels") or {}
         for entry in entries:
@@ -553,7 +576,7 @@ def verdict_of(comparison: Mapping[str, Any]) -> Verdict:
             for row in entry.get("per_template") or ():
                 if isinstance(row, Mapping):
                     tid = template_name(row.get("template_id"))
-                    per_template.append(_row(metric, direction, tid, row))
+                    per_template.add(_row(metric, direction, tid, row))
         method = comparison.get("method") or {}
         label_a, label_b = labels.get("a", "A"), labels.get("b", "B")
     else:  # report_rows: flat rows, no direction (the registry decides, as compare does)
@@ -561,8 +584,11 @@ def verdict_of(comparison: Mapping[str, Any]) -> Verdict:
             name = str(row.get("metric"))
             where = row.get("template")
             template = None if where in (None, "") else str(where)
-            target = overall if template is None else per_template
-            target.append(_row(name, metric_direction(name), template, row))
+            made = _row(name, metric_direction(name), template, row)
+            if template is None:
+                overall.append(made)
+            else:
+                per_template.add(made)
         method = {"errors": comparison.get("errors")}
         label_a, label_b = comparison.get("a", "A"), comparison.get("b", "B")
     questions = comparison.get("questions")
@@ -570,8 +596,67 @@ def verdict_of(comparison: Mapping[str, Any]) -> Verdict:
         label_a=str(label_a),
         label_b=str(label_b),
         overall=[r for r in overall if r.n],
-        per_template=[r for r in per_template if r.n],
+        per_template=per_template.rows(),
         questions=questions if isinstance(questions, Mapping) else {},
         method=method if isinstance(method, Mapping) else {},
         paired_by=str((method or {}).get("paired_by") or "question_id"),
+        per_template_total=per_template.total if per_template.left_out else None,
+        noise_left_out=per_template.noise_left_out,
+    )
+
+
+_OUTCOME_RANK = {"worse": 0, "better": 1}
+
+
+class _Kept:
+    """The per-template rows with ``n`` kept as they come: all, or (with ``limit``) the
+    ``limit`` most worth a look, held in a heap, with how many there were."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.total = 0
+        self.noise = False
+        self.heap: list[tuple[tuple[Any, ...], int, ComparisonRow]] = []
+
+    def add(self, row: ComparisonRow) -> None:
+        """Count a row and keep it if it is among the most worth a look so far."""
+        if not row.n:
+            return
+        self.noise = self.noise or row.judge_se is not None
+        self.total += 1
+        if self.limit is None:
+            self.heap.append(((), self.total, row))
+            return
+        # heapq keeps the smallest on top: the key is negated, so the least worth a look goes
+        key = tuple(-k for k in _worth(row))
+        entry = (key, -self.total, row)
+        if len(self.heap) < self.limit:
+            heapq.heappush(self.heap, entry)
+        elif self.limit and entry[:2] > self.heap[0][:2]:
+            heapq.heapreplace(self.heap, entry)
+
+    @property
+    def left_out(self) -> int:
+        """How many rows were not kept."""
+        return self.total - len(self.heap)
+
+    @property
+    def noise_left_out(self) -> bool:
+        """Whether a row not kept carries the judge's noise."""
+        return self.noise and not any(r.judge_se is not None for _, _, r in self.heap)
+
+    def rows(self) -> list[ComparisonRow]:
+        """The rows kept, in the order they came."""
+        return [row for _, _, row in sorted(self.heap, key=lambda entry: abs(entry[1]))]
+
+
+def _worth(row: ComparisonRow) -> tuple[float, ...]:
+    """How little a per-template row is worth a look (smaller: more): significantly worse, then
+    significantly better, then by adjusted p, p and the size of the change."""
+    inf = float("inf")
+    return (
+        _OUTCOME_RANK.get(row.outcome, 2),
+        inf if row.p_adjusted is None else row.p_adjusted,
+        inf if row.p_value is None else row.p_value,
+        0.0 if row.delta is None else -abs(row.delta),
     )

@@ -373,11 +373,11 @@ def _variance(
 
 def _template_rows(runs: Sequence[RunSummary]) -> list[tuple[str, list[tuple[RunSummary, Any]]]]:
     """Per template name (in the order first seen): each run's group of that template."""
-    template_names = list(dict.fromkeys(g.name for run in runs for g in run.templates))
-    return [
-        (name, [(run, g) for run in runs for g in run.templates if g.name == name])
-        for name in template_names
-    ]
+    rows: dict[str, list[tuple[RunSummary, Any]]] = {}
+    for run in runs:  # (one pass: a million results have tens of thousands of templates)
+        for g in run.templates:
+            rows.setdefault(g.name, []).append((run, g))
+    return list(rows.items())
 
 
 def _subtitle(runs: Sequence[RunSummary]) -> str:

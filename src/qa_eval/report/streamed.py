@@ -25,6 +25,7 @@ from ..aggregate.partial import PartialAggregates
 from ..compare.columns import KINDS, RunColumns, Scanned, read_columns
 from ..io import kinds
 from .model import (
+    MAX_TEMPLATE_ROWS,
     STEP_METRIC_OWNER,
     Metric,
     RunSummary,
@@ -57,10 +58,12 @@ def report_of_files(
     title: str,
     *,
     max_questions: int | None,
+    max_template_rows: int | None = MAX_TEMPLATE_ROWS,
 ) -> str:
     """``build_report`` of JSON Lines results files (each read through once by
     ``columns.scan_results``; none with trials or judge repeats), with the comparison of the
-    first two (``compare_files``) or None."""
+    first two (``compare_files``) or None; at most ``max_template_rows`` rows of the
+    per-template comparison (``verdict_of``)."""
     from .render import MAX_LISTED, environment, render_page
 
     environment()  # the jinja2 extra, before any work
@@ -80,7 +83,7 @@ def report_of_files(
             labels, signatures, scans, parts, columns
         )
     ]
-    verdict = verdict_of(comparison) if comparison is not None else None
+    verdict = verdict_of(comparison, max_template_rows) if comparison is not None else None
     metrics = metric_list(summaries, verdict)
     if verdict is not None:
         by_template = verdict.paired_by == "template_id+question_id"
