@@ -561,7 +561,9 @@ def verdict_of(comparison: Mapping[str, Any], max_template_rows: int | None = No
     if max_template_rows is not None and (
         isinstance(max_template_rows, bool) or max_template_rows < 0
     ):
-        raise ValueError(f"max_template_rows must be a number >= 0 or None, got {max_template_rows!r}")
+        raise ValueError(
+            f"max_template_rows must be a number >= 0 or None, got {max_template_rows!r}"
+        )
     entries = [e for e in comparison["metrics"] if isinstance(e, Mapping)]
     overall: list[ComparisonRow] = []
     per_template = _Kept(max_template_rows)
