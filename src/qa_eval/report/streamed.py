@@ -30,6 +30,7 @@ from .model import (
     Metric,
     RunSummary,
     StepTally,
+    Verdict,
     check_record,
     extra_metrics,
     headline_metrics,
@@ -54,7 +55,7 @@ def report_of_files(
     scans: Sequence[Scanned],
     labels: Sequence[str],
     signatures: Sequence[Mapping[str, Any] | None],
-    comparison: Mapping[str, Any] | None,
+    comparison: Mapping[str, Any] | Verdict | None,
     title: str,
     *,
     max_questions: int | None,
@@ -62,8 +63,8 @@ def report_of_files(
 ) -> str:
     """``build_report`` of JSON Lines results files (each read through once by
     ``columns.scan_results``; none with trials or judge repeats), with the comparison of the
-    first two (``compare_files``) or None; at most ``max_template_rows`` rows of the
-    per-template comparison (``verdict_of``)."""
+    first two (``compare_files``, or its ``verdict_of``) or None; at most ``max_template_rows``
+    rows of the per-template comparison (``verdict_of``; given a verdict, its own rows)."""
     from .render import MAX_LISTED, environment, render_page
 
     environment()  # the jinja2 extra, before any work
@@ -83,7 +84,10 @@ def report_of_files(
             labels, signatures, scans, parts, columns
         )
     ]
-    verdict = verdict_of(comparison, max_template_rows) if comparison is not None else None
+    if comparison is None or isinstance(comparison, Verdict):
+        verdict = comparison
+    else:
+        verdict = verdict_of(comparison, max_template_rows)
     metrics = metric_list(summaries, verdict)
     if verdict is not None:
         by_template = verdict.paired_by == "template_id+question_id"
