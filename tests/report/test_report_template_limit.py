@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from qa_eval.cli import main
 from qa_eval.compare import compare_runs
 from qa_eval.compare.columns import scan_results
 from qa_eval.compare.streamed import compare_files
@@ -154,3 +155,26 @@ def test_json_lines_results_keep_the_same_rows(tmp_path: Path, runs: tuple[Run, 
     whole = build_report(runs, compared, "t", max_template_rows=7)
     assert "left out)" in _details(page)
     assert _clean(page) == _clean(whole)
+
+
+def test_the_command_keeps_the_same_rows_of_json_lines_and_whole_files(
+    tmp_path: Path, runs: tuple[Run, Run], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import qa_eval.report
+
+    monkeypatch.setattr(qa_eval.report, "DEFAULT_MAX_TEMPLATE_ROWS", 4)
+    pages = []
+    for suffix in (".jsonl", ".json"):
+        paths = []
+        for run in runs:
+            path = tmp_path / f"{run.label}{suffix}"
+            if suffix == ".jsonl":
+                path.write_text("".join(json.dumps(r) + "\n" for r in run.results))
+            else:
+                path.write_text(json.dumps(run.results))
+            paths.append(str(path))
+        target = tmp_path / f"page{suffix}.html"
+        assert main(["report", *paths, "-o", str(target)]) == 0
+        pages.append(_clean(target.read_text()))
+    assert len(_rows(pages[0])) == 4 and "(4 of 48 rows)" in pages[0]
+    assert pages[0] == pages[1]

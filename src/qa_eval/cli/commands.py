@@ -412,8 +412,9 @@ def report(args: argparse.Namespace) -> int:
 
         labels = read_labels(args.labels)
         quality.check_names("--threshold", thresholds, list(labels.metrics), "labelled metric")
+    from ..report import DEFAULT_MAX_TEMPLATE_ROWS
+
     if scans is not None:
-        from ..report import DEFAULT_MAX_TEMPLATE_ROWS
         from ..report.model import verdict_of
         from ..report.streamed import report_of_files
 
@@ -437,6 +438,7 @@ def report(args: argparse.Namespace) -> int:
             max_questions=args.max_questions or None,
             labels=labels,
             threshold=thresholds or None,
+            max_template_rows=DEFAULT_MAX_TEMPLATE_ROWS,
         )
     target.write_text(page, encoding="utf-8")
     size = target.stat().st_size / 1e6
