@@ -178,3 +178,21 @@ def test_the_command_keeps_the_same_rows_of_json_lines_and_whole_files(
         pages.append(_clean(target.read_text()))
     assert len(_rows(pages[0])) == 4 and "(4 of 48 rows)" in pages[0]
     assert pages[0] == pages[1]
+
+
+def test_the_verdict_card_keeps_no_template_row_and_renders_as_before(
+    comparison: dict[str, Any],
+) -> None:
+    from qa_eval.report.figures import ci_strip
+    from qa_eval.report.render import environment, verdict_context
+
+    noisy = json.loads(json.dumps(comparison))
+    noisy["metrics"][0]["per_template"][-1]["judge_se"] = 0.01  # a template row's noise only
+    template = environment().get_template("verdict.html.j2")
+    context = verdict_context(noisy)
+    assert context["verdict"].per_template == [] and context["verdict"].judge_noise
+    full = verdict_of(noisy)
+    strips = {(r.metric, r.template): ci_strip(r) for r in [*full.overall, *full.per_template]}
+    before = {"verdict": full, "strips": strips, "noise_sigmas": context["noise_sigmas"]}
+    assert template.render(**context) == template.render(**before)
+    assert "judge se" in template.render(**context)

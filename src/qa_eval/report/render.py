@@ -406,7 +406,9 @@ def verdict_context(comparison: Mapping[str, Any]) -> dict[str, Any]:
     """What ``verdict.html.j2`` (the verdict card's body) needs for ``compare_runs`` output."""
     from .model import verdict_of
 
-    verdict = verdict_of(comparison)
+    # the card shows the overall rows only: no per-template row is kept (nor drawn), while the
+    # verdict still knows whether any carried the judge's noise
+    verdict = verdict_of(comparison, 0)
     return {"verdict": verdict, "strips": _strips(verdict), "noise_sigmas": SIGMAS}
 
 
