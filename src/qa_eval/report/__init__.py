@@ -17,8 +17,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .model import MAX_TEMPLATE_ROWS, headline_metrics, metric_list, summarize_run, verdict_of
+from .model import headline_metrics, metric_list, summarize_run, verdict_of
 from .questions import collect_questions, order_questions, ordering
+from .worth import MAX_TEMPLATE_ROWS
 
 __all__ = [
     "DEFAULT_MAX_QUESTIONS",

@@ -10,7 +10,6 @@ and keeps the per-question values the histograms need.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +28,7 @@ from ..judge.repeats import MARKER
 from ..metrics.agents.trials import table_rows
 from ..vocabulary.lookup import direction as metric_direction
 from .runfacts import judge_usage, label_flips, trial_consistency
+from .worth import MostWorth
 
 __all__ = [
     "ComparisonRow",
@@ -49,9 +49,6 @@ HEADLINE_USAGE = ("total_tokens", "elapsed_sec", "llm_cost")
 """Lower-is-better metrics shown in the headline beside the scores (when present)."""
 STEP_METRIC_OWNER = {m: step for step, names in STEP_METRICS.items() for m in names}
 _TIE = 1e-12  # differences within this are ties (as in compare)
-MAX_TEMPLATE_ROWS = 1000
-"""The per-template comparison lists at most this many rows (metric x template) by default: those
-most worth a look (see :func:`verdict_of`); the page says how many it left out."""
 
 
 @dataclass(frozen=True)
@@ -558,15 +555,9 @@ def verdict_of(comparison: Mapping[str, Any], max_template_rows: int | None = No
     order, and how many there were (only these rows are ever held as records)."""
     if not isinstance(comparison, Mapping) or not isinstance(comparison.get("metrics"), list):
         raise TypeError("comparison must be what compare_runs returns (a mapping with 'metrics')")
-    if max_template_rows is not None and (
-        isinstance(max_template_rows, bool) or max_template_rows < 0
-    ):
-        raise ValueError(
-            f"max_template_rows must be a number >= 0 or None, got {max_template_rows!r}"
-        )
     entries = [e for e in comparison["metrics"] if isinstance(e, Mapping)]
     overall: list[ComparisonRow] = []
-    per_template = _Kept(max_template_rows)
+    per_template: MostWorth[ComparisonRow] = MostWorth(max_template_rows)
     if all(isinstance(e.get("overall"), Mapping) for e in entries):  # compare_runs
         labels = comparison.get("labels") or {}
         for entry in entries:
@@ -604,61 +595,4 @@ def verdict_of(comparison: Mapping[str, Any], max_template_rows: int | None = No
         paired_by=str((method or {}).get("paired_by") or "question_id"),
         per_template_total=per_template.total if per_template.left_out else None,
         noise_left_out=per_template.noise_left_out,
-    )
-
-
-_OUTCOME_RANK = {"worse": 0, "better": 1}
-
-
-class _Kept:
-    """The per-template rows with ``n`` kept as they come: all, or (with ``limit``) the
-    ``limit`` most worth a look, held in a heap, with how many there were."""
-
-    def __init__(self, limit: int | None) -> None:
-        self.limit = limit
-        self.total = 0
-        self.noise = False
-        self.heap: list[tuple[tuple[Any, ...], int, ComparisonRow]] = []
-
-    def add(self, row: ComparisonRow) -> None:
-        """Count a row and keep it if it is among the most worth a look so far."""
-        if not row.n:
-            return
-        self.noise = self.noise or row.judge_se is not None
-        self.total += 1
-        if self.limit is None:
-            self.heap.append(((), self.total, row))
-            return
-        # heapq keeps the smallest on top: the key is negated, so the least worth a look goes
-        key = tuple(-k for k in _worth(row))
-        entry = (key, -self.total, row)
-        if len(self.heap) < self.limit:
-            heapq.heappush(self.heap, entry)
-        elif self.limit and entry[:2] > self.heap[0][:2]:
-            heapq.heapreplace(self.heap, entry)
-
-    @property
-    def left_out(self) -> int:
-        """How many rows were not kept."""
-        return self.total - len(self.heap)
-
-    @property
-    def noise_left_out(self) -> bool:
-        """Whether a row not kept carries the judge's noise."""
-        return self.noise and not any(r.judge_se is not None for _, _, r in self.heap)
-
-    def rows(self) -> list[ComparisonRow]:
-        """The rows kept, in the order they came."""
-        return [row for _, _, row in sorted(self.heap, key=lambda entry: abs(entry[1]))]
-
-
-def _worth(row: ComparisonRow) -> tuple[float, ...]:
-    """How little a per-template row is worth a look (smaller: more): significantly worse, then
-    significantly better, then by adjusted p, p and the size of the change."""
-    inf = float("inf")
-    return (
-        _OUTCOME_RANK.get(row.outcome, 2),
-        inf if row.p_adjusted is None else row.p_adjusted,
-        inf if row.p_value is None else row.p_value,
-        0.0 if row.delta is None else -abs(row.delta),
     )

@@ -26,7 +26,6 @@ from ..aggregate.partial import PartialAggregates
 from ..compare.columns import KINDS, RunColumns, Scanned, read_columns
 from ..io import kinds
 from .model import (
-    MAX_TEMPLATE_ROWS,
     STEP_METRIC_OWNER,
     Metric,
     RunSummary,
@@ -43,6 +42,7 @@ from .model import (
     verdict_of,
 )
 from .questions import QuestionRef, judge_question, ordering, question_ref
+from .worth import MAX_TEMPLATE_ROWS
 
 __all__ = ["report_of_files"]
 
