@@ -380,7 +380,8 @@ def streamed_rows(table: Table, label: str, n: int, data: Path, tmp: Path, args:
 
 def readers(table: Table, label: str, n: int, results: Path, tmp: Path) -> None:
     """The rows of the commands that read a results file: ``aggregate``, ``compare`` (the file
-    with itself) and ``report``, each on JSON Lines (read a line at a time)."""
+    with itself) and ``report`` (of the run, then of the run with itself: two runs, with the
+    comparison and its per-template rows), each on JSON Lines (read a line at a time)."""
     aggregates = tmp / f"aggregate-{label}-{n}.json"
     command = ["aggregate", str(results), "-o", str(aggregates)]
     table.run(label, n, "aggregate RESULTS.jsonl", command, aggregates)
@@ -388,6 +389,8 @@ def readers(table: Table, label: str, n: int, results: Path, tmp: Path) -> None:
     table.run(label, n, "compare RESULTS RESULTS", command, tmp / "-")
     page = tmp / f"report-{label}-{n}.html"
     table.run(label, n, "report RESULTS.jsonl", ["report", str(results), "-o", str(page)], page)
+    command = ["report", str(results), str(results), "-o", str(page)]
+    table.run(label, n, "report RESULTS RESULTS", command, page)
 
 
 def main() -> None:

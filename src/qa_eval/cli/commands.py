@@ -412,14 +412,21 @@ def report(args: argparse.Namespace) -> int:
 
         labels = read_labels(args.labels)
         quality.check_names("--threshold", thresholds, list(labels.metrics), "labelled metric")
+    from ..report import DEFAULT_MAX_TEMPLATE_ROWS
+
     if scans is not None:
+        from ..report.model import verdict_of
         from ..report.streamed import report_of_files
 
+        # the verdict keeps the per-template rows the page shows: the others (a million results
+        # have over a hundred thousand) are freed before the runs are read again
+        verdict = verdict_of(comparison, DEFAULT_MAX_TEMPLATE_ROWS) if comparison else None
+        comparison = None
         page = report_of_files(
             scans,
             names,
             signatures,
-            comparison or None,
+            verdict,
             args.title,
             max_questions=args.max_questions or None,
         )
@@ -431,6 +438,7 @@ def report(args: argparse.Namespace) -> int:
             max_questions=args.max_questions or None,
             labels=labels,
             threshold=thresholds or None,
+            max_template_rows=DEFAULT_MAX_TEMPLATE_ROWS,
         )
     target.write_text(page, encoding="utf-8")
     size = target.stat().st_size / 1e6

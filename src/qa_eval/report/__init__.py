@@ -19,9 +19,11 @@ from typing import Any
 
 from .model import headline_metrics, metric_list, summarize_run, verdict_of
 from .questions import collect_questions, order_questions, ordering
+from .worth import MAX_TEMPLATE_ROWS
 
 __all__ = [
     "DEFAULT_MAX_QUESTIONS",
+    "DEFAULT_MAX_TEMPLATE_ROWS",
     "DEFAULT_TITLE",
     "Run",
     "build_report",
@@ -34,6 +36,9 @@ __all__ = [
 DEFAULT_TITLE = "qa-eval report"
 DEFAULT_MAX_QUESTIONS = 2000
 """The drill-down lists at most this many questions (worst first) unless told otherwise."""
+DEFAULT_MAX_TEMPLATE_ROWS = MAX_TEMPLATE_ROWS
+"""The per-template comparison lists at most this many rows (those most worth a look) unless
+told otherwise."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +141,7 @@ def build_report(
     labels: Any = None,
     agreement: Any = None,
     threshold: float | Mapping[str, float] | None = None,
+    max_template_rows: int | None = DEFAULT_MAX_TEMPLATE_ROWS,
 ) -> str:
     """The text of a self-contained HTML report of ``runs`` (each a :class:`Run` or a tuple
     ``(label, results[, signature])``).
@@ -148,7 +154,8 @@ def build_report(
     ``comparison`` is what :func:`qa_eval.compare.compare_runs` returned for the first two runs
     (B = the second); with ``None`` and two runs or more it is computed (errors count as failed
     answers), ``False`` leaves it out. The drill-down lists at most ``max_questions`` questions,
-    worst first (``None``: all)."""
+    worst first (``None``: all); the per-template comparison at most ``max_template_rows`` rows,
+    those most worth a look (``None``: all), saying how many it left out."""
     from .render import environment, render_page
 
     environment()  # the jinja2 extra, before any work
@@ -164,7 +171,7 @@ def build_report(
         compared, note = _compare(summaries[0].records, summaries[1].records, all_runs)
     elif comparison not in (None, False):
         raise TypeError("comparison must be compare_runs output, None or False")
-    verdict = verdict_of(compared) if compared is not None else None
+    verdict = verdict_of(compared, max_template_rows) if compared is not None else None
     metrics = metric_list(summaries, verdict)
     by_template = verdict is not None and verdict.paired_by == "template_id+question_id"
     if verdict is None and len(summaries) >= 2:

@@ -17,7 +17,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from ..aggregate import as_float, mean_of
-from .model import ComparisonRow, Metric, RunSummary
+from .model import ComparisonRow, Group, Metric, RunSummary
 
 __all__ = ["Chart", "ci_strip", "histogram", "label_bars", "nice_ticks", "template_bars"]
 
@@ -176,15 +176,24 @@ def _bar(mean: float | None, n: int) -> tuple[float, int] | None:
     return None if value is None else (value, n)
 
 
+def _first_of_each_name(run: RunSummary) -> dict[str, Group]:
+    """A run's first template group of each name (ids 3 and "3" have one name)."""
+    first: dict[str, Group] = {}
+    for group in run.templates:
+        first.setdefault(group.name, group)
+    return first
+
+
 def template_bars(metric: Metric, runs: Sequence[RunSummary]) -> Chart | None:
     """Mean of one metric per template, all questions (micro) and macro: horizontal bars, one per
     run in each row, on the metric's own axis."""
     rows: list[tuple[str, list[tuple[float, int] | None]]] = []
     names = list(dict.fromkeys(g.name for run in runs for g in run.templates))
+    firsts = [_first_of_each_name(run) for run in runs]
     for name in names:
         cells: list[tuple[float, int] | None] = []
-        for run in runs:
-            group = next((g for g in run.templates if g.name == name), None)
+        for first in firsts:
+            group = first.get(name)
             stat = group.stats.get(metric.name) if group else None
             cells.append(_bar(stat.mean, stat.n) if stat else None)
         rows.append((name, cells))

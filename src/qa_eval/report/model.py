@@ -28,6 +28,7 @@ from ..judge.repeats import MARKER
 from ..metrics.agents.trials import table_rows
 from ..vocabulary.lookup import direction as metric_direction
 from .runfacts import judge_usage, label_flips, trial_consistency
+from .worth import MostWorth
 
 __all__ = [
     "ComparisonRow",
@@ -201,6 +202,17 @@ class Verdict:
     questions: Mapping[str, Any]
     method: Mapping[str, Any]
     paired_by: str  # "question_id" or "template_id+question_id"
+    per_template_total: int | None = None
+    """How many per-template rows the comparison has, when :attr:`per_template` holds only
+    some of them (None: it holds all)."""
+    noise_left_out: bool = False
+    """Whether a per-template row left out carries the judge's noise."""
+
+    @property
+    def left_out(self) -> int:
+        """How many per-template rows are not in :attr:`per_template`."""
+        total = self.per_template_total
+        return 0 if total is None else total - len(self.per_template)
 
     @property
     def alpha(self) -> float:
@@ -215,7 +227,8 @@ class Verdict:
     @property
     def judge_noise(self) -> bool:
         """Whether any row carries the judge's noise (a run was scored with repeats)."""
-        return any(r.judge_se is not None for r in (*self.overall, *self.per_template))
+        rows = (*self.overall, *self.per_template)
+        return self.noise_left_out or any(r.judge_se is not None for r in rows)
 
     @property
     def within_noise(self) -> list[ComparisonRow]:
@@ -534,14 +547,17 @@ def _flag(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-def verdict_of(comparison: Mapping[str, Any]) -> Verdict:
+def verdict_of(comparison: Mapping[str, Any], max_template_rows: int | None = None) -> Verdict:
     """The verdict from ``compare_runs`` output (or from ``compare.report_rows`` of it: flat
-    rows with ``metric`` and ``template``)."""
+    rows with ``metric`` and ``template``); with ``max_template_rows``, at most that many
+    per-template rows: those most worth a look (significantly worse first, then significantly
+    better, then by smallest adjusted p, smallest p and largest change), in the comparison's
+    order, and how many there were (only these rows are ever held as records)."""
     if not isinstance(comparison, Mapping) or not isinstance(comparison.get("metrics"), list):
         raise TypeError("comparison must be what compare_runs returns (a mapping with 'metrics')")
     entries = [e for e in comparison["metrics"] if isinstance(e, Mapping)]
     overall: list[ComparisonRow] = []
-    per_template: list[ComparisonRow] = []
+    per_template: MostWorth[ComparisonRow] = MostWorth(max_template_rows)
     if all(isinstance(e.get("overall"), Mapping) for e in entries):  # compare_runs
         labels = comparison.get("labels") or {}
         for entry in entries:
@@ -553,7 +569,7 @@ def verdict_of(comparison: Mapping[str, Any]) -> Verdict:
             for row in entry.get("per_template") or ():
                 if isinstance(row, Mapping):
                     tid = template_name(row.get("template_id"))
-                    per_template.append(_row(metric, direction, tid, row))
+                    per_template.add(_row(metric, direction, tid, row))
         method = comparison.get("method") or {}
         label_a, label_b = labels.get("a", "A"), labels.get("b", "B")
     else:  # report_rows: flat rows, no direction (the registry decides, as compare does)
@@ -561,8 +577,11 @@ def verdict_of(comparison: Mapping[str, Any]) -> Verdict:
             name = str(row.get("metric"))
             where = row.get("template")
             template = None if where in (None, "") else str(where)
-            target = overall if template is None else per_template
-            target.append(_row(name, metric_direction(name), template, row))
+            made = _row(name, metric_direction(name), template, row)
+            if template is None:
+                overall.append(made)
+            else:
+                per_template.add(made)
         method = {"errors": comparison.get("errors")}
         label_a, label_b = comparison.get("a", "A"), comparison.get("b", "B")
     questions = comparison.get("questions")
@@ -570,8 +589,10 @@ def verdict_of(comparison: Mapping[str, Any]) -> Verdict:
         label_a=str(label_a),
         label_b=str(label_b),
         overall=[r for r in overall if r.n],
-        per_template=[r for r in per_template if r.n],
+        per_template=per_template.rows(),
         questions=questions if isinstance(questions, Mapping) else {},
         method=method if isinstance(method, Mapping) else {},
         paired_by=str((method or {}).get("paired_by") or "question_id"),
+        per_template_total=per_template.total if per_template.left_out else None,
+        noise_left_out=per_template.noise_left_out,
     )

@@ -373,11 +373,11 @@ def _variance(
 
 def _template_rows(runs: Sequence[RunSummary]) -> list[tuple[str, list[tuple[RunSummary, Any]]]]:
     """Per template name (in the order first seen): each run's group of that template."""
-    template_names = list(dict.fromkeys(g.name for run in runs for g in run.templates))
-    return [
-        (name, [(run, g) for run in runs for g in run.templates if g.name == name])
-        for name in template_names
-    ]
+    rows: dict[str, list[tuple[RunSummary, Any]]] = {}
+    for run in runs:  # (one pass: a million results have tens of thousands of templates)
+        for g in run.templates:
+            rows.setdefault(g.name, []).append((run, g))
+    return list(rows.items())
 
 
 def _subtitle(runs: Sequence[RunSummary]) -> str:
@@ -406,7 +406,9 @@ def verdict_context(comparison: Mapping[str, Any]) -> dict[str, Any]:
     """What ``verdict.html.j2`` (the verdict card's body) needs for ``compare_runs`` output."""
     from .model import verdict_of
 
-    verdict = verdict_of(comparison)
+    # the card shows the overall rows only: no per-template row is kept (nor drawn), while the
+    # verdict still knows whether any carried the judge's noise
+    verdict = verdict_of(comparison, 0)
     return {"verdict": verdict, "strips": _strips(verdict), "noise_sigmas": SIGMAS}
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import heapq
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from itertools import compress
 from typing import Any
 
@@ -29,6 +30,7 @@ from .model import (
     Metric,
     RunSummary,
     StepTally,
+    Verdict,
     check_record,
     extra_metrics,
     headline_metrics,
@@ -40,6 +42,7 @@ from .model import (
     verdict_of,
 )
 from .questions import QuestionRef, judge_question, ordering, question_ref
+from .worth import MAX_TEMPLATE_ROWS
 
 __all__ = ["report_of_files"]
 
@@ -53,14 +56,16 @@ def report_of_files(
     scans: Sequence[Scanned],
     labels: Sequence[str],
     signatures: Sequence[Mapping[str, Any] | None],
-    comparison: Mapping[str, Any] | None,
+    comparison: Mapping[str, Any] | Verdict | None,
     title: str,
     *,
     max_questions: int | None,
+    max_template_rows: int | None = MAX_TEMPLATE_ROWS,
 ) -> str:
     """``build_report`` of JSON Lines results files (each read through once by
     ``columns.scan_results``; none with trials or judge repeats), with the comparison of the
-    first two (``compare_files``) or None."""
+    first two (``compare_files``, or its ``verdict_of``) or None; at most ``max_template_rows``
+    rows of the per-template comparison (``verdict_of``; given a verdict, its own rows)."""
     from .render import MAX_LISTED, environment, render_page
 
     environment()  # the jinja2 extra, before any work
@@ -70,23 +75,25 @@ def report_of_files(
     for scanned in scans[1:]:
         merged = merged.merge(scanned.metrics)
     names = merged.names()
-    # each run's aggregates first, one run at a time (their arrays are the largest part), then
-    # every run's columns: the two are never held together
-    parts = [_aggregate_run(s, label, sig) for s, label, sig in zip(scans, labels, signatures)]
+    if comparison is None or isinstance(comparison, Verdict):
+        verdict = comparison
+    else:
+        verdict = verdict_of(comparison, max_template_rows)
+    # each run's aggregates first, one run at a time (their arrays are the largest part), each
+    # made into the run's summary at once (the aggregates' dicts are not kept), then every run's
+    # columns: the two are never held together
+    drafts = [_draft(s, label, sig) for s, label, sig in zip(scans, labels, signatures)]
     columns = [read_columns(s.path, names, "report") for s in scans]
-    summaries = [
-        _summary(label, signature, scanned, part, column)
-        for label, signature, scanned, part, column in zip(
-            labels, signatures, scans, parts, columns
-        )
-    ]
-    verdict = verdict_of(comparison) if comparison is not None else None
+    summaries = [_with_values(draft, column) for draft, column in zip(drafts, columns)]
+    del drafts
     metrics = metric_list(summaries, verdict)
     if verdict is not None:
         by_template = verdict.paired_by == "template_id+question_id"
     else:
         by_template = len(columns) >= 2 and any(len(set(c.ids)) != len(c.ids) for c in columns)
     slots = _collect(columns, by_template)
+    for column in columns:  # the ids are done with once the questions are numbered
+        column.ids = []
     total = len(slots[0]) if slots else 0
     primary, fail = ordering(metrics, verdict)
     order = _Order(columns, slots, metrics, primary, verdict is not None, fail)
@@ -114,6 +121,8 @@ def report_of_files(
 
 _Part = tuple[dict[str, Any], StepTally, dict[str, "array[float]"]]
 """A run's aggregates, its reference steps counted and its step metrics' values."""
+_Draft = tuple[RunSummary, list[str], dict[str, "array[float]"]]
+"""A run's summary without its values, the metrics it has values of, its step values."""
 
 
 def _aggregate_run(scanned: Scanned, label: str, signature: Mapping[str, Any] | None) -> _Part:
@@ -148,18 +157,29 @@ def _aggregate_run(scanned: Scanned, label: str, signature: Mapping[str, Any] | 
     return partial.finish(), steps, step_values
 
 
-def _summary(
-    label: str,
-    signature: Mapping[str, Any] | None,
-    scanned: Scanned,
-    part: _Part,
-    columns: RunColumns,
-) -> RunSummary:
-    """One run's summary (as ``summarize_run`` makes it): its question metrics' values from its
-    columns."""
-    aggregates, steps, step_values = part
+def _draft(scanned: Scanned, label: str, signature: Mapping[str, Any] | None) -> _Draft:
+    """One run's summary (as ``summarize_run`` makes it) but for its question metrics' values,
+    the metrics whose values it shows, and its step metrics' values."""
+    aggregates, steps, step_values = _aggregate_run(scanned, label, signature)
+    summary = summary_of(
+        label,
+        signature,
+        aggregates,
+        records=(),
+        count=scanned.count,
+        values={},
+        steps=steps,
+        repeats=None,
+    )
+    return summary, stat_metrics(aggregates), step_values
+
+
+def _with_values(draft: _Draft, columns: RunColumns) -> RunSummary:
+    """The run's summary with each metric's values: a step metric's from its steps, a question
+    metric's from the columns (as ``values_of`` takes them, in order)."""
+    summary, metrics, step_values = draft
     values: dict[str, Sequence[float]] = {}
-    for metric in stat_metrics(aggregates):
+    for metric in metrics:
         if metric in STEP_METRIC_OWNER:
             values[metric] = step_values.get(metric, array("d"))
         elif metric in columns.kinds:  # a question's value, as values_of takes it, in order
@@ -167,16 +187,7 @@ def _summary(
             values[metric] = array("d", compress(columns.values[metric], ok))
         else:  # no result has a number for it (else the scan had found it): no value
             values[metric] = array("d")
-    return summary_of(
-        label,
-        signature,
-        aggregates,
-        records=(),
-        count=scanned.count,
-        values=values,
-        steps=steps,
-        repeats=None,
-    )
+    return replace(summary, values=values)
 
 
 def _collect(columns: Sequence[RunColumns], by_template: bool) -> list[array[int]]:
