@@ -1,13 +1,15 @@
 """The metric vocabulary's types: a result key (``Key``), a config option (``Option``) and a
 metric family (``Metric``), with the words they use for direction, scale and needs.
 
-This package imports nothing of qa-eval's: every layer may read it.
+This package imports nothing of qa-eval's: every layer may read it. Its classes are frozen
+dataclasses whose ``__init__`` is written here (``frozen``), not generated at import.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+from .frozen import Frozen, frozen
 
 Direction = Literal["higher", "lower", "none"]
 Scale = Literal["0-1", "cosine", "ratio", "count", "tokens", "usd", "seconds", "label", "text"]
@@ -28,8 +30,8 @@ Need = Literal[
 ]
 
 
-@dataclass(frozen=True)
-class Key:
+@frozen
+class Key(Frozen):
     """One result key a metric family writes."""
 
     name: str
@@ -51,9 +53,33 @@ class Key:
     """qa-eval's own key: graphrag-eval 6.6.1 does not write it (``keys="graphrag-eval"``
     leaves it out; docs/compatibility.md lists it)."""
 
+    def __init__(
+        self,
+        name: str,
+        direction: Direction = "none",
+        scale: Scale = "text",
+        aggregate: bool = False,
+        headline: int = 0,
+        labels: tuple[str, ...] = (),
+        always: bool = False,
+        errors: tuple[str, ...] = (),
+        own: bool = False,
+    ) -> None:
+        # The fields in order, as @dataclass would write it (see qa_eval.vocabulary.frozen).
+        setter = object.__setattr__
+        setter(self, "name", name)
+        setter(self, "direction", direction)
+        setter(self, "scale", scale)
+        setter(self, "aggregate", aggregate)
+        setter(self, "headline", headline)
+        setter(self, "labels", labels)
+        setter(self, "always", always)
+        setter(self, "errors", errors)
+        setter(self, "own", own)
 
-@dataclass(frozen=True)
-class Option:
+
+@frozen
+class Option(Frozen):
     """A setting of a metric's config block besides ``enabled``; ``check`` names the reader in
     ``config.py`` (``config.CHECKS``) that validates it."""
 
@@ -61,9 +87,16 @@ class Option:
     check: str
     doc: str = ""
 
+    def __init__(self, name: str, check: str, doc: str = "") -> None:
+        # The fields in order, as @dataclass would write it (see qa_eval.vocabulary.frozen).
+        setter = object.__setattr__
+        setter(self, "name", name)
+        setter(self, "check", check)
+        setter(self, "doc", doc)
 
-@dataclass(frozen=True)
-class Metric:
+
+@frozen
+class Metric(Frozen):
     """One metric family."""
 
     name: str
@@ -95,6 +128,46 @@ class Metric:
     """When set, the family runs without a judge and asks one only for this (``trajectory``:
     its ``$llm`` comparators): ``"judge"`` stays in ``needs`` so that ``run.score`` schedules
     it with a judge, but ``qa-eval metrics`` does not say it needs one."""
+
+    def __init__(
+        self,
+        name: str,
+        summary: str,
+        needs: tuple[Need, ...],
+        keys: tuple[Key, ...],
+        doc: str,
+        default: bool = True,
+        switch: bool = True,
+        groups: tuple[str, ...] = (),
+        options: tuple[Option, ...] = (),
+        step: str | None = None,
+        prefix: bool = True,
+        score: str | None = None,
+        aliases: tuple[str, ...] = (),
+        derived: bool = False,
+        calls: int = 1,
+        own: bool = False,
+        judge_only_for: str = "",
+    ) -> None:
+        # The fields in order, as @dataclass would write it (see qa_eval.vocabulary.frozen).
+        setter = object.__setattr__
+        setter(self, "name", name)
+        setter(self, "summary", summary)
+        setter(self, "needs", needs)
+        setter(self, "keys", keys)
+        setter(self, "doc", doc)
+        setter(self, "default", default)
+        setter(self, "switch", switch)
+        setter(self, "groups", groups)
+        setter(self, "options", options)
+        setter(self, "step", step)
+        setter(self, "prefix", prefix)
+        setter(self, "score", score)
+        setter(self, "aliases", aliases)
+        setter(self, "derived", derived)
+        setter(self, "calls", calls)
+        setter(self, "own", own)
+        setter(self, "judge_only_for", judge_only_for)
 
     @property
     def judged(self) -> bool:
