@@ -1,18 +1,25 @@
-"""Each class made with ``qa_eval.vocabulary.frozen.frozen`` behaves as the dataclass that
-``@dataclass(frozen=True)`` makes of the same fields: the same signature, fields, repr,
-equality, hash, immutability and ``replace``."""
+"""Each class made with ``qa_eval.vocabulary.frozen``'s ``frozen``, ``mutable`` or ``slotted``
+behaves as the dataclass that ``@dataclass`` (``frozen=True``, ``slots=True``) makes of the same
+fields: the same signature, fields, repr, equality, hash, immutability, slots and ``replace``."""
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
+import pickle
 from typing import Any
 
 import pytest
 
 from qa_eval.config import EvalConfig
 from qa_eval.judge.settings import EmbeddingConfig, GenerationConfig
+from qa_eval.prompts import Example
 from qa_eval.run.options import RunOptions
+from qa_eval.run.prepare.records import Problems, Question, Response
+from qa_eval.run.progress import RunProgress
+from qa_eval.run.shards import ShardFile
+from qa_eval.steps.kinds import ReferenceStep
+from qa_eval.steps.sparql.match import SparqlReference
 from qa_eval.vocabulary.frozen import FACTORY, Frozen, frozen
 from qa_eval.vocabulary.model import Key, Metric, Option
 from qa_eval.vocabulary.registry import METRICS
@@ -35,12 +42,28 @@ def _sample(cls: type) -> dict[str, Any]:
         return {"generation": GenerationConfig(model="g"), "concurrency": 3, "metrics": {"x": 1}}
     if cls is RunOptions:
         return {"max_cost": 1.5, "disable": ("bertscore",), "workers": 2}
+    if cls is Example:
+        return {"question": "q", "answer": "a", "label": True, "metric": "m"}
+    if cls is RunProgress:
+        return {"questions_done": 1, "questions_total": 2, "cost": 0.5}
+    if cls is ShardFile:
+        return {"index": 0, "count": 2, "positions": [1, 2], "aggregates": {"a": 1}}
+    if cls is Problems:
+        return {"source": "s", "items": [("r", None, "m")]}
+    if cls is Question:
+        return {"template_id": "t", "question_id": "q", "raw": {}, "groups": (), "record": "r"}
+    if cls is Response:
+        return {"question_id": "q", "raw": {}, "place": ("line", 1), "is_error": False}
+    if cls is ReferenceStep:
+        return {"group": 0, "index": 1, "raw": {}, "name": "n", "media_type": None, "kind": "x"}
+    if cls is SparqlReference:
+        return {"boolean": None, "rows": 2, "required": ["a"], "columns": [("a", [1, 2])]}
     raise AssertionError(cls)
 
 
 def _twin(cls: type) -> type:
-    """The dataclass ``@dataclass(frozen=True)`` makes of ``cls``'s fields (and its
-    ``__post_init__``)."""
+    """The dataclass ``@dataclass`` makes of ``cls``'s fields (and its ``__post_init__``), frozen
+    or with slots as ``cls`` is."""
     specs = []
     for f in dataclasses.fields(cls):
         keywords: dict[str, Any] = {
@@ -56,16 +79,35 @@ def _twin(cls: type) -> type:
             keywords["default_factory"] = f.default_factory
         specs.append((f.name, f.type, dataclasses.field(**keywords)))
     namespace = {"__post_init__": cls.__post_init__} if hasattr(cls, "__post_init__") else {}
-    twin = dataclasses.make_dataclass(cls.__name__, specs, frozen=True, namespace=namespace)
+    twin = dataclasses.make_dataclass(
+        cls.__name__,
+        specs,
+        frozen=cls.__dataclass_params__.frozen,
+        slots=_slotted(cls),
+        namespace=namespace,
+    )
     twin.__qualname__ = cls.__qualname__
     return twin
 
 
-CLASSES = [Key, Option, Metric, GenerationConfig, EmbeddingConfig, EvalConfig, RunOptions]
+def _slotted(cls: type) -> bool:
+    return bool(cls.__dict__.get("__slots__"))
+
+
+FROZEN = [Key, Option, Metric, GenerationConfig, EmbeddingConfig, EvalConfig, RunOptions, Example]
+MUTABLE = [RunProgress, ShardFile, Problems]
+SLOTTED = [Question, Response, ReferenceStep, SparqlReference]
+CLASSES = FROZEN + MUTABLE + SLOTTED
+
+
+def test_the_lists_say_what_each_class_is() -> None:
+    for cls in CLASSES:
+        assert cls.__dataclass_params__.frozen == (cls in FROZEN), cls
+        assert _slotted(cls) == (cls in SLOTTED), cls
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
-def test_a_frozen_class_is_the_dataclass_of_its_fields(cls: type) -> None:
+def test_a_written_class_is_the_dataclass_of_its_fields(cls: type) -> None:
     twin = _twin(cls)
     assert dataclasses.is_dataclass(cls)
     for flag in ("init", "repr", "eq", "order", "unsafe_hash", "frozen"):
@@ -83,6 +125,7 @@ def test_a_frozen_class_is_the_dataclass_of_its_fields(cls: type) -> None:
     assert repr(one) == repr(other)
     assert dataclasses.asdict(one) == dataclasses.asdict(other)
     assert one == cls(**values)
+    assert pickle.loads(pickle.dumps(one)) == one  # worker processes get them pickled
     assert one != other  # another class: NotImplemented both ways, as between two dataclasses
     try:
         expected: int | type = hash(other)
@@ -95,14 +138,25 @@ def test_a_frozen_class_is_the_dataclass_of_its_fields(cls: type) -> None:
         assert hash(one) == expected
     name = dataclasses.fields(cls)[0].name
     for target in (one, other):
-        with pytest.raises(
-            dataclasses.FrozenInstanceError, match=f"cannot assign to field '{name}'"
-        ):
-            setattr(target, name, None)
-        with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'new'"):
-            target.new = 1  # type: ignore[attr-defined]
-        with pytest.raises(dataclasses.FrozenInstanceError, match=f"cannot delete field '{name}'"):
-            delattr(target, name)
+        if cls in FROZEN:
+            match = f"cannot assign to field '{name}'"
+            with pytest.raises(dataclasses.FrozenInstanceError, match=match):
+                setattr(target, name, None)
+            with pytest.raises(
+                dataclasses.FrozenInstanceError, match="cannot assign to field 'new'"
+            ):
+                target.new = 1  # type: ignore[attr-defined]
+            match = f"cannot delete field '{name}'"
+            with pytest.raises(dataclasses.FrozenInstanceError, match=match):
+                delattr(target, name)
+        else:
+            setattr(target, name, values[name])
+            assert getattr(target, name) is values[name]
+        if cls in SLOTTED:
+            assert not hasattr(target, "__dict__")
+            with pytest.raises(AttributeError):
+                target.new = 1  # type: ignore[attr-defined]
+    assert cls.__slots__ == twin.__slots__ if cls in SLOTTED else "__slots__" not in cls.__dict__
 
     changed = dataclasses.replace(one, **{name: values.get(name, getattr(one, name))})
     assert type(changed) is cls and changed == one

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
 from ..digest import sha256
+from ..vocabulary.frozen import Frozen, frozen
 
 __all__ = [
     "Example",
@@ -105,8 +105,8 @@ def render(name: str, trusted: dict[str, str] | None = None, **values: str) -> s
     return string.Template(prompt_text(name)).substitute(filled)
 
 
-@dataclass(frozen=True)
-class Example:
+@frozen
+class Example(Frozen):
     """A few-shot example drawn from people's labels: a question, its answer, and the label
     people gave the answer on ``metric`` (``reference_answer`` when the labelled results had
     one). Every text is untrusted data."""
@@ -117,6 +117,24 @@ class Example:
     metric: str
     reference_answer: str | None = None
     question_id: str = ""
+
+    def __init__(
+        self,
+        question: str,
+        answer: str,
+        label: bool | float | str,
+        metric: str,
+        reference_answer: str | None = None,
+        question_id: str = "",
+    ) -> None:
+        # The fields in order, as @dataclass would write it (see qa_eval.vocabulary.frozen).
+        setter = object.__setattr__
+        setter(self, "question", question)
+        setter(self, "answer", answer)
+        setter(self, "label", label)
+        setter(self, "metric", metric)
+        setter(self, "reference_answer", reference_answer)
+        setter(self, "question_id", question_id)
 
 
 def _label_text(label: bool | float | str) -> str:
