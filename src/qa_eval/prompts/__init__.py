@@ -17,9 +17,13 @@ import re
 from collections.abc import Sequence
 from functools import cache
 from importlib import resources
+from typing import TYPE_CHECKING
 
 from ..digest import sha256
 from ..vocabulary.frozen import Frozen, frozen
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 __all__ = [
     "Example",
@@ -35,15 +39,21 @@ __all__ = [
 
 
 @cache
+def _folder() -> Traversable:
+    """This folder, found once (a run's signature reads every prompt in it)."""
+    return resources.files(__package__)
+
+
+@cache
 def prompt_text(name: str) -> str:
     """The text of ``prompts/<name>.md``."""
-    return resources.files(__package__).joinpath(f"{name}.md").read_text(encoding="utf-8")
+    return _folder().joinpath(f"{name}.md").read_text(encoding="utf-8")
 
 
 @cache
 def prompt_names() -> tuple[str, ...]:
     """The names of every prompt file in this folder, sorted."""
-    files = resources.files(__package__).iterdir()
+    files = _folder().iterdir()
     return tuple(sorted(f.name[:-3] for f in files if f.name.endswith(".md")))
 
 
