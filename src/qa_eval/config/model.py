@@ -77,24 +77,25 @@ class EvalConfig(Frozen):
         examples: Mapping[str, tuple[Example, ...]] = FACTORY,
         custom_definitions: tuple[CustomMetric, ...] = (),
     ) -> None:
-        # The fields in order, as @dataclass would write it (see qa_eval.vocabulary.frozen).
-        setter = object.__setattr__
-        setter(self, "generation", generation)
-        setter(self, "embedding", EmbeddingConfig() if embedding is FACTORY else embedding)
-        setter(self, "concurrency", concurrency)
-        setter(self, "timeout", timeout)
-        setter(self, "max_attempts", max_attempts)
-        setter(self, "retry_base", retry_base)
-        setter(self, "prices", {} if prices is FACTORY else prices)
-        setter(self, "metrics", {} if metrics is FACTORY else metrics)
-        setter(self, "custom_metrics", custom_metrics)
-        setter(self, "answer_correctness_prompt", answer_correctness_prompt)
-        setter(self, "relevance_questions", relevance_questions)
-        setter(self, "repeats", repeats)
-        setter(self, "options", {} if options is FACTORY else options)
-        setter(self, "source", source)
-        setter(self, "examples", {} if examples is FACTORY else examples)
-        setter(self, "custom_definitions", custom_definitions)
+        # The fields in order, as @dataclass would write them (see qa_eval.vocabulary.frozen);
+        # into the instance's dictionary: it is frozen to assignment.
+        fields = self.__dict__
+        fields["generation"] = generation
+        fields["embedding"] = EmbeddingConfig() if embedding is FACTORY else embedding
+        fields["concurrency"] = concurrency
+        fields["timeout"] = timeout
+        fields["max_attempts"] = max_attempts
+        fields["retry_base"] = retry_base
+        fields["prices"] = {} if prices is FACTORY else prices
+        fields["metrics"] = {} if metrics is FACTORY else metrics
+        fields["custom_metrics"] = custom_metrics
+        fields["answer_correctness_prompt"] = answer_correctness_prompt
+        fields["relevance_questions"] = relevance_questions
+        fields["repeats"] = repeats
+        fields["options"] = {} if options is FACTORY else options
+        fields["source"] = source
+        fields["examples"] = {} if examples is FACTORY else examples
+        fields["custom_definitions"] = custom_definitions
         self.__post_init__()
 
     def __post_init__(self) -> None:

@@ -77,16 +77,17 @@ class GenerationConfig(_Endpoint):
         api_version: str | None = None,
         extra: Mapping[str, Any] = FACTORY,
     ) -> None:
-        # The fields in order, as @dataclass would write it (see qa_eval.vocabulary.frozen).
-        setter = object.__setattr__
-        setter(self, "provider", provider)
-        setter(self, "model", model)
-        setter(self, "temperature", temperature)
-        setter(self, "max_tokens", max_tokens)
-        setter(self, "base_url", base_url)
-        setter(self, "api_key", api_key)
-        setter(self, "api_version", api_version)
-        setter(self, "extra", {} if extra is FACTORY else extra)
+        # The fields in order, as @dataclass would write them (see qa_eval.vocabulary.frozen);
+        # into the instance's dictionary: it is frozen to assignment.
+        fields = self.__dict__
+        fields["provider"] = provider
+        fields["model"] = model
+        fields["temperature"] = temperature
+        fields["max_tokens"] = max_tokens
+        fields["base_url"] = base_url
+        fields["api_key"] = api_key
+        fields["api_version"] = api_version
+        fields["extra"] = {} if extra is FACTORY else extra
         self.__post_init__()
 
 
@@ -111,14 +112,15 @@ class EmbeddingConfig(_Endpoint):
         api_version: str | None = None,
         extra: Mapping[str, Any] = FACTORY,
     ) -> None:
-        # The fields in order, as @dataclass would write it (see qa_eval.vocabulary.frozen).
-        setter = object.__setattr__
-        setter(self, "provider", provider)
-        setter(self, "model", model)
-        setter(self, "base_url", base_url)
-        setter(self, "api_key", api_key)
-        setter(self, "api_version", api_version)
-        setter(self, "extra", {} if extra is FACTORY else extra)
+        # The fields in order, as @dataclass would write them (see qa_eval.vocabulary.frozen);
+        # into the instance's dictionary: it is frozen to assignment.
+        fields = self.__dict__
+        fields["provider"] = provider
+        fields["model"] = model
+        fields["base_url"] = base_url
+        fields["api_key"] = api_key
+        fields["api_version"] = api_version
+        fields["extra"] = {} if extra is FACTORY else extra
         self.__post_init__()
 
 

@@ -137,14 +137,15 @@ class Example(Frozen):
         reference_answer: str | None = None,
         question_id: str = "",
     ) -> None:
-        # The fields in order, as @dataclass would write it (see qa_eval.vocabulary.frozen).
-        setter = object.__setattr__
-        setter(self, "question", question)
-        setter(self, "answer", answer)
-        setter(self, "label", label)
-        setter(self, "metric", metric)
-        setter(self, "reference_answer", reference_answer)
-        setter(self, "question_id", question_id)
+        # The fields in order, as @dataclass would write them (see qa_eval.vocabulary.frozen);
+        # into the instance's dictionary: it is frozen to assignment.
+        fields = self.__dict__
+        fields["question"] = question
+        fields["answer"] = answer
+        fields["label"] = label
+        fields["metric"] = metric
+        fields["reference_answer"] = reference_answer
+        fields["question_id"] = question_id
 
 
 def _label_text(label: bool | float | str) -> str:

@@ -149,26 +149,27 @@ class RunOptions(Frozen):
         workers: int = 1,
         shard: tuple[int, int] | None = None,
     ) -> None:
-        # The fields in order, as @dataclass would write it (see qa_eval.vocabulary.frozen).
-        setter = object.__setattr__
-        setter(self, "config", _no_config() if config is FACTORY else config)
-        setter(self, "cache", cache)
-        setter(self, "max_cost", max_cost)
-        setter(self, "dry_run", dry_run)
-        setter(self, "disable", disable)
-        setter(self, "enable", enable)
-        setter(self, "keys", keys)
-        setter(self, "reference_source", reference_source)
-        setter(self, "responses_source", responses_source)
-        setter(self, "fingerprint", fingerprint)
-        setter(self, "judge", judge)
-        setter(self, "embedder", embedder)
-        setter(self, "progress", progress)
-        setter(self, "on_progress", on_progress)
-        setter(self, "on_result", on_result)
-        setter(self, "pass_thresholds", {} if pass_thresholds is FACTORY else pass_thresholds)
-        setter(self, "workers", workers)
-        setter(self, "shard", shard)
+        # The fields in order, as @dataclass would write them (see qa_eval.vocabulary.frozen);
+        # into the instance's dictionary: it is frozen to assignment.
+        fields = self.__dict__
+        fields["config"] = _no_config() if config is FACTORY else config
+        fields["cache"] = cache
+        fields["max_cost"] = max_cost
+        fields["dry_run"] = dry_run
+        fields["disable"] = disable
+        fields["enable"] = enable
+        fields["keys"] = keys
+        fields["reference_source"] = reference_source
+        fields["responses_source"] = responses_source
+        fields["fingerprint"] = fingerprint
+        fields["judge"] = judge
+        fields["embedder"] = embedder
+        fields["progress"] = progress
+        fields["on_progress"] = on_progress
+        fields["on_result"] = on_result
+        fields["pass_thresholds"] = {} if pass_thresholds is FACTORY else pass_thresholds
+        fields["workers"] = workers
+        fields["shard"] = shard
         self.__post_init__()
 
     def __post_init__(self) -> None:

@@ -65,17 +65,18 @@ class Key(Frozen):
         errors: tuple[str, ...] = (),
         own: bool = False,
     ) -> None:
-        # The fields in order, as @dataclass would write it (see qa_eval.vocabulary.frozen).
-        setter = object.__setattr__
-        setter(self, "name", name)
-        setter(self, "direction", direction)
-        setter(self, "scale", scale)
-        setter(self, "aggregate", aggregate)
-        setter(self, "headline", headline)
-        setter(self, "labels", labels)
-        setter(self, "always", always)
-        setter(self, "errors", errors)
-        setter(self, "own", own)
+        # The fields in order, as @dataclass would write them (see qa_eval.vocabulary.frozen);
+        # into the instance's dictionary: it is frozen to assignment.
+        fields = self.__dict__
+        fields["name"] = name
+        fields["direction"] = direction
+        fields["scale"] = scale
+        fields["aggregate"] = aggregate
+        fields["headline"] = headline
+        fields["labels"] = labels
+        fields["always"] = always
+        fields["errors"] = errors
+        fields["own"] = own
 
 
 @frozen
@@ -88,11 +89,12 @@ class Option(Frozen):
     doc: str = ""
 
     def __init__(self, name: str, check: str, doc: str = "") -> None:
-        # The fields in order, as @dataclass would write it (see qa_eval.vocabulary.frozen).
-        setter = object.__setattr__
-        setter(self, "name", name)
-        setter(self, "check", check)
-        setter(self, "doc", doc)
+        # The fields in order, as @dataclass would write them (see qa_eval.vocabulary.frozen);
+        # into the instance's dictionary: it is frozen to assignment.
+        fields = self.__dict__
+        fields["name"] = name
+        fields["check"] = check
+        fields["doc"] = doc
 
 
 @frozen
@@ -149,25 +151,26 @@ class Metric(Frozen):
         own: bool = False,
         judge_only_for: str = "",
     ) -> None:
-        # The fields in order, as @dataclass would write it (see qa_eval.vocabulary.frozen).
-        setter = object.__setattr__
-        setter(self, "name", name)
-        setter(self, "summary", summary)
-        setter(self, "needs", needs)
-        setter(self, "keys", keys)
-        setter(self, "doc", doc)
-        setter(self, "default", default)
-        setter(self, "switch", switch)
-        setter(self, "groups", groups)
-        setter(self, "options", options)
-        setter(self, "step", step)
-        setter(self, "prefix", prefix)
-        setter(self, "score", score)
-        setter(self, "aliases", aliases)
-        setter(self, "derived", derived)
-        setter(self, "calls", calls)
-        setter(self, "own", own)
-        setter(self, "judge_only_for", judge_only_for)
+        # The fields in order, as @dataclass would write them (see qa_eval.vocabulary.frozen);
+        # into the instance's dictionary: it is frozen to assignment.
+        fields = self.__dict__
+        fields["name"] = name
+        fields["summary"] = summary
+        fields["needs"] = needs
+        fields["keys"] = keys
+        fields["doc"] = doc
+        fields["default"] = default
+        fields["switch"] = switch
+        fields["groups"] = groups
+        fields["options"] = options
+        fields["step"] = step
+        fields["prefix"] = prefix
+        fields["score"] = score
+        fields["aliases"] = aliases
+        fields["derived"] = derived
+        fields["calls"] = calls
+        fields["own"] = own
+        fields["judge_only_for"] = judge_only_for
 
     @property
     def judged(self) -> bool:
