@@ -111,6 +111,9 @@ def response_record(place: tuple[str, Any], qid: Any) -> str:
 
 @mutable
 class Problems(Mutable):
+    """The problems found in one input (``source``): each with its record, field and message;
+    ``raise_if_any`` raises the first as an ``InputError`` that lists them all."""
+
     source: str
     items: list[tuple[str | None, str | None, str]] = field(default_factory=list)
 
