@@ -100,10 +100,17 @@ DEFERRED = (
     "qa_eval.run.stream",
     "qa_eval.run.workers",
     "qa_eval.steps.trajectory",
+    "qa_eval.metrics",
+    "qa_eval.run.shards",
+    "array",
+    "zlib",
+    "_blake2",
 )
 """What a judge-free ``run_evaluation`` of plain steps never uses: the event loop and worker
 processes, the judge and its reply cache, the config file reader, the aggregates, the
-trajectory reader, the time-series parser for what ``fromisoformat`` reads."""
+trajectory reader, the time-series parser for what ``fromisoformat`` reads; nor, for a step that
+is not a retrieval step, any metric (the trial key is ``io.keysets``'), nor without shards their
+module, ``array``, ``zlib`` and BLAKE2b."""
 
 _ONE_SPARQL_QUESTION = """
 import json

@@ -25,7 +25,16 @@ except ImportError:
         from _sha256 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
     except ImportError:
         from hashlib import sha256  # type: ignore[no-redef,unused-ignore]
-try:
-    from _blake2 import blake2b  # type: ignore[no-redef,unused-ignore]
-except ImportError:
-    from hashlib import blake2b  # type: ignore[no-redef,unused-ignore]
+
+
+def __getattr__(name: str) -> Any:
+    """``blake2b``, imported when first used (the shards' hash: a run without shards loads no
+    ``_blake2``)."""
+    if name != "blake2b":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        from _blake2 import blake2b
+    except ImportError:
+        from hashlib import blake2b
+    globals()["blake2b"] = blake2b
+    return blake2b

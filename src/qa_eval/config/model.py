@@ -4,7 +4,7 @@ a config can set (from the registry)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..judge.settings import (
@@ -13,6 +13,7 @@ from ..judge.settings import (
 )
 from ..vocabulary import lookup as _lookup
 from ..vocabulary import registry as _registry
+from ..vocabulary.frozen import FACTORY, Frozen, frozen
 
 if TYPE_CHECKING:  # custom metrics and examples are read when a config has some
     from ..metrics.definitions import CustomMetric
@@ -30,8 +31,8 @@ OFFLINE_SWITCHES = tuple(s for s in SWITCHES if _registry.METRICS[s].offline)
 """Metrics that need no judge."""
 
 
-@dataclass(frozen=True)
-class EvalConfig:
+@frozen
+class EvalConfig(Frozen):
     """Everything a run needs to know about its judge and its LLM metrics."""
 
     generation: GenerationConfig | None = None
@@ -56,6 +57,46 @@ class EvalConfig:
     custom_definitions: tuple[CustomMetric, ...] = field(default=(), compare=False, repr=False)
     """``custom_metrics`` checked and parsed, once: when the config is read (or built), and
     carried over by ``with_options``; the scorer uses these."""
+
+    def __init__(
+        self,
+        generation: GenerationConfig | None = None,
+        embedding: EmbeddingConfig = FACTORY,
+        concurrency: int = 8,
+        timeout: float = 60.0,
+        max_attempts: int = 6,
+        retry_base: float = 0.5,
+        prices: Mapping[str, Mapping[str, float]] = FACTORY,
+        metrics: Mapping[str, bool] = FACTORY,
+        custom_metrics: tuple[Mapping[str, Any], ...] = (),
+        answer_correctness_prompt: str | None = None,
+        relevance_questions: int = 3,
+        repeats: int = 1,
+        options: Mapping[str, Mapping[str, Any]] = FACTORY,
+        source: str = "config",
+        examples: Mapping[str, tuple[Example, ...]] = FACTORY,
+        custom_definitions: tuple[CustomMetric, ...] = (),
+    ) -> None:
+        # The fields in order, as @dataclass would write them (see qa_eval.vocabulary.frozen);
+        # into the instance's dictionary: it is frozen to assignment.
+        fields = self.__dict__
+        fields["generation"] = generation
+        fields["embedding"] = EmbeddingConfig() if embedding is FACTORY else embedding
+        fields["concurrency"] = concurrency
+        fields["timeout"] = timeout
+        fields["max_attempts"] = max_attempts
+        fields["retry_base"] = retry_base
+        fields["prices"] = {} if prices is FACTORY else prices
+        fields["metrics"] = {} if metrics is FACTORY else metrics
+        fields["custom_metrics"] = custom_metrics
+        fields["answer_correctness_prompt"] = answer_correctness_prompt
+        fields["relevance_questions"] = relevance_questions
+        fields["repeats"] = repeats
+        fields["options"] = {} if options is FACTORY else options
+        fields["source"] = source
+        fields["examples"] = {} if examples is FACTORY else examples
+        fields["custom_definitions"] = custom_definitions
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         names = [d.name for d in self.custom_definitions]

@@ -30,12 +30,17 @@ __all__ = [
     "KEY_SETS",
     "OWN",
     "RECORD",
+    "TRIAL_KEY",
     "check_keys",
     "custom_keys",
     "original_aggregates",
     "original_result",
     "own_keys",
 ]
+
+TRIAL_KEY = "trial"
+"""The key of a response (and its result) naming its trial (``metrics.agents.trials`` offers it
+too; a run reads it from here, without the metrics)."""
 
 KEY_SETS = ("qa-eval", "graphrag-eval")
 """The names ``keys`` takes: every key qa-eval writes, or only those graphrag-eval 6.6.1 writes."""

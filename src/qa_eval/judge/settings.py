@@ -1,17 +1,18 @@
 """Where the models are: the judge's and the embedding model's endpoint settings.
 
-A leaf module (it imports only ``redact``): the judge, the client factories and the embedders
-read these settings without importing the config loader, which reads them from YAML and the
-environment.
+A leaf module (it imports only ``redact`` and ``vocabulary.frozen``): the judge, the client
+factories and the embedders read these settings without importing the config loader, which reads
+them from YAML and the environment.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from typing import Any, Protocol
 
 from ..redact import public_url, register_secret, register_url
+from ..vocabulary.frozen import FACTORY, Frozen, frozen
 
 __all__ = [
     "AZURE_API_VERSION",
@@ -30,7 +31,7 @@ AZURE_API_VERSION = "2024-10-21"
 EMBEDDING_PROVIDERS = (*SDK_PROVIDERS, "offline")
 
 
-class _Endpoint:
+class _Endpoint(Frozen):
     """A model endpoint whose settings may be shown, all but its key (and any credentials in
     its URL)."""
 
@@ -50,7 +51,7 @@ class _Endpoint:
         return data
 
 
-@dataclass(frozen=True)
+@frozen
 class GenerationConfig(_Endpoint):
     """Where and how the judge model is called."""
 
@@ -65,8 +66,32 @@ class GenerationConfig(_Endpoint):
     """Other ``llm.generation`` keys (``seed``, ``top_p``, ...), sent with every judge call as
     graphrag-eval passes them on."""
 
+    def __init__(
+        self,
+        provider: str = "openai",
+        model: str = DEFAULT_MODEL,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        api_version: str | None = None,
+        extra: Mapping[str, Any] = FACTORY,
+    ) -> None:
+        # The fields in order, as @dataclass would write them (see qa_eval.vocabulary.frozen);
+        # into the instance's dictionary: it is frozen to assignment.
+        fields = self.__dict__
+        fields["provider"] = provider
+        fields["model"] = model
+        fields["temperature"] = temperature
+        fields["max_tokens"] = max_tokens
+        fields["base_url"] = base_url
+        fields["api_key"] = api_key
+        fields["api_version"] = api_version
+        fields["extra"] = {} if extra is FACTORY else extra
+        self.__post_init__()
 
-@dataclass(frozen=True)
+
+@frozen
 class EmbeddingConfig(_Endpoint):
     """The embedding model; ``offline`` is the bundled all-MiniLM-L6-v2 (int8 ONNX)."""
 
@@ -77,6 +102,26 @@ class EmbeddingConfig(_Endpoint):
     api_version: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Other ``llm.embedding`` keys, passed to the embedding call."""
+
+    def __init__(
+        self,
+        provider: str = "offline",
+        model: str = "all-MiniLM-L6-v2",
+        base_url: str | None = None,
+        api_key: str | None = None,
+        api_version: str | None = None,
+        extra: Mapping[str, Any] = FACTORY,
+    ) -> None:
+        # The fields in order, as @dataclass would write them (see qa_eval.vocabulary.frozen);
+        # into the instance's dictionary: it is frozen to assignment.
+        fields = self.__dict__
+        fields["provider"] = provider
+        fields["model"] = model
+        fields["base_url"] = base_url
+        fields["api_key"] = api_key
+        fields["api_version"] = api_version
+        fields["extra"] = {} if extra is FACTORY else extra
+        self.__post_init__()
 
 
 class JudgeSettings(Protocol):

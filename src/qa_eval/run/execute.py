@@ -17,7 +17,6 @@ import gc
 import sys
 import types
 import warnings
-from array import array
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
@@ -30,13 +29,13 @@ from .prepare.reference import prepare_reference
 from .prepare.responses import Unknown, prepare_responses
 from .progress import CountingJudge, Tracker
 from .question import evaluate_question
-from .shards import position_key, shard_places
 from .signature import run_signature
 from .sinks import ResultSink
 
 if TYPE_CHECKING:  # the judge side (pydantic, the metrics) and asyncio are imported only when a
     # run uses them (a judge-free run in one process runs without an event loop)
     import asyncio
+    from array import array
 
     from ..judge.calls import Judge
     from .reflines import StreamedReference
@@ -86,6 +85,8 @@ class _Lookup:
         ``positions`` when given; a question's prepared steps are let go once its last result
         is made."""
         held = self.responses
+        if positions is not None:  # shards and worker processes only: imported for them
+            from .shards import position_key
         for index, question in _places(questions, chosen):
             # In memory: popped here as get() would (one call per question fewer).
             responses = (
@@ -213,10 +214,14 @@ async def execute(
         endpoints.open(options)
         tracker = Tracker(endpoints.judge, options.progress, options.on_progress)
         scorer = endpoints.scorer(options)
-        if isinstance(questions, list):
+        if options.shard is None:
+            chosen = None
+        elif isinstance(questions, list):
+            from .shards import shard_places  # (and zlib): only a sharded run needs them
+
             chosen = shard_places(questions, options.shard)
         else:
-            chosen = None if options.shard is None else questions.shard_places(options.shard)
+            chosen = questions.shard_places(options.shard)
         total = lookup.count(questions, chosen)
         tracker.total = total
         # At most this many questions are scored at once: each question's judge calls then

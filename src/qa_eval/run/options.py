@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from ..config import GROUPS, SWITCHES, EvalConfig
 from ..errors import QaEvalError
 from ..extras import available
 from ..io.keysets import check_keys
+from ..vocabulary.frozen import FACTORY, Frozen, frozen
 from ..vocabulary.registry import METRICS
 from .progress import ProgressCallback, StatusCallback
 
@@ -89,8 +90,8 @@ class RunKeywords(TypedDict, total=False):
     shard: str | tuple[int, int] | None
 
 
-@dataclass(frozen=True)
-class RunOptions:
+@frozen
+class RunOptions(Frozen):
     """Every option of one run (see ``arun_evaluation`` for what each does), checked when made:
     a ``fingerprint`` that does not look like one, an unknown ``keys`` or an unknown metric to
     ``disable`` or ``enable`` is a ``QaEvalError``. ``disabled`` and ``enabled`` are the metric
@@ -130,6 +131,50 @@ class RunOptions:
     enabled: frozenset[str] = field(init=False, repr=False)
     left_out: Mapping[str, str] = field(init=False, repr=False)
     """Default metrics that cannot run with the installed extras (so not run), and why."""
+
+    def __init__(
+        self,
+        config: EvalConfig = FACTORY,
+        cache: str | os.PathLike[str] | bool | None = True,
+        max_cost: float | None = None,
+        dry_run: bool = False,
+        disable: tuple[str, ...] = (),
+        enable: tuple[str, ...] = (),
+        keys: str = "qa-eval",
+        reference_source: str = "reference",
+        responses_source: str = "responses",
+        fingerprint: str | None = None,
+        judge: Judge | None = None,
+        embedder: Embedder | None = None,
+        progress: ProgressCallback | None = None,
+        on_progress: StatusCallback | None = None,
+        on_result: ResultCallback | None = None,
+        pass_thresholds: Mapping[str, float] = FACTORY,
+        workers: int = 1,
+        shard: tuple[int, int] | None = None,
+    ) -> None:
+        # The fields in order, as @dataclass would write them (see qa_eval.vocabulary.frozen);
+        # into the instance's dictionary: it is frozen to assignment.
+        fields = self.__dict__
+        fields["config"] = _no_config() if config is FACTORY else config
+        fields["cache"] = cache
+        fields["max_cost"] = max_cost
+        fields["dry_run"] = dry_run
+        fields["disable"] = disable
+        fields["enable"] = enable
+        fields["keys"] = keys
+        fields["reference_source"] = reference_source
+        fields["responses_source"] = responses_source
+        fields["fingerprint"] = fingerprint
+        fields["judge"] = judge
+        fields["embedder"] = embedder
+        fields["progress"] = progress
+        fields["on_progress"] = on_progress
+        fields["on_result"] = on_result
+        fields["pass_thresholds"] = {} if pass_thresholds is FACTORY else pass_thresholds
+        fields["workers"] = workers
+        fields["shard"] = shard
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         """Check the options; the metric switches they name become ``disabled``/``enabled``."""

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from ..vocabulary.frozen import Mutable, mutable
 
 if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
     from ..judge.calls import AskContext, Judge
@@ -21,8 +22,8 @@ ProgressCallback = Callable[[int, int], None]
 """Called as ``progress(done, total)`` after each question."""
 
 
-@dataclass
-class RunProgress:
+@mutable
+class RunProgress(Mutable):
     """What a run has done so far, as ``on_progress`` receives it (about ten times a second, and
     at the end). Judge calls are counted as asks (a cached reply counts; a retried or re-asked
     call counts once); ``calls_planned`` is an estimate, refined as questions are scheduled and
@@ -37,6 +38,29 @@ class RunProgress:
     completion_tokens: int = 0
     cost: float | None = None
     judge: bool = False
+
+    def __init__(
+        self,
+        questions_done: int,
+        questions_total: int,
+        calls_done: int = 0,
+        calls_planned: int = 0,
+        cached: int = 0,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+        cost: float | None = None,
+        judge: bool = False,
+    ) -> None:
+        # The fields in order, as @dataclass would write it (see qa_eval.vocabulary.frozen).
+        self.questions_done = questions_done
+        self.questions_total = questions_total
+        self.calls_done = calls_done
+        self.calls_planned = calls_planned
+        self.cached = cached
+        self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens
+        self.cost = cost
+        self.judge = judge
 
 
 StatusCallback = Callable[[RunProgress], None]

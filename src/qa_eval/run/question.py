@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping
 from typing import Any
 
-from ..metrics.agents.trials import TRIAL_KEY
+from ..io.keysets import TRIAL_KEY
 from ..steps.compare import StepScorer
 from ..steps.explain import explain_unmatched
 from ..steps.matching import match_steps

@@ -17,12 +17,12 @@ import os
 import zlib
 from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..digest import blake2b
 from ..errors import InputError, QaEvalError
+from ..vocabulary.frozen import Mutable, mutable
 
 if TYPE_CHECKING:
     from ..aggregate.compute import AggregateSpec
@@ -153,8 +153,8 @@ def _unpack_positions(text: str) -> array[int]:
     return out
 
 
-@dataclass
-class ShardFile:
+@mutable
+class ShardFile(Mutable):
     """What a shard's run writes beside its results (``RESULTS.shard.json``): its place
     (``index`` of ``count``), the position of each of its results in the whole run, and its
     partial aggregates (with the spec they were aggregated by)."""
@@ -163,6 +163,15 @@ class ShardFile:
     count: int
     positions: array[int]
     aggregates: PartialAggregates
+
+    def __init__(
+        self, index: int, count: int, positions: array[int], aggregates: PartialAggregates
+    ) -> None:
+        # The fields in order, as @dataclass would write it (see qa_eval.vocabulary.frozen).
+        self.index = index
+        self.count = count
+        self.positions = positions
+        self.aggregates = aggregates
 
     def write(self, results: str | os.PathLike[str]) -> Path:
         """Write it beside the results file; returns its path."""

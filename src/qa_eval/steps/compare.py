@@ -22,11 +22,11 @@ message naming the step and the field, in ``problems``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from functools import cache
 from typing import Any
 
 from ..errors import short_repr
-from ..metrics.retrieval.ranking import spec_recall_at_k
 from .kinds import (
     COMPARE_ARGS,
     COMPARE_DATA_POINTS,
@@ -102,6 +102,15 @@ def _ids_may_be_in(ids: Any, output: Any) -> bool:
     if type(output) is not str or "\\" in output or not isinstance(ids, list):
         return True
     return any(type(wanted) is not str or f'"{wanted}"' in output for wanted in ids)
+
+
+@cache
+def _recall_at_k() -> Callable[[Sequence[Hashable], Sequence[Hashable], int], float]:
+    """``metrics.retrieval.ranking.spec_recall_at_k``, imported when a retrieval step is first
+    compared (a run without one loads none of the metrics)."""
+    from ..metrics.retrieval.ranking import spec_recall_at_k
+
+    return spec_recall_at_k
 
 
 class StepScorer:
@@ -422,7 +431,7 @@ class StepScorer:
 
     def _retrieval(self, ref: ReferenceStep, act_index: int) -> float:
         ids, k = self._context_ids(act_index)
-        return spec_recall_at_k(ref.parsed, ids, k)
+        return _recall_at_k()(ref.parsed, ids, k)
 
     def _context_ids(self, act_index: int) -> tuple[list[Any], int]:
         """A retrieval step's context ids and its ``args.k``, checked once for every reference

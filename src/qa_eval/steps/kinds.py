@@ -7,8 +7,9 @@ reference step itself. A leaf of the ``steps`` package: the comparators import i
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from ..vocabulary.frozen import Mutable, slotted
 
 __all__ = [
     "APPLICATION_JSON",
@@ -42,8 +43,8 @@ CONTEXT_ID_TYPES = (str, int, float)
 
 # Records are read-only by convention, not frozen: a run makes one per reference step, question
 # and response, and a frozen dataclass is built three times slower (object.__setattr__ per field).
-@dataclass(slots=True)
-class ReferenceStep:
+@slotted
+class ReferenceStep(Mutable):
     """One reference step with its output parsed once (None when compared as text): a
     ``SparqlReference`` for SPARQL JSON, the context ids for retrieval, the JSON value for
     ``application/json``."""
@@ -56,3 +57,22 @@ class ReferenceStep:
     parsed: Any = None
     kind: str = ""
     """How the step is compared: one of the ``COMPARE_*`` names, chosen once at load."""
+
+    def __init__(
+        self,
+        group: int,
+        index: int,
+        raw: Mapping[str, Any],
+        name: str,
+        media_type: str | None,
+        parsed: Any = None,
+        kind: str = "",
+    ) -> None:
+        # The fields in order, as @dataclass would write it (see qa_eval.vocabulary.frozen).
+        self.group = group
+        self.index = index
+        self.raw = raw
+        self.name = name
+        self.media_type = media_type
+        self.parsed = parsed
+        self.kind = kind

@@ -38,9 +38,11 @@ __all__ = [
 ]
 
 TOLERANCE_SECONDS = 60
-_RELATIVE = re.compile(r"^(?:now|(\d+)([smhdw])-(ago|ahead))$")
+# Patterns compiled when first matched (re caches them): not at import, which a run without a
+# time series step would pay for.
+_RELATIVE = r"^(?:now|(\d+)([smhdw])-(ago|ahead))$"
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_GRANULARITY = re.compile(r"^(\d+)([a-zA-Z]+)$")
+_GRANULARITY = r"^(\d+)([a-zA-Z]+)$"
 _GRANULARITY_UNITS = {
     "s": "seconds",
     "second": "seconds",
@@ -87,7 +89,7 @@ def _granularity(value: Any) -> Any:
 # Datasets repeat the same few granularities and times: their parses are cached (by text).
 @lru_cache(maxsize=4096)
 def _granularity_text(value: str) -> str:
-    match = _GRANULARITY.match(value.strip())
+    match = re.match(_GRANULARITY, value.strip())
     if not match:
         return value
     count, unit = match.groups()
@@ -137,11 +139,11 @@ def _is_relative(value: Any) -> bool:
 
 @lru_cache(maxsize=4096)
 def _relative_text(value: str) -> bool:
-    return _RELATIVE.match(value.strip()) is not None
+    return re.match(_RELATIVE, value.strip()) is not None
 
 
 def _resolve_relative(value: str, anchor: datetime) -> datetime:
-    match = _RELATIVE.match(value.strip())
+    match = re.match(_RELATIVE, value.strip())
     assert match is not None
     if match.group(1) is None:
         return anchor

@@ -12,13 +12,13 @@ from typing import Any
 from .model import Direction, Key, Metric
 from .registry import METRICS, RANKING
 
-_AT_K = re.compile(r"^([A-Za-z_]+)(?:@(\d+))?$")
+_AT_K = r"^([A-Za-z_]+)(?:@(\d+))?$"  # compiled when first matched (re caches it)
 
 
 def parse_at_k(name: str) -> tuple[str, int | None]:
     """Split ``recall@5`` into ``("recall", 5)`` and ``map`` into ``("map", None)`` (the base
     lower-cased); ``ValueError`` for any other shape or k < 1. The one parser of ``name@k``."""
-    match = _AT_K.match(name.strip()) if isinstance(name, str) else None
+    match = re.match(_AT_K, name.strip()) if isinstance(name, str) else None
     if not match:
         raise ValueError(f"not a metric name of the form name or name@k: {name!r}")
     k = int(match.group(2)) if match.group(2) is not None else None

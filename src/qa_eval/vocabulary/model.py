@@ -1,13 +1,15 @@
 """The metric vocabulary's types: a result key (``Key``), a config option (``Option``) and a
 metric family (``Metric``), with the words they use for direction, scale and needs.
 
-This package imports nothing of qa-eval's: every layer may read it.
+This package imports nothing of qa-eval's: every layer may read it. Its classes are frozen
+dataclasses whose ``__init__`` is written here (``frozen``), not generated at import.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+from .frozen import Frozen, frozen
 
 Direction = Literal["higher", "lower", "none"]
 Scale = Literal["0-1", "cosine", "ratio", "count", "tokens", "usd", "seconds", "label", "text"]
@@ -28,8 +30,8 @@ Need = Literal[
 ]
 
 
-@dataclass(frozen=True)
-class Key:
+@frozen
+class Key(Frozen):
     """One result key a metric family writes."""
 
     name: str
@@ -51,9 +53,34 @@ class Key:
     """qa-eval's own key: graphrag-eval 6.6.1 does not write it (``keys="graphrag-eval"``
     leaves it out; docs/compatibility.md lists it)."""
 
+    def __init__(
+        self,
+        name: str,
+        direction: Direction = "none",
+        scale: Scale = "text",
+        aggregate: bool = False,
+        headline: int = 0,
+        labels: tuple[str, ...] = (),
+        always: bool = False,
+        errors: tuple[str, ...] = (),
+        own: bool = False,
+    ) -> None:
+        # The fields in order, as @dataclass would write them (see qa_eval.vocabulary.frozen);
+        # into the instance's dictionary: it is frozen to assignment.
+        fields = self.__dict__
+        fields["name"] = name
+        fields["direction"] = direction
+        fields["scale"] = scale
+        fields["aggregate"] = aggregate
+        fields["headline"] = headline
+        fields["labels"] = labels
+        fields["always"] = always
+        fields["errors"] = errors
+        fields["own"] = own
 
-@dataclass(frozen=True)
-class Option:
+
+@frozen
+class Option(Frozen):
     """A setting of a metric's config block besides ``enabled``; ``check`` names the reader in
     ``config.py`` (``config.CHECKS``) that validates it."""
 
@@ -61,9 +88,17 @@ class Option:
     check: str
     doc: str = ""
 
+    def __init__(self, name: str, check: str, doc: str = "") -> None:
+        # The fields in order, as @dataclass would write them (see qa_eval.vocabulary.frozen);
+        # into the instance's dictionary: it is frozen to assignment.
+        fields = self.__dict__
+        fields["name"] = name
+        fields["check"] = check
+        fields["doc"] = doc
 
-@dataclass(frozen=True)
-class Metric:
+
+@frozen
+class Metric(Frozen):
     """One metric family."""
 
     name: str
@@ -95,6 +130,47 @@ class Metric:
     """When set, the family runs without a judge and asks one only for this (``trajectory``:
     its ``$llm`` comparators): ``"judge"`` stays in ``needs`` so that ``run.score`` schedules
     it with a judge, but ``qa-eval metrics`` does not say it needs one."""
+
+    def __init__(
+        self,
+        name: str,
+        summary: str,
+        needs: tuple[Need, ...],
+        keys: tuple[Key, ...],
+        doc: str,
+        default: bool = True,
+        switch: bool = True,
+        groups: tuple[str, ...] = (),
+        options: tuple[Option, ...] = (),
+        step: str | None = None,
+        prefix: bool = True,
+        score: str | None = None,
+        aliases: tuple[str, ...] = (),
+        derived: bool = False,
+        calls: int = 1,
+        own: bool = False,
+        judge_only_for: str = "",
+    ) -> None:
+        # The fields in order, as @dataclass would write them (see qa_eval.vocabulary.frozen);
+        # into the instance's dictionary: it is frozen to assignment.
+        fields = self.__dict__
+        fields["name"] = name
+        fields["summary"] = summary
+        fields["needs"] = needs
+        fields["keys"] = keys
+        fields["doc"] = doc
+        fields["default"] = default
+        fields["switch"] = switch
+        fields["groups"] = groups
+        fields["options"] = options
+        fields["step"] = step
+        fields["prefix"] = prefix
+        fields["score"] = score
+        fields["aliases"] = aliases
+        fields["derived"] = derived
+        fields["calls"] = calls
+        fields["own"] = own
+        fields["judge_only_for"] = judge_only_for
 
     @property
     def judged(self) -> bool:

@@ -29,6 +29,8 @@ from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ...io.keysets import TRIAL_KEY
+
 if TYPE_CHECKING:  # imported where used: a run reads only TRIAL_KEY here
     from fractions import Fraction
 
@@ -41,9 +43,6 @@ __all__ = [
     "summarise",
     "table_rows",
 ]
-
-TRIAL_KEY = "trial"
-"""The key of a response (and its result) naming its trial."""
 
 
 def _check(n: int, c: int, k: int) -> None:

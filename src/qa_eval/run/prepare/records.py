@@ -4,13 +4,14 @@ every problem with its place, and the phrases its messages share."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from ...errors import InputError, short_repr
 from ...steps.kinds import (
     ReferenceStep,
 )
+from ...vocabulary.frozen import FACTORY, Mutable, mutable, slotted
 
 if TYPE_CHECKING:  # the trajectory reader is imported when a question has a trajectory
     from ...steps.trajectory.reference import Reference
@@ -18,8 +19,8 @@ if TYPE_CHECKING:  # the trajectory reader is imported when a question has a tra
 ID_TYPES = (str, int)
 
 
-@dataclass(slots=True)
-class Question:
+@slotted
+class Question(Mutable):
     """One reference question: where it came from, and its reference step groups."""
 
     template_id: Any
@@ -37,6 +38,27 @@ class Question:
     made while the steps were read (their dicts in the cache then: made later, each copy cost
     about three times as much); taken by the first result, None after."""
 
+    def __init__(
+        self,
+        template_id: Any,
+        question_id: Any,
+        raw: Mapping[str, Any],
+        groups: tuple[tuple[ReferenceStep, ...], ...] | None,
+        record: str,
+        has_matches: bool = False,
+        trajectory: Reference | None = None,
+        copies: list[list[dict[str, Any]]] | None = None,
+    ) -> None:
+        # The fields in order, as @dataclass would write it (see qa_eval.vocabulary.frozen).
+        self.template_id = template_id
+        self.question_id = question_id
+        self.raw = raw
+        self.groups = groups
+        self.record = record
+        self.has_matches = has_matches
+        self.trajectory = trajectory
+        self.copies = copies
+
     def release(self) -> None:
         """Let go of what only scoring needs (prepared steps, copies, trajectory) once every
         result of the question is made: freed while still in the cache, not all at the end of
@@ -46,8 +68,8 @@ class Question:
         self.trajectory = None
 
 
-@dataclass(slots=True)
-class Response:
+@slotted
+class Response(Mutable):
     """One response of the evaluated system: its question id, the response as given, whether
     it is an error response, and the indexes of its successful actual steps."""
 
@@ -57,6 +79,21 @@ class Response:
     """Where it was read: ("line", number), ("response", position) or ("key", question id)."""
     is_error: bool
     successful: list[int] | None = None
+
+    def __init__(
+        self,
+        question_id: Any,
+        raw: Mapping[str, Any],
+        place: tuple[str, Any],
+        is_error: bool,
+        successful: list[int] | None = None,
+    ) -> None:
+        # The fields in order, as @dataclass would write it (see qa_eval.vocabulary.frozen).
+        self.question_id = question_id
+        self.raw = raw
+        self.place = place
+        self.is_error = is_error
+        self.successful = successful
 
     @property
     def record(self) -> str:
@@ -72,10 +109,20 @@ def response_record(place: tuple[str, Any], qid: Any) -> str:
     return name if qid is None else f"{name} (question_id {short_repr(qid)})"
 
 
-@dataclass
-class Problems:
+@mutable
+class Problems(Mutable):
+    """The problems found in one input (``source``): each with its record, field and message;
+    ``raise_if_any`` raises the first as an ``InputError`` that lists them all."""
+
     source: str
     items: list[tuple[str | None, str | None, str]] = field(default_factory=list)
+
+    def __init__(
+        self, source: str, items: list[tuple[str | None, str | None, str]] = FACTORY
+    ) -> None:
+        # The fields in order, as @dataclass would write it (see qa_eval.vocabulary.frozen).
+        self.source = source
+        self.items = [] if items is FACTORY else items
 
     def add(self, record: str | None, field_path: str | None, message: str) -> None:
         self.items.append((record, field_path, message))

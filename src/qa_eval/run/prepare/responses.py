@@ -7,7 +7,7 @@ from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
 from ...errors import short_repr
-from ...metrics.agents.trials import TRIAL_KEY
+from ...io.keysets import TRIAL_KEY
 from .records import (
     AN_ID,
     ID_TYPES,

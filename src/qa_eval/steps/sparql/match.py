@@ -11,9 +11,9 @@ import gc
 import math
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, cast
 
+from ...vocabulary.frozen import Mutable, slotted
 from .terms import (
     MIXED,
     NUMBER,
@@ -59,8 +59,8 @@ def _rows(columns: Sequence[list[Value]], ordered: bool, ignore_duplicates: bool
     return Counter(rows)
 
 
-@dataclass(slots=True)
-class SparqlReference:
+@slotted
+class SparqlReference(Mutable):
     """A reference result reduced to what the comparison reads: the ASK boolean, or the number
     of rows and the required columns read once (kind and canonical values). The reference's
     parsed JSON need not be kept: a prepared dataset holds only these vectors."""
@@ -69,6 +69,19 @@ class SparqlReference:
     rows: int
     required: list[str]
     columns: list[tuple[Hashable, list[Value]]]
+
+    def __init__(
+        self,
+        boolean: bool | None,
+        rows: int,
+        required: list[str],
+        columns: list[tuple[Hashable, list[Value]]],
+    ) -> None:
+        # The fields in order, as @dataclass would write it (see qa_eval.vocabulary.frozen).
+        self.boolean = boolean
+        self.rows = rows
+        self.required = required
+        self.columns = columns
 
 
 def prepare_reference(
