@@ -227,7 +227,10 @@ def grouped(
     tags = frozenset(spec.tags)
     for position, result in enumerate(results):
         # (the usual result: a dict whose template's group exists; any other goes the long way)
-        group = templates.get(result.get("template_id")) if type(result) is dict else None
+        try:
+            group = templates.get(result.get("template_id")) if type(result) is dict else None
+        except TypeError:  # an unhashable template id: template_group says so
+            group = None
         if group is None:
             group = template_group(templates, result, position, spec)
         group.add(result, metric_set, shapes)
