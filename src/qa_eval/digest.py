@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["blake2b", "sha256"]
+__all__ = ["blake2b", "bulk_sha256", "sha256"]
 
 sha256: Callable[..., Any]
 """``hashlib.sha256``'s digests (``sha256(data).hexdigest()``)."""
@@ -38,3 +38,12 @@ def __getattr__(name: str) -> Any:
         from hashlib import blake2b
     globals()["blake2b"] = blake2b
     return blake2b
+
+
+def bulk_sha256() -> Callable[..., Any]:
+    """``hashlib.sha256`` (OpenSSL's), for hashing megabytes: with the processor's SHA
+    instructions it is about four times as fast as the interpreter's own, whose speed its
+    ~3 ms start-up repays past about half a megabyte (a reference of ~500 questions)."""
+    from hashlib import sha256 as openssl_sha256
+
+    return openssl_sha256

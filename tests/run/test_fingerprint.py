@@ -92,3 +92,51 @@ def test_a_malformed_fingerprint_is_refused(bad: Any) -> None:
     reference = yaml.safe_load(REFERENCE.read_text())
     with pytest.raises(QaEvalError, match="fingerprint must be"):
         run_evaluation(reference, [], cache=False, fingerprint=bad)
+
+
+def _by_definition(questions: list[Any]) -> str:
+    """The fingerprint as its docstring defines it: each question's sorted-key JSON hashed with
+    the standard library's SHA-256, the sorted digests hashed again."""
+    import hashlib
+    import json
+
+    digests = sorted(
+        hashlib.sha256(
+            json.dumps(
+                [q.template_id, q.raw], sort_keys=True, separators=(",", ":"), ensure_ascii=False
+            ).encode()
+        ).digest()
+        for q in questions
+    )
+    return "sha256:" + hashlib.sha256(b"".join(digests)).hexdigest()
+
+
+def test_a_large_reference_hashed_by_openssl_has_the_same_fingerprint() -> None:
+    # Past pipeline._BULK bytes the hashing moves to OpenSSL's SHA-256 mid-reference: the
+    # questions before and after the switch, and the final hash, must not change.
+    text = "x" * 1000
+    reference = [
+        {
+            "template_id": f"t{t}",
+            "questions": [
+                {"id": f"t{t}-q{q}", "question_text": f"{text} {t} {q} é"} for q in range(50)
+            ],
+        }
+        for t in range(16)
+    ]
+    questions = prepare_reference(reference)
+    assert sum(len(q.raw["question_text"]) for q in questions) > pipeline._BULK
+    assert reference_fingerprint(questions) == _by_definition(questions)
+
+
+def test_a_record_with_number_keys_is_fingerprinted_as_before() -> None:
+    # Such a record (given through the API) is written by orjson with number keys made text,
+    # not by the faster path that only takes text keys.
+    questions = prepare_reference(
+        [{"template_id": "t", "questions": [{"id": "q", "question_text": "Q?", "extra": {2: "b"}}]}]
+    )
+    expected_json = b'["t",{"extra":{"2":"b"},"id":"q","question_text":"Q?"}]'
+    import hashlib
+
+    digest = hashlib.sha256(expected_json).digest()
+    assert reference_fingerprint(questions) == "sha256:" + hashlib.sha256(digest).hexdigest()

@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import InputError, QaEvalError, short_repr
 from ..io.keysets import check_keys, original_aggregates
 from ..vocabulary import lookup as _registry
-from .groups import Group, failure_map
+from .groups import Group, Shape, failure_map
 from .keys import ALWAYS_PRESENT, DEFAULT_TAGS, STEP_METRICS
 from .stats import as_float, describe
 
@@ -223,11 +223,20 @@ def grouped(
     templates: dict[Any, Group] = {}
     tagged: dict[str, dict[Any, Group]] = {tag: {} for tag in spec.tags}
     metric_set = frozenset(spec.metrics)
+    shapes: dict[tuple[str, ...], Shape] = {}
+    tags = frozenset(spec.tags)
     for position, result in enumerate(results):
-        group = template_group(templates, result, position, spec)
-        group.add(result, metric_set)
-        for group in tag_groups(tagged, result, spec):
-            group.add(result, metric_set)
+        # (the usual result: a dict whose template's group exists; any other goes the long way)
+        try:
+            group = templates.get(result.get("template_id")) if type(result) is dict else None
+        except TypeError:  # an unhashable template id: template_group says so
+            group = None
+        if group is None:
+            group = template_group(templates, result, position, spec)
+        group.add(result, metric_set, shapes)
+        if not tags.isdisjoint(result):  # (most results have no tag: one C test)
+            for group in tag_groups(tagged, result, spec):
+                group.add(result, metric_set, shapes)
     return templates, tagged
 
 

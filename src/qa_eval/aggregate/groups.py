@@ -123,6 +123,33 @@ class Trials:
         return copy
 
 
+class Shape:
+    """What ``Group.add`` reads of a result with these keys, in this order: the summarised keys
+    it has, the metrics its error keys fail, its label keys, whether it carries judge repeats
+    or a trial. Results mostly share a few key lists: each is read once per aggregation, not
+    key by key for every result."""
+
+    __slots__ = ("failed", "judged", "labels", "metrics", "trial")
+
+    def __init__(
+        self, keys: tuple[str, ...], metrics: frozenset[str], failures: Mapping[str, Any]
+    ) -> None:
+        self.metrics = tuple(key for key in keys if key in metrics)
+        failed: set[str] = set()
+        for key in keys:  # the set built as it always was: the same order of its metrics
+            if key not in metrics and key in failures:
+                failed.update(failures[key])
+        self.failed = tuple(failed)
+        self.labels = tuple(key for key in CATEGORIES if key in keys)
+        self.judged = MARKER in keys
+        self.trial = TRIAL_KEY in keys
+
+
+_SHAPES = 4096
+"""At most this many key lists are remembered per aggregation (results of any other shape are
+read key by key)."""
+
+
 class Group:
     """Running totals for one template (or for all questions). Results with a ``trial`` are
     kept per question until :meth:`finish`, which adds one value per question and metric: the
@@ -149,57 +176,63 @@ class Group:
             series = self.series[metric] = Series()
         return series
 
-    def add(self, result: Mapping[str, Any], metrics: frozenset[str]) -> None:
-        """Count one result (``metrics``: the keys summarised)."""
+    def add(
+        self,
+        result: Mapping[str, Any],
+        metrics: frozenset[str],
+        shapes: dict[tuple[str, ...], Shape] | None = None,
+    ) -> None:
+        """Count one result (``metrics``: the keys summarised; ``shapes``: what was read of
+        the results' key lists so far, shared by the groups of one aggregation with these
+        ``metrics``, see :class:`Shape`)."""
         # Hot path (once per result and group): the Series.add and is_error checks are inlined.
         status = result.get("status")
         if status == "error" if status is not None else "error" in result:
             self.errors += 1
         else:
             self.successes += 1
-        if MARKER in result:  # JudgeTally.add counts only results scored with repeats
+        keys = tuple(result)
+        shape = None if shapes is None else shapes.get(keys)
+        if shape is None:
+            shape = Shape(keys, metrics, self.failures)
+            if shapes is not None and len(shapes) < _SHAPES:
+                shapes[keys] = shape
+        if shape.judged:  # JudgeTally.add counts only results scored with repeats
             self.judge.add(result, metrics)
         all_series = self.series
-        failures = self.failures
-        failed: set[str] | None = None
-        trials = self._trials(result) if TRIAL_KEY in result else None
-        for key in result:  # a result has fewer keys than there are metrics
-            if key in metrics:
-                value = result[key]
-                if trials is not None:
-                    trials.values.setdefault(key, []).append(value)
-                    continue
-                series = all_series.get(key)
-                if series is None:
-                    series = all_series[key] = Series()
-                kind = type(value)
-                # int and float first (the usual values); comparisons with inf rule out NaN.
-                if kind is int or (kind is float and -_INF < value < _INF):
-                    series.values.append(value)
-                else:
-                    series.add(value)
-            elif key in failures:
-                if failed is None:
-                    failed = set()
-                failed.update(failures[key])
-        if failed:
-            for metric in failed:
-                self._series(metric).failed += 1
-        labels = self.labels
-        for key, listed in CATEGORIES.items():
-            label = result.get(key)
-            if isinstance(label, str):
-                counts = labels.get(key)
-                if counts is None:
-                    counts = labels[key] = dict.fromkeys(listed, 0)
-                counts[label] = counts.get(label, 0) + 1
+        trials = self._trials(result) if shape.trial else None
+        for key in shape.metrics:
+            value = result[key]
+            if trials is not None:
+                trials.values.setdefault(key, []).append(value)
+                continue
+            series = all_series.get(key)
+            if series is None:
+                series = all_series[key] = Series()
+            kind = type(value)
+            # int and float first (the usual values); comparisons with inf rule out NaN.
+            if kind is int or (kind is float and -_INF < value < _INF):
+                series.values.append(value)
+            else:
+                series.add(value)
+        for metric in shape.failed:
+            self._series(metric).failed += 1
+        if shape.labels:
+            labels = self.labels
+            for key in shape.labels:
+                label = result[key]
+                if isinstance(label, str):
+                    counts = labels.get(key)
+                    if counts is None:
+                        counts = labels[key] = dict.fromkeys(CATEGORIES[key], 0)
+                    counts[label] = counts.get(label, 0) + 1
         steps = result.get("actual_steps")
         if not steps:
             return
         counters = self.steps
         total, once = counters["total"], counters["once_per_sample"]
         empty, errors = counters["empty_results"], counters["errors"]
-        seen: set[str] = set()
+        seen: dict[str, None] = {}  # the names, in order of first appearance
         for step in steps:
             if not isinstance(step, dict):
                 continue
@@ -207,13 +240,15 @@ class Group:
             if type(name) is not str:
                 name = str(name)
             total[name] = total.get(name, 0) + 1
-            if name not in seen:
-                seen.add(name)
-                once[name] = once.get(name, 0) + 1
+            seen[name] = None
             if step.get("status") == "error":
                 errors[name] = errors.get(name, 0) + 1
-            elif empty_result(step.get("output")):
-                empty[name] = empty.get(name, 0) + 1
+            else:
+                output = step.get("output")
+                # (only a text with a "bindings" key can be an empty SPARQL result: one C scan
+                # rules the others out without the call)
+                if isinstance(output, str) and _BINDINGS_KEY in output and empty_result(output):
+                    empty[name] = empty.get(name, 0) + 1
             if name in STEP_METRICS:
                 for metric in STEP_METRICS[name]:
                     if metric in step:
@@ -226,6 +261,8 @@ class Group:
                 }
                 for metric in failed_step:
                     self._series(metric).failed += 1
+        for name in seen:
+            once[name] = once.get(name, 0) + 1
 
     def _trials(self, result: Mapping[str, Any]) -> Trials:
         """The trials of the result's question (one more counted), keyed by template and id;

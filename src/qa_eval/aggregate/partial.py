@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from .compute import AggregateSpec, summarise, tag_groups, template_group
-from .groups import Group, Trials
+from .groups import Group, Shape, Trials
 from .keys import CATEGORIES
 from .stats import Series
 
@@ -327,11 +327,12 @@ class PartialAggregates:
         templates: dict[Any, Group] = {}
         tagged: dict[str, dict[Any, Group]] = {tag: {} for tag in spec.tags}
         trackers: dict[int, _Tracker] = {}
+        shapes: dict[tuple[str, ...], Shape] = {}
         for position, result in zip(positions, results):
             groups = [template_group(templates, result, position, spec)]
             groups += tag_groups(tagged, result, spec)
             for group in groups:
-                group.add(result, metric_set)
+                group.add(result, metric_set, shapes)
                 tracker = trackers.get(id(group))
                 if tracker is None:
                     tracker = trackers[id(group)] = _Tracker(position)

@@ -152,6 +152,7 @@ class RunOptions(Frozen):
         pass_thresholds: Mapping[str, float] = FACTORY,
         workers: int = 1,
         shard: tuple[int, int] | None = None,
+        shared_budget: SharedBudget | None = None,
     ) -> None:
         # The fields in order, as @dataclass would write them (see qa_eval.vocabulary.frozen);
         # into the instance's dictionary: it is frozen to assignment.
@@ -174,6 +175,7 @@ class RunOptions(Frozen):
         fields["pass_thresholds"] = {} if pass_thresholds is FACTORY else pass_thresholds
         fields["workers"] = workers
         fields["shard"] = shard
+        fields["shared_budget"] = shared_budget
         self.__post_init__()
 
     def __post_init__(self) -> None:
