@@ -190,6 +190,9 @@ class StepScorer:
             output = self.actual[act_index].get("output")
             # (without an escape, the text spells every value as it is)
             if type(output) is str and "\\" not in output:
+                if sparql.boolean is not None:
+                    # An ASK reference matches only an ASK result: its text has the key.
+                    return '"boolean"' in output
                 for value in _first_strings(sparql):
                     if value not in output:
                         return False
