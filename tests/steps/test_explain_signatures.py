@@ -122,29 +122,28 @@ _ASK_OUTPUTS = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.booleans(), _ASK_OUTPUTS)
-def test_an_ask_step_ruled_out_by_its_text_never_matches(value: bool, output: str) -> None:
+def _ask_reference(value: bool) -> Any:
+    """A prepared SPARQL ASK reference step of ``value``."""
     reference = {
         "name": "sparql_query",
         "output": json.dumps({"head": {}, "boolean": value}),
         "output_media_type": SPARQL_JSON,
         "required_columns": [],
     }
-    ref = prepared_groups([[reference]])[0][0]
+    return prepared_groups([[reference]])[0][0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.booleans(), _ASK_OUTPUTS)
+def test_an_ask_step_ruled_out_by_its_text_never_matches(value: bool, output: str) -> None:
+    ref = _ask_reference(value)
     steps = [{"name": "sparql_query", "status": "success", "output": output}]
     if not StepScorer(steps).may_match(ref, 0):
         assert StepScorer(steps).score(ref, 0) == 0.0
 
 
 def test_an_ask_step_is_ruled_out_by_the_key_or_the_value_it_lacks() -> None:
-    reference = {
-        "name": "sparql_query",
-        "output": json.dumps({"head": {}, "boolean": True}),
-        "output_media_type": SPARQL_JSON,
-        "required_columns": [],
-    }
-    ref = prepared_groups([[reference]])[0][0]
+    ref = _ask_reference(True)
 
     def may(output: str) -> bool:
         steps = [{"name": "sparql_query", "status": "success", "output": output}]
