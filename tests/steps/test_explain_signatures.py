@@ -108,6 +108,53 @@ def test_a_sparql_step_ruled_out_by_its_signature_never_matches(
         assert StepScorer(steps).score(ref, 0) == 0.0
 
 
+_ASK_OUTPUTS = st.one_of(
+    st.builds(
+        lambda value, indent, key: json.dumps({"head": {}, key: value}, indent=indent),
+        st.sampled_from([True, False, "true", 1, None]),
+        st.sampled_from([None, 2]),
+        st.sampled_from(["boolean", "bool\u0065an"]),
+    ),
+    st.sampled_from(['{"boolean":true}', '{"boolean" : false }', '{"bool\\u0065an": true}']),
+    _select().map(json.dumps),
+    st.just(json.dumps({"head": {"vars": ["boolean"]}, "results": {"bindings": []}})),
+    st.sampled_from(["not json", "true", '{"results": 3}']),
+)
+
+
+def _ask_reference(value: bool) -> Any:
+    """A prepared SPARQL ASK reference step of ``value``."""
+    reference = {
+        "name": "sparql_query",
+        "output": json.dumps({"head": {}, "boolean": value}),
+        "output_media_type": SPARQL_JSON,
+        "required_columns": [],
+    }
+    return prepared_groups([[reference]])[0][0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.booleans(), _ASK_OUTPUTS)
+def test_an_ask_step_ruled_out_by_its_text_never_matches(value: bool, output: str) -> None:
+    ref = _ask_reference(value)
+    steps = [{"name": "sparql_query", "status": "success", "output": output}]
+    if not StepScorer(steps).may_match(ref, 0):
+        assert StepScorer(steps).score(ref, 0) == 0.0
+
+
+def test_an_ask_step_is_ruled_out_by_the_key_or_the_value_it_lacks() -> None:
+    ref = _ask_reference(True)
+
+    def may(output: str) -> bool:
+        steps = [{"name": "sparql_query", "status": "success", "output": output}]
+        return StepScorer(steps).may_match(ref, 0)
+
+    assert may('{"head": {}, "boolean": true}')
+    assert not may('{"head": {}, "boolean": false}')  # the other value
+    assert not may('{"head": {"vars": ["x"]}, "results": {"bindings": []}}')  # a SELECT
+    assert may('{"head": {}, "bool\\u0065an": true}')  # escapes: the comparison decides
+
+
 _IDS = st.sampled_from(["d1", "d2", "d/3", 'd"4', "é5", 6, 6.0])
 
 

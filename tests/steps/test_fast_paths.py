@@ -21,7 +21,7 @@ _TERM = st.one_of(
             "type": st.sampled_from(["uri", "literal", "bnode", "typed-literal", "x", 1]),
             "value": st.sampled_from(["x", "12", " 1.5 ", "true", "", None, 7]),
             "datatype": st.sampled_from(
-                [XSD + "integer", XSD + "decimal", XSD + "boolean", XSD + "string", "", 5]
+                [XSD + "integer", XSD + "decimal", XSD + "boolean", XSD + "string", "", 5, [XSD]]
             ),
             "xml:lang": st.sampled_from(["en", "", None]),
             "other": st.just("o"),

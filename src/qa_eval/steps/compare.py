@@ -86,6 +86,7 @@ def _first_strings(sparql: Any) -> list[Any]:
 
 
 _AS_WRITTEN = (IRI, LITERAL)
+_BOOLEAN_TEXTS = {True: "true", False: "false"}
 
 
 def _distinct_counts(sparql: SparqlReference) -> tuple[int, int]:
@@ -199,6 +200,10 @@ class StepScorer:
             output = self.actual[act_index].get("output")
             # (without an escape, the text spells every value as it is)
             if type(output) is str and "\\" not in output:
+                if sparql.boolean is not None:
+                    # An ASK reference matches only an ASK result of its value: the text has
+                    # the key and the value (a JSON literal, spelled as it is).
+                    return '"boolean"' in output and _BOOLEAN_TEXTS[sparql.boolean] in output
                 for value in _first_strings(sparql):
                     if value not in output:
                         return False

@@ -105,11 +105,13 @@ def parse_sparql_json(data: Any) -> dict[str, Any]:
     head = data.get("head", {})
     if not isinstance(head, dict) or not isinstance(head.get("vars", []), list):
         raise SparqlResultError("'head.vars' must be a list")
-    for position, var in enumerate(head.get("vars", ())):
-        if not isinstance(var, str):
-            raise SparqlResultError(
-                f"head.vars[{position}]: a variable name must be a string, got {_type_name(var)}"
-            )
+    names = head.get("vars", ())
+    if not all(map(isinstance, names, repeat(str))):  # (one C-level pass when they are)
+        position = next(i for i, var in enumerate(names) if not isinstance(var, str))
+        raise SparqlResultError(
+            f"head.vars[{position}]: a variable name must be a string, "
+            f"got {_type_name(names[position])}"
+        )
     return data
 
 
@@ -284,8 +286,18 @@ class Table:
             term_type = first.get("type")
             if term_type == "uri":
                 return IRI
-            if term_type == "literal" and len(first) == 2:
-                return LITERAL
+            if term_type == "literal":
+                size = len(first)
+                if size == 2:
+                    return LITERAL
+                datatype = first.get("datatype")
+                if size == 3 and type(datatype) is str and datatype in _INTEGER_TYPES:
+                    # An integer literal, as read_term reads it (or ill-typed).
+                    try:
+                        int(first["value"].strip())
+                    except ValueError:
+                        return ("ill-typed", datatype)
+                    return NUMBER
         return located_term(first, 0, var)[0]
 
     def number_kinds(self, var: str) -> frozenset[Hashable] | None:
