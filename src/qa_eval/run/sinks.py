@@ -128,12 +128,13 @@ class LinesSink(OrderedSink):
         from array import array
 
         from ..aggregate.partial import PartialAggregates
+        from .notable import Notable
 
         self.out = out
         self.lines = work
         self.positions = array("q")
         self.aggregates: PartialAggregates = PartialAggregates(work.spec)
-        self.notable: list[dict[str, Any]] = []
+        self.notable = Notable()
         self.count = 0
 
     def _write(self, batch: list[dict[str, Any]]) -> None:
@@ -154,5 +155,5 @@ class LinesSink(OrderedSink):
         self.out.write_lines(evaluated.lines, evaluated.count)
         if evaluated.aggregates is not None:
             self.aggregates.merge(evaluated.aggregates)
-        self.notable.extend(evaluated.notable)
+        self.notable.merge(evaluated.notable)
         self.count += evaluated.count
