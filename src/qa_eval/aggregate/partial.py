@@ -26,7 +26,7 @@ from typing import Any
 from .compute import AggregateSpec, summarise, tag_groups, template_group
 from .groups import Group, Trials
 from .keys import CATEGORIES
-from .stats import Series
+from .stats import ArraySeries, Series, describe_array
 
 __all__ = ["PartialAggregates"]
 
@@ -49,14 +49,16 @@ def _compact(values: list[Any]) -> array[Any] | list[Any]:
 
 
 class Column:
-    """One metric's values in a part of a group, each with the position of its result."""
+    """One metric's values in a part of a group, each with the position of its result
+    (``order``), or (``order`` None, :meth:`in_order`) in the order of their results, which
+    lie between the positions ``span``."""
 
-    __slots__ = ("failed", "order", "skipped", "values")
+    __slots__ = ("failed", "order", "skipped", "span", "values")
 
     def __init__(
         self,
         values: array[Any] | list[Any],
-        order: array[int],
+        order: array[int] | None,
         skipped: int,
         failed: int,
     ) -> None:
@@ -64,9 +66,30 @@ class Column:
         self.order = order
         self.skipped = skipped
         self.failed = failed
+        self.span = (-1, -1)
+
+    def in_order(self) -> None:
+        """Keep the values in the order of their results and let their positions go (8 bytes a
+        value): parts merged into it after must come after it (:meth:`merge`)."""
+        order = self.order
+        if order is None:
+            return
+        if len(order) and not _increasing(order):
+            self.values = _in_order(self.values, order)
+        self.span = (order[0], order[-1]) if len(order) else (-1, -1)
+        self.order = None
 
     def merge(self, other: Column) -> None:
-        """Add another part's values (an array only while both are of one kind)."""
+        """Add another part's values (an array only while both are of one kind); to a column
+        kept in order (:meth:`in_order`), a part whose results all come after its own."""
+        if self.order is None:
+            other.in_order()
+            if other.span[0] >= 0:
+                if other.span[0] < self.span[1]:
+                    raise ValueError("a part merged in order came before the parts merged")
+                self.span = (self.span[0] if self.span[0] >= 0 else other.span[0], other.span[1])
+        elif other.order is None:
+            raise ValueError("a part kept in order cannot be merged into one with positions")
         mine, theirs = self.values, other.values
         if not len(theirs):
             pass
@@ -80,32 +103,45 @@ class Column:
             mine.extend(theirs)
         else:
             self.values = [*mine, *theirs]
-        self.order.extend(other.order)
+        if self.order is not None and other.order is not None:
+            self.order.extend(other.order)
         self.skipped += other.skipped
         self.failed += other.failed
 
-    def series(self) -> Series:
-        """The group's ``Series``: the values in the order of their results."""
+    def series(self, plain: bool = False) -> Series:
+        """The group's ``Series``: the values in the order of their results (an
+        :class:`ArraySeries` of an array, unless ``plain``: a list, which trials append to)."""
+        values = self.values
+        if self.order is not None and len(self.order) > 1 and not _increasing(self.order):
+            values = _in_order(values, self.order)
+        if isinstance(values, array) and not plain:
+            return ArraySeries(values, self.skipped, self.failed)
         series = Series()
-        series.values = _in_order(self.values, self.order)
+        series.values = values.tolist() if isinstance(values, array) else list(values)
         series.skipped = self.skipped
         series.failed = self.failed
         return series
 
 
-def _in_order(values: array[Any] | list[Any], order: array[int]) -> list[Any]:
-    """The values sorted by their positions (stably: a result's values keep their order)."""
-    if len(order) < 2:
-        return list(values)
+def _increasing(order: array[int]) -> bool:
+    """Whether positions never decrease."""
     import numpy as np  # (not for every run: only when parts are merged)
 
     positions = np.frombuffer(order, dtype=np.int64)
-    if bool(np.all(positions[1:] >= positions[:-1])):
-        return values.tolist() if isinstance(values, array) else list(values)
-    sort = np.argsort(positions, kind="stable")
+    return bool(np.all(positions[1:] >= positions[:-1]))
+
+
+def _in_order(values: array[Any] | list[Any], order: array[int]) -> array[Any] | list[Any]:
+    """The values sorted by their positions (stably: a result's values keep their order), an
+    array of an array."""
+    if len(order) < 2:
+        return values
+    import numpy as np
+
+    sort = np.argsort(np.frombuffer(order, dtype=np.int64), kind="stable")
     if isinstance(values, array):
         kind = np.float64 if values.typecode == "d" else np.int64
-        return np.frombuffer(values, dtype=kind)[sort].tolist()  # type: ignore[no-any-return]
+        return array(values.typecode, np.frombuffer(values, dtype=kind)[sort].tobytes())
     return [values[i] for i in sort.tolist()]
 
 
@@ -191,7 +227,8 @@ class Part:
         """The ``Group`` the whole's results would have made (not finished)."""
         group = spec.group()
         group.errors, group.successes = self.errors, self.successes
-        group.series = {metric: column.series() for metric, column in self.series.items()}
+        plain = bool(self.trials)  # (Group.finish appends the trials' means to a list)
+        group.series = {metric: c.series(plain) for metric, c in self.series.items()}
         for counter, keyed in self.steps.items():
             group.steps[counter] = _keyed_dict(keyed)
         for key, (labels, _, _) in sorted(self.labels.items(), key=lambda i: (i[1][1], i[1][2])):
@@ -200,7 +237,7 @@ class Part:
                 counts[label] = counts.get(label, 0) + count
             group.labels[key] = counts
         for key, (items, order) in self.spreads.items():
-            group.judge.extend(key, _in_order(items, order))
+            group.judge.extend(key, list(_in_order(items, order)))
         for key, (n, flipped) in self.flips.items():
             group.judge.flips[key] = [n, flipped]
         group.trials = {  # copies: the group's finish empties them
@@ -307,8 +344,12 @@ class PartialAggregates:
     ``add`` counts results with their positions; ``merge`` adds another part (of the same spec);
     ``finish`` gives what ``compute_aggregates`` gives for all the results merged."""
 
-    def __init__(self, spec: AggregateSpec) -> None:
+    def __init__(self, spec: AggregateSpec, in_order: bool = False) -> None:
         self.spec = spec
+        self.in_order = in_order
+        """Whether the parts merged come in the order of their results (each after every one
+        merged before, as a run's batches do): then the values are kept without their positions
+        (8 bytes a value, not 16), and a part merged out of order is a ``ValueError``."""
         self.templates: dict[Any, Part] = {}
         self.tagged: dict[str, dict[Any, Part]] = {tag: {} for tag in spec.tags}
         self.results = 0
@@ -349,10 +390,10 @@ class PartialAggregates:
         if other.spec != self.spec:
             raise ValueError("partial aggregates of different specs cannot be merged")
         for part in other.templates.values():
-            _merge_part(self.templates, part)
+            _merge_part(self.templates, part, self.in_order)
         for tag, groups in other.tagged.items():
             for part in groups.values():
-                _merge_part(self.tagged[tag], part)
+                _merge_part(self.tagged[tag], part, self.in_order)
         self.results += other.results
 
     def finish(self) -> dict[str, Any]:
@@ -391,6 +432,22 @@ class _Joined(Series):
         """The values sorted (stably: what sorting the whole's list gives)."""
         return sorted(self.values)
 
+    def count(self) -> int:
+        """How many values it has."""
+        return sum(len(chunk) for chunk in self.chunks)
+
+    def describe(self, zeros: bool = False) -> dict[str, Any]:
+        """``describe`` of the values: from one array of them when every chunk is an array of
+        one kind (8 bytes a value), else from their list."""
+        kinds = {chunk.typecode if isinstance(chunk, array) else "" for chunk in self.chunks}
+        if len(kinds) != 1 or "" in kinds:
+            return super().describe(zeros)
+        import numpy as np
+
+        kind = np.int64 if kinds == {"q"} else np.float64
+        joined = np.concatenate([np.frombuffer(c, dtype=kind) for c in self.chunks])
+        return describe_array(joined, self.skipped, zeros, self.failed)
+
 
 class _Micro(Group):
     """The group of all questions, whose metric values are gathered as :class:`_Joined`."""
@@ -406,12 +463,17 @@ class _Micro(Group):
             if joined is None:
                 joined = self.series[metric] = _Joined()
             assert isinstance(joined, _Joined)
-            joined.chunks.append(_compact(values.values))
+            joined.chunks.append(
+                values.array if isinstance(values, ArraySeries) else _compact(values.values)
+            )
             joined.skipped += values.skipped
             joined.failed += values.failed
 
 
-def _merge_part(parts: dict[Any, Part], part: Part) -> None:
+def _merge_part(parts: dict[Any, Part], part: Part, in_order: bool = False) -> None:
+    if in_order:
+        for column in part.series.values():
+            column.in_order()
     held = parts.get(part.key)
     if held is None:
         parts[part.key] = part

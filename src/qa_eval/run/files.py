@@ -448,7 +448,8 @@ def _evaluate_streamed(
 
     spec = AggregateSpec.of(plan.config, plan.tags, pass_thresholds=plan.options.pass_thresholds)
     tags = question_tags(_questions_of(plan.reference), plan.by)  # (as with_tags does)
-    sink = LinesSink(partial, LinesWork(spec, partial.project, notable_keys, tags))
+    work = LinesWork(spec, partial.project, notable_keys, tags)
+    sink = LinesSink(partial, work, in_order=options.shard is None)
     signature = run_into(plan.reference, system.responses, sink, options)
     aggregates = sink.aggregates.finish()
     partial.close()

@@ -121,9 +121,11 @@ class LinesSink(OrderedSink):
     """Results written in reference order as JSON lines (``work.project`` applied) to ``out``,
     aggregated on the way (``aggregates``, partial aggregates of the run) and their notable keys
     kept (``notable``): in the run's process as they come in order, or by worker processes, whose
-    written batches come in order (:meth:`put_evaluated`)."""
+    written batches come in order (:meth:`put_evaluated`). ``in_order``: the aggregates keep
+    their values without positions (``PartialAggregates.in_order``; not for a shard's run, whose
+    shard file keeps them)."""
 
-    def __init__(self, out: Written, work: LinesWork) -> None:
+    def __init__(self, out: Written, work: LinesWork, in_order: bool = False) -> None:
         super().__init__(self._write)
         from array import array
 
@@ -133,7 +135,7 @@ class LinesSink(OrderedSink):
         self.out = out
         self.lines = work
         self.positions = array("q")
-        self.aggregates: PartialAggregates = PartialAggregates(work.spec)
+        self.aggregates: PartialAggregates = PartialAggregates(work.spec, in_order)
         self.notable = Notable()
         self.count = 0
 
