@@ -5,6 +5,7 @@ the order of every key show)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import pickle
 import random
@@ -122,7 +123,7 @@ def test_consecutive_parts_merged_in_order_keep_no_positions_and_are_the_whole(
     whole = compute_aggregates(results, pass_thresholds={"answer_f1": 0.5})
     bounds = sorted({0, len(results), *(min(c, len(results)) for c in cuts)})
     merged = PartialAggregates(spec, in_order=True)
-    for start, end in zip(bounds, bounds[1:], strict=False):
+    for start, end in itertools.pairwise(bounds):
         part = PartialAggregates(spec)
         part.add(results[start:end], range(start, end))
         merged.merge(pickle.loads(pickle.dumps(part)))
