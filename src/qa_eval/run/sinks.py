@@ -135,6 +135,11 @@ class LinesSink(OrderedSink):
         self.out = out
         self.lines = work
         self.positions = array("q")
+        self.keep = not in_order
+        """Whether every result's position key stays (a shard's run writes them); else those of
+        the results written are let go."""
+        self.base = 0
+        """The results whose position keys were let go (``positions[0]`` is the next one's)."""
         self.aggregates: PartialAggregates = PartialAggregates(work.spec, in_order)
         self.notable = Notable()
         self.count = 0
@@ -143,7 +148,8 @@ class LinesSink(OrderedSink):
         from .workers import finish_lines
 
         assert self.lines is not None and self.positions is not None
-        positions = self.positions[self.count : self.count + len(batch)]
+        start = self.count - self.base
+        positions = self.positions[start : start + len(batch)]
         self._take(finish_lines(self.lines, batch, positions))
 
     def put_evaluated(self, index: int, evaluated: Evaluated) -> None:
@@ -159,3 +165,7 @@ class LinesSink(OrderedSink):
             self.aggregates.merge(evaluated.aggregates)
         self.notable.merge(evaluated.notable)
         self.count += evaluated.count
+        if not self.keep and self.positions is not None:
+            drop = min(self.count - self.base, len(self.positions))
+            del self.positions[:drop]
+            self.base += drop
