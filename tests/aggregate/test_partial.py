@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from qa_eval.aggregate import compute_aggregates
 from qa_eval.aggregate.compute import AggregateSpec
-from qa_eval.aggregate.partial import PartialAggregates
+from qa_eval.aggregate.partial import PartialAggregates, Spilled
 from qa_eval.aggregate.portable import from_data, to_data
 
 NUMBERS = st.one_of(
@@ -130,6 +130,34 @@ def test_consecutive_parts_merged_in_order_keep_no_positions_and_are_the_whole(
     columns = [c for p in merged.templates.values() for c in p.series.values()]
     assert all(column.order is None for column in columns)
     assert dumped(merged.finish()) == dumped(whole)
+
+
+def test_in_order_aggregates_write_their_values_to_a_temporary_file() -> None:
+    """A run's batches of ints and floats: every template's and tag value's values are in the
+    temporary file (a few chunks each, adjacent ones joined), and the aggregates are the
+    whole's."""
+    results = [
+        {
+            "template_id": f"t{i // 3}",
+            "question_id": str(i),
+            "steps_score": i % 3 * 0.5,
+            "input_tokens": i,
+            "question_type": "ab"[i % 2],
+        }
+        for i in range(20)
+    ]
+    spec = AggregateSpec.of()
+    merged = PartialAggregates(spec, in_order=True)
+    for start in range(0, 20, 7):
+        part = PartialAggregates(spec)
+        part.add(results[start : start + 7], range(start, min(start + 7, 20)))
+        merged.merge(part)
+    groups = [*merged.templates.values(), *merged.tagged["question_type"].values()]
+    columns = [c for group in groups for c in group.series.values()]
+    assert columns and all(isinstance(c.values, Spilled) for c in columns)
+    assert merged.spill is not None and merged.spill.size == 2 * 2 * 20 * 8  # 2 metrics, 2 groups
+    assert dumped(merged.finish()) == dumped(compute_aggregates(results))
+    assert dumped(merged.finish()) == dumped(compute_aggregates(results))  # (read again)
 
 
 def test_a_part_merged_out_of_order_into_in_order_aggregates_is_refused() -> None:

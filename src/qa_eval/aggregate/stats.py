@@ -291,5 +291,8 @@ class ArraySeries(Series):
         return sorted(self.values)
 
     def describe(self, zeros: bool = False) -> dict[str, Any]:
-        """``describe`` of its values, from the array."""
-        return describe_array(self.array, self.skipped, zeros, self.failed)
+        """``describe`` of its values, from the array (read first when it is written to a file:
+        ``aggregate.partial.Spilled``)."""
+        read = getattr(self.array, "read", None)
+        data = read() if read is not None else self.array
+        return describe_array(data, self.skipped, zeros, self.failed)
