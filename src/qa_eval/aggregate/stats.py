@@ -134,35 +134,28 @@ def describe_sorted(
     n = len(values)
     if n == 0:
         empty = 0 if zeros else None
-        stats: dict[str, Any] = {
-            "sum": 0,
-            "mean": empty,
-            "median": empty,
-            "min": empty,
-            "max": empty,
-            "n": 0,
-        }
+        return _stats(0, empty, empty, empty, empty, 0, skipped, failed)
+    if ordered is None:
+        ordered = sorted(values)
+    kinds = set(map(type, values))
+    if kinds == _INT_ONLY:
+        exact = cast(int, sum(values))
+        total: int | float | None = exact
+        mean = _int_mean(exact, n)
     else:
-        if ordered is None:
-            ordered = sorted(values)
-        kinds = set(map(type, values))
-        if kinds == _INT_ONLY:
-            exact = cast(int, sum(values))
-            total: int | float | None = exact
-            mean = _int_mean(exact, n)
-        else:
-            total = _float_sum(values, kinds)
-            mean = _float_mean(total, values)
-        stats = {
-            "sum": total,
-            "mean": mean,
-            "median": _median(ordered),
-            "min": ordered[0],
-            # The first of the largest in the values' order, as max() gives it (the sort is
-            # stable: 1 before 1.0 when 1 came first; graphrag-eval takes max() of the values).
-            "max": ordered[bisect_left(ordered, ordered[-1])],
-            "n": n,
-        }
+        total = _float_sum(values, kinds)
+        mean = _float_mean(total, values)
+    # max: the first of the largest in the values' order, as max() gives it (the sort is
+    # stable: 1 before 1.0 when 1 came first; graphrag-eval takes max() of the values).
+    largest = ordered[bisect_left(ordered, ordered[-1])]
+    return _stats(total, mean, _median(ordered), ordered[0], largest, n, skipped, failed)
+
+
+def _stats(
+    total: Any, mean: Any, median: Any, low: Any, high: Any, n: int, skipped: int, failed: int
+) -> dict[str, Any]:
+    """The statistics as ``describe`` writes them."""
+    stats = {"sum": total, "mean": mean, "median": median, "min": low, "max": high, "n": n}
     if skipped:
         stats["skipped"] = skipped
     if failed:
@@ -202,19 +195,8 @@ def describe_array(
         median = ordered[middle].item()
     else:
         median = _median([ordered[middle - 1].item(), ordered[middle].item()])
-    stats: dict[str, Any] = {
-        "sum": total,
-        "mean": mean,
-        "median": median,
-        "min": ordered[0].item(),
-        "max": ordered[int(np.searchsorted(ordered, ordered[-1], side="left"))].item(),
-        "n": n,
-    }
-    if skipped:
-        stats["skipped"] = skipped
-    if failed:
-        stats["failed"] = failed
-    return stats
+    largest = ordered[int(np.searchsorted(ordered, ordered[-1], side="left"))].item()
+    return _stats(total, mean, median, ordered[0].item(), largest, n, skipped, failed)
 
 
 _DTYPES = {"q": "int64", "d": "float64"}
