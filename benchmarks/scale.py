@@ -368,8 +368,8 @@ def streamed_rows(table: Table, label: str, n: int, data: Path, tmp: Path, args:
     with one process's)."""
     reference, responses = generate_jsonl(data, n), data / f"responses-{n}.jsonl"
     one = tmp / f"jsonl-{label}-{n}.jsonl"
-    command = evaluate(reference, responses, one)
-    table.run(label, n, "evaluate, JSONL reference (streamed)", command, one)
+    command = evaluate(reference, responses, one, "--workers", "1")  # (the default: 1 a core)
+    table.run(label, n, "evaluate, JSONL reference (streamed), --workers 1", command, one)
     if args.workers > 1:
         spread = tmp / f"jsonl-workers-{label}-{n}.jsonl"
         what = "evaluate, JSONL reference,"

@@ -5,6 +5,7 @@ the order of every key show)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import pickle
 import random
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 
 from qa_eval.aggregate import compute_aggregates
 from qa_eval.aggregate.compute import AggregateSpec
-from qa_eval.aggregate.partial import PartialAggregates
+from qa_eval.aggregate.partial import PartialAggregates, Spilled
 from qa_eval.aggregate.portable import from_data, to_data
 
 NUMBERS = st.one_of(
@@ -104,3 +105,100 @@ def test_any_split_in_any_order_is_the_whole(
     for other in partials[1:]:
         merged.merge(other)
     assert dumped(merged.finish()) == dumped(whole)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    results=st.lists(RESULT, max_size=30),
+    cuts=st.lists(st.integers(min_value=0, max_value=30), max_size=5),
+    trials=st.booleans(),
+)
+def test_consecutive_parts_merged_in_order_keep_no_positions_and_are_the_whole(
+    results: list[dict[str, Any]], cuts: list[int], trials: bool
+) -> None:
+    """A run's batches, merged in order into ``in_order`` aggregates (values kept without their
+    positions, as a run writing JSON Lines keeps them), give the whole's aggregates."""
+    results = with_trials(results, trials)
+    spec = AggregateSpec.of(pass_thresholds={"answer_f1": 0.5})
+    whole = compute_aggregates(results, pass_thresholds={"answer_f1": 0.5})
+    bounds = sorted({0, len(results), *(min(c, len(results)) for c in cuts)})
+    merged = PartialAggregates(spec, in_order=True)
+    for start, end in itertools.pairwise(bounds):
+        part = PartialAggregates(spec)
+        part.add(results[start:end], range(start, end))
+        merged.merge(pickle.loads(pickle.dumps(part)))
+    columns = [c for p in merged.templates.values() for c in p.series.values()]
+    assert all(column.order is None for column in columns)
+    assert dumped(merged.finish()) == dumped(whole)
+
+
+def test_in_order_aggregates_write_their_values_to_a_temporary_file() -> None:
+    """A run's batches of ints and floats: every template's and tag value's values are in the
+    temporary file (a few chunks each, adjacent ones joined), and the aggregates are the
+    whole's."""
+    results = [
+        {
+            "template_id": f"t{i // 3}",
+            "question_id": str(i),
+            "steps_score": i % 3 * 0.5,
+            "input_tokens": i,
+            "question_type": "ab"[i % 2],
+        }
+        for i in range(20)
+    ]
+    spec = AggregateSpec.of()
+    merged = PartialAggregates(spec, in_order=True)
+    for start in range(0, 20, 7):
+        part = PartialAggregates(spec)
+        part.add(results[start : start + 7], range(start, min(start + 7, 20)))
+        merged.merge(part)
+    groups = [*merged.templates.values(), *merged.tagged["question_type"].values()]
+    columns = [c for group in groups for c in group.series.values()]
+    assert columns and all(isinstance(c.values, Spilled) for c in columns)
+    assert merged.spill is not None and merged.spill.size == 2 * 2 * 20 * 8  # 2 metrics, 2 groups
+    assert dumped(merged.finish()) == dumped(compute_aggregates(results))
+    assert dumped(merged.finish()) == dumped(compute_aggregates(results))  # (read again)
+
+
+def test_a_part_merged_out_of_order_into_in_order_aggregates_is_refused() -> None:
+    spec = AggregateSpec.of()
+    results = [{"template_id": "t", "question_id": str(i), "steps_score": i} for i in range(4)]
+    merged = PartialAggregates(spec, in_order=True)
+    late, early = PartialAggregates(spec), PartialAggregates(spec)
+    late.add(results[2:], [2, 3])
+    early.add(results[:2], [0, 1])
+    merged.merge(late)
+    try:
+        merged.merge(early)
+    except ValueError as e:
+        assert "before" in str(e)
+    else:
+        raise AssertionError("merged out of order without a word")
+
+
+INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+FINITE = st.floats(allow_nan=False, allow_infinity=False, width=64)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    values=st.one_of(
+        st.lists(INT64, max_size=40),
+        st.lists(st.sampled_from([0, 1, 2, 2**62, -(2**63)]), max_size=40),
+        st.lists(FINITE, max_size=40),
+        st.lists(st.sampled_from([0.0, -0.0, 1.0, 1e308, -1e308, 0.5]), max_size=40),
+    ),
+    zeros=st.booleans(),
+    skipped=st.integers(min_value=0, max_value=2),
+)
+def test_describe_array_is_describe(values: list[Any], zeros: bool, skipped: int) -> None:
+    """The statistics of an array of ints or of floats (8 bytes a value) are ``describe``'s of
+    their list, bit for bit (sums past 64 bits, float overflow, ties of 0.0 and -0.0)."""
+    from array import array
+
+    from qa_eval.aggregate.stats import describe, describe_array
+
+    kind = "d" if any(isinstance(v, float) for v in values) else "q"
+    values = [float(v) for v in values] if kind == "d" else values
+    expected = describe(values, skipped, zeros)
+    assert dumped(describe_array(array(kind, values), skipped, zeros)) == dumped(expected)

@@ -14,7 +14,7 @@ from ..metrics.agents.trials import TRIAL_KEY, consistency, passes, summarise
 from ..steps.outputs import OutputParseError, loads
 from ..vocabulary import lookup as _registry
 from .keys import ALWAYS_PRESENT, CATEGORIES, STEP_ERRORS, STEP_METRICS
-from .stats import Series, as_float, describe, describe_sorted, mean_of
+from .stats import Series, as_float, describe, mean_of
 
 _STEP_COUNTERS = ("total", "once_per_sample", "empty_results", "errors")
 # After a "bindings" key: an empty array, or the start of something else.
@@ -342,17 +342,11 @@ class Group:
             series = all_series.get(metric)
             # a custom output with only text values is not shown, even when some failed
             if series is not None and (
-                series.values
+                series.count()
                 or (metric not in numeric_only and (series.skipped or series.failed))
                 or (series.failed and not series.skipped)
             ):
-                out[metric] = describe_sorted(
-                    series.values,
-                    series.sorted_values(),
-                    series.skipped,
-                    metric in ALWAYS_PRESENT,
-                    series.failed,
-                )
+                out[metric] = series.describe(metric in ALWAYS_PRESENT)
             elif metric in ALWAYS_PRESENT:
                 out[metric] = describe([], zeros=True)
         for key, counts in self.labels.items():

@@ -26,7 +26,7 @@ from typing import Any
 from .compute import AggregateSpec, summarise, tag_groups, template_group
 from .groups import Group, Shape, Trials
 from .keys import CATEGORIES
-from .stats import Series
+from .stats import ArraySeries, Series, describe_array
 
 __all__ = ["PartialAggregates"]
 
@@ -49,14 +49,16 @@ def _compact(values: list[Any]) -> array[Any] | list[Any]:
 
 
 class Column:
-    """One metric's values in a part of a group, each with the position of its result."""
+    """One metric's values in a part of a group, each with the position of its result
+    (``order``), or (``order`` None, :meth:`in_order`) in the order of their results, which
+    lie between the positions ``span``."""
 
-    __slots__ = ("failed", "order", "skipped", "values")
+    __slots__ = ("failed", "order", "skipped", "span", "values")
 
     def __init__(
         self,
-        values: array[Any] | list[Any],
-        order: array[int],
+        values: array[Any] | list[Any] | Spilled,
+        order: array[int] | None,
         skipped: int,
         failed: int,
     ) -> None:
@@ -64,48 +66,178 @@ class Column:
         self.order = order
         self.skipped = skipped
         self.failed = failed
+        self.span = (-1, -1)
+
+    def in_order(self) -> None:
+        """Keep the values in the order of their results and let their positions go (8 bytes a
+        value): parts merged into it after must come after it (:meth:`merge`)."""
+        order = self.order
+        if order is None:
+            return
+        values = self.values
+        assert not isinstance(values, Spilled)  # (written only once kept in order)
+        if len(order) and not _increasing(order):
+            self.values = _in_order(values, order)
+        self.span = (min(order), max(order)) if len(order) else (-1, -1)
+        self.order = None
 
     def merge(self, other: Column) -> None:
-        """Add another part's values (an array only while both are of one kind)."""
+        """Add another part's values (an array only while both are of one kind); to a column
+        kept in order (:meth:`in_order`), a part whose results all come after its own."""
+        if self.order is None:
+            other.in_order()
+            if other.span[0] >= 0:
+                if other.span[0] < self.span[1]:
+                    raise ValueError("a part merged in order came before the parts merged")
+                self.span = (self.span[0] if self.span[0] >= 0 else other.span[0], other.span[1])
+        elif other.order is None:
+            raise ValueError("a part kept in order cannot be merged into one with positions")
         mine, theirs = self.values, other.values
-        if not len(theirs):
-            pass
-        elif not len(mine):
-            self.values = theirs  # (an empty part is no reason to leave the arrays)
-        elif (
-            isinstance(mine, array)
-            and isinstance(theirs, array)
-            and mine.typecode == theirs.typecode
-        ):
-            mine.extend(theirs)
+        if isinstance(mine, Spilled) and isinstance(theirs, Spilled):
+            if not len(mine):
+                self.values = theirs
+            elif len(theirs) and mine.typecode == theirs.typecode:
+                mine.extend(theirs)
+            elif len(theirs):  # ints and floats in one group (rare): in memory from now on
+                self.values = [*mine.read(), *theirs.read()]
         else:
-            self.values = [*mine, *theirs]
-        self.order.extend(other.order)
+            self.values = _joined(
+                mine.read() if isinstance(mine, Spilled) else mine,
+                theirs.read() if isinstance(theirs, Spilled) else theirs,
+            )
+        if self.order is not None and other.order is not None:
+            self.order.extend(other.order)
         self.skipped += other.skipped
         self.failed += other.failed
 
-    def series(self) -> Series:
-        """The group's ``Series``: the values in the order of their results."""
+    def series(self, plain: bool = False) -> Series:
+        """The group's ``Series``: the values in the order of their results (an
+        :class:`ArraySeries` of an array, unless ``plain``: a list, which trials append to)."""
+        values = self.values
+        if isinstance(values, Spilled):
+            if not plain:  # read when summarised (and for micro, once more with the others)
+                return ArraySeries(values, self.skipped, self.failed)
+            values = values.read()
+        if self.order is not None and len(self.order) > 1 and not _increasing(self.order):
+            values = _in_order(values, self.order)
+        if isinstance(values, array) and not plain:
+            return ArraySeries(values, self.skipped, self.failed)
         series = Series()
-        series.values = _in_order(self.values, self.order)
+        series.values = values.tolist() if isinstance(values, array) else list(values)
         series.skipped = self.skipped
         series.failed = self.failed
         return series
 
 
-def _in_order(values: array[Any] | list[Any], order: array[int]) -> list[Any]:
-    """The values sorted by their positions (stably: a result's values keep their order)."""
-    if len(order) < 2:
-        return list(values)
+def _joined(mine: array[Any] | list[Any], theirs: array[Any] | list[Any]) -> array[Any] | list[Any]:
+    """Values followed by more: an array only while both are of one kind."""
+    if not len(theirs):
+        return mine
+    if not len(mine):
+        return theirs  # (an empty part is no reason to leave the arrays)
+    if isinstance(mine, array) and isinstance(theirs, array) and mine.typecode == theirs.typecode:
+        mine.extend(theirs)
+        return mine
+    return [*mine, *theirs]
+
+
+class Spill:
+    """The values of in-order aggregates (``PartialAggregates.in_order``) in a temporary file,
+    written once as they come and read back when summarised: a run keeps 16 bytes per chunk of
+    a group's values, not 8 bytes per value. The file has no name (``tempfile.TemporaryFile``):
+    the system removes it when it is closed or the process ends, also on an error, Ctrl-C or a
+    crash."""
+
+    def __init__(self) -> None:
+        self.file: Any = None
+        self.size = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        raise TypeError("values written to a temporary file are not sent to another process")
+
+    def put(self, values: array[Any]) -> Spilled:
+        """Write values (an array of ints or floats); where they are."""
+        import os
+
+        if self.file is None:
+            import tempfile
+
+            self.file = tempfile.TemporaryFile(prefix="qa-eval-values-")  # noqa: SIM115
+        data = values.tobytes()
+        os.pwrite(self.file.fileno(), data, self.size)
+        chunks = array("q", [self.size, len(values)])
+        self.size += len(data)
+        return Spilled(self, values.typecode, chunks, len(values))
+
+    def read(self, typecode: str, chunks: array[int]) -> array[Any]:
+        """The values written at ``chunks`` (offset, count, offset, count, ...), in order."""
+        import os
+
+        out = array(typecode)
+        fd = self.file.fileno()
+        for i in range(0, len(chunks), 2):
+            size = chunks[i + 1] * out.itemsize
+            data = os.pread(fd, size, chunks[i])
+            if len(data) != size:
+                raise OSError("the temporary file of the aggregates' values was cut short")
+            out.frombytes(data)
+        return out
+
+
+class Spilled:
+    """A group's values of one metric in a :class:`Spill`: all ints or all floats
+    (``typecode``), in chunks (offset, count) in order."""
+
+    __slots__ = ("chunks", "count", "store", "typecode")
+
+    def __init__(self, store: Spill, typecode: str, chunks: array[int], count: int) -> None:
+        self.store, self.typecode, self.chunks, self.count = store, typecode, chunks, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.read())
+
+    def extend(self, other: Spilled) -> None:
+        """Add the chunks of values written after these (of the same kind)."""
+        chunks = self.chunks
+        at = other.chunks
+        if chunks and at and chunks[-2] + chunks[-1] * 8 == at[0]:  # (written right after)
+            chunks[-1] += at[1]
+            chunks.extend(at[2:])
+        else:
+            chunks.extend(at)
+        self.count += other.count
+
+    def read(self) -> array[Any]:
+        """The values, read from the file."""
+        return self.store.read(self.typecode, self.chunks)
+
+    def tolist(self) -> list[Any]:
+        """The values as a list."""
+        return self.read().tolist()
+
+
+def _increasing(order: array[int]) -> bool:
+    """Whether positions never decrease."""
     import numpy as np  # (not for every run: only when parts are merged)
 
     positions = np.frombuffer(order, dtype=np.int64)
-    if bool(np.all(positions[1:] >= positions[:-1])):
-        return values.tolist() if isinstance(values, array) else list(values)
-    sort = np.argsort(positions, kind="stable")
+    return bool(np.all(positions[1:] >= positions[:-1]))
+
+
+def _in_order(values: array[Any] | list[Any], order: array[int]) -> array[Any] | list[Any]:
+    """The values sorted by their positions (stably: a result's values keep their order), an
+    array of an array."""
+    if len(order) < 2:
+        return values
+    import numpy as np
+
+    sort = np.argsort(np.frombuffer(order, dtype=np.int64), kind="stable")
     if isinstance(values, array):
         kind = np.float64 if values.typecode == "d" else np.int64
-        return np.frombuffer(values, dtype=kind)[sort].tolist()  # type: ignore[no-any-return]
+        return array(values.typecode, np.frombuffer(values, dtype=kind)[sort].tobytes())
     return [values[i] for i in sort.tolist()]
 
 
@@ -191,7 +323,8 @@ class Part:
         """The ``Group`` the whole's results would have made (not finished)."""
         group = spec.group()
         group.errors, group.successes = self.errors, self.successes
-        group.series = {metric: column.series() for metric, column in self.series.items()}
+        plain = bool(self.trials)  # (Group.finish appends the trials' means to a list)
+        group.series = {metric: c.series(plain) for metric, c in self.series.items()}
         for counter, keyed in self.steps.items():
             group.steps[counter] = _keyed_dict(keyed)
         for key, (labels, _, _) in sorted(self.labels.items(), key=lambda i: (i[1][1], i[1][2])):
@@ -200,7 +333,7 @@ class Part:
                 counts[label] = counts.get(label, 0) + count
             group.labels[key] = counts
         for key, (items, order) in self.spreads.items():
-            group.judge.extend(key, _in_order(items, order))
+            group.judge.extend(key, list(_in_order(items, order)))
         for key, (n, flipped) in self.flips.items():
             group.judge.flips[key] = [n, flipped]
         group.trials = {  # copies: the group's finish empties them
@@ -307,8 +440,14 @@ class PartialAggregates:
     ``add`` counts results with their positions; ``merge`` adds another part (of the same spec);
     ``finish`` gives what ``compute_aggregates`` gives for all the results merged."""
 
-    def __init__(self, spec: AggregateSpec) -> None:
+    def __init__(self, spec: AggregateSpec, in_order: bool = False) -> None:
         self.spec = spec
+        self.in_order = in_order
+        """Whether the parts merged come in the order of their results (each after every one
+        merged before, as a run's batches do): then the values are kept without their positions
+        and written to a temporary file (:class:`Spill`), read back one group at a time when
+        they are summarised; a part merged out of order is a ``ValueError``."""
+        self.spill = Spill() if in_order else None
         self.templates: dict[Any, Part] = {}
         self.tagged: dict[str, dict[Any, Part]] = {tag: {} for tag in spec.tags}
         self.results = 0
@@ -339,10 +478,10 @@ class PartialAggregates:
                 tracker.added(group, position)
             self.results += 1
         for tid, template in templates.items():
-            _merge_part(self.templates, trackers[id(template)].part(tid, template))
+            _merge_part(self.templates, trackers[id(template)].part(tid, template), self.spill)
         for tag, values in tagged.items():
             for value, group in values.items():
-                _merge_part(self.tagged[tag], trackers[id(group)].part(value, group))
+                _merge_part(self.tagged[tag], trackers[id(group)].part(value, group), self.spill)
 
     def merge(self, other: PartialAggregates) -> None:
         """Add another part of the same run (taken over: not to be used after); ``ValueError`` for
@@ -350,10 +489,10 @@ class PartialAggregates:
         if other.spec != self.spec:
             raise ValueError("partial aggregates of different specs cannot be merged")
         for part in other.templates.values():
-            _merge_part(self.templates, part)
+            _merge_part(self.templates, part, self.spill)
         for tag, groups in other.tagged.items():
             for part in groups.values():
-                _merge_part(self.tagged[tag], part)
+                _merge_part(self.tagged[tag], part, self.spill)
         self.results += other.results
 
     def finish(self) -> dict[str, Any]:
@@ -377,7 +516,7 @@ class _Joined(Series):
     __slots__ = ("chunks",)
 
     def __init__(self) -> None:  # (no list of values: ``values`` makes one)
-        self.chunks: list[array[Any] | list[Any]] = []
+        self.chunks: list[Any] = []  # arrays, lists or Spilled
         self.skipped = 0
         self.failed = 0
         self.ordered = None
@@ -386,11 +525,28 @@ class _Joined(Series):
     @property
     def values(self) -> list[Any]:  # type: ignore[override]  # (made when read, not kept)
         """The values, in order: a new list each time."""
-        return [v for chunk in self.chunks for v in chunk]
+        return [v for chunk in self.chunks for v in chunk]  # (a Spilled chunk is read)
 
     def sorted_values(self) -> list[Any]:
         """The values sorted (stably: what sorting the whole's list gives)."""
         return sorted(self.values)
+
+    def count(self) -> int:
+        """How many values it has."""
+        return sum(len(chunk) for chunk in self.chunks)
+
+    def describe(self, zeros: bool = False) -> dict[str, Any]:
+        """``describe`` of the values: from one array of them when every chunk is an array of
+        one kind (8 bytes a value), else from their list."""
+        kinds = {chunk.typecode if isinstance(chunk, array) else "" for chunk in self.chunks}
+        if len(kinds) != 1 or "" in kinds:
+            return super().describe(zeros)
+        import numpy as np
+
+        kind = np.int64 if kinds == {"q"} else np.float64
+        arrays = [c.read() if isinstance(c, Spilled) else c for c in self.chunks]
+        joined = np.concatenate([np.frombuffer(c, dtype=kind) for c in arrays])
+        return describe_array(joined, self.skipped, zeros, self.failed)
 
 
 class _Micro(Group):
@@ -407,12 +563,19 @@ class _Micro(Group):
             if joined is None:
                 joined = self.series[metric] = _Joined()
             assert isinstance(joined, _Joined)
-            joined.chunks.append(_compact(values.values))
+            joined.chunks.append(
+                values.array if isinstance(values, ArraySeries) else _compact(values.values)
+            )
             joined.skipped += values.skipped
             joined.failed += values.failed
 
 
-def _merge_part(parts: dict[Any, Part], part: Part) -> None:
+def _merge_part(parts: dict[Any, Part], part: Part, spill: Spill | None = None) -> None:
+    if spill is not None:  # in order: the values go to the file, their positions go
+        for column in part.series.values():
+            column.in_order()
+            if isinstance(column.values, array):
+                column.values = spill.put(column.values)
     held = parts.get(part.key)
     if held is None:
         parts[part.key] = part

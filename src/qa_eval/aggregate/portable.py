@@ -74,6 +74,8 @@ def from_data(data: Any, spec: AggregateSpec) -> PartialAggregates:
 
 def _column(column: Column) -> dict[str, Any]:
     values = column.values
+    if column.order is None:  # (PartialAggregates.in_order: a run's own, never written)
+        raise ValueError("partial aggregates kept in order have no positions to write")
     out: dict[str, Any] = {
         "kind": values.typecode if isinstance(values, array) else "o",
         "values": _packed(values) if isinstance(values, array) else list(values),

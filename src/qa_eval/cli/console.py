@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 from ..aggregate import CATEGORIES, SCORES
 from ..io.numbers import format_number, scale_of
 from ..metrics.agents.trials import table_rows
-from ..run.files import Observer, SystemRun, mismatches
+from ..run.files import Observer, SystemRun
+from ..run.notable import Notable
 from ..vocabulary.lookup import family_headlines
 from .display import Progress, terminal_width
 
@@ -326,64 +327,48 @@ def default_judge_note(estimate: JudgeEstimate) -> str:
     )
 
 
-def mismatch_summary(results: Sequence[dict[str, Any]]) -> str | None:
-    """``mismatches (reference steps): 2 not evaluated, 1 rows missing, ...``, or None."""
-    from collections import Counter
-
-    from ..steps.explain import mismatch_kinds
-
-    counts: Counter[str] = Counter()
-    for result in results:
-        for text in mismatches(result):
-            counts.update(mismatch_kinds(text))
+def mismatch_summary(results: Sequence[dict[str, Any]] | Notable) -> str | None:
+    """``mismatches (reference steps): 2 not evaluated, 1 rows missing, ...``, or None (of the
+    results, or of their tallies)."""
+    counts = _tallied(results).mismatches
     if not counts:
         return None
     kinds = ", ".join(f"{n} {kind}" for kind, n in counts.most_common())
     return f"mismatches (reference steps; see 'mismatch' in the results): {kinds}"
 
 
-def warning_lines(results: Sequence[dict[str, Any]]) -> list[str]:
-    """The notes and warnings on a run's results (its LLM metrics note, questions with no
-    response, steps that could not be compared, metric values not computed)."""
-    from ..run.question import NO_RESPONSE
+def _tallied(results: Sequence[dict[str, Any]] | Notable) -> Notable:
+    return results if isinstance(results, Notable) else Notable.of(results)
 
+
+def warning_lines(results: Sequence[dict[str, Any]] | Notable) -> list[str]:
+    """The notes and warnings on a run's results (its LLM metrics note, questions with no
+    response, steps that could not be compared, metric values not computed), from the results
+    or their tallies."""
+    tally = _tallied(results)
     lines = []
-    signature = getattr(results, "signature", {})
+    signature = tally.signature
     note = signature.get("llm_metrics")
     if note:
         lines.append(f"note: {note}")
     for metric, why in (signature.get("metrics_left_out") or {}).items():
         lines.append(f"note: {metric} not computed: {why}")
-    missing = sum(1 for r in results if r.get("error") == NO_RESPONSE)
-    with_problems = [r for r in results if r.get("step_errors")]
-    if missing:
-        lines.append(f"warning: {missing} question(s) had no response and count as errors")
-    if with_problems:
-        first = with_problems[0]
+    if tally.missing:
+        lines.append(f"warning: {tally.missing} question(s) had no response and count as errors")
+    if tally.first_step_problem is not None:
+        question_id, first = tally.first_step_problem
         lines.append(
-            f"warning: {len(with_problems)} question(s) have steps that could not be compared "
-            f"(see 'step_errors' in the results); first: question {first['question_id']!r}: "
-            f"{first['step_errors'][0]}"
+            f"warning: {tally.step_problems} question(s) have steps that could not be compared "
+            f"(see 'step_errors' in the results); first: question {question_id!r}: {first}"
         )
-    failed = _metric_errors(results)
+    failed = tally.metric_errors
     if failed:
-        first_key, first_message = next(iter(failed.items()))
+        first_key, (_, first_message) = next(iter(failed.items()))
         lines.append(
-            f"warning: {sum(len(v) for v in failed.values())} metric value(s) not computed "
-            f"(see the '*_error' keys); e.g. {first_key}: {first_message[0]}"
+            f"warning: {sum(count for count, _ in failed.values())} metric value(s) not computed "
+            f"(see the '*_error' keys); e.g. {first_key}: {first_message}"
         )
     return lines
-
-
-def _metric_errors(results: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
-    errors: dict[str, list[str]] = {}
-    for result in results:
-        records = [result, *(s for s in result.get("actual_steps") or [] if isinstance(s, dict))]
-        for record in records:
-            for key, value in record.items():
-                if key.endswith("_error") and key not in ("answer_eval_error",) and value:
-                    errors.setdefault(key, []).append(str(value))
-    return errors
 
 
 class ConsoleObserver(Observer):

@@ -35,6 +35,7 @@ from ..io.files import signature_path, write_data
 from ..io.limits import dump_json
 from .estimate import JudgeCallPlan
 from .evaluation import run_evaluation
+from .notable import Notable, mismatches
 from .options import RunOptions
 from .plan import EvaluationPlan, PathArg, PlanKeywords, SystemPlan, plan_evaluation
 from .tags import question_tags, reference_questions, with_tags
@@ -90,9 +91,9 @@ class SystemRun:
     results: Sequence[dict[str, Any]] = field(default=(), repr=False)
     aggregates: dict[str, Any] = field(default_factory=dict, repr=False)
     elapsed: float = 0.0
-    notable: Sequence[dict[str, Any]] = field(default=(), repr=False)
-    """The results with a problem (no response, step or metric errors, mismatches), cut to the
-    keys that say so; all of them unless the results were streamed."""
+    notable: Sequence[dict[str, Any]] | Notable = field(default=(), repr=False)
+    """What the warnings read of the results: the results themselves, or (streamed) the
+    tallies of those with a problem (no response, step or metric errors, mismatches)."""
     judge_calls: JudgeCallPlan | None = None
 
     @property
@@ -250,6 +251,7 @@ def _run_system(
     started = time.monotonic()
     options = plan.system_options(system, judge, watch.progress, fingerprint)
     results: Sequence[dict[str, Any]]
+    notable: Sequence[dict[str, Any]] | Notable
     aggregates: dict[str, Any] | None = None
     try:
         if partial is not None and system.streamed:
@@ -430,7 +432,7 @@ class PartialFile:
 
 def _evaluate_streamed(
     plan: EvaluationPlan, system: SystemPlan, options: RunOptions, partial: PartialFile
-) -> tuple[Sequence[dict[str, Any]], dict[str, Any], Sequence[dict[str, Any]]]:
+) -> tuple[Sequence[dict[str, Any]], dict[str, Any], Notable]:
     """Run with the results streamed: each goes to the partial file in reference order as soon
     as it and those before it finished (written, aggregated and its notable keys kept by
     ``run.sinks.LinesSink``: in worker processes with ``workers``); none is held. The partial
@@ -439,7 +441,6 @@ def _evaluate_streamed(
     results that the warnings read."""
     from ..aggregate.compute import AggregateSpec
     from .evaluation import run_into
-    from .question import Results
     from .shards import ShardFile
     from .sinks import LinesSink
     from .stream import ResultsFile
@@ -447,7 +448,8 @@ def _evaluate_streamed(
 
     spec = AggregateSpec.of(plan.config, plan.tags, pass_thresholds=plan.options.pass_thresholds)
     tags = question_tags(_questions_of(plan.reference), plan.by)  # (as with_tags does)
-    sink = LinesSink(partial, LinesWork(spec, partial.project, notable_keys, tags))
+    work = LinesWork(spec, partial.project, notable_keys, tags)
+    sink = LinesSink(partial, work, in_order=options.shard is None)
     signature = run_into(plan.reference, system.responses, sink, options)
     aggregates = sink.aggregates.finish()
     partial.close()
@@ -459,9 +461,8 @@ def _evaluate_streamed(
     if options.shard is not None:
         assert sink.positions is not None  # (a LinesSink's are kept)
         ShardFile(*options.shard, sink.positions, sink.aggregates).write(output)
-    notable = Results(sink.notable)
-    notable.signature = signature
-    return ResultsFile(output, partial.count, signature), aggregates, notable
+    sink.notable.signature = signature
+    return ResultsFile(output, partial.count, signature), aggregates, sink.notable
 
 
 def _questions_of(reference: Any) -> Iterable[dict[str, Any]]:
@@ -496,16 +497,3 @@ def notable_keys(result: dict[str, Any]) -> dict[str, Any] | None:
         keys = keys or {"question_id": result.get("question_id")}
         keys["mismatches"] = found
     return keys
-
-
-def mismatches(result: dict[str, Any]) -> list[str]:
-    """The ``mismatch`` texts of a result's reference steps (or of a slim result's list)."""
-    if "mismatches" in result:
-        return list(result["mismatches"])
-    return [
-        step["mismatch"]
-        for group in result.get("reference_steps") or ()
-        if isinstance(group, list)
-        for step in group
-        if isinstance(step, dict) and isinstance(step.get("mismatch"), str)
-    ]

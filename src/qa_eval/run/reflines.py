@@ -332,19 +332,26 @@ class IdIndex:
         """The index of the questions of ``parts``, in order."""
         import numpy as np
 
-        ends: list[Any] = [np.zeros(1, np.int64)]
+        total = sum(len(part.ids) for part in parts)
+        place = np.uint32 if total < 1 << 32 else np.int64  # 4 bytes a question when it fits
+        ends: list[Any] = [np.zeros(1, place)]
         base = 0
         for part in parts:
             if part.count:
-                ends.append(np.frombuffer(part.ends, dtype=np.int64) + base)
+                ends.append((np.frombuffer(part.ends, dtype=np.int64) + base).astype(place))
             base += len(part.ids)
         hashes = np.concatenate(
             [np.frombuffer(part.hashes, dtype=np.uint64) for part in parts if part.count]
             or [np.zeros(0, np.uint64)]
         )
+        count = len(hashes)
         order = np.argsort(hashes, kind="stable")
-        ids = b"".join(part.ids for part in parts)
-        return cls(ids, np.concatenate(ends).astype(np.int64), hashes[order], order)
+        sorted_hashes = hashes[order]
+        del hashes
+        if count < 1 << 32:
+            order = order.astype(np.uint32)
+        ids = parts[0].ids if len(parts) == 1 else b"".join(part.ids for part in parts)
+        return cls(bytes(ids), np.concatenate(ends), sorted_hashes, order)
 
     def save(self, folder: Path) -> None:
         """Write it to files in ``folder`` (read by :meth:`load`, in another process)."""
@@ -408,7 +415,10 @@ class StreamedReference:
         self.source = source
         self.count = sum(part.count for part in parts)
         self.templates = len(dict.fromkeys(t for part in parts for t in part.templates))
-        self.fingerprint = digests_fingerprint(b"".join(part.digests for part in parts))
+        digests = (
+            parts[0].digests if len(parts) == 1 else bytearray().join(p.digests for p in parts)
+        )
+        self.fingerprint = digests_fingerprint(digests)  # (sorts them in place)
         self.index = IdIndex.of(parts)
         self.copies = False
         """Whether the questions read again carry the copies of their steps (``Question.copies``:

@@ -160,14 +160,15 @@ def question_digest(template_id: Any, raw: Any) -> bytes:
     return sha256(_sorted_json([template_id, raw])).digest()
 
 
-def digests_fingerprint(digests: bytes) -> str:
+def digests_fingerprint(digests: bytes | bytearray) -> str:
     """:func:`reference_fingerprint` from every question's :func:`question_digest`, given
-    concatenated in any order (sorted here: compactly, as 32-byte rows)."""
+    concatenated in any order (sorted here in byte order, as 32-byte rows: in place when given
+    a ``bytearray``, which is left sorted, so that no copy of them is made)."""
     import numpy as np
 
-    rows = np.frombuffer(digests, dtype=">u8").reshape(-1, 4)
-    order = np.lexsort(rows.T[::-1])  # the last key first: byte order of the rows
-    return "sha256:" + sha256(rows[order].tobytes()).hexdigest()
+    rows = digests if isinstance(digests, bytearray) else bytearray(digests)
+    np.frombuffer(rows, dtype="S32").sort()  # fixed-width bytes compare in byte order
+    return "sha256:" + sha256(rows).hexdigest()
 
 
 _SORTED = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS

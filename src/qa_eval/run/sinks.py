@@ -121,26 +121,35 @@ class LinesSink(OrderedSink):
     """Results written in reference order as JSON lines (``work.project`` applied) to ``out``,
     aggregated on the way (``aggregates``, partial aggregates of the run) and their notable keys
     kept (``notable``): in the run's process as they come in order, or by worker processes, whose
-    written batches come in order (:meth:`put_evaluated`)."""
+    written batches come in order (:meth:`put_evaluated`). ``in_order``: the aggregates keep
+    their values without positions (``PartialAggregates.in_order``; not for a shard's run, whose
+    shard file keeps them)."""
 
-    def __init__(self, out: Written, work: LinesWork) -> None:
+    def __init__(self, out: Written, work: LinesWork, in_order: bool = False) -> None:
         super().__init__(self._write)
         from array import array
 
         from ..aggregate.partial import PartialAggregates
+        from .notable import Notable
 
         self.out = out
         self.lines = work
         self.positions = array("q")
-        self.aggregates: PartialAggregates = PartialAggregates(work.spec)
-        self.notable: list[dict[str, Any]] = []
+        self.keep = not in_order
+        """Whether every result's position key stays (a shard's run writes them); else those of
+        the results written are let go."""
+        self.base = 0
+        """The results whose position keys were let go (``positions[0]`` is the next one's)."""
+        self.aggregates: PartialAggregates = PartialAggregates(work.spec, in_order)
+        self.notable = Notable()
         self.count = 0
 
     def _write(self, batch: list[dict[str, Any]]) -> None:
         from .workers import finish_lines
 
         assert self.lines is not None and self.positions is not None
-        positions = self.positions[self.count : self.count + len(batch)]
+        start = self.count - self.base
+        positions = self.positions[start : start + len(batch)]
         self._take(finish_lines(self.lines, batch, positions))
 
     def put_evaluated(self, index: int, evaluated: Evaluated) -> None:
@@ -154,5 +163,9 @@ class LinesSink(OrderedSink):
         self.out.write_lines(evaluated.lines, evaluated.count)
         if evaluated.aggregates is not None:
             self.aggregates.merge(evaluated.aggregates)
-        self.notable.extend(evaluated.notable)
+        self.notable.merge(evaluated.notable)
         self.count += evaluated.count
+        if not self.keep and self.positions is not None:
+            drop = min(self.count - self.base, len(self.positions))
+            del self.positions[:drop]
+            self.base += drop

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ..aggregate.compute import AggregateSpec
 from ..aggregate.partial import PartialAggregates
 from ..io.limits import dump_json
+from .notable import Notable
 from .prepare.records import Question, Response
 from .prepare.reference import prepare_reference
 from .question import evaluate_question
@@ -109,7 +110,7 @@ class Evaluated:
     matched: list[list[tuple[Mapping[str, Any], int]]] | None = None
     lines: bytes = b""
     aggregates: PartialAggregates | None = None
-    notable: list[dict[str, Any]] = field(default_factory=list)
+    notable: Notable = field(default_factory=Notable)
     answered: bool = False
 
 
@@ -167,7 +168,9 @@ def finish_lines(work: LinesWork, results: list[dict[str, Any]], positions: Any)
         dump_json(project(r) if project is not None else r) + b"\n" for r in results
     )
     if work.notable is not None:
-        out.notable = [n for n in map(work.notable, results) if n is not None]
+        for keys in map(work.notable, results):
+            if keys is not None:
+                out.notable.add(keys)
     return out
 
 
