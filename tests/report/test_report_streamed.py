@@ -105,3 +105,23 @@ def test_a_run_with_trials_is_read_whole_and_gives_the_same_page(tmp_path: Path)
         result["trial"] = 1
     lines, whole = _write(tmp_path, "run", results)
     assert _page(tmp_path, [lines]) == _page(tmp_path, [whole])
+
+
+def test_a_page_written_in_pieces_is_put_in_place_whole_or_not_at_all(tmp_path: Path) -> None:
+    """The streamed report is written piece by piece beside its target and moved into place: the
+    pieces joined are the file's text, and a failure while drawing leaves the old page as it was
+    and no partial file behind."""
+    from qa_eval.report.streamed import write_page
+
+    target = tmp_path / "page.html"
+    write_page(target, iter(["<p>", "é\n", "</p>"]))
+    assert target.read_text(encoding="utf-8") == "<p>é\n</p>"
+
+    def failing() -> Any:
+        yield "<p>new"
+        raise RuntimeError("drawing failed")
+
+    with pytest.raises(RuntimeError, match="drawing failed"):
+        write_page(target, failing())
+    assert target.read_text(encoding="utf-8") == "<p>é\n</p>"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["page.html"]

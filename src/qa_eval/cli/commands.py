@@ -416,13 +416,13 @@ def report(args: argparse.Namespace) -> int:
 
     if scans is not None:
         from ..report.model import verdict_of
-        from ..report.streamed import report_of_files
+        from ..report.streamed import report_pieces_of_files, write_page
 
         # the verdict keeps the per-template rows the page shows: the others (a million results
         # have over a hundred thousand) are freed before the runs are read again
         verdict = verdict_of(comparison, DEFAULT_MAX_TEMPLATE_ROWS) if comparison else None
         comparison = None
-        page = report_of_files(
+        pieces = report_pieces_of_files(
             scans,
             names,
             signatures,
@@ -430,6 +430,7 @@ def report(args: argparse.Namespace) -> int:
             args.title,
             max_questions=args.max_questions or None,
         )
+        write_page(target, pieces)  # drawn as it is written: a million results make 80 MB
     else:
         page = build_report(
             runs,
@@ -440,7 +441,7 @@ def report(args: argparse.Namespace) -> int:
             threshold=thresholds or None,
             max_template_rows=DEFAULT_MAX_TEMPLATE_ROWS,
         )
-    target.write_text(page, encoding="utf-8")
+        target.write_text(page, encoding="utf-8")
     size = target.stat().st_size / 1e6
     print(f"wrote {target} ({size:.1f} MB, {len(runs)} run(s)); open it in a browser")
     print_notes(notes)

@@ -12,7 +12,7 @@ import base64
 import gzip
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 from functools import lru_cache
@@ -196,7 +196,12 @@ def _is_error(result: Mapping[str, Any]) -> bool:
     return is_error(result)
 
 
-def render_page(
+def render_page(**page: Any) -> str:
+    """The page's HTML, whole (:func:`page_pieces`' arguments)."""
+    return "".join(page_pieces(**page))
+
+
+def page_pieces(
     *,
     title: str,
     runs: Sequence[RunSummary],
@@ -209,8 +214,10 @@ def render_page(
     max_questions: int | None,
     agreement: Mapping[str, Any] | None = None,
     counts: tuple[int, int, int] | None = None,
-) -> str:
-    """The page's HTML (``agreement``: an agreement report's ``to_dict()``, its section).
+) -> Iterator[str]:
+    """The page's HTML in the pieces the template makes them, drawn as they are read
+    (``agreement``: an agreement report's ``to_dict()``, its section); a page of a million
+    results is about 80 MB, held whole three times over by a join and its UTF-8 bytes.
 
     ``questions`` are all the questions, worst first; or, with ``counts`` (all the questions,
     those that got worse, those that got better), the first of them: at least ``shown`` and
@@ -229,8 +236,8 @@ def render_page(
     if counts is not None:
         total, worse_count, better = counts
     variance_runs, variance_metrics, flip_keys = _variance(runs, metrics)
-    return str(
-        env.get_template("page.html.j2").render(
+    return iter(
+        env.get_template("page.html.j2").generate(
             title=title,
             subtitle=_subtitle(runs),
             runs=runs,

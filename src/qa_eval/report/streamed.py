@@ -14,10 +14,12 @@ shows.
 from __future__ import annotations
 
 import heapq
+import os
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from itertools import compress
+from pathlib import Path
 from typing import Any
 
 from ..aggregate import DEFAULT_TAGS
@@ -44,7 +46,7 @@ from .model import (
 from .questions import QuestionRef, judge_question, ordering, question_ref
 from .worth import MAX_TEMPLATE_ROWS
 
-__all__ = ["report_of_files"]
+__all__ = ["report_of_files", "report_pieces_of_files", "write_page"]
 
 _OK = KINDS["ok"]
 _TIE = 1e-12
@@ -66,7 +68,42 @@ def report_of_files(
     ``columns.scan_results``; none with trials or judge repeats), with the comparison of the
     first two (``compare_files``, or its ``verdict_of``) or None; at most ``max_template_rows``
     rows of the per-template comparison (``verdict_of``; given a verdict, its own rows)."""
-    from .render import MAX_LISTED, environment, render_page
+    pieces = report_pieces_of_files(
+        scans,
+        labels,
+        signatures,
+        comparison,
+        title,
+        max_questions=max_questions,
+        max_template_rows=max_template_rows,
+    )
+    return "".join(pieces)
+
+
+def write_page(target: Path, pieces: Iterable[str]) -> None:
+    """Write a page's pieces as they come into a file beside ``target``, then put it in its
+    place: the page is never held whole, and a failure leaves no half-written page."""
+    part = target.with_name(f".{target.name}.part")
+    try:
+        with open(part, "w", encoding="utf-8") as file:
+            file.writelines(pieces)
+        os.replace(part, target)
+    finally:
+        part.unlink(missing_ok=True)
+
+
+def report_pieces_of_files(
+    scans: Sequence[Scanned],
+    labels: Sequence[str],
+    signatures: Sequence[Mapping[str, Any] | None],
+    comparison: Mapping[str, Any] | Verdict | None,
+    title: str,
+    *,
+    max_questions: int | None,
+    max_template_rows: int | None = MAX_TEMPLATE_ROWS,
+) -> Iterator[str]:
+    """:func:`report_of_files`' page in pieces, drawn as they are read (:func:`write_page`)."""
+    from .render import MAX_LISTED, environment, page_pieces
 
     environment()  # the jinja2 extra, before any work
     if max_questions is not None and (isinstance(max_questions, bool) or max_questions < 0):
@@ -105,7 +142,7 @@ def report_of_files(
     questions = _questions(scans, kept, positions)
     if verdict is not None:
         questions = [judge_question(q, metrics, fail) for q in questions]
-    return render_page(
+    return page_pieces(
         title=title,
         runs=summaries,
         metrics=metrics,
