@@ -149,8 +149,10 @@ def test_json_lines_results_keep_the_same_rows(tmp_path: Path, runs: tuple[Run, 
         paths.append(str(path))
     scans = [scan_results(p, "report") for p in paths]
     compared = compare_files(scans[0], scans[1], labels=("a", "b"))
-    page = report_of_files(
-        scans, ["a", "b"], [None, None], compared, "t", max_questions=2000, max_template_rows=7
+    page = "".join(
+        report_of_files(
+            scans, ["a", "b"], [None, None], compared, "t", max_questions=2000, max_template_rows=7
+        )
     )
     whole = build_report(runs, compared, "t", max_template_rows=7)
     assert "left out)" in _details(page)

@@ -416,13 +416,13 @@ def report(args: argparse.Namespace) -> int:
 
     if scans is not None:
         from ..report.model import verdict_of
-        from ..report.streamed import report_pieces_of_files, write_page
+        from ..report.streamed import report_of_files, write_page
 
         # the verdict keeps the per-template rows the page shows: the others (a million results
         # have over a hundred thousand) are freed before the runs are read again
         verdict = verdict_of(comparison, DEFAULT_MAX_TEMPLATE_ROWS) if comparison else None
         comparison = None
-        pieces = report_pieces_of_files(
+        pieces = report_of_files(
             scans,
             names,
             signatures,

@@ -46,38 +46,12 @@ from .model import (
 from .questions import QuestionRef, judge_question, ordering, question_ref
 from .worth import MAX_TEMPLATE_ROWS
 
-__all__ = ["report_of_files", "report_pieces_of_files", "write_page"]
+__all__ = ["report_of_files", "write_page"]
 
 _OK = KINDS["ok"]
 _TIE = 1e-12
 _CHUNK = 4096
 """Results added to the partial aggregates at a time."""
-
-
-def report_of_files(
-    scans: Sequence[Scanned],
-    labels: Sequence[str],
-    signatures: Sequence[Mapping[str, Any] | None],
-    comparison: Mapping[str, Any] | Verdict | None,
-    title: str,
-    *,
-    max_questions: int | None,
-    max_template_rows: int | None = MAX_TEMPLATE_ROWS,
-) -> str:
-    """``build_report`` of JSON Lines results files (each read through once by
-    ``columns.scan_results``; none with trials or judge repeats), with the comparison of the
-    first two (``compare_files``, or its ``verdict_of``) or None; at most ``max_template_rows``
-    rows of the per-template comparison (``verdict_of``; given a verdict, its own rows)."""
-    pieces = report_pieces_of_files(
-        scans,
-        labels,
-        signatures,
-        comparison,
-        title,
-        max_questions=max_questions,
-        max_template_rows=max_template_rows,
-    )
-    return "".join(pieces)
 
 
 def write_page(target: Path, pieces: Iterable[str]) -> None:
@@ -92,7 +66,7 @@ def write_page(target: Path, pieces: Iterable[str]) -> None:
         part.unlink(missing_ok=True)
 
 
-def report_pieces_of_files(
+def report_of_files(
     scans: Sequence[Scanned],
     labels: Sequence[str],
     signatures: Sequence[Mapping[str, Any] | None],
@@ -102,7 +76,11 @@ def report_pieces_of_files(
     max_questions: int | None,
     max_template_rows: int | None = MAX_TEMPLATE_ROWS,
 ) -> Iterator[str]:
-    """:func:`report_of_files`' page in pieces, drawn as they are read (:func:`write_page`)."""
+    """The page ``build_report`` makes of JSON Lines results files (each read through once by
+    ``columns.scan_results``; none with trials or judge repeats), in the pieces it is drawn in
+    (:func:`write_page`; joined, the page's text), with the comparison of the first two
+    (``compare_files``, or its ``verdict_of``) or None; at most ``max_template_rows`` rows of
+    the per-template comparison (``verdict_of``; given a verdict, its own rows)."""
     from .render import MAX_LISTED, environment, page_pieces
 
     environment()  # the jinja2 extra, before any work
