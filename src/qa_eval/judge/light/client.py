@@ -349,6 +349,9 @@ def _platform_headers(version: str) -> dict[str, str]:
     }
 
 
+_BSDS = {"freebsd": "FreeBSD", "openbsd": "OpenBSD"}
+
+
 def _os_name(platform: Any) -> str:
     """The SDK's ``get_platform``."""
     try:
@@ -363,14 +366,14 @@ def _os_name(platform: Any) -> str:
         return names[system]
     if "android" in platform_name:
         return "Android"
-    if system in ("freebsd", "openbsd"):
-        return {"freebsd": "FreeBSD", "openbsd": "OpenBSD"}[system]
+    if system in _BSDS:
+        return _BSDS[system]
     if system == "linux":
         try:
             distro = platform.freedesktop_os_release().get("ID", "").lower()
         except OSError:
             distro = ""
-        return {"freebsd": "FreeBSD", "openbsd": "OpenBSD"}.get(distro, "Linux")
+        return _BSDS.get(distro, "Linux")
     return f"Other:{platform_name}" if platform_name else "Unknown"
 
 
