@@ -65,3 +65,25 @@ def test_shared_shapes_aggregate_as_results_read_key_by_key(
         patch.setattr(groups, "_SHAPES", 0)  # no shape remembered: each result read anew
         alone = json.dumps(compute_aggregates(shuffled, **arguments), default=repr)
     assert shared == alone
+
+
+class _Overlapping(frozenset):  # type: ignore[type-arg]
+    """A key set that always shares a key: every step of its name is read metric by metric."""
+
+    def isdisjoint(self, other: Any) -> bool:
+        return False
+
+
+@settings(max_examples=200, deadline=None)
+@given(results=st.lists(RESULT, max_size=25))
+def test_the_shortcuts_aggregate_as_the_long_way(results: list[dict[str, Any]]) -> None:
+    """A step without any of its name's metric and error keys is not read for them, and one tag
+    is looked up, not the result's every key: the aggregates are those of the long way."""
+    by = ("question_type",)
+    short = json.dumps(compute_aggregates(results, by=by), default=repr)
+    with pytest.MonkeyPatch.context() as patch:
+        keys = {name: _Overlapping(k) for name, k in groups._STEP_KEYS.items()}
+        patch.setattr(groups, "_STEP_KEYS", keys)
+        # a second tag no result has: the tags are read with isdisjoint, as for several
+        long = json.dumps(compute_aggregates(results, by=(*by, "no such tag")), default=repr)
+    assert short == long

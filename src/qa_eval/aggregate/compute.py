@@ -225,6 +225,8 @@ def grouped(
     metric_set = frozenset(spec.metrics)
     shapes: dict[tuple[str, ...], Shape] = {}
     tags = frozenset(spec.tags)
+    # (one tag, as by default: one dict lookup per result; isdisjoint reads each of its keys)
+    tag = spec.tags[0] if len(spec.tags) == 1 else None
     for position, result in enumerate(results):
         # (the usual result: a dict whose template's group exists; any other goes the long way)
         try:
@@ -234,7 +236,8 @@ def grouped(
         if group is None:
             group = template_group(templates, result, position, spec)
         group.add(result, metric_set, shapes)
-        if not tags.isdisjoint(result):  # (most results have no tag: one C test)
+        # (most results have no tag: one C test)
+        if (tag in result) if tag is not None else not tags.isdisjoint(result):
             for group in tag_groups(tagged, result, spec):
                 group.add(result, metric_set, shapes)
     return templates, tagged
