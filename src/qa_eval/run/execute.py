@@ -411,11 +411,30 @@ class Pipeline:
         if self.pool is not None:
             await self._spread(no_judge)
             return
-        sink = self.sink
+        sink, tracker, trajectory = self.sink, self.tracker, self.trajectory
         units = self.lookup.units(self.questions, self.chosen, sink.positions)
+        # The usual run (results kept in a list as they are, no callback, no progress shown):
+        # each result goes straight into its place, as ``unscored`` would put it there.
+        kept = (
+            sink.results
+            if type(sink) is ResultSink
+            and self.project is None
+            and self.on_result is None
+            and tracker.progress is None
+            and tracker.on_progress is None
+            else None
+        )
         for index, (question, response) in enumerate(units):
-            result = evaluate_question(question, response, trajectory=self.trajectory)
-            self.unscored(index, result, no_judge)
+            result = evaluate_question(question, response, trajectory=trajectory)
+            if kept is None:
+                self.unscored(index, result, no_judge)
+            else:
+                if no_judge and not self.needs_judge:
+                    self.needs_judge = (
+                        result.get("status") == "success" and "actual_answer" in result
+                    )
+                kept[index] = result
+                tracker.done += 1  # (Tracker.finished without asks or progress to show)
             if index % 256 == 255:
                 await _pause()  # let other tasks (e.g. a progress display) run
                 if sink.full():

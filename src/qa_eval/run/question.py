@@ -9,6 +9,8 @@ caller's objects are never mutated: a result holds copies of the reference steps
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping
+from itertools import repeat
+from operator import contains
 from typing import Any
 
 from ..io.keysets import TRIAL_KEY
@@ -85,10 +87,8 @@ def evaluate_question(
     # A new list of the same step dicts: nothing here changes them.
     result["actual_steps"] = list(actual_steps)
     unreadable = None
-    for step in actual_steps if question.groups is not None else ():
-        if isinstance(step, dict) and "lost" in step:  # (the usual step costs this one test)
-            unreadable = _steps_not_evaluable(question, actual_steps)
-            break
+    if question.groups is not None and _any_lost(actual_steps):
+        unreadable = _steps_not_evaluable(question, actual_steps)
     if unreadable is not None:
         result["reference_steps"] = [
             [dict(ref.raw) for ref in group] for group in question.groups or ()
@@ -144,6 +144,20 @@ def evaluate_question(
 
 
 _REFERENCE_FIELDS = frozenset((*AGENT_REFERENCE_KEYS, *RAGAS_REFERENCE_KEYS))
+_LOST = repeat("lost")
+
+
+def _any_lost(actual_steps: Any) -> bool:
+    """Whether an actual step (a dict) carries ``lost`` (a trace's note of what it lost)."""
+    # The usual steps (dicts, none lost): one C pass; ``in`` is the test below for a dict, and
+    # something else among the steps (text ``in`` is a substring test, a number has none)
+    # takes the step-by-step test.
+    try:
+        if not any(map(contains, actual_steps, _LOST)):
+            return False
+    except TypeError:
+        pass
+    return any(isinstance(step, dict) and "lost" in step for step in actual_steps)
 
 
 def _steps_not_evaluable(question: Question, actual_steps: Any) -> str | None:
