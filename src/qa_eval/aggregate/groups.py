@@ -173,6 +173,8 @@ class Group:
         self.steps: dict[str, dict[str, int]] = {c: {} for c in _STEP_COUNTERS}
         self.labels: dict[str, dict[str, int]] = {}
         self.judge = JudgeTally()
+        self.columns: dict[Shape, tuple[tuple[str, Series], ...]] = {}
+        """Per shape of the results added (see ``add``): its summarised keys with their series."""
 
     def _series(self, metric: str) -> Series:
         series = self.series.get(metric)
@@ -203,22 +205,26 @@ class Group:
                 shapes[keys] = shape
         if shape.judged:  # JudgeTally.add counts only results scored with repeats
             self.judge.add(result, metrics)
-        all_series = self.series
-        trials = self._trials(result) if shape.trial else None
-        for key in shape.metrics:
-            value = result[key]
-            if trials is not None:
-                trials.values.setdefault(key, []).append(value)
-                continue
-            series = all_series.get(key)
-            if series is None:
-                series = all_series[key] = Series()
-            kind = type(value)
-            # int and float first (the usual values); comparisons with inf rule out NaN.
-            if kind is int or (kind is float and -_INF < value < _INF):
-                series.values.append(value)
-            else:
-                series.add(value)
+        if shape.trial:
+            trials = self._trials(result)
+            for key in shape.metrics:
+                trials.values.setdefault(key, []).append(result[key])
+        else:
+            # each of the shape's keys with its series (made as the first result with the key
+            # came, in the order of its keys, as they always were)
+            columns = self.columns.get(shape)
+            if columns is None:
+                columns = tuple((key, self._series(key)) for key in shape.metrics)
+                if len(self.columns) < _SHAPES:
+                    self.columns[shape] = columns
+            for key, series in columns:
+                value = result[key]
+                kind = type(value)
+                # int and float first (the usual values); comparisons with inf rule out NaN.
+                if kind is int or (kind is float and -_INF < value < _INF):
+                    series.values.append(value)
+                else:
+                    series.add(value)
         for metric in shape.failed:
             self._series(metric).failed += 1
         if shape.labels:
