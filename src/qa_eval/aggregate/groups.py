@@ -23,6 +23,7 @@ _BINDINGS_KEY = '"bindings"'
 _BINDINGS_KEY_LENGTH = len(_BINDINGS_KEY)
 _JSON_SPACE = " \t\n\r"
 _INF = math.inf
+_NEG_INF = -math.inf  # (a constant: -_INF makes a new float each time)
 _STEP_KEYS = {
     name: frozenset((*metrics, *STEP_ERRORS[name])) for name, metrics in STEP_METRICS.items()
 }
@@ -221,7 +222,7 @@ class Group:
                 value = result[key]
                 kind = type(value)
                 # int and float first (the usual values); comparisons with inf rule out NaN.
-                if kind is int or (kind is float and -_INF < value < _INF):
+                if kind is int or (kind is float and _NEG_INF < value < _INF):
                     series.values.append(value)
                 else:
                     series.add(value)
