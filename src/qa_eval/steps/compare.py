@@ -67,7 +67,11 @@ from .timeseries import (
     explain_time_series_steps,
 )
 
-__all__ = ["StepScorer"]
+__all__ = ["GRADED", "StepScorer"]
+
+GRADED = frozenset((COMPARE_SPARQL, COMPARE_RETRIEVAL))
+"""The kinds whose explanations grade how close a candidate is: ``closeness_bound`` of any
+other kind is 0, and exact."""
 
 _MISSING = object()
 _IRI_STEPS = ("autocomplete_search", "sparql_query")
