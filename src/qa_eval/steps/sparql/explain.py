@@ -61,10 +61,6 @@ _Distinct = tuple[Hashable, set[Any]]
 (kind, value) pairs; the values are not paired with one kind, which every value shares."""
 
 
-def _distinct(kind: Hashable, values: list[Value]) -> _Distinct:
-    return kind, set(values)
-
-
 def _shared(a: _Distinct, b: _Distinct) -> int:
     """How many distinct terms two columns have in common."""
     (kind_a, set_a), (kind_b, set_b) = a, b
@@ -80,6 +76,11 @@ def _shared(a: _Distinct, b: _Distinct) -> int:
 def _rows_list(count: int, what: str) -> str:
     """``2 rows missing``, ``1 row missing``, ``1 extra row``."""
     return f"{count} {what}" if count != 1 else f"1 {what.replace('rows', 'row')}"
+
+
+def _named(columns: list[str]) -> str:
+    """``?a, ?b``: columns as a text names them."""
+    return ", ".join(["?" + v for v in columns])
 
 
 def explain_sparql_results(
@@ -106,11 +107,10 @@ def explain_sparql_results(
     act_bindings = actual.get("results", {}).get("bindings", [])
     act_vars = list(dict.fromkeys(actual.get("head", {}).get("vars", [])))
     required = reference.required
-    named = ", ".join("?" + v for v in required)
     if not reference.rows and not act_bindings:
         return 0.5, (
             f"no rows on either side, but the actual result has {len(act_vars)} columns and "
-            f"{len(required)} are required ({named})"
+            f"{len(required)} are required ({_named(required)})"
         )
     if not reference.rows:
         return 0.0, f"expected no rows, got {len(act_bindings)}"
@@ -122,7 +122,7 @@ def explain_sparql_results(
         parts.append(
             f"the actual result has {len(act_vars)} column{'s' if len(act_vars) != 1 else ''} "
             f"({columns}), "
-            f"{len(required)} are required ({named})"
+            f"{len(required)} are required ({_named(required)})"
         )
     try:
         if table is None or table.bindings is not act_bindings:
@@ -201,10 +201,10 @@ def _pair_columns(
 ) -> tuple[dict[int, str], set[str]]:
     """Each reference column (by position) paired with the actual column sharing most of its
     values, and the actual columns so taken."""
-    act_pairs = {v: _distinct(*column) for v, column in act_cols.items()}
+    act_pairs = {v: (kind, set(values)) for v, (kind, values) in act_cols.items()}
     ranked = []  # (share of the reference column's terms, other name, position, i, var)
     for i, (kind, values) in enumerate(ref_cols):
-        ref_pair = _distinct(kind, values)
+        ref_pair = (kind, set(values))
         size = len(ref_pair[1])
         name = required[i]
         for position, var in enumerate(act_vars):
