@@ -67,11 +67,14 @@ from .timeseries import (
     explain_time_series_steps,
 )
 
-__all__ = ["GRADED", "StepScorer"]
+__all__ = ["GRADED", "SIGNED", "StepScorer"]
 
 GRADED = frozenset((COMPARE_SPARQL, COMPARE_RETRIEVAL))
 """The kinds whose explanations grade how close a candidate is: ``closeness_bound`` of any
 other kind is 0, and exact."""
+
+SIGNED = frozenset((COMPARE_SPARQL, COMPARE_RETRIEVAL))
+"""The kinds ``may_match`` can rule a candidate out for: of any other kind it says True."""
 
 _MISSING = object()
 _IRI_STEPS = ("autocomplete_search", "sparql_query")

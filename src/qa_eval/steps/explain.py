@@ -34,7 +34,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .compare import GRADED, StepScorer
+from .compare import GRADED, SIGNED, StepScorer
 from .kinds import COMPARE_IRI, ReferenceStep
 from .matching import Match
 from .outputs import shown
@@ -153,9 +153,14 @@ def _explain_stopped(
                     continue
                 # With a hint when an actual step (the latest such) would match it on its own.
                 names = _IRI_STEPS if ref.kind == COMPARE_IRI else (ref.name,)
+                signed = ref.kind in SIGNED  # (else ``may_match`` says True: not asked)
                 text = header
                 for a in latest_first:
-                    if step_names[a] in names and may_match(ref, a) and would_match(ref, a) > 0.0:
+                    if (
+                        step_names[a] in names
+                        and (not signed or may_match(ref, a))
+                        and would_match(ref, a) > 0.0
+                    ):
                         text = header + f" (on its own this step would match {_label(steps, a)})"
                         break
                 out[(g, ref.index)] = text
