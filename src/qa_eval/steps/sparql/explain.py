@@ -9,7 +9,7 @@ from collections.abc import Hashable, Mapping
 from typing import Any, cast
 
 from .match import SparqlReference, tolerant_columns
-from .terms import BNODE, BOOLEAN, IRI, MIXED, NAN, NUMBER, UNBOUND, Table, Value
+from .terms import BNODE, BOOLEAN, IRI, LITERAL, MIXED, NAN, NUMBER, UNBOUND, Table, Value
 
 __all__ = ["explain_sparql_results"]
 
@@ -35,6 +35,10 @@ def _shown(text: str) -> str:
 
 def _show(kind: Hashable, value: Value) -> str:
     """A canonical value as a user reads it: <iri>, "text", "text"@en, 12.5, true."""
+    if kind == IRI:  # (the two usual kinds first)
+        return "<" + _shown(str(value)) + ">"
+    if kind == LITERAL:
+        return '"' + _shown(str(value)) + '"'
     if kind == MIXED:
         pair = cast(tuple[Hashable, Value], value)
         return _show(pair[0], pair[1])
