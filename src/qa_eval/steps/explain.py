@@ -20,9 +20,11 @@ precedence:
 
 What an explanation costs follows what it shows: of several candidates only those whose bound
 (``StepScorer.closeness_bound``: a match, the kind, the columns and row counts) can still beat
-the closest found so far are explained in full, usually just the one shown; the hint compares
-a SPARQL step only when its output's text holds the reference's first row
-(``StepScorer.may_match``). The texts are those a full comparison of every candidate gives.
+the closest found so far are explained in full, usually just the one shown (for the kinds whose
+explanation is not graded, ``GRADED``, no bound is needed: the first candidate that matches,
+else the latest); the hint compares a SPARQL step only when its output's text holds the
+reference's first row, parsed or not (``StepScorer.may_match``, asked only of the ``SIGNED``
+kinds). The texts are those a full comparison of every candidate gives.
 
 ``mismatch_kinds`` sorts the texts into a few kinds for the CLI summary.
 """
