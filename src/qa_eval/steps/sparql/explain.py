@@ -65,6 +65,10 @@ _Distinct = tuple[Hashable, set[Any]]
 (kind, value) pairs; the values are not paired with one kind, which every value shares."""
 
 
+def _distinct(kind: Hashable, values: list[Value]) -> _Distinct:
+    return kind, set(values)
+
+
 def _shared(a: _Distinct, b: _Distinct) -> int:
     """How many distinct terms two columns have in common."""
     (kind_a, set_a), (kind_b, set_b) = a, b
@@ -205,10 +209,10 @@ def _pair_columns(
 ) -> tuple[dict[int, str], set[str]]:
     """Each reference column (by position) paired with the actual column sharing most of its
     values, and the actual columns so taken."""
-    act_pairs = {v: (kind, set(values)) for v, (kind, values) in act_cols.items()}
+    act_pairs = {v: _distinct(*column) for v, column in act_cols.items()}
     ranked = []  # (share of the reference column's terms, other name, position, i, var)
     for i, (kind, values) in enumerate(ref_cols):
-        ref_pair = (kind, set(values))
+        ref_pair = _distinct(kind, values)
         size = len(ref_pair[1])
         name = required[i]
         for position, var in enumerate(act_vars):
