@@ -104,8 +104,29 @@ def test_a_sparql_step_ruled_out_by_its_signature_never_matches(
     if data.draw(st.booleans()):
         output = _like(reference, data)
     steps = [{"name": "sparql_query", "status": "success", "output": output}]
-    if not StepScorer(steps).may_match(ref, 0):
+    scorer = StepScorer(steps)
+    if data.draw(st.booleans()):
+        # The output parsed already (as a comparison with another reference step leaves it):
+        # the text is read all the same.
+        scorer.score(_ask_reference(True), 0)
+    if not scorer.may_match(ref, 0):
         assert StepScorer(steps).score(ref, 0) == 0.0
+
+
+def test_a_parsed_output_lacking_the_first_row_is_ruled_out_by_its_text() -> None:
+    reference = {
+        "name": "sparql_query",
+        "output": _select_text(["urn:x", "urn:y"]),
+        "output_media_type": SPARQL_JSON,
+        "required_columns": ["s"],
+    }
+    ref = prepared_groups([[reference]])[0][0]
+    steps = [{"name": "sparql_query", "status": "success", "output": _select_text(["urn:y"] * 3)}]
+    scorer = StepScorer(steps)
+    scorer.score(_ask_reference(True), 0)  # parses the output
+    assert not scorer.may_match(ref, 0)  # "urn:x" is not in the text, parsed or not
+    # (enough rows: before the text was read for a parsed output too, this was a "maybe")
+    assert StepScorer(steps).score(ref, 0) == 0.0
 
 
 _ASK_OUTPUTS = st.one_of(
@@ -198,6 +219,11 @@ _RETRIEVAL_OUTPUTS = st.lists(st.sampled_from(["d1", "d2", "d3", "d4"]), max_siz
 )
 
 
+_WHOLE_OUTPUTS = st.sampled_from(['{"a": 1}', '{"a": 2}', '{"b": 1}', "[1]", "not json"])
+_ARGS = st.sampled_from([{"q": "x"}, {"q": "y"}, {"q": "x", "k": 1}, {}])
+_ARGS_REFERENCE = {"name": "find", "args": {"q": "x"}}
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.one_of(
@@ -206,10 +232,21 @@ _RETRIEVAL_OUTPUTS = st.lists(st.sampled_from(["d1", "d2", "d3", "d4"]), max_siz
             st.just({"name": "retrieval", "output": json.dumps([{"id": "d1"}, {"id": "d2"}])}),
             st.lists(_RETRIEVAL_OUTPUTS, min_size=1, max_size=9),
         ),
+        # Kinds whose explanation is not graded: the closest is picked without bounds.
+        st.tuples(
+            st.sampled_from(
+                [
+                    {"name": "get", "output": '{"a": 1}', "output_media_type": "application/json"},
+                    {"name": "get", "output": '{"a": 1}'},  # compared as text
+                ]
+            ),
+            st.lists(_WHOLE_OUTPUTS, min_size=1, max_size=9),
+        ),
+        st.tuples(st.just(_ARGS_REFERENCE), st.lists(_ARGS, min_size=1, max_size=9)),
     )
 )
 def test_the_closest_candidate_is_the_one_explaining_every_candidate_shows(
-    case: tuple[dict[str, Any], list[str]],
+    case: tuple[dict[str, Any], list[Any]],
 ) -> None:
     reference, outputs = case
     ref = prepared_groups([[reference]])[0][0]
@@ -218,8 +255,11 @@ def test_the_closest_candidate_is_the_one_explaining_every_candidate_shows(
             "name": reference["name"],
             "id": f"c{i}",
             "status": "success",
-            "output": output,
-            "args": {"k": 2},
+            **(
+                {"args": output}
+                if isinstance(output, dict)
+                else {"output": output, "args": {"k": 2}}
+            ),
         }
         for i, output in enumerate(outputs)
     ]
@@ -292,4 +332,49 @@ def test_numbers_the_tolerance_merges_count_once_in_the_row_signature() -> None:
     ref = prepared_groups([[reference]])[0][0]
     steps = [{"name": "sparql_query", "status": "success", "output": result("1.0")}]
     assert StepScorer(steps).score(ref, 0) == 1.0
+    assert StepScorer(steps).may_match(ref, 0)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.one_of(
+        st.text(max_size=80),
+        st.text(alphabet=st.sampled_from(["a", " ", "\t", "\n", "\u00a0", "\u2028", "é"])),
+    )
+)
+def test_a_sparql_value_on_one_short_line_is_shown_as_the_split_and_join_show_it(
+    text: str,
+) -> None:
+    from qa_eval.steps.sparql import explain as sparql_explain
+
+    joined = " ".join(text.split())
+    expected = joined if len(joined) <= 60 else joined[:59] + "…"
+    assert sparql_explain._shown(text) == expected
+
+
+_UNSIGNED_REFERENCES = [
+    {"name": "iri_discovery", "output": "urn:x", "output_media_type": "text/uri"},
+    {"name": "retrieve_time_series", "args": {"mrid": "m1"}},
+    {"name": "retrieve_data_points", "args": {"external_id": "e1"}},
+    {"name": "get", "output": '{"a": 1}', "output_media_type": "application/json"},
+    {"name": "get", "args": {"q": "x"}},
+    {"name": "get", "output": "text"},
+]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.sampled_from(_UNSIGNED_REFERENCES),
+    st.sampled_from(['{"a": 2}', "other", "urn:y", "not json", _select_text(["urn:z"])]),
+)
+def test_may_match_says_yes_to_every_kind_it_has_no_signature_for(
+    reference: dict[str, Any], output: str
+) -> None:
+    """The hint asks ``may_match`` only of the ``SIGNED`` kinds: of any other it says True."""
+    from qa_eval.steps.compare import SIGNED
+
+    ref = prepared_groups([[reference]])[0][0]
+    assert ref.kind not in SIGNED
+    names = ["autocomplete_search"] if ref.kind == "iri_discovery" else [reference["name"]]
+    steps = [{"name": n, "status": "success", "output": output, "args": {}} for n in names]
     assert StepScorer(steps).may_match(ref, 0)

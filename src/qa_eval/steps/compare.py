@@ -67,7 +67,14 @@ from .timeseries import (
     explain_time_series_steps,
 )
 
-__all__ = ["StepScorer"]
+__all__ = ["GRADED", "SIGNED", "StepScorer"]
+
+GRADED = frozenset((COMPARE_SPARQL, COMPARE_RETRIEVAL))
+"""The kinds whose explanations grade how close a candidate is: ``closeness_bound`` of any
+other kind is 0, and exact."""
+
+SIGNED = frozenset((COMPARE_SPARQL, COMPARE_RETRIEVAL))
+"""The kinds ``may_match`` can rule a candidate out for: of any other kind it says True."""
 
 _MISSING = object()
 _IRI_STEPS = ("autocomplete_search", "sparql_query")
@@ -181,7 +188,7 @@ class StepScorer:
         """False when ``ref`` certainly does not match actual step ``act_index`` (a step of its
         name), decided from cheap signatures before a full comparison, else True:
         ``would_match`` then decides. SPARQL: the text holds the values of the reference's
-        first row (before a parse), then a SELECT result with at least as many rows as a
+        first row (parsed or not), then a SELECT result with at least as many rows as a
         required column has distinct values (rows compared as sets); retrieval: the text holds
         a reference id. Never records a problem: a step whose output is unreadable would not
         match either."""
@@ -196,17 +203,17 @@ class StepScorer:
         sparql = ref.parsed
         if not isinstance(sparql, SparqlReference):
             return True
-        if act_index not in self._json:
-            output = self.actual[act_index].get("output")
-            # (without an escape, the text spells every value as it is)
-            if type(output) is str and "\\" not in output:
-                if sparql.boolean is not None:
-                    # An ASK reference matches only an ASK result of its value: the text has
-                    # the key and the value (a JSON literal, spelled as it is).
-                    return '"boolean"' in output and _BOOLEAN_TEXTS[sparql.boolean] in output
-                for value in _first_strings(sparql):
-                    if value not in output:
-                        return False
+        output = self.actual[act_index].get("output")
+        # (without an escape, the text spells every value as it is; read whether or not the
+        # output was parsed already: a search of the text costs less than a comparison)
+        if type(output) is str and "\\" not in output:
+            if sparql.boolean is not None:
+                # An ASK reference matches only an ASK result of its value: the text has the
+                # key and the value (a JSON literal, spelled as it is).
+                return '"boolean"' in output and _BOOLEAN_TEXTS[sparql.boolean] in output
+            for value in _first_strings(sparql):
+                if value not in output:
+                    return False
         if sparql.boolean is not None or not sparql.rows or not sparql.required:
             return True  # (the comparison decides at once)
         raw = ref.raw

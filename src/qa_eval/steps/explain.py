@@ -20,9 +20,11 @@ precedence:
 
 What an explanation costs follows what it shows: of several candidates only those whose bound
 (``StepScorer.closeness_bound``: a match, the kind, the columns and row counts) can still beat
-the closest found so far are explained in full, usually just the one shown; the hint compares
-a SPARQL step only when its output's text holds the reference's first row
-(``StepScorer.may_match``). The texts are those a full comparison of every candidate gives.
+the closest found so far are explained in full, usually just the one shown (for the kinds whose
+explanation is not graded, ``GRADED``, no bound is needed: the first candidate that matches,
+else the latest); the hint compares a SPARQL step only when its output's text holds the
+reference's first row, parsed or not (``StepScorer.may_match``, asked only of the ``SIGNED``
+kinds). The texts are those a full comparison of every candidate gives.
 
 ``mismatch_kinds`` sorts the texts into a few kinds for the CLI summary.
 """
@@ -34,7 +36,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .compare import StepScorer
+from .compare import GRADED, SIGNED, StepScorer
 from .kinds import COMPARE_IRI, ReferenceStep
 from .matching import Match
 from .outputs import shown
@@ -68,11 +70,6 @@ _cached_label = functools.lru_cache(maxsize=4096)(_spelled_label)
 """The same labels come back question after question (the same tools, positions and ids)."""
 
 
-def _names(ref: ReferenceStep) -> tuple[Any, ...]:
-    """The actual step names that can match ``ref``."""
-    return _IRI_STEPS if ref.kind == COMPARE_IRI else (ref.name,)
-
-
 def _step_error(steps: Sequence[Mapping[str, Any]], a: int) -> str:
     step = steps[a]
     error = step.get("error")
@@ -91,19 +88,25 @@ def explain_unmatched(
 
     The comparisons matching made are read back from ``scorer`` (its memo of scores, parsed
     outputs and SPARQL columns); only pairs matching never compared are compared here."""
+    stop = len(groups) - 1  # the last group not fully matched: matching stopped there
+    out: dict[tuple[int, int], str] = {}
+    if not matches:  # (most failing questions: nothing to count)
+        while stop >= 0 and not groups[stop]:
+            stop -= 1
+        if stop >= 0:
+            _explain_stopped(groups, scorer, matches, stop, 0, response_error, out)
+        return out
     counts = [0] * len(groups)  # matched steps per group
     partial = []
     for g, i, a, score in matches:
         counts[g] += 1
         if score < _WHOLE:
             partial.append((g, i, a))  # a retrieval step matched with recall@k below 1
-    stop = len(groups) - 1  # the last group not fully matched: matching stopped there
     while stop >= 0 and counts[stop] >= len(groups[stop]):
         stop -= 1
     if stop < 0 and not partial:
-        return {}
+        return out
     steps = scorer.actual
-    out: dict[tuple[int, int], str] = {}
     for g, i, a in partial:
         _, text = scorer.explain(groups[g][i], a)
         out[(g, i)] = f"partly matched by {_label(steps, a)}: {text}"
@@ -139,6 +142,8 @@ def _explain_stopped(
             first = a
     upto = len(steps) if first is None else first
     successful = scorer.successful()
+    # Each actual step's name, read once for every reference step below.
+    step_names = [step.get("name") for step in steps]
     if stop:  # the steps of the groups before: matching never reached them
         header = _header(stop, done, len(groups[stop]))
         latest_first = successful[::-1]
@@ -146,15 +151,16 @@ def _explain_stopped(
         may_match = scorer.may_match
         for g in range(stop):
             for ref in groups[g]:
-                if (g, ref.index) in matched:
+                if matched and (g, ref.index) in matched:
                     continue
                 # With a hint when an actual step (the latest such) would match it on its own.
-                names = _names(ref)
+                names = _IRI_STEPS if ref.kind == COMPARE_IRI else (ref.name,)
+                signed = ref.kind in SIGNED  # (else ``may_match`` says True: not asked)
                 text = header
                 for a in latest_first:
                     if (
-                        steps[a].get("name") in names
-                        and may_match(ref, a)
+                        step_names[a] in names
+                        and (not signed or may_match(ref, a))
                         and would_match(ref, a) > 0.0
                     ):
                         text = header + f" (on its own this step would match {_label(steps, a)})"
@@ -162,12 +168,12 @@ def _explain_stopped(
                 out[(g, ref.index)] = text
     usable = set(successful)
     for ref in groups[stop]:
-        if (stop, ref.index) in matched:
+        if matched and (stop, ref.index) in matched:
             continue
         if response_error is not None and not steps:
             text = f"the response is an error ({shown(response_error)}) with no actual steps"
         else:
-            text = _explain_step(ref, scorer, usable, upto, matches, stop)
+            text = _explain_step(ref, scorer, usable, upto, matches, stop, step_names)
         out[(stop, ref.index)] = text
 
 
@@ -186,25 +192,25 @@ def _explain_step(
     upto: int,
     matches: Sequence[Match],
     group: int,
+    step_names: list[Any],
 ) -> str:
-    """Why ``ref``, a step of the group matching stopped at, found no match."""
+    """Why ``ref``, a step of the group matching stopped at, found no match (``step_names``:
+    the name of each actual step)."""
     steps = scorer.actual
     if not steps:
         return f"the response has no actual steps (expected a {shown(ref.name)} step)"
-    names = _names(ref)
+    names = _IRI_STEPS if ref.kind == COMPARE_IRI else (ref.name,)
     # The steps of those names, in one pass: failed ones, successful ones, and the successful
     # ones before ``upto`` (the candidates the ordering allows).
     failed: list[int] = []
     ok: list[int] = []
-    in_order: list[int] = []
-    for a, step in enumerate(steps):
-        if step.get("name") in names:
+    for a, name in enumerate(step_names):
+        if name in names:
             if a in successful:
                 ok.append(a)
-                if a < upto:
-                    in_order.append(a)
             else:
                 failed.append(a)
+    in_order = ok if not ok or ok[-1] < upto else [a for a in ok if a < upto]
     if not ok and not failed:
         if ref.kind == COMPARE_IRI:
             return "no actual step named autocomplete_search or sparql_query"
@@ -241,35 +247,42 @@ def _closest(
         a = in_order[0]
         return f"{_label(scorer.actual, a)}: {_candidate_text(ref, scorer, a, matches)}"
     candidates = in_order[::-1][:_MAX_CANDIDATES]
-    bounds: list[tuple[float, int, bool]] = []  # (bound, position, the bound is the closeness)
-    for position, a in enumerate(candidates):
-        if scorer.would_match(ref, a) > 0.0:
-            bounds.append((1.0, position, True))
-        else:
-            bound, exact = scorer.closeness_bound(ref, a)
-            bounds.append((bound, position, exact))
-    bounds.sort(key=_highest_first)
-    best = -1.0
-    best_position = 0
+    would_match = scorer.would_match
     best_text: str | None = None
-    for bound, position, exact in bounds:
-        if bound < best or (bound == best and position > best_position):
-            break  # (sorted: no later candidate can be closer)
-        if exact:
-            closeness, text = bound, None
-        else:
-            closeness, text = scorer.explain(ref, candidates[position])
-        if closeness > best or (closeness == best and position < best_position):
-            best, best_position, best_text = closeness, position, text
-    a = candidates[best_position]
+    if ref.kind not in GRADED:
+        # Every candidate that does not match is as close as any other (0): the closest is
+        # the first that matches, else the first (the bounds below would give the same).
+        a = candidates[0]
+        for b in candidates:
+            if would_match(ref, b) > 0.0:
+                a = b
+                break
+    else:
+        # (-bound, position, the bound is the closeness): sorted, the highest bound first.
+        bounds: list[tuple[float, int, bool]] = []
+        for position, a in enumerate(candidates):
+            if would_match(ref, a) > 0.0:
+                bounds.append((-1.0, position, True))
+            else:
+                bound, exact = scorer.closeness_bound(ref, a)
+                bounds.append((-bound, position, exact))
+        bounds.sort()
+        best = -1.0
+        best_position = 0
+        for negated, position, exact in bounds:
+            bound = -negated
+            if bound < best or (bound == best and position > best_position):
+                break  # (sorted: no later candidate can be closer)
+            if exact:
+                closeness, text = bound, None
+            else:
+                closeness, text = scorer.explain(ref, candidates[position])
+            if closeness > best or (closeness == best and position < best_position):
+                best, best_position, best_text = closeness, position, text
+        a = candidates[best_position]
     if best_text is None:
         best_text = _candidate_text(ref, scorer, a, matches)
-    prefix = f"closest of {len(in_order)} candidates, " if len(in_order) > 1 else ""
-    return f"{prefix}{_label(scorer.actual, a)}: {best_text}"
-
-
-def _highest_first(entry: tuple[float, int, bool]) -> tuple[float, int]:
-    return -entry[0], entry[1]
+    return f"closest of {len(in_order)} candidates, {_label(scorer.actual, a)}: {best_text}"
 
 
 def _candidate_text(

@@ -9,7 +9,7 @@ from collections.abc import Hashable, Mapping
 from typing import Any, cast
 
 from .match import SparqlReference, tolerant_columns
-from .terms import BNODE, BOOLEAN, IRI, MIXED, NAN, NUMBER, UNBOUND, Table, Value
+from .terms import BNODE, BOOLEAN, IRI, LITERAL, MIXED, NAN, NUMBER, UNBOUND, Table, Value
 
 __all__ = ["explain_sparql_results"]
 
@@ -20,12 +20,25 @@ _SHOWN_CHARS = 60
 
 
 def _shown(text: str) -> str:
+    if (
+        len(text) <= _SHOWN_CHARS
+        and text.isprintable()
+        and "  " not in text
+        and (not text or (text[0] != " " and text[-1] != " "))
+    ):
+        # Already one line of single spaces (a printable text's only white space is " "),
+        # short enough: what the split and join below would give.
+        return text
     text = " ".join(text.split())  # one line
     return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 1] + "…"
 
 
 def _show(kind: Hashable, value: Value) -> str:
     """A canonical value as a user reads it: <iri>, "text", "text"@en, 12.5, true."""
+    if kind == IRI:  # (the two usual kinds first)
+        return "<" + _shown(str(value)) + ">"
+    if kind == LITERAL:
+        return '"' + _shown(str(value)) + '"'
     if kind == MIXED:
         pair = cast(tuple[Hashable, Value], value)
         return _show(pair[0], pair[1])
@@ -73,6 +86,11 @@ def _rows_list(count: int, what: str) -> str:
     return f"{count} {what}" if count != 1 else f"1 {what.replace('rows', 'row')}"
 
 
+def _named(columns: list[str]) -> str:
+    """``?a, ?b``: columns as a text names them."""
+    return ", ".join(["?" + v for v in columns])
+
+
 def explain_sparql_results(
     reference: SparqlReference,
     actual: Mapping[str, Any],
@@ -97,11 +115,10 @@ def explain_sparql_results(
     act_bindings = actual.get("results", {}).get("bindings", [])
     act_vars = list(dict.fromkeys(actual.get("head", {}).get("vars", [])))
     required = reference.required
-    named = ", ".join("?" + v for v in required)
     if not reference.rows and not act_bindings:
         return 0.5, (
             f"no rows on either side, but the actual result has {len(act_vars)} columns and "
-            f"{len(required)} are required ({named})"
+            f"{len(required)} are required ({_named(required)})"
         )
     if not reference.rows:
         return 0.0, f"expected no rows, got {len(act_bindings)}"
@@ -113,7 +130,7 @@ def explain_sparql_results(
         parts.append(
             f"the actual result has {len(act_vars)} column{'s' if len(act_vars) != 1 else ''} "
             f"({columns}), "
-            f"{len(required)} are required ({named})"
+            f"{len(required)} are required ({_named(required)})"
         )
     try:
         if table is None or table.bindings is not act_bindings:
@@ -257,36 +274,42 @@ def _row_differences(
 ) -> tuple[float, list[str]]:
     """(share of rows in common, texts) for the rows projected on the columns found: the rows
     missing and extra (the first few shown), else the order or the repetitions that differ."""
-    ref_rows = list(zip(*(values for _, values in ref_found)))
+    ref_rows = list(zip(*[values for _, values in ref_found]))
     act_rows = list(zip(*act_found))
     kinds = [kind for kind, _ in ref_found]
-
-    def show_row(row: tuple[Value, ...]) -> str:
-        return " ".join(f"{n}={_show(k, v)}" for n, k, v in zip(names, kinds, row))
-
-    def listing(rows: list[tuple[Value, ...]], what: str) -> str:
-        shown = "; ".join(show_row(r) for r in rows[:_SHOWN_ROWS])
-        more = f"; and {len(rows) - _SHOWN_ROWS} more" if len(rows) > _SHOWN_ROWS else ""
-        return f"{_rows_list(len(rows), what)}{on}: {shown}{more}"
-
     missing, extra, common = _missing_and_extra(ref_rows, act_rows, ordered, ignore_duplicates)
     texts = []
     if missing:
-        texts.append(listing(missing, "rows missing"))
+        texts.append(_listing(missing, "rows missing", names, kinds, on))
     if extra:
-        texts.append(listing(extra, "extra rows"))
+        texts.append(_listing(extra, "extra rows", names, kinds, on))
     # The first row out of place, looked for only when the order is what differs.
     row = None
     if ordered and not missing and not extra:
         row = next((r for r, (a, b) in enumerate(zip(ref_rows, act_rows)) if a != b), None)
     if row is not None:
         texts.append(
-            f"rows in another order (ordered): row {row + 1} is {show_row(act_rows[row])}, "
-            f"expected {show_row(ref_rows[row])}"
+            f"rows in another order (ordered): row {row + 1} is "
+            f"{_show_row(act_rows[row], names, kinds)}, "
+            f"expected {_show_row(ref_rows[row], names, kinds)}"
         )
     elif not ignore_duplicates and (missing or extra) and set(ref_rows) == set(act_rows):
         texts.append("the same rows, repeated a different number of times")
     return common, texts
+
+
+def _show_row(row: tuple[Value, ...], names: list[str], kinds: list[Hashable]) -> str:
+    """``name=value`` for each column found, as an explanation shows a row."""
+    return " ".join([f"{n}={_show(k, v)}" for n, k, v in zip(names, kinds, row)])
+
+
+def _listing(
+    rows: list[tuple[Value, ...]], what: str, names: list[str], kinds: list[Hashable], on: str
+) -> str:
+    """``2 rows missing: ...``: the count and the first few rows."""
+    shown = "; ".join([_show_row(r, names, kinds) for r in rows[:_SHOWN_ROWS]])
+    more = f"; and {len(rows) - _SHOWN_ROWS} more" if len(rows) > _SHOWN_ROWS else ""
+    return f"{_rows_list(len(rows), what)}{on}: {shown}{more}"
 
 
 def _missing_and_extra(
