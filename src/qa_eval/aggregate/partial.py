@@ -26,6 +26,7 @@ from typing import Any
 from .compute import AggregateSpec, summarise, tag_groups, template_group
 from .groups import Group, Shape, Trials
 from .keys import CATEGORIES
+from .spill import Spill, Spilled
 from .stats import ArraySeries, Series, describe_array
 
 __all__ = ["PartialAggregates"]
@@ -139,84 +140,6 @@ def _joined(mine: array[Any] | list[Any], theirs: array[Any] | list[Any]) -> arr
         mine.extend(theirs)
         return mine
     return [*mine, *theirs]
-
-
-class Spill:
-    """The values of in-order aggregates (``PartialAggregates.in_order``) in a temporary file,
-    written once as they come and read back when summarised: a run keeps 16 bytes per chunk of
-    a group's values, not 8 bytes per value. The file has no name (``tempfile.TemporaryFile``):
-    the system removes it when it is closed or the process ends, also on an error, Ctrl-C or a
-    crash."""
-
-    def __init__(self) -> None:
-        self.file: Any = None
-        self.size = 0
-
-    def __getstate__(self) -> dict[str, Any]:
-        raise TypeError("values written to a temporary file are not sent to another process")
-
-    def put(self, values: array[Any]) -> Spilled:
-        """Write values (an array of ints or floats); where they are."""
-        import os
-
-        if self.file is None:
-            import tempfile
-
-            self.file = tempfile.TemporaryFile(prefix="qa-eval-values-")  # noqa: SIM115
-        data = values.tobytes()
-        os.pwrite(self.file.fileno(), data, self.size)
-        chunks = array("q", [self.size, len(values)])
-        self.size += len(data)
-        return Spilled(self, values.typecode, chunks, len(values))
-
-    def read(self, typecode: str, chunks: array[int]) -> array[Any]:
-        """The values written at ``chunks`` (offset, count, offset, count, ...), in order."""
-        import os
-
-        out = array(typecode)
-        fd = self.file.fileno()
-        for i in range(0, len(chunks), 2):
-            size = chunks[i + 1] * out.itemsize
-            data = os.pread(fd, size, chunks[i])
-            if len(data) != size:
-                raise OSError("the temporary file of the aggregates' values was cut short")
-            out.frombytes(data)
-        return out
-
-
-class Spilled:
-    """A group's values of one metric in a :class:`Spill`: all ints or all floats
-    (``typecode``), in chunks (offset, count) in order."""
-
-    __slots__ = ("chunks", "count", "store", "typecode")
-
-    def __init__(self, store: Spill, typecode: str, chunks: array[int], count: int) -> None:
-        self.store, self.typecode, self.chunks, self.count = store, typecode, chunks, count
-
-    def __len__(self) -> int:
-        return self.count
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self.read())
-
-    def extend(self, other: Spilled) -> None:
-        """Add the chunks of values written after these (of the same kind)."""
-        chunks = self.chunks
-        at = other.chunks
-        if chunks and at and chunks[-2] + chunks[-1] * 8 == at[0]:  # (written right after)
-            chunks[-1] += at[1]
-            chunks.extend(at[2:])
-        else:
-            chunks.extend(at)
-        self.count += other.count
-
-    def read(self) -> array[Any]:
-        """The values, read from the file."""
-        return self.store.read(self.typecode, self.chunks)
-
-    def tolist(self) -> list[Any]:
-        """The values as a list."""
-        return self.read().tolist()
 
 
 def _increasing(order: array[int]) -> bool:
@@ -497,16 +420,34 @@ class PartialAggregates:
 
     def finish(self) -> dict[str, Any]:
         """The aggregates of every result added and merged: ``compute_aggregates``' own. One
-        group's values at a time are Python objects (micro's: one metric's at a time)."""
+        group's values at a time are Python objects (micro's: one metric's at a time). In order
+        (:attr:`in_order`), the groups are let go as they are summarised (finish once), and
+        ``per_template`` is kept in a temporary file
+        (``aggregate.summaries.TemplateSummaries``, a read-only mapping)."""
         spec = self.spec
+        consume = self.in_order
 
-        def groups(parts: Mapping[Any, Part]) -> Iterator[tuple[Any, Group]]:
-            for part in sorted(parts.values(), key=lambda part: part.first):
+        def groups(parts: dict[Any, Part]) -> Iterator[tuple[Any, Group]]:
+            ordered = sorted(parts.values(), key=lambda part: part.first)
+            if consume:  # (each part goes once its group is summarised)
+                parts.clear()
+                ordered.reverse()
+                while ordered:
+                    part = ordered.pop()
+                    yield part.key, part.group(spec)
+                return
+            for part in ordered:
                 yield part.key, part.group(spec)
 
         tagged = {tag: groups(parts) for tag, parts in self.tagged.items()}
         overall = _Micro(spec.failures, spec.thresholds)
-        return spec.project(summarise(groups(self.templates), tagged, spec, overall))
+        per_template: Any = None
+        if self.in_order:
+            from .summaries import TemplateSummaries
+
+            per_template = TemplateSummaries()
+        summary = summarise(groups(self.templates), tagged, spec, overall, per_template)
+        return spec.project(summary)
 
 
 class _Joined(Series):
@@ -527,6 +468,17 @@ class _Joined(Series):
         """The values, in order: a new list each time."""
         return [v for chunk in self.chunks for v in chunk]  # (a Spilled chunk is read)
 
+    def add(self, chunk: array[Any] | list[Any] | Spilled) -> None:
+        """Add a template's values after the others: values in the temporary file join the
+        chunks of the values before them (16 bytes a chunk, not a ``Spilled`` a template)."""
+        last = self.chunks[-1] if self.chunks else None
+        if isinstance(chunk, Spilled):
+            if isinstance(last, Spilled) and last.typecode == chunk.typecode:
+                last.extend(chunk)
+                return
+            chunk = Spilled(chunk.store, chunk.typecode, array("q", chunk.chunks), chunk.count)
+        self.chunks.append(chunk)
+
     def sorted_values(self) -> list[Any]:
         """The values sorted (stably: what sorting the whole's list gives)."""
         return sorted(self.values)
@@ -538,7 +490,7 @@ class _Joined(Series):
     def describe(self, zeros: bool = False) -> dict[str, Any]:
         """``describe`` of the values: from one array of them when every chunk is an array of
         one kind (8 bytes a value), else from their list."""
-        kinds = {chunk.typecode if isinstance(chunk, array) else "" for chunk in self.chunks}
+        kinds = {getattr(chunk, "typecode", "") for chunk in self.chunks}  # (a list: "")
         if len(kinds) != 1 or "" in kinds:
             return super().describe(zeros)
         import numpy as np
@@ -563,9 +515,7 @@ class _Micro(Group):
             if joined is None:
                 joined = self.series[metric] = _Joined()
             assert isinstance(joined, _Joined)
-            joined.chunks.append(
-                values.array if isinstance(values, ArraySeries) else _compact(values.values)
-            )
+            joined.add(values.array if isinstance(values, ArraySeries) else _compact(values.values))
             joined.skipped += values.skipped
             joined.failed += values.failed
 

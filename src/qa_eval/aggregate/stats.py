@@ -274,7 +274,7 @@ class ArraySeries(Series):
 
     def describe(self, zeros: bool = False) -> dict[str, Any]:
         """``describe`` of its values, from the array (read first when it is written to a file:
-        ``aggregate.partial.Spilled``)."""
+        ``aggregate.spill.Spilled``)."""
         read = getattr(self.array, "read", None)
         data = read() if read is not None else self.array
         return describe_array(data, self.skipped, zeros, self.failed)
