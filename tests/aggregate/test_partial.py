@@ -154,10 +154,14 @@ def test_in_order_aggregates_write_their_values_to_a_temporary_file() -> None:
         part = PartialAggregates(spec)
         part.add(results[start : start + 7], range(start, min(start + 7, 20)))
         merged.merge(part)
-    groups = [*merged.templates.values(), *merged.tagged["question_type"].values()]
+    spill = merged.spill
+    assert spill is not None
+    cold = [spill.load(*merged.cold_at[3 * n : 3 * n + 2]) for n in merged.cold.values()]
+    assert len(cold) == 4 and len(merged.templates) == 3  # (t4, t5 and t6 in the last batch)
+    groups = [*merged.templates.values(), *cold, *merged.tagged["question_type"].values()]
     columns = [c for group in groups for c in group.series.values()]
     assert columns and all(isinstance(c.values, Spilled) for c in columns)
-    assert merged.spill is not None and merged.spill.size == 2 * 2 * 20 * 8  # 2 metrics, 2 groups
+    assert sum(len(c.values) for c in columns) == 2 * 2 * 20  # 2 metrics, 2 groups a result
     assert dumped(merged.finish()) == dumped(compute_aggregates(results))
     assert dumped(merged.finish()) == dumped(compute_aggregates(results))  # (read again)
 

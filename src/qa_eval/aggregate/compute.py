@@ -6,9 +6,9 @@ from __future__ import annotations
 import gc
 import os
 from array import array
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import InputError, QaEvalError, short_repr
 from ..io.keysets import check_keys, original_aggregates
@@ -165,12 +165,19 @@ class AggregateSpec:
         return out
 
 
+class Summaries(Protocol):
+    """Where ``summarise`` puts each template's summary: a dict, or a ``TemplateSummaries``."""
+
+    def __setitem__(self, template: Any, summary: dict[str, Any], /) -> None:
+        """Keep a template's summary."""
+
+
 def summarise(
     templates: Iterable[tuple[Any, Group]],
     tagged: Mapping[str, Iterable[tuple[Any, Group]]],
     spec: AggregateSpec,
     overall: Group | None = None,
-    per_template: MutableMapping[Any, Any] | None = None,
+    per_template: Summaries | None = None,
 ) -> dict[str, Any]:
     """``per_template``, ``micro``, ``macro`` and ``per_tag`` of the groups the results were
     added to (templates and tag values in order of first appearance, each group read once; see

@@ -372,6 +372,12 @@ class PartialAggregates:
         they are summarised; a part merged out of order is a ``ValueError``."""
         self.spill = Spill() if in_order else None
         self.templates: dict[Any, Part] = {}
+        self.cold: dict[Any, int] = {}
+        """In order: the templates none of whose results were in the last part added or merged
+        (a template's results are usually consecutive), each written to the spill file and let
+        go (its number in ``cold_at``), and read back if more of its results come."""
+        self.cold_at = array("q")
+        """Where each cold template's part is in the spill file: offset, size, first position."""
         self.tagged: dict[str, dict[Any, Part]] = {tag: {} for tag in spec.tags}
         self.results = 0
 
@@ -401,10 +407,11 @@ class PartialAggregates:
                 tracker.added(group, position)
             self.results += 1
         for tid, template in templates.items():
-            _merge_part(self.templates, trackers[id(template)].part(tid, template), self.spill)
+            self._merge_template(trackers[id(template)].part(tid, template))
         for tag, values in tagged.items():
             for value, group in values.items():
                 _merge_part(self.tagged[tag], trackers[id(group)].part(value, group), self.spill)
+        self._cool(templates)
 
     def merge(self, other: PartialAggregates) -> None:
         """Add another part of the same run (taken over: not to be used after); ``ValueError`` for
@@ -412,41 +419,70 @@ class PartialAggregates:
         if other.spec != self.spec:
             raise ValueError("partial aggregates of different specs cannot be merged")
         for part in other.templates.values():
-            _merge_part(self.templates, part, self.spill)
+            self._merge_template(part)
         for tag, groups in other.tagged.items():
             for part in groups.values():
                 _merge_part(self.tagged[tag], part, self.spill)
         self.results += other.results
+        self._cool(other.templates)
+
+    def _merge_template(self, part: Part) -> None:
+        """Add a template's part (its cold part read back first)."""
+        if self.cold:
+            number = self.cold.pop(part.key, None)
+            if number is not None:
+                at = 3 * number
+                assert self.spill is not None  # (cold templates are in the spill file)
+                held: Part = self.spill.load(self.cold_at[at], self.cold_at[at + 1])
+                self.templates[held.key] = held
+        _merge_part(self.templates, part, self.spill)
+
+    def _cool(self, touched: Mapping[Any, Any]) -> None:
+        """In order: write the parts of the templates not ``touched`` (those of the last part)
+        to the spill file, and let them go (:attr:`cold`)."""
+        spill = self.spill
+        if spill is None or len(self.templates) <= len(touched):
+            return
+        for key in [key for key in self.templates if key not in touched]:
+            part = self.templates.pop(key)
+            self.cold[key] = len(self.cold_at) // 3
+            self.cold_at.extend((*spill.keep(part), part.first))
+
+    def _cold_parts(self) -> Iterator[Part]:
+        """In order: every template's part, cold or not, by first position, each read back (and
+        let go) as it is asked for."""
+        import numpy as np
+
+        self._cool({})
+        numbers = np.fromiter(self.cold.values(), dtype=np.int64, count=len(self.cold))
+        at = self.cold_at
+        firsts = np.frombuffer(at, dtype=np.int64)[2::3][numbers]
+        spill = self.spill
+        assert spill is not None
+        for number in numbers[np.argsort(firsts, kind="stable")].tolist():
+            yield spill.load(at[3 * number], at[3 * number + 1])
 
     def finish(self) -> dict[str, Any]:
         """The aggregates of every result added and merged: ``compute_aggregates``' own. One
         group's values at a time are Python objects (micro's: one metric's at a time). In order
-        (:attr:`in_order`), the groups are let go as they are summarised (finish once), and
-        ``per_template`` is kept in a temporary file
+        (:attr:`in_order`), the templates' parts are read back from the spill file one at a
+        time, and ``per_template`` is kept in a temporary file
         (``aggregate.summaries.TemplateSummaries``, a read-only mapping)."""
         spec = self.spec
-        consume = self.in_order
 
         def groups(parts: dict[Any, Part]) -> Iterator[tuple[Any, Group]]:
-            ordered = sorted(parts.values(), key=lambda part: part.first)
-            if consume:  # (each part goes once its group is summarised)
-                parts.clear()
-                ordered.reverse()
-                while ordered:
-                    part = ordered.pop()
-                    yield part.key, part.group(spec)
-                return
-            for part in ordered:
+            for part in sorted(parts.values(), key=lambda part: part.first):
                 yield part.key, part.group(spec)
 
         tagged = {tag: groups(parts) for tag, parts in self.tagged.items()}
         overall = _Micro(spec.failures, spec.thresholds)
-        per_template: Any = None
-        if self.in_order:
-            from .summaries import TemplateSummaries
+        if not self.in_order:
+            summary = summarise(groups(self.templates), tagged, spec, overall)
+            return spec.project(summary)
+        from .summaries import TemplateSummaries
 
-            per_template = TemplateSummaries()
-        summary = summarise(groups(self.templates), tagged, spec, overall, per_template)
+        templates = ((part.key, part.group(spec)) for part in self._cold_parts())
+        summary = summarise(templates, tagged, spec, overall, TemplateSummaries())
         return spec.project(summary)
 
 

@@ -27,17 +27,54 @@ class Spill:
 
     def put(self, values: array[Any]) -> Spilled:
         """Write values (an array of ints or floats); where they are."""
+        at = self.write(values.tobytes())
+        return Spilled(self, values.typecode, array("q", [at, len(values)]), len(values))
+
+    def write(self, data: bytes) -> int:
+        """Write bytes after those written; where they start."""
         import os
 
         if self.file is None:
             import tempfile
 
             self.file = tempfile.TemporaryFile(prefix="qa-eval-values-")  # noqa: SIM115
-        data = values.tobytes()
-        os.pwrite(self.file.fileno(), data, self.size)
-        chunks = array("q", [self.size, len(values)])
+        at = self.size
+        os.pwrite(self.file.fileno(), data, at)
         self.size += len(data)
-        return Spilled(self, values.typecode, chunks, len(values))
+        return at
+
+    def keep(self, held: Any) -> tuple[int, int]:
+        """Write an object (pickled; its values in this file stay where they are); where it is
+        (offset, size): :meth:`load` gives it back."""
+        import io
+        import pickle
+
+        store = self
+
+        class Pickler(pickle.Pickler):
+            def persistent_id(self, obj: Any) -> Any:
+                return "spill" if obj is store else None
+
+        data = io.BytesIO()
+        Pickler(data, protocol=pickle.HIGHEST_PROTOCOL).dump(held)
+        return self.write(data.getvalue()), data.tell()
+
+    def load(self, at: int, size: int) -> Any:
+        """The object :meth:`keep` wrote at ``at`` (``size`` bytes)."""
+        import io
+        import os
+        import pickle
+
+        data = os.pread(self.file.fileno(), size, at)
+        if len(data) != size:
+            raise OSError("the temporary file of the aggregates' values was cut short")
+        store = self
+
+        class Unpickler(pickle.Unpickler):
+            def persistent_load(self, pid: Any) -> Any:
+                return store
+
+        return Unpickler(io.BytesIO(data)).load()
 
     def read(self, typecode: str, chunks: array[int]) -> array[Any]:
         """The values written at ``chunks`` (offset, count, offset, count, ...), in order."""
