@@ -208,3 +208,6 @@ def test_describe_array_is_describe(values: list[Any], zeros: bool, skipped: int
     values = [float(v) for v in values] if kind == "d" else values
     expected = describe(values, skipped, zeros)
     assert dumped(describe_array(array(kind, values), skipped, zeros)) == dumped(expected)
+    mine = array(kind, values)  # (sorted where it is: the same statistics)
+    assert dumped(describe_array(mine, skipped, zeros, mine=True)) == dumped(expected)
+    assert mine.tolist() == sorted(values)

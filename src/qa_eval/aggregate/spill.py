@@ -77,17 +77,19 @@ class Spill:
         return Unpickler(io.BytesIO(data)).load()
 
     def read(self, typecode: str, chunks: array[int]) -> array[Any]:
-        """The values written at ``chunks`` (offset, count, offset, count, ...), in order."""
+        """The values written at ``chunks`` (offset, count, offset, count, ...), in order, read
+        into one array made at its size."""
         import os
 
-        out = array(typecode)
+        out = array(typecode, bytes(8 * sum(chunks[1::2])))
+        view = memoryview(out).cast("B")
         fd = self.file.fileno()
+        start = 0
         for i in range(0, len(chunks), 2):
-            size = chunks[i + 1] * out.itemsize
-            data = os.pread(fd, size, chunks[i])
-            if len(data) != size:
+            size = chunks[i + 1] * 8
+            if size and os.preadv(fd, [view[start : start + size]], chunks[i]) != size:
                 raise OSError("the temporary file of the aggregates' values was cut short")
-            out.frombytes(data)
+            start += size
         return out
 
 

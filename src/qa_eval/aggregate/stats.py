@@ -164,12 +164,13 @@ def _stats(
 
 
 def describe_array(
-    values: Any, skipped: int = 0, zeros: bool = False, failed: int = 0
+    values: Any, skipped: int = 0, zeros: bool = False, failed: int = 0, mine: bool = False
 ) -> dict[str, Any]:
     """``describe`` of values that are all ints or all floats, held in an ``array('q')`` or
     ``array('d')`` (or a numpy array of int64 or float64) in their order: the same statistics,
     bit for bit, without a Python object per value (a stable sort keeps ties, ``0.0`` and
-    ``-0.0``, in the order ``sorted`` gives them)."""
+    ``-0.0``, in the order ``sorted`` gives them). ``mine``: the values may be sorted where
+    they are (no copy; the sums are exact, so their order does not count)."""
     import numpy as np
 
     n = len(values)
@@ -180,7 +181,11 @@ def describe_array(
         if isinstance(values, np.ndarray)
         else np.frombuffer(values, _DTYPES[values.typecode])
     )
-    ordered = np.sort(data, kind="stable")
+    if mine:
+        data.sort(kind="stable")
+        ordered = data
+    else:
+        ordered = np.sort(data, kind="stable")
     total: int | float | None
     if data.dtype.kind == "i":
         low, high = int(ordered[0]), int(ordered[-1])
