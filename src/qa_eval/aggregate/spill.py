@@ -4,6 +4,8 @@ metric are."""
 
 from __future__ import annotations
 
+import functools
+import pickle
 from array import array
 from collections.abc import Iterator
 from typing import Any
@@ -44,37 +46,30 @@ class Spill:
         return at
 
     def keep(self, held: Any) -> tuple[int, int]:
-        """Write an object (pickled; its values in this file stay where they are); where it is
-        (offset, size): :meth:`load` gives it back."""
+        """Write an object (pickled; the values in this file it refers to, ``Spilled``, stay
+        where they are); where it is (offset, size): :meth:`load` gives it back."""
+        import copyreg
         import io
         import pickle
 
-        store = self
-
-        class Pickler(pickle.Pickler):
-            def persistent_id(self, obj: Any) -> Any:
-                return "spill" if obj is store else None
-
         data = io.BytesIO()
-        Pickler(data, protocol=pickle.HIGHEST_PROTOCOL).dump(held)
+        pickler = pickle.Pickler(data, protocol=pickle.HIGHEST_PROTOCOL)
+        # (a Spilled without its file, in C: no Python call per object pickled)
+        pickler.dispatch_table = {**copyreg.dispatch_table, Spilled: _detached}
+        pickler.dump(held)
         return self.write(data.getvalue()), data.tell()
 
     def load(self, at: int, size: int) -> Any:
         """The object :meth:`keep` wrote at ``at`` (``size`` bytes)."""
         import io
         import os
-        import pickle
 
         data = os.pread(self.file.fileno(), size, at)
         if len(data) != size:
             raise OSError("the temporary file of the aggregates' values was cut short")
-        store = self
-
-        class Unpickler(pickle.Unpickler):
-            def persistent_load(self, pid: Any) -> Any:
-                return store
-
-        return Unpickler(io.BytesIO(data)).load()
+        loader = _Loader(io.BytesIO(data))
+        loader.store = self
+        return loader.load()
 
     def read(self, typecode: str, chunks: array[int]) -> array[Any]:
         """The values written at ``chunks`` (offset, count, offset, count, ...), in order, read
@@ -126,3 +121,26 @@ class Spilled:
     def tolist(self) -> list[Any]:
         """The values as a list."""
         return self.read().tolist()
+
+
+class _Loader(pickle.Unpickler):
+    """Reads what :meth:`Spill.keep` wrote: each ``Spilled`` given its file (``store``)."""
+
+    store: Spill
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == __name__ and name == "attached":
+            return functools.partial(Spilled, self.store)
+        return super().find_class(module, name)
+
+
+def _detached(spilled: Spilled) -> tuple[Any, tuple[Any, ...]]:
+    """How :meth:`Spill.keep` pickles a ``Spilled``: without its file (given back by
+    :meth:`Spill.load`)."""
+    return attached, (spilled.typecode, spilled.chunks, spilled.count)
+
+
+def attached(typecode: str, chunks: array[int], count: int) -> Spilled:
+    """A ``Spilled`` read back by :meth:`Spill.load`, which gives its file (never called
+    itself)."""
+    raise TypeError("values written to a temporary file are read back by the file's Spill.load")

@@ -84,7 +84,8 @@ class Observer:
 @dataclass
 class SystemRun:
     """One system's evaluation: its results (read back from a streamed ``output`` on demand),
-    aggregates and signature, the files written, and the seconds it took. A dry run has no
+    aggregates (a streamed run's ``per_template``: a read-only mapping read back from a
+    temporary file, ``aggregate.summaries.TemplateSummaries``) and signature, the files written, and the seconds it took. A dry run has no
     results: ``judge_calls`` counts the calls it would make."""
 
     system: SystemPlan
