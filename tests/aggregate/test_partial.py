@@ -211,3 +211,52 @@ def test_describe_array_is_describe(values: list[Any], zeros: bool, skipped: int
     mine = array(kind, values)  # (sorted where it is: the same statistics)
     assert dumped(describe_array(mine, skipped, zeros, mine=True)) == dumped(expected)
     assert mine.tolist() == sorted(values)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    values=st.one_of(
+        st.lists(INT64, max_size=40),
+        st.lists(st.sampled_from([0, 1, 2, 2**62, -(2**63), 2**63 - 1]), max_size=40),
+        st.lists(FINITE, max_size=40),
+        st.lists(st.sampled_from([0.0, -0.0, 1.0, -1.0, 1e308, -1e308, 0.5, 5e-324]), max_size=40),
+    ),
+    cuts=st.lists(st.integers(min_value=0, max_value=40), max_size=6),
+    size=st.integers(min_value=1, max_value=7),
+    zeros=st.booleans(),
+)
+def test_describe_blocks_is_describe(
+    values: list[Any], cuts: list[int], size: int, zeros: bool
+) -> None:
+    """Values written to the spill file in chunks (as a run's batches write them) and
+    summarised block by block, never all at once: ``describe``'s statistics of their list, bit
+    for bit (the median found by counting keys; ties of 0.0 and -0.0 in their order)."""
+    from array import array
+
+    from qa_eval.aggregate.select import describe_blocks
+    from qa_eval.aggregate.spill import Spill
+    from qa_eval.aggregate.stats import describe
+
+    kind = "d" if any(isinstance(v, float) for v in values) else "q"
+    values = [float(v) for v in values] if kind == "d" else values
+    expected = dumped(describe(values, 1, zeros, 2))
+    spill = Spill()
+    spill.write(b"x" * 8)  # (values anywhere in the file)
+    joined = None
+    for start, end in itertools.pairwise(
+        sorted({0, len(values), *(min(c, len(values)) for c in cuts)})
+    ):
+        spilled = spill.put(array(kind, values[start:end]))
+        spill.write(b"y" * 8)  # (chunks apart)
+        joined = spilled if joined is None else (joined.extend(spilled) or joined)
+    if joined is None:
+        assert dumped(describe_blocks(lambda: iter(()), 0, 1, zeros, 2)) == expected
+        return
+
+    def blocks() -> Any:
+        return joined.blocks(size)
+
+    assert dumped(describe_blocks(blocks, len(values), 1, zeros, 2)) == expected
+    again = joined.compact()
+    assert len(again.chunks) == 2 and again.read().tolist() == joined.read().tolist()
+    assert dumped(describe_blocks(again.blocks, len(values), 1, zeros, 2)) == expected

@@ -26,6 +26,7 @@ from typing import Any
 from .compute import AggregateSpec, summarise, tag_groups, template_group
 from .groups import Group, Shape, Trials
 from .keys import CATEGORIES
+from .select import describe_blocks
 from .spill import Spill, Spilled
 from .stats import ArraySeries, Series, describe_array
 
@@ -531,12 +532,16 @@ class _Joined(Series):
             return super().describe(zeros)
         import numpy as np
 
+        if len(self.chunks) == 1 and isinstance(self.chunks[0], Spilled):
+            # in the temporary file (a streamed run): read block by block, a few times over
+            # (in few reads: written again in one chunk first), never every value at once
+            spilled = self.chunks[0]
+            if len(spilled.chunks) > 2 + spilled.count // 4096:
+                spilled = self.chunks[0] = spilled.compact()
+            return describe_blocks(spilled.blocks, len(spilled), self.skipped, zeros, self.failed)
         kind = np.int64 if kinds == {"q"} else np.float64
-        if len(self.chunks) == 1 and isinstance(self.chunks[0], Spilled):  # (read: its own)
-            joined = np.frombuffer(self.chunks[0].read(), dtype=kind)
-        else:
-            arrays = [c.read() if isinstance(c, Spilled) else c for c in self.chunks]
-            joined = np.concatenate([np.frombuffer(c, dtype=kind) for c in arrays])
+        arrays = [c.read() if isinstance(c, Spilled) else c for c in self.chunks]
+        joined = np.concatenate([np.frombuffer(c, dtype=kind) for c in arrays])
         # (the values' one copy, sorted where it is: 8 bytes a value, not 16)
         return describe_array(joined, self.skipped, zeros, self.failed, mine=True)
 

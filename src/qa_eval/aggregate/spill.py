@@ -13,6 +13,10 @@ from typing import Any
 __all__ = ["Spill", "Spilled"]
 
 
+BLOCK = 1 << 16
+"""Values read at a time when every value is read block by block (512 kB)."""
+
+
 class Spill:
     """The values of in-order aggregates (``PartialAggregates.in_order``) in a temporary file,
     written once as they come and read back when summarised: a run keeps 16 bytes per chunk of
@@ -118,6 +122,34 @@ class Spilled:
         """The values, read from the file."""
         return self.store.read(self.typecode, self.chunks)
 
+    def blocks(self, size: int = BLOCK) -> Iterator[Any]:
+        """The values, in order, as numpy arrays of at most ``size`` values (one block held at a
+        time, not every value)."""
+        chunks = self.chunks
+        at = 0
+        while at < len(chunks):
+            part = array("q")  # (chunks, or their pieces, that make up one block)
+            count = 0
+            while at < len(chunks) and count < size:
+                offset, left = chunks[at], chunks[at + 1]
+                take = min(left, size - count)
+                part.extend((offset, take))
+                count += take
+                if take == left:
+                    at += 2
+                else:
+                    chunks = array("q", chunks)  # (a copy: the rest of this chunk comes next)
+                    chunks[at], chunks[at + 1] = offset + 8 * take, left - take
+            yield _numpy(self.store.read(self.typecode, part))
+
+    def compact(self) -> Spilled:
+        """The values written again after every other, in one chunk (read in few reads)."""
+        store = self.store
+        start = store.size
+        for block in self.blocks():
+            store.write(block.tobytes())
+        return Spilled(store, self.typecode, array("q", [start, self.count]), self.count)
+
     def tolist(self) -> list[Any]:
         """The values as a list."""
         return self.read().tolist()
@@ -144,3 +176,9 @@ def attached(typecode: str, chunks: array[int], count: int) -> Spilled:
     """A ``Spilled`` read back by :meth:`Spill.load`, which gives its file (never called
     itself)."""
     raise TypeError("values written to a temporary file are read back by the file's Spill.load")
+
+
+def _numpy(values: array[Any]) -> Any:
+    import numpy as np
+
+    return np.frombuffer(values, dtype=np.int64 if values.typecode == "q" else np.float64)
