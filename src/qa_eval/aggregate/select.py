@@ -61,12 +61,11 @@ def describe_blocks(
             mean = total / n if total is not None else nearest_float(whole / n)
     middle = n // 2
     if n % 2:
-        median = _at_rank(blocks, middle, bool(integer))
-    else:
-        pair = [
-            _at_rank(blocks, middle - 1, bool(integer)),
-            _at_rank(blocks, middle, bool(integer)),
-        ]
+        median = _at_rank(blocks, middle, bool(integer), 1)[0]
+    else:  # (the two middle values: usually of one key, found together)
+        pair = _at_rank(blocks, middle - 1, bool(integer), 2)
+        if len(pair) < 2:
+            pair += _at_rank(blocks, middle, bool(integer), 1)
         median = median_sorted(pair)
     return stats_block(total, mean, median, low, high, n, skipped, failed)
 
@@ -85,11 +84,13 @@ def _keys(block: Any, integer: bool) -> Any:
     return ordered.view(np.uint64) ^ np.uint64(_SIGN)
 
 
-def _at_rank(blocks: Blocks, rank: int, integer: bool) -> Any:
-    """The value at ``rank`` (from 0) of the values sorted stably."""
+def _at_rank(blocks: Blocks, rank: int, integer: bool, count: int) -> list[Any]:
+    """The value at ``rank`` (from 0) of the values sorted stably, and (``count`` 2) the next
+    one when it has the same key."""
     import numpy as np
 
     prefix, mask = 0, 0
+    same = 0
     for shift in (48, 32, 16, 0):
         counts = np.zeros(1 << 16, dtype=np.int64)
         for block in blocks():
@@ -102,11 +103,17 @@ def _at_rank(blocks: Blocks, rank: int, integer: bool) -> Any:
         digit = int(np.searchsorted(below, rank, side="right"))
         if digit:
             rank -= int(below[digit - 1])
+        same = int(counts[digit])
         prefix |= digit << shift
         mask |= 0xFFFF << shift
+    wanted = min(count, same - rank)
+    found: list[Any] = []
     for block in blocks():  # the rank-th of the values with that key, in their order
         hits = np.flatnonzero(_keys(block, integer) == np.uint64(prefix))
-        if rank < len(hits):
-            return block[int(hits[rank])].item()
+        while rank < len(hits) and len(found) < wanted:
+            found.append(block[int(hits[rank])].item())
+            rank += 1
+        if len(found) == wanted:
+            return found
         rank -= len(hits)
     raise ValueError("the values changed while they were read")
