@@ -26,28 +26,14 @@ from typing import Any
 from .compute import AggregateSpec, summarise, tag_groups, template_group
 from .groups import Group, Shape, Trials
 from .keys import CATEGORIES
-from .select import describe_blocks
+from .micro import Micro, compact_values
 from .spill import Spill, Spilled
-from .stats import ArraySeries, Series, describe_array
+from .stats import ArraySeries, Series
 
 __all__ = ["PartialAggregates"]
 
 _TRIAL_ORDER = 1 << 62
 """Order of a trial mean: after every value of a single result (``Group.finish`` appends them)."""
-
-
-def _compact(values: list[Any]) -> array[Any] | list[Any]:
-    """The values as an array of 64-bit ints or floats when they all are exactly such (the same
-    numbers come back), else the list itself."""
-    kinds = set(map(type, values))
-    if kinds == {float}:
-        return array("d", values)
-    if kinds == {int}:
-        try:
-            return array("q", values)
-        except OverflowError:  # an int beyond 64 bits
-            return values
-    return values
 
 
 class Column:
@@ -321,7 +307,7 @@ class _Tracker:
         part.errors, part.successes = group.errors, group.successes
         for metric, series in group.series.items():
             part.series[metric] = Column(
-                _compact(series.values),
+                compact_values(series.values),
                 self.orders[metric],
                 series.skipped,
                 series.failed,
@@ -476,7 +462,7 @@ class PartialAggregates:
                 yield part.key, part.group(spec)
 
         tagged = {tag: groups(parts) for tag, parts in self.tagged.items()}
-        overall = _Micro(spec.failures, spec.thresholds)
+        overall = Micro(spec.failures, spec.thresholds)
         if not self.in_order:
             summary = summarise(groups(self.templates), tagged, spec, overall)
             return spec.project(summary)
@@ -485,84 +471,6 @@ class PartialAggregates:
         templates = ((part.key, part.group(spec)) for part in self._cold_parts())
         summary = summarise(templates, tagged, spec, overall, TemplateSummaries())
         return spec.project(summary)
-
-
-class _Joined(Series):
-    """A metric's values over all templates (micro), kept compactly, one template's after the
-    other: a list only while a summary reads it."""
-
-    __slots__ = ("chunks",)
-
-    def __init__(self) -> None:  # (no list of values: ``values`` makes one)
-        self.chunks: list[Any] = []  # arrays, lists or Spilled
-        self.skipped = 0
-        self.failed = 0
-        self.ordered = None
-        self.runs = None
-
-    @property
-    def values(self) -> list[Any]:  # type: ignore[override]  # (made when read, not kept)
-        """The values, in order: a new list each time."""
-        return [v for chunk in self.chunks for v in chunk]  # (a Spilled chunk is read)
-
-    def add(self, chunk: array[Any] | list[Any] | Spilled) -> None:
-        """Add a template's values after the others: values in the temporary file join the
-        chunks of the values before them (16 bytes a chunk, not a ``Spilled`` a template)."""
-        last = self.chunks[-1] if self.chunks else None
-        if isinstance(chunk, Spilled):
-            if isinstance(last, Spilled) and last.typecode == chunk.typecode:
-                last.extend(chunk)
-                return
-            chunk = Spilled(chunk.store, chunk.typecode, array("q", chunk.chunks), chunk.count)
-        self.chunks.append(chunk)
-
-    def sorted_values(self) -> list[Any]:
-        """The values sorted (stably: what sorting the whole's list gives)."""
-        return sorted(self.values)
-
-    def count(self) -> int:
-        """How many values it has."""
-        return sum(len(chunk) for chunk in self.chunks)
-
-    def describe(self, zeros: bool = False) -> dict[str, Any]:
-        """``describe`` of the values: from one array of them when every chunk is an array of
-        one kind (8 bytes a value), else from their list."""
-        kinds = {getattr(chunk, "typecode", "") for chunk in self.chunks}  # (a list: "")
-        if len(kinds) != 1 or "" in kinds:
-            return super().describe(zeros)
-        import numpy as np
-
-        if len(self.chunks) == 1 and isinstance(self.chunks[0], Spilled):
-            # in the temporary file (a streamed run): read block by block, a few times over
-            # (in few reads: written again in one chunk first), never every value at once
-            spilled = self.chunks[0]
-            if len(spilled.chunks) > 2 + spilled.count // 4096:
-                spilled = self.chunks[0] = spilled.compact()
-            return describe_blocks(spilled.blocks, len(spilled), self.skipped, zeros, self.failed)
-        kind = np.int64 if kinds == {"q"} else np.float64
-        arrays = [c.read() if isinstance(c, Spilled) else c for c in self.chunks]
-        joined = np.concatenate([np.frombuffer(c, dtype=kind) for c in arrays])
-        # (the values' one copy, sorted where it is: 8 bytes a value, not 16)
-        return describe_array(joined, self.skipped, zeros, self.failed, mine=True)
-
-
-class _Micro(Group):
-    """The group of all questions, whose metric values are gathered as :class:`_Joined`."""
-
-    def merge(self, other: Group) -> None:
-        series, other.series = other.series, {}
-        try:
-            super().merge(other)
-        finally:
-            other.series = series
-        for metric, values in series.items():
-            joined = self.series.get(metric)
-            if joined is None:
-                joined = self.series[metric] = _Joined()
-            assert isinstance(joined, _Joined)
-            joined.add(values.array if isinstance(values, ArraySeries) else _compact(values.values))
-            joined.skipped += values.skipped
-            joined.failed += values.failed
 
 
 def _merge_part(parts: dict[Any, Part], part: Part, spill: Spill | None = None) -> None:
