@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 
 from qa_eval.aggregate import compute_aggregates
 from qa_eval.aggregate.compute import AggregateSpec
-from qa_eval.aggregate.partial import PartialAggregates, Spilled
+from qa_eval.aggregate.partial import PartialAggregates
 from qa_eval.aggregate.portable import from_data, to_data
+from qa_eval.aggregate.spill import Spilled
+from qa_eval.aggregate.summaries import plain
 
 NUMBERS = st.one_of(
     st.sampled_from([0, 1, 1.0, 0.0, -0.0, 2, 2.0, 0.5, -1, 10**20, 2**53, 2.0**53, 3]),
@@ -70,7 +72,7 @@ def with_trials(results: list[dict[str, Any]], trials: bool) -> list[dict[str, A
 
 
 def dumped(aggregates: dict[str, Any]) -> str:
-    return json.dumps(aggregates, default=repr)
+    return json.dumps(plain(aggregates), default=repr)  # (per_template read back whole)
 
 
 @settings(max_examples=200, deadline=None)
@@ -152,10 +154,14 @@ def test_in_order_aggregates_write_their_values_to_a_temporary_file() -> None:
         part = PartialAggregates(spec)
         part.add(results[start : start + 7], range(start, min(start + 7, 20)))
         merged.merge(part)
-    groups = [*merged.templates.values(), *merged.tagged["question_type"].values()]
+    spill = merged.spill
+    assert spill is not None
+    cold = [spill.load(*merged.cold_at[3 * n : 3 * n + 2]) for n in merged.cold.values()]
+    assert len(cold) == 4 and len(merged.templates) == 3  # (t4, t5 and t6 in the last batch)
+    groups = [*merged.templates.values(), *cold, *merged.tagged["question_type"].values()]
     columns = [c for group in groups for c in group.series.values()]
     assert columns and all(isinstance(c.values, Spilled) for c in columns)
-    assert merged.spill is not None and merged.spill.size == 2 * 2 * 20 * 8  # 2 metrics, 2 groups
+    assert sum(len(c.values) for c in columns) == 2 * 2 * 20  # 2 metrics, 2 groups a result
     assert dumped(merged.finish()) == dumped(compute_aggregates(results))
     assert dumped(merged.finish()) == dumped(compute_aggregates(results))  # (read again)
 
@@ -202,3 +208,55 @@ def test_describe_array_is_describe(values: list[Any], zeros: bool, skipped: int
     values = [float(v) for v in values] if kind == "d" else values
     expected = describe(values, skipped, zeros)
     assert dumped(describe_array(array(kind, values), skipped, zeros)) == dumped(expected)
+    mine = array(kind, values)  # (sorted where it is: the same statistics)
+    assert dumped(describe_array(mine, skipped, zeros, mine=True)) == dumped(expected)
+    assert mine.tolist() == sorted(values)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    values=st.one_of(
+        st.lists(INT64, max_size=40),
+        st.lists(st.sampled_from([0, 1, 2, 2**62, -(2**63), 2**63 - 1]), max_size=40),
+        st.lists(FINITE, max_size=40),
+        st.lists(st.sampled_from([0.0, -0.0, 1.0, -1.0, 1e308, -1e308, 0.5, 5e-324]), max_size=40),
+    ),
+    cuts=st.lists(st.integers(min_value=0, max_value=40), max_size=6),
+    size=st.integers(min_value=1, max_value=7),
+    zeros=st.booleans(),
+)
+def test_describe_blocks_is_describe(
+    values: list[Any], cuts: list[int], size: int, zeros: bool
+) -> None:
+    """Values written to the spill file in chunks (as a run's batches write them) and
+    summarised block by block, never all at once: ``describe``'s statistics of their list, bit
+    for bit (the median found by counting keys; ties of 0.0 and -0.0 in their order)."""
+    from array import array
+
+    from qa_eval.aggregate.select import describe_blocks
+    from qa_eval.aggregate.spill import Spill
+    from qa_eval.aggregate.stats import describe
+
+    kind = "d" if any(isinstance(v, float) for v in values) else "q"
+    values = [float(v) for v in values] if kind == "d" else values
+    expected = dumped(describe(values, 1, zeros, 2))
+    spill = Spill()
+    spill.write(b"x" * 8)  # (values anywhere in the file)
+    joined = None
+    for start, end in itertools.pairwise(
+        sorted({0, len(values), *(min(c, len(values)) for c in cuts)})
+    ):
+        spilled = spill.put(array(kind, values[start:end]))
+        spill.write(b"y" * 8)  # (chunks apart)
+        joined = spilled if joined is None else (joined.extend(spilled) or joined)
+    if joined is None:
+        assert dumped(describe_blocks(lambda: iter(()), 0, 1, zeros, 2)) == expected
+        return
+
+    def blocks() -> Any:
+        return joined.blocks(size)
+
+    assert dumped(describe_blocks(blocks, len(values), 1, zeros, 2)) == expected
+    again = joined.compact()
+    assert len(again.chunks) == 2 and again.read().tolist() == joined.read().tolist()
+    assert dumped(describe_blocks(again.blocks, len(values), 1, zeros, 2)) == expected

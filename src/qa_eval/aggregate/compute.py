@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import gc
 import os
+from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import InputError, QaEvalError, short_repr
 from ..io.keysets import check_keys, original_aggregates
@@ -164,29 +165,43 @@ class AggregateSpec:
         return out
 
 
+class Summaries(Protocol):
+    """Where ``summarise`` puts each template's summary: a dict, or a ``TemplateSummaries``."""
+
+    def __setitem__(self, template: Any, summary: dict[str, Any], /) -> None:
+        """Keep a template's summary."""
+
+
 def summarise(
     templates: Iterable[tuple[Any, Group]],
     tagged: Mapping[str, Iterable[tuple[Any, Group]]],
     spec: AggregateSpec,
     overall: Group | None = None,
+    per_template: Summaries | None = None,
 ) -> dict[str, Any]:
     """``per_template``, ``micro``, ``macro`` and ``per_tag`` of the groups the results were
     added to (templates and tag values in order of first appearance, each group read once; see
     ``compute_aggregates``); ``overall`` gathers the templates into micro (a new group by
-    default)."""
+    default), ``per_template`` the templates' summaries (a new dict by default; each is set
+    once, then only its mean is kept for macro: a group and its summary can go as soon as the
+    next template is summarised)."""
     metrics, numeric_only = list(spec.metrics), spec.numeric_only
     if overall is None:
         overall = spec.group()
-    per_template = {}
+    if per_template is None:
+        per_template = {}
+    macro = Macro(metrics)
     for tid, group in templates:
         group.finish()
         # The template's summary first: it sorts each series, and the merge reuses the sorts.
-        per_template[tid] = group.summary(metrics, numeric_only)
+        summary = group.summary(metrics, numeric_only)
+        per_template[tid] = summary
+        macro.add(summary)
         overall.merge(group)
     out: dict[str, Any] = {
         "per_template": per_template,
         "micro": overall.summary(metrics, numeric_only),
-        "macro": _macro(per_template, metrics),
+        "macro": macro.result(),
     }
     per_tag = {}
     for tag, groups in tagged.items():
@@ -280,25 +295,76 @@ def tag_groups(
     return found
 
 
-def _macro(per_template: Mapping[Any, Mapping[str, Any]], metrics: list[str]) -> dict[str, Any]:
-    """The mean of the per-template means of each metric, with how many templates have one (a
-    mean beyond the float range, null, is not one)."""
-    # Each template's blocks are gathered in one pass over its keys (a template has far fewer
-    # than there are metrics), then read metric by metric as before.
-    blocks: dict[str, list[Any]] = {metric: [] for metric in metrics}
-    for summary in per_template.values():
+class Macro:
+    """``macro``: the mean of the per-template means of each metric, with how many templates
+    have one (a mean beyond the float range, null, is not one), from the summaries given one
+    at a time (:meth:`add`). Only the means are kept, compactly: 9 bytes a template and metric
+    (a float, and whether the mean was an int), not the summaries."""
+
+    def __init__(self, metrics: Iterable[str]) -> None:
+        self.metrics = list(metrics)
+        self.means: dict[str, _Means] = {metric: _Means() for metric in self.metrics}
+        self.gathered: set[str] = set()
+        """The metrics some template has a block of (a mean or not)."""
+
+    def add(self, summary: Mapping[str, Any]) -> None:
+        """Count one template's summary."""
+        # One pass over the template's keys (a template has far fewer than there are metrics).
+        means = self.means
         for key, block in summary.items():
-            gathered = blocks.get(key)
-            if gathered is not None:
-                gathered.append(block)
-    macro: dict[str, Any] = {}
-    for metric in metrics:
-        gathered = blocks[metric]
-        means = [b["mean"] for b in gathered if b.get("n") and b["mean"] is not None]
-        if means:
-            macro[metric] = {"mean": describe(means)["mean"], "n": len(means)}
-        elif metric in ALWAYS_PRESENT:
-            macro[metric] = {"mean": 0, "n": 0}  # as the original writes it
-        elif gathered:
-            macro[metric] = {"mean": None, "n": 0}
-    return macro
+            kept = means.get(key)
+            if kept is not None:
+                self.gathered.add(key)
+                if block.get("n") and block["mean"] is not None:
+                    kept.append(block["mean"])
+
+    def result(self) -> dict[str, Any]:
+        """The ``macro`` block."""
+        macro: dict[str, Any] = {}
+        for metric in self.metrics:
+            means = self.means[metric].values()
+            if means:
+                macro[metric] = {"mean": describe(means)["mean"], "n": len(means)}
+            elif metric in ALWAYS_PRESENT:
+                macro[metric] = {"mean": 0, "n": 0}  # as the original writes it
+            elif metric in self.gathered:
+                macro[metric] = {"mean": None, "n": 0}
+        return macro
+
+
+class _Means:
+    """Templates' means of one metric, in order: as floats (an int mean marked as one; one
+    that no float holds exactly kept apart), given back as the very values."""
+
+    __slots__ = ("exact", "floats", "ints")
+
+    def __init__(self) -> None:
+        self.floats = array("d")
+        self.ints = bytearray()
+        self.exact: dict[int, Any] = {}
+
+    def append(self, mean: Any) -> None:
+        if type(mean) is float:
+            self.floats.append(mean)
+            self.ints.append(0)
+            return
+        at = len(self.floats)
+        try:
+            held = float(mean)
+        except (OverflowError, TypeError, ValueError):
+            held = 0.0
+        if type(mean) is not int or int(held) != mean:
+            self.exact[at] = mean  # (an int beyond 2**53, or not a plain number)
+        self.floats.append(held)
+        self.ints.append(1)
+
+    def values(self) -> list[Any]:
+        """The means given, as they were given."""
+        out: list[Any] = self.floats.tolist()
+        if any(self.ints):
+            for at, kind in enumerate(self.ints):
+                if kind:
+                    out[at] = int(out[at])
+            for at, mean in self.exact.items():
+                out[at] = mean
+        return out

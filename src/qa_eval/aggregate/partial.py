@@ -26,26 +26,14 @@ from typing import Any
 from .compute import AggregateSpec, summarise, tag_groups, template_group
 from .groups import Group, Shape, Trials
 from .keys import CATEGORIES
-from .stats import ArraySeries, Series, describe_array
+from .micro import Micro, compact_values
+from .spill import Spill, Spilled
+from .stats import ArraySeries, Series
 
 __all__ = ["PartialAggregates"]
 
 _TRIAL_ORDER = 1 << 62
 """Order of a trial mean: after every value of a single result (``Group.finish`` appends them)."""
-
-
-def _compact(values: list[Any]) -> array[Any] | list[Any]:
-    """The values as an array of 64-bit ints or floats when they all are exactly such (the same
-    numbers come back), else the list itself."""
-    kinds = set(map(type, values))
-    if kinds == {float}:
-        return array("d", values)
-    if kinds == {int}:
-        try:
-            return array("q", values)
-        except OverflowError:  # an int beyond 64 bits
-            return values
-    return values
 
 
 class Column:
@@ -139,84 +127,6 @@ def _joined(mine: array[Any] | list[Any], theirs: array[Any] | list[Any]) -> arr
         mine.extend(theirs)
         return mine
     return [*mine, *theirs]
-
-
-class Spill:
-    """The values of in-order aggregates (``PartialAggregates.in_order``) in a temporary file,
-    written once as they come and read back when summarised: a run keeps 16 bytes per chunk of
-    a group's values, not 8 bytes per value. The file has no name (``tempfile.TemporaryFile``):
-    the system removes it when it is closed or the process ends, also on an error, Ctrl-C or a
-    crash."""
-
-    def __init__(self) -> None:
-        self.file: Any = None
-        self.size = 0
-
-    def __getstate__(self) -> dict[str, Any]:
-        raise TypeError("values written to a temporary file are not sent to another process")
-
-    def put(self, values: array[Any]) -> Spilled:
-        """Write values (an array of ints or floats); where they are."""
-        import os
-
-        if self.file is None:
-            import tempfile
-
-            self.file = tempfile.TemporaryFile(prefix="qa-eval-values-")  # noqa: SIM115
-        data = values.tobytes()
-        os.pwrite(self.file.fileno(), data, self.size)
-        chunks = array("q", [self.size, len(values)])
-        self.size += len(data)
-        return Spilled(self, values.typecode, chunks, len(values))
-
-    def read(self, typecode: str, chunks: array[int]) -> array[Any]:
-        """The values written at ``chunks`` (offset, count, offset, count, ...), in order."""
-        import os
-
-        out = array(typecode)
-        fd = self.file.fileno()
-        for i in range(0, len(chunks), 2):
-            size = chunks[i + 1] * out.itemsize
-            data = os.pread(fd, size, chunks[i])
-            if len(data) != size:
-                raise OSError("the temporary file of the aggregates' values was cut short")
-            out.frombytes(data)
-        return out
-
-
-class Spilled:
-    """A group's values of one metric in a :class:`Spill`: all ints or all floats
-    (``typecode``), in chunks (offset, count) in order."""
-
-    __slots__ = ("chunks", "count", "store", "typecode")
-
-    def __init__(self, store: Spill, typecode: str, chunks: array[int], count: int) -> None:
-        self.store, self.typecode, self.chunks, self.count = store, typecode, chunks, count
-
-    def __len__(self) -> int:
-        return self.count
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self.read())
-
-    def extend(self, other: Spilled) -> None:
-        """Add the chunks of values written after these (of the same kind)."""
-        chunks = self.chunks
-        at = other.chunks
-        if chunks and at and chunks[-2] + chunks[-1] * 8 == at[0]:  # (written right after)
-            chunks[-1] += at[1]
-            chunks.extend(at[2:])
-        else:
-            chunks.extend(at)
-        self.count += other.count
-
-    def read(self) -> array[Any]:
-        """The values, read from the file."""
-        return self.store.read(self.typecode, self.chunks)
-
-    def tolist(self) -> list[Any]:
-        """The values as a list."""
-        return self.read().tolist()
 
 
 def _increasing(order: array[int]) -> bool:
@@ -397,7 +307,7 @@ class _Tracker:
         part.errors, part.successes = group.errors, group.successes
         for metric, series in group.series.items():
             part.series[metric] = Column(
-                _compact(series.values),
+                compact_values(series.values),
                 self.orders[metric],
                 series.skipped,
                 series.failed,
@@ -449,6 +359,12 @@ class PartialAggregates:
         they are summarised; a part merged out of order is a ``ValueError``."""
         self.spill = Spill() if in_order else None
         self.templates: dict[Any, Part] = {}
+        self.cold: dict[Any, int] = {}
+        """In order: the templates none of whose results were in the last part added or merged
+        (a template's results are usually consecutive), each written to the spill file and let
+        go (its number in ``cold_at``), and read back if more of its results come."""
+        self.cold_at = array("q")
+        """Where each cold template's part is in the spill file: offset, size, first position."""
         self.tagged: dict[str, dict[Any, Part]] = {tag: {} for tag in spec.tags}
         self.results = 0
 
@@ -478,10 +394,11 @@ class PartialAggregates:
                 tracker.added(group, position)
             self.results += 1
         for tid, template in templates.items():
-            _merge_part(self.templates, trackers[id(template)].part(tid, template), self.spill)
+            self._merge_template(trackers[id(template)].part(tid, template))
         for tag, values in tagged.items():
             for value, group in values.items():
                 _merge_part(self.tagged[tag], trackers[id(group)].part(value, group), self.spill)
+        self._cool(templates)
 
     def merge(self, other: PartialAggregates) -> None:
         """Add another part of the same run (taken over: not to be used after); ``ValueError`` for
@@ -489,85 +406,71 @@ class PartialAggregates:
         if other.spec != self.spec:
             raise ValueError("partial aggregates of different specs cannot be merged")
         for part in other.templates.values():
-            _merge_part(self.templates, part, self.spill)
+            self._merge_template(part)
         for tag, groups in other.tagged.items():
             for part in groups.values():
                 _merge_part(self.tagged[tag], part, self.spill)
         self.results += other.results
+        self._cool(other.templates)
+
+    def _merge_template(self, part: Part) -> None:
+        """Add a template's part (its cold part read back first)."""
+        if self.cold:
+            number = self.cold.pop(part.key, None)
+            if number is not None:
+                at = 3 * number
+                assert self.spill is not None  # (cold templates are in the spill file)
+                held: Part = self.spill.load(self.cold_at[at], self.cold_at[at + 1])
+                self.templates[held.key] = held
+        _merge_part(self.templates, part, self.spill)
+
+    def _cool(self, touched: Mapping[Any, Any]) -> None:
+        """In order: write the parts of the templates not ``touched`` (those of the last part)
+        to the spill file, and let them go (:attr:`cold`)."""
+        spill = self.spill
+        if spill is None or len(self.templates) <= len(touched):
+            return
+        for key in [key for key in self.templates if key not in touched]:
+            part = self.templates.pop(key)
+            self.cold[key] = len(self.cold_at) // 3
+            self.cold_at.extend((*spill.keep(part), part.first))
+
+    def _cold_parts(self) -> Iterator[Part]:
+        """In order: every template's part, cold or not, by first position, each read back (and
+        let go) as it is asked for."""
+        import numpy as np
+
+        self._cool({})
+        numbers = np.fromiter(self.cold.values(), dtype=np.int64, count=len(self.cold))
+        at = self.cold_at
+        firsts = np.frombuffer(at, dtype=np.int64)[2::3][numbers]
+        spill = self.spill
+        assert spill is not None
+        for number in numbers[np.argsort(firsts, kind="stable")].tolist():
+            yield spill.load(at[3 * number], at[3 * number + 1])
 
     def finish(self) -> dict[str, Any]:
         """The aggregates of every result added and merged: ``compute_aggregates``' own. One
-        group's values at a time are Python objects (micro's: one metric's at a time)."""
+        group's values at a time are Python objects (micro's: one metric's at a time). In order
+        (:attr:`in_order`), the templates' parts are read back from the spill file one at a
+        time, and ``per_template`` is kept in a temporary file
+        (``aggregate.summaries.TemplateSummaries``, a read-only mapping)."""
         spec = self.spec
 
-        def groups(parts: Mapping[Any, Part]) -> Iterator[tuple[Any, Group]]:
+        def groups(parts: dict[Any, Part]) -> Iterator[tuple[Any, Group]]:
             for part in sorted(parts.values(), key=lambda part: part.first):
                 yield part.key, part.group(spec)
 
         tagged = {tag: groups(parts) for tag, parts in self.tagged.items()}
-        overall = _Micro(spec.failures, spec.thresholds)
-        return spec.project(summarise(groups(self.templates), tagged, spec, overall))
+        overall = Micro(spec.failures, spec.thresholds)
+        if not self.in_order:
+            summary = summarise(groups(self.templates), tagged, spec, overall)
+            return spec.project(summary)
+        from .summaries import TemplateSummaries
 
-
-class _Joined(Series):
-    """A metric's values over all templates (micro), kept compactly, one template's after the
-    other: a list only while a summary reads it."""
-
-    __slots__ = ("chunks",)
-
-    def __init__(self) -> None:  # (no list of values: ``values`` makes one)
-        self.chunks: list[Any] = []  # arrays, lists or Spilled
-        self.skipped = 0
-        self.failed = 0
-        self.ordered = None
-        self.runs = None
-
-    @property
-    def values(self) -> list[Any]:  # type: ignore[override]  # (made when read, not kept)
-        """The values, in order: a new list each time."""
-        return [v for chunk in self.chunks for v in chunk]  # (a Spilled chunk is read)
-
-    def sorted_values(self) -> list[Any]:
-        """The values sorted (stably: what sorting the whole's list gives)."""
-        return sorted(self.values)
-
-    def count(self) -> int:
-        """How many values it has."""
-        return sum(len(chunk) for chunk in self.chunks)
-
-    def describe(self, zeros: bool = False) -> dict[str, Any]:
-        """``describe`` of the values: from one array of them when every chunk is an array of
-        one kind (8 bytes a value), else from their list."""
-        kinds = {chunk.typecode if isinstance(chunk, array) else "" for chunk in self.chunks}
-        if len(kinds) != 1 or "" in kinds:
-            return super().describe(zeros)
-        import numpy as np
-
-        kind = np.int64 if kinds == {"q"} else np.float64
-        arrays = [c.read() if isinstance(c, Spilled) else c for c in self.chunks]
-        joined = np.concatenate([np.frombuffer(c, dtype=kind) for c in arrays])
-        return describe_array(joined, self.skipped, zeros, self.failed)
-
-
-class _Micro(Group):
-    """The group of all questions, whose metric values are gathered as :class:`_Joined`."""
-
-    def merge(self, other: Group) -> None:
-        series, other.series = other.series, {}
-        try:
-            super().merge(other)
-        finally:
-            other.series = series
-        for metric, values in series.items():
-            joined = self.series.get(metric)
-            if joined is None:
-                joined = self.series[metric] = _Joined()
-            assert isinstance(joined, _Joined)
-            joined.chunks.append(
-                values.array if isinstance(values, ArraySeries) else _compact(values.values)
-            )
-            joined.skipped += values.skipped
-            joined.failed += values.failed
+        templates = ((part.key, part.group(spec)) for part in self._cold_parts())
+        summary = summarise(templates, tagged, spec, overall, TemplateSummaries())
+        return spec.project(summary)
 
 
 def _merge_part(parts: dict[Any, Part], part: Part, spill: Spill | None = None) -> None:

@@ -44,7 +44,7 @@ def as_float(value: Any) -> float | None:
         return None
 
 
-def _nearest_float(exact: Fraction) -> float | None:
+def nearest_float(exact: Fraction) -> float | None:
     """The float nearest an exact value; None when it is beyond the float range."""
     try:
         return float(exact)
@@ -67,7 +67,7 @@ def _float_sum(values: list[int | float], kinds: set[type] | None = None) -> flo
             return math.fsum(values)
         except OverflowError:  # a partial sum beyond the float range
             pass
-    return _nearest_float(_exact_sum(values))
+    return nearest_float(_exact_sum(values))
 
 
 def _float_mean(total: float | None, values: list[int | float]) -> float | None:
@@ -75,7 +75,7 @@ def _float_mean(total: float | None, values: list[int | float]) -> float | None:
     float nearest the exact mean (None when that is beyond it too)."""
     if total is not None:
         return total / len(values)
-    return _nearest_float(_exact_sum(values) / len(values))
+    return nearest_float(_exact_sum(values) / len(values))
 
 
 def mean_of(values: list[int | float]) -> float | None:
@@ -84,7 +84,7 @@ def mean_of(values: list[int | float]) -> float | None:
     return _float_mean(_float_sum(values), values)
 
 
-def _int_mean(total: int, n: int) -> int | float | None:
+def int_mean(total: int, n: int) -> int | float | None:
     """The mean of ints from their sum: an int when whole, else the nearest float (None beyond
     the float range), as ``statistics.mean`` types it and the original writes it."""
     if total % n == 0:
@@ -95,7 +95,7 @@ def _int_mean(total: int, n: int) -> int | float | None:
         return None
 
 
-def _median(ordered: list[int | float]) -> int | float | None:
+def median_sorted(ordered: list[int | float]) -> int | float | None:
     """The median of sorted finite numbers: the middle one, or the mean of the middle two
     (computed exactly when the float arithmetic would overflow; None beyond the float range)."""
     middle = len(ordered) // 2
@@ -110,7 +110,7 @@ def _median(ordered: list[int | float]) -> int | float | None:
         return median
     if type(low) is int and type(high) is int and (low + high) % 2 == 0:
         return (low + high) // 2
-    return _nearest_float((Fraction(low) + Fraction(high)) / 2)
+    return nearest_float((Fraction(low) + Fraction(high)) / 2)
 
 
 def describe(
@@ -134,24 +134,24 @@ def describe_sorted(
     n = len(values)
     if n == 0:
         empty = 0 if zeros else None
-        return _stats(0, empty, empty, empty, empty, 0, skipped, failed)
+        return stats_block(0, empty, empty, empty, empty, 0, skipped, failed)
     if ordered is None:
         ordered = sorted(values)
     kinds = set(map(type, values))
     if kinds == _INT_ONLY:
         exact = cast(int, sum(values))
         total: int | float | None = exact
-        mean = _int_mean(exact, n)
+        mean = int_mean(exact, n)
     else:
         total = _float_sum(values, kinds)
         mean = _float_mean(total, values)
     # max: the first of the largest in the values' order, as max() gives it (the sort is
     # stable: 1 before 1.0 when 1 came first; graphrag-eval takes max() of the values).
     largest = ordered[bisect_left(ordered, ordered[-1])]
-    return _stats(total, mean, _median(ordered), ordered[0], largest, n, skipped, failed)
+    return stats_block(total, mean, median_sorted(ordered), ordered[0], largest, n, skipped, failed)
 
 
-def _stats(
+def stats_block(
     total: Any, mean: Any, median: Any, low: Any, high: Any, n: int, skipped: int, failed: int
 ) -> dict[str, Any]:
     """The statistics as ``describe`` writes them."""
@@ -164,12 +164,13 @@ def _stats(
 
 
 def describe_array(
-    values: Any, skipped: int = 0, zeros: bool = False, failed: int = 0
+    values: Any, skipped: int = 0, zeros: bool = False, failed: int = 0, mine: bool = False
 ) -> dict[str, Any]:
     """``describe`` of values that are all ints or all floats, held in an ``array('q')`` or
     ``array('d')`` (or a numpy array of int64 or float64) in their order: the same statistics,
     bit for bit, without a Python object per value (a stable sort keeps ties, ``0.0`` and
-    ``-0.0``, in the order ``sorted`` gives them)."""
+    ``-0.0``, in the order ``sorted`` gives them). ``mine``: the values may be sorted where
+    they are (no copy; the sums are exact, so their order does not count)."""
     import numpy as np
 
     n = len(values)
@@ -180,13 +181,17 @@ def describe_array(
         if isinstance(values, np.ndarray)
         else np.frombuffer(values, _DTYPES[values.typecode])
     )
-    ordered = np.sort(data, kind="stable")
+    if mine:
+        data.sort(kind="stable")
+        ordered = data
+    else:
+        ordered = np.sort(data, kind="stable")
     total: int | float | None
     if data.dtype.kind == "i":
         low, high = int(ordered[0]), int(ordered[-1])
         small = max(-low, high) < (1 << 63) // n  # then no partial sum leaves 64 bits
         total = int(data.sum()) if small else sum(map(int, data))
-        mean = _int_mean(total, n)
+        mean = int_mean(total, n)
     else:
         total = _float_sum(data, {float})  # type: ignore[arg-type]
         mean = _float_mean(total, data)  # type: ignore[arg-type]
@@ -194,9 +199,9 @@ def describe_array(
     if n % 2:
         median = ordered[middle].item()
     else:
-        median = _median([ordered[middle - 1].item(), ordered[middle].item()])
+        median = median_sorted([ordered[middle - 1].item(), ordered[middle].item()])
     largest = ordered[int(np.searchsorted(ordered, ordered[-1], side="left"))].item()
-    return _stats(total, mean, median, ordered[0].item(), largest, n, skipped, failed)
+    return stats_block(total, mean, median, ordered[0].item(), largest, n, skipped, failed)
 
 
 _DTYPES = {"q": "int64", "d": "float64"}
@@ -274,7 +279,7 @@ class ArraySeries(Series):
 
     def describe(self, zeros: bool = False) -> dict[str, Any]:
         """``describe`` of its values, from the array (read first when it is written to a file:
-        ``aggregate.partial.Spilled``)."""
+        ``aggregate.spill.Spilled``)."""
         read = getattr(self.array, "read", None)
         data = read() if read is not None else self.array
         return describe_array(data, self.skipped, zeros, self.failed)

@@ -84,7 +84,8 @@ class Observer:
 @dataclass
 class SystemRun:
     """One system's evaluation: its results (read back from a streamed ``output`` on demand),
-    aggregates and signature, the files written, and the seconds it took. A dry run has no
+    aggregates (a streamed run's ``per_template``: a read-only mapping read back from a
+    temporary file, ``aggregate.summaries.TemplateSummaries``) and signature, the files written, and the seconds it took. A dry run has no
     results: ``judge_calls`` counts the calls it would make."""
 
     system: SystemPlan
@@ -148,9 +149,11 @@ class EvaluationRun:
     def summary(self) -> dict[str, Any]:
         """The aggregates (one unnamed system), else ``{"systems": {name: aggregates},
         "comparisons": [...]}``: what ``qa-eval evaluate --format json`` prints."""
+        from ..aggregate.summaries import plain  # (a streamed run's per_template, read whole)
+
         if len(self.systems) == 1 and self.systems[0].name is None:
-            return self.systems[0].aggregates
-        report: dict[str, Any] = {"systems": {s.name: s.aggregates for s in self.systems}}
+            return plain(self.systems[0].aggregates)
+        report: dict[str, Any] = {"systems": {s.name: plain(s.aggregates) for s in self.systems}}
         if len(self.systems) > 1:
             report["comparisons"] = self.comparisons
         return report
@@ -348,7 +351,11 @@ def _write_files(
         if partial is not None:
             partial.path.unlink(missing_ok=True)
     if system.aggregates:
-        write_data(system.aggregates, aggregates if original is None else original[1](aggregates))
+        from ..aggregate.summaries import write_aggregates  # (per_template may be in a file)
+
+        write_aggregates(
+            system.aggregates, aggregates if original is None else original[1](aggregates)
+        )
 
 
 def _original_keys(plan: EvaluationPlan) -> Projections | None:
