@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from functools import cache
+from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 from ..errors import short_repr
@@ -49,7 +51,7 @@ from .outputs import (
     text_difference,
 )
 from .sparql.explain import explain_sparql_results
-from .sparql.match import SparqlReference, compare_sparql_results
+from .sparql.match import SparqlReference, boolean_score, compare_sparql_results
 from .sparql.terms import (
     IRI,
     LITERAL,
@@ -122,6 +124,21 @@ def _steps_by_name(
     except TypeError:
         return None
     return by_name
+
+
+def _ids_of(contexts: Any) -> list[Any] | None:
+    """The ids of a retrieval output's contexts, ``None`` unless it is a list of objects each
+    with an ``id`` that is a string or a number (checked in C-level passes)."""
+    if not isinstance(contexts, list) or not all(map(isinstance, contexts, repeat(dict))):
+        return None
+    try:
+        ids = list(map(_ID, contexts))
+    except KeyError:
+        return None
+    return ids if all(map(isinstance, ids, repeat(CONTEXT_ID_TYPES))) else None
+
+
+_ID = itemgetter("id")
 
 
 @cache
@@ -444,6 +461,11 @@ class StepScorer:
             return 0.0
         if kind == COMPARE_SPARQL:
             checked = self._sparql(act_index)
+            sparql = ref.parsed
+            if type(sparql) is SparqlReference:
+                decided = boolean_score(sparql, checked)  # (an ASK reference or result)
+                if decided is not None:
+                    return decided
             try:
                 return compare_sparql_results(
                     ref.parsed,
@@ -489,10 +511,8 @@ class StepScorer:
         return value  # type: ignore[no-any-return]
 
     def _check_contexts(self, act_index: int) -> tuple[list[Any], int]:
-        contexts = self._parsed(act_index)
-        if not isinstance(contexts, list) or not all(
-            isinstance(c, dict) and isinstance(c.get("id"), CONTEXT_ID_TYPES) for c in contexts
-        ):
+        ids = _ids_of(self._parsed(act_index))
+        if ids is None:
             raise _StepProblem(
                 "output: a retrieval output must be a JSON list of objects with an 'id' (a "
                 "string or a number)"
@@ -503,4 +523,4 @@ class StepScorer:
         k = args.get("k")
         if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
             raise _StepProblem(f"args.k: must be a positive integer, got {short_repr(k)}")
-        return [c["id"] for c in contexts], k
+        return ids, k

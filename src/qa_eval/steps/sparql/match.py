@@ -29,6 +29,7 @@ __all__ = [
     "ABS_TOLERANCE",
     "REL_TOLERANCE",
     "SparqlReference",
+    "boolean_score",
     "compare_sparql_results",
     "numbers_close",
     "prepare_reference",
@@ -130,6 +131,16 @@ def compare_sparql_results(
             gc.enable()
 
 
+def boolean_score(reference: SparqlReference, actual: Mapping[str, Any]) -> float | None:
+    """The score of a checked result against a reference when either is an ASK result (its
+    boolean decides, with no column read), else ``None``."""
+    if reference.boolean is not None:
+        return float("boolean" in actual and actual["boolean"] == reference.boolean)
+    if "boolean" in actual:
+        return 0.0
+    return None
+
+
 def _compare(
     reference: SparqlReference,
     actual: Mapping[str, Any],
@@ -137,10 +148,9 @@ def _compare(
     ignore_duplicates: bool,
     table: Table | None = None,
 ) -> float:
-    if reference.boolean is not None:
-        return float("boolean" in actual and actual["boolean"] == reference.boolean)
-    if "boolean" in actual:
-        return 0.0
+    decided = boolean_score(reference, actual)
+    if decided is not None:
+        return decided
     ref_rows = reference.rows
     act_bindings = actual.get("results", {}).get("bindings", [])
     act_vars = list(dict.fromkeys(actual.get("head", {}).get("vars", [])))
