@@ -22,6 +22,11 @@ subset DP over its reference steps scans the candidate actual steps from the bou
 search runs only when the greedy score is below an upper bound (each reference step's best score
 over the steps the ordering leaves it, steps shared), so the usual imperfect answer - a missing
 SPARQL row, a retrieval recall below 1 - costs no search.
+
+When every group has one step (the usual reference), the greedy matching and the bound are
+computed in one pass over the actual steps whose name can match (``StepScorer.comparable``): the
+other steps score 0 without a comparison. The same pairs are compared in the same order as on the
+general path, so the same problems are recorded.
 """
 
 from __future__ import annotations
