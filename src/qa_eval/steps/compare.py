@@ -22,7 +22,7 @@ message naming the step and the field, in ``problems``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Container, Hashable, Mapping, Sequence
 from functools import cache
 from itertools import repeat
 from operator import itemgetter
@@ -107,25 +107,6 @@ def _ids_may_be_in(ids: Any, output: Any) -> bool:
     return any(type(wanted) is not str or f'"{wanted}"' in output for wanted in ids)
 
 
-def _steps_by_name(
-    actual: Sequence[Mapping[str, Any]], candidates: Sequence[int]
-) -> dict[Any, list[int]] | None:
-    """The indexes of ``candidates`` by step name, in order (``None`` when a name is not
-    hashable)."""
-    by_name: dict[Any, list[int]] = {}
-    try:
-        for a in candidates:
-            name = actual[a].get("name")
-            found = by_name.get(name)
-            if found is None:
-                by_name[name] = [a]
-            else:
-                found.append(a)
-    except TypeError:
-        return None
-    return by_name
-
-
 def _ids_of(contexts: Any) -> list[Any] | None:
     """The ids of a retrieval output's contexts, ``None`` unless it is a list of objects each
     with an ``id`` that is a string or a number (checked in C-level passes)."""
@@ -154,7 +135,6 @@ class StepScorer:
     """Scores reference steps against the actual steps of one response, with caches."""
 
     __slots__ = (
-        "_by_name",
         "_checked",
         "_contexts",
         "_counts",
@@ -178,7 +158,6 @@ class StepScorer:
         self._counts: dict[tuple[int, int], tuple[int, int]] = {}  # see _distinct
         self._scores: dict[tuple[int, int, int], float] = {}
         self._successful = successful  # found while the responses were checked, when given
-        self._by_name: tuple[Sequence[int], dict[Any, list[int]] | None] | None = None
 
     def successful(self) -> list[int]:
         """Indexes of the actual steps that may be matched (status success)."""
@@ -188,20 +167,10 @@ class StepScorer:
             ]
         return self._successful
 
-    def comparable(self, ref: ReferenceStep, candidates: Sequence[int]) -> list[int]:
-        """The actual steps of ``candidates`` whose name lets them match ``ref``, in order:
-        every other one scores 0 against it with no comparison and no problem recorded."""
-        actual = self.actual
-        if ref.kind == COMPARE_IRI:
-            return [a for a in candidates if actual[a].get("name") in _IRI_STEPS]
-        name = ref.name
-        by_name = self._by_name
-        if by_name is None or by_name[0] is not candidates:
-            by_name = self._by_name = (candidates, _steps_by_name(actual, candidates))
-        steps = by_name[1]
-        if steps is None:  # a name that is not hashable: compared one by one
-            return [a for a in candidates if actual[a].get("name") == name]
-        return steps.get(name) or []  # (shared with the next ask: not to be changed)
+    def matchable_names(self, ref: ReferenceStep) -> Container[Any]:
+        """The actual step names that can match ``ref``: a step of any other name scores 0
+        against it, with no comparison and no problem recorded."""
+        return _IRI_STEPS if ref.kind == COMPARE_IRI else (ref.name,)
 
     def score(self, ref: ReferenceStep, act_index: int) -> float:
         """Score of ``ref`` against actual step ``act_index`` (memoised)."""

@@ -24,14 +24,15 @@ over the steps the ordering leaves it, steps shared), so the usual imperfect ans
 SPARQL row, a retrieval recall below 1 - costs no search.
 
 When every group has one step (the usual reference), the greedy matching and the bound are
-computed in one pass over the actual steps whose name can match (``StepScorer.comparable``): the
-other steps score 0 without a comparison. The same pairs are compared in the same order as on the
-general path, so the same problems are recorded.
+computed in one pass over the actual steps whose name can match
+(``StepScorer.matchable_names``): the other steps score 0 without a comparison. The same pairs
+are compared in the same order as on the general path, so the same problems are recorded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
+from typing import Any
 
 from .compare import StepScorer
 from .kinds import ReferenceStep
@@ -237,24 +238,26 @@ def _match_singletons(
 
     With one step per group the greedy matching and ``upper_bound`` stop at the same group
     and leave each group the same steps (a group's latest step scoring above 0 is its greedy
-    match), so the bound adds only each matched group's steps before its match."""
+    match), so the bound adds only each matched group's steps before its match. The
+    candidates are in order: those before a match's position are the steps before it."""
     score_of = scorer.score
+    actual = scorer.actual
     matches: list[Match] = []
-    earlier: list[tuple[ReferenceStep, list[int], float]] = []  # per match: steps before it
-    upto = len(scorer.actual)
+    earlier: list[tuple[ReferenceStep, Container[Any], int, float]] = []  # per match
+    stop = len(candidates)  # the candidates before this position come before every match
     for g in range(len(groups) - 1, -1, -1):
         ref = groups[g][0]
-        mine = scorer.comparable(ref, candidates)
-        i = len(mine)
+        names = scorer.matchable_names(ref)
+        i = stop
         while i:
             i -= 1
-            a = mine[i]
-            if a < upto:
+            a = candidates[i]
+            if actual[a].get("name") in names:
                 score = score_of(ref, a)
                 if score > 0.0:
                     matches.append((g, ref.index, a, score))
-                    earlier.append((ref, mine[:i], score))
-                    upto = a
+                    earlier.append((ref, names, i, score))
+                    stop = i
                     break
         else:
             break  # not matched: the matching ends here
@@ -269,11 +272,12 @@ def _match_singletons(
         return matches, greedy_score
     # upper_bound: each matched group's best score over its steps up to its match.
     total = 0.0
-    for ref, before, best in earlier:
-        for a in before:
-            score = score_of(ref, a)
-            if score > best:
-                best = score
+    for ref, names, i, best in earlier:
+        for a in candidates[:i]:
+            if actual[a].get("name") in names:
+                score = score_of(ref, a)
+                if score > best:
+                    best = score
         total += best
     if greedy_score >= total / len(groups) - _EPSILON:
         return matches, greedy_score
