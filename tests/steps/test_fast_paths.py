@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -41,3 +42,54 @@ def test_the_kind_of_a_first_cell_is_that_of_reading_it(term: Any) -> None:
             table.first_kind("v")
         return
     assert table.first_kind("v") == expected
+
+
+_CONTEXT = st.one_of(
+    st.fixed_dictionaries(
+        {}, optional={"id": st.sampled_from(["d1", 2, 2.5, True, None, ["d"], {"d": 1}])}
+    ),
+    st.sampled_from([None, "d1", 3, ["d1"]]),
+)
+
+
+@settings(max_examples=300)
+@given(st.one_of(st.lists(_CONTEXT, max_size=4), st.sampled_from([{"id": "d1"}, "d1", 3])))
+def test_a_retrieval_output_is_checked_as_context_by_context(output: Any) -> None:
+    from fakes import prepared_groups
+    from qa_eval.steps.compare import StepScorer
+    from qa_eval.steps.kinds import CONTEXT_ID_TYPES
+
+    ref = prepared_groups([[{"name": "retrieval", "output": '[{"id": "d1"}]'}]])[0][0]
+    scorer = StepScorer([{"name": "retrieval", "args": {"k": 2}, "output": json.dumps(output)}])
+    score = scorer.score(ref, 0)
+    readable = isinstance(output, list) and all(
+        isinstance(c, dict) and isinstance(c.get("id"), CONTEXT_ID_TYPES) for c in output
+    )
+    if readable:
+        assert scorer.problems == {}
+        ids = [c["id"] for c in output][:2]
+        assert score == (1.0 if "d1" in ids else 0.0)
+    else:
+        assert score == 0.0
+        assert "a retrieval output must be a JSON list of objects" in scorer.problems[0]
+
+
+def test_an_ask_reference_or_result_is_decided_by_its_boolean() -> None:
+    from fakes import prepared_groups
+    from qa_eval.steps.compare import StepScorer
+
+    def sparql(result: dict) -> str:
+        return json.dumps({"head": {"vars": ["v"]}, **result})
+
+    select = {"results": {"bindings": [{"v": {"type": "literal", "value": "a"}}]}}
+    outputs = [sparql({"boolean": True}), sparql({"boolean": False}), sparql(select)]
+    steps = [{"name": "sparql_query", "output": o} for o in outputs]
+    media = "application/sparql-results+json"
+    refs = [
+        prepared_groups(
+            [[{"name": "sparql_query", "output": o, "output_media_type": media, **extra}]]
+        )[0][0]
+        for o, extra in zip(outputs, [{"required_columns": []}] * 2 + [{"required_columns": ["v"]}])
+    ]
+    scores = [[StepScorer(steps).score(ref, a) for a in range(3)] for ref in refs]
+    assert scores == [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import random
 
 from hypothesis import given, settings
@@ -87,6 +88,17 @@ class _TableScorer(StepScorer):
 
     def score(self, ref, act_index):  # type: ignore[no-untyped-def]
         return self.table.get((ref.group, ref.index, act_index), 0.0)
+
+    def matchable_names(self, ref):  # type: ignore[no-untyped-def]
+        return _EVERY_NAME  # (the table ignores names)
+
+
+class _EveryName:
+    def __contains__(self, name: object) -> bool:
+        return True
+
+
+_EVERY_NAME = _EveryName()
 
 
 def test_greedy_counterexample_gets_the_best_assignment() -> None:
@@ -292,3 +304,95 @@ def test_mismatch_kinds() -> None:
     ]
     assert mismatch_kinds("actual step q [0]: ASK result is false, expected true") == ["ASK value"]
     assert mismatch_kinds("something else") == ["other"]
+
+
+# The one-step-groups path of match_steps against the general path (issue 36).
+
+
+def _general(groups, scorer: StepScorer):  # type: ignore[no-untyped-def]
+    """match_steps' general path: greedy, the bound, the search when the bound is higher."""
+    candidates = scorer.successful()
+    greedy = greedy_matches(groups, scorer, candidates)
+    greedy_score = steps_score(groups, greedy)
+    if greedy_score >= 1.0 - 1e-12 or not candidates:
+        return greedy, greedy_score
+    if greedy_score >= upper_bound(groups, scorer, candidates) - 1e-12:
+        return greedy, greedy_score
+    best = best_matches(groups, scorer, candidates)
+    best_score = steps_score(groups, best)
+    return (best, best_score) if best_score > greedy_score + 1e-9 else (greedy, greedy_score)
+
+
+def _select(rows: list[str], var: str = "v") -> str:
+    bindings = [{var: {"type": "literal", "value": r}} for r in rows]
+    return json.dumps({"head": {"vars": [var]}, "results": {"bindings": bindings}})
+
+
+_SINGLE_REFS = [
+    {"name": "tool", "output": "a"},
+    {"name": "tool", "output": "b"},
+    {"name": "other", "output": "a"},
+    {"name": "send", "args": {"to": 1}},
+    {"name": "get", "output": '{"x": 1}', "output_media_type": "application/json"},
+    {"name": "retrieval", "args": {"k": 3}, "output": json.dumps([{"id": "d1"}, {"id": "d2"}])},
+    {
+        "name": "sparql_query",
+        "output": _select(["a", "b"]),
+        "output_media_type": "application/sparql-results+json",
+        "required_columns": ["v"],
+    },
+    {
+        "name": "iri_discovery",
+        "output": "urn:x",
+        "output_media_type": "text/uri",
+        "required_columns": ["uri"],
+    },
+]
+_SINGLE_ACTUALS = [
+    {"name": "tool", "output": "a"},
+    {"name": "tool", "output": "b"},
+    {"name": "tool"},  # no output: a problem
+    {"name": "other", "output": "a"},
+    {"name": "send", "args": {"to": 1}},
+    {"name": "send", "args": {"to": 2}},
+    {"name": "get", "output": '{"x": 1}'},
+    {"name": "get", "output": "{not json"},
+    {"name": "retrieval", "args": {"k": 3}, "output": json.dumps([{"id": "d1"}])},
+    {"name": "retrieval", "args": {"k": 3}, "output": json.dumps([{"id": "d2"}, {"id": "d1"}])},
+    {"name": "retrieval", "args": {"k": 0}, "output": json.dumps([{"id": "d1"}])},
+    {"name": "retrieval", "args": {"k": 2}, "output": "[1]"},
+    {"name": "sparql_query", "output": _select(["b", "a"], "w")},
+    {"name": "sparql_query", "output": _select(["a"])},
+    {"name": "sparql_query", "output": '{"head": {}, "boolean": true}'},
+    {"name": "sparql_query", "output": '{"results": {"bindings": [{"v": {"type": 1}}]}}'},
+    {"name": "sparql_query", "output": "[]"},
+    {"name": "sparql_query", "output": "urn:x"},
+    {"name": "autocomplete_search", "output": '{"uri": "urn:x"}'},
+    {"name": "autocomplete_search"},
+    {"name": "tool", "output": "a", "status": "error"},
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(range(len(_SINGLE_REFS))), min_size=1, max_size=4),
+    st.lists(st.sampled_from(range(len(_SINGLE_ACTUALS))), min_size=0, max_size=9),
+)
+def test_one_step_groups_match_as_the_general_path(refs: list[int], steps: list[int]) -> None:
+    groups = prepared_groups([[_SINGLE_REFS[r]] for r in refs])
+    actual_steps = [{**_SINGLE_ACTUALS[s], "id": f"c{i}"} for i, s in enumerate(steps)]
+    fast, general = StepScorer(actual_steps), StepScorer(actual_steps)
+    assert match_steps(groups, fast) == _general(groups, general)
+    # The same problems, recorded first for each step (step_errors shows them).
+    assert list(fast.problems.items()) == list(general.problems.items())
+    # The pairs left out are those whose names cannot match, each scoring 0.
+    for key, value in general._scores.items():
+        assert fast._scores.get(key, 0.0) == value
+
+
+def test_the_names_a_reference_step_can_match() -> None:
+    groups = prepared_groups([[_SINGLE_REFS[0]], [_SINGLE_REFS[7]]])
+    scorer = StepScorer([])
+    assert tuple(scorer.matchable_names(groups[0][0])) == ("tool",)  # type: ignore[arg-type]
+    iri = scorer.matchable_names(groups[1][0])
+    assert "sparql_query" in iri and "autocomplete_search" in iri and "iri_discovery" not in iri

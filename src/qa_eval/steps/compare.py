@@ -22,8 +22,10 @@ message naming the step and the field, in ``problems``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Container, Hashable, Mapping, Sequence
 from functools import cache
+from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 from ..errors import short_repr
@@ -49,7 +51,7 @@ from .outputs import (
     text_difference,
 )
 from .sparql.explain import explain_sparql_results
-from .sparql.match import SparqlReference, compare_sparql_results
+from .sparql.match import SparqlReference, boolean_score, compare_sparql_results
 from .sparql.terms import (
     IRI,
     LITERAL,
@@ -112,6 +114,21 @@ def _ids_may_be_in(ids: Any, output: Any) -> bool:
     return any(type(wanted) is not str or f'"{wanted}"' in output for wanted in ids)
 
 
+def _ids_of(contexts: Any) -> list[Any] | None:
+    """The ids of a retrieval output's contexts, ``None`` unless it is a list of objects each
+    with an ``id`` that is a string or a number (checked in C-level passes)."""
+    if not isinstance(contexts, list) or not all(map(isinstance, contexts, repeat(dict))):
+        return None
+    try:
+        ids = list(map(_ID, contexts))
+    except KeyError:
+        return None
+    return ids if all(map(isinstance, ids, repeat(CONTEXT_ID_TYPES))) else None
+
+
+_ID = itemgetter("id")
+
+
 @cache
 def _recall_at_k() -> Callable[[Sequence[Hashable], Sequence[Hashable], int], float]:
     """``metrics.retrieval.ranking.spec_recall_at_k``, imported when a retrieval step is first
@@ -156,6 +173,11 @@ class StepScorer:
                 i for i, s in enumerate(self.actual) if s.get("status", "success") == "success"
             ]
         return self._successful
+
+    def matchable_names(self, ref: ReferenceStep) -> Container[Any]:
+        """The actual step names that can match ``ref``: a step of any other name scores 0
+        against it, with no comparison and no problem recorded."""
+        return _IRI_STEPS if ref.kind == COMPARE_IRI else (ref.name,)
 
     def score(self, ref: ReferenceStep, act_index: int) -> float:
         """Score of ``ref`` against actual step ``act_index`` (memoised)."""
@@ -415,6 +437,11 @@ class StepScorer:
             return 0.0
         if kind == COMPARE_SPARQL:
             checked = self._sparql(act_index)
+            sparql = ref.parsed
+            if type(sparql) is SparqlReference:
+                decided = boolean_score(sparql, checked)  # (an ASK reference or result)
+                if decided is not None:
+                    return decided
             try:
                 return compare_sparql_results(
                     ref.parsed,
@@ -460,10 +487,8 @@ class StepScorer:
         return value  # type: ignore[no-any-return]
 
     def _check_contexts(self, act_index: int) -> tuple[list[Any], int]:
-        contexts = self._parsed(act_index)
-        if not isinstance(contexts, list) or not all(
-            isinstance(c, dict) and isinstance(c.get("id"), CONTEXT_ID_TYPES) for c in contexts
-        ):
+        ids = _ids_of(self._parsed(act_index))
+        if ids is None:
             raise _StepProblem(
                 "output: a retrieval output must be a JSON list of objects with an 'id' (a "
                 "string or a number)"
@@ -474,4 +499,4 @@ class StepScorer:
         k = args.get("k")
         if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
             raise _StepProblem(f"args.k: must be a positive integer, got {short_repr(k)}")
-        return [c["id"] for c in contexts], k
+        return ids, k

@@ -22,11 +22,17 @@ subset DP over its reference steps scans the candidate actual steps from the bou
 search runs only when the greedy score is below an upper bound (each reference step's best score
 over the steps the ordering leaves it, steps shared), so the usual imperfect answer - a missing
 SPARQL row, a retrieval recall below 1 - costs no search.
+
+When every group has one step (the usual reference), the greedy matching and the bound are
+computed in one pass over the actual steps whose name can match
+(``StepScorer.matchable_names``): the other steps score 0 without a comparison. The same pairs
+are compared in the same order as on the general path, so the same problems are recorded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
+from typing import Any
 
 from .compare import StepScorer
 from .kinds import ReferenceStep
@@ -194,14 +200,85 @@ def match_steps(
 ) -> tuple[list[Match], float]:
     """Match and score: the greedy matching unless the best one scores strictly higher."""
     candidates = scorer.successful()
+    if _ONE.issuperset(map(len, groups)):
+        return _match_singletons(groups, scorer, candidates)
     greedy = greedy_matches(groups, scorer, candidates)
     greedy_score = steps_score(groups, greedy)
     if greedy_score >= 1.0 - _EPSILON or not candidates:
         return greedy, greedy_score
     if greedy_score >= upper_bound(groups, scorer, candidates) - _EPSILON:
         return greedy, greedy_score  # nothing can score higher: skip the search
+    return _searched(groups, scorer, candidates, greedy, greedy_score)
+
+
+_ONE = frozenset((1,))
+
+
+def _searched(
+    groups: Sequence[Sequence[ReferenceStep]],
+    scorer: StepScorer,
+    candidates: Sequence[int],
+    greedy: list[Match],
+    greedy_score: float,
+) -> tuple[list[Match], float]:
+    """The best matching when it scores strictly higher than the greedy one, else the greedy."""
     best = best_matches(groups, scorer, candidates)
     best_score = steps_score(groups, best)
     if best_score > greedy_score + 1e-9:
         return best, best_score
     return greedy, greedy_score
+
+
+def _match_singletons(
+    groups: Sequence[Sequence[ReferenceStep]], scorer: StepScorer, candidates: Sequence[int]
+) -> tuple[list[Match], float]:
+    """``match_steps`` when every group has one step (the usual reference), in one pass that
+    compares only the steps whose name can match (the rest score 0 with no comparison) and
+    the same pairs, in the same order, as the general path (so the same problems are recorded).
+
+    With one step per group the greedy matching and ``upper_bound`` stop at the same group
+    and leave each group the same steps (a group's latest step scoring above 0 is its greedy
+    match), so the bound adds only each matched group's steps before its match. The
+    candidates are in order: those before a match's position are the steps before it."""
+    score_of = scorer.score
+    actual = scorer.actual
+    matches: list[Match] = []
+    earlier: list[tuple[ReferenceStep, Container[Any], int, float]] = []  # per match
+    stop = len(candidates)  # the candidates before this position come before every match
+    for g in range(len(groups) - 1, -1, -1):
+        ref = groups[g][0]
+        names = scorer.matchable_names(ref)
+        i = stop
+        while i:
+            i -= 1
+            a = candidates[i]
+            if actual[a].get("name") in names:
+                score = score_of(ref, a)
+                if score > 0.0:
+                    matches.append((g, ref.index, a, score))
+                    earlier.append((ref, names, i, score))
+                    stop = i
+                    break
+        else:
+            break  # not matched: the matching ends here
+    if not matches:
+        return matches, 0.0  # (the bound is 0 too)
+    # steps_score: the groups' scores summed from the first group on, over the groups.
+    greedy_score = 0.0
+    for match in reversed(matches):
+        greedy_score += match[3]
+    greedy_score /= len(groups)
+    if greedy_score >= 1.0 - _EPSILON:
+        return matches, greedy_score
+    # upper_bound: each matched group's best score over its steps up to its match.
+    total = 0.0
+    for ref, names, i, best in earlier:
+        for a in candidates[:i]:
+            if actual[a].get("name") in names:
+                score = score_of(ref, a)
+                if score > best:
+                    best = score
+        total += best
+    if greedy_score >= total / len(groups) - _EPSILON:
+        return matches, greedy_score
+    return _searched(groups, scorer, candidates, matches, greedy_score)

@@ -11,6 +11,7 @@ import gc
 import math
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from operator import itemgetter
 from typing import Any, cast
 
 from ...vocabulary.frozen import Mutable, slotted
@@ -29,6 +30,7 @@ __all__ = [
     "ABS_TOLERANCE",
     "REL_TOLERANCE",
     "SparqlReference",
+    "boolean_score",
     "compare_sparql_results",
     "numbers_close",
     "prepare_reference",
@@ -130,6 +132,16 @@ def compare_sparql_results(
             gc.enable()
 
 
+def boolean_score(reference: SparqlReference, actual: Mapping[str, Any]) -> float | None:
+    """The score of a checked result against a reference when either is an ASK result (its
+    boolean decides, with no column read), else ``None``."""
+    if reference.boolean is not None:
+        return float("boolean" in actual and actual["boolean"] == reference.boolean)
+    if "boolean" in actual:
+        return 0.0
+    return None
+
+
 def _compare(
     reference: SparqlReference,
     actual: Mapping[str, Any],
@@ -137,10 +149,9 @@ def _compare(
     ignore_duplicates: bool,
     table: Table | None = None,
 ) -> float:
-    if reference.boolean is not None:
-        return float("boolean" in actual and actual["boolean"] == reference.boolean)
-    if "boolean" in actual:
-        return 0.0
+    decided = boolean_score(reference, actual)
+    if decided is not None:
+        return decided
     ref_rows = reference.rows
     act_bindings = actual.get("results", {}).get("bindings", [])
     act_vars = list(dict.fromkeys(actual.get("head", {}).get("vars", [])))
@@ -337,12 +348,11 @@ def _single_projection(
     rows: Callable[[Sequence[list[Value]]], Any],
 ) -> list[str] | None:
     """``picked`` when the actual columns it names hold the reference's rows, else ``None``."""
-    column = act.column
-    columns = [column(v) for v in picked]
+    columns = list(map(act.column, picked))
     for (act_kind, _), (ref_kind, _) in zip(columns, ref_cols):
         if act_kind != ref_kind:
             return None
-    same = rows([values for _, values in ref_cols]) == rows([v for _, v in columns])
+    same = rows(list(map(_VALUES, ref_cols))) == rows(list(map(_VALUES, columns)))
     return picked if same else None
 
 
@@ -417,6 +427,8 @@ def _search_mapping(
 
 
 _ONE = frozenset((1,))
+_FIRST = itemgetter(0)  # (a column's kind, a list's first item)
+_VALUES = itemgetter(1)  # (a column's values)
 
 
 def _find_mapping(
@@ -430,14 +442,14 @@ def _find_mapping(
 ) -> list[str] | None:
     """Return actual column names for ``ref_vars`` under which the results match, or None;
     ``sample``: rule columns out on their first cells as read from the bindings."""
-    ref_kinds = {kind for kind, _ in ref_cols}
+    ref_kinds = set(map(_FIRST, ref_cols))
     mixed = MIXED in ref_kinds
     if mixed:
         first: dict[str, Hashable] = {}
         pool = act_vars
     else:
         first_kind = act.first_kind
-        first = {v: first_kind(v) for v in act_vars}
+        first = dict(zip(act_vars, map(first_kind, act_vars)))  # (in order: the same errors)
         pool = [v for v in act_vars if first[v] in ref_kinds]
     rows: Callable[[Sequence[list[Value]]], Any] = lambda cols: _rows(  # noqa: E731
         cols, ordered, ignore_duplicates
@@ -448,7 +460,7 @@ def _find_mapping(
     if shortlist is not None:
         # The common case: one candidate per column, all different - one projection decides.
         if _ONE.issuperset(map(len, shortlist)):  # (every list has one name)
-            picked = [c[0] for c in shortlist]
+            picked = list(map(_FIRST, shortlist))
             if len(set(picked)) == len(ref_vars):
                 return _single_projection(ref_cols, act, picked, rows)
         pool = list(dict.fromkeys(v for found in shortlist for v in found))
