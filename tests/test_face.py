@@ -100,6 +100,9 @@ DEFERRED = (
     "qa_eval.run.stream",
     "qa_eval.run.workers",
     "qa_eval.steps.trajectory",
+    "qa_eval.steps.timeseries",
+    "qa_eval.steps.explain",
+    "qa_eval.steps.sparql.explain",
     "qa_eval.metrics",
     "qa_eval.run.shards",
     "array",
@@ -110,7 +113,8 @@ DEFERRED = (
 processes, the judge and its reply cache, the config file reader, the aggregates, the
 trajectory reader, the time-series parser for what ``fromisoformat`` reads; nor, for a step that
 is not a retrieval step, any metric (the trial key is ``io.keysets``'), nor without shards their
-module, ``array``, ``zlib`` and BLAKE2b."""
+module, ``array``, ``zlib`` and BLAKE2b; nor, without a time series step, ``steps.timeseries``;
+nor, when every reference step matches, the explanations of unmatched steps."""
 
 _ONE_SPARQL_QUESTION = """
 import json
