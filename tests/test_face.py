@@ -148,3 +148,26 @@ def test_a_judge_free_first_call_loads_only_what_it_scores_with() -> None:
     inside = tuple(f"{d}." for d in DEFERRED)
     assert sorted(m for m in added if m in DEFERRED or m.startswith(inside)) == []
     assert {m for m in added if m.startswith("qa_eval.judge.")} <= {"qa_eval.judge.settings"}
+
+
+def test_a_judge_free_first_call_reads_no_prompt_file() -> None:
+    """The signature of a run without a judge takes the prompts' hashes from the table
+    (``prompts.hashes``, checked against the files in ``test_prompts_files``): a fresh
+    process's first call opens none of the prompt files."""
+    program = (
+        "import builtins, json\n"
+        "opened = []\n"
+        "real_open = builtins.open\n"
+        "def spy(file, *args, **kwargs):\n"
+        "    opened.append(str(file))\n"
+        "    return real_open(file, *args, **kwargs)\n"
+        "builtins.open = spy\n"
+        f"{_ONE_SPARQL_QUESTION}\n"
+        "assert results.signature['prompts']['answer_correctness']\n"
+        "print(json.dumps(opened))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    )
+    opened = json.loads(done.stdout.splitlines()[-1])
+    assert [f for f in opened if f.endswith(".md")] == []

@@ -50,9 +50,9 @@ def _signature(
     note: str | None,
 ) -> dict[str, Any]:
     from .._version import __version__
-    from ..prompts import examples_block, prompt_hash, prompt_names, prompt_text
+    from ..prompts import examples_block, prompt_hash, prompt_hashes
 
-    prompts = {name: prompt_hash(prompt_text(name)) for name in prompt_names()}
+    prompts = prompt_hashes()
     if settings.answer_correctness_prompt is not None:
         prompts["answer_correctness (config)"] = prompt_hash(settings.answer_correctness_prompt)
     for metric, examples in sorted(settings.examples.items()):  # few-shot examples from labels
