@@ -1,6 +1,6 @@
 """The prompt files are read alike from a folder on disk (the fast path a run's signature takes)
 and from any other ``importlib.resources`` container, such as a zip file; the table of their
-hashes a run's signature records (``prompts.hashes``) is theirs."""
+hashes a run's signature records (``qa_eval.prompt_hashes``) is theirs."""
 
 from __future__ import annotations
 
@@ -52,15 +52,15 @@ def test_a_zipped_folder_reads_the_same_texts(
 
 
 def test_the_hash_table_is_the_files(fresh_caches: None) -> None:
-    """``prompts.hashes`` holds every prompt file's hash, and only theirs: a prompt added,
+    """``qa_eval.prompt_hashes`` holds every prompt file's hash, and only theirs: a prompt added,
     removed or changed without writing the table again fails here (the signature of a run that
     does not read a prompt records the table's hash)."""
-    from qa_eval.prompts.hashes import HASHES
+    from qa_eval.prompt_hashes import HASHES
 
     hash_of = prompts.prompt_hash
     files = {name: hash_of(prompts.prompt_text(name)) for name in prompts.prompt_names()}
     table = "\n".join(f'    "{name}": "{value}",' for name, value in files.items())
-    assert files == HASHES, f"write this table into src/qa_eval/prompts/hashes.py:\n{table}"
+    assert files == HASHES, f"write this table into src/qa_eval/prompt_hashes.py:\n{table}"
     assert list(HASHES) == sorted(HASHES)
 
 
@@ -69,7 +69,7 @@ def test_the_signature_hashes_the_prompts_a_process_read(
 ) -> None:
     """A prompt this process read is hashed from its text, whatever the table says; the others
     come from the table, in the table's order."""
-    from qa_eval.prompts import hashes
+    from qa_eval import prompt_hashes as hashes
 
     stale = {**hashes.HASHES, "answer_correctness": "0" * 16, "geval": "1" * 16}
     monkeypatch.setattr(hashes, "HASHES", stale)

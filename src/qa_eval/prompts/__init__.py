@@ -1,15 +1,16 @@
 """Prompt files (data) and their rendering.
 
 Each prompt is a ``*.md`` file in this folder, read with ``importlib.resources``; the SHA-256 of its
-text is its version, which goes into the run signature (``prompt_hashes``; ``prompts.hashes`` holds
-them for the prompts a process does not read) and, through the rendered messages, into every cache
-key. Placeholders are ``$name`` (``string.Template``): values are inserted once and
-never parsed again, so a ``$`` or ``{`` in an answer is just text. Untrusted text is placed between
-tags, and a closing tag inside it is broken up so it cannot end its block early (``</x>`` becomes
-``< /x>``) - also its look-alikes: with attributes or spaces, with zero-width or other invisible
-characters inside, with fullwidth or small-form brackets and slashes, HTML-escaped (``&lt;/x&gt;``,
-``&#60;/x>``, ``&amp;lt;/x``) or JSON-escaped (``\u003c/x``); and self-closing tags (``<x/>``)
-become ``< x/>``. The same delimiting applies to the values a user's prompt template inserts.
+text is its version, which goes into the run signature (``prompt_hashes``; the table
+``qa_eval.prompt_hashes`` holds them for the prompts a process does not read) and, through the
+rendered messages, into every cache key. Placeholders are ``$name`` (``string.Template``): values
+are inserted once and never parsed again, so a ``$`` or ``{`` in an answer is just text. Untrusted
+text is placed between tags, and a closing tag inside it is broken up so it cannot end its block
+early (``</x>`` becomes ``< /x>``) - also its look-alikes: with attributes or spaces, with
+zero-width or other invisible characters inside, with fullwidth or small-form brackets and slashes,
+HTML-escaped (``&lt;/x&gt;``, ``&#60;/x>``, ``&amp;lt;/x``) or JSON-escaped (``\u003c/x``); and
+self-closing tags (``<x/>``) become ``< x/>``. The same delimiting applies to the values a user's
+prompt template inserts.
 """
 
 from __future__ import annotations
@@ -91,9 +92,9 @@ def prompt_hash(text: str) -> str:
 def prompt_hashes() -> dict[str, str]:
     """``prompt_hash`` of every prompt file, by name (sorted), as a run's signature records
     them: of the prompts this process read, from their text; of the others, from the table
-    ``prompts.hashes`` (which the tests check against the files), so that a run without a judge
-    reads no prompt file."""
-    from .hashes import HASHES
+    ``qa_eval.prompt_hashes`` (which the tests check against the files), so that a run without a
+    judge reads no prompt file."""
+    from ..prompt_hashes import HASHES
 
     read = {name: prompt_hash(text) for name, text in _TEXTS.items() if name in HASHES}
     return {**HASHES, **read} if read else dict(HASHES)

@@ -1,7 +1,9 @@
-"""Every prompt file's ``prompt_hash``, by name (sorted): what a run's signature records for a
-prompt this process did not read (``prompt_hashes``), so that a fresh process's first run reads and
-hashes no prompt file. ``tests/test_prompts_files.py`` checks it against the files (and prints the
-table to write here when a prompt was added, removed or changed)."""
+"""Every prompt file's ``prompts.prompt_hash`` (``prompts/*.md``), by name (sorted), in a leaf
+module: what a run's signature records for the prompts a process did not read
+(``prompts.prompt_hashes``), read without importing the prompts package, so that a fresh process's
+first run without a judge reads and hashes no prompt file. ``tests/test_prompts_files.py`` checks
+it against the files (and prints the table to write here when a prompt was added, removed or
+changed)."""
 
 HASHES: dict[str, str] = {
     "agent_goal_compare": "3fcd4f15bb05e746",
