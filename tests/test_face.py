@@ -104,6 +104,7 @@ DEFERRED = (
     "qa_eval.steps.explain",
     "qa_eval.steps.sparql.explain",
     "qa_eval.prompts",
+    "qa_eval.run.keywords",
     "qa_eval.metrics",
     "qa_eval.run.shards",
     "array",
@@ -116,7 +117,8 @@ trajectory reader, the time-series parser for what ``fromisoformat`` reads; nor,
 is not a retrieval step, any metric (the trial key is ``io.keysets``'), nor without shards their
 module, ``array``, ``zlib`` and BLAKE2b; nor, without a time series step, ``steps.timeseries``;
 nor, when every reference step matches, the explanations of unmatched steps; nor the prompts
-(their hashes are ``qa_eval.prompt_hashes``')."""
+(their hashes are ``qa_eval.prompt_hashes``'); nor, given no keyword, the keywords'
+``TypedDict``."""
 
 _ONE_SPARQL_QUESTION = """
 import json

@@ -16,10 +16,12 @@ from ..vocabulary.frozen import Mutable, mutable
 if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
     from ..judge.calls import AskContext, Judge
 
-__all__ = ["ProgressCallback", "RunProgress", "StatusCallback"]
+__all__ = ["ProgressCallback", "ResultCallback", "RunProgress", "StatusCallback"]
 
 ProgressCallback = Callable[[int, int], None]
 """Called as ``progress(done, total)`` after each question."""
+ResultCallback = Callable[[dict[str, Any]], None]
+"""Called with each question's finished result, in the order questions finish."""
 
 
 @mutable
