@@ -11,7 +11,7 @@ import functools
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import field
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any, TypeAlias, Unpack
 
 from ..config import GROUPS, SWITCHES, EvalConfig
 from ..errors import QaEvalError
@@ -42,7 +42,7 @@ __all__ = [
 ConfigArg = EvalConfig | str | os.PathLike[str] | Mapping[str, Any] | None
 """A run's config: an :class:`EvalConfig`, a YAML file's path, a mapping, or None."""
 
-Spell = Callable[[str], str]
+Spell: TypeAlias = "Callable[[str], str]"
 """How messages spell an option's name: ``python_name`` (the default) or ``cli_option``."""
 
 
