@@ -116,6 +116,15 @@ def _timeseries() -> Any:
     return timeseries
 
 
+@cache
+def _explain_sparql() -> Callable[..., tuple[float, str]]:
+    """``steps.sparql.explain.explain_sparql_results``, imported when a SPARQL step is first
+    explained (only unmatched steps are)."""
+    from .sparql.explain import explain_sparql_results
+
+    return explain_sparql_results
+
+
 class StepScorer:
     """Scores reference steps against the actual steps of one response, with caches."""
 
@@ -299,9 +308,7 @@ class StepScorer:
             checked = self._sparql(act_index)
             if not isinstance(sparql, SparqlReference):  # prepared at load; this is a fallback
                 return 0.0, "the SPARQL results differ"
-            from .sparql.explain import explain_sparql_results  # (unmatched steps only)
-
-            return explain_sparql_results(
+            return _explain_sparql()(
                 sparql,
                 checked,
                 ordered=ref.raw.get("ordered", False),

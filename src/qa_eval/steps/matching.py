@@ -49,9 +49,13 @@ _MAX_EXACT_GROUP = 12  # subset DP over 2**12 states per candidate; larger group
 
 
 def fully_matched(groups: Sequence[Sequence[ReferenceStep]], matches: Sequence[Match]) -> bool:
-    """Whether ``matches`` give every reference step of ``groups`` a whole match (an actual
-    step matches one reference step at most): then ``steps.explain`` has nothing to explain."""
-    return len(matches) == sum(map(len, groups)) and all(m[3] >= 1.0 - _EPSILON for m in matches)
+    """Whether ``matches`` give every reference step of ``groups`` a whole match: then
+    ``steps.explain`` has nothing to explain."""
+    return (
+        len(matches) == sum(map(len, groups))
+        and all(m[3] >= 1.0 - _EPSILON for m in matches)
+        and len({m[:2] for m in matches}) == len(matches)  # (each step once)
+    )
 
 
 def greedy_matches(
