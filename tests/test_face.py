@@ -100,6 +100,11 @@ DEFERRED = (
     "qa_eval.run.stream",
     "qa_eval.run.workers",
     "qa_eval.steps.trajectory",
+    "qa_eval.steps.timeseries",
+    "qa_eval.steps.explain",
+    "qa_eval.steps.sparql.explain",
+    "qa_eval.prompts",
+    "qa_eval.run.keywords",
     "qa_eval.metrics",
     "qa_eval.run.shards",
     "array",
@@ -110,7 +115,10 @@ DEFERRED = (
 processes, the judge and its reply cache, the config file reader, the aggregates, the
 trajectory reader, the time-series parser for what ``fromisoformat`` reads; nor, for a step that
 is not a retrieval step, any metric (the trial key is ``io.keysets``'), nor without shards their
-module, ``array``, ``zlib`` and BLAKE2b."""
+module, ``array``, ``zlib`` and BLAKE2b; nor, without a time series step, ``steps.timeseries``;
+nor, when every reference step matches, the explanations of unmatched steps; nor the prompts
+(their hashes are ``qa_eval.prompt_hashes``'); nor, given no keyword, the keywords'
+``TypedDict``."""
 
 _ONE_SPARQL_QUESTION = """
 import json
@@ -144,3 +152,29 @@ def test_a_judge_free_first_call_loads_only_what_it_scores_with() -> None:
     inside = tuple(f"{d}." for d in DEFERRED)
     assert sorted(m for m in added if m in DEFERRED or m.startswith(inside)) == []
     assert {m for m in added if m.startswith("qa_eval.judge.")} <= {"qa_eval.judge.settings"}
+
+
+def test_a_judge_free_first_call_reads_no_prompt_file() -> None:
+    """The signature of a run without a judge takes the prompts' hashes from the table
+    (``qa_eval.prompt_hashes``, checked against the files in ``test_prompts_files``): a fresh
+    process's first call opens none of the prompt files, and records the hashes of their texts."""
+    program = (
+        "import builtins, json\n"
+        "opened = []\n"
+        "real_open = builtins.open\n"
+        "def spy(file, *args, **kwargs):\n"
+        "    opened.append(str(file))\n"
+        "    return real_open(file, *args, **kwargs)\n"
+        "builtins.open = spy\n"
+        f"{_ONE_SPARQL_QUESTION}\n"
+        "found = json.dumps(opened)\n"
+        "from qa_eval import prompts as p\n"
+        "texts = {n: p.prompt_hash(p.prompt_text(n)) for n in p.prompt_names()}\n"
+        "assert results.signature['prompts'] == texts, results.signature['prompts']\n"
+        "print(found)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    )
+    opened = json.loads(done.stdout.splitlines()[-1])
+    assert [f for f in opened if f.endswith(".md")] == []

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import pickle
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -199,3 +199,52 @@ def test_a_subclass_may_add_attributes_and_be_a_frozen_dataclass() -> None:
         extra: int = 0
 
     assert Tighter("k", extra=2).extra == 2 and Tighter("k").name == "k"
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_the_fields_are_those_the_decorator_reads_from_the_text(cls: type) -> None:
+    """``frozen`` shows ``@dataclass`` plain types for annotations written as text (see
+    ``vocabulary.frozen._dataclass``): the fields are still those it makes of the text, each
+    with its annotation's text as its type."""
+    namespace = {
+        name: value
+        for name, value in vars(cls).items()
+        if name not in ("__dict__", "__weakref__", "__dataclass_fields__", "__dataclass_params__")
+    }
+    for f in dataclasses.fields(cls):  # the class as written: a field() where one was given
+        namespace.pop(f.name, None)
+        if f.default_factory is not dataclasses.MISSING or not (f.init and f.repr and f.compare):
+            namespace[f.name] = dataclasses.field(
+                default=f.default,
+                default_factory=f.default_factory,
+                init=f.init,
+                repr=f.repr,
+                hash=f.hash,
+                compare=f.compare,
+                metadata=f.metadata,
+            )
+        elif f.default is not dataclasses.MISSING:
+            namespace[f.name] = f.default
+    namespace.pop("__slots__", None)
+    written = type(cls.__name__, cls.__bases__, namespace)
+    plain = dataclasses.dataclass(init=False, repr=False, eq=False)(written)
+    ours = [(f.name, f.type, f.default, f.default_factory, f.init, f.repr, f.hash, f.compare,
+             f.kw_only, f._field_type) for f in dataclasses.fields(cls)]  # fmt: skip
+    theirs = [(f.name, f.type, f.default, f.default_factory, f.init, f.repr, f.hash, f.compare,
+               f.kw_only, f._field_type) for f in dataclasses.fields(plain)]  # fmt: skip
+    assert ours == theirs
+    assert all(type(f.type) is str for f in dataclasses.fields(cls))
+    assert cls.__match_args__ == plain.__match_args__
+
+
+def test_an_annotation_that_is_not_a_field_stays_out() -> None:
+    @frozen
+    class Counted(Frozen):
+        total: ClassVar[int] = 0
+        name: str = "n"
+
+        def __init__(self, name: str = "n") -> None:
+            object.__setattr__(self, "name", name)
+
+    assert [f.name for f in dataclasses.fields(Counted)] == ["name"]
+    assert Counted.total == 0 and repr(Counted("x")).endswith("Counted(name='x')")

@@ -25,6 +25,7 @@ LAYERS: dict[str, int] = {
     "qa_eval.digest": 0,
     "qa_eval.extras": 0,
     "qa_eval.prompts": 0,
+    "qa_eval.prompt_hashes": 0,
     "qa_eval.schemas": 0,
     "qa_eval.vocabulary": 0,
     "qa_eval.io": 1,

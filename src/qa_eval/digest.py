@@ -8,6 +8,7 @@ digests; ``hashlib`` is used when they are missing.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -18,13 +19,13 @@ sha256: Callable[..., Any]
 blake2b: Callable[..., Any]
 """``hashlib.blake2b`` (the same object: hashlib takes it from ``_blake2`` too)."""
 
-try:  # Python 3.12 on: _sha2; 3.11: _sha256
-    from _sha2 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
-except ImportError:
-    try:
+try:  # Python 3.12 on: _sha2; 3.11: _sha256 (asked by name: a module not found is a search)
+    if sys.version_info >= (3, 12):
+        from _sha2 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
+    else:
         from _sha256 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
-    except ImportError:
-        from hashlib import sha256  # type: ignore[no-redef,unused-ignore]
+except ImportError:
+    from hashlib import sha256  # type: ignore[no-redef,unused-ignore]
 
 
 def __getattr__(name: str) -> Any:

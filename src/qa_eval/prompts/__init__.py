@@ -1,14 +1,16 @@
 """Prompt files (data) and their rendering.
 
 Each prompt is a ``*.md`` file in this folder, read with ``importlib.resources``; the SHA-256 of its
-text is its version, which goes into the run signature (and, through the rendered messages, into
-every cache key). Placeholders are ``$name`` (``string.Template``): values are inserted once and
-never parsed again, so a ``$`` or ``{`` in an answer is just text. Untrusted text is placed between
-tags, and a closing tag inside it is broken up so it cannot end its block early (``</x>`` becomes
-``< /x>``) - also its look-alikes: with attributes or spaces, with zero-width or other invisible
-characters inside, with fullwidth or small-form brackets and slashes, HTML-escaped (``&lt;/x&gt;``,
-``&#60;/x>``, ``&amp;lt;/x``) or JSON-escaped (``\u003c/x``); and self-closing tags (``<x/>``)
-become ``< x/>``. The same delimiting applies to the values a user's prompt template inserts.
+text is its version, which goes into the run signature (``prompt_hashes``; the table
+``qa_eval.prompt_hashes`` holds them for the prompts a process does not read) and, through the
+rendered messages, into every cache key. Placeholders are ``$name`` (``string.Template``): values
+are inserted once and never parsed again, so a ``$`` or ``{`` in an answer is just text. Untrusted
+text is placed between tags, and a closing tag inside it is broken up so it cannot end its block
+early (``</x>`` becomes ``< /x>``) - also its look-alikes: with attributes or spaces, with
+zero-width or other invisible characters inside, with fullwidth or small-form brackets and slashes,
+HTML-escaped (``&lt;/x&gt;``, ``&#60;/x>``, ``&amp;lt;/x``) or JSON-escaped (``\u003c/x``); and
+self-closing tags (``<x/>``) become ``< x/>``. The same delimiting applies to the values a user's
+prompt template inserts.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ __all__ = [
     "examples_block",
     "numbered_blocks",
     "prompt_hash",
+    "prompt_hashes",
     "prompt_names",
     "prompt_text",
     "render",
@@ -53,9 +56,19 @@ def _folder() -> Traversable:
     return resources.files(__package__)
 
 
-@cache
+_TEXTS: dict[str, str] = {}
+"""The prompt texts this process read, by name (``prompt_text``)."""
+
+
 def prompt_text(name: str) -> str:
-    """The text of ``prompts/<name>.md``."""
+    """The text of ``prompts/<name>.md`` (read once)."""
+    text = _TEXTS.get(name)
+    if text is None:
+        text = _TEXTS[name] = _read(name)
+    return text
+
+
+def _read(name: str) -> str:
     folder = _folder()
     if isinstance(folder, Path):  # a folder on disk: read as pathlib would, at a third the cost
         with open(os.path.join(folder, f"{name}.md"), encoding="utf-8") as file:
@@ -74,6 +87,17 @@ def prompt_names() -> tuple[str, ...]:
 def prompt_hash(text: str) -> str:
     """The first 16 hex digits of the SHA-256 of a prompt's text."""
     return sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def prompt_hashes() -> dict[str, str]:
+    """``prompt_hash`` of every prompt file, by name (sorted), as a run's signature records
+    them: of the prompts this process read, from their text; of the others, from the table
+    ``qa_eval.prompt_hashes`` (which the tests check against the files), so that a run without a
+    judge reads no prompt file."""
+    from ..prompt_hashes import HASHES
+
+    read = {name: prompt_hash(text) for name, text in _TEXTS.items() if name in HASHES}
+    return {**HASHES, **read} if read else dict(HASHES)
 
 
 _INVISIBLE = (

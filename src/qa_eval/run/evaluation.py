@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from .endpoints import judge_free
 from .execute import execute
-from .options import ConfigArg, RunKeywords, RunOptions, run_options
+from .options import ConfigArg, RunOptions, run_options
 from .question import Results
 from .signature import reference_fingerprint as reference_fingerprint
 from .sinks import OrderedSink, ResultSink
@@ -34,6 +34,8 @@ __all__ = [
 if TYPE_CHECKING:  # asyncio is imported when a run needs an event loop (a judge, workers)
     import asyncio
     import queue
+
+    from .keywords import RunKeywords
 
 
 def _config_arg(config: ConfigArg, config_file_path: str | os.PathLike[str] | None) -> ConfigArg:

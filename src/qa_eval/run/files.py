@@ -85,8 +85,9 @@ class Observer:
 class SystemRun:
     """One system's evaluation: its results (read back from a streamed ``output`` on demand),
     aggregates (a streamed run's ``per_template``: a read-only mapping read back from a
-    temporary file, ``aggregate.summaries.TemplateSummaries``) and signature, the files written, and the seconds it took. A dry run has no
-    results: ``judge_calls`` counts the calls it would make."""
+    temporary file, ``aggregate.summaries.TemplateSummaries``) and signature, the files
+    written, and the seconds it took. A dry run has no results: ``judge_calls`` counts the
+    calls it would make."""
 
     system: SystemPlan
     results: Sequence[dict[str, Any]] = field(default=(), repr=False)

@@ -7,10 +7,11 @@ run (``run.execute``) reads it, and nothing below restates the options one by on
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import field
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, TypeAlias, Unpack
 
 from ..config import GROUPS, SWITCHES, EvalConfig
 from ..errors import QaEvalError
@@ -18,12 +19,13 @@ from ..extras import available
 from ..io.keysets import check_keys
 from ..vocabulary.frozen import FACTORY, Frozen, frozen
 from ..vocabulary.registry import METRICS
-from .progress import ProgressCallback, StatusCallback
+from .progress import ProgressCallback, ResultCallback, StatusCallback
 
 if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
     from ..judge.calls import Judge
     from ..judge.embeddings import Embedder
     from ..judge.ledger import SharedBudget
+    from .keywords import RunKeywords
 
 __all__ = [
     "LIBRARY_DEFAULT",
@@ -40,9 +42,7 @@ __all__ = [
 ConfigArg = EvalConfig | str | os.PathLike[str] | Mapping[str, Any] | None
 """A run's config: an :class:`EvalConfig`, a YAML file's path, a mapping, or None."""
 
-ResultCallback = Callable[[dict[str, Any]], None]
-
-Spell = Callable[[str], str]
+Spell: TypeAlias = "Callable[[str], str]"
 """How messages spell an option's name: ``python_name`` (the default) or ``cli_option``."""
 
 
@@ -56,8 +56,6 @@ def cli_option(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-"""Called with each question's finished result, in the order questions finish."""
-
 LIBRARY_DEFAULT = "no config"
 """The source of the config a library call without one runs with: no judge."""
 
@@ -65,29 +63,6 @@ LIBRARY_DEFAULT = "no config"
 def _no_config() -> EvalConfig:
     """The config of a run given none: no judge."""
     return EvalConfig(source=LIBRARY_DEFAULT)
-
-
-class RunKeywords(TypedDict, total=False):
-    """The keywords of ``run_evaluation``, ``arun_evaluation`` and :meth:`RunOptions.of`, written
-    once; a keyword left out takes :class:`RunOptions`' default (``concurrency``: the config's)."""
-
-    concurrency: int | None
-    cache: str | os.PathLike[str] | bool | None
-    max_cost: float | None
-    dry_run: bool
-    disable: Iterable[str]
-    enable: Iterable[str]
-    progress: ProgressCallback | None
-    on_progress: StatusCallback | None
-    on_result: ResultCallback | None
-    reference_source: str
-    responses_source: str
-    judge: Judge | None
-    embedder: Embedder | None
-    fingerprint: str | None
-    keys: str
-    workers: int
-    shard: str | tuple[int, int] | None
 
 
 @frozen
@@ -207,7 +182,7 @@ class RunOptions(Frozen):
     def of(cls, config: ConfigArg = None, **keywords: Unpack[RunKeywords]) -> RunOptions:
         """The options of ``run_evaluation``'s keywords (:class:`RunKeywords`): ``config`` read
         (None: no judge, as in graphrag-eval 6.6.1) with ``concurrency`` applied."""
-        unknown = sorted(set(keywords) - set(RunKeywords.__annotations__))
+        unknown = sorted(set(keywords) - _keyword_names()) if keywords else []
         if unknown:
             raise TypeError(f"RunOptions.of() got an unexpected keyword argument {unknown[0]!r}")
         given: dict[str, Any] = dict(keywords)
@@ -278,6 +253,24 @@ def library_config(config: ConfigArg) -> EvalConfig:
     from ..config.load import as_config  # the YAML reader and the config's checks
 
     return as_config(config)
+
+
+@functools.cache
+def _keyword_names() -> frozenset[str]:
+    """The names of ``RunKeywords``, whose module is imported when a run is first given a
+    keyword (a ``TypedDict`` compiles each of its 17 annotations when it is made)."""
+    from .keywords import RunKeywords
+
+    return frozenset(RunKeywords.__annotations__)
+
+
+def __getattr__(name: str) -> Any:
+    """``RunKeywords``, from ``run.keywords`` (imported when first asked for)."""
+    if name != "RunKeywords":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from .keywords import RunKeywords
+
+    return RunKeywords
 
 
 def run_options(options: RunOptions | None = None, **keywords: Any) -> RunOptions:

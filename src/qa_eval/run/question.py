@@ -8,15 +8,15 @@ caller's objects are never mutated: a result holds copies of the reference steps
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
+from functools import cache
 from itertools import repeat
 from operator import contains
 from typing import Any
 
 from ..io.keysets import TRIAL_KEY
 from ..steps.compare import StepScorer
-from ..steps.explain import explain_unmatched
-from ..steps.matching import match_steps
+from ..steps.matching import fully_matched, match_steps
 from .prepare.records import Question, Response
 
 __all__ = [
@@ -41,6 +41,15 @@ NO_RESPONSE = "no response for this question"
 AGENT_REFERENCE_KEYS = ("reference_goal", "reference_topics", "reference_trajectory")
 """What a result copies of its question for the agent metrics (``goal_accuracy``,
 ``topic_adherence``, ``trajectory_judgement``; ``trajectory_match`` annotates its own copy)."""
+
+
+@cache
+def _explain_unmatched() -> Callable[..., dict[tuple[int, int], str]]:
+    """``steps.explain.explain_unmatched``, imported when a question first leaves a reference
+    step unmatched (a run whose steps all match never loads it)."""
+    from ..steps.explain import explain_unmatched
+
+    return explain_unmatched
 
 
 def evaluate_question(
@@ -119,9 +128,11 @@ def evaluate_question(
             if matched_out is not None:
                 matched_out.append((step, a))
         # Why each unmatched step did not match (nothing to do when every step matched).
-        error = result.get("error") if result["status"] == "error" else None
-        for (g, i), why in explain_unmatched(question.groups, scorer, matches, error).items():
-            annotated[g][i]["mismatch"] = why
+        if not fully_matched(question.groups, matches):
+            error = result.get("error") if result["status"] == "error" else None
+            explained = _explain_unmatched()(question.groups, scorer, matches, error)
+            for (g, i), why in explained.items():
+                annotated[g][i]["mismatch"] = why
         result["reference_steps"] = annotated
         result["steps_score"] = score
         if scorer.problems:

@@ -5,6 +5,7 @@ skipped; and the note a run without a judge carries (``NO_JUDGE``)."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -50,9 +51,10 @@ def _signature(
     note: str | None,
 ) -> dict[str, Any]:
     from .._version import __version__
-    from ..prompts import examples_block, prompt_hash, prompt_names, prompt_text
 
-    prompts = {name: prompt_hash(prompt_text(name)) for name in prompt_names()}
+    prompts = _prompt_hashes()
+    if settings.answer_correctness_prompt is not None or settings.examples:
+        from ..prompts import examples_block, prompt_hash
     if settings.answer_correctness_prompt is not None:
         prompts["answer_correctness (config)"] = prompt_hash(settings.answer_correctness_prompt)
     for metric, examples in sorted(settings.examples.items()):  # few-shot examples from labels
@@ -73,6 +75,18 @@ def _signature(
     if note:
         signature["llm_metrics"] = note
     return signature
+
+
+def _prompt_hashes() -> dict[str, str]:
+    """Every prompt file's hash, by name (``prompts.prompt_hashes``). A process that never
+    imported the prompts package read no prompt: the table in ``qa_eval.prompt_hashes`` is then
+    every hash, and a run without a judge does not import the package for it."""
+    prompts = sys.modules.get("qa_eval.prompts")
+    if prompts is None:
+        from ..prompt_hashes import HASHES
+
+        return dict(HASHES)
+    return prompts.prompt_hashes()  # type: ignore[no-any-return]
 
 
 def run_signature(

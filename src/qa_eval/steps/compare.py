@@ -42,6 +42,7 @@ from .kinds import (
 )
 from .outputs import (
     OutputParseError,
+    StepArgumentError,
     iri_excluded,
     iri_found,
     json_difference,
@@ -50,7 +51,6 @@ from .outputs import (
     shown,
     text_difference,
 )
-from .sparql.explain import explain_sparql_results
 from .sparql.match import SparqlReference, boolean_score, compare_sparql_results
 from .sparql.terms import (
     IRI,
@@ -60,13 +60,6 @@ from .sparql.terms import (
     SparqlResultError,
     Table,
     parse_sparql_json,
-)
-from .timeseries import (
-    StepArgumentError,
-    compare_data_points_steps,
-    compare_time_series_steps,
-    explain_data_points_steps,
-    explain_time_series_steps,
 )
 
 __all__ = ["GRADED", "SIGNED", "StepScorer"]
@@ -136,6 +129,24 @@ def _recall_at_k() -> Callable[[Sequence[Hashable], Sequence[Hashable], int], fl
     from ..metrics.retrieval.ranking import spec_recall_at_k
 
     return spec_recall_at_k
+
+
+@cache
+def _timeseries() -> Any:
+    """``steps.timeseries``, imported when a time series or data points step is first
+    compared (a run without one never loads it)."""
+    from . import timeseries
+
+    return timeseries
+
+
+@cache
+def _explain_sparql() -> Callable[..., tuple[float, str]]:
+    """``steps.sparql.explain.explain_sparql_results``, imported when a SPARQL step is first
+    explained (only unmatched steps are)."""
+    from .sparql.explain import explain_sparql_results
+
+    return explain_sparql_results
 
 
 class StepScorer:
@@ -326,7 +337,7 @@ class StepScorer:
             checked = self._sparql(act_index)
             if not isinstance(sparql, SparqlReference):  # prepared at load; this is a fallback
                 return 0.0, "the SPARQL results differ"
-            return explain_sparql_results(
+            return _explain_sparql()(
                 sparql,
                 checked,
                 ordered=ref.raw.get("ordered", False),
@@ -344,9 +355,9 @@ class StepScorer:
                 f"reference ids not in the top {k}: {shown_ids}{more}"
             )
         if kind == COMPARE_TIME_SERIES:
-            return 0.0, explain_time_series_steps(ref.raw, act)
+            return 0.0, _timeseries().explain_time_series_steps(ref.raw, act)
         if kind == COMPARE_DATA_POINTS:
-            return 0.0, explain_data_points_steps(ref.raw, act)
+            return 0.0, _timeseries().explain_data_points_steps(ref.raw, act)
         if kind == COMPARE_JSON:
             found = json_difference(ref.parsed, self._parsed(act_index))
             return 0.0, f"output differs at {found}" if found else "the outputs differ"
@@ -456,10 +467,10 @@ class StepScorer:
         if kind == COMPARE_RETRIEVAL:
             return self._retrieval(ref, act_index)
         if kind == COMPARE_TIME_SERIES:
-            return compare_time_series_steps(ref.raw, act)
+            return _timeseries().compare_time_series_steps(ref.raw, act)
         if kind == COMPARE_DATA_POINTS:
             try:
-                return compare_data_points_steps(ref.raw, act)
+                return _timeseries().compare_data_points_steps(ref.raw, act)
             except StepArgumentError as e:
                 raise _StepProblem(str(e)) from None
         if kind == COMPARE_JSON:

@@ -40,6 +40,7 @@ from .kinds import ReferenceStep
 __all__ = [
     "Match",
     "best_matches",
+    "fully_matched",
     "greedy_matches",
     "match_steps",
     "steps_score",
@@ -51,6 +52,16 @@ Match = tuple[int, int, int, float]
 
 _EPSILON = 1e-12
 _MAX_EXACT_GROUP = 12  # subset DP over 2**12 states per candidate; larger groups stay greedy
+
+
+def fully_matched(groups: Sequence[Sequence[ReferenceStep]], matches: Sequence[Match]) -> bool:
+    """Whether ``matches`` give every reference step of ``groups`` a whole match: then
+    ``steps.explain`` has nothing to explain."""
+    return (
+        len(matches) == sum(map(len, groups))
+        and all(m[3] >= 1.0 - _EPSILON for m in matches)
+        and len({m[:2] for m in matches}) == len(matches)  # (each step once)
+    )
 
 
 def greedy_matches(

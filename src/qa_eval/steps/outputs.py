@@ -17,6 +17,7 @@ import orjson
 
 __all__ = [
     "OutputParseError",
+    "StepArgumentError",
     "iri_found",
     "json_difference",
     "json_equal",
@@ -28,6 +29,12 @@ __all__ = [
 
 class OutputParseError(ValueError):
     """A step output that should be JSON but is not."""
+
+
+class StepArgumentError(ValueError):
+    """A step argument that cannot be interpreted (e.g. a relative time with no anchor); raised
+    by ``steps.timeseries``, defined here so that the comparisons can catch it without
+    importing that module (a run without a time series step never does)."""
 
 
 def loads(text: Any) -> Any:

@@ -26,7 +26,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..errors import short_repr
-from .outputs import shown
+from .outputs import StepArgumentError, shown
 
 __all__ = [
     "StepArgumentError",
@@ -61,10 +61,6 @@ _GRANULARITY_UNITS = {
     "y": "years",
     "year": "years",
 }
-
-
-class StepArgumentError(ValueError):
-    """A step argument that cannot be interpreted (e.g. a relative time with no anchor)."""
 
 
 def _sorted_values(value: Any) -> Any:

@@ -17,6 +17,7 @@ compares each such class with the dataclass ``@dataclass`` makes of the same fie
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import threading
 from typing import Any, ClassVar, TypeVar
 
@@ -94,7 +95,7 @@ M = TypeVar("M", bound=Mutable)
 def mutable(cls: type[M]) -> type[M]:
     """``cls`` (a ``Mutable`` with its own ``__init__``) made a dataclass without generated
     code: its fields recorded, the rest from ``Mutable``."""
-    made = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
+    made = _dataclass(cls)
     fields = dataclasses.fields(made)
     made._repr_fields = tuple(f.name for f in fields if f.repr)
     made._compare_fields = tuple(f.name for f in fields if f.compare)
@@ -103,6 +104,36 @@ def mutable(cls: type[M]) -> type[M]:
     made._made_class = made
     params = made.__dataclass_params__  # type: ignore[attr-defined]
     params.init = params.repr = params.eq = True  # what it behaves as
+    return made
+
+
+_NOT_A_FIELD = ("ClassVar", "InitVar", "KW_ONLY")
+"""Names in an annotation that ``@dataclass`` may not take for a plain field."""
+
+
+def _plain(annotation: object) -> bool:
+    """Whether an annotation is text naming none of ``_NOT_A_FIELD`` (so: a plain field)."""
+    return type(annotation) is str and not any(name in annotation for name in _NOT_A_FIELD)
+
+
+def _dataclass(cls: type[M]) -> type[M]:
+    """``dataclasses.dataclass(init=False, repr=False, eq=False)(cls)``. Written as text (``from
+    __future__ import annotations``), each annotation would be parsed three times to find out
+    whether it is a ``ClassVar``, an ``InitVar`` or ``KW_ONLY`` (a regular expression and
+    look-ups: two thirds of the decorator's time, in a fresh process's first ``run_evaluation``
+    too); when none of them can be, the decorator is shown a plain type instead, and each
+    field's ``type`` is set back to its annotation's text, as the decorator would have left it."""
+    decorate = dataclasses.dataclass(init=False, repr=False, eq=False)
+    annotations = inspect.get_annotations(cls)
+    if not all(map(_plain, annotations.values())):
+        return decorate(cls)
+    cls.__annotations__ = dict.fromkeys(annotations, object)
+    try:
+        made = decorate(cls)
+    finally:
+        cls.__annotations__ = annotations
+    for field in made.__dataclass_fields__.values():  # type: ignore[attr-defined]
+        field.type = annotations[field.name]
     return made
 
 

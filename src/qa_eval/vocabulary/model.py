@@ -7,17 +7,21 @@ dataclasses whose ``__init__`` is written here (``frozen``), not generated at im
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, TypeAlias
 
 from .frozen import Frozen, frozen
 
-Direction = Literal["higher", "lower", "none"]
-Scale = Literal["0-1", "cosine", "ratio", "count", "tokens", "usd", "seconds", "label", "text"]
+# The words below are type aliases written as text (``TypeAlias``, as ``run.execute.Questions``):
+# a ``Literal`` made at import costs a fresh process's first run about 0.1 M instructions each.
+Direction: TypeAlias = 'Literal["higher", "lower", "none"]'
+Scale: TypeAlias = (
+    'Literal["0-1", "cosine", "ratio", "count", "tokens", "usd", "seconds", "label", "text"]'
+)
 """What a key's values are: ``0-1`` a score from 0 to 1; ``cosine`` a mean cosine, from -1 to 1
 (``answer_relevance``: ragas' AnswerRelevancy, below 0 when the questions generated from the
 answer point away from the question); ``ratio`` non-negative, not bounded by 1; ``count``,
 ``tokens``, ``usd``, ``seconds``; ``label`` a class; ``text``."""
-Need = Literal[
+Need: TypeAlias = """Literal[
     "question",
     "answer",
     "reference_answer",
@@ -27,7 +31,7 @@ Need = Literal[
     "judge",
     "embedder",
     "reference_trajectory",
-]
+]"""
 
 
 @frozen
