@@ -21,8 +21,8 @@ __all__ = ["RUN", "ResponsePlaces"]
 
 RUN = 1 << 16
 """Responses kept in memory before they are sorted and written to the temporary file."""
-_BLOCK = 1 << 10
-"""Responses read back from a run at a time."""
+_HELD = 1 << 14
+"""Responses read back and held at a time, over all the runs (a block of each)."""
 _ROW = 24  # bytes of one response on disk: place, offset, line number (3 x int64)
 
 
@@ -145,7 +145,8 @@ class _Reader:
     def __init__(self, owner: ResponsePlaces, first: int, length: int) -> None:
         self.owner, self.first, self.length = owner, first, length
         self.read = 0  # rows of the run read so far
-        self.rows: list[list[int]] = []
+        self.size = max(16, _HELD // max(1, len(owner._spans())))  # rows a block
+        self.rows = array("q")  # the block read: place, offset, line number, ...
         self.at = 0
         self.place = -1
         self._load()
@@ -154,7 +155,7 @@ class _Reader:
         """The run's rows from ``start`` (at most a block)."""
         import numpy as np
 
-        size = min(_BLOCK, self.length - start)
+        size = min(self.size, self.length - start)
         memory = self.owner._memory
         if memory is not None:
             return memory[self.first + start : self.first + start + size]
@@ -165,22 +166,22 @@ class _Reader:
 
     def blocks(self) -> Iterator[Any]:
         """The run's rows, a block at a time."""
-        for start in range(0, self.length, _BLOCK):
+        for start in range(0, self.length, self.size):
             yield self.block(start)
 
     def _load(self) -> None:
         if self.at >= len(self.rows) and self.read < self.length:
-            self.rows = self.block(self.read).tolist()
-            self.read += len(self.rows)
+            block = self.block(self.read)
+            self.rows = array("q", block.tobytes())
+            self.read += len(block)
             self.at = 0
-        self.place = self.rows[self.at][0] if self.at < len(self.rows) else -1
+        self.place = self.rows[self.at] if self.at < len(self.rows) else -1
 
     def spot(self) -> tuple[int, int]:
         """(offset, line number) of the current row."""
-        row = self.rows[self.at]
-        return row[1], row[2]
+        return self.rows[self.at + 1], self.rows[self.at + 2]
 
     def advance(self) -> None:
         """On to the next row."""
-        self.at += 1
+        self.at += 3
         self._load()

@@ -7,12 +7,13 @@ of the other form is an error naming it. ``.gz`` files are read decompressed.
 
 A run over it holds no question longer than it is evaluated. One pass reads and checks every
 line (the problems ``prepare_reference`` finds, named by file, line and field; every one found
-before anything is evaluated) and keeps, per question, a 64-bit hash of its id sorted with the question's place (12 bytes
-a question, not a dict of Python objects: ``IdIndex``) and its content's digest, sorted into a
-temporary file a run at a time, which gives the fingerprint and is let go; the run then reads the
-lines again, preparing each question as its turn comes. A responses file read as a stream
-(``run.stream``) is joined to the questions through that index. The run's results and aggregates,
-and the reference fingerprint, are those of the same dataset read whole.
+before anything is evaluated) and keeps, per question, a 64-bit hash of its id sorted with the
+question's place (12 bytes a question, not a dict of Python objects: ``IdIndex``) and its
+content's digest, sorted into a temporary file a run at a time, which gives the fingerprint and
+is let go; the run then reads the lines again, preparing each question as its turn comes. A
+responses file read as a stream (``run.stream``) is joined to the questions through that index.
+The run's results and aggregates, and the reference fingerprint, are those of the same dataset
+read whole.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ is evaluated) and keeps only where each response starts in the file, sorted by q
 temporary file a run at a time (``run.places``: no record per question in memory, a byte a
 question to note which are answered); the run then reads each response again when its question
 comes, in reference order. A file in reference order is read front to back twice; lines in
-another order cost a seek each. Lines are split at ``\\n`` only, so a raw U+2028 inside a string is no line break.
+another order cost a seek each. Lines are split at ``\\n`` only, so a raw U+2028 inside a string
+is no line break.
 """
 
 from __future__ import annotations
