@@ -84,8 +84,7 @@ def _reference(count: int) -> list[dict[str, Any]]:
         for i in range(count)
     ]
     return [
-        {"template_id": f"t{i // 4}", "questions": questions[i : i + 4]}
-        for i in range(0, count, 4)
+        {"template_id": f"t{i // 4}", "questions": questions[i : i + 4]} for i in range(0, count, 4)
     ]
 
 
