@@ -435,19 +435,22 @@ class IdIndex:
 
     @classmethod
     def of(cls, parts: Sequence[Checked]) -> IdIndex:
-        """The index of the questions of ``parts``, in order."""
+        """The index of the questions of ``parts``, in order (their hashes are let go)."""
         import numpy as np
 
-        hashes = np.concatenate(
-            [np.frombuffer(part.hashes, dtype=np.uint64) for part in parts if part.count]
-            or [np.zeros(0, np.uint64)]
-        )
-        count = len(hashes)
+        if len(parts) == 1:  # (no copy: the part's array, let go below)
+            hashes = np.frombuffer(parts[0].hashes, dtype=np.uint64)
+        else:
+            hashes = np.concatenate(
+                [np.frombuffer(part.hashes, dtype=np.uint64) for part in parts if part.count]
+                or [np.zeros(0, np.uint64)]
+            )
+        for part in parts:
+            part.hashes = array("Q")
         order = np.argsort(hashes, kind="stable")
-        sorted_hashes = hashes[order]
-        del hashes
-        if count < 1 << 32:
+        if len(hashes) < 1 << 32:
             order = order.astype(np.uint32)  # 4 bytes a question when it fits
+        sorted_hashes = hashes[order]
         return cls(sorted_hashes, order)
 
     def save(self, folder: Path) -> None:
