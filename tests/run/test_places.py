@@ -6,6 +6,7 @@ whole; so do ids whose hashes clash."""
 
 from __future__ import annotations
 
+import gzip
 import random
 import subprocess
 import sys
@@ -193,10 +194,12 @@ def test_refusals_through_the_cli_are_those_of_the_whole(
     (tmp_path / "ref.jsonl").write_bytes(_lines(reference))
     (tmp_path / "ref.json").write_bytes(orjson.dumps(reference))
     (tmp_path / "responses.jsonl").write_bytes(_lines(rows))
+    (tmp_path / "responses.jsonl.gz").write_bytes(gzip.compress(_lines(rows)))
     errors = []
-    for ref in ("ref.jsonl", "ref.json"):
+    for ref, answers in [("ref.jsonl", "responses.jsonl.gz"), ("ref.jsonl", "responses.jsonl"),
+                         ("ref.json", "responses.jsonl")]:  # fmt: skip
         run = subprocess.run(
-            [sys.executable, "-m", "qa_eval", "evaluate", ref, "responses.jsonl", "-o",
+            [sys.executable, "-m", "qa_eval", "evaluate", ref, answers, "-o",
              "out.jsonl", "--no-judge", "--no-cache", "-q"],
             cwd=tmp_path, capture_output=True, text=True,
         )  # fmt: skip
@@ -204,5 +207,6 @@ def test_refusals_through_the_cli_are_those_of_the_whole(
         assert "Traceback" not in run.stderr
         assert not list(tmp_path.glob("out.jsonl*"))
         errors.append(run.stderr)
-    assert errors[0] == errors[1]
-    assert f"qa-eval: error: responses.jsonl: {message}" in errors[0]
+    assert errors[0] == errors[1].replace("responses.jsonl", "responses.jsonl.gz")
+    assert errors[1] == errors[2]
+    assert f"qa-eval: error: responses.jsonl: {message}" in errors[1]

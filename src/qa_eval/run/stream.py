@@ -120,11 +120,14 @@ class JsonLinesResponses:
                 lines = gz_lines(file, str(self.path))
                 collided = self._check(lines, questions, source, unknown, places, copy)
             if collided:  # a response answering a question twice: found again, named exactly
+                if copy is not None:
+                    copy.flush()
                 if unknown is not None:
                     unknown.count, unknown.examples = 0, []
                 with self.open() as file:
                     lines = file_lines(file)
                     self._check(lines, questions, source, unknown, ResponsePlaces(0), None, True)
+                raise InputError("the file changed while it was being read", source=source)
             places.finish()
         except BaseException:
             places.close()
