@@ -37,7 +37,7 @@ def small_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Runs of 4 responses and of 3 digests: the temporary files are used at once."""
     monkeypatch.setattr(places_module, "RUN", 4)
     monkeypatch.setattr(places_module, "_HELD", 8)
-    monkeypatch.setattr(reflines, "DIGEST_RUN", 3 * 32)
+    monkeypatch.setattr(places_module, "DIGEST_RUN", 3 * 32)
 
 
 @pytest.mark.usefixtures("small_runs")
@@ -68,13 +68,12 @@ def test_places_come_back_by_place_in_file_order() -> None:
 @pytest.mark.usefixtures("small_runs")
 def test_digests_sorted_in_runs_give_the_fingerprint() -> None:
     digests = [question_digest("t", {"id": i}) for i in range(11)]
-    runs = reflines.DigestRuns()
+    runs = places_module.DigestRuns()
     buffer = bytearray()
     for digest in digests:
         buffer += digest
-        if len(buffer) >= reflines.DIGEST_RUN:
-            runs.write(buffer)
-            buffer = bytearray()
+        buffer = runs.keep(buffer)
+    assert len(runs.spans) == 3
     checked = reflines.Checked("x", digests=buffer, runs=runs)
     assert checked.fingerprint() == digests_fingerprint(b"".join(digests))
 

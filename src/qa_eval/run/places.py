@@ -1,5 +1,7 @@
-"""Where each response of a JSON Lines file is (:class:`ResponsePlaces`): its question's place
-in the reference, its byte offset and its line number, kept without a record per question.
+"""What a streamed run keeps of each question on disk instead of in memory, in sorted runs:
+where each response of a JSON Lines file is (:class:`ResponsePlaces`: its question's place in the
+reference, its byte offset and its line number), and the questions' digests that make the
+reference fingerprint (:class:`DigestRuns`).
 
 The checking pass adds them in the order the file gives them. They are kept in sorted runs: up
 to ``RUN`` of them in memory, each full run sorted by place (stable: a place's responses stay
@@ -15,9 +17,10 @@ from __future__ import annotations
 import heapq
 from array import array
 from collections.abc import Iterator, Sequence
+from hashlib import sha256
 from typing import IO, Any
 
-__all__ = ["RUN", "ResponsePlaces"]
+__all__ = ["DIGEST_RUN", "RUN", "DigestRuns", "ResponsePlaces"]
 
 RUN = 1 << 16
 """Responses kept in memory before they are sorted and written to the temporary file."""
@@ -185,3 +188,67 @@ class _Reader:
         """On to the next row."""
         self.at += 3
         self._load()
+
+
+DIGEST_RUN = 32 << 16
+"""Bytes of question digests kept in memory before they are sorted into the temporary file."""
+
+
+class DigestRuns:
+    """Question digests (32 bytes each) sorted a run at a time into a nameless temporary file,
+    and hashed in byte order by merging the runs: the fingerprint of many questions without
+    their digests in memory."""
+
+    def __init__(self) -> None:
+        self.file: IO[bytes] | None = None
+        self.spans: list[tuple[int, int]] = []  # (first byte, bytes) of each run
+
+    def keep(self, digests: bytearray) -> bytearray:
+        """``digests`` (the latest, in memory), or a new empty buffer once they filled a run,
+        which is written."""
+        if len(digests) < DIGEST_RUN:
+            return digests
+        self.write(digests)
+        return bytearray()
+
+    def write(self, digests: bytearray) -> None:
+        """Sort ``digests`` in place and append them as a run."""
+        import numpy as np
+
+        if not digests:
+            return
+        if self.file is None:
+            import tempfile
+
+            self.file = tempfile.TemporaryFile(prefix="qa-eval-digests-")  # noqa: SIM115
+        np.frombuffer(digests, dtype="S32").sort()
+        start = sum(size for _, size in self.spans)
+        self.file.seek(start)
+        self.file.write(digests)
+        self.spans.append((start, len(digests)))
+
+    def _rows(self, start: int, size: int) -> Iterator[bytes]:
+        assert self.file is not None
+        for at in range(start, start + size, 32 << 10):
+            self.file.seek(at)
+            block = self.file.read(min(32 << 10, start + size - at))
+            yield from (block[i : i + 32] for i in range(0, len(block), 32))
+
+    def fingerprint(self) -> str:
+        """``signature.digests_fingerprint`` of every digest written; the file is closed."""
+        total = sha256()
+        out = bytearray()
+        for row in heapq.merge(*(self._rows(start, size) for start, size in self.spans)):
+            out += row
+            if len(out) >= 1 << 16:
+                total.update(out)
+                out.clear()
+        total.update(out)
+        self.close()
+        return "sha256:" + total.hexdigest()
+
+    def close(self) -> None:
+        """Remove the temporary file."""
+        if self.file is not None:
+            self.file.close()
+            self.file = None

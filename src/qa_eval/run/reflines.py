@@ -29,6 +29,7 @@ from typing import IO, Any
 from ..errors import InputError, short_repr
 from ..io.files import JSONL_SUFFIXES, parse_json
 from .options import Spell, python_name
+from .places import DigestRuns
 from .prepare.records import AN_ID, ID_TYPES, Problems, Question, found, type_name, wrong
 from .prepare.reference import prepare_question
 from .shards import id_key, key_hash
@@ -126,9 +127,8 @@ class Checked:
         """Keep what the index needs of a question read (``raw``: its record as fingerprinted)."""
         self.hashes.append(key_hash(id_key(question.question_id)))
         self.digests += question_digest(question.template_id, raw)
-        if self.runs is not None and len(self.digests) >= DIGEST_RUN:
-            self.runs.write(self.digests)
-            self.digests = bytearray()
+        if self.runs is not None:
+            self.digests = self.runs.keep(self.digests)
         self.templates[question.template_id] = None
         for tag in wanted:
             if is_tag(raw.get(tag)):
@@ -142,65 +142,6 @@ class Checked:
         self.runs.write(self.digests)
         self.digests = bytearray()
         return self.runs.fingerprint()
-
-
-DIGEST_RUN = 32 << 16
-"""Bytes of question digests kept in memory before they are sorted into the temporary file."""
-
-
-class DigestRuns:
-    """Question digests (32 bytes each) sorted a run at a time into a nameless temporary file,
-    and hashed in byte order by merging the runs: the fingerprint of many questions without
-    their digests in memory."""
-
-    def __init__(self) -> None:
-        self.file: IO[bytes] | None = None
-        self.spans: list[tuple[int, int]] = []  # (first byte, bytes) of each run
-
-    def write(self, digests: bytearray) -> None:
-        """Sort ``digests`` in place and append them as a run."""
-        import numpy as np
-
-        if not digests:
-            return
-        if self.file is None:
-            import tempfile
-
-            self.file = tempfile.TemporaryFile(prefix="qa-eval-digests-")  # noqa: SIM115
-        np.frombuffer(digests, dtype="S32").sort()
-        start = sum(size for _, size in self.spans)
-        self.file.seek(start)
-        self.file.write(digests)
-        self.spans.append((start, len(digests)))
-
-    def _rows(self, start: int, size: int) -> Iterator[bytes]:
-        assert self.file is not None
-        for at in range(start, start + size, 32 << 10):
-            self.file.seek(at)
-            block = self.file.read(min(32 << 10, start + size - at))
-            yield from (block[i : i + 32] for i in range(0, len(block), 32))
-
-    def fingerprint(self) -> str:
-        """``signature.digests_fingerprint`` of every digest written; the file is closed."""
-        import heapq
-        from hashlib import sha256
-
-        total = sha256()
-        out = bytearray()
-        for row in heapq.merge(*(self._rows(start, size) for start, size in self.spans)):
-            out += row
-            if len(out) >= 1 << 16:
-                total.update(out)
-                out.clear()
-        total.update(out)
-        self.close()
-        return "sha256:" + total.hexdigest()
-
-    def close(self) -> None:
-        """Remove the temporary file."""
-        if self.file is not None:
-            self.file.close()
-            self.file = None
 
 
 def lines_of(
