@@ -7,18 +7,20 @@ of the other form is an error naming it. ``.gz`` files are read decompressed.
 
 A run over it holds no question longer than it is evaluated. One pass reads and checks every
 line (the problems ``prepare_reference`` finds, named by file, line and field; every one found
-before anything is evaluated) and keeps, per question, its id compactly (the id's bytes, and a
-64-bit hash sorted with the question's place: about 40 bytes a question, not a dict of Python
-objects) and its content's digest, which gives the fingerprint and is let go; the run then reads
-the lines again, preparing each question as its turn comes. A responses file read as a stream
-(``run.stream``) is joined to the questions through that index. The run's results and aggregates,
-and the reference fingerprint, are those of the same dataset read whole.
+before anything is evaluated) and keeps, per question, a 64-bit hash of its id sorted with the
+question's place (12 bytes a question, not a dict of Python objects: ``IdIndex``) and its
+content's digest, sorted into a temporary file a run at a time, which gives the fingerprint and
+is let go; the run then reads the lines again, preparing each question as its turn comes. A
+responses file read as a stream (``run.stream``) is joined to the questions through that index.
+The run's results and aggregates, and the reference fingerprint, are those of the same dataset
+read whole.
 """
 
 from __future__ import annotations
 
 import os
 from array import array
+from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +29,7 @@ from typing import IO, Any
 from ..errors import InputError, short_repr
 from ..io.files import JSONL_SUFFIXES, parse_json
 from .options import Spell, python_name
+from .places import DigestRuns
 from .prepare.records import AN_ID, ID_TYPES, Problems, Question, found, type_name, wrong
 from .prepare.reference import prepare_question
 from .shards import id_key, key_hash
@@ -80,35 +83,65 @@ class _Unseen(dict):  # type: ignore[type-arg]
         return None
 
 
+class _Shared(dict):  # type: ignore[type-arg]
+    """A ``seen`` for ``prepare_question`` that remembers only the ids whose hash ``shared``
+    holds (hashes two questions share): finds the duplicate ids as a real one does, and keeps
+    the places of distinct ids that share a hash for the index (``found``)."""
+
+    def __init__(self, shared: set[int]) -> None:
+        super().__init__()
+        self.shared = shared
+        self.count = 0
+        self.found: dict[int, dict[bytes, int]] = {}
+        """By shared hash, the place of each id kept (the questions are noted in order: valid
+        when no problem was found)."""
+
+    def __contains__(self, key: object) -> bool:
+        return key_hash(id_key(key)) in self.shared and dict.__contains__(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        hashed = key_hash(id_key(key))
+        if hashed in self.shared:
+            dict.__setitem__(self, key, value)
+            self.found.setdefault(hashed, {})[id_key(key)] = self.count
+        self.count += 1
+
+
 @dataclass
 class Checked:
-    """What the checking pass kept of some lines: per question its id key (``ids``, ending at
-    ``ends``), the key's hash and the question's digest; the template ids, the ``by`` keys some
-    question has a value for, and the problems."""
+    """What the checking pass kept of some lines: per question its id key's hash and its
+    digest (``digests``; sorted into a temporary file a run at a time when ``runs`` is given);
+    the template ids, the ``by`` keys some question has a value for, and the problems."""
 
     source: str
     count: int = 0
     form: tuple[str, int] | None = None
-    ids: bytearray = field(default_factory=bytearray)
-    ends: array[int] = field(default_factory=lambda: array("q"))
     hashes: array[int] = field(default_factory=lambda: array("Q"))
     digests: bytearray = field(default_factory=bytearray)
     templates: dict[Any, None] = field(default_factory=dict)
     tags: set[str] = field(default_factory=set)
     problems: Problems | None = None
+    runs: DigestRuns | None = None
 
     def add(self, question: Question, raw: Any, wanted: Sequence[str]) -> None:
         """Keep what the index needs of a question read (``raw``: its record as fingerprinted)."""
-        key = id_key(question.question_id)
-        self.ids += key
-        self.ends.append(len(self.ids))
-        self.hashes.append(key_hash(key))
+        self.hashes.append(key_hash(id_key(question.question_id)))
         self.digests += question_digest(question.template_id, raw)
+        if self.runs is not None:
+            self.digests = self.runs.keep(self.digests)
         self.templates[question.template_id] = None
         for tag in wanted:
             if is_tag(raw.get(tag)):
                 self.tags.add(tag)
         self.count += 1
+
+    def fingerprint(self) -> str:
+        """The reference fingerprint of its questions (``signature.digests_fingerprint``)."""
+        if self.runs is None or not self.runs.spans:
+            return digests_fingerprint(self.digests)  # (sorts them in place)
+        self.runs.write(self.digests)
+        self.digests = bytearray()
+        return self.runs.fingerprint()
 
 
 def lines_of(
@@ -182,10 +215,12 @@ def check_lines(
     source: str,
     wanted: Sequence[str] = (),
     seen: dict[Any, str] | None = None,
+    runs: DigestRuns | None = None,
 ) -> Checked:
     """Check lines of a JSON Lines reference (see the module docstring); ``seen``: a dict of
-    the ids read, to find duplicates as they come (None: found afterwards, from the hashes)."""
-    out = Checked(source, problems=Problems(source))
+    the ids read, to find duplicates as they come (None: found afterwards, from the hashes);
+    ``runs``: where the questions' digests are sorted, when given."""
+    out = Checked(source, problems=Problems(source), runs=runs)
     assert out.problems is not None
     memo = _Unseen() if seen is None else seen
     for number, form, record in lines_of(lines, source):
@@ -260,12 +295,20 @@ class JsonLinesReference:
         """Read and check every line; ``InputError`` (the first problem, with how many more)
         before anything is evaluated. Keeps the compact index of the run."""
         source = source or str(self.path)
-        with self.open() as file:
-            checked = check_lines(gz_lines(file, source), source, self.by)
-        index = StreamedReference(self, source, [checked])
-        if index.index.duplicates():
+        runs = DigestRuns()
+        try:
+            with self.open() as file:
+                checked = check_lines(gz_lines(file, source), source, self.by, runs=runs)
+            index = StreamedReference(self, source, [checked])
+        finally:
+            runs.close()
+        shared = index.index.shared()
+        if shared:  # two questions with one id, or (rarely) two ids with one hash
             with self.open() as file:  # found again as they come, to name each as prepare does
-                checked = check_lines(gz_lines(file, source), source, self.by, {})
+                seen = _Shared(shared)
+                checked = check_lines(gz_lines(file, source), source, self.by, seen)
+            if checked.problems is not None and not checked.problems.items:
+                index.index.clashes = seen.found
         self.check_by(checked)
         assert checked.problems is not None
         checked.problems.raise_if_any()
@@ -320,80 +363,84 @@ def raw_questions(record: Any) -> list[dict[str, Any]]:
 
 
 class IdIndex:
-    """The ids of a reference's questions, compactly: their keys (``shards.id_key``) end to end
-    (``ids``, the question at place ``p`` from ``ends[p]`` to ``ends[p + 1]``), and their
-    64-bit hashes sorted (``hashes``) with each one's place (``order``)."""
+    """The ids of a reference's questions, compactly: the 64-bit hashes of their keys
+    (``shards.id_key``) sorted (``hashes``) with each one's place (``order``): 12 bytes a
+    question. Two distinct ids with one hash (odds about n²/2^65) have their places by key in
+    ``clashes``. An id not in the reference whose hash is a question's is taken for that
+    question's: its response is then refused as a changed file when it is read again."""
 
-    def __init__(self, ids: bytes, ends: Any, hashes: Any, order: Any) -> None:
-        self.ids, self.ends, self.hashes, self.order = ids, ends, hashes, order
+    def __init__(
+        self, hashes: Any, order: Any, clashes: dict[int, dict[bytes, int]] | None = None
+    ) -> None:
+        self.hashes, self.order = hashes, order
+        self.clashes: dict[int, dict[bytes, int]] = clashes or {}
+        # Looked up with bisect over Python views: a scalar numpy.searchsorted costs ~30x more.
+        self._hashes = memoryview(hashes).cast("B").cast("Q") if len(hashes) else ()
+        self._order = memoryview(order).cast("B").cast(order.dtype.char) if len(order) else ()
 
     @classmethod
     def of(cls, parts: Sequence[Checked]) -> IdIndex:
-        """The index of the questions of ``parts``, in order."""
+        """The index of the questions of ``parts``, in order (their hashes are let go)."""
         import numpy as np
 
-        total = sum(len(part.ids) for part in parts)
-        place = np.uint32 if total < 1 << 32 else np.int64  # 4 bytes a question when it fits
-        ends: list[Any] = [np.zeros(1, place)]
-        base = 0
+        if len(parts) == 1:  # (no copy: the part's array, let go below)
+            hashes = np.frombuffer(parts[0].hashes, dtype=np.uint64)
+        else:
+            hashes = np.concatenate(
+                [np.frombuffer(part.hashes, dtype=np.uint64) for part in parts if part.count]
+                or [np.zeros(0, np.uint64)]
+            )
         for part in parts:
-            if part.count:
-                ends.append((np.frombuffer(part.ends, dtype=np.int64) + base).astype(place))
-            base += len(part.ids)
-        hashes = np.concatenate(
-            [np.frombuffer(part.hashes, dtype=np.uint64) for part in parts if part.count]
-            or [np.zeros(0, np.uint64)]
-        )
-        count = len(hashes)
+            part.hashes = array("Q")
         order = np.argsort(hashes, kind="stable")
+        if len(hashes) < 1 << 32:
+            order = order.astype(np.uint32)  # 4 bytes a question when it fits
         sorted_hashes = hashes[order]
-        del hashes
-        if count < 1 << 32:
-            order = order.astype(np.uint32)
-        ids = parts[0].ids if len(parts) == 1 else b"".join(part.ids for part in parts)
-        return cls(bytes(ids), np.concatenate(ends), sorted_hashes, order)
+        return cls(sorted_hashes, order)
 
     def save(self, folder: Path) -> None:
         """Write it to files in ``folder`` (read by :meth:`load`, in another process)."""
+        import pickle
+
         import numpy as np
 
-        (folder / "ids").write_bytes(self.ids)
-        for name in ("ends", "hashes", "order"):
+        (folder / "clashes").write_bytes(pickle.dumps(self.clashes))
+        for name in ("hashes", "order"):
             np.save(folder / f"{name}.npy", getattr(self, name))
 
     @classmethod
     def load(cls, folder: Path) -> IdIndex:
         """The index :meth:`save` wrote (its arrays mapped, not read)."""
+        import pickle
+
         import numpy as np
 
-        arrays = [
-            np.load(folder / f"{name}.npy", mmap_mode="r") for name in ("ends", "hashes", "order")
-        ]
-        return cls((folder / "ids").read_bytes(), *arrays)
-
-    def key(self, place: int) -> bytes:
-        """The id key (``shards.id_key``) of the question at ``place``."""
-        return self.ids[int(self.ends[place]) : int(self.ends[place + 1])]
+        arrays = [np.load(folder / f"{name}.npy", mmap_mode="r") for name in ("hashes", "order")]
+        return cls(arrays[0], arrays[1], pickle.loads((folder / "clashes").read_bytes()))
 
     def find(self, key: bytes) -> int:
-        """The place of the question whose id has this key; -1 when there is none."""
-        import numpy as np
+        """The place of the question whose id has this key (or this key's hash: see the class
+        docstring); -1 when there is none."""
+        hashed = key_hash(key)
+        hashes = self._hashes
+        at = bisect_left(hashes, hashed)
+        if at >= len(hashes) or hashes[at] != hashed:
+            return -1
+        clash = self.clashes.get(hashed)
+        if clash is not None:
+            return clash.get(key, -1)
+        return self._order[at]  # type: ignore[no-any-return]
 
-        wanted = np.uint64(key_hash(key))
-        at = int(np.searchsorted(self.hashes, wanted))
-        while at < len(self.hashes) and self.hashes[at] == wanted:
-            place = int(self.order[at])
-            if self.key(place) == key:
-                return place
-            at += 1
-        return -1
-
-    def duplicates(self) -> bool:
-        """Whether two questions have one id."""
+    def shared(self) -> set[int]:
+        """The hashes two or more questions share (one id twice, or two ids: rarely)."""
         import numpy as np
 
         same = np.flatnonzero(self.hashes[1:] == self.hashes[:-1])
-        return any(self.key(int(self.order[i])) == self.key(int(self.order[i + 1])) for i in same)
+        return {int(h) for h in self.hashes[same]} - set(self.clashes)
+
+    def duplicates(self) -> bool:
+        """Whether two questions may have one id (they share a hash not known to clash)."""
+        return bool(self.shared())
 
     def shard_places(self, shard: tuple[int, int]) -> list[int]:
         """The places of the questions of shard ``(i, N)`` (``shards.shard_of``), in order."""
@@ -415,10 +462,10 @@ class StreamedReference:
         self.source = source
         self.count = sum(part.count for part in parts)
         self.templates = len(dict.fromkeys(t for part in parts for t in part.templates))
-        digests = (
-            parts[0].digests if len(parts) == 1 else bytearray().join(p.digests for p in parts)
-        )
-        self.fingerprint = digests_fingerprint(digests)  # (sorts them in place)
+        if len(parts) == 1:
+            self.fingerprint = parts[0].fingerprint()
+        else:
+            self.fingerprint = digests_fingerprint(bytearray().join(p.digests for p in parts))
         self.index = IdIndex.of(parts)
         self.copies = False
         """Whether the questions read again carry the copies of their steps (``Question.copies``:
@@ -427,10 +474,6 @@ class StreamedReference:
 
     def __len__(self) -> int:
         return self.count
-
-    def key(self, place: int) -> bytes:
-        """The id key (``shards.id_key``) of the question at ``place``."""
-        return self.index.key(place)
 
     def shard_places(self, shard: tuple[int, int]) -> list[int]:
         """The places of the questions of shard ``(i, N)`` (``shards.shard_of``), in order."""
@@ -451,6 +494,7 @@ class StreamedReference:
         place = 0
         problems = Problems(self.source)
         changed = "the file changed while it was being evaluated"
+        find = self.index.find
         with self.origin.open() as file:
             for number, form, record in lines_of(gz_lines(file, self.source), self.source):
                 if next_place < 0:
@@ -460,7 +504,7 @@ class StreamedReference:
                 else:
                     questions = unprepared(number, form, record)
                 for question, _ in questions:
-                    if place >= self.count or self.key(place) != id_key(question.question_id):
+                    if place >= self.count or find(id_key(question.question_id)) != place:
                         raise InputError(changed, source=self.source, record=f"line {number}")
                     if place == next_place:
                         yield place, question
@@ -508,31 +552,38 @@ class IdLookup:
             raise KeyError(qid)
         return place
 
-    def places(self, numbers: array[int]) -> SeenPlaces:
-        """Where ``Seen`` notes each response read: the line number of a question's first
-        response in ``numbers`` (0: none yet), its trials' places in a dict."""
-        return SeenPlaces(self, numbers)
+    def places(self, answered: bytearray, exact: bool = False) -> SeenPlaces:
+        """Where ``Seen`` notes each response read: a question's mark in ``answered`` (one byte
+        a place), or (``exact``) its first response's line number; its trials in a dict."""
+        return SeenPlaces(self, answered, exact)
 
 
 class SeenPlaces:
-    """``Seen.places`` in 8 bytes a question: the first response's line number per place (its
-    place is ``("line", number)``), and a dict only for the questions answered with ``trial``."""
+    """``Seen.places`` in a byte a question: whether it has a response (a response seen again
+    sets ``collided``: the run is an error, found again ``exact``, to name the first response's
+    line), or (``exact``) the first response's line number in 8 bytes; a dict only for the
+    questions answered with ``trial``."""
 
-    def __init__(self, lookup: IdLookup, numbers: array[int]) -> None:
+    def __init__(self, lookup: IdLookup, answered: bytearray, exact: bool = False) -> None:
         self.lookup = lookup
-        self.numbers = numbers
+        self.first: Any = array("q", [0]) * len(lookup.index.order) if exact else answered
+        self.exact = exact
+        self.collided = False
         self.trials: dict[int, dict[Any, Any]] = {}
 
     def get(self, qid: Any) -> Any:
         place = self.lookup.place(qid)
-        first = self.numbers[place]
+        first = self.first[place]
         if not first:
             return None
-        return self.trials.get(place, ("line", first))
+        if place in self.trials:
+            return self.trials[place]
+        self.collided = self.collided or not self.exact
+        return ("line", first)
 
     def __setitem__(self, qid: Any, value: Any) -> None:
         place = self.lookup.place(qid)
         if isinstance(value, dict):
             self.trials[place] = value
             value = next(iter(value.values()))
-        self.numbers[place] = value[1]
+        self.first[place] = value[1] if self.exact else 1

@@ -2,11 +2,12 @@
 
 A run over :class:`JsonLinesResponses` does not hold the responses in memory: one pass reads and
 checks every line (the errors are the ones ``prepare_responses`` gives, all found before anything
-is evaluated) and keeps only where each question's response starts in the file (two 8-byte
-integers per reference question, and a list of the further trials' places for a question answered
-in several ``trial``s); the run then reads each response again when its question comes, in
-reference order. A file in reference order is read front to back twice; lines in another order
-cost a seek each. Lines are split at ``\\n`` only, so a raw U+2028 inside a string is no line break.
+is evaluated) and keeps only where each response starts in the file, sorted by question into a
+temporary file a run at a time (``run.places``: no record per question in memory, a byte a
+question to note which are answered); the run then reads each response again when its question
+comes, in reference order. A file in reference order is read front to back twice; lines in
+another order cost a seek each. Lines are split at ``\\n`` only, so a raw U+2028 inside a string
+is no line break.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import IO, Any
 
 from ..errors import InputError
 from ..io.files import open_bytes, parse_json
+from .places import ResponsePlaces
 from .prepare.records import Problems, Question, Response
 from .prepare.responses import Seen, Unknown, check_response
 
@@ -106,58 +108,83 @@ class JsonLinesResponses:
         self, questions: Sequence[Question] | Any, source: str, unknown: Unknown | None = None
     ) -> StreamedResponses:
         """Read and check every line; ``InputError`` (every problem, as ``prepare_responses``
-        reports them) before anything is evaluated. Keeps only each response's place; lines
-        for question ids not in the reference are counted in ``unknown`` (an error without
-        it), as ``prepare_responses`` does. ``questions``: prepared, or a reference read as a
-        stream (``run.reflines.StreamedReference``), whose compact index of ids joins them."""
-        problems = Problems(source)
-        offsets = array("q", [-1]) * len(questions)
-        numbers = array("q", [0]) * len(questions)
-        position: Any
-        lookup = getattr(questions, "lookup", None)
-        if lookup is not None:  # a reference read as a stream: its compact index of ids
-            position = lookup()
-            seen = Seen(position.places(numbers))
-        else:
-            position = {q.question_id: i for i, q in enumerate(questions)}
-            seen = Seen()
-        more: dict[int, list[tuple[int, int]]] = {}
+        reports them) before anything is evaluated. Keeps only each response's place
+        (``run.places``); lines for question ids not in the reference are counted in
+        ``unknown`` (an error without it), as ``prepare_responses`` does. ``questions``:
+        prepared, or a reference read as a stream (``run.reflines.StreamedReference``), whose
+        compact index of ids joins them."""
+        places = ResponsePlaces(len(questions))
         copy = self._spill() if self.path.suffix.lower() == ".gz" else None
         try:
             with open_input(self.path) as file:
-                for number, offset, line in gz_lines(file, str(self.path)):
-                    if copy is not None:
-                        if copy.tell() < offset:  # a byte order mark, left out of the line
-                            copy.write(_BOM)
-                        copy.write(line)
-                    if not line.strip():
-                        continue
-                    text = decode_line(line, source, number, offset)
-                    record = f"line {number}"
-                    checked = check_response(
-                        ("line", number),
-                        None,
-                        parse_json(text, source, record),
-                        problems,
-                        position,
-                        seen,
-                        unknown,
-                    )
-                    if checked is not None:
-                        at = position[checked.question_id]
-                        if offsets[at] < 0:
-                            offsets[at], numbers[at] = offset, number
-                        else:  # a further trial
-                            more.setdefault(at, []).append((offset, number))
-            del seen
-            problems.raise_if_any()
+                lines = gz_lines(file, str(self.path))
+                collided = self._check(lines, questions, source, unknown, places, copy)
+            if collided:  # a response answering a question twice: found again, named exactly
+                if copy is not None:
+                    copy.flush()
+                if unknown is not None:
+                    unknown.count, unknown.examples = 0, []
+                with self.open() as file:
+                    lines = file_lines(file)
+                    self._check(lines, questions, source, unknown, ResponsePlaces(0), None, True)
+                raise InputError("the file changed while it was being read", source=source)
+            places.finish()
         except BaseException:
+            places.close()
             self._unspill()
             raise
         finally:
             if copy is not None:
                 copy.close()
-        return StreamedResponses(self, source, offsets, numbers, more)
+        return StreamedResponses(self, source, places=places)
+
+    def _check(
+        self,
+        lines: Iterator[tuple[int, int, bytes]],
+        questions: Sequence[Question] | Any,
+        source: str,
+        unknown: Unknown | None,
+        places: ResponsePlaces,
+        copy: IO[bytes] | None,
+        exact: bool = False,
+    ) -> bool:
+        """Check the lines, each response's place added to ``places``; raises the problems
+        found. True (raising nothing) when a question was answered twice and the reference's
+        compact record of the responses seen cannot name the first one (``exact``: it can)."""
+        problems = Problems(source)
+        position: Any
+        lookup = getattr(questions, "lookup", None)
+        if lookup is not None:  # a reference read as a stream: its compact index of ids
+            position = lookup()
+            noted = position.places(places.answered, exact)
+            seen = Seen(noted)
+        else:
+            position = {q.question_id: i for i, q in enumerate(questions)}
+            noted, seen = None, Seen()
+        for number, offset, line in lines:
+            if copy is not None:
+                if copy.tell() < offset:  # a byte order mark, left out of the line
+                    copy.write(_BOM)
+                copy.write(line)
+            if not line.strip():
+                continue
+            text = decode_line(line, source, number, offset)
+            record = f"line {number}"
+            checked = check_response(
+                ("line", number),
+                None,
+                parse_json(text, source, record),
+                problems,
+                position,
+                seen,
+                unknown,
+            )
+            if checked is not None:
+                places.add(position[checked.question_id], offset, number)
+        if noted is not None and noted.collided:
+            return True
+        problems.raise_if_any()
+        return False
 
     def _spill(self) -> IO[bytes]:
         """A temporary file for the lines of a ``.gz`` file (read again at their offsets)."""
@@ -174,52 +201,93 @@ class JsonLinesResponses:
 
 
 class StreamedResponses:
-    """The checked responses of a :class:`JsonLinesResponses` file, read again one at a time."""
+    """The checked responses of a :class:`JsonLinesResponses` file, read again one at a time,
+    in increasing reference place: from a :class:`~qa_eval.run.places.ResponsePlaces`, or from
+    arrays by place (``offsets``: -1 for none; ``more``: further trials)."""
 
     def __init__(
         self,
         origin: JsonLinesResponses,
         source: str,
-        offsets: array[int],
-        numbers: array[int],
+        offsets: array[int] | None = None,
+        numbers: array[int] | None = None,
         more: dict[int, list[tuple[int, int]]] | None = None,
+        places: ResponsePlaces | None = None,
     ) -> None:
         self.origin = origin
         self.source = source
-        self.offsets = offsets
-        self.numbers = numbers
-        self.more = more or {}
-        """The places (offset, line number) of further trials, by reference position."""
+        self.places = places
+        self._arrays: tuple[array[int], array[int], dict[int, list[tuple[int, int]]]] | None = (
+            None if offsets is None or numbers is None else (offsets, numbers, more or {})
+        )
         self._file: IO[bytes] | None = None
+
+    @property
+    def offsets(self) -> array[int]:
+        """Where each question's first response starts (-1: none), by reference place."""
+        return self._as_arrays()[0]
+
+    @property
+    def numbers(self) -> array[int]:
+        """The line number of each question's first response, by reference place."""
+        return self._as_arrays()[1]
+
+    @property
+    def more(self) -> dict[int, list[tuple[int, int]]]:
+        """The places (offset, line number) of further trials, by reference place."""
+        return self._as_arrays()[2]
+
+    def _as_arrays(self) -> tuple[array[int], array[int], dict[int, list[tuple[int, int]]]]:
+        """The arrays by place (made once from the places, for a run spread over workers)."""
+        if self._arrays is None:
+            assert self.places is not None
+            count = self.places.count
+            offsets, numbers = array("q", [-1]) * count, array("q", [0]) * count
+            more: dict[int, list[tuple[int, int]]] = {}
+            for place in range(count):
+                spots = self.places.take(place)
+                if spots:
+                    offsets[place], numbers[place] = spots[0]
+                    if len(spots) > 1:
+                        more[place] = spots[1:]
+            self._arrays = offsets, numbers, more
+        return self._arrays
 
     def count(self, chosen: Sequence[int] | None = None) -> int:
         """How many results the run makes: one per question (of ``chosen``, a shard's
         places), one per trial of a question with several."""
+        if self.places is not None and self._arrays is None:
+            return (self.places.count if chosen is None else len(chosen)) + self.places.extra(
+                chosen
+            )
+        offsets, _, more = self._as_arrays()
         if chosen is not None:
-            more = self.more
             return len(chosen) + sum(len(more[i]) for i in chosen if i in more)
-        return len(self.offsets) + sum(len(places) for places in self.more.values())
+        return len(offsets) + sum(len(places) for places in more.values())
+
+    def _spots(self, index: int) -> list[tuple[int, int]]:
+        """(offset, line number) of each response to the question at ``index``."""
+        if self._arrays is None:
+            assert self.places is not None
+            return self.places.take(index)
+        offsets, numbers, more = self._arrays
+        offset = offsets[index]
+        if offset < 0:
+            return []
+        return [(offset, numbers[index]), *more.get(index, ())]
 
     def get(self, index: int, question: Question) -> list[Response]:
         """The responses to the question at ``index`` of the reference (one per trial; none
-        when it has no response)."""
-        offset = self.offsets[index]
-        if offset < 0:
-            return []
-        places = [(offset, self.numbers[index]), *self.more.get(index, ())]
-        return [self._read(at, number, question) for at, number in places]
+        when it has no response); questions are taken in increasing ``index``."""
+        return [self._read(at, number, question) for at, number in self._spots(index)]
 
     def lines(self, index: int) -> list[tuple[bytes, int, int]]:
         """The lines of the responses to the question at ``index`` (one per trial): (line, line
         number, byte offset), to be read with :func:`read_response`."""
-        offset = self.offsets[index]
-        if offset < 0:
-            return []
-        places = [(offset, self.numbers[index]), *self.more.get(index, ())]
-        if self._file is None:
-            self._file = self.origin.open()
         out = []
-        for at, number in places:
+        for at, number in self._spots(index):
+            if self._file is None:
+                self._file = self.origin.open()
             self._file.seek(at)
             out.append((self._file.readline(), number, at))
         return out
@@ -232,10 +300,12 @@ class StreamedResponses:
         return read_response(self._file.readline(), number, offset, self.source, question)
 
     def close(self) -> None:
-        """Close the file (and remove a ``.gz`` file's temporary copy)."""
+        """Close the file (and remove a ``.gz`` file's temporary copy and the places')."""
         if self._file is not None:
             self._file.close()
             self._file = None
+        if self.places is not None:
+            self.places.close()
         self.origin._unspill()
 
 
