@@ -18,11 +18,12 @@ process's, line numbers and all, and trials are joined as one process joins them
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 import warnings
 from array import array
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -205,6 +206,7 @@ class EvaluateRange:
 
     def run(self, work: BatchWork) -> Evaluated:
         """The range's results, as ``evaluate_batch`` gives them."""
+        _LOADED.clear()  # the index the responses were checked against: a worker's no more
         offsets, numbers = array("q"), array("q")
         offsets.frombytes(self.offsets)
         numbers.frombytes(self.numbers)
@@ -232,12 +234,28 @@ class EvaluateRange:
         return evaluate_batch(work, batch)
 
 
-async def _each(pool: WorkerPool, tasks: Iterator[Any]) -> list[Any]:
-    out = []
-    results: AsyncIterator[Any] = pool.evaluated(tasks)
-    async for result in results:
-        out.append(result)
-    return out
+async def _each(pool: WorkerPool, tasks: Iterable[Any]) -> AsyncIterator[Any]:
+    """What each task gave, in order, every one of them read (the pool is used again after)."""
+    results: Any = pool.evaluated(tasks)
+    async with contextlib.aclosing(results):
+        async for result in results:
+            yield result
+
+
+def _join(joined: Checked, part: Checked) -> None:
+    """Append what a range kept to what the ranges before it kept (the range's ``ends`` count
+    from its own first id)."""
+    import numpy as np
+
+    if part.count:
+        ends = np.frombuffer(part.ends, dtype=np.int64) + len(joined.ids)
+        joined.ends.frombytes(ends.tobytes())
+    joined.ids += part.ids
+    joined.hashes.extend(part.hashes)
+    joined.digests += part.digests
+    joined.templates.update(part.templates)
+    joined.tags |= part.tags
+    joined.count += part.count
 
 
 async def prepare(
@@ -249,33 +267,47 @@ async def prepare(
     unknown: Unknown,
 ) -> tuple[StreamedReference, StreamedResponses]:
     """The run's questions and responses, checked by the pool's workers (see the module
-    docstring): what ``run.execute`` prepares in one process, the same errors."""
+    docstring): what ``run.execute`` prepares in one process, the same errors. What each range
+    kept is joined as it comes: the run's process holds what one process holds, not each
+    range's part besides."""
     source = str(reference.path) if reference_source == "reference" else reference_source
     spans = ranges(reference.path, CHUNK)
-    parts = await _each(
-        pool, (CheckReference(str(reference.path), a, b, reference.by) for a, b in spans)
-    )
-    forms = {part[0].form[0] for part in parts if part is not None and part[0].form}
-    if any(part is None for part in parts) or len(forms) > 1:
+    tasks = (CheckReference(str(reference.path), a, b, reference.by) for a, b in spans)
+    joined: Checked | None = Checked(source)
+    chunks, place, line, forms = [], 0, 1, set()
+    async for (start, end), part in _zipped(spans, _each(pool, tasks)):
+        if part is None or joined is None:
+            joined = None  # (the rest is read, and let go)
+            continue
+        checked, lines = part
+        if checked.form:
+            forms.add(checked.form[0])
+        chunks.append((start, end, place, checked.count, line))
+        place += checked.count
+        line += lines
+        _join(joined, checked)
+    if joined is None or len(forms) > 1:
         questions = reference.check(source)  # (raises what one process raises)
     else:
-        questions = StreamedReference(reference, source, [part[0] for part in parts])
+        tags = joined.tags
+        questions = StreamedReference(reference, source, [joined])
+        del joined
         if questions.index.duplicates():
             questions = reference.check(source)
         else:
-            tags = {tag for part in parts for tag in part[0].tags}
             reference.check_by(Checked(source, tags=tags))
-            chunks, place, line = [], 0, 1
-            for (start, end), (checked, lines) in zip(spans, parts, strict=True):
-                chunks.append((start, end, place, checked.count, line))
-                place += checked.count
-                line += lines
             questions.chunks = chunks
-    del parts
     streamed = await _responses(pool, questions, responses, responses_source, unknown)
     if unknown.count:
         warnings.warn(unknown.message(responses_source), UnknownResponsesWarning, stacklevel=3)
     return questions, streamed
+
+
+async def _zipped(items: Iterable[Any], results: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """Each item with its task's result."""
+    pending = iter(items)
+    async for result in results:
+        yield next(pending), result
 
 
 async def _responses(
@@ -285,38 +317,43 @@ async def _responses(
     source: str,
     unknown: Unknown,
 ) -> StreamedResponses:
-    """The responses checked by the workers against the index, else in this process."""
+    """The responses checked by the workers against the index, else in this process. Each
+    range's places are written into the run's arrays as they come (a question already given a
+    response: answered twice, checked again here)."""
     import numpy as np
 
+    offsets = array("q", [-1]) * len(questions)
+    numbers = array("q", [0]) * len(questions)
+    at, numbered = np.frombuffer(offsets, np.int64), np.frombuffer(numbers, np.int64)
+    base, plain, found = 0, True, Unknown()
     folder = Path(tempfile.mkdtemp(prefix="qa-eval-index-"))
     try:
         questions.index.save(folder)
-        spans = ranges(responses.path, RESPONSES_CHUNK)
         path = str(responses.path)
-        parts = await _each(
-            pool, (CheckResponses(path, a, b, str(folder), source) for a, b in spans)
-        )
+        spans = ranges(responses.path, RESPONSES_CHUNK)
+        tasks = (CheckResponses(path, a, b, str(folder), source) for a, b in spans)
+        async for part in _each(pool, tasks):
+            if part is None or not plain:
+                plain = False
+                continue
+            chosen = np.frombuffer(part["places"], np.int64)
+            if (at[chosen] >= 0).any() or len(np.unique(chosen)) != len(chosen):
+                plain = False  # a question answered twice
+                continue
+            at[chosen] = np.frombuffer(part["offsets"], np.int64)
+            numbered[chosen] = np.frombuffer(part["numbers"], np.int64) + base
+            base += part["lines"]
+            count, examples = part["unknown"]
+            found.count += count
+            found.examples += examples[: 5 - len(found.examples)]
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    if any(part is None for part in parts):
+    del at, numbered
+    if not plain:
+        del offsets, numbers
         return responses.index(questions, source, unknown)
-    places = np.concatenate(
-        [np.frombuffer(p["places"], np.int64) for p in parts] or [np.zeros(0, np.int64)]
-    )
-    if len(np.unique(places)) != len(places):  # a question answered twice
-        return responses.index(questions, source, unknown)
-    offsets = array("q", [-1]) * len(questions)
-    numbers = array("q", [0]) * len(questions)
-    base = 0
-    at, numbered = np.frombuffer(offsets, np.int64), np.frombuffer(numbers, np.int64)
-    for part in parts:
-        chosen = np.frombuffer(part["places"], np.int64)
-        at[chosen] = np.frombuffer(part["offsets"], np.int64)
-        numbered[chosen] = np.frombuffer(part["numbers"], np.int64) + base
-        base += part["lines"]
-        count, examples = part["unknown"]
-        unknown.count += count
-        unknown.examples += examples[: 5 - len(unknown.examples)]
+    unknown.count += found.count
+    unknown.examples += found.examples[: 5 - len(unknown.examples)]
     return StreamedResponses(responses, source, offsets, numbers)
 
 
