@@ -203,3 +203,24 @@ def test_macro_keeps_the_means_compactly_and_gives_the_mean_of_their_list(
         elif gathered:
             expected[metric] = {"mean": None, "n": 0}
     assert repr(macro.result()) == repr(expected)
+
+
+def test_temporary_files_close_with_their_owner_without_a_warning() -> None:
+    """A run's summaries and spilled values let go (the run's aggregates dropped) close their
+    temporary files: no ``ResourceWarning: unclosed file`` reaches the user."""
+    import gc
+    import warnings
+    from array import array
+
+    from qa_eval.aggregate.spill import Spill
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        summaries = TemplateSummaries()
+        summaries.add("t1", {"n": 1})
+        spill = Spill()
+        spill.put(array("d", [1.0, 2.0]))
+        assert summaries.file is not None and spill.file is not None
+        del summaries, spill
+        gc.collect()
+    assert [str(w.message) for w in caught if w.category is ResourceWarning] == []

@@ -18,6 +18,7 @@ import orjson
 import pytest
 
 from qa_eval.run import parallel
+from qa_eval.run.places import DigestRuns
 from qa_eval.run.reflines import Checked, IdIndex
 from qa_eval.run.signature import digests_fingerprint, question_digest
 from qa_eval.run.workers import BatchWork, WorkerPool
@@ -26,9 +27,6 @@ from qa_eval.run.workers import BatchWork, WorkerPool
 def _part(rng: random.Random, start: int, count: int) -> Checked:
     part = Checked("ref")
     for n in range(start, start + count):
-        key = f"q{n}-{rng.randrange(10**6)}".encode()
-        part.ids += key
-        part.ends.append(len(part.ids))
         part.hashes.append(rng.getrandbits(64))
         part.digests += question_digest(f"t{n % 3}", {"id": n})
         part.templates[f"t{n % 3}"] = None
@@ -44,19 +42,38 @@ def test_ranges_joined_as_they_come_give_the_index_of_all_parts() -> None:
     for count in (3, 0, 1, 5, 0, 2):
         parts.append(_part(rng, start, count))
         start += count
-    joined = Checked("ref")
+    every = bytearray().join(p.digests for p in parts)
+    copies = [Checked("ref", count=p.count, hashes=array("Q", p.hashes)) for p in parts]
+    joined = Checked("ref", runs=DigestRuns())
     for part in parts:
         parallel._join(joined, part)
-    whole, one = IdIndex.of(parts), IdIndex.of([joined])
-    assert whole.ids == one.ids
-    for name in ("ends", "hashes", "order"):
-        assert getattr(whole, name).tolist() == getattr(one, name).tolist(), name
-    assert [one.key(p) for p in range(start)] == [whole.key(p) for p in range(start)]
     assert joined.count == start
     assert list(joined.templates) == ["t0", "t1", "t2"]
     assert joined.tags == {"tag0", "tag1"}
+    assert joined.fingerprint() == digests_fingerprint(every)
+    whole, one = IdIndex.of(copies), IdIndex.of([joined])
+    for name in ("hashes", "order"):
+        assert getattr(whole, name).tolist() == getattr(one, name).tolist(), name
+
+
+def test_ranges_joined_as_they_come_spill_their_digests_past_a_run(monkeypatch: Any) -> None:
+    """Past a run of digests the joined part writes them to its temporary file (the run's
+    process does not hold 32 bytes a question), and the fingerprint is the same."""
+    from qa_eval.run import places
+
+    monkeypatch.setattr(places, "DIGEST_RUN", 32 * 4)
+    rng = random.Random(11)
+    parts, start = [], 0
+    for count in (3, 6, 1, 9, 2):
+        parts.append(_part(rng, start, count))
+        start += count
     every = bytearray().join(p.digests for p in parts)
-    assert digests_fingerprint(bytearray(joined.digests)) == digests_fingerprint(every)
+    joined = Checked("ref", runs=DigestRuns())
+    for part in parts:
+        parallel._join(joined, part)
+    assert joined.runs is not None and len(joined.runs.spans) == 2
+    assert len(joined.digests) < 32 * 4
+    assert joined.fingerprint() == digests_fingerprint(every)
 
 
 def _files(tmp_path: Path, rows: list[dict[str, Any]]) -> tuple[Path, Path]:

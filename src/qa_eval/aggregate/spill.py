@@ -42,8 +42,10 @@ class Spill:
 
         if self.file is None:
             import tempfile
+            import weakref
 
             self.file = tempfile.TemporaryFile(prefix="qa-eval-values-")  # noqa: SIM115
+            weakref.finalize(self, self.file.close)  # (closed with its owner, unwarned)
         at = self.size
         os.pwrite(self.file.fileno(), data, at)
         self.size += len(data)

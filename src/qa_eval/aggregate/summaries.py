@@ -43,8 +43,10 @@ class TemplateSummaries(Mapping[Any, Any]):
         """Keep a template's summary (after those kept before it)."""
         if self.file is None:
             import tempfile
+            import weakref
 
             self.file = tempfile.TemporaryFile(prefix="qa-eval-templates-")  # noqa: SIM115
+            weakref.finalize(self, self.file.close)  # (closed with its owner, unwarned)
         data = pickle.dumps((template, summary), protocol=pickle.HIGHEST_PROTOCOL)
         start = self.ends[-1] if self.ends else 0
         os.pwrite(self.file.fileno(), data, start)

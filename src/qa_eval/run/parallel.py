@@ -31,6 +31,7 @@ from typing import Any
 from ..errors import InputError, UnknownResponsesWarning
 from ..io.files import parse_json
 from ..metrics.agents.trials import TRIAL_KEY
+from .places import DigestRuns
 from .prepare.records import Problems
 from .prepare.responses import Unknown, check_response
 from .reflines import (
@@ -243,16 +244,12 @@ async def _each(pool: WorkerPool, tasks: Iterable[Any]) -> AsyncIterator[Any]:
 
 
 def _join(joined: Checked, part: Checked) -> None:
-    """Append what a range kept to what the ranges before it kept (the range's ``ends`` count
-    from its own first id)."""
-    import numpy as np
-
-    if part.count:
-        ends = np.frombuffer(part.ends, dtype=np.int64) + len(joined.ids)
-        joined.ends.frombytes(ends.tobytes())
-    joined.ids += part.ids
+    """Append what a range kept to what the ranges before it kept (its digests through the
+    joined part's runs, as one process sorts them into a temporary file)."""
     joined.hashes.extend(part.hashes)
     joined.digests += part.digests
+    if joined.runs is not None:
+        joined.digests = joined.runs.keep(joined.digests)
     joined.templates.update(part.templates)
     joined.tags |= part.tags
     joined.count += part.count
@@ -273,7 +270,7 @@ async def prepare(
     source = str(reference.path) if reference_source == "reference" else reference_source
     spans = ranges(reference.path, CHUNK)
     tasks = (CheckReference(str(reference.path), a, b, reference.by) for a, b in spans)
-    joined: Checked | None = Checked(source)
+    joined: Checked | None = Checked(source, runs=DigestRuns())
     chunks, place, line, forms = [], 0, 1, set()
     async for (start, end), part in _zipped(spans, _each(pool, tasks)):
         if part is None or joined is None:
