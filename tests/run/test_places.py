@@ -208,3 +208,46 @@ def test_refusals_through_the_cli_are_those_of_the_whole(
     assert errors[0] == errors[1].replace("responses.jsonl", "responses.jsonl.gz")
     assert errors[1] == errors[2]
     assert f"qa-eval: error: responses.jsonl: {message}" in errors[1]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_rows_added_at_once_and_taken_by_range_give_the_arrays(small_runs: None, seed: int) -> None:
+    """What the workers' check gives (``add_rows``, a range of the file at a time) and the
+    evaluating ranges take (``StreamedResponses.range_spots``, increasing places) are each
+    question's responses in file order: the arrays by place that the run used to hold."""
+    from array import array
+
+    import numpy as np
+
+    from qa_eval.run.stream import StreamedResponses
+
+    rng = random.Random(seed)
+    count = rng.randrange(1, 40)
+    rows = [(rng.randrange(count), 100 * n, n + 1) for n in range(rng.randrange(0, 150))]
+    places = ResponsePlaces(count)
+    at = 0
+    while at < len(rows):
+        part = rows[at : at + rng.randrange(1, 9 if seed % 2 else 50)]  # (runs past a block)
+        columns = np.array(part, dtype=np.int64).reshape(-1, 3)
+        places.add_rows(columns[:, 0], columns[:, 1], columns[:, 2])
+        at += len(part)
+    places.finish()
+    by_place: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for place, offset, number in rows:
+        by_place[place].append((offset, number))
+    offsets, numbers = array("q", [-1]) * count, array("q", [0]) * count
+    more = {}
+    for place, spots in by_place.items():
+        offsets[place], numbers[place] = spots[0]
+        if len(spots) > 1:
+            more[place] = spots[1:]
+    streamed = StreamedResponses(None, "r", places=places)  # type: ignore[arg-type]
+    whole = StreamedResponses(None, "r", offsets, numbers, more)  # type: ignore[arg-type]
+    assert streamed.count() == whole.count() == count + len(rows) - len(by_place)
+    first = 0
+    while first < count:
+        size = rng.randrange(1, 7)
+        got = streamed.range_spots(first, min(size, count - first))
+        assert got == whole.range_spots(first, min(size, count - first))
+        first += size
+    places.close()

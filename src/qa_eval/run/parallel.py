@@ -31,7 +31,7 @@ from typing import Any
 from ..errors import InputError, UnknownResponsesWarning
 from ..io.files import parse_json
 from ..metrics.agents.trials import TRIAL_KEY
-from .places import DigestRuns
+from .places import DigestRuns, ResponsePlaces
 from .prepare.records import Problems
 from .prepare.responses import Unknown, check_response
 from .reflines import (
@@ -315,13 +315,13 @@ async def _responses(
     unknown: Unknown,
 ) -> StreamedResponses:
     """The responses checked by the workers against the index, else in this process. Each
-    range's places are written into the run's arrays as they come (a question already given a
-    response: answered twice, checked again here)."""
+    range's places go into a :class:`ResponsePlaces` as they come, sorted into a temporary file
+    as one process sorts them, a byte a question marking those answered (a question already
+    given a response: answered twice, checked again here)."""
     import numpy as np
 
-    offsets = array("q", [-1]) * len(questions)
-    numbers = array("q", [0]) * len(questions)
-    at, numbered = np.frombuffer(offsets, np.int64), np.frombuffer(numbers, np.int64)
+    places = ResponsePlaces(len(questions))  # (sorted into a temporary file, as one process)
+    seen = np.zeros(len(questions), dtype=np.uint8)
     base, plain, found = 0, True, Unknown()
     folder = Path(tempfile.mkdtemp(prefix="qa-eval-index-"))
     try:
@@ -334,24 +334,30 @@ async def _responses(
                 plain = False
                 continue
             chosen = np.frombuffer(part["places"], np.int64)
-            if (at[chosen] >= 0).any() or len(np.unique(chosen)) != len(chosen):
+            if seen[chosen].any() or len(np.unique(chosen)) != len(chosen):
                 plain = False  # a question answered twice
                 continue
-            at[chosen] = np.frombuffer(part["offsets"], np.int64)
-            numbered[chosen] = np.frombuffer(part["numbers"], np.int64) + base
+            seen[chosen] = 1
+            numbers = np.frombuffer(part["numbers"], np.int64) + base
+            places.add_rows(chosen, np.frombuffer(part["offsets"], np.int64), numbers)
             base += part["lines"]
             count, examples = part["unknown"]
             found.count += count
             found.examples += examples[: 5 - len(found.examples)]
+        del seen
+        if plain:
+            places.finish()
+    except BaseException:
+        places.close()
+        raise
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    del at, numbered
     if not plain:
-        del offsets, numbers
+        places.close()
         return responses.index(questions, source, unknown)
     unknown.count += found.count
     unknown.examples += found.examples[: 5 - len(unknown.examples)]
-    return StreamedResponses(responses, source, offsets, numbers)
+    return StreamedResponses(responses, source, places=places)
 
 
 def ranges_evaluated(
@@ -362,10 +368,8 @@ def ranges_evaluated(
     import numpy as np
 
     assert questions.chunks is not None
-    offsets = np.frombuffer(streamed.offsets, np.int64)
-    numbers = np.frombuffer(streamed.numbers, np.int64)
     for start, end, first, count, line in questions.chunks:
-        more = {p: v for p, v in streamed.more.items() if first <= p < first + count}
+        offsets, numbers, more = streamed.range_spots(first, count)
         if positions is not None:
             if more:
                 for place in range(first, first + count):
@@ -382,7 +386,7 @@ def ranges_evaluated(
             first,
             count,
             str(streamed.origin.path),
-            offsets[first : first + count].tobytes(),
-            numbers[first : first + count].tobytes(),
+            offsets,
+            numbers,
             more,
         )

@@ -53,6 +53,17 @@ class ResponsePlaces:
         if len(self._buffer) >= 3 * RUN:
             self._write(self._sorted())
 
+    def add_rows(self, places: Any, offsets: Any, numbers: Any) -> None:
+        """:meth:`add` of many responses at once (int64 arrays of one length), in file order."""
+        import numpy as np
+
+        rows = np.empty((len(places), 3), dtype=np.int64)
+        rows[:, 0], rows[:, 1], rows[:, 2] = places, offsets, numbers
+        self._buffer.frombytes(rows.tobytes())
+        self.total += len(rows)
+        if len(self._buffer) >= 3 * RUN:
+            self._write(self._sorted())
+
     def _sorted(self) -> Any:
         """The buffered responses sorted by place (stable), as rows of 3 int64; emptied."""
         import numpy as np
@@ -130,6 +141,35 @@ class ResponsePlaces:
                 heapq.heappush(heap, (reader.place, run))
         return out
 
+    def take_range(
+        self, first: int, count: int
+    ) -> tuple[Any, Any, dict[int, list[tuple[int, int]]]]:
+        """:meth:`take` of the places ``first`` to ``first + count - 1`` at once: each one's
+        first response's offset (-1: none) and line number (int64 arrays of ``count``) and its
+        further responses by place, in file order; ranges are taken in increasing order."""
+        import numpy as np
+
+        if self._heap is None:
+            self._start()
+        end = first + count
+        pieces = [rows for reader in self._readers for rows in reader.until(end)]
+        self._heap = [(r.place, i) for i, r in enumerate(self._readers) if r.place >= 0]
+        heapq.heapify(self._heap)
+        offsets, numbers = np.full(count, -1, np.int64), np.zeros(count, np.int64)
+        further: dict[int, list[tuple[int, int]]] = {}
+        if not pieces:
+            return offsets, numbers, further
+        rows = np.concatenate(pieces)  # (the runs in file order: a stable sort keeps it)
+        rows = rows[np.argsort(rows[:, 0], kind="stable")]
+        rows = rows[rows[:, 0] >= first]  # (places passed over)
+        firsts = np.ones(len(rows), dtype=bool)
+        firsts[1:] = rows[1:, 0] != rows[:-1, 0]
+        offsets[rows[firsts, 0] - first] = rows[firsts, 1]
+        numbers[rows[firsts, 0] - first] = rows[firsts, 2]
+        for place, offset, number in rows[~firsts].tolist():
+            further.setdefault(place, []).append((offset, number))
+        return offsets, numbers, further
+
     def _start(self) -> None:
         self._readers = [_Reader(self, first, length) for first, length in self._spans()]
         self._heap = [(r.place, i) for i, r in enumerate(self._readers) if r.place >= 0]
@@ -179,6 +219,20 @@ class _Reader:
             self.read += len(block)
             self.at = 0
         self.place = self.rows[self.at] if self.at < len(self.rows) else -1
+
+    def until(self, end: int) -> list[Any]:
+        """The rows from the current one whose place is below ``end`` (blocks of rows of 3
+        int64), passed."""
+        import numpy as np
+
+        out = []
+        while 0 <= self.place < end:
+            rows = np.frombuffer(self.rows, dtype=np.int64).reshape(-1, 3)[self.at // 3 :]
+            n = int(np.searchsorted(rows[:, 0], end))
+            out.append(rows[:n].copy())
+            self.at += 3 * n
+            self._load()
+        return out
 
     def spot(self) -> tuple[int, int]:
         """(offset, line number) of the current row."""

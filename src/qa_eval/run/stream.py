@@ -253,6 +253,24 @@ class StreamedResponses:
             self._arrays = offsets, numbers, more
         return self._arrays
 
+    def range_spots(
+        self, first: int, count: int
+    ) -> tuple[bytes, bytes, dict[int, list[tuple[int, int]]]]:
+        """Of the questions at places ``first`` to ``first + count - 1``: each first response's
+        offset (-1: none) and line number, as int64 bytes, and the further trials' places by
+        place. From the places, ranges are taken in increasing place order (no array of every
+        question is made)."""
+        if self._arrays is not None:
+            offsets, numbers, more = self._arrays
+            return (
+                offsets[first : first + count].tobytes(),
+                numbers[first : first + count].tobytes(),
+                {p: v for p, v in more.items() if first <= p < first + count},
+            )
+        assert self.places is not None
+        firsts, lines, further = self.places.take_range(first, count)
+        return firsts.tobytes(), lines.tobytes(), further
+
     def count(self, chosen: Sequence[int] | None = None) -> int:
         """How many results the run makes: one per question (of ``chosen``, a shard's
         places), one per trial of a question with several."""
