@@ -201,98 +201,34 @@ class JsonLinesResponses:
 
 
 class StreamedResponses:
-    """The checked responses of a :class:`JsonLinesResponses` file, read again one at a time,
-    in increasing reference place: from a :class:`~qa_eval.run.places.ResponsePlaces`, or from
-    arrays by place (``offsets``: -1 for none; ``more``: further trials)."""
+    """The checked responses of a :class:`JsonLinesResponses` file, read again one at a time
+    (or a range at a time, for workers), in increasing reference place, from their
+    :class:`~qa_eval.run.places.ResponsePlaces`."""
 
-    def __init__(
-        self,
-        origin: JsonLinesResponses,
-        source: str,
-        offsets: array[int] | None = None,
-        numbers: array[int] | None = None,
-        more: dict[int, list[tuple[int, int]]] | None = None,
-        places: ResponsePlaces | None = None,
-    ) -> None:
+    def __init__(self, origin: JsonLinesResponses, source: str, places: ResponsePlaces) -> None:
         self.origin = origin
         self.source = source
         self.places = places
-        self._arrays: tuple[array[int], array[int], dict[int, list[tuple[int, int]]]] | None = (
-            None if offsets is None or numbers is None else (offsets, numbers, more or {})
-        )
         self._file: IO[bytes] | None = None
-
-    @property
-    def offsets(self) -> array[int]:
-        """Where each question's first response starts (-1: none), by reference place."""
-        return self._as_arrays()[0]
-
-    @property
-    def numbers(self) -> array[int]:
-        """The line number of each question's first response, by reference place."""
-        return self._as_arrays()[1]
-
-    @property
-    def more(self) -> dict[int, list[tuple[int, int]]]:
-        """The places (offset, line number) of further trials, by reference place."""
-        return self._as_arrays()[2]
-
-    def _as_arrays(self) -> tuple[array[int], array[int], dict[int, list[tuple[int, int]]]]:
-        """The arrays by place (made once from the places, for a run spread over workers)."""
-        if self._arrays is None:
-            assert self.places is not None
-            count = self.places.count
-            offsets, numbers = array("q", [-1]) * count, array("q", [0]) * count
-            more: dict[int, list[tuple[int, int]]] = {}
-            for place in range(count):
-                spots = self.places.take(place)
-                if spots:
-                    offsets[place], numbers[place] = spots[0]
-                    if len(spots) > 1:
-                        more[place] = spots[1:]
-            self._arrays = offsets, numbers, more
-        return self._arrays
 
     def range_spots(
         self, first: int, count: int
     ) -> tuple[bytes, bytes, dict[int, list[tuple[int, int]]]]:
         """Of the questions at places ``first`` to ``first + count - 1``: each first response's
         offset (-1: none) and line number, as int64 bytes, and the further trials' places by
-        place. From the places, ranges are taken in increasing place order (no array of every
-        question is made)."""
-        if self._arrays is not None:
-            offsets, numbers, more = self._arrays
-            return (
-                offsets[first : first + count].tobytes(),
-                numbers[first : first + count].tobytes(),
-                {p: v for p, v in more.items() if first <= p < first + count},
-            )
-        assert self.places is not None
+        place (ranges taken in increasing place order; no array of every question is made)."""
         firsts, lines, further = self.places.take_range(first, count)
         return firsts.tobytes(), lines.tobytes(), further
 
     def count(self, chosen: Sequence[int] | None = None) -> int:
         """How many results the run makes: one per question (of ``chosen``, a shard's
         places), one per trial of a question with several."""
-        if self.places is not None and self._arrays is None:
-            return (self.places.count if chosen is None else len(chosen)) + self.places.extra(
-                chosen
-            )
-        offsets, _, more = self._as_arrays()
-        if chosen is not None:
-            return len(chosen) + sum(len(more[i]) for i in chosen if i in more)
-        return len(offsets) + sum(len(places) for places in more.values())
+        questions = self.places.count if chosen is None else len(chosen)
+        return questions + self.places.extra(chosen)
 
     def _spots(self, index: int) -> list[tuple[int, int]]:
         """(offset, line number) of each response to the question at ``index``."""
-        if self._arrays is None:
-            assert self.places is not None
-            return self.places.take(index)
-        offsets, numbers, more = self._arrays
-        offset = offsets[index]
-        if offset < 0:
-            return []
-        return [(offset, numbers[index]), *more.get(index, ())]
+        return self.places.take(index)
 
     def get(self, index: int, question: Question) -> list[Response]:
         """The responses to the question at ``index`` of the reference (one per trial; none
