@@ -362,26 +362,12 @@ def _quick(
     if not (error is _ABSENT or error is None or type(error) is str):
         return None
     # The counts and the time: null, a plain int at least 0, or a float from 0 up, finite.
-    value = response.get("input_tokens")
-    if value is not None and not (
-        (type(value) is int and value >= 0) or (type(value) is float and 0 <= value < _INF)
-    ):
-        return None
-    value = response.get("output_tokens")
-    if value is not None and not (
-        (type(value) is int and value >= 0) or (type(value) is float and 0 <= value < _INF)
-    ):
-        return None
-    value = response.get("total_tokens")
-    if value is not None and not (
-        (type(value) is int and value >= 0) or (type(value) is float and 0 <= value < _INF)
-    ):
-        return None
-    value = response.get("elapsed_sec")
-    if value is not None and not (
-        (type(value) is int and value >= 0) or (type(value) is float and 0 <= value < _INF)
-    ):
-        return None
+    for key in _TOKEN_KEYS:
+        value = response.get(key)
+        if value is not None and not (
+            (type(value) is int and value >= 0) or (type(value) is float and 0 <= value < _INF)
+        ):
+            return None
     steps = response.get("actual_steps", _ABSENT)
     successful = None
     if steps is not _ABSENT:
