@@ -68,9 +68,49 @@ def test_one_system_still_hashes_its_reference(
     assert run.systems[0].signature["reference"]["fingerprint"] == _expected()
 
 
-def test_a_given_fingerprint_is_used_instead_of_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
+def _demo() -> tuple[Any, list[Any]]:
     reference = yaml.safe_load(REFERENCE.read_text())
     responses = [yaml.safe_load(line) for line in RESPONSES.read_text().splitlines() if line]
+    return reference, responses
+
+
+def test_run_evaluation_hashes_its_reference_when_the_signature_is_first_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = _counting(monkeypatch)
+    results = run_evaluation(*_demo(), cache=False)
+    assert calls[0] == 0  # the run itself does not hash the reference
+    reference = results.signature["reference"]
+    assert calls[0] == 1
+    assert reference["fingerprint"] == _expected()
+    assert list(reference) == ["fingerprint", "templates", "questions"]
+    assert results.signature["reference"]["fingerprint"] == _expected()
+    assert calls[0] == 1  # hashed once
+
+
+def test_pickled_and_copied_results_carry_the_computed_fingerprint() -> None:
+    import copy
+    import pickle
+
+    for clone in (pickle.loads, copy.deepcopy, copy.copy):
+        results = run_evaluation(*_demo(), cache=False)
+        cloned = pickle.loads(pickle.dumps(results)) if clone is pickle.loads else clone(results)
+        assert cloned.signature["reference"]["fingerprint"] == _expected()
+        assert cloned == results
+        assert results.signature == cloned.signature
+
+
+def test_results_without_a_signature_say_so_as_an_attribute_error() -> None:
+    from qa_eval.run.question import Results
+
+    assert getattr(Results([1]), "signature", None) is None
+    results = Results([1])
+    results.signature = {"reference": {"fingerprint": "sha256:" + "0" * 64}}
+    assert results.signature["reference"]["fingerprint"] == "sha256:" + "0" * 64
+
+
+def test_a_given_fingerprint_is_used_instead_of_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
+    reference, responses = _demo()
     computed = run_evaluation(reference, responses, cache=False).signature["reference"]
     assert computed["fingerprint"] == _expected()
     calls = _counting(monkeypatch)

@@ -73,7 +73,9 @@ async def arun_evaluation(
     ``config_file_path`` is graphrag-eval's name for ``config`` (give one of them).
     ``fingerprint``: the reference's :func:`reference_fingerprint`, when the caller computed it
     already (e.g. one reference run against several systems): the signature takes it as given
-    instead of hashing the reference again. ``keys="graphrag-eval"`` writes only the keys
+    instead of hashing the reference again (otherwise the results' ``signature`` hashes the
+    reference when first read: change the reference's objects only after that).
+    ``keys="graphrag-eval"`` writes only the keys
     graphrag-eval 6.6.1 writes (no ``mismatch``, ``step_errors``, costs, ...; values unchanged),
     for golden files and ``==`` tests written against 6.6.1. ``workers``: processes that score
     the deterministic part (``run.workers``; the same results, byte for byte). ``shard``:
@@ -81,7 +83,9 @@ async def arun_evaluation(
     :class:`~qa_eval.run.options.RunOptions` (then give none of the others)."""
     run = run_options(options, config=_config_arg(config, config_file_path), **keywords)
     sink = ResultSink()
-    sink.results.signature = await execute(reference_qas, chat_responses, sink, run)
+    # The reference is hashed for the signature only when the signature is first read
+    # (``Results.signature``): most runs through the API never read it.
+    sink.results.signature = await execute(reference_qas, chat_responses, sink, run, lazy=True)
     return sink.results
 
 

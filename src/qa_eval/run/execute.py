@@ -174,10 +174,15 @@ def _prepare(
 
 
 async def execute(
-    reference_qas: Any, chat_responses: Any, sink: ResultSink, options: RunOptions
+    reference_qas: Any,
+    chat_responses: Any,
+    sink: ResultSink,
+    options: RunOptions,
+    lazy: bool = False,
 ) -> dict[str, Any]:
     """The one code path of a run: results go to ``sink`` as they finish; returns the run's
     signature (``options.fingerprint``: the reference's, already computed by the caller;
+    ``lazy``: a reference in memory is hashed when first read, ``run.signature.PendingFingerprint``;
     ``options.keys``: ``"graphrag-eval"`` writes only the keys graphrag-eval 6.6.1 writes, see
     ``io.keysets``)."""
     project = _projection(options)
@@ -256,7 +261,8 @@ async def execute(
         endpoints.close()
         if lookup is not None:
             lookup.close()
-    return run_signature(options, endpoints, questions, unknown, scorer, pipeline.needs_judge)
+    needs_judge = pipeline.needs_judge
+    return run_signature(options, endpoints, questions, unknown, scorer, needs_judge, lazy)
 
 
 def _work(

@@ -206,7 +206,34 @@ class Results(list):  # type: ignore[type-arg]
     ``create_task`` of it) gives the list itself, so code written for graphrag-eval 6.x, whose
     ``run_evaluation`` was a coroutine (``await run_evaluation(...)``), keeps working."""
 
-    signature: dict[str, Any]
+    @property
+    def signature(self) -> dict[str, Any]:
+        """The run's signature; a reference held in memory is hashed for its fingerprint here,
+        when the signature is first read (``run.signature.PendingFingerprint``)."""
+        try:
+            signature: dict[str, Any] = self.__dict__["_signature"]
+        except KeyError:
+            raise AttributeError("signature") from None
+        if self.__dict__.get("_pending"):
+            reference = signature["reference"]
+            reference["fingerprint"] = reference["fingerprint"]()
+            self.__dict__["_pending"] = False
+        return signature
+
+    @signature.setter
+    def signature(self, value: dict[str, Any]) -> None:
+        self.__dict__["_signature"] = value
+        reference = value.get("reference") if isinstance(value, dict) else None
+        self.__dict__["_pending"] = isinstance(reference, dict) and callable(
+            reference.get("fingerprint")
+        )
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (and copied) with its fingerprint computed: the pending hash holds the
+        prepared questions, which are not part of the results."""
+        if self.__dict__.get("_pending"):
+            self.signature  # noqa: B018 (resolves the fingerprint)
+        return dict(self.__dict__)
 
     # Hashed by identity, as coroutines are, so ``asyncio.gather`` takes it (equality stays
     # the list's).

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NO_JUDGE",
+    "PendingFingerprint",
     "digests_fingerprint",
     "question_digest",
     "reference_fingerprint",
@@ -96,9 +97,11 @@ def run_signature(
     unknown: Unknown,
     scorer: AnswerScorer | None,
     needs_judge: bool,
+    defer_fingerprint: bool = False,
 ) -> dict[str, Any]:
     """The run's signature: versions, judge, prompts, options, usage, the reference's
-    fingerprint, the responses left out and the metric values skipped."""
+    fingerprint, the responses left out and the metric values skipped (``defer_fingerprint``:
+    a reference held in memory gets a :class:`PendingFingerprint`, hashed when first read)."""
     run: dict[str, Any] = {
         "max_cost": options.max_cost,
         "dry_run": options.dry_run,
@@ -118,8 +121,12 @@ def run_signature(
         settings, endpoints.judge, endpoints.embedder, run, note if needs_judge else None
     )
     if isinstance(questions, list):
+        fingerprint: str | PendingFingerprint | None = options.fingerprint
+        if not fingerprint:
+            pending = PendingFingerprint(questions)
+            fingerprint = pending if defer_fingerprint else pending()
         signature["reference"] = {
-            "fingerprint": options.fingerprint or reference_fingerprint(questions),
+            "fingerprint": fingerprint,
             "templates": len({q.template_id for q in questions}),
             "questions": len(questions),
         }
@@ -144,6 +151,21 @@ def run_signature(
     if spread:
         signature["spread"] = spread
     return signature
+
+
+class PendingFingerprint:
+    """A reference's fingerprint not computed yet: ``run_evaluation``'s results hash their
+    reference when their ``signature`` is first read (``Results.signature``), so a run whose
+    signature nobody reads (most API runs) does not hash its whole reference."""
+
+    __slots__ = ("questions",)
+
+    def __init__(self, questions: list[Question]) -> None:
+        self.questions = questions
+
+    def __call__(self) -> str:
+        """The fingerprint: :func:`reference_fingerprint` of the questions."""
+        return reference_fingerprint(self.questions)
 
 
 def reference_fingerprint(questions: Iterable[Question]) -> str:
