@@ -4,6 +4,7 @@ skipped; and the note a run without a judge carries (``NO_JUDGE``)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Iterable
@@ -12,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..config import EvalConfig
-from ..digest import bulk_sha256, sha256
 from .options import LIBRARY_DEFAULT, RunOptions
 from .prepare.records import Question
 from .prepare.responses import Unknown
@@ -175,7 +175,9 @@ def reference_fingerprint(questions: Iterable[Question]) -> str:
     tags) is written as JSON with sorted keys and hashed; the sorted hashes are hashed again. So
     the fingerprint does not depend on key order, template order or question order, or on the
     file format (YAML or JSON), and changes with any change to a question's content."""
-    hasher, hashed, digests = sha256, 0, []
+    from ..digest import bulk_sha256
+
+    hasher, hashed, digests = _sha256(), 0, []
     for question in questions:
         data = _sorted_json([question.template_id, question.raw])
         digests.append(hasher(data).digest())
@@ -193,7 +195,16 @@ _BULK = 1 << 19
 
 def question_digest(template_id: Any, raw: Any) -> bytes:
     """The SHA-256 of one question (its template id and record) that the fingerprint sorts."""
-    return sha256(_sorted_json([template_id, raw])).digest()
+    return _sha256()(_sorted_json([template_id, raw])).digest()
+
+
+@functools.cache
+def _sha256() -> Any:
+    """``digest.sha256``, imported when a reference is first hashed (a run whose fingerprint
+    is never read loads no hash module)."""
+    from ..digest import sha256
+
+    return sha256
 
 
 def digests_fingerprint(digests: bytes | bytearray) -> str:
@@ -204,7 +215,7 @@ def digests_fingerprint(digests: bytes | bytearray) -> str:
 
     rows = digests if isinstance(digests, bytearray) else bytearray(digests)
     np.frombuffer(rows, dtype="S32").sort()  # fixed-width bytes compare in byte order
-    return "sha256:" + sha256(rows).hexdigest()
+    return "sha256:" + _sha256()(rows).hexdigest()
 
 
 _SORTED = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
