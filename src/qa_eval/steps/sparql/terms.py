@@ -203,6 +203,12 @@ def _typed_column(cells: list[Any], values: list[Any]) -> tuple[Hashable, list[V
     datatype = datatypes.pop()
     if not isinstance(datatype, str) or not _all_strings(values):
         return None
+    return _typed_values(datatype, values)
+
+
+def _typed_values(datatype: str, values: list[Any]) -> tuple[Hashable, list[Value]] | None:
+    """The kind and values of a column of literals of ``datatype``, whose texts are
+    ``values``; ``None`` when one is ill-typed, or for booleans (read term by term)."""
     try:
         if datatype in _INTEGER_TYPES:
             return NUMBER, list(map(int, values))  # int() ignores surrounding white space
@@ -227,8 +233,76 @@ def _all_strings(values: list[Any]) -> bool:
     return True
 
 
+_ONE_PASS_ROWS = 128
+"""Up to this many rows, a column of one usual kind is read in one interpreted pass over its
+cells (``_one_pass``): 1.5-3 times faster than the C-level passes of ``_column``, which are
+faster from about 200 rows."""
+
+
 def _column(bindings: Sequence[Mapping[str, Any]], var: str) -> tuple[Hashable, list[Value]]:
     """Read one column: its kind and the canonical value of every row."""
+    if 0 < len(bindings) <= _ONE_PASS_ROWS:
+        try:
+            read = _one_pass(bindings, var)
+        except (KeyError, TypeError):  # a row without the variable, a cell that is not a term
+            read = None
+        if read is not None:
+            return read
+    return _column_in_passes(bindings, var)
+
+
+def _one_pass(
+    bindings: Sequence[Mapping[str, Any]], var: str
+) -> tuple[Hashable, list[Value]] | None:
+    """``_column`` of a column whose cells are all IRIs, all plain literals (no key but type and
+    value) or all literals of the first cell's datatype, read in one pass; None for any other
+    column (``KeyError``/``TypeError`` for a missing cell or one that is not a mapping): the
+    caller reads it the long way, which gives the same for these."""
+    first = bindings[0][var]
+    term_type = first["type"]
+    values: list[Any] = []
+    append = values.append
+    if term_type == "uri":
+        for binding in bindings:
+            cell = binding[var]
+            value = cell["value"]
+            if cell["type"] != "uri" or type(value) is not str:
+                return None
+            append(value)
+        return IRI, values
+    if term_type != "literal":
+        return None
+    size = len(first)
+    if size == 2:
+        for binding in bindings:
+            cell = binding[var]
+            value = cell["value"]
+            if cell["type"] != "literal" or len(cell) != 2 or type(value) is not str:
+                return None
+            append(value)
+        return LITERAL, values
+    datatype = first["datatype"]
+    if size != 3 or type(datatype) is not str:
+        return None
+    for binding in bindings:
+        cell = binding[var]
+        value = cell["value"]
+        if (
+            cell["type"] != "literal"
+            or len(cell) != 3
+            or cell["datatype"] != datatype
+            or type(value) is not str
+        ):
+            return None
+        append(value)
+    return _typed_values(datatype, values)
+
+
+def _column_in_passes(
+    bindings: Sequence[Mapping[str, Any]], var: str
+) -> tuple[Hashable, list[Value]]:
+    """``_column`` read in C-level passes over the column (and term by term when it is not of
+    one usual kind)."""
     try:
         cells = list(map(itemgetter(var), bindings))
     except KeyError:  # some rows leave the variable unbound
