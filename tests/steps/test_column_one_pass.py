@@ -115,3 +115,22 @@ def test_not_bindings() -> None:
     """A binding that is not an object: the error of the passes."""
     with pytest.raises(SparqlResultError, match=re.escape("every binding must be an object")):
         terms._column([["x"]], "v")
+
+
+@pytest.mark.parametrize("size", [1, 5, 128, 129, 300])
+def test_bindings_and_vars_checked_either_side_of_the_limit(size: int) -> None:
+    """``parse_sparql_json`` finds a binding that is not an object, or a variable name that is
+    not a string, at any row, below and above the one-pass limit."""
+    rows: list[Any] = [{"v": {"type": "uri", "value": "urn:a"}} for _ in range(size)]
+    names: list[Any] = ["v"] * size
+    result = {"head": {"vars": names}, "results": {"bindings": rows}}
+    assert terms.parse_sparql_json(result) is result
+    rows[-1] = ["v"]
+    message = f"results.bindings[{size - 1}]: a binding must be an object, got list"
+    with pytest.raises(SparqlResultError, match=re.escape(message)):
+        terms.parse_sparql_json(result)
+    rows[-1] = {}
+    names[-1] = 3
+    message = f"head.vars[{size - 1}]: a variable name must be a string, got int"
+    with pytest.raises(SparqlResultError, match=re.escape(message)):
+        terms.parse_sparql_json(result)
