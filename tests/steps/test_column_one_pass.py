@@ -55,13 +55,18 @@ _UNBOUND = object()
 @st.composite
 def _columns(draw: Any) -> list[dict[str, Any]]:
     """Rows of one variable ``v``: cells like a first usual cell (same kind, datatype), with
-    now and then another usual cell, an odd one, or none (the variable unbound)."""
+    now and then one with a key more or less, another usual cell, an odd one, or none (the
+    variable unbound)."""
     first = draw(_USUAL)
     rows = []
     for _ in range(draw(st.integers(1, 8))):
         pick = draw(st.integers(0, 19))
-        if pick < 11:
+        if pick < 9:
             cell: Any = {**first, "value": draw(st.sampled_from(_VALUES))}
+        elif pick < 11:  # like the first, with a key more or less
+            cell = {**first, draw(st.sampled_from(["other", "xml:lang"])): "en"}
+            if draw(st.booleans()):
+                cell.pop(draw(st.sampled_from(sorted(cell))))
         elif pick < 16:
             cell = draw(_USUAL)
         elif pick < 19:
@@ -134,3 +139,21 @@ def test_bindings_and_vars_checked_either_side_of_the_limit(size: int) -> None:
     message = f"head.vars[{size - 1}]: a variable name must be a string, got int"
     with pytest.raises(SparqlResultError, match=re.escape(message)):
         terms.parse_sparql_json(result)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_columns())
+def test_number_kinds_in_one_pass_are_those_of_the_passes(rows: list[dict[str, Any]]) -> None:
+    """``Table.number_kinds`` (one pass up to 128 rows) against its C-level passes."""
+    assert terms.Table(rows).number_kinds("v") == terms._number_kinds_in_passes(rows, "v")
+
+
+@pytest.mark.parametrize("size", [2, 128, 129])
+def test_number_kinds_either_side_of_the_limit(size: int) -> None:
+    cell = {"type": "literal", "datatype": XSD + "integer", "value": "1"}
+    rows: list[Any] = [{"v": dict(cell)} for _ in range(size)]
+    assert terms.Table(rows).number_kinds("v") == frozenset(
+        ("number", ("ill-typed", XSD + "integer"))
+    )
+    rows[-1] = {"v": {**cell, "datatype": XSD + "decimal"}}
+    assert terms.Table(rows).number_kinds("v") is None

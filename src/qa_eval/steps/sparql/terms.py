@@ -350,6 +350,30 @@ def _column_in_passes(
     return MIXED, cast(list[Value], pairs)  # the (kind, value) pairs are the values
 
 
+def _number_kinds_in_passes(
+    bindings: Sequence[Mapping[str, Any]], var: str
+) -> frozenset[Hashable] | None:
+    """``Table.number_kinds`` found in C-level passes over the column."""
+    try:
+        cells = list(map(itemgetter(var), bindings))
+        if set(map(_TYPE, cells)) != _LITERAL_ONLY or set(map(len, cells)) != _THREE:
+            return None
+        datatypes = set(map(_DATATYPE, cells))
+        "".join(map(_VALUE, cells))  # every value is a string
+    except (KeyError, TypeError):
+        return None
+    return _number_kinds(datatypes.pop() if len(datatypes) == 1 else None)
+
+
+def _number_kinds(datatype: Any) -> frozenset[Hashable] | None:
+    """``Table.number_kinds`` of a column of literals that all have ``datatype``."""
+    if not isinstance(datatype, str):
+        return None
+    if datatype not in _INTEGER_TYPES and datatype not in _REAL_TYPES:
+        return None
+    return frozenset((NUMBER, ("ill-typed", datatype)))
+
+
 class Table:
     """The columns of one result, read lazily and at most once each."""
 
@@ -391,20 +415,24 @@ class Table:
         yet whose reading raises no error; ``None`` for any other column."""
         if var in self._columns:
             return None
-        try:
-            cells = list(map(itemgetter(var), self.bindings))
-            if set(map(_TYPE, cells)) != _LITERAL_ONLY or set(map(len, cells)) != _THREE:
-                return None
-            datatypes = set(map(_DATATYPE, cells))
-            "".join(map(_VALUE, cells))  # every value is a string
-        except (KeyError, TypeError):
-            return None
-        datatype = datatypes.pop() if len(datatypes) == 1 else None
-        if not isinstance(datatype, str):
-            return None
-        if datatype not in _INTEGER_TYPES and datatype not in _REAL_TYPES:
-            return None
-        return frozenset((NUMBER, ("ill-typed", datatype)))
+        bindings = self.bindings
+        if 0 < len(bindings) <= _ONE_PASS_ROWS:
+            try:
+                datatype = bindings[0][var]["datatype"]
+                for binding in bindings:
+                    cell = binding[var]
+                    if (
+                        cell["type"] != "literal"
+                        or len(cell) != 3
+                        or cell["datatype"] != datatype
+                        or type(cell["value"]) is not str
+                    ):
+                        break
+                else:  # numeric literals of one datatype, in one pass
+                    return _number_kinds(datatype)
+            except (KeyError, TypeError):
+                pass  # (the passes tell)
+        return _number_kinds_in_passes(bindings, var)
 
     def column(self, var: str) -> tuple[Hashable, list[Value]]:
         """The column's kind and canonical values, read on first use."""
