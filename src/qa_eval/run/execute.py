@@ -87,7 +87,14 @@ class _Lookup:
         held = self.responses
         if positions is not None:  # shards and worker processes only: imported for them
             from .shards import position_key
-        for index, question in _places(questions, chosen):
+        # A whole prepared reference: its questions by place, without a generator resumed per
+        # question (``_places``).
+        places = (
+            enumerate(questions)
+            if chosen is None and type(questions) is list
+            else _places(questions, chosen)
+        )
+        for index, question in places:
             # In memory: popped here as get() would (one call per question fewer).
             responses = (
                 self.get(index, question) if held is None else held.pop(question.question_id, None)

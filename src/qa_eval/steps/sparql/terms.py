@@ -97,7 +97,7 @@ def parse_sparql_json(data: Any) -> dict[str, Any]:
     if not isinstance(results, dict) or not isinstance(results.get("bindings"), list):
         raise SparqlResultError("missing 'results.bindings' list (and no 'boolean')")
     bindings = results["bindings"]
-    if not all(map(isinstance, bindings, repeat(dict))):
+    if not _all_instances(bindings, dict):
         row = next(i for i, b in enumerate(bindings) if not isinstance(b, dict))
         raise SparqlResultError(
             f"results.bindings[{row}]: a binding must be an object, got {_type_name(bindings[row])}"
@@ -106,13 +106,24 @@ def parse_sparql_json(data: Any) -> dict[str, Any]:
     if not isinstance(head, dict) or not isinstance(head.get("vars", []), list):
         raise SparqlResultError("'head.vars' must be a list")
     names = head.get("vars", ())
-    if not all(map(isinstance, names, repeat(str))):  # (one C-level pass when they are)
+    if not _all_instances(names, str):
         position = next(i for i, var in enumerate(names) if not isinstance(var, str))
         raise SparqlResultError(
             f"head.vars[{position}]: a variable name must be a string, "
             f"got {_type_name(names[position])}"
         )
     return data
+
+
+def _all_instances(items: Sequence[Any], kind: type) -> bool:
+    """Whether every item is a ``kind``: one interpreted loop up to ``_ONE_PASS_ROWS`` items
+    (twice as fast as a C-level pass over a few), one C-level pass over more."""
+    if len(items) > _ONE_PASS_ROWS:
+        return all(map(isinstance, items, repeat(kind)))
+    for item in items:  # noqa: SIM110 (a generator in all() would be slower than the passes)
+        if not isinstance(item, kind):
+            return False
+    return True
 
 
 def _type_name(value: Any) -> str:
@@ -203,6 +214,12 @@ def _typed_column(cells: list[Any], values: list[Any]) -> tuple[Hashable, list[V
     datatype = datatypes.pop()
     if not isinstance(datatype, str) or not _all_strings(values):
         return None
+    return _typed_values(datatype, values)
+
+
+def _typed_values(datatype: str, values: list[Any]) -> tuple[Hashable, list[Value]] | None:
+    """The kind and values of a column of literals of ``datatype``, whose texts are
+    ``values``; ``None`` when one is ill-typed, or for booleans (read term by term)."""
     try:
         if datatype in _INTEGER_TYPES:
             return NUMBER, list(map(int, values))  # int() ignores surrounding white space
@@ -227,8 +244,76 @@ def _all_strings(values: list[Any]) -> bool:
     return True
 
 
+_ONE_PASS_ROWS = 128
+"""Up to this many rows, a column of one usual kind is read in one interpreted pass over its
+cells (``_one_pass``): 1.5-3 times faster than the C-level passes of ``_column``, which are
+faster from about 200 rows."""
+
+
 def _column(bindings: Sequence[Mapping[str, Any]], var: str) -> tuple[Hashable, list[Value]]:
     """Read one column: its kind and the canonical value of every row."""
+    if 0 < len(bindings) <= _ONE_PASS_ROWS:
+        try:
+            read = _one_pass(bindings, var)
+        except (KeyError, TypeError):  # a row without the variable, a cell that is not a term
+            read = None
+        if read is not None:
+            return read
+    return _column_in_passes(bindings, var)
+
+
+def _one_pass(
+    bindings: Sequence[Mapping[str, Any]], var: str
+) -> tuple[Hashable, list[Value]] | None:
+    """``_column`` of a column whose cells are all IRIs, all plain literals (no key but type and
+    value) or all literals of the first cell's datatype, read in one pass; None for any other
+    column (``KeyError``/``TypeError`` for a missing cell or one that is not a mapping): the
+    caller reads it the long way, which gives the same for these."""
+    first = bindings[0][var]
+    term_type = first["type"]
+    values: list[Any] = []
+    append = values.append
+    if term_type == "uri":
+        for binding in bindings:
+            cell = binding[var]
+            value = cell["value"]
+            if cell["type"] != "uri" or type(value) is not str:
+                return None
+            append(value)
+        return IRI, values
+    if term_type != "literal":
+        return None
+    size = len(first)
+    if size == 2:
+        for binding in bindings:
+            cell = binding[var]
+            value = cell["value"]
+            if cell["type"] != "literal" or len(cell) != 2 or type(value) is not str:
+                return None
+            append(value)
+        return LITERAL, values
+    datatype = first["datatype"]
+    if size != 3 or type(datatype) is not str:
+        return None
+    for binding in bindings:
+        cell = binding[var]
+        value = cell["value"]
+        if (
+            cell["type"] != "literal"
+            or len(cell) != 3
+            or cell["datatype"] != datatype
+            or type(value) is not str
+        ):
+            return None
+        append(value)
+    return _typed_values(datatype, values)
+
+
+def _column_in_passes(
+    bindings: Sequence[Mapping[str, Any]], var: str
+) -> tuple[Hashable, list[Value]]:
+    """``_column`` read in C-level passes over the column (and term by term when it is not of
+    one usual kind)."""
     try:
         cells = list(map(itemgetter(var), bindings))
     except KeyError:  # some rows leave the variable unbound
@@ -263,6 +348,30 @@ def _column(bindings: Sequence[Mapping[str, Any]], var: str) -> tuple[Hashable, 
     if len(kinds) == 1:
         return kinds.pop(), [value for _, value in pairs]
     return MIXED, cast(list[Value], pairs)  # the (kind, value) pairs are the values
+
+
+def _number_kinds_in_passes(
+    bindings: Sequence[Mapping[str, Any]], var: str
+) -> frozenset[Hashable] | None:
+    """``Table.number_kinds`` found in C-level passes over the column."""
+    try:
+        cells = list(map(itemgetter(var), bindings))
+        if set(map(_TYPE, cells)) != _LITERAL_ONLY or set(map(len, cells)) != _THREE:
+            return None
+        datatypes = set(map(_DATATYPE, cells))
+        "".join(map(_VALUE, cells))  # every value is a string
+    except (KeyError, TypeError):
+        return None
+    return _number_kinds(datatypes.pop() if len(datatypes) == 1 else None)
+
+
+def _number_kinds(datatype: Any) -> frozenset[Hashable] | None:
+    """``Table.number_kinds`` of a column of literals that all have ``datatype``."""
+    if not isinstance(datatype, str):
+        return None
+    if datatype not in _INTEGER_TYPES and datatype not in _REAL_TYPES:
+        return None
+    return frozenset((NUMBER, ("ill-typed", datatype)))
 
 
 class Table:
@@ -306,20 +415,24 @@ class Table:
         yet whose reading raises no error; ``None`` for any other column."""
         if var in self._columns:
             return None
-        try:
-            cells = list(map(itemgetter(var), self.bindings))
-            if set(map(_TYPE, cells)) != _LITERAL_ONLY or set(map(len, cells)) != _THREE:
-                return None
-            datatypes = set(map(_DATATYPE, cells))
-            "".join(map(_VALUE, cells))  # every value is a string
-        except (KeyError, TypeError):
-            return None
-        datatype = datatypes.pop() if len(datatypes) == 1 else None
-        if not isinstance(datatype, str):
-            return None
-        if datatype not in _INTEGER_TYPES and datatype not in _REAL_TYPES:
-            return None
-        return frozenset((NUMBER, ("ill-typed", datatype)))
+        bindings = self.bindings
+        if 0 < len(bindings) <= _ONE_PASS_ROWS:
+            try:
+                datatype = bindings[0][var]["datatype"]
+                for binding in bindings:
+                    cell = binding[var]
+                    if (
+                        cell["type"] != "literal"
+                        or len(cell) != 3
+                        or cell["datatype"] != datatype
+                        or type(cell["value"]) is not str
+                    ):
+                        break
+                else:  # numeric literals of one datatype, in one pass
+                    return _number_kinds(datatype)
+            except (KeyError, TypeError):
+                pass  # (the passes tell)
+        return _number_kinds_in_passes(bindings, var)
 
     def column(self, var: str) -> tuple[Hashable, list[Value]]:
         """The column's kind and canonical values, read on first use."""
