@@ -171,6 +171,10 @@ def _compare(
     try:
         if table is None or table.bindings is not act_bindings:
             table = Table(act_bindings)
+        if len(act_bindings) <= _SAMPLE_ABOVE:
+            decided = _by_kinds(reference, table, act_vars, ordered, ignore_duplicates)
+            if decided is not None:
+                return decided
         mapping = _find_mapping(
             reference.columns, required, table, act_vars, ordered, ignore_duplicates
         )
@@ -184,6 +188,49 @@ def _compare(
     except TypeError:  # an unhashable 'value' (a JSON array or object)
         raise SparqlResultError("a term's 'value' must be a string") from None
     return float(mapping is not None)
+
+
+def _by_kinds(
+    reference: SparqlReference,
+    act: Table,
+    act_vars: list[str],
+    ordered: bool,
+    ignore_duplicates: bool,
+) -> float | None:
+    """``_compare``'s score of a result of at most ``_SAMPLE_ABOVE`` rows (whose columns the
+    mapping tells apart by the kind of their first cell, without sampling) when the kinds
+    decide it: some reference column's kind is no actual column's (no mapping), or each is
+    exactly one actual column's (one projection decides). ``None`` otherwise (a reference
+    column of mixed kinds, a kind several actual columns have, a miss the tolerance for numbers
+    may turn into a match): the general path decides. The same cells are read, in the same
+    order, as ``_find_mapping`` reads them, so the same term errors are raised."""
+    ref_cols = reference.columns
+    numbers = False
+    for kind, _ in ref_cols:
+        if kind == MIXED:
+            return None  # (the general path reads no first cell then)
+        if kind == NUMBER:
+            numbers = True
+    kinds = list(map(act.first_kind, act_vars))
+    picked = []
+    for kind, _ in ref_cols:
+        count = kinds.count(kind)
+        if count != 1:
+            if count or numbers:
+                return None
+            return 0.0  # no actual column of this kind: no mapping, and no close numbers
+        picked.append(act_vars[kinds.index(kind)])
+    if len(set(picked)) != len(picked):
+        return None  # (two reference columns of one kind: the general path searches)
+    columns = list(map(act.column, picked))
+    for (act_kind, _), (ref_kind, _) in zip(columns, ref_cols):
+        if act_kind != ref_kind:
+            return None if numbers else 0.0
+    if _rows(list(map(_VALUES, ref_cols)), ordered, ignore_duplicates) == _rows(
+        list(map(_VALUES, columns)), ordered, ignore_duplicates
+    ):
+        return 1.0
+    return None if numbers else 0.0
 
 
 def numbers_close(a: Any, b: Any) -> bool:
