@@ -53,7 +53,12 @@ from .outputs import (
     shown,
     text_difference,
 )
-from .sparql.match import SparqlReference, boolean_score, compare_sparql_results
+from .sparql.match import (
+    SparqlReference,
+    boolean_score,
+    compare_sparql_results,
+    select_score,
+)
 from .sparql.terms import (
     IRI,
     LITERAL,
@@ -483,6 +488,14 @@ class StepScorer:
                     return decided
             raw = ref.raw
             try:
+                if type(sparql) is SparqlReference:  # (the usual case, in fewer calls)
+                    return select_score(
+                        sparql,
+                        checked,
+                        raw.get("ordered", False),
+                        raw.get("ignore_duplicates", True),
+                        self._table(act_index, checked),
+                    )
                 return compare_sparql_results(
                     sparql,
                     checked,

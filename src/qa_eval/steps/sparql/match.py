@@ -34,6 +34,7 @@ __all__ = [
     "compare_sparql_results",
     "numbers_close",
     "prepare_reference",
+    "select_score",
     "tolerant_columns",
 ]
 
@@ -152,9 +153,25 @@ def _compare(
     decided = boolean_score(reference, actual)
     if decided is not None:
         return decided
+    return select_score(reference, actual, ordered, ignore_duplicates, table)
+
+
+_NOTHING: Mapping[str, Any] = {}
+
+
+def select_score(
+    reference: SparqlReference,
+    actual: Mapping[str, Any],
+    ordered: bool,
+    ignore_duplicates: bool,
+    table: Table | None = None,
+) -> float:
+    """``compare_sparql_results`` of a checked SELECT result against a SELECT reference (neither
+    is an ASK result: ``boolean_score`` is ``None``), the collector paused only while a result
+    of more than ``_SAMPLE_ABOVE`` rows is compared."""
     ref_rows = reference.rows
-    act_bindings = actual.get("results", {}).get("bindings", [])
-    act_vars = list(dict.fromkeys(actual.get("head", {}).get("vars", [])))
+    act_bindings = actual.get("results", _NOTHING).get("bindings", ())
+    act_vars = list(dict.fromkeys(actual.get("head", _NOTHING).get("vars", ())))
     required = reference.required
     if not ref_rows and not act_bindings:
         return float(len(act_vars) >= len(required))
@@ -168,13 +185,20 @@ def _compare(
         return 0.0
     if ordered and ref_rows != len(act_bindings):
         return 0.0
-    try:
-        if table is None or table.bindings is not act_bindings:
-            table = Table(act_bindings)
-        if len(act_bindings) <= _SAMPLE_ABOVE:
+    if table is None or table.bindings is not act_bindings:
+        table = Table(act_bindings)
+    small = len(act_bindings) <= _SAMPLE_ABOVE
+    if small:
+        try:
             decided = _by_kinds(reference, table, act_vars, ordered, ignore_duplicates)
-            if decided is not None:
-                return decided
+        except TypeError:  # an unhashable 'value' (a JSON array or object)
+            raise SparqlResultError("a term's 'value' must be a string") from None
+        if decided is not None:
+            return decided
+    collecting = not small and gc.isenabled()
+    if collecting:
+        gc.disable()  # (see compare_sparql_results)
+    try:
         mapping = _find_mapping(
             reference.columns, required, table, act_vars, ordered, ignore_duplicates
         )
@@ -187,6 +211,9 @@ def _compare(
                 )
     except TypeError:  # an unhashable 'value' (a JSON array or object)
         raise SparqlResultError("a term's 'value' must be a string") from None
+    finally:
+        if collecting:
+            gc.enable()
     return float(mapping is not None)
 
 
