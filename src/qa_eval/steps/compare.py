@@ -449,6 +449,7 @@ class StepScorer:
     def _check_sparql(self, act_index: int) -> Any:
         """Check the actual step's output as a SPARQL JSON result and keep it, or the problem
         (a problem of the output itself is raised, not kept)."""
+        value: Any
         try:
             value = parse_sparql_json(self._parsed(act_index))
         except SparqlResultError as e:
