@@ -127,7 +127,10 @@ def compare_sparql_results(
     try:
         if not isinstance(reference, SparqlReference):
             reference = prepare_reference(parse_sparql_json(reference), required_columns)
-        return _compare(reference, actual, ordered, ignore_duplicates, table)
+        decided = boolean_score(reference, actual)
+        if decided is not None:
+            return decided
+        return select_score(reference, actual, ordered, ignore_duplicates, table)
     finally:
         if collecting:
             gc.enable()
@@ -141,19 +144,6 @@ def boolean_score(reference: SparqlReference, actual: Mapping[str, Any]) -> floa
     if "boolean" in actual:
         return 0.0
     return None
-
-
-def _compare(
-    reference: SparqlReference,
-    actual: Mapping[str, Any],
-    ordered: bool,
-    ignore_duplicates: bool,
-    table: Table | None = None,
-) -> float:
-    decided = boolean_score(reference, actual)
-    if decided is not None:
-        return decided
-    return select_score(reference, actual, ordered, ignore_duplicates, table)
 
 
 _NOTHING: Mapping[str, Any] = {}
@@ -224,7 +214,7 @@ def _by_kinds(
     ordered: bool,
     ignore_duplicates: bool,
 ) -> float | None:
-    """``_compare``'s score of a result of at most ``_SAMPLE_ABOVE`` rows (whose columns the
+    """``select_score``'s score of a result of at most ``_SAMPLE_ABOVE`` rows (whose columns the
     mapping tells apart by the kind of their first cell, without sampling) when the kinds
     decide it: some reference column's kind is no actual column's (no mapping), or each is
     exactly one actual column's (one projection decides). ``None`` otherwise (a reference
