@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from qa_eval.steps.sparql.terms import SparqlResultError, Table, located_term
@@ -197,3 +197,35 @@ def test_a_result_decided_by_its_first_kinds_scores_as_the_mapping_search(data: 
             match._by_kinds = original
 
     assert outcome(quick=True) == outcome(quick=False)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        _JSON.map(json.dumps),  # (Python's json writes NaN and Infinity, which orjson refuses)
+        st.text(max_size=12),
+        st.binary(max_size=8),
+        _JSON,
+    )
+)
+@example("[NaN, -Infinity]")  # (read by json when orjson refuses them)
+@example(b"{}")
+@example("{not json")
+def test_an_output_is_parsed_as_loads_parses_it(output: Any) -> None:
+    from qa_eval.steps.compare import StepScorer
+    from qa_eval.steps.outputs import OutputParseError, loads
+
+    try:
+        expected: Any = output if isinstance(output, (dict, list)) else loads(output)
+    except OutputParseError as e:
+        expected = f"error: {e}"
+    got = StepScorer([])._parse(0, output)
+    got = f"error: {got}" if isinstance(got, OutputParseError) else got
+    assert json.dumps(got, sort_keys=True) == json.dumps(expected, sort_keys=True)
