@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from qa_eval.steps.sparql.terms import SparqlResultError, Table, located_term
@@ -93,3 +93,139 @@ def test_an_ask_reference_or_result_is_decided_by_its_boolean() -> None:
     ]
     scores = [[StepScorer(steps).score(ref, a) for a in range(3)] for ref in refs]
     assert scores == [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+
+
+# A SELECT result decided by the kinds of its first cells (``sparql.match._by_kinds``) against
+# the mapping search it stands in for (issue 36): the same score, or the same term error.
+
+_VALUES = ["x", "y", "1", "2.0", "2.5", "2.000000001"]  # (the last: close to 2)
+
+
+def _cell(data: Any, value: str) -> Any:
+    """A term holding ``value``: an IRI, a plain literal, a number or, rarely, something odd."""
+    kind = data.draw(st.sampled_from(["uri", "literal", "integer", "decimal", "odd"]))
+    if kind == "uri":
+        return {"type": "uri", "value": f"urn:{value}"}
+    if kind == "literal":
+        return {"type": "literal", "value": value}
+    if kind in ("integer", "decimal"):
+        number = value if kind == "decimal" or "." not in value else value.split(".")[0]
+        return {"type": "literal", "datatype": XSD + kind, "value": number}
+    return data.draw(st.sampled_from([None, 3, {"type": "uri"}, {"type": "x", "value": "v"}]))
+
+
+def _column_terms(data: Any, rows: int, steady: bool) -> list[Any]:
+    """A column's cells: of one kind (``steady``) or each drawn on its own."""
+    if steady:
+        kind = data.draw(st.sampled_from(["uri", "literal", "integer", "decimal"]))
+        values = data.draw(st.lists(st.sampled_from(_VALUES), min_size=rows, max_size=rows))
+        made = []
+        for value in values:
+            if kind == "uri":
+                made.append({"type": "uri", "value": f"urn:{value}"})
+            elif kind == "literal":
+                made.append({"type": "literal", "value": value})
+            else:
+                number = value if kind == "decimal" or "." not in value else value[0]
+                made.append({"type": "literal", "datatype": XSD + kind, "value": number})
+        return made
+    return [_cell(data, data.draw(st.sampled_from(_VALUES))) for _ in range(rows)]
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.data())
+def test_a_result_decided_by_its_first_kinds_scores_as_the_mapping_search(data: Any) -> None:
+    from qa_eval.steps.sparql import match
+    from qa_eval.steps.sparql.terms import parse_sparql_json
+
+    names = ["a", "b", "c"]
+    ref_rows = data.draw(st.integers(1, 4))
+    ref_vars = names[: data.draw(st.integers(1, 3))]
+    ref_columns = {
+        v: _column_terms(data, ref_rows, steady=data.draw(st.booleans())) for v in ref_vars
+    }
+    ref_columns = {
+        v: [c if isinstance(c, dict) and isinstance(c.get("value"), str) else None for c in cells]
+        for v, cells in ref_columns.items()
+    }
+    ref_bindings = [
+        {v: cells[i] for v, cells in ref_columns.items() if cells[i] is not None}
+        for i in range(ref_rows)
+    ]
+    required = data.draw(st.lists(st.sampled_from(ref_vars), min_size=1, max_size=3))
+    try:
+        reference = match.prepare_reference(
+            parse_sparql_json({"head": {"vars": ref_vars}, "results": {"bindings": ref_bindings}}),
+            required,
+        )
+    except SparqlResultError:
+        return  # (a reference is checked when it is loaded)
+    # The actual result: the reference's columns renamed and rows shuffled, or drawn anew.
+    act_vars = data.draw(st.permutations(["p", "q", "r", "s"][: data.draw(st.integers(1, 4))]))
+    if data.draw(st.booleans()):
+        rows = data.draw(st.permutations(range(ref_rows)))
+        rows = rows[: data.draw(st.integers(1, ref_rows))] + rows[: data.draw(st.integers(0, 1))]
+        sources = data.draw(
+            st.lists(st.sampled_from(ref_vars), min_size=len(act_vars), max_size=len(act_vars))
+        )
+        act_columns = {v: [ref_columns[src][i] for i in rows] for v, src in zip(act_vars, sources)}
+        if data.draw(st.booleans()):  # one cell changed
+            var = data.draw(st.sampled_from(act_vars))
+            act_columns[var][data.draw(st.integers(0, len(rows) - 1))] = _cell(data, "y")
+        size = len(rows)
+    else:
+        size = data.draw(st.integers(1, 5))
+        act_columns = {v: _column_terms(data, size, data.draw(st.booleans())) for v in act_vars}
+    bindings = [
+        {v: cells[i] for v, cells in act_columns.items() if cells[i] is not None}
+        for i in range(size)
+    ]
+    actual = {"head": {"vars": list(act_vars)}, "results": {"bindings": bindings}}
+    ordered, ignore_duplicates = data.draw(st.booleans()), data.draw(st.booleans())
+
+    def outcome(quick: bool) -> Any:
+        original = match._by_kinds
+        if not quick:
+            match._by_kinds = lambda *_: None  # type: ignore[assignment]
+        try:
+            return match.select_score(
+                reference, actual, ordered, ignore_duplicates, Table(bindings)
+            )
+        except SparqlResultError as e:
+            return f"error: {e}"
+        finally:
+            match._by_kinds = original
+
+    assert outcome(quick=True) == outcome(quick=False)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        _JSON.map(json.dumps),  # (Python's json writes NaN and Infinity, which orjson refuses)
+        st.text(max_size=12),
+        st.binary(max_size=8),
+        _JSON,
+    )
+)
+@example("[NaN, -Infinity]")  # (read by json when orjson refuses them)
+@example(b"{}")
+@example("{not json")
+def test_an_output_is_parsed_as_loads_parses_it(output: Any) -> None:
+    from qa_eval.steps.compare import StepScorer
+    from qa_eval.steps.outputs import OutputParseError, loads
+
+    try:
+        expected: Any = output if isinstance(output, (dict, list)) else loads(output)
+    except OutputParseError as e:
+        expected = f"error: {e}"
+    got = StepScorer([])._parse(0, output)
+    got = f"error: {got}" if isinstance(got, OutputParseError) else got
+    assert json.dumps(got, sort_keys=True) == json.dumps(expected, sort_keys=True)

@@ -28,6 +28,8 @@ from itertools import repeat
 from operator import itemgetter
 from typing import Any
 
+from orjson import loads as _orjson_loads
+
 from ..errors import short_repr
 from .kinds import (
     COMPARE_ARGS,
@@ -51,7 +53,12 @@ from .outputs import (
     shown,
     text_difference,
 )
-from .sparql.match import SparqlReference, boolean_score, compare_sparql_results
+from .sparql.match import (
+    SparqlReference,
+    boolean_score,
+    compare_sparql_results,
+    select_score,
+)
 from .sparql.terms import (
     IRI,
     LITERAL,
@@ -77,6 +84,14 @@ _IRI_STEPS = ("autocomplete_search", "sparql_query")
 
 class _StepProblem(Exception):
     pass
+
+
+def _loaded(output: Any) -> Any:
+    """``loads(output)``, or its ``OutputParseError``."""
+    try:
+        return loads(output)
+    except OutputParseError as e:
+        return e
 
 
 def _first_strings(sparql: Any) -> list[Any]:
@@ -384,17 +399,25 @@ class StepScorer:
         """The actual step's output as JSON, parsed once; a problem when it is not JSON."""
         value = self._json.get(act_index, _MISSING)
         if value is _MISSING:
-            value = self._parse(act_index, self._output(act_index))
-        if isinstance(value, OutputParseError):
+            output = self.actual[act_index].get("output")
+            if output is None:
+                self._output(act_index)  # (the problem of a missing output)
+            value = self._parse(act_index, output)
+        if type(value) is OutputParseError:
             raise _StepProblem(f"output: {value}")
         return value
 
     def _parse(self, act_index: int, output: Any) -> Any:
         """Parse ``output`` (a JSON text, or a value already) and keep it, or the error."""
-        try:
-            value = output if isinstance(output, (dict, list)) else loads(output)
-        except OutputParseError as e:
-            value = e
+        if type(output) is str:  # (the usual output: orjson at once, ``loads`` for the rest)
+            try:
+                value = _orjson_loads(output)
+            except ValueError:
+                value = _loaded(output)
+        elif isinstance(output, (dict, list)):
+            value = output
+        else:
+            value = _loaded(output)
         self._json[act_index] = value
         return value
 
@@ -418,14 +441,21 @@ class StepScorer:
         """The actual step's output, checked once as a SPARQL JSON result."""
         value = self._checked.get(act_index, _MISSING)
         if value is _MISSING:
-            try:
-                value = parse_sparql_json(self._parsed(act_index))
-            except SparqlResultError as e:
-                value = _StepProblem(f"output: not a SPARQL JSON result: {e}")
-            self._checked[act_index] = value
-        if isinstance(value, _StepProblem):
+            value = self._check_sparql(act_index)
+        if type(value) is _StepProblem:
             raise value
         return value  # type: ignore[no-any-return]
+
+    def _check_sparql(self, act_index: int) -> Any:
+        """Check the actual step's output as a SPARQL JSON result and keep it, or the problem
+        (a problem of the output itself is raised, not kept)."""
+        value: Any
+        try:
+            value = parse_sparql_json(self._parsed(act_index))
+        except SparqlResultError as e:
+            value = _StepProblem(f"output: not a SPARQL JSON result: {e}")
+        self._checked[act_index] = value
+        return value
 
     def _table(self, act_index: int, checked: Mapping[str, Any]) -> Table | None:
         """The actual SELECT result's columns, read once for every reference step compared
@@ -447,18 +477,31 @@ class StepScorer:
         if name != ref.name:
             return 0.0
         if kind == COMPARE_SPARQL:
-            checked = self._sparql(act_index)
+            checked = self._checked.get(act_index, _MISSING)  # (``_sparql``, written out)
+            if checked is _MISSING:
+                checked = self._check_sparql(act_index)
+            if type(checked) is _StepProblem:
+                raise checked
             sparql = ref.parsed
             if type(sparql) is SparqlReference:
                 decided = boolean_score(sparql, checked)  # (an ASK reference or result)
                 if decided is not None:
                     return decided
+            raw = ref.raw
             try:
+                if type(sparql) is SparqlReference:  # (the usual case, in fewer calls)
+                    return select_score(
+                        sparql,
+                        checked,
+                        raw.get("ordered", False),
+                        raw.get("ignore_duplicates", True),
+                        self._table(act_index, checked),
+                    )
                 return compare_sparql_results(
-                    ref.parsed,
+                    sparql,
                     checked,
-                    ordered=ref.raw.get("ordered", False),
-                    ignore_duplicates=ref.raw.get("ignore_duplicates", True),
+                    ordered=raw.get("ordered", False),
+                    ignore_duplicates=raw.get("ignore_duplicates", True),
                     checked=True,
                     table=self._table(act_index, checked),
                 )

@@ -34,6 +34,7 @@ __all__ = [
     "compare_sparql_results",
     "numbers_close",
     "prepare_reference",
+    "select_score",
     "tolerant_columns",
 ]
 
@@ -126,7 +127,10 @@ def compare_sparql_results(
     try:
         if not isinstance(reference, SparqlReference):
             reference = prepare_reference(parse_sparql_json(reference), required_columns)
-        return _compare(reference, actual, ordered, ignore_duplicates, table)
+        decided = boolean_score(reference, actual)
+        if decided is not None:
+            return decided
+        return select_score(reference, actual, ordered, ignore_duplicates, table)
     finally:
         if collecting:
             gc.enable()
@@ -142,19 +146,22 @@ def boolean_score(reference: SparqlReference, actual: Mapping[str, Any]) -> floa
     return None
 
 
-def _compare(
+_NOTHING: Mapping[str, Any] = {}
+
+
+def select_score(
     reference: SparqlReference,
     actual: Mapping[str, Any],
     ordered: bool,
     ignore_duplicates: bool,
     table: Table | None = None,
 ) -> float:
-    decided = boolean_score(reference, actual)
-    if decided is not None:
-        return decided
+    """``compare_sparql_results`` of a checked SELECT result against a SELECT reference (neither
+    is an ASK result: ``boolean_score`` is ``None``), the collector paused only while a result
+    of more than ``_SAMPLE_ABOVE`` rows is compared."""
     ref_rows = reference.rows
-    act_bindings = actual.get("results", {}).get("bindings", [])
-    act_vars = list(dict.fromkeys(actual.get("head", {}).get("vars", [])))
+    act_bindings = actual.get("results", _NOTHING).get("bindings", ())
+    act_vars = list(dict.fromkeys(actual.get("head", _NOTHING).get("vars", ())))
     required = reference.required
     if not ref_rows and not act_bindings:
         return float(len(act_vars) >= len(required))
@@ -168,9 +175,20 @@ def _compare(
         return 0.0
     if ordered and ref_rows != len(act_bindings):
         return 0.0
+    if table is None or table.bindings is not act_bindings:
+        table = Table(act_bindings)
+    small = len(act_bindings) <= _SAMPLE_ABOVE
+    if small:
+        try:
+            decided = _by_kinds(reference, table, act_vars, ordered, ignore_duplicates)
+        except TypeError:  # an unhashable 'value' (a JSON array or object)
+            raise SparqlResultError("a term's 'value' must be a string") from None
+        if decided is not None:
+            return decided
+    collecting = not small and gc.isenabled()
+    if collecting:
+        gc.disable()  # (see compare_sparql_results)
     try:
-        if table is None or table.bindings is not act_bindings:
-            table = Table(act_bindings)
         mapping = _find_mapping(
             reference.columns, required, table, act_vars, ordered, ignore_duplicates
         )
@@ -183,7 +201,53 @@ def _compare(
                 )
     except TypeError:  # an unhashable 'value' (a JSON array or object)
         raise SparqlResultError("a term's 'value' must be a string") from None
+    finally:
+        if collecting:
+            gc.enable()
     return float(mapping is not None)
+
+
+def _by_kinds(
+    reference: SparqlReference,
+    act: Table,
+    act_vars: list[str],
+    ordered: bool,
+    ignore_duplicates: bool,
+) -> float | None:
+    """``select_score``'s score of a result of at most ``_SAMPLE_ABOVE`` rows (whose columns the
+    mapping tells apart by the kind of their first cell, without sampling) when the kinds
+    decide it: some reference column's kind is no actual column's (no mapping), or each is
+    exactly one actual column's (one projection decides). ``None`` otherwise (a reference
+    column of mixed kinds, a kind several actual columns have, a miss the tolerance for numbers
+    may turn into a match): the general path decides. The same cells are read, in the same
+    order, as ``_find_mapping`` reads them, so the same term errors are raised."""
+    ref_cols = reference.columns
+    numbers = False
+    for kind, _ in ref_cols:
+        if kind == MIXED:
+            return None  # (the general path reads no first cell then)
+        if kind == NUMBER:
+            numbers = True
+    kinds = list(map(act.first_kind, act_vars))
+    picked = []
+    for kind, _ in ref_cols:
+        count = kinds.count(kind)
+        if count != 1:
+            if count or numbers:
+                return None
+            return 0.0  # no actual column of this kind: no mapping, and no close numbers
+        picked.append(act_vars[kinds.index(kind)])
+    if len(set(picked)) != len(picked):
+        return None  # (two reference columns of one kind: the general path searches)
+    columns = list(map(act.column, picked))
+    for (act_kind, _), (ref_kind, _) in zip(columns, ref_cols):
+        if act_kind != ref_kind:
+            return None if numbers else 0.0
+    if _rows(list(map(_VALUES, ref_cols)), ordered, ignore_duplicates) == _rows(
+        list(map(_VALUES, columns)), ordered, ignore_duplicates
+    ):
+        return 1.0
+    return None if numbers else 0.0
 
 
 def numbers_close(a: Any, b: Any) -> bool:
