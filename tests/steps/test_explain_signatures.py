@@ -4,7 +4,8 @@
 compares it in full (SPARQL: the first row's values in the text, an ASK result, fewer rows than
 a required column has distinct values; retrieval: no reference id in the text): whenever it says
 no, the full comparison scores 0. ``_closest`` compares candidates in the order of their cheap
-bounds and explains only those that can still be the closest: it shows the candidate, and the
+bounds (``closeness_bound``: never below the closeness ``explain`` gives, equal to it when it
+says so) and explains only those that can still be the closest: it shows the candidate, and the
 text, that explaining every candidate in full shows."""
 
 from __future__ import annotations
@@ -111,6 +112,25 @@ def test_a_sparql_step_ruled_out_by_its_signature_never_matches(
         scorer.score(_ask_reference(True), 0)
     if not scorer.may_match(ref, 0):
         assert StepScorer(steps).score(ref, 0) == 0.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(_sparql_reference(), _OUTPUTS, st.data())
+def test_the_closeness_bound_is_never_below_the_closeness(
+    reference: dict[str, Any], output: str, data: Any
+) -> None:
+    ref = prepared_groups([[reference]])[0][0]
+    if data.draw(st.booleans()):
+        output = _like(reference, data)
+    steps = [{"name": "sparql_query", "status": "success", "output": output}]
+    scorer = StepScorer(steps)
+    if scorer.would_match(ref, 0) > 0.0:
+        return  # (bounds are asked only of candidates that do not match)
+    bound, exact = scorer.closeness_bound(ref, 0)
+    closeness, _ = StepScorer(steps).explain(ref, 0)
+    assert closeness <= bound
+    if exact:
+        assert closeness == bound
 
 
 def test_a_parsed_output_lacking_the_first_row_is_ruled_out_by_its_text() -> None:
