@@ -190,9 +190,7 @@ def _explain_stopped(
             continue
         if usable is None:
             usable = set(successful)
-        out[(stop, ref.index)] = _explain_step(
-            ref, scorer, usable, upto, matches, stop, step_names
-        )
+        out[(stop, ref.index)] = _explain_step(ref, scorer, usable, upto, matches, stop, step_names)
 
 
 @functools.lru_cache(maxsize=256)
