@@ -36,7 +36,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .compare import GRADED, SIGNED, StepScorer
+from .compare import GRADED, SIGNED, StepScorer, Text
 from .kinds import COMPARE_IRI, ReferenceStep
 from .matching import Match
 from .outputs import shown
@@ -264,7 +264,7 @@ def _closest(
         return f"{_label(scorer.actual, a)}: {_candidate_text(ref, scorer, a, matches)}"
     candidates = in_order[::-1][:_MAX_CANDIDATES]
     would_match = scorer.would_match
-    best_text: str | None = None
+    best_text: Text | None = None
     if ref.kind not in GRADED:
         # Every candidate that does not match is as close as any other (0): the closest is
         # the first that matches, else the first (the bounds below would give the same).
@@ -291,13 +291,15 @@ def _closest(
                 break  # (sorted: no later candidate can be closer)
             if exact:
                 closeness, text = bound, None
-            else:
-                closeness, text = scorer.explain(ref, candidates[position])
+            else:  # (the text is made below, only for the candidate shown)
+                closeness, text = scorer.explanation(ref, candidates[position])
             if closeness > best or (closeness == best and position < best_position):
                 best, best_position, best_text = closeness, position, text
         a = candidates[best_position]
     if best_text is None:
         best_text = _candidate_text(ref, scorer, a, matches)
+    elif not isinstance(best_text, str):
+        best_text = best_text()
     return f"closest of {len(in_order)} candidates, {_label(scorer.actual, a)}: {best_text}"
 
 
