@@ -100,15 +100,21 @@ def _like(reference: dict[str, Any], data: Any) -> str:
     )
 
 
+def _case(reference: dict[str, Any], output: str, data: Any) -> tuple[Any, list[dict[str, Any]]]:
+    """The prepared reference step and one actual step: ``output``, or one like the
+    reference's (drawn from ``data``)."""
+    ref = prepared_groups([[reference]])[0][0]
+    if data.draw(st.booleans()):
+        output = _like(reference, data)
+    return ref, [{"name": "sparql_query", "status": "success", "output": output}]
+
+
 @settings(max_examples=300, deadline=None)
 @given(_sparql_reference(), _OUTPUTS, st.data())
 def test_a_sparql_step_ruled_out_by_its_signature_never_matches(
     reference: dict[str, Any], output: str, data: Any
 ) -> None:
-    ref = prepared_groups([[reference]])[0][0]
-    if data.draw(st.booleans()):
-        output = _like(reference, data)
-    steps = [{"name": "sparql_query", "status": "success", "output": output}]
+    ref, steps = _case(reference, output, data)
     scorer = StepScorer(steps)
     if data.draw(st.booleans()):
         # The output parsed already (as a comparison with another reference step leaves it):
@@ -123,10 +129,7 @@ def test_a_sparql_step_ruled_out_by_its_signature_never_matches(
 def test_the_closeness_bound_is_never_below_the_closeness(
     reference: dict[str, Any], output: str, data: Any
 ) -> None:
-    ref = prepared_groups([[reference]])[0][0]
-    if data.draw(st.booleans()):
-        output = _like(reference, data)
-    steps = [{"name": "sparql_query", "status": "success", "output": output}]
+    ref, steps = _case(reference, output, data)
     scorer = StepScorer(steps)
     if scorer.would_match(ref, 0) > 0.0:
         return  # (bounds are asked only of candidates that do not match)
