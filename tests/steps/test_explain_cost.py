@@ -38,14 +38,15 @@ def _run(groups: list[list[dict[str, Any]]], steps: list[dict[str, Any]]) -> dic
 
 
 def _counting_explain() -> tuple[Any, list[int]]:
+    """A patch counting the candidates explained (``explain`` asks ``explanation`` too)."""
     calls: list[int] = []
-    original = StepScorer.explain
+    original = StepScorer.explanation
 
-    def explain(self: StepScorer, ref: Any, act_index: int) -> tuple[float, str]:
+    def explanation(self: StepScorer, ref: Any, act_index: int) -> tuple[float, Any]:
         calls.append(act_index)
         return original(self, ref, act_index)
 
-    return mock.patch.object(StepScorer, "explain", explain), calls
+    return mock.patch.object(StepScorer, "explanation", explanation), calls
 
 
 def test_only_the_candidate_shown_is_explained_for_outputs_compared_whole() -> None:

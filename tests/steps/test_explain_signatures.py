@@ -4,7 +4,8 @@
 compares it in full (SPARQL: the first row's values in the text, an ASK result, fewer rows than
 a required column has distinct values; retrieval: no reference id in the text): whenever it says
 no, the full comparison scores 0. ``_closest`` compares candidates in the order of their cheap
-bounds and explains only those that can still be the closest: it shows the candidate, and the
+bounds (``closeness_bound``: never below the closeness ``explain`` gives, equal to it when it
+says so) and explains only those that can still be the closest: it shows the candidate, and the
 text, that explaining every candidate in full shows."""
 
 from __future__ import annotations
@@ -19,7 +20,11 @@ from fakes import prepared_groups
 from qa_eval import run_evaluation
 from qa_eval.steps import explain as explain_module
 from qa_eval.steps.compare import StepScorer
+from qa_eval.steps.sparql import explain as sparql_explain
 from qa_eval.steps.sparql import terms as sparql_terms
+from qa_eval.steps.sparql.explain import sparql_explanation
+from qa_eval.steps.sparql.match import tolerant_columns
+from qa_eval.steps.sparql.terms import SparqlResultError, Table, parse_sparql_json
 
 SPARQL_JSON = "application/sparql-results+json"
 VARS = ["a", "b", "c"]
@@ -95,15 +100,21 @@ def _like(reference: dict[str, Any], data: Any) -> str:
     )
 
 
+def _case(reference: dict[str, Any], output: str, data: Any) -> tuple[Any, list[dict[str, Any]]]:
+    """The prepared reference step and one actual step: ``output``, or one like the
+    reference's (drawn from ``data``)."""
+    ref = prepared_groups([[reference]])[0][0]
+    if data.draw(st.booleans()):
+        output = _like(reference, data)
+    return ref, [{"name": "sparql_query", "status": "success", "output": output}]
+
+
 @settings(max_examples=300, deadline=None)
 @given(_sparql_reference(), _OUTPUTS, st.data())
 def test_a_sparql_step_ruled_out_by_its_signature_never_matches(
     reference: dict[str, Any], output: str, data: Any
 ) -> None:
-    ref = prepared_groups([[reference]])[0][0]
-    if data.draw(st.booleans()):
-        output = _like(reference, data)
-    steps = [{"name": "sparql_query", "status": "success", "output": output}]
+    ref, steps = _case(reference, output, data)
     scorer = StepScorer(steps)
     if data.draw(st.booleans()):
         # The output parsed already (as a comparison with another reference step leaves it):
@@ -111,6 +122,22 @@ def test_a_sparql_step_ruled_out_by_its_signature_never_matches(
         scorer.score(_ask_reference(True), 0)
     if not scorer.may_match(ref, 0):
         assert StepScorer(steps).score(ref, 0) == 0.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(_sparql_reference(), _OUTPUTS, st.data())
+def test_the_closeness_bound_is_never_below_the_closeness(
+    reference: dict[str, Any], output: str, data: Any
+) -> None:
+    ref, steps = _case(reference, output, data)
+    scorer = StepScorer(steps)
+    if scorer.would_match(ref, 0) > 0.0:
+        return  # (bounds are asked only of candidates that do not match)
+    bound, exact = scorer.closeness_bound(ref, 0)
+    closeness, _ = StepScorer(steps).explain(ref, 0)
+    assert closeness <= bound
+    if exact:
+        assert closeness == bound
 
 
 def test_a_parsed_output_lacking_the_first_row_is_ruled_out_by_its_text() -> None:
@@ -378,3 +405,101 @@ def test_may_match_says_yes_to_every_kind_it_has_no_signature_for(
     names = ["autocomplete_search"] if ref.kind == "iri_discovery" else [reference["name"]]
     steps = [{"name": n, "status": "success", "output": output, "args": {}} for n in names]
     assert StepScorer(steps).may_match(ref, 0)
+
+
+def _explain_select_long(
+    reference: Any,
+    table: Any,
+    act_vars: list[str],
+    ordered: bool,
+    ignore_duplicates: bool,
+    parts: list[str],
+) -> tuple[float, str]:
+    """``_explain_select`` as it was, every text made at once (with the row differences)."""
+    ref_cols = reference.columns
+    required = reference.required
+    read = sparql_explain._columns_that_matter(ref_cols, table, act_vars, required)
+    act_cols = {v: table.column(v) for v in read}
+    tolerant = tolerant_columns(ref_cols, table, act_vars)
+    if tolerant is not None:
+        ref_cols, table = tolerant
+        act_cols = {v: table.column(v) for v in read}
+    paired, taken = sparql_explain._pair_columns(ref_cols, act_vars, act_cols, required)
+    missing_cols = [required[i] for i in range(len(required)) if i not in paired]
+    parts.extend(
+        sparql_explain._columns_not_found(
+            missing_cols, ref_cols, required, act_vars, act_cols, taken
+        )
+    )
+    found = sorted(paired)
+    closeness = 0.5 * len(found) / len(required)
+    if found:
+        on = " on the columns found" if missing_cols else ""
+        ref_rows = list(zip(*[ref_cols[i][1] for i in found]))
+        act_rows = list(zip(*[act_cols[paired[i]][1] for i in found]))
+        names = [required[i] for i in found]
+        kinds = [ref_cols[i][0] for i in found]
+        missing, extra, common = sparql_explain._missing_and_extra(
+            ref_rows, act_rows, ordered, ignore_duplicates
+        )
+        listing = sparql_explain._listing
+        if missing:
+            parts.append(listing(missing, "rows missing", names, kinds, on))
+        if extra:
+            parts.append(listing(extra, "extra rows", names, kinds, on))
+        row = None
+        if ordered and not missing and not extra:
+            row = next((r for r, (a, b) in enumerate(zip(ref_rows, act_rows)) if a != b), None)
+        if row is not None:
+            show_row = sparql_explain._show_row
+            parts.append(
+                f"rows in another order (ordered): row {row + 1} is "
+                f"{show_row(act_rows[row], names, kinds)}, "
+                f"expected {show_row(ref_rows[row], names, kinds)}"
+            )
+        elif not ignore_duplicates and (missing or extra) and set(ref_rows) == set(act_rows):
+            parts.append("the same rows, repeated a different number of times")
+        closeness += 0.5 * common
+    return closeness, "; ".join(parts or ["the rows differ"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(_sparql_reference(), _OUTPUTS, st.data())
+def test_a_sparql_text_made_when_asked_is_the_text_made_at_once(
+    reference: dict[str, Any], output: str, data: Any
+) -> None:
+    """The SELECT texts ``_closest`` makes only for the candidate shown (after comparing the
+    closeness of several) are those made at once, and so is the closeness."""
+    ref = prepared_groups([[reference]])[0][0]
+    if data.draw(st.booleans()):
+        output = _like(reference, data)
+    try:
+        actual = parse_sparql_json(json.loads(output))
+        bindings = actual["results"]["bindings"]
+    except (ValueError, KeyError):
+        return  # (not a SELECT result: no text left to make later)
+    act_vars = list(dict.fromkeys(actual["head"]["vars"]))
+    flags = {k: reference[k] for k in ("ordered", "ignore_duplicates") if k in reference}
+    sparql = ref.parsed
+    if not sparql.rows or not bindings or not sparql.required:
+        return
+    required = sparql.required
+    parts = []
+    if len(required) > len(act_vars):  # (as explain_sparql_results words it)
+        columns = ", ".join("?" + v for v in act_vars) or "none"
+        parts.append(
+            f"the actual result has {len(act_vars)} column{'s' if len(act_vars) != 1 else ''} "
+            f"({columns}), {len(required)} are required ({', '.join('?' + v for v in required)})"
+        )
+    options = {"ordered": False, "ignore_duplicates": True, **flags}
+    try:
+        expected: Any = _explain_select_long(
+            sparql, Table(bindings), act_vars, **options, parts=parts
+        )
+    except TypeError:
+        expected = (0.0, "a term's 'value' is not a string")
+    except SparqlResultError:
+        return  # (a term that is not valid: the scorer reports it as a problem)
+    closeness, text = sparql_explanation(sparql, actual, **flags)
+    made = text if isinstance(text, str) else text()
+    assert (closeness, made) == expected

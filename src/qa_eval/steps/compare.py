@@ -156,12 +156,16 @@ def _timeseries() -> Any:
 
 
 @cache
-def _explain_sparql() -> Callable[..., tuple[float, str]]:
-    """``steps.sparql.explain.explain_sparql_results``, imported when a SPARQL step is first
+def _explain_sparql() -> Callable[..., tuple[float, Text]]:
+    """``steps.sparql.explain.sparql_explanation``, imported when a SPARQL step is first
     explained (only unmatched steps are)."""
-    from .sparql.explain import explain_sparql_results
+    from .sparql.explain import sparql_explanation
 
-    return explain_sparql_results
+    return sparql_explanation
+
+
+Text = str | Callable[[], str]
+"""An explanation's text, or what makes it when called (``steps.sparql.explain.Text``)."""
 
 
 class StepScorer:
@@ -289,6 +293,12 @@ class StepScorer:
     def explain(self, ref: ReferenceStep, act_index: int) -> tuple[float, str]:
         """Why ``ref`` does not match actual step ``act_index``, for a user, with a closeness
         (0-1) to pick the closest of several candidates. Only read for unmatched steps."""
+        closeness, text = self.explanation(ref, act_index)
+        return closeness, text if isinstance(text, str) else text()
+
+    def explanation(self, ref: ReferenceStep, act_index: int) -> tuple[float, Text]:
+        """``explain`` with the text of a SPARQL SELECT result left to be made when called:
+        of several candidates, only the text of the one shown is made."""
         try:
             return self._explain(ref, act_index)
         except _StepProblem as problem:
@@ -341,7 +351,7 @@ class StepScorer:
             common = min(1.0, len(rows) / self._distinct(ref)[0])
         return 0.5 * min(columns, required) / required + 0.5 * common, False
 
-    def _explain(self, ref: ReferenceStep, act_index: int) -> tuple[float, str]:
+    def _explain(self, ref: ReferenceStep, act_index: int) -> tuple[float, Text]:
         act = self.actual[act_index]
         kind = ref.kind
         if kind == COMPARE_IRI:

@@ -36,7 +36,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .compare import GRADED, SIGNED, StepScorer
+from .compare import GRADED, SIGNED, StepScorer, Text
 from .kinds import COMPARE_IRI, ReferenceStep
 from .matching import Match
 from .outputs import shown
@@ -134,13 +134,31 @@ def _explain_stopped(
     # One pass over the matches (a few per question): the steps matched in the groups read
     # below, and the earliest actual step matched to the group after ``stop``.
     matched = set()
-    first = None
-    for g, i, a, _ in matches:
-        if g <= stop:
-            matched.add((g, i))
-        elif g == stop + 1 and (first is None or a < first):
-            first = a
-    upto = len(steps) if first is None else first
+    upto = len(steps)
+    if matches:
+        first = None
+        for g, i, a, _ in matches:
+            if g <= stop:
+                matched.add((g, i))
+            elif g == stop + 1 and (first is None or a < first):
+                first = a
+        if first is not None:
+            upto = first
+    if not steps:  # (an error response, or no steps: nothing to compare, nothing to hint)
+        if stop:
+            header = _header(stop, done, len(groups[stop]))
+            for g in range(stop):
+                for ref in groups[g]:
+                    if not matched or (g, ref.index) not in matched:
+                        out[(g, ref.index)] = header
+        for ref in groups[stop]:
+            if not matched or (stop, ref.index) not in matched:
+                out[(stop, ref.index)] = (
+                    f"the response is an error ({shown(response_error)}) with no actual steps"
+                    if response_error is not None
+                    else f"the response has no actual steps (expected a {shown(ref.name)} step)"
+                )
+        return
     successful = scorer.successful()
     # Each actual step's name, read once for every reference step below.
     step_names = [step.get("name") for step in steps]
@@ -166,15 +184,13 @@ def _explain_stopped(
                         text = header + f" (on its own this step would match {_label(steps, a)})"
                         break
                 out[(g, ref.index)] = text
-    usable = set(successful)
+    usable = None
     for ref in groups[stop]:
         if matched and (stop, ref.index) in matched:
             continue
-        if response_error is not None and not steps:
-            text = f"the response is an error ({shown(response_error)}) with no actual steps"
-        else:
-            text = _explain_step(ref, scorer, usable, upto, matches, stop, step_names)
-        out[(stop, ref.index)] = text
+        if usable is None:
+            usable = set(successful)
+        out[(stop, ref.index)] = _explain_step(ref, scorer, usable, upto, matches, stop, step_names)
 
 
 @functools.lru_cache(maxsize=256)
@@ -195,10 +211,7 @@ def _explain_step(
     step_names: list[Any],
 ) -> str:
     """Why ``ref``, a step of the group matching stopped at, found no match (``step_names``:
-    the name of each actual step)."""
-    steps = scorer.actual
-    if not steps:
-        return f"the response has no actual steps (expected a {shown(ref.name)} step)"
+    the name of each actual step, at least one)."""
     names = _IRI_STEPS if ref.kind == COMPARE_IRI else (ref.name,)
     # The steps of those names, in one pass: failed ones, successful ones, and the successful
     # ones before ``upto`` (the candidates the ordering allows).
@@ -210,15 +223,18 @@ def _explain_step(
                 ok.append(a)
             else:
                 failed.append(a)
+    if not failed:
+        if not ok:
+            if ref.kind == COMPARE_IRI:
+                return "no actual step named autocomplete_search or sparql_query"
+            return f"no actual step named {shown(ref.name)}"
+        if ok[-1] < upto:  # (the usual case: one text, the closest candidate's)
+            return _closest(ref, scorer, ok, matches)
     in_order = ok if not ok or ok[-1] < upto else [a for a in ok if a < upto]
-    if not ok and not failed:
-        if ref.kind == COMPARE_IRI:
-            return "no actual step named autocomplete_search or sparql_query"
-        return f"no actual step named {shown(ref.name)}"
     parts: list[str] = []
     if failed:
         more = f" (and {len(failed) - 1} more such steps)" if len(failed) > 1 else ""
-        parts.append(_step_error(steps, failed[-1]) + more)
+        parts.append(_step_error(scorer.actual, failed[-1]) + more)
     if ok and not in_order:
         positions = ", ".join(str(a) for a in ok)
         parts.append(
@@ -248,7 +264,7 @@ def _closest(
         return f"{_label(scorer.actual, a)}: {_candidate_text(ref, scorer, a, matches)}"
     candidates = in_order[::-1][:_MAX_CANDIDATES]
     would_match = scorer.would_match
-    best_text: str | None = None
+    best_text: Text | None = None
     if ref.kind not in GRADED:
         # Every candidate that does not match is as close as any other (0): the closest is
         # the first that matches, else the first (the bounds below would give the same).
@@ -275,13 +291,15 @@ def _closest(
                 break  # (sorted: no later candidate can be closer)
             if exact:
                 closeness, text = bound, None
-            else:
-                closeness, text = scorer.explain(ref, candidates[position])
+            else:  # (the text is made below, only for the candidate shown)
+                closeness, text = scorer.explanation(ref, candidates[position])
             if closeness > best or (closeness == best and position < best_position):
                 best, best_position, best_text = closeness, position, text
         a = candidates[best_position]
     if best_text is None:
         best_text = _candidate_text(ref, scorer, a, matches)
+    elif not isinstance(best_text, str):
+        best_text = best_text()
     return f"closest of {len(in_order)} candidates, {_label(scorer.actual, a)}: {best_text}"
 
 

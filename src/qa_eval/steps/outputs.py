@@ -178,6 +178,10 @@ def _json_kind(value: Any) -> str:
     return "an object"
 
 
+_SCALARS = frozenset((str, int, bool, type(None)))
+"""JSON values that Python's equality compares as JSON does when their types are the same."""
+
+
 def json_difference(reference: Any, actual: Any, path: str = "$") -> str | None:
     """The first place two parsed JSON values differ, for a user; ``None`` when equal."""
     if json_equal(reference, actual):
@@ -190,11 +194,20 @@ def json_difference(reference: Any, actual: Any, path: str = "$") -> str | None:
             if key not in reference:
                 return f"{path}: extra key {shown(key)}"
         for key, value in reference.items():
-            found = json_difference(value, actual[key], f"{path}.{key}")
+            other = actual[key]
+            if type(value) is type(other) and type(value) in _SCALARS and value == other:
+                continue  # (equal in JSON: the usual key of a differing object)
+            found = json_difference(value, other, f"{path}.{key}")
             if found is not None:
                 return found
     if isinstance(reference, list) and isinstance(actual, list):
         for i, (ref_item, act_item) in enumerate(zip(reference, actual)):
+            if (
+                type(ref_item) is type(act_item)
+                and type(ref_item) in _SCALARS
+                and ref_item == act_item
+            ):
+                continue
             found = json_difference(ref_item, act_item, f"{path}[{i}]")
             if found is not None:
                 return found

@@ -5,13 +5,13 @@ that found no match, or the rows missing, extra or out of order under the best m
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any, cast
 
 from .match import SparqlReference, tolerant_columns
 from .terms import BNODE, BOOLEAN, IRI, LITERAL, MIXED, NAN, NUMBER, UNBOUND, Table, Value
 
-__all__ = ["explain_sparql_results"]
+__all__ = ["Text", "explain_sparql_results", "sparql_explanation"]
 
 _SHOWN_ROWS = 3
 
@@ -102,6 +102,24 @@ def explain_sparql_results(
     columns no actual column holds, rows missing and extra (the first few shown), order, ASK.
     Returns (closeness 0-1, to pick the closest of several candidates, the text). ``table``:
     the ``Table`` the comparison read ``actual``'s columns into, reused."""
+    closeness, text = sparql_explanation(reference, actual, ordered, ignore_duplicates, table)
+    return closeness, text if isinstance(text, str) else text()
+
+
+Text = str | Callable[[], str]
+"""An explanation's text, or what makes it when called."""
+
+
+def sparql_explanation(
+    reference: SparqlReference,
+    actual: Mapping[str, Any],
+    ordered: bool = False,
+    ignore_duplicates: bool = True,
+    table: Table | None = None,
+) -> tuple[float, Text]:
+    """``explain_sparql_results``, the text of a SELECT result left to be made when called:
+    the closeness of several candidates is compared and only the text shown is made (its
+    rows, the most costly part)."""
     if reference.boolean is not None:
         expected = "true" if reference.boolean else "false"
         if "boolean" not in actual:
@@ -147,9 +165,10 @@ def _explain_select(
     ordered: bool,
     ignore_duplicates: bool,
     parts: list[str],
-) -> tuple[float, str]:
-    """(closeness, text) of a SELECT result: the reference's columns paired with the actual
-    ones, the columns not found, then the rows that differ on the columns found."""
+) -> tuple[float, Text]:
+    """(closeness, what makes the text) of a SELECT result: the reference's columns paired
+    with the actual ones, the columns not found, then the rows that differ on the columns
+    found. The closeness is worked out now, the texts when asked for."""
     ref_cols = reference.columns
     required = reference.required
     read = _columns_that_matter(ref_cols, table, act_vars, required)
@@ -160,24 +179,35 @@ def _explain_select(
         act_cols = {v: table.column(v) for v in read}
     paired, taken = _pair_columns(ref_cols, act_vars, act_cols, required)
     missing_cols = [required[i] for i in range(len(required)) if i not in paired]
-    parts.extend(_columns_not_found(missing_cols, ref_cols, required, act_vars, act_cols, taken))
     found = sorted(paired)
     closeness = 0.5 * len(found) / len(required)
+    rows: _RowDifferences | None = None
     if found:
-        on = " on the columns found" if missing_cols else ""
-        common, differences = _row_differences(
+        rows = _RowDifferences(
             [ref_cols[i] for i in found],
             [act_cols[paired[i]][1] for i in found],
             [required[i] for i in found],
             ordered,
             ignore_duplicates,
-            on,
         )
-        closeness += 0.5 * common
-        parts.extend(differences)
-    if not parts:
-        parts.append("the rows differ")  # not expected: the columns found hold the same rows
-    return closeness, "; ".join(parts)
+        closeness += 0.5 * rows.common
+
+    def text() -> str:
+        texts = [*parts]
+        texts.extend(
+            _columns_not_found(missing_cols, ref_cols, required, act_vars, act_cols, taken)
+        )
+        if rows is not None:
+            texts.extend(rows.texts(" on the columns found" if missing_cols else ""))
+        if not texts:
+            texts.append("the rows differ")  # not expected: the columns found hold the same rows
+        return "; ".join(texts)
+
+    if rows is not None and MIXED in rows.kinds:
+        # Rows are shown with the reference column's kind, and an actual value that is no
+        # (kind, value) pair fails to show (the caller's TypeError): made now, as before.
+        return closeness, text()
+    return closeness, text
 
 
 def _columns_that_matter(
@@ -264,38 +294,63 @@ def _columns_not_found(
     return texts
 
 
-def _row_differences(
-    ref_found: list[tuple[Hashable, list[Value]]],
-    act_found: list[list[Value]],
-    names: list[str],
-    ordered: bool,
-    ignore_duplicates: bool,
-    on: str,
-) -> tuple[float, list[str]]:
-    """(share of rows in common, texts) for the rows projected on the columns found: the rows
-    missing and extra (the first few shown), else the order or the repetitions that differ."""
-    ref_rows = list(zip(*[values for _, values in ref_found]))
-    act_rows = list(zip(*act_found))
-    kinds = [kind for kind, _ in ref_found]
-    missing, extra, common = _missing_and_extra(ref_rows, act_rows, ordered, ignore_duplicates)
-    texts = []
-    if missing:
-        texts.append(_listing(missing, "rows missing", names, kinds, on))
-    if extra:
-        texts.append(_listing(extra, "extra rows", names, kinds, on))
-    # The first row out of place, looked for only when the order is what differs.
-    row = None
-    if ordered and not missing and not extra:
-        row = next((r for r, (a, b) in enumerate(zip(ref_rows, act_rows)) if a != b), None)
-    if row is not None:
-        texts.append(
-            f"rows in another order (ordered): row {row + 1} is "
-            f"{_show_row(act_rows[row], names, kinds)}, "
-            f"expected {_show_row(ref_rows[row], names, kinds)}"
+class _RowDifferences:
+    """The rows projected on the columns found: the rows missing and extra and the share in
+    common, found at once; ``texts`` says what differs, when asked."""
+
+    __slots__ = (
+        "act_rows",
+        "common",
+        "extra",
+        "ignore_duplicates",
+        "kinds",
+        "missing",
+        "names",
+        "ordered",
+        "ref_rows",
+    )
+
+    def __init__(
+        self,
+        ref_found: list[tuple[Hashable, list[Value]]],
+        act_found: list[list[Value]],
+        names: list[str],
+        ordered: bool,
+        ignore_duplicates: bool,
+    ) -> None:
+        self.ref_rows = list(zip(*[values for _, values in ref_found]))
+        self.act_rows = list(zip(*act_found))
+        self.kinds = [kind for kind, _ in ref_found]
+        self.names = names
+        self.ordered = ordered
+        self.ignore_duplicates = ignore_duplicates
+        self.missing, self.extra, self.common = _missing_and_extra(
+            self.ref_rows, self.act_rows, ordered, ignore_duplicates
         )
-    elif not ignore_duplicates and (missing or extra) and set(ref_rows) == set(act_rows):
-        texts.append("the same rows, repeated a different number of times")
-    return common, texts
+
+    def texts(self, on: str) -> list[str]:
+        """The rows missing and extra (the first few shown), else the order or the
+        repetitions that differ."""
+        missing, extra, names, kinds = self.missing, self.extra, self.names, self.kinds
+        ref_rows, act_rows = self.ref_rows, self.act_rows
+        texts = []
+        if missing:
+            texts.append(_listing(missing, "rows missing", names, kinds, on))
+        if extra:
+            texts.append(_listing(extra, "extra rows", names, kinds, on))
+        # The first row out of place, looked for only when the order is what differs.
+        row = None
+        if self.ordered and not missing and not extra:
+            row = next((r for r, (a, b) in enumerate(zip(ref_rows, act_rows)) if a != b), None)
+        if row is not None:
+            texts.append(
+                f"rows in another order (ordered): row {row + 1} is "
+                f"{_show_row(act_rows[row], names, kinds)}, "
+                f"expected {_show_row(ref_rows[row], names, kinds)}"
+            )
+        elif not self.ignore_duplicates and (missing or extra) and set(ref_rows) == set(act_rows):
+            texts.append("the same rows, repeated a different number of times")
+        return texts
 
 
 def _show_row(row: tuple[Value, ...], names: list[str], kinds: list[Hashable]) -> str:
