@@ -438,7 +438,7 @@ class Pipeline:
             else None
         )
         for index, (question, response) in enumerate(units):
-            result = evaluate_question(question, response, trajectory=trajectory)
+            result = evaluate_question(question, response, None, trajectory)
             if kept is None:
                 self.unscored(index, result, no_judge)
             else:

@@ -82,12 +82,13 @@ def evaluate_question(
             if key in raw:
                 result[key] = raw[key]
     reply: Mapping[str, Any] = response.raw if response is not None else {}
+    error = None  # (the result's error, when it is an error)
     if response is None:
         result["status"] = "error"
-        result["error"] = NO_RESPONSE
+        result["error"] = error = NO_RESPONSE
     elif response.is_error:
         result["status"] = "error"
-        result["error"] = reply.get("error", "")
+        result["error"] = error = reply.get("error", "")
     else:
         result["status"] = "success"
     if "actual_answer" in reply:
@@ -96,8 +97,15 @@ def evaluate_question(
     # A new list of the same step dicts: nothing here changes them.
     result["actual_steps"] = list(actual_steps)
     unreadable = None
-    if question.groups is not None and _any_lost(actual_steps):
-        unreadable = _steps_not_evaluable(question, actual_steps)
+    if question.groups is not None:
+        # _any_lost's first test here (one call per question fewer): the usual steps, dicts
+        # none of which carries "lost", need no other; anything else asks _any_lost.
+        try:
+            lost = any(map(contains, actual_steps, _LOST))
+        except TypeError:
+            lost = True
+        if lost and _any_lost(actual_steps):
+            unreadable = _steps_not_evaluable(question, actual_steps)
     if unreadable is not None:
         result["reference_steps"] = [
             [dict(ref.raw) for ref in group] for group in question.groups or ()
@@ -129,7 +137,6 @@ def evaluate_question(
                 matched_out.append((step, a))
         # Why each unmatched step did not match (nothing to do when every step matched).
         if not fully_matched(question.groups, matches):
-            error = result.get("error") if result["status"] == "error" else None
             explained = _explain_unmatched()(question.groups, scorer, matches, error)
             for (g, i), why in explained.items():
                 annotated[g][i]["mismatch"] = why
@@ -142,7 +149,8 @@ def evaluate_question(
         result["reference_trajectory"] = raw_trajectory
         if (
             trajectory != "off"
-            and result["status"] == "success"
+            and response is not None
+            and not response.is_error
             and not (trajectory == "judge" and question.trajectory.uses_llm)
         ):
             from ..metrics.agents.trajectory_match import trajectory_keys  # agents' questions
