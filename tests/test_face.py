@@ -107,6 +107,9 @@ DEFERRED = (
     "qa_eval.run.keywords",
     "qa_eval.metrics",
     "qa_eval.run.shards",
+    "qa_eval.vocabulary.registry",
+    "qa_eval.vocabulary.model",
+    "qa_eval.vocabulary.lookup",
     "array",
     "zlib",
     "_blake2",
@@ -118,7 +121,8 @@ is not a retrieval step, any metric (the trial key is ``io.keysets``'), nor with
 module, ``array``, ``zlib`` and BLAKE2b; nor, without a time series step, ``steps.timeseries``;
 nor, when every reference step matches, the explanations of unmatched steps; nor the prompts
 (their hashes are ``qa_eval.prompt_hashes``'); nor, given no keyword, the keywords'
-``TypedDict``."""
+``TypedDict``; nor the metric registry (what the run reads of it is
+``qa_eval.vocabulary.switch_table``'s, checked against it in ``test_switch_table``)."""
 
 _ONE_SPARQL_QUESTION = """
 import json

@@ -1,5 +1,6 @@
 """A run's judge and metric configuration as one value (``EvalConfig``), and the metric switches
-a config can set (from the registry)."""
+a config can set (from the registry, through its table ``vocabulary.switch_table``: a run without
+a config does not build the registry)."""
 
 from __future__ import annotations
 
@@ -11,23 +12,22 @@ from ..judge.settings import (
     EmbeddingConfig,
     GenerationConfig,
 )
-from ..vocabulary import lookup as _lookup
-from ..vocabulary import registry as _registry
+from ..vocabulary import switch_table as _table
 from ..vocabulary.frozen import FACTORY, Frozen, frozen
 
 if TYPE_CHECKING:  # custom metrics and examples are read when a config has some
     from ..metrics.definitions import CustomMetric
     from ..prompts import Example
 
-SWITCHES = _lookup.switches()
+SWITCHES = _table.SWITCH_ORDER
 """The metric families a config or ``--enable`` / ``--disable`` switches (from the registry,
 ``qa_eval.vocabulary.registry.METRICS``)."""
-GRAPHRAG_SWITCHES = tuple(s for s in SWITCHES if not _registry.METRICS[s].default)
+GRAPHRAG_SWITCHES = tuple(s for s in SWITCHES if s in _table.OFF_BY_DEFAULT)
 """The switches that are off unless a config or ``--enable`` switches them on."""
-GROUPS = _lookup.groups()
+GROUPS = _table.SWITCH_GROUPS
 """Names that ``--enable`` expands: ``graphrag`` is every GraphRAG metric but BERTScore (which
 needs PyTorch)."""
-OFFLINE_SWITCHES = tuple(s for s in SWITCHES if _registry.METRICS[s].offline)
+OFFLINE_SWITCHES = _table.JUDGE_FREE
 """Metrics that need no judge."""
 
 
@@ -111,8 +111,7 @@ class EvalConfig(Frozen):
     def enabled(self, switch: str) -> bool:
         """Whether a metric family is switched on (the original's are, the GraphRAG set is not,
         unless the config says otherwise)."""
-        metric = _registry.METRICS.get(switch)
-        return bool(self.metrics.get(switch, metric.default if metric is not None else True))
+        return bool(self.metrics.get(switch, switch not in _table.OFF_BY_DEFAULT))
 
     def switched_on(
         self,

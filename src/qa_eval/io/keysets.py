@@ -3,7 +3,7 @@
 ``keys="graphrag-eval"`` (``--keys graphrag-eval``) writes exactly the keys 6.6.1 writes for the
 same input, so golden files and ``==`` tests written against 6.6.1 keep passing after the import
 changes; the values stay qa-eval's (docs/compatibility.md says where they differ). It is a
-projection of finished results and aggregates, built once at import from one table:
+projection of finished results and aggregates, built when first used from one table:
 
 - the metric registry (``vocabulary.registry``): a key marked ``own``, or any key of a family
   marked ``own``, is qa-eval's; every other registered key is one 6.6.1 writes too;
@@ -20,11 +20,11 @@ puts them. The default set costs nothing: the projection runs only when asked fo
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeAlias
 
 from ..errors import QaEvalError
-from ..vocabulary import registry as _registry
 
 __all__ = [
     "KEY_SETS",
@@ -108,14 +108,24 @@ _STATISTICS = ("sum", "mean", "median", "min", "max")
 _GROUP_FIELDS = ("number_of_error_samples", "number_of_success_samples")
 
 
-def _tables() -> tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str]]:
+_Tables: TypeAlias = (
+    "tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str], frozenset[str]]"
+)
+
+
+@functools.cache
+def _tables() -> _Tables:
     """(6.6.1's result keys, the keys its actual steps do not get, its aggregated result
-    metrics, its aggregated step metrics), from the registry."""
+    metrics, its aggregated step metrics, the keys aggregated even when no question has them),
+    from the registry, built when first asked for: a run with qa-eval's own keys (the default)
+    neither builds them nor imports the registry for them."""
+    from ..vocabulary.registry import METRICS
+
     result = set(RECORD)
     step_drop: set[str] = set()
     aggregated: set[str] = set()
     step_metrics: set[str] = set()
-    for metric in _registry.METRICS.values():
+    for metric in METRICS.values():
         for key in metric.keys:
             own = key.own or metric.own
             if metric.step is not None:
@@ -128,20 +138,23 @@ def _tables() -> tuple[frozenset[str], frozenset[str], frozenset[str], frozenset
                 result.add(key.name)
                 if key.aggregate:
                     aggregated.add(key.name)
-    return frozenset(result), frozenset(step_drop), frozenset(aggregated), frozenset(step_metrics)
-
-
-_RESULT, _STEP_DROP, _AGGREGATED, _STEP_METRICS = _tables()
-_ALWAYS = frozenset(
-    key.name for metric in _registry.METRICS.values() for key in metric.keys if key.always
-)
+    always = frozenset(key.name for metric in METRICS.values() for key in metric.keys if key.always)
+    return (
+        frozenset(result),
+        frozenset(step_drop),
+        frozenset(aggregated),
+        frozenset(step_metrics),
+        always,
+    )
 
 
 def own_keys() -> list[tuple[str, str]]:
     """Every key qa-eval writes that graphrag-eval 6.6.1 does not, with where it appears: the
     registry's own keys (of a result, or of an actual step) and :data:`OWN`."""
+    from ..vocabulary.registry import METRICS
+
     out: list[tuple[str, str]] = []
-    for metric in _registry.METRICS.values():
+    for metric in METRICS.values():
         where = f"actual step ({metric.step})" if metric.step is not None else "result"
         for key in metric.keys:
             if key.own or metric.own:
@@ -183,11 +196,12 @@ _MISMATCH = frozenset({"mismatch"})
 def original_result(result: Mapping[str, Any], custom: Iterable[str] = ()) -> dict[str, Any]:
     """One result with only the keys 6.6.1 writes (``custom``: the config's custom output and
     error keys, see :func:`custom_keys`); a new dict, ``result`` is not changed."""
-    allowed = _RESULT.union(custom) if custom else _RESULT
+    keep, step_drop = _tables()[:2]
+    allowed = keep.union(custom) if custom else keep
     out = {k: v for k, v in result.items() if k in allowed}
     steps = out.get("actual_steps")
     if isinstance(steps, list):
-        out["actual_steps"] = [_without(step, _STEP_DROP) for step in steps]
+        out["actual_steps"] = [_without(step, step_drop) for step in steps]
     groups = out.get("reference_steps")
     if isinstance(groups, list):
         out["reference_steps"] = [
@@ -197,24 +211,25 @@ def original_result(result: Mapping[str, Any], custom: Iterable[str] = ()) -> di
     return out
 
 
-def _kept(metric: str, block: Any) -> bool:
+def _kept(metric: str, block: Any, always: frozenset[str]) -> bool:
     """Whether 6.6.1 would write this statistic: it has values (or values 6.6.1 counts and
-    qa-eval skips, NaN and booleans), or it is a token or time metric (always written)."""
+    qa-eval skips, NaN and booleans), or it is a token or time metric (``always`` written)."""
     if not isinstance(block, Mapping):
         return False
-    return metric in _ALWAYS or bool(block.get("n")) or bool(block.get("skipped"))
+    return metric in always or bool(block.get("n")) or bool(block.get("skipped"))
 
 
 def _group(group: Mapping[str, Any], allowed: frozenset[str], nest_steps: bool) -> dict[str, Any]:
+    step_metrics, always = _tables()[3:]
     out: dict[str, Any] = {k: group[k] for k in _GROUP_FIELDS if k in group}
     steps = group.get("steps")
     if isinstance(steps, Mapping):
         out["steps"] = dict(steps)
     for metric, block in group.items():
-        if metric not in allowed or not _kept(metric, block):
+        if metric not in allowed or not _kept(metric, block, always):
             continue
         stats = {s: block[s] for s in _STATISTICS if s in block}
-        if nest_steps and metric in _STEP_METRICS:
+        if nest_steps and metric in step_metrics:
             out.setdefault("steps", {})[metric] = stats
         else:
             out[metric] = stats
@@ -226,7 +241,8 @@ def original_aggregates(
 ) -> dict[str, Any]:
     """Aggregates with only the keys 6.6.1 writes (``custom``: the custom output names the
     aggregates summarise); a new dict."""
-    allowed = _AGGREGATED | _STEP_METRICS | frozenset(custom)
+    aggregated, step_metrics, always = _tables()[2:]
+    allowed = aggregated | step_metrics | frozenset(custom)
     per_template = {
         template: _group(group, allowed, nest_steps=True)
         for template, group in (aggregates.get("per_template") or {}).items()
@@ -234,7 +250,7 @@ def original_aggregates(
     macro = {
         metric: {"mean": block.get("mean")}
         for metric, block in (aggregates.get("macro") or {}).items()
-        if metric in allowed and _kept(metric, block)
+        if metric in allowed and _kept(metric, block, always)
     }
     return {
         "per_template": per_template,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import OFFLINE_SWITCHES, EvalConfig
 from ..extras import available, require
-from ..vocabulary.registry import METRICS
+from ..vocabulary.switch_table import NEED_EMBEDDER
 from .options import RunOptions
 
 if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
@@ -66,9 +66,8 @@ class Endpoints:
         self.judge = judge
         self.embedder = options.embedder
         if self.embedder is None and any(
-            options.wants(m.name) and (judge is not None or m.offline)
-            for m in METRICS.values()
-            if m.switch and "embedder" in m.needs
+            options.wants(name) and (judge is not None or name in OFFLINE_SWITCHES)
+            for name in NEED_EMBEDDER
         ):  # a family that runs needs one (answer_relevance, semantic_similarity, ...)
             self.embedder = self._embedder(options)
         self.bertscorer = _bertscorer(settings) if options.wants("bertscore") else None

@@ -18,7 +18,7 @@ from ..errors import QaEvalError
 from ..extras import available
 from ..io.keysets import check_keys
 from ..vocabulary.frozen import FACTORY, Frozen, frozen
-from ..vocabulary.registry import METRICS
+from ..vocabulary.switch_table import NEED_EMBEDDER
 from .progress import ProgressCallback, ResultCallback, StatusCallback
 
 if TYPE_CHECKING:  # the judge side (pydantic, the metrics) is imported only when a run uses it
@@ -221,13 +221,9 @@ def _without_extras(config: EvalConfig, named: frozenset[str]) -> dict[str, str]
         f"missing: {', '.join(missing)}) or an llm.embedding endpoint"
     )
     return {
-        m.name: why
-        for m in METRICS.values()
-        if m.switch
-        and "embedder" in m.needs
-        and m.name not in named
-        and m.name not in config.metrics
-        and config.enabled(m.name)
+        name: why
+        for name in NEED_EMBEDDER
+        if name not in named and name not in config.metrics and config.enabled(name)
     }
 
 

@@ -71,9 +71,7 @@ MIXED = "mixed"
 _VALUE = itemgetter("value")
 _TYPE = itemgetter("type")
 _DATATYPE = itemgetter("datatype")
-_URI_ONLY = {"uri"}
 _LITERAL_ONLY = {"literal"}
-_TWO = {2}
 _THREE = {3}
 
 Value = Hashable
@@ -206,12 +204,12 @@ def _typed_column(cells: list[Any], values: list[Any]) -> tuple[Hashable, list[V
     is not one (a language tag, mixed datatypes, an ill-typed value): the caller reads it term
     by term."""
     try:
-        datatypes = set(map(_DATATYPE, cells))
-    except (KeyError, TypeError):  # TypeError: an unhashable datatype, reported term by term
+        datatypes = list(map(_DATATYPE, cells))
+    except (KeyError, TypeError):
         return None
-    if len(datatypes) != 1:
+    datatype = datatypes[0]  # (the caller's cells are not empty)
+    if datatypes.count(datatype) != len(datatypes):  # counted in C, no datatype hashed
         return None
-    datatype = datatypes.pop()
     if not isinstance(datatype, str) or not _all_strings(values):
         return None
     return _typed_values(datatype, values)
@@ -321,21 +319,23 @@ def _column_in_passes(
     except TypeError:  # parse_sparql_json checks the bindings; this is for direct callers
         raise SparqlResultError("every binding must be an object") from None
     # Fast path, all in C-level passes: a column of IRIs (other keys do not matter), of plain
-    # literals (no key but type and value) or of literals of one datatype.
+    # literals (no key but type and value) or of literals of one datatype. The terms' types are
+    # counted, not collected: comparing each to "uri" costs less than hashing it.
     try:
-        types = set(map(_TYPE, cells))
+        types = list(map(_TYPE, cells))
         values = list(map(_VALUE, cells))
     except (TypeError, KeyError):
         pass
     else:
         strings = _all_strings(values)
-        if types == _URI_ONLY and strings:
+        rows = len(cells)
+        if rows and types.count("uri") == rows and strings:
             return IRI, values
-        if types == _LITERAL_ONLY:
-            sizes = set(map(len, cells))
-            if sizes == _TWO and strings:
+        if rows and types.count("literal") == rows:
+            sizes = list(map(len, cells))
+            if sizes.count(2) == rows and strings:
                 return LITERAL, values
-            if sizes == _THREE:
+            if sizes.count(3) == rows:
                 typed = _typed_column(cells, values)
                 if typed is not None:
                     return typed
