@@ -110,6 +110,9 @@ DEFERRED = (
     "qa_eval.vocabulary.registry",
     "qa_eval.vocabulary.model",
     "qa_eval.vocabulary.lookup",
+    "qa_eval.digest",
+    "_sha256",
+    "_sha2",
     "array",
     "zlib",
     "_blake2",
@@ -122,7 +125,8 @@ module, ``array``, ``zlib`` and BLAKE2b; nor, without a time series step, ``step
 nor, when every reference step matches, the explanations of unmatched steps; nor the prompts
 (their hashes are ``qa_eval.prompt_hashes``'); nor, given no keyword, the keywords'
 ``TypedDict``; nor the metric registry (what the run reads of it is
-``qa_eval.vocabulary.switch_table``'s, checked against it in ``test_switch_table``)."""
+``qa_eval.vocabulary.switch_table``'s, checked against it in ``test_switch_table``); nor, as the
+reference is hashed only when the signature is read, the hash modules."""
 
 _ONE_SPARQL_QUESTION = """
 import json

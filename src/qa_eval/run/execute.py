@@ -87,14 +87,7 @@ class _Lookup:
         held = self.responses
         if positions is not None:  # shards and worker processes only: imported for them
             from .shards import position_key
-        # A whole prepared reference: its questions by place, without a generator resumed per
-        # question (``_places``).
-        places = (
-            enumerate(questions)
-            if chosen is None and type(questions) is list
-            else _places(questions, chosen)
-        )
-        for index, question in places:
+        for index, question in _places(questions, chosen):
             # In memory: popped here as get() would (one call per question fewer).
             responses = (
                 self.get(index, question) if held is None else held.pop(question.question_id, None)
@@ -133,12 +126,13 @@ Questions: TypeAlias = "list[Question] | StreamedReference"
 def _places(
     questions: Questions, chosen: list[int] | None, prepare: bool = True
 ) -> Iterable[tuple[int, Question]]:
-    """Each question (of ``chosen``, the places of a shard's questions) with its place."""
+    """Each question (of ``chosen``, the places of a shard's questions) with its place (a whole
+    prepared reference: ``enumerate``, no generator resumed per question)."""
     if not isinstance(questions, list):
-        yield from questions.each(chosen, prepare)
-        return
-    for index in range(len(questions)) if chosen is None else chosen:
-        yield index, questions[index]
+        return questions.each(chosen, prepare)
+    if chosen is None:
+        return enumerate(questions)
+    return ((index, questions[index]) for index in chosen)
 
 
 def _prepare(
