@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import json
 import pickle
-import subprocess
-import sys
 from typing import Any, ClassVar
 
 import pytest
@@ -23,7 +20,6 @@ from qa_eval.run.progress import RunProgress
 from qa_eval.run.shards import ShardFile
 from qa_eval.steps.kinds import ReferenceStep
 from qa_eval.steps.sparql.match import SparqlReference
-from qa_eval.vocabulary import frozen as frozen_module
 from qa_eval.vocabulary.frozen import FACTORY, Frozen, Mutable, frozen, mutable
 from qa_eval.vocabulary.model import Key, Metric, Option
 from qa_eval.vocabulary.registry import METRICS
@@ -254,117 +250,7 @@ def test_an_annotation_that_is_not_a_field_stays_out() -> None:
     assert Counted.total == 0 and repr(Counted("x")).endswith("Counted(name='x')")
 
 
-def _body() -> dict[str, Any]:
-    """A class body with a field of every form ``_fields_written`` takes."""
-    return {
-        "__doc__": "A class.",
-        "__annotations__": {
-            "plain": "int",
-            "given": "str",
-            "factory": "list[int]",
-            "hidden": "int | None",
-            "derived": "frozenset[str]",
-            "hashed": "str",
-            "tagged": "int",
-            "keyword": "int",
-        },
-        "given": "g",
-        "factory": dataclasses.field(default_factory=list),
-        "hidden": dataclasses.field(default=None, repr=False),
-        "derived": dataclasses.field(init=False, repr=False),
-        "hashed": dataclasses.field(default="h", compare=False, hash=True),
-        "tagged": dataclasses.field(default=0, metadata={"unit": "s"}),
-        "keyword": dataclasses.field(default=1, kw_only=True),
-        "method": lambda self: None,
-    }
-
-
-def _made(cls: type) -> tuple[Any, ...]:
-    """What the dataclass decorator leaves on a class: its fields (every attribute), its
-    parameters, its match arguments and what its dictionary holds besides."""
-    fields = [
-        tuple(getattr(f, slot) for slot in type(f).__slots__)
-        for f in cls.__dataclass_fields__.values()
-    ]
-    params = tuple(
-        getattr(cls.__dataclass_params__, s) for s in type(cls.__dataclass_params__).__slots__
-    )
-    rest = {
-        k: v
-        for k, v in vars(cls).items()
-        if k not in ("__dataclass_fields__", "__dataclass_params__", "__dict__", "__weakref__")
-    }
-    return fields, params, type(cls.__dataclass_params__), rest
-
-
-@pytest.mark.skipif(not frozen_module.WRITES_FIELDS, reason="the stdlib's decorator runs there")
-def test_the_written_fields_are_the_decorators() -> None:
-    """``_fields_written`` leaves a class as ``@dataclass(init=False, repr=False, eq=False)``
-    does, attribute for attribute (a field given as ``field()``, a default replacing it or
-    deleted, keyword-only, metadata, init=False)."""
-    ours = type("Made", (Mutable,), _body())
-    theirs = type("Made", (Mutable,), _body())
-    assert frozen_module._fields_written(ours, dict(ours.__annotations__))
-    dataclasses.dataclass(init=False, repr=False, eq=False)(theirs)
-    mine, its = _made(ours), _made(theirs)
-    assert mine[0] == its[0] and mine[1:3] == its[1:3]
-    assert mine[3].keys() == its[3].keys()
-    for key, value in its[3].items():
-        if key != "method":
-            assert mine[3][key] == value, key
-    assert ours.__match_args__ == ("plain", "given", "factory", "hidden", "hashed", "tagged")
-    assert "factory" not in vars(ours) and ours.hidden is None  # type: ignore[attr-defined]
-
-
-@pytest.mark.parametrize(
-    "change",
-    [
-        {"__doc__": None},  # the decorator writes a docstring from the signature
-        {"stray": dataclasses.field(default=1)},  # a field without an annotation: refused
-        {"given": []},  # an unhashable default: refused
-    ],
-    ids=["no docstring", "unannotated field", "mutable default"],
-)
-def test_a_class_the_decorator_treats_otherwise_is_left_to_it(change: dict[str, Any]) -> None:
-    cls = type("Other", (Mutable,), {**_body(), **change})
-    before = dict(vars(cls))
-    assert not frozen_module._fields_written(cls, dict(cls.__annotations__))
-    assert dict(vars(cls)) == before
-
-
-def test_a_class_with_a_dataclass_base_is_left_to_the_decorator() -> None:
+def test_a_subclass_of_a_made_class_keeps_its_bases_fields() -> None:
     base = mutable(type("Base", (Mutable,), {"__doc__": "b", "__annotations__": {"a": "int"}}))
     cls = type("Sub", (base,), {"__doc__": "s", "__annotations__": {"b": "int"}})
-    assert not frozen_module._fields_written(cls, dict(cls.__annotations__))
     assert [f.name for f in dataclasses.fields(mutable(cls))] == ["a", "b"]
-
-
-FIRST_CALL_DECORATES = """
-import dataclasses, json, sys
-calls = []
-real = dataclasses._process_class
-def counting(cls, *args):
-    calls.append(cls.__qualname__)
-    return real(cls, *args)
-dataclasses._process_class = counting
-from qa_eval import run_evaluation
-reference = [{"template_id": "t", "questions": [{"id": "q", "question_text": "Q?",
-    "reference_steps": [[{"name": "sparql_query", "args": {"query": "SELECT ..."},
-        "output": '{"head": {"vars": ["a"]}, "results": {"bindings": []}}',
-        "output_media_type": "application/sparql-results+json", "required_columns": ["a"]}]]}]}]
-responses = [{"question_id": "q", "actual_steps": [{"name": "sparql_query", "id": "c1",
-    "args": {"query": "SELECT ..."}, "status": "success",
-    "output": '{"head": {"vars": ["a"]}, "results": {"bindings": []}}'}]}]
-assert run_evaluation(reference, responses)[0]["steps_score"] == 1.0
-print(json.dumps(calls))
-"""
-
-
-@pytest.mark.skipif(not frozen_module.WRITES_FIELDS, reason="the stdlib's decorator runs there")
-def test_a_first_call_runs_no_dataclass_decorator() -> None:
-    """Issue 36: a fresh process's first ``run_evaluation`` makes its settings, options and
-    records classes (``frozen``, ``mutable``, ``slotted``) without ``@dataclass``'s pass."""
-    done = subprocess.run(
-        [sys.executable, "-c", FIRST_CALL_DECORATES], capture_output=True, text=True, check=True
-    )
-    assert json.loads(done.stdout.splitlines()[-1]) == []

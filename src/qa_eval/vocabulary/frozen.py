@@ -13,22 +13,13 @@ has, and for ``Frozen`` its hash and the same ``FrozenInstanceError`` on assignm
 ``Mutable`` is unhashable, as a dataclass with eq and not frozen). ``tests/test_frozen.py``
 compares each such class with the dataclass ``@dataclass`` makes of the same fields.
 
-On Python 3.11 the dataclass's fields and parameters themselves are written here
-(:func:`_fields_written`) for a class whose fields are all plain: what ``@dataclass(init=False,
-repr=False, eq=False)`` records for such a class, without its general pass over bases, field
-kinds and generated methods (about 0.25 M instructions a class, 2.5 M in a fresh process's first
-``run_evaluation``). ``tests/test_frozen.py`` compares the two field by field, attribute by
-attribute; any other class, and any other Python, takes ``@dataclass`` itself.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
-import sys
 import threading
-import types
-from itertools import repeat
 from typing import Any, ClassVar, TypeVar
 
 __all__ = ["FACTORY", "Frozen", "Mutable", "frozen", "mutable", "slotted"]
@@ -141,8 +132,6 @@ def _dataclass(cls: type[M]) -> type[M]:
     annotations = inspect.get_annotations(cls)
     if not _all_plain(annotations):
         return decorate(cls)
-    if WRITES_FIELDS and _fields_written(cls, annotations):
-        return cls
     cls.__annotations__ = dict.fromkeys(annotations, object)
     try:
         made = decorate(cls)
@@ -152,70 +141,6 @@ def _dataclass(cls: type[M]) -> type[M]:
     for name, annotation in annotations.items():  # (a base's fields keep their own)
         fields[name].type = annotation
     return made
-
-
-WRITES_FIELDS = sys.version_info[:2] == (3, 11)
-"""Whether :func:`_fields_written` may stand in for ``@dataclass``: on the Python whose
-``dataclasses`` it follows (3.11: ``_DataclassParams`` of six flags, ``Field._field_type``)."""
-
-
-def _fields_written(cls: type, annotations: dict[str, Any]) -> bool:
-    """Record ``cls``'s fields and parameters as ``@dataclass(init=False, repr=False,
-    eq=False)`` does on 3.11, when every annotation is a plain field's (the caller checked) and
-    nothing else of that decorator applies: no base with fields, no field without an
-    annotation, no unhashable default (which it refuses), no abstract method, a docstring (it
-    writes one from the signature otherwise). Returns False, changing nothing, for any other
-    class."""
-    Field: Any = dataclasses.Field
-    missing = dataclasses.MISSING
-    fields_key: str = dataclasses._FIELDS  # type: ignore[attr-defined]
-    if (
-        not cls.__doc__
-        or type(cls) is not type
-        or hasattr(cls, "__abstractmethods__")
-        or any(map(hasattr, cls.__mro__[1:], repeat(fields_key)))
-    ):
-        return False
-    own = cls.__dict__
-    if [
-        name for name, value in own.items() if isinstance(value, Field) and name not in annotations
-    ]:
-        return False  # a field() without an annotation: refused
-    fields: dict[str, dataclasses.Field[Any]] = {}
-    given = []  # the fields given as field(): the class holds the Field
-    for name in annotations:
-        default: Any = getattr(cls, name, missing)
-        if isinstance(default, Field):
-            field = default
-            given.append(name)
-        else:
-            if isinstance(default, types.MemberDescriptorType):  # a slot: no default
-                default = missing
-            # dataclasses.field(default=default), its keyword-only flag as the decorator sets it
-            field = Field(default, missing, True, True, None, True, None, False)
-        if field.default.__class__.__hash__ is None:  # a mutable default: @dataclass refuses it
-            return False
-        fields[name] = field
-    kind = dataclasses._FIELD  # type: ignore[attr-defined]
-    for name, field in fields.items():
-        field.name = name
-        field.type = annotations[name]
-        field._field_type = kind  # type: ignore[attr-defined]
-        if field.kw_only is missing:
-            field.kw_only = False
-    for name in given:  # as the decorator leaves them: the default, or nothing
-        default = fields[name].default
-        if default is missing:
-            delattr(cls, name)
-        else:
-            setattr(cls, name, default)
-    params = dataclasses._DataclassParams(False, False, False, False, False, False)  # type: ignore[attr-defined]
-    setattr(cls, dataclasses._PARAMS, params)  # type: ignore[attr-defined]
-    setattr(cls, fields_key, fields)
-    if "__match_args__" not in own:
-        init = [f.name for f in fields.values() if f.init and not f.kw_only]
-        setattr(cls, "__match_args__", tuple(init))  # noqa: B010  (mypy: not assignable)
-    return True
 
 
 def slotted(cls: type[M]) -> type[M]:
