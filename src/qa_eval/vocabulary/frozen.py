@@ -12,7 +12,6 @@ bytecode, and the base class gives the rest from its fields: the repr and equali
 has, and for ``Frozen`` its hash and the same ``FrozenInstanceError`` on assignment (a
 ``Mutable`` is unhashable, as a dataclass with eq and not frozen). ``tests/test_frozen.py``
 compares each such class with the dataclass ``@dataclass`` makes of the same fields.
-
 """
 
 from __future__ import annotations

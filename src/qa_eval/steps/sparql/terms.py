@@ -293,6 +293,18 @@ def _one_pass(
     datatype = first["datatype"]
     if size != 3 or type(datatype) is not str:
         return None
+    typed = _literals_of(bindings, var, datatype)
+    return None if typed is None else _typed_values(datatype, typed)
+
+
+def _literals_of(
+    bindings: Sequence[Mapping[str, Any]], var: str, datatype: Any
+) -> list[Any] | None:
+    """The value texts of a column whose cells are all literals of ``datatype`` (no other key),
+    read in one pass; None for any other column (``KeyError``/``TypeError`` for a missing cell
+    or one that is not a mapping)."""
+    values: list[Any] = []
+    append = values.append
     for binding in bindings:
         cell = binding[var]
         value = cell["value"]
@@ -304,7 +316,7 @@ def _one_pass(
         ):
             return None
         append(value)
-    return _typed_values(datatype, values)
+    return values
 
 
 def _column_in_passes(
@@ -419,16 +431,7 @@ class Table:
         if 0 < len(bindings) <= _ONE_PASS_ROWS:
             try:
                 datatype = bindings[0][var]["datatype"]
-                for binding in bindings:
-                    cell = binding[var]
-                    if (
-                        cell["type"] != "literal"
-                        or len(cell) != 3
-                        or cell["datatype"] != datatype
-                        or type(cell["value"]) is not str
-                    ):
-                        break
-                else:  # numeric literals of one datatype, in one pass
+                if _literals_of(bindings, var, datatype) is not None:  # in one pass
                     return _number_kinds(datatype)
             except (KeyError, TypeError):
                 pass  # (the passes tell)
