@@ -144,21 +144,6 @@ def _explain_stopped(
                 first = a
         if first is not None:
             upto = first
-    if not steps:  # (an error response, or no steps: nothing to compare, nothing to hint)
-        if stop:
-            header = _header(stop, done, len(groups[stop]))
-            for g in range(stop):
-                for ref in groups[g]:
-                    if not matched or (g, ref.index) not in matched:
-                        out[(g, ref.index)] = header
-        for ref in groups[stop]:
-            if not matched or (stop, ref.index) not in matched:
-                out[(stop, ref.index)] = (
-                    f"the response is an error ({shown(response_error)}) with no actual steps"
-                    if response_error is not None
-                    else f"the response has no actual steps (expected a {shown(ref.name)} step)"
-                )
-        return
     successful = scorer.successful()
     # Each actual step's name, read once for every reference step below.
     step_names = [step.get("name") for step in steps]
@@ -188,9 +173,17 @@ def _explain_stopped(
     for ref in groups[stop]:
         if matched and (stop, ref.index) in matched:
             continue
-        if usable is None:
-            usable = set(successful)
-        out[(stop, ref.index)] = _explain_step(ref, scorer, usable, upto, matches, stop, step_names)
+        if not steps:  # (an error response, or no steps: nothing to compare)
+            text = (
+                f"the response is an error ({shown(response_error)}) with no actual steps"
+                if response_error is not None
+                else f"the response has no actual steps (expected a {shown(ref.name)} step)"
+            )
+        else:
+            if usable is None:
+                usable = set(successful)
+            text = _explain_step(ref, scorer, usable, upto, matches, stop, step_names)
+        out[(stop, ref.index)] = text
 
 
 @functools.lru_cache(maxsize=256)
