@@ -26,7 +26,7 @@ from collections.abc import Callable, Container, Hashable, Mapping, Sequence
 from functools import cache
 from itertools import repeat
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orjson import loads as _orjson_loads
 
@@ -80,6 +80,10 @@ SIGNED = frozenset((COMPARE_SPARQL, COMPARE_RETRIEVAL))
 
 _MISSING = object()
 _IRI_STEPS = ("autocomplete_search", "sparql_query")
+
+
+if TYPE_CHECKING:  # (the explanations' module is imported when a step is first explained)
+    from .sparql.explain import Text
 
 
 class _StepProblem(Exception):
@@ -162,10 +166,6 @@ def _explain_sparql() -> Callable[..., tuple[float, Text]]:
     from .sparql.explain import sparql_explanation
 
     return sparql_explanation
-
-
-Text = str | Callable[[], str]
-"""An explanation's text, or what makes it when called (``steps.sparql.explain.Text``)."""
 
 
 class StepScorer:

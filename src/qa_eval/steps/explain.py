@@ -34,12 +34,15 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .compare import GRADED, SIGNED, StepScorer, Text
+from .compare import GRADED, SIGNED, StepScorer
 from .kinds import COMPARE_IRI, ReferenceStep
 from .matching import Match
 from .outputs import shown
+
+if TYPE_CHECKING:
+    from .sparql.explain import Text
 
 __all__ = ["explain_unmatched", "mismatch_kinds"]
 
