@@ -323,7 +323,16 @@ def prepare_question(
         except TrajectoryError as e:
             field_path, _, message = str(e).partition(": ")
             problems.add(record, field_path, message)
-    return Question(template_id, qid, question, groups, record, has_matches, trajectory, copied)
+    prepared = _new(Question)  # (the fields set as Question.__init__ sets them: see _prepare_step)
+    prepared.template_id = template_id
+    prepared.question_id = qid
+    prepared.raw = question
+    prepared.groups = groups
+    prepared.record = record
+    prepared.has_matches = has_matches
+    prepared.trajectory = trajectory
+    prepared.copies = copied
+    return prepared
 
 
 _AGENT_FIELDS = frozenset(
