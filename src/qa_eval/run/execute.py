@@ -15,9 +15,8 @@ import contextlib
 import functools
 import gc
 import sys
-import types
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from ..errors import QaEvalError, UnknownResponsesWarning
@@ -28,7 +27,7 @@ from .prepare.records import Question, Response
 from .prepare.reference import prepare_reference
 from .prepare.responses import Unknown, prepare_responses
 from .progress import CountingJudge, Tracker
-from .question import evaluate_question
+from .question import evaluate_in_order, evaluate_question, pause
 from .signature import run_signature
 from .sinks import ResultSink
 
@@ -419,31 +418,28 @@ class Pipeline:
             await self._spread(no_judge)
             return
         sink, tracker, trajectory = self.sink, self.tracker, self.trajectory
-        units = self.lookup.units(self.questions, self.chosen, sink.positions)
-        # The usual run (results kept in a list as they are, no callback, no progress shown):
-        # each result goes straight into its place, as ``unscored`` would put it there.
-        kept = (
-            sink.results
-            if type(sink) is ResultSink
+        if (
+            type(sink) is ResultSink
+            and sink.positions is None
             and self.project is None
             and self.on_result is None
             and tracker.progress is None
             and tracker.on_progress is None
-            else None
-        )
+            and self.lookup.responses is not None
+            and self.chosen is None
+            and type(self.questions) is list
+        ):
+            count, answered = await evaluate_in_order(
+                self.questions, self.lookup.responses, sink.results, trajectory, no_judge
+            )
+            self.needs_judge = answered
+            tracker.done += count  # (Tracker.finished without asks or progress to show)
+            return
+        units = self.lookup.units(self.questions, self.chosen, sink.positions)
         for index, (question, response) in enumerate(units):
-            result = evaluate_question(question, response, None, trajectory)
-            if kept is None:
-                self.unscored(index, result, no_judge)
-            else:
-                if no_judge and not self.needs_judge:
-                    self.needs_judge = (
-                        result.get("status") == "success" and "actual_answer" in result
-                    )
-                kept[index] = result
-                tracker.done += 1  # (Tracker.finished without asks or progress to show)
+            self.unscored(index, evaluate_question(question, response, None, trajectory), no_judge)
             if index % 256 == 255:
-                await _pause()  # let other tasks (e.g. a progress display) run
+                await pause()  # let other tasks (e.g. a progress display) run
                 if sink.full():
                     await sink.room()
 
@@ -578,14 +574,6 @@ class Pipeline:
         finally:
             slots.release()
         self.finish(index, scored, counted.question_asks if counted is not None else 0, expected)
-
-
-@types.coroutine
-def _pause() -> Generator[None, None, None]:
-    """``asyncio.sleep(0)`` without importing asyncio: one bare yield, which an event loop's
-    task takes as "run the other tasks, then me again", and a judge-free run without a loop
-    (``run.evaluation``) resumes at once."""
-    yield
 
 
 async def _tick(tracker: Tracker, sink: ResultSink) -> None:

@@ -8,6 +8,7 @@ caller's objects are never mutated: a result holds copies of the reference steps
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable, Generator, Mapping
 from functools import cache
 from itertools import repeat
@@ -24,7 +25,9 @@ __all__ = [
     "NO_RESPONSE",
     "RAGAS_REFERENCE_KEYS",
     "Results",
+    "evaluate_in_order",
     "evaluate_question",
+    "pause",
 ]
 
 _COPIED_RESPONSE_KEYS = (
@@ -160,6 +163,43 @@ def evaluate_question(
         if key in reply:
             result[key] = reply[key]
     return result
+
+
+async def evaluate_in_order(
+    questions: list[Question],
+    responses: dict[Any, list[Response]],
+    results: list[Any],
+    trajectory: str,
+    no_judge: bool,
+) -> tuple[int, bool]:
+    """The usual run's deterministic part (every question, its responses in memory as
+    ``prepare_responses`` gives them, taken from ``responses``; no scorer): each question's
+    results in ``results``, in order, its prepared steps let go once they are made; returns
+    (results made, whether an answered question, with ``no_judge``, went without LLM metrics)."""
+    index, answered, pop = 0, False, responses.pop
+    for question in questions:
+        for response in pop(question.question_id, None) or _UNANSWERED:
+            result = evaluate_question(question, response, None, trajectory)
+            if no_judge and not answered:
+                answered = result.get("status") == "success" and "actual_answer" in result
+            results[index] = result
+            index += 1
+            if not index & 255:
+                await pause()  # let other tasks (e.g. a progress display) run
+        question.release()
+    return index, answered
+
+
+_UNANSWERED = (None,)
+"""The responses of a question without any: one result, without a response."""
+
+
+@types.coroutine
+def pause() -> Generator[None, None, None]:
+    """``asyncio.sleep(0)`` without importing asyncio: one bare yield, which an event loop's
+    task takes as "run the other tasks, then me again", and a judge-free run without a loop
+    (``run.evaluation``) resumes at once."""
+    yield
 
 
 _REFERENCE_FIELDS = frozenset((*AGENT_REFERENCE_KEYS, *RAGAS_REFERENCE_KEYS))

@@ -65,8 +65,8 @@ def _prepare_step(
         )
         media_type = None
     if columns is not None or "required_columns" in raw:
-        try:
-            "".join(columns)  # a list of column names (every item a string): one C loop
+        try:  # a list of column names (every item a string): one C loop
+            "".join(columns)  # type: ignore[arg-type]
             bad = None if type(columns) is list else _bad_columns(columns)
         except TypeError:
             bad = _bad_columns(columns)
