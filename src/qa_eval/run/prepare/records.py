@@ -28,6 +28,8 @@ class Question(Mutable):
     raw: Mapping[str, Any]
     groups: tuple[tuple[ReferenceStep, ...], ...] | None
     record: str
+    """Where it was read, for messages: its template's record (a message about the question
+    names it by its id after it)."""
     has_matches: bool = False
     """Whether a reference step carries a ``matches`` key (e.g. results used as a reference),
     which the copies in a result drop."""

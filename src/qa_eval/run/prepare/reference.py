@@ -288,14 +288,18 @@ def prepare_question(
         )
         return None
     qid = question.get("id")
-    if not isinstance(qid, ID_TYPES) or isinstance(qid, bool):
+    if type(qid) is not str and (not isinstance(qid, ID_TYPES) or isinstance(qid, bool)):
         problems.add(f"{t_record} question [{q_pos}]", "id", wrong(question, "id", AN_ID))
         return None
-    record = f"{t_record} question {short_repr(qid)}"
     if qid in seen:
+        record = f"{t_record} question {short_repr(qid)}"
         problems.add(record, "id", f"duplicate question id (also in {seen[qid]})")
         return None
     seen[qid] = t_record
+    # The question's record (its template's and its id) is written into its problems at the
+    # end, when it has any: most questions have none, and need no text made.
+    record = _PENDING
+    known = len(problems.items)
     if not isinstance(question.get("question_text"), str):
         problems.add(record, "question_text", wrong(question, "question_text", "a string"))
     answer = question.get("reference_answer")
@@ -323,16 +327,33 @@ def prepare_question(
         except TrajectoryError as e:
             field_path, _, message = str(e).partition(": ")
             problems.add(record, field_path, message)
+    if len(problems.items) != known:
+        _name_question(problems.items, known, f"{t_record} question {short_repr(qid)}")
     prepared = _new(Question)  # (the fields set as Question.__init__ sets them: see _prepare_step)
     prepared.template_id = template_id
     prepared.question_id = qid
     prepared.raw = question
     prepared.groups = groups
-    prepared.record = record
+    prepared.record = t_record
     prepared.has_matches = has_matches
     prepared.trajectory = trajectory
     prepared.copies = copied
     return prepared
+
+
+_PENDING = "".join(("<the question's record", ">"))
+"""What stands for the record of a question being prepared in its problems (a string of its
+own, told apart by identity); ``_name_question`` writes the record in."""
+
+
+def _name_question(
+    items: list[tuple[str | None, str | None, str]], known: int, record: str
+) -> None:
+    """The record of the question whose problems are ``items[known:]`` written into them."""
+    items[known:] = [
+        (record if where is _PENDING else where, field_path, message)
+        for where, field_path, message in items[known:]
+    ]
 
 
 _AGENT_FIELDS = frozenset(
