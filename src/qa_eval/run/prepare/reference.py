@@ -438,16 +438,31 @@ def _prepare_groups(
             "must be a non-empty list of step groups (leave the key out when there are none)",
         )
         return None, False, None
-    groups = []
+    groups: list[tuple[ReferenceStep, ...]] = []
     copied_groups: list[list[dict[str, Any]]] = []
     has_matches = False
     for g, group in enumerate(raw_groups):
+        # Each step is copied as it is prepared, while its dict is in the cache.
+        if type(group) is list and len(group) == 1:  # the usual group, of one step
+            step = group[0]
+            prepared = _prepare_step(step, g, 0, record, problems)
+            if prepared is None:
+                groups.append(())
+                copied_groups.append([])
+                continue
+            groups.append((prepared,))
+            if copies:
+                copied_groups.append([dict(step)])
+            if "matches" in step:
+                has_matches = True
+                if copies:
+                    copied_groups[-1][0].pop("matches", None)
+            continue
         if not isinstance(group, list) or not group:
             problems.add(
                 record, f"reference_steps[{g}]", "a group must be a non-empty list of steps"
             )
             continue
-        # Each step is copied as it is prepared, while its dict is in the cache.
         kept = []
         copied: list[dict[str, Any]] = []
         for i, step in enumerate(group):
