@@ -67,8 +67,9 @@ def evaluate_question(
         "question_id": question.question_id,
         "question_text": raw.get("question_text"),
     }
-    if response is not None and TRIAL_KEY in response.raw:
-        result[TRIAL_KEY] = response.raw[TRIAL_KEY]
+    reply: Mapping[str, Any] = response.raw if response is not None else _NO_REPLY
+    if TRIAL_KEY in reply:
+        result[TRIAL_KEY] = reply[TRIAL_KEY]
     if "reference_answer" in raw:
         result["reference_answer"] = raw["reference_answer"]
     if "question_type" in raw:
@@ -77,7 +78,6 @@ def evaluate_question(
         for key in (*AGENT_REFERENCE_KEYS, *RAGAS_REFERENCE_KEYS):
             if key in raw:
                 result[key] = raw[key]
-    reply: Mapping[str, Any] = response.raw if response is not None else {}
     error = None  # (the result's error, when it is an error)
     if response is None:
         result["status"] = "error"
@@ -92,8 +92,8 @@ def evaluate_question(
     actual_steps = reply.get("actual_steps") or []
     # A new list of the same step dicts: nothing here changes them.
     result["actual_steps"] = list(actual_steps)
-    unreadable = None
-    if question.groups is not None:
+    groups = question.groups
+    if groups is not None:
         # _any_lost's first test here (one call per question fewer): the usual steps, dicts
         # none of which carries "lost", need no other; anything else asks _any_lost.
         try:
@@ -102,14 +102,13 @@ def evaluate_question(
             lost = True
         if lost and _any_lost(actual_steps):
             unreadable = _steps_not_evaluable(question, actual_steps)
-    if unreadable is not None:
-        result["reference_steps"] = [
-            [dict(ref.raw) for ref in group] for group in question.groups or ()
-        ]
-        result["steps_score_error"] = unreadable
-    elif question.groups is not None:
+            if unreadable is not None:
+                result["reference_steps"] = [[dict(ref.raw) for ref in group] for group in groups]
+                result["steps_score_error"] = unreadable
+                groups = None  # (not scored)
+    if groups is not None:
         scorer = StepScorer(actual_steps, response.successful if response is not None else None)
-        matches, score = match_steps(question.groups, scorer)
+        matches, score = match_steps(groups, scorer)
         # Copies of the reference steps (a prepared question keeps every step, in place, so a
         # match's (group, index) is its position), without any "matches" the input carried:
         # those made when the question was prepared, for its first result.
@@ -117,7 +116,7 @@ def evaluate_question(
         if annotated is not None:
             question.copies = None
         else:
-            annotated = [[dict(ref.raw) for ref in group] for group in question.groups]
+            annotated = [[dict(ref.raw) for ref in group] for group in groups]
             if question.has_matches:
                 for copies in annotated:
                     for step in copies:
@@ -132,8 +131,8 @@ def evaluate_question(
             if matched_out is not None:
                 matched_out.append((step, a))
         # Why each unmatched step did not match (nothing to do when every step matched).
-        if not fully_matched(question.groups, matches):
-            explained = _explain_unmatched()(question.groups, scorer, matches, error)
+        if not fully_matched(groups, matches):
+            explained = _explain_unmatched()(groups, scorer, matches, error)
             for (g, i), why in explained.items():
                 annotated[g][i]["mismatch"] = why
         result["reference_steps"] = annotated
@@ -204,6 +203,8 @@ def pause() -> Generator[None, None, None]:
     yield
 
 
+_NO_REPLY: Mapping[str, Any] = {}
+"""The reply of a question without a response: nothing (only read)."""
 _REFERENCE_FIELDS = frozenset((*AGENT_REFERENCE_KEYS, *RAGAS_REFERENCE_KEYS))
 _LOST = repeat("lost")
 
