@@ -42,7 +42,7 @@ def _prepare_step(
             record, _where(group, index), f"a step must be a mapping, got {type_name(raw)}"
         )
         return None
-    # Hot path (once per reference step): the fields read in one C pass, the checks and the
+    # Hot path (once per reference step): the fields read once each, the checks and the
     # choice of the step's kind written out here, not in helpers whose calls cost ~5% of
     # preparing the steps; the problems are added in the same order (name, args, media type,
     # columns, flags, output).
