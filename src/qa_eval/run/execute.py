@@ -418,26 +418,37 @@ class Pipeline:
             await self._spread(no_judge)
             return
         sink, tracker, trajectory = self.sink, self.tracker, self.trajectory
-        if (
-            type(sink) is ResultSink
-            and sink.positions is None
+        # The usual run (results kept in a list as they are, no callback, no progress shown):
+        # each result goes straight into its place, as ``unscored`` would put it there; with
+        # every question and its responses in memory, by ``evaluate_in_order``.
+        kept = (
+            sink.results
+            if type(sink) is ResultSink
             and self.project is None
             and self.on_result is None
             and tracker.progress is None
             and tracker.on_progress is None
-            and self.lookup.responses is not None
-            and self.chosen is None
-            and type(self.questions) is list
-        ):
-            count, answered = await evaluate_in_order(
-                self.questions, self.lookup.responses, sink.results, trajectory, no_judge
-            )
+            else None
+        )
+        held = self.lookup.responses
+        if kept is not None and held is not None and self.chosen is None and sink.positions is None:
+            questions: Any = self.questions  # (a list: a streamed reference streams responses)
+            count, answered = await evaluate_in_order(questions, held, kept, trajectory, no_judge)
             self.needs_judge = answered
             tracker.done += count  # (Tracker.finished without asks or progress to show)
             return
         units = self.lookup.units(self.questions, self.chosen, sink.positions)
         for index, (question, response) in enumerate(units):
-            self.unscored(index, evaluate_question(question, response, None, trajectory), no_judge)
+            result = evaluate_question(question, response, None, trajectory)
+            if kept is None:
+                self.unscored(index, result, no_judge)
+            else:
+                if no_judge and not self.needs_judge:
+                    self.needs_judge = (
+                        result.get("status") == "success" and "actual_answer" in result
+                    )
+                kept[index] = result
+                tracker.done += 1
             if index % 256 == 255:
                 await pause()  # let other tasks (e.g. a progress display) run
                 if sink.full():

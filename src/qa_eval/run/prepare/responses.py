@@ -136,9 +136,12 @@ def prepare_responses(
     responses: dict[Any, list[Response]] = {}
     seen = Seen()
     for place, key, response in _numbered(data, problems):
-        checked = _quick(place, key, response, known, seen) if type(response) is dict else None
-        if checked is None:
-            checked = _check(place, key, response, problems, known, seen, unknown)
+        if type(response) is dict:
+            checked = _quick(place, key, response, known, seen)
+            if checked is not None:  # (its question's first response: _quick takes no other)
+                responses[checked.question_id] = [checked]
+                continue
+        checked = _check(place, key, response, problems, known, seen, unknown)
         if checked is not None:
             answered = responses.get(checked.question_id)  # (no empty list made per response)
             if answered is None:
