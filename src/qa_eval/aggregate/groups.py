@@ -22,6 +22,16 @@ _AFTER_BINDINGS_KEY = re.compile(r"\s*:\s*(\[\s*\])?")
 _BINDINGS_KEY = '"bindings"'
 _BINDINGS_KEY_LENGTH = len(_BINDINGS_KEY)
 _JSON_SPACE = " \t\n\r"
+_ROWS_FOLLOW = (
+    *(f": [\n{' ' * spaces}{{" for spaces in (6, 4, 8, 2, 0, 10, 12, 14, 16)),
+    ":[{",
+    ": [{",
+    ": [ {",
+    " : [ {",
+)
+"""How a "bindings" key is followed by an array with a row in the usual layouts of SPARQL JSON
+results (pretty-printed by ``json.dumps``, Jena, Virtuoso, RDF4J; compact): after such a key
+the output is no empty result (see ``empty_result``)."""
 _INF = math.inf
 _NEG_INF = -math.inf  # (a constant: -_INF makes a new float each time)
 _STEP_KEYS = {
@@ -257,9 +267,15 @@ class Group:
             else:
                 output = step.get("output")
                 # (only a text with a "bindings" key can be an empty SPARQL result: one C scan
-                # rules the others out without the call)
-                if isinstance(output, str) and _BINDINGS_KEY in output and empty_result(output):
-                    empty[name] = empty.get(name, 0) + 1
+                # rules the others out without the call; and a text whose first such key, not
+                # escaped, has a row after it is not one: two more rule out the usual results)
+                if isinstance(output, str) and _BINDINGS_KEY in output:
+                    at = output.find(_BINDINGS_KEY)
+                    if (
+                        not output.startswith(_ROWS_FOLLOW, at + _BINDINGS_KEY_LENGTH)
+                        or (at and output[at - 1] == "\\")
+                    ) and empty_result(output):
+                        empty[name] = empty.get(name, 0) + 1
             # (a step of such a name mostly has none of their metric and error keys: one C test)
             if name in STEP_METRICS and not _STEP_KEYS[name].isdisjoint(step):
                 for metric in STEP_METRICS[name]:
