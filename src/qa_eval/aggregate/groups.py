@@ -144,7 +144,7 @@ class Shape:
     or a trial. Results mostly share a few key lists: each is read once per aggregation, not
     key by key for every result."""
 
-    __slots__ = ("failed", "judged", "labels", "metrics", "trial")
+    __slots__ = ("failed", "judged", "labels", "metrics", "other", "trial")
 
     def __init__(
         self, keys: tuple[str, ...], metrics: frozenset[str], failures: Mapping[str, Any]
@@ -158,6 +158,8 @@ class Shape:
         self.labels = tuple(key for key in CATEGORIES if key in keys)
         self.judged = MARKER in keys
         self.trial = TRIAL_KEY in keys
+        self.other = bool(self.judged or self.trial or self.failed or self.labels)
+        """Whether ``Group.add`` reads more than the summarised keys' values."""
 
 
 _SHAPES = 4096
@@ -184,8 +186,8 @@ class Group:
         self.steps: dict[str, dict[str, int]] = {c: {} for c in _STEP_COUNTERS}
         self.labels: dict[str, dict[str, int]] = {}
         self.judge = JudgeTally()
-        self.columns: dict[Shape, tuple[tuple[str, Series], ...]] = {}
-        """Per shape of the results added (see ``add``): its summarised keys with their series."""
+        self.plans: dict[tuple[str, ...], tuple[Shape, tuple[tuple[str, Any, Series], ...]]] = {}
+        """Per key list of the results added: how ``add`` reads them (see ``_plan``)."""
 
     def _series(self, metric: str) -> Series:
         series = self.series.get(metric)
@@ -209,44 +211,20 @@ class Group:
         else:
             self.successes += 1
         keys = tuple(result)
-        shape = None if shapes is None else shapes.get(keys)
-        if shape is None:
-            shape = Shape(keys, metrics, self.failures)
-            if shapes is not None and len(shapes) < _SHAPES:
-                shapes[keys] = shape
-        if shape.judged:  # JudgeTally.add counts only results scored with repeats
-            self.judge.add(result, metrics)
-        if shape.trial:
-            trials = self._trials(result)
-            for key in shape.metrics:
-                trials.values.setdefault(key, []).append(result[key])
-        else:
-            # each of the shape's keys with its series (made as the first result with the key
-            # came, in the order of its keys, as they always were)
-            columns = self.columns.get(shape)
-            if columns is None:
-                columns = tuple((key, self._series(key)) for key in shape.metrics)
-                if len(self.columns) < _SHAPES:
-                    self.columns[shape] = columns
-            for key, series in columns:
-                value = result[key]
-                kind = type(value)
-                # int and float first (the usual values); comparisons with inf rule out NaN.
-                if kind is int or (kind is float and _NEG_INF < value < _INF):
-                    series.values.append(value)
-                else:
-                    series.add(value)
-        for metric in shape.failed:
-            self._series(metric).failed += 1
-        if shape.labels:
-            labels = self.labels
-            for key in shape.labels:
-                label = result[key]
-                if isinstance(label, str):
-                    counts = labels.get(key)
-                    if counts is None:
-                        counts = labels[key] = dict.fromkeys(CATEGORIES[key], 0)
-                    counts[label] = counts.get(label, 0) + 1
+        plan = self.plans.get(keys)
+        if plan is None:
+            plan = self._plan(keys, metrics, shapes)
+        shape, columns = plan
+        for key, append, series in columns:
+            value = result[key]
+            kind = type(value)
+            # int and float first (the usual values); comparisons with inf rule out NaN.
+            if kind is int or (kind is float and _NEG_INF < value < _INF):
+                append(value)
+            else:
+                series.add(value)
+        if shape.other:
+            self._add_other(result, shape, metrics)
         steps = result.get("actual_steps")
         if not steps:
             return
@@ -291,6 +269,48 @@ class Group:
                     self._series(metric).failed += 1
         for name in seen:
             once[name] = once.get(name, 0) + 1
+
+    def _plan(
+        self, keys: tuple[str, ...], metrics: frozenset[str], shapes: dict[Any, Shape] | None
+    ) -> tuple[Shape, tuple[tuple[str, Any, Series], ...]]:
+        """How ``add`` reads a result with these keys: its shape, and each of the shape's keys
+        with the ``append`` of its series' values and the series (made as the first result
+        with the key came, in the order of its keys, as they always were; none for a trial)."""
+        shape = None if shapes is None else shapes.get(keys)
+        if shape is None:
+            shape = Shape(keys, metrics, self.failures)
+            if shapes is not None and len(shapes) < _SHAPES:
+                shapes[keys] = shape
+        columns = []
+        if not shape.trial:
+            for key in shape.metrics:
+                series = self._series(key)
+                columns.append((key, series.values.append, series))
+        plan = (shape, tuple(columns))
+        if len(self.plans) < _SHAPES:
+            self.plans[keys] = plan
+        return plan
+
+    def _add_other(self, result: Mapping[str, Any], shape: Shape, metrics: frozenset[str]) -> None:
+        """What ``add`` counts of a result besides its values: judge repeats, a trial, the
+        metrics its errors fail, its labels."""
+        if shape.judged:  # JudgeTally.add counts only results scored with repeats
+            self.judge.add(result, metrics)
+        if shape.trial:
+            trials = self._trials(result)
+            for key in shape.metrics:
+                trials.values.setdefault(key, []).append(result[key])
+        for metric in shape.failed:
+            self._series(metric).failed += 1
+        if shape.labels:
+            labels = self.labels
+            for key in shape.labels:
+                label = result[key]
+                if isinstance(label, str):
+                    counts = labels.get(key)
+                    if counts is None:
+                        counts = labels[key] = dict.fromkeys(CATEGORIES[key], 0)
+                    counts[label] = counts.get(label, 0) + 1
 
     def _trials(self, result: Mapping[str, Any]) -> Trials:
         """The trials of the result's question (one more counted), keyed by template and id;
