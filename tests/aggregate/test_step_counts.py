@@ -5,9 +5,10 @@ same as ``empty_result`` of every step's output."""
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from qa_eval.aggregate import compute_aggregates, empty_result
@@ -83,3 +84,32 @@ def test_a_row_after_an_escaped_key_does_not_hide_an_empty_result() -> None:
     assert empty_result(output)
     results = [{"template_id": "t", "actual_steps": [{"name": "q", "output": output}]}]
     assert compute_aggregates(results)["micro"]["steps"]["empty_results"] == {"q": 1}
+
+
+class _Int(int):
+    """An int of another type: summed as a float with floats, as ``describe`` does."""
+
+
+_VALUES = st.sampled_from([0, 1, 3, 0.0, -0.0, 0.5, 1.0, 2**53 + 1, -(2**60), 1e300, _Int(2)])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), _VALUES), min_size=1, max_size=12))
+@example([("a", 2**53 + 1), ("b", 0.5)])  # fsum would round the int first: 2**53 + 0.5
+def test_micro_is_describe_of_every_value(rows: list[tuple[str, Any]]) -> None:
+    """micro's statistics (merged from the templates' series, their types and sorts reused)
+    are ``describe`` of all the values, template after template; per template, those of its
+    values."""
+    from qa_eval.aggregate import describe
+
+    results = [{"template_id": t, "answer_f1": v} for t, v in rows]
+    out = compute_aggregates(results)
+    values = []
+    for template, summary in out["per_template"].items():
+        mine = [v for t, v in rows if t == template]
+        assert repr(summary["answer_f1"]) == repr(describe(mine))
+        values += mine
+    micro = out["micro"]["answer_f1"]
+    assert repr(micro) == repr(describe(values))
+    exact = sum(map(Fraction, values))  # (the model of the sum: exact, then rounded once)
+    assert micro["sum"] == (exact if {type(v) for v in values} == {int} else float(exact))

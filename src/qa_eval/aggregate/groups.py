@@ -418,9 +418,15 @@ class Group:
             if mine is None:
                 mine = self.series[metric] = Series()
                 mine.runs = []
+                mine.kinds = set()
             if mine.runs is not None:
                 mine.runs.extend(series.sorted_values())
+            # (the types of both known: those of the merged values, not read again)
+            kinds, theirs = mine.value_kinds(), series.value_kinds()
             mine.values.extend(series.values)
+            if kinds is not None and theirs is not None:
+                mine.kinds = kinds | theirs
+                mine.typed = len(mine.values)
             mine.skipped += series.skipped
             mine.failed += series.failed
         for name, counts in other.steps.items():
