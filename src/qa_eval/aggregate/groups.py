@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
+from operator import is_
 from typing import Any
 
 from ..judge.repeats import MARKER, JudgeTally
@@ -93,6 +94,18 @@ def failure_map(
     """Error key -> the result metrics (of ``metrics``) it fails: the registry's
     ``error_keys``, and for a custom output (``custom``: output -> metric name)
     ``<name>_error``."""
+    metrics = tuple(metrics)
+    asked = (metrics, tuple(custom.items()) if custom is not None else None)
+    # (the registry's families, whose declarations are frozen: the same objects, the same map)
+    families = tuple(_registry.METRICS.values())
+    last = _last_failure_map[0]
+    if (
+        last is not None
+        and last[0] == asked
+        and len(last[1]) == len(families)
+        and all(map(is_, last[1], families))
+    ):
+        return dict(last[2])
     out: dict[str, list[str]] = {}
     for metric in metrics:
         errors = _registry.error_keys(metric)
@@ -100,7 +113,14 @@ def failure_map(
             errors = (f"{custom[metric]}_error",)
         for error in errors:
             out.setdefault(error, []).append(metric)
-    return {error: tuple(names) for error, names in out.items()}
+    made = {error: tuple(names) for error, names in out.items()}
+    _last_failure_map[0] = (asked, families, made)
+    return dict(made)
+
+
+_last_failure_map: list[Any] = [None]
+"""The last map ``failure_map`` made, with what it was asked and the registry's families then
+(each aggregation asks it, mostly the same: ~1,500 lookups of the registry each time)."""
 
 
 PASS_KEY = "trajectory_match"
