@@ -204,6 +204,9 @@ class Group:
         self.successes = 0
         self.series: dict[str, Series] = {}
         self.steps: dict[str, dict[str, int]] = {c: {} for c in _STEP_COUNTERS}
+        self.counters = tuple(self.steps.values())
+        """The step counters, in the order of ``_STEP_COUNTERS`` (the dicts of ``steps``, which
+        are changed in place, never replaced)."""
         self.labels: dict[str, dict[str, int]] = {}
         self.judge = JudgeTally()
         self.plans: dict[tuple[str, ...], tuple[Shape, tuple[tuple[str, Any, Series], ...]]] = {}
@@ -248,9 +251,7 @@ class Group:
         steps = result.get("actual_steps")
         if not steps:
             return
-        counters = self.steps
-        total, once = counters["total"], counters["once_per_sample"]
-        empty, errors = counters["empty_results"], counters["errors"]
+        total, once, empty, errors = self.counters
         seen: dict[str, None] = {}  # the names, in order of first appearance
         for step in steps:
             if not isinstance(step, dict):
