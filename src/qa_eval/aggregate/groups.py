@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
+from operator import is_
 from typing import Any
 
 from ..judge.repeats import MARKER, JudgeTally
@@ -22,6 +23,16 @@ _AFTER_BINDINGS_KEY = re.compile(r"\s*:\s*(\[\s*\])?")
 _BINDINGS_KEY = '"bindings"'
 _BINDINGS_KEY_LENGTH = len(_BINDINGS_KEY)
 _JSON_SPACE = " \t\n\r"
+_ROWS_FOLLOW = (
+    *(f": [\n{' ' * spaces}{{" for spaces in (6, 4, 8, 2, 0, 10, 12, 14, 16)),
+    ":[{",
+    ": [{",
+    ": [ {",
+    " : [ {",
+)
+"""How a "bindings" key is followed by an array with a row in the usual layouts of SPARQL JSON
+results (pretty-printed by ``json.dumps``, Jena, Virtuoso, RDF4J; compact): after such a key
+the output is no empty result (see ``empty_result``)."""
 _INF = math.inf
 _NEG_INF = -math.inf  # (a constant: -_INF makes a new float each time)
 _STEP_KEYS = {
@@ -83,6 +94,18 @@ def failure_map(
     """Error key -> the result metrics (of ``metrics``) it fails: the registry's
     ``error_keys``, and for a custom output (``custom``: output -> metric name)
     ``<name>_error``."""
+    metrics = tuple(metrics)
+    asked = (metrics, tuple(custom.items()) if custom is not None else None)
+    # (the registry's families, whose declarations are frozen: the same objects, the same map)
+    families = tuple(_registry.METRICS.values())
+    last = _last_failure_map[0]
+    if (
+        last is not None
+        and last[0] == asked
+        and len(last[1]) == len(families)
+        and all(map(is_, last[1], families))
+    ):
+        return dict(last[2])
     out: dict[str, list[str]] = {}
     for metric in metrics:
         errors = _registry.error_keys(metric)
@@ -90,7 +113,14 @@ def failure_map(
             errors = (f"{custom[metric]}_error",)
         for error in errors:
             out.setdefault(error, []).append(metric)
-    return {error: tuple(names) for error, names in out.items()}
+    made = {error: tuple(names) for error, names in out.items()}
+    _last_failure_map[0] = (asked, families, made)
+    return dict(made)
+
+
+_last_failure_map: list[Any] = [None]
+"""The last map ``failure_map`` made, with what it was asked and the registry's families then
+(each aggregation asks it, mostly the same: ~1,500 lookups of the registry each time)."""
 
 
 PASS_KEY = "trajectory_match"
@@ -134,7 +164,7 @@ class Shape:
     or a trial. Results mostly share a few key lists: each is read once per aggregation, not
     key by key for every result."""
 
-    __slots__ = ("failed", "judged", "labels", "metrics", "trial")
+    __slots__ = ("failed", "judged", "labels", "metrics", "other", "trial")
 
     def __init__(
         self, keys: tuple[str, ...], metrics: frozenset[str], failures: Mapping[str, Any]
@@ -148,6 +178,8 @@ class Shape:
         self.labels = tuple(key for key in CATEGORIES if key in keys)
         self.judged = MARKER in keys
         self.trial = TRIAL_KEY in keys
+        self.other = bool(self.judged or self.trial or self.failed or self.labels)
+        """Whether ``Group.add`` reads more than the summarised keys' values."""
 
 
 _SHAPES = 4096
@@ -172,10 +204,13 @@ class Group:
         self.successes = 0
         self.series: dict[str, Series] = {}
         self.steps: dict[str, dict[str, int]] = {c: {} for c in _STEP_COUNTERS}
+        self.counters = tuple(self.steps.values())
+        """The step counters, in the order of ``_STEP_COUNTERS`` (the dicts of ``steps``, which
+        are changed in place, never replaced)."""
         self.labels: dict[str, dict[str, int]] = {}
         self.judge = JudgeTally()
-        self.columns: dict[Shape, tuple[tuple[str, Series], ...]] = {}
-        """Per shape of the results added (see ``add``): its summarised keys with their series."""
+        self.plans: dict[tuple[str, ...], tuple[Shape, tuple[tuple[str, Any, Series], ...]]] = {}
+        """Per key list of the results added: how ``add`` reads them (see ``_plan``)."""
 
     def _series(self, metric: str) -> Series:
         series = self.series.get(metric)
@@ -199,50 +234,24 @@ class Group:
         else:
             self.successes += 1
         keys = tuple(result)
-        shape = None if shapes is None else shapes.get(keys)
-        if shape is None:
-            shape = Shape(keys, metrics, self.failures)
-            if shapes is not None and len(shapes) < _SHAPES:
-                shapes[keys] = shape
-        if shape.judged:  # JudgeTally.add counts only results scored with repeats
-            self.judge.add(result, metrics)
-        if shape.trial:
-            trials = self._trials(result)
-            for key in shape.metrics:
-                trials.values.setdefault(key, []).append(result[key])
-        else:
-            # each of the shape's keys with its series (made as the first result with the key
-            # came, in the order of its keys, as they always were)
-            columns = self.columns.get(shape)
-            if columns is None:
-                columns = tuple((key, self._series(key)) for key in shape.metrics)
-                if len(self.columns) < _SHAPES:
-                    self.columns[shape] = columns
-            for key, series in columns:
-                value = result[key]
-                kind = type(value)
-                # int and float first (the usual values); comparisons with inf rule out NaN.
-                if kind is int or (kind is float and _NEG_INF < value < _INF):
-                    series.values.append(value)
-                else:
-                    series.add(value)
-        for metric in shape.failed:
-            self._series(metric).failed += 1
-        if shape.labels:
-            labels = self.labels
-            for key in shape.labels:
-                label = result[key]
-                if isinstance(label, str):
-                    counts = labels.get(key)
-                    if counts is None:
-                        counts = labels[key] = dict.fromkeys(CATEGORIES[key], 0)
-                    counts[label] = counts.get(label, 0) + 1
+        plan = self.plans.get(keys)
+        if plan is None:
+            plan = self._plan(keys, metrics, shapes)
+        shape, columns = plan
+        for key, append, series in columns:
+            value = result[key]
+            kind = type(value)
+            # int and float first (the usual values); comparisons with inf rule out NaN.
+            if kind is int or (kind is float and _NEG_INF < value < _INF):
+                append(value)
+            else:
+                series.add(value)
+        if shape.other:
+            self._add_other(result, shape, metrics)
         steps = result.get("actual_steps")
         if not steps:
             return
-        counters = self.steps
-        total, once = counters["total"], counters["once_per_sample"]
-        empty, errors = counters["empty_results"], counters["errors"]
+        total, once, empty, errors = self.counters
         seen: dict[str, None] = {}  # the names, in order of first appearance
         for step in steps:
             if not isinstance(step, dict):
@@ -257,9 +266,15 @@ class Group:
             else:
                 output = step.get("output")
                 # (only a text with a "bindings" key can be an empty SPARQL result: one C scan
-                # rules the others out without the call)
-                if isinstance(output, str) and _BINDINGS_KEY in output and empty_result(output):
-                    empty[name] = empty.get(name, 0) + 1
+                # rules the others out without the call; and a text whose first such key, not
+                # escaped, has a row after it is not one: two more rule out the usual results)
+                if isinstance(output, str) and _BINDINGS_KEY in output:
+                    at = output.find(_BINDINGS_KEY)
+                    if (
+                        not output.startswith(_ROWS_FOLLOW, at + _BINDINGS_KEY_LENGTH)
+                        or (at and output[at - 1] == "\\")
+                    ) and empty_result(output):
+                        empty[name] = empty.get(name, 0) + 1
             # (a step of such a name mostly has none of their metric and error keys: one C test)
             if name in STEP_METRICS and not _STEP_KEYS[name].isdisjoint(step):
                 for metric in STEP_METRICS[name]:
@@ -275,6 +290,48 @@ class Group:
                     self._series(metric).failed += 1
         for name in seen:
             once[name] = once.get(name, 0) + 1
+
+    def _plan(
+        self, keys: tuple[str, ...], metrics: frozenset[str], shapes: dict[Any, Shape] | None
+    ) -> tuple[Shape, tuple[tuple[str, Any, Series], ...]]:
+        """How ``add`` reads a result with these keys: its shape, and each of the shape's keys
+        with the ``append`` of its series' values and the series (made as the first result
+        with the key came, in the order of its keys, as they always were; none for a trial)."""
+        shape = None if shapes is None else shapes.get(keys)
+        if shape is None:
+            shape = Shape(keys, metrics, self.failures)
+            if shapes is not None and len(shapes) < _SHAPES:
+                shapes[keys] = shape
+        columns = []
+        if not shape.trial:
+            for key in shape.metrics:
+                series = self._series(key)
+                columns.append((key, series.values.append, series))
+        plan = (shape, tuple(columns))
+        if len(self.plans) < _SHAPES:
+            self.plans[keys] = plan
+        return plan
+
+    def _add_other(self, result: Mapping[str, Any], shape: Shape, metrics: frozenset[str]) -> None:
+        """What ``add`` counts of a result besides its values: judge repeats, a trial, the
+        metrics its errors fail, its labels."""
+        if shape.judged:  # JudgeTally.add counts only results scored with repeats
+            self.judge.add(result, metrics)
+        if shape.trial:
+            trials = self._trials(result)
+            for key in shape.metrics:
+                trials.values.setdefault(key, []).append(result[key])
+        for metric in shape.failed:
+            self._series(metric).failed += 1
+        if shape.labels:
+            labels = self.labels
+            for key in shape.labels:
+                label = result[key]
+                if isinstance(label, str):
+                    counts = labels.get(key)
+                    if counts is None:
+                        counts = labels[key] = dict.fromkeys(CATEGORIES[key], 0)
+                    counts[label] = counts.get(label, 0) + 1
 
     def _trials(self, result: Mapping[str, Any]) -> Trials:
         """The trials of the result's question (one more counted), keyed by template and id;
@@ -382,9 +439,15 @@ class Group:
             if mine is None:
                 mine = self.series[metric] = Series()
                 mine.runs = []
+                mine.kinds = set()
             if mine.runs is not None:
                 mine.runs.extend(series.sorted_values())
+            # (the types of both known: those of the merged values, not read again)
+            kinds, theirs = mine.value_kinds(), series.value_kinds()
             mine.values.extend(series.values)
+            if kinds is not None and theirs is not None:
+                mine.kinds = kinds | theirs
+                mine.typed = len(mine.values)
             mine.skipped += series.skipped
             mine.failed += series.failed
         for name, counts in other.steps.items():

@@ -47,6 +47,8 @@ class Joined(Series):
         self.failed = 0
         self.ordered = None
         self.runs = None
+        self.kinds = None
+        self.typed = 0
 
     @property
     def values(self) -> list[Any]:  # type: ignore[override]  # (made when read, not kept)

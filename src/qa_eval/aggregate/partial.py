@@ -236,7 +236,8 @@ class Part:
         plain = bool(self.trials)  # (Group.finish appends the trials' means to a list)
         group.series = {metric: c.series(plain) for metric, c in self.series.items()}
         for counter, keyed in self.steps.items():
-            group.steps[counter] = _keyed_dict(keyed)
+            # (in place: the group's counters are its dicts; a new group's are empty)
+            group.steps.setdefault(counter, {}).update(_keyed_dict(keyed))
         for key, (labels, _, _) in sorted(self.labels.items(), key=lambda i: (i[1][1], i[1][2])):
             counts = dict.fromkeys(CATEGORIES[key], 0)
             for label, count in _keyed_dict(labels).items():

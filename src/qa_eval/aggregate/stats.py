@@ -56,13 +56,22 @@ def _exact_sum(values: list[int | float]) -> Fraction:
     return sum(map(Fraction, values), Fraction(0))
 
 
-def _float_sum(values: list[int | float], kinds: set[type] | None = None) -> float | None:
+def _float_sum(
+    values: list[int | float],
+    kinds: set[type] | None = None,
+    ordered: list[int | float] | None = None,
+) -> float | None:
     """The float nearest the exact sum of numbers that are not all ints (None beyond the float
     range): ``math.fsum`` when it is exact, else the sum of the exact fractions (``kinds``: the
-    types of the values, when known)."""
+    types of the values, when known; ``ordered``: the values sorted, when known)."""
     if kinds is None:
         kinds = set(map(type, values))
-    if int not in kinds or all(-_EXACT_INT <= v <= _EXACT_INT for v in values if type(v) is int):
+    if (
+        int not in kinds
+        # (sorted: every value, so every int, is between the first and the last)
+        or (ordered is not None and ordered[0] >= -_EXACT_INT and ordered[-1] <= _EXACT_INT)
+        or all(-_EXACT_INT <= v <= _EXACT_INT for v in values if type(v) is int)
+    ):
         try:
             return math.fsum(values)
         except OverflowError:  # a partial sum beyond the float range
@@ -129,21 +138,24 @@ def describe_sorted(
     skipped: int,
     zeros: bool,
     failed: int,
+    kinds: set[type] | None = None,
 ) -> dict[str, Any]:
-    """``describe``, given the values sorted (``ordered``; None: sorted here)."""
+    """``describe``, given the values sorted (``ordered``; None: sorted here) and their types
+    (``kinds``; None: read here)."""
     n = len(values)
     if n == 0:
         empty = 0 if zeros else None
         return stats_block(0, empty, empty, empty, empty, 0, skipped, failed)
     if ordered is None:
         ordered = sorted(values)
-    kinds = set(map(type, values))
+    if kinds is None:
+        kinds = set(map(type, values))
     if kinds == _INT_ONLY:
         exact = cast(int, sum(values))
         total: int | float | None = exact
         mean = int_mean(exact, n)
     else:
-        total = _float_sum(values, kinds)
+        total = _float_sum(values, kinds, ordered)
         mean = _float_mean(total, values)
     # max: the first of the largest in the values' order, as max() gives it (the sort is
     # stable: 1 before 1.0 when 1 came first; graphrag-eval takes max() of the values).
@@ -211,9 +223,11 @@ class Series:
     """One metric's values in a group. ``ordered``: the values sorted, once a summary has
     sorted them; ``runs`` (a series made by ``Group.merge``): the merged series' values,
     each series' sorted, one after the other, which sort faster than the values themselves and
-    into the same list (the sort is stable, and the merged series come in the same order)."""
+    into the same list (the sort is stable, and the merged series come in the same order).
+    ``kinds``: the types of the first ``typed`` values, once known (a summary reads them; a
+    merge joins those of the merged series)."""
 
-    __slots__ = ("failed", "ordered", "runs", "skipped", "values")
+    __slots__ = ("failed", "kinds", "ordered", "runs", "skipped", "typed", "values")
 
     def __init__(self) -> None:
         self.values: list[int | float] = []
@@ -221,6 +235,8 @@ class Series:
         self.failed = 0
         self.ordered: list[int | float] | None = None
         self.runs: list[int | float] | None = None
+        self.kinds: set[type] | None = None
+        self.typed = 0
 
     def sorted_values(self) -> list[int | float]:
         """The values sorted (kept in ``ordered``); from ``runs`` when they hold every value
@@ -236,9 +252,23 @@ class Series:
         """How many values it has."""
         return len(self.values)
 
+    def value_kinds(self) -> set[type] | None:
+        """The types of its values when known (``kinds`` of every value), else None."""
+        kinds = self.kinds
+        if kinds is not None and self.typed == len(self.values):
+            return kinds
+        return None
+
     def describe(self, zeros: bool = False) -> dict[str, Any]:
         """``describe`` of its values (``zeros``: as ``describe``'s)."""
-        return describe_sorted(self.values, self.sorted_values(), self.skipped, zeros, self.failed)
+        values = self.values
+        kinds = self.value_kinds()
+        if kinds is None:
+            kinds = self.kinds = set(map(type, values))
+            self.typed = len(values)
+        return describe_sorted(
+            values, self.sorted_values(), self.skipped, zeros, self.failed, kinds
+        )
 
     def add(self, value: Any) -> None:
         kind = type(value)
@@ -263,6 +293,8 @@ class ArraySeries(Series):
         self.failed = failed
         self.ordered = None
         self.runs = None
+        self.kinds = None
+        self.typed = 0
 
     @property
     def values(self) -> list[int | float]:  # type: ignore[override]  # (made when read)
