@@ -19,8 +19,9 @@ The score is 1.0 or 0.0.
 
 from __future__ import annotations
 
+import operator
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any
@@ -76,10 +77,35 @@ def _sorted_values(value: Any) -> Any:
     return value
 
 
+def _same_values(reference: Any, actual: Any) -> bool:
+    """``_sorted_values(reference) == _sorted_values(actual)``, without the lists made for the
+    usual values (two strings, a string and a list of one, two lists of different lengths)."""
+    ref_type, act_type = type(reference), type(actual)
+    if ref_type is str:
+        if act_type is str:
+            return reference == actual  # ("" and "", or [x] and [y])
+        if act_type is list and reference:
+            return [reference] == actual  # (a list of one is its own sorted list)
+    elif ref_type is list and act_type is list:
+        if len(reference) != len(actual):
+            return False
+        if len(reference) == 1:
+            return reference == actual  # (``sorted`` does not compare a single value)
+    return _sorted_values(reference) == _sorted_values(actual)
+
+
 def _granularity(value: Any) -> Any:
     if not isinstance(value, str) or not value:
         return value
     return _granularity_text(value)
+
+
+def _same_granularity(reference: Any, actual: Any) -> bool:
+    """``_granularity(reference) == _granularity(actual)``: equal texts are equal at once
+    (the normalisation is a function of the text; ``""`` normalises to itself)."""
+    if type(reference) is str and type(actual) is str:
+        return reference == actual or _granularity_text(reference) == _granularity_text(actual)
+    return bool(_granularity(reference) == _granularity(actual))
 
 
 # Datasets repeat the same few granularities and times: their parses are cached (by text).
@@ -129,93 +155,134 @@ def _instant_text(value: str) -> datetime | None:
         return None
 
 
-def _is_relative(value: Any) -> bool:
-    return isinstance(value, str) and _relative_text(value)
+_FAR = object()
+"""The offset of a relative time beyond any date from any anchor."""
+
+_ABSOLUTE: tuple[Any, datetime | None] = (None, None)
+"""``_time_of`` a value that is neither a relative time nor an absolute one."""
+
+
+def _time_of(value: Any) -> tuple[Any, datetime | None]:
+    """(the offset of a relative time from the anchor, else None; the instant of an absolute
+    time, else None): what a comparison reads of a time, whatever the anchor."""
+    if isinstance(value, str):
+        return _time_text(value)
+    if isinstance(value, datetime):
+        return None, parse_instant(value)
+    return _ABSOLUTE
 
 
 @lru_cache(maxsize=4096)
-def _relative_text(value: str) -> bool:
-    return re.match(_RELATIVE, value.strip()) is not None
-
-
-def _resolve_relative(value: str, anchor: datetime) -> datetime:
+def _time_text(value: str) -> tuple[Any, datetime | None]:
+    """``_time_of`` a text, cached by text: the offset is a ``timedelta`` (zero for ``now``)
+    or ``_FAR`` when adding it to any anchor is out of range."""
     match = re.match(_RELATIVE, value.strip())
-    assert match is not None
+    if match is None:
+        return None, _instant_text(value)
     if match.group(1) is None:
-        return anchor
-    out_of_range = StepArgumentError(
-        f"the relative time {short_repr(value)} from the actual step's 'execution_timestamp' "
-        f"{anchor.isoformat()} is out of range"
-    )
+        return timedelta(0), None
     if len(match.group(1)) > 12:  # beyond any date from any anchor (and int() would refuse)
-        raise out_of_range
+        return _FAR, None
     seconds = int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
     sign = 1 if match.group(3) == "ahead" else -1
     try:
-        return anchor + sign * timedelta(seconds=seconds)
+        return sign * timedelta(seconds=seconds), None
     except OverflowError:
-        raise out_of_range from None
+        return _FAR, None
+
+
+def _is_relative(value: Any) -> bool:
+    return isinstance(value, str) and _time_text(value)[0] is not None
+
+
+def _resolve_relative(value: str, offset: Any, anchor: datetime) -> datetime:
+    """The relative time ``value`` (of ``offset``, from ``_time_of``) from ``anchor``."""
+    if offset is not _FAR:
+        try:
+            return anchor + offset  # type: ignore[no-any-return]
+        except OverflowError:
+            pass
+    raise StepArgumentError(
+        f"the relative time {short_repr(value)} from the actual step's 'execution_timestamp' "
+        f"{anchor.isoformat()} is out of range"
+    )
 
 
 def _times_equal(reference: Any, actual: Any, anchor: Any) -> bool:
     if reference is None or actual is None:
         return reference is None and actual is None
-    ref_relative, act_relative = _is_relative(reference), _is_relative(actual)
-    if act_relative and not ref_relative:
+    ref_offset, ref_instant = _time_of(reference)
+    act_offset, act_instant = _time_of(actual)
+    if ref_offset is None:
+        if act_offset is not None:
+            return False  # (an absolute reference time never matches a relative one)
+        if ref_instant is None or act_instant is None:
+            return bool(reference == actual)
+        return ref_instant == act_instant
+    anchor_time = parse_instant(anchor)
+    if anchor_time is None:
+        raise StepArgumentError(
+            "a relative time needs the actual step's 'execution_timestamp' as an ISO 8601 "
+            f"time, got {short_repr(anchor)}"
+        )
+    ref_time = _resolve_relative(reference, ref_offset, anchor_time)
+    if act_offset is not None:
+        return ref_time == _resolve_relative(actual, act_offset, anchor_time)
+    if act_instant is None:
         return False
-    if ref_relative or act_relative:
-        anchor_time = parse_instant(anchor)
-        if anchor_time is None:
-            raise StepArgumentError(
-                "a relative time needs the actual step's 'execution_timestamp' as an ISO 8601 "
-                f"time, got {short_repr(anchor)}"
-            )
-        ref_time = _resolve_relative(reference, anchor_time)
-        if act_relative:
-            return ref_time == _resolve_relative(actual, anchor_time)
-        act_time = parse_instant(actual)
-        if act_time is None:
-            return False
-        return abs((ref_time - act_time).total_seconds()) <= TOLERANCE_SECONDS
-    ref_instant, act_instant = parse_instant(reference), parse_instant(actual)
-    if ref_instant is None or act_instant is None:
-        return reference == actual
-    return ref_instant == act_instant
+    return abs((ref_time - act_instant).total_seconds()) <= TOLERANCE_SECONDS
+
+
+_NO_ARGS: Mapping[str, Any] = {}
+"""The arguments of a step without a mapping of them (never written to)."""
 
 
 def _args(step: Mapping[str, Any]) -> Mapping[str, Any]:
     args = step.get("args")
-    return args if isinstance(args, dict) else {}
+    return args if isinstance(args, dict) else _NO_ARGS
 
 
 def compare_time_series_steps(reference: Mapping[str, Any], actual: Mapping[str, Any]) -> float:
     """Score a ``retrieve_time_series`` step: 1.0 when mrid (and limit, if set) agree."""
-    ref, act = _args(reference), _args(actual)
-    ref_mrid, ref_limit = ref.get("mrid"), ref.get("limit")
-    act_mrid, act_limit = act.get("mrid"), act.get("limit")
+    ref = reference.get("args")
+    if not isinstance(ref, dict):
+        ref = _NO_ARGS
+    act = actual.get("args")
+    if not isinstance(act, dict):
+        act = _NO_ARGS
+    ref_mrid, act_mrid = ref.get("mrid"), act.get("mrid")
     if not ref_mrid:
-        return float(act_mrid is None and ref_limit == act_limit)
-    if _sorted_values(ref_mrid) != _sorted_values(act_mrid):
+        return 1.0 if act_mrid is None and ref.get("limit") == act.get("limit") else 0.0
+    if not _same_values(ref_mrid, act_mrid):
         return 0.0
-    return float(not ref_limit or ref_limit == act_limit)
+    ref_limit = ref.get("limit")
+    return 1.0 if not ref_limit or ref_limit == act.get("limit") else 0.0
 
 
 def compare_data_points_steps(reference: Mapping[str, Any], actual: Mapping[str, Any]) -> float:
     """Score a ``retrieve_data_points`` step: 1.0 when ids, aggregation and time range agree."""
-    ref, act = _args(reference), _args(actual)
-    anchor = actual.get("execution_timestamp")
-    same = (
-        _sorted_values(ref.get("external_id")) == _sorted_values(act.get("external_id"))
-        and _granularity(ref.get("granularity")) == _granularity(act.get("granularity"))
-        and _sorted_values(ref.get("aggregates")) == _sorted_values(act.get("aggregates"))
+    # The arguments in the order of the definition, each returning at its first difference:
+    # the ids (which differ between questions' steps) first, the times (the only ones that
+    # can raise) last.
+    ref = reference.get("args")
+    if not isinstance(ref, dict):
+        ref = _NO_ARGS
+    act = actual.get("args")
+    if not isinstance(act, dict):
+        act = _NO_ARGS
+    if not (
+        _same_values(ref.get("external_id"), act.get("external_id"))
+        and _same_granularity(ref.get("granularity"), act.get("granularity"))
+        and _same_values(ref.get("aggregates"), act.get("aggregates"))
         and ref.get("limit") == act.get("limit")
-    )
-    if not same:
+    ):
         return 0.0
-    return float(
-        _times_equal(ref.get("start"), act.get("start"), anchor)
-        and _times_equal(ref.get("end"), act.get("end"), anchor)
-    )
+    anchor = actual.get("execution_timestamp")
+    if _times_equal(ref.get("start"), act.get("start"), anchor) and _times_equal(
+        ref.get("end"), act.get("end"), anchor
+    ):
+        return 1.0
+    return 0.0
 
 
 def _differs(name: str, reference: Any, actual: Any) -> str:
@@ -236,7 +303,7 @@ def explain_time_series_steps(reference: Mapping[str, Any], actual: Mapping[str,
         if ref_limit != act_limit:
             parts.append(_differs("limit", ref_limit, act_limit))
     else:
-        if _sorted_values(ref_mrid) != _sorted_values(act_mrid):
+        if not _same_values(ref_mrid, act_mrid):
             parts.append(_differs("mrid", ref_mrid, act_mrid))
         if ref_limit and ref_limit != act_limit:
             parts.append(_differs("limit", ref_limit, act_limit))
@@ -248,26 +315,32 @@ def explain_data_points_steps(reference: Mapping[str, Any], actual: Mapping[str,
     ref, act = _args(reference), _args(actual)
     anchor = actual.get("execution_timestamp")
     parts = []
-    for name, same in (
-        ("external_id", _sorted_values),
-        ("granularity", _granularity),
-        ("aggregates", _sorted_values),
-    ):
-        if same(ref.get(name)) != same(act.get(name)):
-            parts.append(_differs(name, ref.get(name), act.get(name)))
-    if ref.get("limit") != act.get("limit"):
-        parts.append(_differs("limit", ref.get("limit"), act.get("limit")))
+    for name, same in _COMPARED_ARGUMENTS:
+        ref_value, act_value = ref.get(name), act.get(name)
+        if not same(ref_value, act_value):
+            parts.append(_differs(name, ref_value, act_value))
     for name in ("start", "end"):
+        ref_value, act_value = ref.get(name), act.get(name)
         try:
-            equal = _times_equal(ref.get(name), act.get(name), anchor)
+            equal = _times_equal(ref_value, act_value, anchor)
         except StepArgumentError as e:
             parts.append(f"{name}: {e}")
             continue
         if not equal:
-            text = _differs(name, ref.get(name), act.get(name))
-            if _is_relative(ref.get(name)) and not _is_relative(act.get(name)):
+            text = _differs(name, ref_value, act_value)
+            ref_relative, act_relative = _is_relative(ref_value), _is_relative(act_value)
+            if ref_relative and not act_relative:
                 text += f" (more than {TOLERANCE_SECONDS} s apart from the execution_timestamp)"
-            elif _is_relative(act.get(name)) and not _is_relative(ref.get(name)):
+            elif act_relative and not ref_relative:
                 text += " (a relative time never matches an absolute reference time)"
             parts.append(text)
     return "; ".join(parts) or "the arguments differ"
+
+
+_COMPARED_ARGUMENTS: tuple[tuple[str, Callable[[Any, Any], bool]], ...] = (
+    ("external_id", _same_values),
+    ("granularity", _same_granularity),
+    ("aggregates", _same_values),
+    ("limit", operator.eq),
+)
+"""The arguments of a data points step other than the times, each with its equality."""
