@@ -91,7 +91,12 @@ def _same_values(reference: Any, actual: Any) -> bool:
             return False
         if len(reference) == 1:
             return reference == actual  # (``sorted`` does not compare a single value)
-    return _sorted_values(reference) == _sorted_values(actual)
+        if reference:
+            try:
+                return sorted(reference) == sorted(actual)
+            except TypeError:
+                pass  # (values that do not order: as ``_sorted_values`` sorts them)
+    return bool(_sorted_values(reference) == _sorted_values(actual))
 
 
 def _granularity(value: Any) -> Any:
@@ -211,8 +216,13 @@ def _resolve_relative(value: str, offset: Any, anchor: datetime) -> datetime:
 def _times_equal(reference: Any, actual: Any, anchor: Any) -> bool:
     if reference is None or actual is None:
         return reference is None and actual is None
-    ref_offset, ref_instant = _time_of(reference)
-    act_offset, act_instant = _time_of(actual)
+    if type(reference) is str:
+        ref_offset, ref_instant = _time_text(reference)
+        if ref_offset is None and reference == actual:
+            return True  # (one absolute text: one instant, or the same text)
+    else:
+        ref_offset, ref_instant = _time_of(reference)
+    act_offset, act_instant = _time_text(actual) if type(actual) is str else _time_of(actual)
     if ref_offset is None:
         if act_offset is not None:
             return False  # (an absolute reference time never matches a relative one)
@@ -253,7 +263,10 @@ def compare_time_series_steps(reference: Mapping[str, Any], actual: Mapping[str,
     ref_mrid, act_mrid = ref.get("mrid"), act.get("mrid")
     if not ref_mrid:
         return 1.0 if act_mrid is None and ref.get("limit") == act.get("limit") else 0.0
-    if not _same_values(ref_mrid, act_mrid):
+    if type(ref_mrid) is str and type(act_mrid) is list:  # (the usual pair, as below)
+        if [ref_mrid] != act_mrid:
+            return 0.0
+    elif not _same_values(ref_mrid, act_mrid):
         return 0.0
     ref_limit = ref.get("limit")
     return 1.0 if not ref_limit or ref_limit == act.get("limit") else 0.0
@@ -263,17 +276,29 @@ def compare_data_points_steps(reference: Mapping[str, Any], actual: Mapping[str,
     """Score a ``retrieve_data_points`` step: 1.0 when ids, aggregation and time range agree."""
     # The arguments in the order of the definition, each returning at its first difference:
     # the ids (which differ between questions' steps) first, the times (the only ones that
-    # can raise) last.
+    # can raise) last. Two texts (the usual ids and granularities) are compared here.
     ref = reference.get("args")
     if not isinstance(ref, dict):
         ref = _NO_ARGS
     act = actual.get("args")
     if not isinstance(act, dict):
         act = _NO_ARGS
+    ref_value, act_value = ref.get("external_id"), act.get("external_id")
+    if type(ref_value) is str and type(act_value) is str:
+        if ref_value != act_value:
+            return 0.0
+    elif not _same_values(ref_value, act_value):
+        return 0.0
+    ref_value, act_value = ref.get("granularity"), act.get("granularity")
+    if type(ref_value) is str and type(act_value) is str:
+        if ref_value != act_value and (
+            _granularity_text(ref_value) != _granularity_text(act_value)
+        ):
+            return 0.0
+    elif not _same_granularity(ref_value, act_value):
+        return 0.0
     if not (
-        _same_values(ref.get("external_id"), act.get("external_id"))
-        and _same_granularity(ref.get("granularity"), act.get("granularity"))
-        and _same_values(ref.get("aggregates"), act.get("aggregates"))
+        _same_values(ref.get("aggregates"), act.get("aggregates"))
         and ref.get("limit") == act.get("limit")
     ):
         return 0.0
@@ -313,27 +338,27 @@ def explain_time_series_steps(reference: Mapping[str, Any], actual: Mapping[str,
 def explain_data_points_steps(reference: Mapping[str, Any], actual: Mapping[str, Any]) -> str:
     """Which argument of a ``retrieve_data_points`` step differs, for a user."""
     ref, act = _args(reference), _args(actual)
-    anchor = actual.get("execution_timestamp")
     parts = []
     for name, same in _COMPARED_ARGUMENTS:
         ref_value, act_value = ref.get(name), act.get(name)
         if not same(ref_value, act_value):
             parts.append(_differs(name, ref_value, act_value))
+    anchor = actual.get("execution_timestamp")
     for name in ("start", "end"):
         ref_value, act_value = ref.get(name), act.get(name)
         try:
-            equal = _times_equal(ref_value, act_value, anchor)
+            if _times_equal(ref_value, act_value, anchor):
+                continue
         except StepArgumentError as e:
             parts.append(f"{name}: {e}")
             continue
-        if not equal:
-            text = _differs(name, ref_value, act_value)
-            ref_relative, act_relative = _is_relative(ref_value), _is_relative(act_value)
-            if ref_relative and not act_relative:
-                text += f" (more than {TOLERANCE_SECONDS} s apart from the execution_timestamp)"
-            elif act_relative and not ref_relative:
-                text += " (a relative time never matches an absolute reference time)"
-            parts.append(text)
+        text = _differs(name, ref_value, act_value)
+        ref_relative, act_relative = _is_relative(ref_value), _is_relative(act_value)
+        if ref_relative and not act_relative:
+            text += f" (more than {TOLERANCE_SECONDS} s apart from the execution_timestamp)"
+        elif act_relative and not ref_relative:
+            text += " (a relative time never matches an absolute reference time)"
+        parts.append(text)
     return "; ".join(parts) or "the arguments differ"
 
 
