@@ -19,9 +19,8 @@ The score is 1.0 or 0.0.
 
 from __future__ import annotations
 
-import operator
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any
@@ -87,11 +86,17 @@ def _same_values(reference: Any, actual: Any) -> bool:
         if act_type is list and reference:
             return [reference] == actual  # (a list of one is its own sorted list)
     elif ref_type is list and act_type is list:
-        if len(reference) != len(actual):
+        size = len(reference)
+        if size != len(actual):
             return False
-        if len(reference) == 1:
+        if size == 1:
             return reference == actual  # (``sorted`` does not compare a single value)
-        if reference:
+        if size == 2:  # (e.g. two aggregates: two texts each are the same two in either order)
+            first, second = reference
+            other, last = actual
+            if type(first) is str is type(second) is type(other) is type(last):
+                return (first == other and second == last) or (first == last and second == other)
+        if size:
             try:
                 return sorted(reference) == sorted(actual)
             except TypeError:
@@ -290,13 +295,12 @@ def compare_data_points_steps(reference: Mapping[str, Any], actual: Mapping[str,
     elif not _same_values(ref_value, act_value):
         return 0.0
     ref_value, act_value = ref.get("granularity"), act.get("granularity")
-    if type(ref_value) is str and type(act_value) is str:
-        if ref_value != act_value and (
-            _granularity_text(ref_value) != _granularity_text(act_value)
-        ):
+    if ref_value != act_value:  # (else the same value: normalised the same)
+        if type(ref_value) is str and type(act_value) is str:
+            if _granularity_text(ref_value) != _granularity_text(act_value):
+                return 0.0
+        elif not _same_granularity(ref_value, act_value):
             return 0.0
-    elif not _same_granularity(ref_value, act_value):
-        return 0.0
     if not (
         _same_values(ref.get("aggregates"), act.get("aggregates"))
         and ref.get("limit") == act.get("limit")
@@ -339,10 +343,19 @@ def explain_data_points_steps(reference: Mapping[str, Any], actual: Mapping[str,
     """Which argument of a ``retrieve_data_points`` step differs, for a user."""
     ref, act = _args(reference), _args(actual)
     parts = []
-    for name, same in _COMPARED_ARGUMENTS:
-        ref_value, act_value = ref.get(name), act.get(name)
-        if not same(ref_value, act_value):
-            parts.append(_differs(name, ref_value, act_value))
+    # (each argument as ``compare_data_points_steps`` compares it, written out)
+    ref_value, act_value = ref.get("external_id"), act.get("external_id")
+    if not _same_values(ref_value, act_value):
+        parts.append(_differs("external_id", ref_value, act_value))
+    ref_value, act_value = ref.get("granularity"), act.get("granularity")
+    if ref_value != act_value and not _same_granularity(ref_value, act_value):
+        parts.append(_differs("granularity", ref_value, act_value))
+    ref_value, act_value = ref.get("aggregates"), act.get("aggregates")
+    if not _same_values(ref_value, act_value):
+        parts.append(_differs("aggregates", ref_value, act_value))
+    ref_value, act_value = ref.get("limit"), act.get("limit")
+    if ref_value != act_value:
+        parts.append(_differs("limit", ref_value, act_value))
     anchor = actual.get("execution_timestamp")
     for name in ("start", "end"):
         ref_value, act_value = ref.get(name), act.get(name)
@@ -360,12 +373,3 @@ def explain_data_points_steps(reference: Mapping[str, Any], actual: Mapping[str,
             text += " (a relative time never matches an absolute reference time)"
         parts.append(text)
     return "; ".join(parts) or "the arguments differ"
-
-
-_COMPARED_ARGUMENTS: tuple[tuple[str, Callable[[Any, Any], bool]], ...] = (
-    ("external_id", _same_values),
-    ("granularity", _same_granularity),
-    ("aggregates", _same_values),
-    ("limit", operator.eq),
-)
-"""The arguments of a data points step other than the times, each with its equality."""
