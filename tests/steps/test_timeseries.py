@@ -42,16 +42,13 @@ def series(args: Any) -> dict[str, Any]:
 def _as_sorted(value: Any) -> Any:
     """The definition of "equal as sorted lists": a text is a list of one, a list is sorted
     (by ``repr`` when its values do not order), anything else (and an empty value) as it is."""
-    if not value:
-        return value
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list):
-        try:
-            return sorted(value)
-        except TypeError:
-            return sorted(value, key=repr)
-    return value
+    as_list = [value] if isinstance(value, str) and value else value
+    if not as_list or not isinstance(as_list, list):
+        return as_list
+    try:
+        return sorted(as_list)
+    except TypeError:
+        return sorted(as_list, key=repr)
 
 
 _VALUES = st.one_of(

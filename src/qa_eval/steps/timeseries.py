@@ -288,19 +288,21 @@ _NO_ARGS: Mapping[str, Any] = {}
 """The arguments of a step without a mapping of them (never written to)."""
 
 
-def _args(step: Mapping[str, Any]) -> Mapping[str, Any]:
-    args = step.get("args")
-    return args if isinstance(args, dict) else _NO_ARGS
+def _arguments(
+    reference: Mapping[str, Any], actual: Mapping[str, Any]
+) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """The ``args`` of both steps (none when not a mapping), in one call."""
+    ref, act = reference.get("args"), actual.get("args")
+    return (ref if isinstance(ref, dict) else _NO_ARGS), (
+        act if isinstance(act, dict) else _NO_ARGS
+    )
 
 
 def compare_time_series_steps(reference: Mapping[str, Any], actual: Mapping[str, Any]) -> float:
     """Score a ``retrieve_time_series`` step: 1.0 when mrid (and limit, if set) agree."""
-    ref = reference.get("args")
-    if not isinstance(ref, dict):
-        ref = _NO_ARGS
-    act = actual.get("args")
-    if not isinstance(act, dict):
-        act = _NO_ARGS
+    ref, act = reference.get("args"), actual.get("args")
+    if not (isinstance(ref, dict) and isinstance(act, dict)):  # (rare: ``_arguments`` decides)
+        ref, act = _arguments(reference, actual)
     ref_mrid, act_mrid = ref.get("mrid"), act.get("mrid")
     if not ref_mrid:
         return 1.0 if act_mrid is None and ref.get("limit") == act.get("limit") else 0.0
@@ -318,12 +320,9 @@ def compare_data_points_steps(reference: Mapping[str, Any], actual: Mapping[str,
     # The arguments in the order of the definition, each returning at its first difference:
     # the ids (which differ between questions' steps) first, the times (the only ones that
     # can raise) last. Two texts (the usual ids and granularities) are compared here.
-    ref = reference.get("args")
-    if not isinstance(ref, dict):
-        ref = _NO_ARGS
-    act = actual.get("args")
-    if not isinstance(act, dict):
-        act = _NO_ARGS
+    ref, act = reference.get("args"), actual.get("args")
+    if not (isinstance(ref, dict) and isinstance(act, dict)):  # (rare: ``_arguments`` decides)
+        ref, act = _arguments(reference, actual)
     ref_value, act_value = ref.get("external_id"), act.get("external_id")
     if type(ref_value) is str and type(act_value) is str:
         if ref_value != act_value:
@@ -360,7 +359,7 @@ def _differs(name: str, reference: Any, actual: Any) -> str:
 
 def explain_time_series_steps(reference: Mapping[str, Any], actual: Mapping[str, Any]) -> str:
     """Which argument of a ``retrieve_time_series`` step differs, for a user."""
-    ref, act = _args(reference), _args(actual)
+    ref, act = _arguments(reference, actual)
     ref_mrid, ref_limit = ref.get("mrid"), ref.get("limit")
     act_mrid, act_limit = act.get("mrid"), act.get("limit")
     parts = []
@@ -379,7 +378,7 @@ def explain_time_series_steps(reference: Mapping[str, Any], actual: Mapping[str,
 
 def explain_data_points_steps(reference: Mapping[str, Any], actual: Mapping[str, Any]) -> str:
     """Which argument of a ``retrieve_data_points`` step differs, for a user."""
-    ref, act = _args(reference), _args(actual)
+    ref, act = _arguments(reference, actual)
     parts = []
     # (each argument as ``compare_data_points_steps`` compares it, written out)
     ref_value, act_value = ref.get("external_id"), act.get("external_id")
