@@ -78,7 +78,8 @@ def _sorted_values(value: Any) -> Any:
 
 def _same_values(reference: Any, actual: Any) -> bool:
     """``_sorted_values(reference) == _sorted_values(actual)``, without the lists made for the
-    usual values (two strings, a string and a list of one, two lists of different lengths)."""
+    usual values (two texts, a text and a list of one, lists of different lengths, two lists of
+    two texts)."""
     ref_type, act_type = type(reference), type(actual)
     if ref_type is str:
         if act_type is str:
@@ -94,7 +95,12 @@ def _same_values(reference: Any, actual: Any) -> bool:
         if size == 2:  # (e.g. two aggregates: two texts each are the same two in either order)
             first, second = reference
             other, last = actual
-            if type(first) is str is type(second) is type(other) is type(last):
+            if (
+                type(first) is str
+                and type(second) is str
+                and type(other) is str
+                and type(last) is str
+            ):
                 return (first == other and second == last) or (first == last and second == other)
         if size:
             try:
