@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import short_repr
 from .outputs import StepArgumentError, shown
@@ -76,15 +76,84 @@ def _sorted_values(value: Any) -> Any:
     return value
 
 
+def _same_values(reference: Any, actual: Any) -> bool:
+    """``_sorted_values(reference) == _sorted_values(actual)``, without the lists made for the
+    usual values (two texts, a text and a list of one, lists of different lengths, two lists of
+    two texts)."""
+    ref_type, act_type = type(reference), type(actual)
+    if ref_type is str:
+        if act_type is str:
+            return reference == actual  # ("" and "", or [x] and [y])
+        if act_type is list and reference:
+            return [reference] == actual  # (a list of one is its own sorted list)
+    elif ref_type is list and act_type is list:
+        size = len(reference)
+        if size != len(actual):
+            return False
+        if size == 1:
+            return reference == actual  # (``sorted`` does not compare a single value)
+        if size == 2:  # (e.g. two aggregates: two texts each are the same two in either order)
+            first, second = reference
+            other, last = actual
+            if (
+                type(first) is str
+                and type(second) is str
+                and type(other) is str
+                and type(last) is str
+            ):
+                return (first == other and second == last) or (first == last and second == other)
+        if size:
+            try:
+                return sorted(reference) == sorted(actual)
+            except TypeError:
+                pass  # (values that do not order: as ``_sorted_values`` sorts them)
+    return bool(_sorted_values(reference) == _sorted_values(actual))
+
+
 def _granularity(value: Any) -> Any:
     if not isinstance(value, str) or not value:
         return value
     return _granularity_text(value)
 
 
-# Datasets repeat the same few granularities and times: their parses are cached (by text).
-@lru_cache(maxsize=4096)
+def _same_granularity(reference: Any, actual: Any) -> bool:
+    """``_granularity(reference) == _granularity(actual)``: equal texts are equal at once
+    (the normalisation is a function of the text; ``""`` normalises to itself)."""
+    if type(reference) is str and type(actual) is str:
+        return reference == actual or _granularity_text(reference) == _granularity_text(actual)
+    return bool(_granularity(reference) == _granularity(actual))
+
+
+# Datasets repeat the same few granularities and times: their parses are cached by text, in
+# dicts the comparisons read first (``get`` costs half a call of an ``lru_cache``).
+_CACHE_SIZE = 4096
+"""The texts a cache keeps: it is emptied when full."""
+
+_GRANULARITIES: dict[str, str] = {}
+"""``_granularity_text`` of each text read."""
+
+_TIMES: dict[str, tuple[Any, datetime | None]] = {}
+"""``_time_text`` of each text read."""
+
+_Known = TypeVar("_Known")
+
+
+def _remember(cache: dict[str, _Known], value: str, known: _Known) -> _Known:
+    if len(cache) >= _CACHE_SIZE:
+        cache.clear()
+    cache[value] = known
+    return known
+
+
 def _granularity_text(value: str) -> str:
+    """A granularity text with its unit normalised (cached)."""
+    known = _GRANULARITIES.get(value)
+    if known is None:
+        known = _remember(_GRANULARITIES, value, _normalise_granularity(value))
+    return known
+
+
+def _normalise_granularity(value: str) -> str:
     match = re.match(_GRANULARITY, value.strip())
     if not match:
         return value
@@ -129,93 +198,163 @@ def _instant_text(value: str) -> datetime | None:
         return None
 
 
-def _is_relative(value: Any) -> bool:
-    return isinstance(value, str) and _relative_text(value)
+_FAR = object()
+"""The offset of a relative time beyond any date from any anchor."""
+
+_ABSOLUTE: tuple[Any, datetime | None] = (None, None)
+"""``_time_of`` a value that is neither a relative time nor an absolute one."""
 
 
-@lru_cache(maxsize=4096)
-def _relative_text(value: str) -> bool:
-    return re.match(_RELATIVE, value.strip()) is not None
+def _time_of(value: Any) -> tuple[Any, datetime | None]:
+    """(the offset of a relative time from the anchor, else None; the instant of an absolute
+    time, else None): what a comparison reads of a time, whatever the anchor."""
+    if isinstance(value, str):
+        return _time_text(value)
+    if isinstance(value, datetime):
+        return None, parse_instant(value)
+    return _ABSOLUTE
 
 
-def _resolve_relative(value: str, anchor: datetime) -> datetime:
+def _time_text(value: str) -> tuple[Any, datetime | None]:
+    """``_time_of`` a text (cached): the offset is a ``timedelta`` (zero for ``now``) or
+    ``_FAR`` when adding it to any anchor is out of range."""
+    known = _TIMES.get(value)
+    if known is None:
+        known = _remember(_TIMES, value, _read_time(value))
+    return known
+
+
+def _read_time(value: str) -> tuple[Any, datetime | None]:
     match = re.match(_RELATIVE, value.strip())
-    assert match is not None
+    if match is None:
+        return None, _instant_text(value)
     if match.group(1) is None:
-        return anchor
-    out_of_range = StepArgumentError(
-        f"the relative time {short_repr(value)} from the actual step's 'execution_timestamp' "
-        f"{anchor.isoformat()} is out of range"
-    )
+        return timedelta(0), None
     if len(match.group(1)) > 12:  # beyond any date from any anchor (and int() would refuse)
-        raise out_of_range
+        return _FAR, None
     seconds = int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
     sign = 1 if match.group(3) == "ahead" else -1
     try:
-        return anchor + sign * timedelta(seconds=seconds)
+        return sign * timedelta(seconds=seconds), None
     except OverflowError:
-        raise out_of_range from None
+        return _FAR, None
+
+
+def _is_relative(value: Any) -> bool:
+    return isinstance(value, str) and _time_text(value)[0] is not None
+
+
+def _resolve_relative(value: str, offset: Any, anchor: datetime) -> datetime:
+    """The relative time ``value`` (of ``offset``, from ``_time_of``) from ``anchor``."""
+    if offset is not _FAR:
+        try:
+            return anchor + offset  # type: ignore[no-any-return]
+        except OverflowError:
+            pass
+    raise StepArgumentError(
+        f"the relative time {short_repr(value)} from the actual step's 'execution_timestamp' "
+        f"{anchor.isoformat()} is out of range"
+    )
 
 
 def _times_equal(reference: Any, actual: Any, anchor: Any) -> bool:
     if reference is None or actual is None:
         return reference is None and actual is None
-    ref_relative, act_relative = _is_relative(reference), _is_relative(actual)
-    if act_relative and not ref_relative:
+    if type(reference) is str:
+        ref_offset, ref_instant = _TIMES.get(reference) or _time_text(reference)
+        if ref_offset is None and reference == actual:
+            return True  # (one absolute text: one instant, or the same text)
+    else:
+        ref_offset, ref_instant = _time_of(reference)
+    if type(actual) is str:
+        act_offset, act_instant = _TIMES.get(actual) or _time_text(actual)
+    else:
+        act_offset, act_instant = _time_of(actual)
+    if ref_offset is None:
+        if act_offset is not None:
+            return False  # (an absolute reference time never matches a relative one)
+        if ref_instant is None or act_instant is None:
+            return bool(reference == actual)
+        return ref_instant == act_instant
+    anchor_time = parse_instant(anchor)
+    if anchor_time is None:
+        raise StepArgumentError(
+            "a relative time needs the actual step's 'execution_timestamp' as an ISO 8601 "
+            f"time, got {short_repr(anchor)}"
+        )
+    ref_time = _resolve_relative(reference, ref_offset, anchor_time)
+    if act_offset is not None:
+        return ref_time == _resolve_relative(actual, act_offset, anchor_time)
+    if act_instant is None:
         return False
-    if ref_relative or act_relative:
-        anchor_time = parse_instant(anchor)
-        if anchor_time is None:
-            raise StepArgumentError(
-                "a relative time needs the actual step's 'execution_timestamp' as an ISO 8601 "
-                f"time, got {short_repr(anchor)}"
-            )
-        ref_time = _resolve_relative(reference, anchor_time)
-        if act_relative:
-            return ref_time == _resolve_relative(actual, anchor_time)
-        act_time = parse_instant(actual)
-        if act_time is None:
-            return False
-        return abs((ref_time - act_time).total_seconds()) <= TOLERANCE_SECONDS
-    ref_instant, act_instant = parse_instant(reference), parse_instant(actual)
-    if ref_instant is None or act_instant is None:
-        return reference == actual
-    return ref_instant == act_instant
+    return abs((ref_time - act_instant).total_seconds()) <= TOLERANCE_SECONDS
 
 
-def _args(step: Mapping[str, Any]) -> Mapping[str, Any]:
-    args = step.get("args")
-    return args if isinstance(args, dict) else {}
+_NO_ARGS: Mapping[str, Any] = {}
+"""The arguments of a step without a mapping of them (never written to)."""
+
+
+def _arguments(
+    reference: Mapping[str, Any], actual: Mapping[str, Any]
+) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """The ``args`` of both steps (none when not a mapping), in one call."""
+    ref, act = reference.get("args"), actual.get("args")
+    return (ref if isinstance(ref, dict) else _NO_ARGS), (
+        act if isinstance(act, dict) else _NO_ARGS
+    )
 
 
 def compare_time_series_steps(reference: Mapping[str, Any], actual: Mapping[str, Any]) -> float:
     """Score a ``retrieve_time_series`` step: 1.0 when mrid (and limit, if set) agree."""
-    ref, act = _args(reference), _args(actual)
-    ref_mrid, ref_limit = ref.get("mrid"), ref.get("limit")
-    act_mrid, act_limit = act.get("mrid"), act.get("limit")
+    ref, act = reference.get("args"), actual.get("args")
+    if not (isinstance(ref, dict) and isinstance(act, dict)):  # (rare: ``_arguments`` decides)
+        ref, act = _arguments(reference, actual)
+    ref_mrid, act_mrid = ref.get("mrid"), act.get("mrid")
     if not ref_mrid:
-        return float(act_mrid is None and ref_limit == act_limit)
-    if _sorted_values(ref_mrid) != _sorted_values(act_mrid):
+        return 1.0 if act_mrid is None and ref.get("limit") == act.get("limit") else 0.0
+    if type(ref_mrid) is str and type(act_mrid) is list:  # (the usual pair, as below)
+        if [ref_mrid] != act_mrid:
+            return 0.0
+    elif not _same_values(ref_mrid, act_mrid):
         return 0.0
-    return float(not ref_limit or ref_limit == act_limit)
+    ref_limit = ref.get("limit")
+    return 1.0 if not ref_limit or ref_limit == act.get("limit") else 0.0
 
 
 def compare_data_points_steps(reference: Mapping[str, Any], actual: Mapping[str, Any]) -> float:
     """Score a ``retrieve_data_points`` step: 1.0 when ids, aggregation and time range agree."""
-    ref, act = _args(reference), _args(actual)
-    anchor = actual.get("execution_timestamp")
-    same = (
-        _sorted_values(ref.get("external_id")) == _sorted_values(act.get("external_id"))
-        and _granularity(ref.get("granularity")) == _granularity(act.get("granularity"))
-        and _sorted_values(ref.get("aggregates")) == _sorted_values(act.get("aggregates"))
-        and ref.get("limit") == act.get("limit")
-    )
-    if not same:
+    # The arguments in the order of the definition, each returning at its first difference:
+    # the ids (which differ between questions' steps) first, the times (the only ones that
+    # can raise) last. Two texts (the usual ids and granularities) are compared here.
+    ref, act = reference.get("args"), actual.get("args")
+    if not (isinstance(ref, dict) and isinstance(act, dict)):  # (rare: ``_arguments`` decides)
+        ref, act = _arguments(reference, actual)
+    ref_value, act_value = ref.get("external_id"), act.get("external_id")
+    if type(ref_value) is str and type(act_value) is str:
+        if ref_value != act_value:
+            return 0.0
+    elif not _same_values(ref_value, act_value):
         return 0.0
-    return float(
-        _times_equal(ref.get("start"), act.get("start"), anchor)
-        and _times_equal(ref.get("end"), act.get("end"), anchor)
-    )
+    ref_value, act_value = ref.get("granularity"), act.get("granularity")
+    if ref_value != act_value:  # (else the same value: normalised the same)
+        if type(ref_value) is str and type(act_value) is str:
+            if (_GRANULARITIES.get(ref_value) or _granularity_text(ref_value)) != (
+                _GRANULARITIES.get(act_value) or _granularity_text(act_value)
+            ):
+                return 0.0
+        elif not _same_granularity(ref_value, act_value):
+            return 0.0
+    if not (
+        _same_values(ref.get("aggregates"), act.get("aggregates"))
+        and ref.get("limit") == act.get("limit")
+    ):
+        return 0.0
+    anchor = actual.get("execution_timestamp")
+    if _times_equal(ref.get("start"), act.get("start"), anchor) and _times_equal(
+        ref.get("end"), act.get("end"), anchor
+    ):
+        return 1.0
+    return 0.0
 
 
 def _differs(name: str, reference: Any, actual: Any) -> str:
@@ -226,7 +365,7 @@ def _differs(name: str, reference: Any, actual: Any) -> str:
 
 def explain_time_series_steps(reference: Mapping[str, Any], actual: Mapping[str, Any]) -> str:
     """Which argument of a ``retrieve_time_series`` step differs, for a user."""
-    ref, act = _args(reference), _args(actual)
+    ref, act = _arguments(reference, actual)
     ref_mrid, ref_limit = ref.get("mrid"), ref.get("limit")
     act_mrid, act_limit = act.get("mrid"), act.get("limit")
     parts = []
@@ -236,7 +375,7 @@ def explain_time_series_steps(reference: Mapping[str, Any], actual: Mapping[str,
         if ref_limit != act_limit:
             parts.append(_differs("limit", ref_limit, act_limit))
     else:
-        if _sorted_values(ref_mrid) != _sorted_values(act_mrid):
+        if not _same_values(ref_mrid, act_mrid):
             parts.append(_differs("mrid", ref_mrid, act_mrid))
         if ref_limit and ref_limit != act_limit:
             parts.append(_differs("limit", ref_limit, act_limit))
@@ -245,29 +384,35 @@ def explain_time_series_steps(reference: Mapping[str, Any], actual: Mapping[str,
 
 def explain_data_points_steps(reference: Mapping[str, Any], actual: Mapping[str, Any]) -> str:
     """Which argument of a ``retrieve_data_points`` step differs, for a user."""
-    ref, act = _args(reference), _args(actual)
-    anchor = actual.get("execution_timestamp")
+    ref, act = _arguments(reference, actual)
     parts = []
-    for name, same in (
-        ("external_id", _sorted_values),
-        ("granularity", _granularity),
-        ("aggregates", _sorted_values),
-    ):
-        if same(ref.get(name)) != same(act.get(name)):
-            parts.append(_differs(name, ref.get(name), act.get(name)))
-    if ref.get("limit") != act.get("limit"):
-        parts.append(_differs("limit", ref.get("limit"), act.get("limit")))
+    # (each argument as ``compare_data_points_steps`` compares it, written out)
+    ref_value, act_value = ref.get("external_id"), act.get("external_id")
+    if not _same_values(ref_value, act_value):
+        parts.append(_differs("external_id", ref_value, act_value))
+    ref_value, act_value = ref.get("granularity"), act.get("granularity")
+    if ref_value != act_value and not _same_granularity(ref_value, act_value):
+        parts.append(_differs("granularity", ref_value, act_value))
+    ref_value, act_value = ref.get("aggregates"), act.get("aggregates")
+    if not _same_values(ref_value, act_value):
+        parts.append(_differs("aggregates", ref_value, act_value))
+    ref_value, act_value = ref.get("limit"), act.get("limit")
+    if ref_value != act_value:
+        parts.append(_differs("limit", ref_value, act_value))
+    anchor = actual.get("execution_timestamp")
     for name in ("start", "end"):
+        ref_value, act_value = ref.get(name), act.get(name)
         try:
-            equal = _times_equal(ref.get(name), act.get(name), anchor)
+            if _times_equal(ref_value, act_value, anchor):
+                continue
         except StepArgumentError as e:
             parts.append(f"{name}: {e}")
             continue
-        if not equal:
-            text = _differs(name, ref.get(name), act.get(name))
-            if _is_relative(ref.get(name)) and not _is_relative(act.get(name)):
-                text += f" (more than {TOLERANCE_SECONDS} s apart from the execution_timestamp)"
-            elif _is_relative(act.get(name)) and not _is_relative(ref.get(name)):
-                text += " (a relative time never matches an absolute reference time)"
-            parts.append(text)
+        text = _differs(name, ref_value, act_value)
+        ref_relative, act_relative = _is_relative(ref_value), _is_relative(act_value)
+        if ref_relative and not act_relative:
+            text += f" (more than {TOLERANCE_SECONDS} s apart from the execution_timestamp)"
+        elif act_relative and not ref_relative:
+            text += " (a relative time never matches an absolute reference time)"
+        parts.append(text)
     return "; ".join(parts) or "the arguments differ"
