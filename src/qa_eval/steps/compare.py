@@ -179,6 +179,7 @@ class StepScorer:
         "_scores",
         "_successful",
         "_tables",
+        "_wanted",
         "actual",
         "problems",
     )
@@ -191,7 +192,8 @@ class StepScorer:
         self._json: dict[int, Any] = {}
         self._checked: dict[int, Any] = {}  # SPARQL outputs checked, or their problem
         self._tables: dict[int, Table] = {}  # their columns as read by comparisons
-        self._contexts: dict[int, Any] = {}  # retrieval outputs' (ids, k), or their problem
+        self._contexts: dict[int, Any] = {}  # retrieval outputs' (ids, k, top k), or problem
+        self._wanted: dict[tuple[int, int, int], set[Any]] = {}  # see _wanted_ids
         self._counts: dict[tuple[int, int], tuple[int, int]] = {}  # see _distinct
         self._scores: dict[tuple[int, int, int], float] = {}
         self._successful = successful  # found while the responses were checked, when given
@@ -315,8 +317,23 @@ class StepScorer:
         if kind == COMPARE_SPARQL:
             return self._sparql_bound(ref, act_index)
         if kind == COMPARE_RETRIEVAL:
-            return 1.0, False
+            return self._retrieval_bound(ref, act_index)
         return 0.0, True
+
+    def _retrieval_bound(self, ref: ReferenceStep, act_index: int) -> tuple[float, bool]:
+        """``closeness_bound`` of a retrieval reference: the closeness itself (the share of the
+        reference's first k ids among the actual step's first k), from the id sets the
+        comparisons keep, so that only the candidate shown is explained in full."""
+        if type(ref.parsed) is not list:  # (a step made by hand: the explanation decides)
+            return 1.0, False
+        try:
+            _, k, top = self._context_ids(act_index)
+        except _StepProblem:
+            return 0.0, True  # (explained by the problem, at 0)
+        wanted = self._wanted_ids(ref, k)
+        size = len(wanted)
+        absent = size - len(wanted & top) if size else 0
+        return 1.0 - absent / max(size, 1), True
 
     def _sparql_bound(self, ref: ReferenceStep, act_index: int) -> tuple[float, bool]:
         """``closeness_bound`` of a SPARQL reference: exact for an ASK result or no rows, else
@@ -370,9 +387,8 @@ class StepScorer:
                 table=self._table(act_index, checked),
             )
         if kind == COMPARE_RETRIEVAL:
-            ids, k = self._context_ids(act_index)
+            _, k, got = self._context_ids(act_index)
             wanted = list(dict.fromkeys(ref.parsed[:k]))
-            got = set(ids[:k])
             absent = [i for i in wanted if i not in got]
             shown_ids = ", ".join(shown(i) for i in absent[:3])
             more = f" and {len(absent) - 3} more" if len(absent) > 3 else ""
@@ -533,12 +549,35 @@ class StepScorer:
         return float(ref.raw["output"] == self._output(act_index))
 
     def _retrieval(self, ref: ReferenceStep, act_index: int) -> float:
-        ids, k = self._context_ids(act_index)
-        return _recall_at_k()(ref.parsed, ids, k)
+        """graphrag-eval's recall@k (``spec_recall_at_k``) of ``ref`` against a retrieval step,
+        from the id sets kept per step: the actual step's first k ids, the reference's."""
+        value = self._contexts.get(act_index)  # (``_context_ids``, written out)
+        if value is None:
+            value = self._context_ids(act_index)
+        elif type(value) is _StepProblem:
+            raise value
+        top = value[2]
+        k = value[1]
+        wanted = self._wanted.get((ref.group, ref.index, k))
+        if wanted is None:
+            if type(ref.parsed) is not list:  # (a step made by hand: the metric checks it)
+                return _recall_at_k()(ref.parsed, value[0], k)
+            wanted = self._wanted_ids(ref, k)
+        if not wanted:
+            return 0.0
+        return len(wanted & top) / len(wanted)
 
-    def _context_ids(self, act_index: int) -> tuple[list[Any], int]:
-        """A retrieval step's context ids and its ``args.k``, checked once for every reference
-        step compared with it and for the explanations."""
+    def _wanted_ids(self, ref: ReferenceStep, k: int) -> set[Any]:
+        """The set of a retrieval reference's first ``k`` ids, made once per scorer."""
+        key = (ref.group, ref.index, k)
+        wanted = self._wanted.get(key)
+        if wanted is None:
+            wanted = self._wanted[key] = set(ref.parsed[:k])
+        return wanted
+
+    def _context_ids(self, act_index: int) -> tuple[list[Any], int, set[Any]]:
+        """A retrieval step's context ids, its ``args.k`` and the set of its first k ids,
+        checked once for every reference step compared with it and for the explanations."""
         value = self._contexts.get(act_index)
         if value is None:
             try:
@@ -550,7 +589,7 @@ class StepScorer:
             raise value
         return value  # type: ignore[no-any-return]
 
-    def _check_contexts(self, act_index: int) -> tuple[list[Any], int]:
+    def _check_contexts(self, act_index: int) -> tuple[list[Any], int, set[Any]]:
         ids = _ids_of(self._parsed(act_index))
         if ids is None:
             raise _StepProblem(
@@ -563,4 +602,4 @@ class StepScorer:
         k = args.get("k")
         if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
             raise _StepProblem(f"args.k: must be a positive integer, got {short_repr(k)}")
-        return ids, k
+        return ids, k, set(ids[:k])
