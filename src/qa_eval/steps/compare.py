@@ -24,13 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Container, Hashable, Mapping, Sequence
 from functools import cache
-from itertools import repeat
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from orjson import loads as _orjson_loads
 
 from ..errors import short_repr
+from .contexts import context_ids, ids_closeness, ids_may_be_in, missing_ids_text
 from .kinds import (
     COMPARE_ARGS,
     COMPARE_DATA_POINTS,
@@ -39,7 +38,6 @@ from .kinds import (
     COMPARE_RETRIEVAL,
     COMPARE_SPARQL,
     COMPARE_TIME_SERIES,
-    CONTEXT_ID_TYPES,
     ReferenceStep,
 )
 from .outputs import (
@@ -115,30 +113,6 @@ def _distinct_counts(sparql: SparqlReference) -> tuple[int, int]:
     for a column of numbers, which the tolerant comparison may merge), each at least 1."""
     counts = [1 if kind in (NUMBER, MIXED) else len(set(values)) for kind, values in sparql.columns]
     return max(1, min(counts, default=1)), max(1, max(counts, default=1))
-
-
-def _ids_may_be_in(ids: Any, output: Any) -> bool:
-    """False when none of a retrieval reference's ``ids`` can be among the ids of ``output``:
-    a JSON text without escapes spells each string id it holds between quotes. True when that
-    cannot be told so (an id that is a number, an output that is not text or has escapes)."""
-    if type(output) is not str or "\\" in output or not isinstance(ids, list):
-        return True
-    return any(type(wanted) is not str or f'"{wanted}"' in output for wanted in ids)
-
-
-def _ids_of(contexts: Any) -> list[Any] | None:
-    """The ids of a retrieval output's contexts, ``None`` unless it is a list of objects each
-    with an ``id`` that is a string or a number (checked in C-level passes)."""
-    if not isinstance(contexts, list) or not all(map(isinstance, contexts, repeat(dict))):
-        return None
-    try:
-        ids = list(map(_ID, contexts))
-    except KeyError:
-        return None
-    return ids if all(map(isinstance, ids, repeat(CONTEXT_ID_TYPES))) else None
-
-
-_ID = itemgetter("id")
 
 
 @cache
@@ -250,7 +224,7 @@ class StepScorer:
         if kind == COMPARE_SPARQL:
             return self._sparql_may_match(ref, act_index)
         if kind == COMPARE_RETRIEVAL and act_index not in self._contexts:
-            return _ids_may_be_in(ref.parsed, self.actual[act_index].get("output"))
+            return ids_may_be_in(ref.parsed, self.actual[act_index].get("output"))
         return True
 
     def _sparql_may_match(self, ref: ReferenceStep, act_index: int) -> bool:
@@ -330,10 +304,7 @@ class StepScorer:
             _, k, top = self._context_ids(act_index)
         except _StepProblem:
             return 0.0, True  # (explained by the problem, at 0)
-        wanted = self._wanted_ids(ref, k)
-        size = len(wanted)
-        absent = size - len(wanted & top) if size else 0
-        return 1.0 - absent / max(size, 1), True
+        return ids_closeness(self._wanted_ids(ref, k), top), True
 
     def _sparql_bound(self, ref: ReferenceStep, act_index: int) -> tuple[float, bool]:
         """``closeness_bound`` of a SPARQL reference: exact for an ASK result or no rows, else
@@ -387,14 +358,8 @@ class StepScorer:
                 table=self._table(act_index, checked),
             )
         if kind == COMPARE_RETRIEVAL:
-            _, k, got = self._context_ids(act_index)
-            wanted = list(dict.fromkeys(ref.parsed[:k]))
-            absent = [i for i in wanted if i not in got]
-            shown_ids = ", ".join(shown(i) for i in absent[:3])
-            more = f" and {len(absent) - 3} more" if len(absent) > 3 else ""
-            return 1.0 - len(absent) / max(len(wanted), 1), (
-                f"reference ids not in the top {k}: {shown_ids}{more}"
-            )
+            _, k, top = self._context_ids(act_index)
+            return missing_ids_text(ref.parsed, k, top)
         if kind == COMPARE_TIME_SERIES:
             return 0.0, _timeseries().explain_time_series_steps(ref.raw, act)
         if kind == COMPARE_DATA_POINTS:
@@ -590,7 +555,7 @@ class StepScorer:
         return value  # type: ignore[no-any-return]
 
     def _check_contexts(self, act_index: int) -> tuple[list[Any], int, set[Any]]:
-        ids = _ids_of(self._parsed(act_index))
+        ids = context_ids(self._parsed(act_index))
         if ids is None:
             raise _StepProblem(
                 "output: a retrieval output must be a JSON list of objects with an 'id' (a "

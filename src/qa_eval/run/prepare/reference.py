@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...errors import short_repr
+from ...steps.contexts import context_ids
 from ...steps.kinds import (
     APPLICATION_JSON,
     COMPARE_ARGS,
@@ -185,6 +186,9 @@ def _bad_columns(columns: Any) -> tuple[str, str] | None:
 
 def _context_ids(contexts: Any) -> list[Any]:
     """The ids of a retrieval output: a JSON list of objects that each have an 'id'."""
+    ids = context_ids(contexts)  # (the usual output, read as the comparisons read theirs)
+    if ids is not None:
+        return ids
     if not isinstance(contexts, list):
         raise ValueError(f"retrieval output must be a JSON list, got {type_name(contexts)}")
     ids = []
