@@ -359,7 +359,7 @@ class StepScorer:
             )
         if kind == COMPARE_RETRIEVAL:
             _, k, top = self._context_ids(act_index)
-            return missing_ids_text(ref.parsed, k, top)
+            return missing_ids_text(ref.parsed, k, self._wanted_ids(ref, k), top)
         if kind == COMPARE_TIME_SERIES:
             return 0.0, _timeseries().explain_time_series_steps(ref.raw, act)
         if kind == COMPARE_DATA_POINTS:
@@ -523,11 +523,13 @@ class StepScorer:
             raise value
         top = value[2]
         k = value[1]
-        wanted = self._wanted.get((ref.group, ref.index, k))
+        key = (ref.group, ref.index, k)
+        wanted = self._wanted.get(key)  # (``_wanted_ids``, written out)
         if wanted is None:
-            if type(ref.parsed) is not list:  # (a step made by hand: the metric checks it)
-                return _recall_at_k()(ref.parsed, value[0], k)
-            wanted = self._wanted_ids(ref, k)
+            parsed = ref.parsed
+            if type(parsed) is not list:  # (a step made by hand: the metric checks it)
+                return _recall_at_k()(parsed, value[0], k)
+            wanted = self._wanted[key] = set(parsed[:k])
         if not wanted:
             return 0.0
         return len(wanted & top) / len(wanted)
@@ -555,7 +557,15 @@ class StepScorer:
         return value  # type: ignore[no-any-return]
 
     def _check_contexts(self, act_index: int) -> tuple[list[Any], int, set[Any]]:
-        ids = context_ids(self._parsed(act_index))
+        output = self.actual[act_index].get("output")
+        if type(output) is str and act_index not in self._json:
+            try:  # (``_parsed`` of the usual output, written out)
+                parsed = self._json[act_index] = _orjson_loads(output)
+            except ValueError:
+                parsed = self._parsed(act_index)
+        else:
+            parsed = self._parsed(act_index)
+        ids = context_ids(parsed)
         if ids is None:
             raise _StepProblem(
                 "output: a retrieval output must be a JSON list of objects with an 'id' (a "

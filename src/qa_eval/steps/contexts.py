@@ -57,14 +57,19 @@ def ids_closeness(wanted: Set[Any], top: Set[Any]) -> float:
     return 1.0 - absent / max(size, 1)
 
 
-def missing_ids_text(reference: Sequence[Any], k: int, top: Set[Any]) -> tuple[float, str]:
+def missing_ids_text(
+    reference: Sequence[Any], k: int, wanted: Set[Any], top: Set[Any]
+) -> tuple[float, str]:
     """The closeness and the text of a retrieval explanation: the reference's first ``k`` ids
-    (in order, each once) not among an actual step's first k (``top``), the first three
-    shown."""
-    wanted = list(dict.fromkeys(reference[:k]))
-    absent = [i for i in wanted if i not in top]
-    shown_ids = ", ".join([shown(i) for i in absent[:3]])
-    more = f" and {len(absent) - 3} more" if len(absent) > 3 else ""
-    return 1.0 - len(absent) / max(len(wanted), 1), (
+    (in order, each once; ``wanted``: their set) not among an actual step's first k (``top``),
+    the first three shown."""
+    first = reference[:k]
+    if len(wanted) != len(first):  # (an id repeated)
+        first = list(dict.fromkeys(first))
+    absent = first if wanted.isdisjoint(top) else [i for i in first if i not in top]
+    missing = len(absent)
+    shown_ids = ", ".join(map(shown, absent[:3]))
+    more = f" and {missing - 3} more" if missing > 3 else ""
+    return 1.0 - missing / max(len(first), 1), (
         f"reference ids not in the top {k}: {shown_ids}{more}"
     )

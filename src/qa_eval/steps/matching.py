@@ -34,6 +34,7 @@ same result, from the scores of the steps whose name can match.
 from __future__ import annotations
 
 from collections.abc import Container, Sequence
+from operator import itemgetter
 from typing import Any
 
 from .compare import StepScorer
@@ -59,11 +60,16 @@ _MAX_EXACT_GROUP = 12  # subset DP over 2**12 states per candidate; larger group
 def fully_matched(groups: Sequence[Sequence[ReferenceStep]], matches: Sequence[Match]) -> bool:
     """Whether ``matches`` give every reference step of ``groups`` a whole match: then
     ``steps.explain`` has nothing to explain."""
-    return (
-        len(matches) == sum(map(len, groups))
-        and all(m[3] >= 1.0 - _EPSILON for m in matches)
-        and len({m[:2] for m in matches}) == len(matches)  # (each step once)
-    )
+    if len(matches) != sum(map(len, groups)):
+        return False
+    for match in matches:  # (a loop, not all() over a generator: one call fewer)
+        if not match[3] >= _WHOLE:
+            return False
+    return len(set(map(_STEP, matches))) == len(matches)  # (each step once)
+
+
+_WHOLE = 1.0 - _EPSILON
+_STEP = itemgetter(0, 1)  # (group, step index) of a match
 
 
 def greedy_matches(
