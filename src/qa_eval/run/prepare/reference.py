@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from orjson import loads as orjson_loads
+
 from ...errors import short_repr
 from ...steps.contexts import context_ids
 from ...steps.kinds import (
@@ -145,6 +147,13 @@ def _read_sparql(output: Any, columns: list[Any]) -> Any:
 
 def _read_retrieval(output: Any, columns: list[Any]) -> list[Any]:
     """The context ids of a retrieval step's output."""
+    if type(output) is str:  # (the usual output, in fewer calls; any problem is told below)
+        try:
+            ids = context_ids(orjson_loads(output))
+        except ValueError:
+            ids = None
+        if ids is not None:
+            return ids
     try:
         return _context_ids(output if isinstance(output, list) else loads(output))
     except (OutputParseError, ValueError) as e:
