@@ -28,11 +28,11 @@ def context_ids(contexts: Any) -> list[Any] | None:
     append = ids.append
     try:
         for context in contexts:  # (one loop: fewer calls than passes of map and all)
-            if not isinstance(context, dict):
+            if type(context) is not dict and not isinstance(context, dict):
                 return None
             found = context["id"]
-            if not isinstance(found, CONTEXT_ID_TYPES):
-                return None
+            if type(found) is not str and not isinstance(found, CONTEXT_ID_TYPES):
+                return None  # (a string id, the usual one, is told by its type alone)
             append(found)
     except KeyError:
         return None
