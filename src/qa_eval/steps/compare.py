@@ -577,4 +577,4 @@ class StepScorer:
         k = args.get("k")
         if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
             raise _StepProblem(f"args.k: must be a positive integer, got {short_repr(k)}")
-        return ids, k, set(ids[:k])
+        return ids, k, set(ids if len(ids) <= k else ids[:k])
