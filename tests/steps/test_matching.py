@@ -396,3 +396,24 @@ def test_the_names_a_reference_step_can_match() -> None:
     assert tuple(scorer.matchable_names(groups[0][0])) == ("tool",)  # type: ignore[arg-type]
     iri = scorer.matchable_names(groups[1][0])
     assert "sparql_query" in iri and "autocomplete_search" in iri and "iri_discovery" not in iri
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(0, 100_000))
+def test_one_step_groups_search_as_the_general_search(seed: int) -> None:
+    # match_steps' own search for one-step groups (``_best_singletons``) against the general
+    # path's ``best_matches``: the same matches, ties included (scores whose sums differ by a
+    # rounding error, or are equal along different steps).
+    rnd = random.Random(seed)
+    groups = groups_of([[f"s{g}"] for g in range(rnd.randint(1, 4))])
+    n = rnd.randint(1, 9)
+    table = {
+        (ref.group, ref.index, a): rnd.choice([1.0, 0.7, 0.6, 0.5, 0.3, 0.2, 0.1])
+        for group in groups
+        for ref in group
+        for a in range(n)
+        if rnd.random() < 0.6
+    }
+    failed = tuple(a for a in range(n) if rnd.random() < 0.1)
+    scorer = _TableScorer(n, table, failed)
+    assert match_steps(groups, scorer) == _general(groups, _TableScorer(n, table, failed))

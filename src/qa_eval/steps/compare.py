@@ -24,13 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Container, Hashable, Mapping, Sequence
 from functools import cache
-from itertools import repeat
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from orjson import loads as _orjson_loads
 
 from ..errors import short_repr
+from .contexts import context_ids, ids_closeness, ids_may_be_in, missing_ids_text
 from .kinds import (
     COMPARE_ARGS,
     COMPARE_DATA_POINTS,
@@ -39,7 +38,6 @@ from .kinds import (
     COMPARE_RETRIEVAL,
     COMPARE_SPARQL,
     COMPARE_TIME_SERIES,
-    CONTEXT_ID_TYPES,
     ReferenceStep,
 )
 from .outputs import (
@@ -117,30 +115,6 @@ def _distinct_counts(sparql: SparqlReference) -> tuple[int, int]:
     return max(1, min(counts, default=1)), max(1, max(counts, default=1))
 
 
-def _ids_may_be_in(ids: Any, output: Any) -> bool:
-    """False when none of a retrieval reference's ``ids`` can be among the ids of ``output``:
-    a JSON text without escapes spells each string id it holds between quotes. True when that
-    cannot be told so (an id that is a number, an output that is not text or has escapes)."""
-    if type(output) is not str or "\\" in output or not isinstance(ids, list):
-        return True
-    return any(type(wanted) is not str or f'"{wanted}"' in output for wanted in ids)
-
-
-def _ids_of(contexts: Any) -> list[Any] | None:
-    """The ids of a retrieval output's contexts, ``None`` unless it is a list of objects each
-    with an ``id`` that is a string or a number (checked in C-level passes)."""
-    if not isinstance(contexts, list) or not all(map(isinstance, contexts, repeat(dict))):
-        return None
-    try:
-        ids = list(map(_ID, contexts))
-    except KeyError:
-        return None
-    return ids if all(map(isinstance, ids, repeat(CONTEXT_ID_TYPES))) else None
-
-
-_ID = itemgetter("id")
-
-
 @cache
 def _recall_at_k() -> Callable[[Sequence[Hashable], Sequence[Hashable], int], float]:
     """``metrics.retrieval.ranking.spec_recall_at_k``, imported when a retrieval step is first
@@ -179,6 +153,7 @@ class StepScorer:
         "_scores",
         "_successful",
         "_tables",
+        "_wanted",
         "actual",
         "problems",
     )
@@ -191,7 +166,8 @@ class StepScorer:
         self._json: dict[int, Any] = {}
         self._checked: dict[int, Any] = {}  # SPARQL outputs checked, or their problem
         self._tables: dict[int, Table] = {}  # their columns as read by comparisons
-        self._contexts: dict[int, Any] = {}  # retrieval outputs' (ids, k), or their problem
+        self._contexts: dict[int, Any] = {}  # retrieval outputs' (ids, k, top k), or problem
+        self._wanted: dict[tuple[int, int, int], set[Any]] = {}  # see _wanted_ids
         self._counts: dict[tuple[int, int], tuple[int, int]] = {}  # see _distinct
         self._scores: dict[tuple[int, int, int], float] = {}
         self._successful = successful  # found while the responses were checked, when given
@@ -248,7 +224,7 @@ class StepScorer:
         if kind == COMPARE_SPARQL:
             return self._sparql_may_match(ref, act_index)
         if kind == COMPARE_RETRIEVAL and act_index not in self._contexts:
-            return _ids_may_be_in(ref.parsed, self.actual[act_index].get("output"))
+            return ids_may_be_in(ref.parsed, self.actual[act_index].get("output"))
         return True
 
     def _sparql_may_match(self, ref: ReferenceStep, act_index: int) -> bool:
@@ -315,8 +291,20 @@ class StepScorer:
         if kind == COMPARE_SPARQL:
             return self._sparql_bound(ref, act_index)
         if kind == COMPARE_RETRIEVAL:
-            return 1.0, False
+            return self._retrieval_bound(ref, act_index)
         return 0.0, True
+
+    def _retrieval_bound(self, ref: ReferenceStep, act_index: int) -> tuple[float, bool]:
+        """``closeness_bound`` of a retrieval reference: the closeness itself (the share of the
+        reference's first k ids among the actual step's first k), from the id sets the
+        comparisons keep, so that only the candidate shown is explained in full."""
+        if type(ref.parsed) is not list:  # (a step made by hand: the explanation decides)
+            return 1.0, False
+        try:
+            _, k, top = self._context_ids(act_index)
+        except _StepProblem:
+            return 0.0, True  # (explained by the problem, at 0)
+        return ids_closeness(self._wanted_ids(ref, k), top), True
 
     def _sparql_bound(self, ref: ReferenceStep, act_index: int) -> tuple[float, bool]:
         """``closeness_bound`` of a SPARQL reference: exact for an ASK result or no rows, else
@@ -370,15 +358,8 @@ class StepScorer:
                 table=self._table(act_index, checked),
             )
         if kind == COMPARE_RETRIEVAL:
-            ids, k = self._context_ids(act_index)
-            wanted = list(dict.fromkeys(ref.parsed[:k]))
-            got = set(ids[:k])
-            absent = [i for i in wanted if i not in got]
-            shown_ids = ", ".join(shown(i) for i in absent[:3])
-            more = f" and {len(absent) - 3} more" if len(absent) > 3 else ""
-            return 1.0 - len(absent) / max(len(wanted), 1), (
-                f"reference ids not in the top {k}: {shown_ids}{more}"
-            )
+            _, k, top = self._context_ids(act_index)
+            return missing_ids_text(ref.parsed, k, self._wanted_ids(ref, k), top)
         if kind == COMPARE_TIME_SERIES:
             return 0.0, _timeseries().explain_time_series_steps(ref.raw, act)
         if kind == COMPARE_DATA_POINTS:
@@ -533,12 +514,37 @@ class StepScorer:
         return float(ref.raw["output"] == self._output(act_index))
 
     def _retrieval(self, ref: ReferenceStep, act_index: int) -> float:
-        ids, k = self._context_ids(act_index)
-        return _recall_at_k()(ref.parsed, ids, k)
+        """graphrag-eval's recall@k (``spec_recall_at_k``) of ``ref`` against a retrieval step,
+        from the id sets kept per step: the actual step's first k ids, the reference's."""
+        value = self._contexts.get(act_index)  # (``_context_ids``, written out)
+        if value is None:
+            value = self._context_ids(act_index)
+        elif type(value) is _StepProblem:
+            raise value
+        top = value[2]
+        k = value[1]
+        key = (ref.group, ref.index, k)
+        wanted = self._wanted.get(key)  # (``_wanted_ids``, written out)
+        if wanted is None:
+            parsed = ref.parsed
+            if type(parsed) is not list:  # (a step made by hand: the metric checks it)
+                return _recall_at_k()(parsed, value[0], k)
+            wanted = self._wanted[key] = set(parsed[:k])
+        if not wanted:
+            return 0.0
+        return len(wanted & top) / len(wanted)
 
-    def _context_ids(self, act_index: int) -> tuple[list[Any], int]:
-        """A retrieval step's context ids and its ``args.k``, checked once for every reference
-        step compared with it and for the explanations."""
+    def _wanted_ids(self, ref: ReferenceStep, k: int) -> set[Any]:
+        """The set of a retrieval reference's first ``k`` ids, made once per scorer."""
+        key = (ref.group, ref.index, k)
+        wanted = self._wanted.get(key)
+        if wanted is None:
+            wanted = self._wanted[key] = set(ref.parsed[:k])
+        return wanted
+
+    def _context_ids(self, act_index: int) -> tuple[list[Any], int, set[Any]]:
+        """A retrieval step's context ids, its ``args.k`` and the set of its first k ids,
+        checked once for every reference step compared with it and for the explanations."""
         value = self._contexts.get(act_index)
         if value is None:
             try:
@@ -550,8 +556,16 @@ class StepScorer:
             raise value
         return value  # type: ignore[no-any-return]
 
-    def _check_contexts(self, act_index: int) -> tuple[list[Any], int]:
-        ids = _ids_of(self._parsed(act_index))
+    def _check_contexts(self, act_index: int) -> tuple[list[Any], int, set[Any]]:
+        output = self.actual[act_index].get("output")
+        if type(output) is str and act_index not in self._json:
+            try:  # (``_parsed`` of the usual output, written out)
+                parsed = self._json[act_index] = _orjson_loads(output)
+            except ValueError:
+                parsed = self._parsed(act_index)
+        else:
+            parsed = self._parsed(act_index)
+        ids = context_ids(parsed)
         if ids is None:
             raise _StepProblem(
                 "output: a retrieval output must be a JSON list of objects with an 'id' (a "
@@ -563,4 +577,4 @@ class StepScorer:
         k = args.get("k")
         if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
             raise _StepProblem(f"args.k: must be a positive integer, got {short_repr(k)}")
-        return ids, k
+        return ids, k, set(ids if len(ids) <= k else ids[:k])

@@ -26,12 +26,15 @@ SPARQL row, a retrieval recall below 1 - costs no search.
 When every group has one step (the usual reference), the greedy matching and the bound are
 computed in one pass over the actual steps whose name can match
 (``StepScorer.matchable_names``): the other steps score 0 without a comparison. The same pairs
-are compared in the same order as on the general path, so the same problems are recorded.
+are compared in the same order as on the general path, so the same problems are recorded. Its
+search, when the bound calls for one, is ``best_matches`` written for one step per group: the
+same result, from the scores of the steps whose name can match.
 """
 
 from __future__ import annotations
 
 from collections.abc import Container, Sequence
+from operator import itemgetter
 from typing import Any
 
 from .compare import StepScorer
@@ -57,11 +60,16 @@ _MAX_EXACT_GROUP = 12  # subset DP over 2**12 states per candidate; larger group
 def fully_matched(groups: Sequence[Sequence[ReferenceStep]], matches: Sequence[Match]) -> bool:
     """Whether ``matches`` give every reference step of ``groups`` a whole match: then
     ``steps.explain`` has nothing to explain."""
-    return (
-        len(matches) == sum(map(len, groups))
-        and all(m[3] >= 1.0 - _EPSILON for m in matches)
-        and len({m[:2] for m in matches}) == len(matches)  # (each step once)
-    )
+    if len(matches) != sum(map(len, groups)):
+        return False
+    for match in matches:  # (a loop, not all() over a generator: one call fewer)
+        if not match[3] >= _WHOLE:
+            return False
+    return len(set(map(_STEP, matches))) == len(matches)  # (each step once)
+
+
+_WHOLE = 1.0 - _EPSILON
+_STEP = itemgetter(0, 1)  # (group, step index) of a match
 
 
 def greedy_matches(
@@ -292,4 +300,47 @@ def _match_singletons(
         total += best
     if greedy_score >= total / len(groups) - _EPSILON:
         return matches, greedy_score
-    return _searched(groups, scorer, candidates, matches, greedy_score)
+    searched = _best_singletons(groups, scorer, candidates)
+    searched_score = steps_score(groups, searched)
+    if searched_score > greedy_score + 1e-9:  # (as ``_searched`` decides)
+        return searched, searched_score
+    return matches, greedy_score
+
+
+def _best_singletons(
+    groups: Sequence[Sequence[ReferenceStep]], scorer: StepScorer, candidates: Sequence[int]
+) -> list[Match]:
+    """``best_matches`` when every group has one step, with the same result: the same sums,
+    in the same order, and the same choice among equal ones (the latest step first, a sum
+    kept unless another beats it by more than ``_EPSILON``). Only the steps whose name can
+    match are scored (the rest score 0): pairs the greedy matching and the bound compared
+    already, so no new problem is recorded.
+
+    ``solve(g, stop)``: the best total and matches of groups g, g-1, ..., 0 over the
+    candidates before position ``stop``."""
+    actual = scorer.actual
+    score_of = scorer.score
+    memo: dict[tuple[int, int], tuple[float, tuple[Match, ...]]] = {}
+
+    def solve(g: int, stop: int) -> tuple[float, tuple[Match, ...]]:
+        known = memo.get((g, stop))
+        if known is not None:
+            return known
+        ref = groups[g][0]
+        names = scorer.matchable_names(ref)
+        best_total = 0.0
+        best_plan: tuple[Match, ...] = ()
+        for i in range(stop - 1, -1, -1):
+            a = candidates[i]
+            if actual[a].get("name") in names:
+                score = score_of(ref, a)
+                if score > 0.0:
+                    rest_total, rest_plan = solve(g - 1, i) if g else (0.0, ())
+                    value = score + rest_total
+                    if value > best_total + _EPSILON:
+                        best_total = value
+                        best_plan = ((g, ref.index, a, score), *rest_plan)
+        known = memo[(g, stop)] = (best_total, best_plan)
+        return known
+
+    return list(solve(len(groups) - 1, len(candidates))[1])

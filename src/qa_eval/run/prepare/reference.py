@@ -6,7 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from orjson import loads as orjson_loads
+
 from ...errors import short_repr
+from ...steps.contexts import context_ids
 from ...steps.kinds import (
     APPLICATION_JSON,
     COMPARE_ARGS,
@@ -166,6 +169,13 @@ def _read_sparql(output: Any, columns: list[Any]) -> Any:
 
 def _read_retrieval(output: Any, columns: list[Any]) -> list[Any]:
     """The context ids of a retrieval step's output."""
+    if type(output) is str:  # (the usual output, in fewer calls; any problem is told below)
+        try:
+            ids = context_ids(orjson_loads(output))
+        except ValueError:
+            ids = None
+        if ids is not None:
+            return ids
     try:
         return _context_ids(output if isinstance(output, list) else loads(output))
     except (OutputParseError, ValueError) as e:
@@ -207,6 +217,9 @@ def _bad_columns(columns: Any) -> tuple[str, str] | None:
 
 def _context_ids(contexts: Any) -> list[Any]:
     """The ids of a retrieval output: a JSON list of objects that each have an 'id'."""
+    ids = context_ids(contexts)  # (the usual output, read as the comparisons read theirs)
+    if ids is not None:
+        return ids
     if not isinstance(contexts, list):
         raise ValueError(f"retrieval output must be a JSON list, got {type_name(contexts)}")
     ids = []
