@@ -161,7 +161,11 @@ def select_score(
     of more than ``_SAMPLE_ABOVE`` rows is compared."""
     ref_rows = reference.rows
     act_bindings = actual.get("results", _NOTHING).get("bindings", ())
-    act_vars = list(dict.fromkeys(actual.get("head", _NOTHING).get("vars", ())))
+    if table is None or table.bindings is not act_bindings:
+        table = Table(act_bindings)
+    act_vars = actual.get("head", _NOTHING).get("vars", ())
+    if len(set(act_vars)) != len(act_vars):  # (a name repeated: counted once)
+        act_vars = list(dict.fromkeys(act_vars))
     required = reference.required
     if not ref_rows and not act_bindings:
         return float(len(act_vars) >= len(required))
@@ -175,8 +179,6 @@ def select_score(
         return 0.0
     if ordered and ref_rows != len(act_bindings):
         return 0.0
-    if table is None or table.bindings is not act_bindings:
-        table = Table(act_bindings)
     small = len(act_bindings) <= _SAMPLE_ABOVE
     if small:
         try:
@@ -228,6 +230,7 @@ def _by_kinds(
             return None  # (the general path reads no first cell then)
         if kind == NUMBER:
             numbers = True
+    miss = None if numbers else 0.0  # (no close numbers without numbers)
     kinds = list(map(act.first_kind, act_vars))
     picked = []
     for kind, _ in ref_cols:
@@ -240,14 +243,23 @@ def _by_kinds(
     if len(set(picked)) != len(picked):
         return None  # (two reference columns of one kind: the general path searches)
     columns = list(map(act.column, picked))
-    for (act_kind, _), (ref_kind, _) in zip(columns, ref_cols):
-        if act_kind != ref_kind:
-            return None if numbers else 0.0
+    for (act_kind, act_values), (ref_kind, ref_values) in zip(columns, ref_cols):
+        # Equal rows (as lists, multisets or sets) have the same values in each column: a
+        # first value missing on either side decides without the rows.
+        if (
+            act_kind != ref_kind
+            or ref_values[0] not in act_values
+            or act_values[0] not in ref_values
+        ):
+            return miss
     if _rows(list(map(_VALUES, ref_cols)), ordered, ignore_duplicates) == _rows(
         list(map(_VALUES, columns)), ordered, ignore_duplicates
     ):
         return 1.0
-    return None if numbers else 0.0
+    return miss
+
+
+_NO_COLUMN: Any = object()  # (no actual column has the kind)
 
 
 def numbers_close(a: Any, b: Any) -> bool:

@@ -244,57 +244,51 @@ def _all_strings(values: list[Any]) -> bool:
 
 _ONE_PASS_ROWS = 128
 """Up to this many rows, a column of one usual kind is read in one interpreted pass over its
-cells (``_one_pass``): 1.5-3 times faster than the C-level passes of ``_column``, which are
+cells (in ``_column``): 1.5-3 times faster than the C-level passes of ``_column``, which are
 faster from about 200 rows."""
 
 
 def _column(bindings: Sequence[Mapping[str, Any]], var: str) -> tuple[Hashable, list[Value]]:
     """Read one column: its kind and the canonical value of every row."""
     if 0 < len(bindings) <= _ONE_PASS_ROWS:
+        # A column whose cells are all IRIs, all plain literals (no key but type and value) or
+        # all literals of the first cell's datatype, read in one pass (a column of any other
+        # cells, a row without the variable, a cell that is not a mapping: read the long way,
+        # which gives the same for these).
         try:
-            read = _one_pass(bindings, var)
-        except (KeyError, TypeError):  # a row without the variable, a cell that is not a term
-            read = None
-        if read is not None:
-            return read
+            first = bindings[0][var]
+            term_type = first["type"]
+            values: list[Any] = []
+            append = values.append
+            if term_type == "uri":
+                for binding in bindings:
+                    cell = binding[var]
+                    value = cell["value"]
+                    if cell["type"] != "uri" or type(value) is not str:
+                        break
+                    append(value)
+                else:
+                    return IRI, values
+            elif term_type == "literal":
+                if len(first) == 2:
+                    for binding in bindings:
+                        cell = binding[var]
+                        value = cell["value"]
+                        if cell["type"] != "literal" or len(cell) != 2 or type(value) is not str:
+                            break
+                        append(value)
+                    else:
+                        return LITERAL, values
+                else:
+                    datatype = first["datatype"]
+                    if len(first) == 3 and type(datatype) is str:
+                        typed = _literals_of(bindings, var, datatype)
+                        read = None if typed is None else _typed_values(datatype, typed)
+                        if read is not None:
+                            return read
+        except (KeyError, TypeError):
+            pass
     return _column_in_passes(bindings, var)
-
-
-def _one_pass(
-    bindings: Sequence[Mapping[str, Any]], var: str
-) -> tuple[Hashable, list[Value]] | None:
-    """``_column`` of a column whose cells are all IRIs, all plain literals (no key but type and
-    value) or all literals of the first cell's datatype, read in one pass; None for any other
-    column (``KeyError``/``TypeError`` for a missing cell or one that is not a mapping): the
-    caller reads it the long way, which gives the same for these."""
-    first = bindings[0][var]
-    term_type = first["type"]
-    values: list[Any] = []
-    append = values.append
-    if term_type == "uri":
-        for binding in bindings:
-            cell = binding[var]
-            value = cell["value"]
-            if cell["type"] != "uri" or type(value) is not str:
-                return None
-            append(value)
-        return IRI, values
-    if term_type != "literal":
-        return None
-    size = len(first)
-    if size == 2:
-        for binding in bindings:
-            cell = binding[var]
-            value = cell["value"]
-            if cell["type"] != "literal" or len(cell) != 2 or type(value) is not str:
-                return None
-            append(value)
-        return LITERAL, values
-    datatype = first["datatype"]
-    if size != 3 or type(datatype) is not str:
-        return None
-    typed = _literals_of(bindings, var, datatype)
-    return None if typed is None else _typed_values(datatype, typed)
 
 
 def _literals_of(
