@@ -231,7 +231,8 @@ def _by_kinds(
         if kind == NUMBER:
             numbers = True
     miss = None if numbers else 0.0  # (no close numbers without numbers)
-    kinds = list(map(act.first_kind, act_vars))
+    # (called from bytecode, not from ``map``: a Python call from C starts a new frame loop)
+    kinds = [act.first_kind(var) for var in act_vars]
     picked = []
     for kind, _ in ref_cols:
         count = kinds.count(kind)
@@ -242,7 +243,7 @@ def _by_kinds(
         picked.append(act_vars[kinds.index(kind)])
     if len(set(picked)) != len(picked):
         return None  # (two reference columns of one kind: the general path searches)
-    columns = list(map(act.column, picked))
+    columns = [act.column(var) for var in picked]
     for (act_kind, act_values), (ref_kind, ref_values) in zip(columns, ref_cols):
         # Equal rows (as lists, multisets or sets) have the same values in each column: a
         # first value missing on either side decides without the rows.
@@ -252,11 +253,15 @@ def _by_kinds(
             or act_values[0] not in ref_values
         ):
             return miss
-    if _rows(list(map(_VALUES, ref_cols)), ordered, ignore_duplicates) == _rows(
-        list(map(_VALUES, columns)), ordered, ignore_duplicates
-    ):
-        return 1.0
-    return miss
+    ref_lists = [values for _, values in ref_cols]
+    act_lists = [values for _, values in columns]
+    if ordered or not ignore_duplicates:
+        same = _rows(ref_lists, ordered, ignore_duplicates) == _rows(
+            act_lists, ordered, ignore_duplicates
+        )
+    else:  # (the usual rows compared as sets: ``_rows`` written out)
+        same = set(zip(*ref_lists)) == set(zip(*act_lists))
+    return 1.0 if same else miss
 
 
 _NO_COLUMN: Any = object()  # (no actual column has the kind)
