@@ -247,8 +247,8 @@ def _all_strings(values: list[Any]) -> bool:
 
 _ONE_PASS_ROWS = 128
 """Up to this many rows, a column of one usual kind is read in one interpreted pass over its
-cells (in ``_column``): 1.5-3 times faster than the C-level passes of ``_column``, which are
-faster from about 200 rows."""
+cells (in ``_column``): 1.5-3 times faster than the C-level passes of ``_column_in_passes``,
+which are faster from about 200 rows."""
 
 
 def _column(bindings: Sequence[Mapping[str, Any]], var: str) -> tuple[Hashable, list[Value]]:
