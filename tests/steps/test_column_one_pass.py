@@ -1,4 +1,4 @@
-"""A SPARQL column of up to 128 rows read in one pass (``terms._one_pass``) gives what reading
+"""A SPARQL column of up to 128 rows read in one pass (in ``terms._column``) gives what reading
 it in C-level passes and term by term gives: the same kind and values, or the same error."""
 
 from __future__ import annotations

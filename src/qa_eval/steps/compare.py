@@ -53,7 +53,6 @@ from .outputs import (
 )
 from .sparql.match import (
     SparqlReference,
-    boolean_score,
     compare_sparql_results,
     select_score,
 )
@@ -441,8 +440,16 @@ class StepScorer:
         """Check the actual step's output as a SPARQL JSON result and keep it, or the problem
         (a problem of the output itself is raised, not kept)."""
         value: Any
+        output = self.actual[act_index].get("output")
         try:
-            value = parse_sparql_json(self._parsed(act_index))
+            if type(output) is str and act_index not in self._json:
+                try:  # (``_parsed`` of the usual output, written out)
+                    parsed = self._json[act_index] = _orjson_loads(output)
+                except ValueError:
+                    parsed = self._parsed(act_index)
+            else:
+                parsed = self._parsed(act_index)
+            value = parse_sparql_json(parsed)
         except SparqlResultError as e:
             value = _StepProblem(f"output: not a SPARQL JSON result: {e}")
         self._checked[act_index] = value
@@ -474,19 +481,21 @@ class StepScorer:
             if type(checked) is _StepProblem:
                 raise checked
             sparql = ref.parsed
-            if type(sparql) is SparqlReference:
-                decided = boolean_score(sparql, checked)  # (an ASK reference or result)
-                if decided is not None:
-                    return decided
             raw = ref.raw
             try:
                 if type(sparql) is SparqlReference:  # (the usual case, in fewer calls)
+                    boolean = sparql.boolean  # (``boolean_score``, written out)
+                    if boolean is not None:  # an ASK reference: its value decides
+                        return float("boolean" in checked and checked["boolean"] == boolean)
+                    if "boolean" in checked:  # an ASK result
+                        return 0.0
+                    table = self._tables.get(act_index)
                     return select_score(
                         sparql,
                         checked,
                         raw.get("ordered", False),
                         raw.get("ignore_duplicates", True),
-                        self._table(act_index, checked),
+                        self._table(act_index, checked) if table is None else table,
                     )
                 return compare_sparql_results(
                     sparql,

@@ -161,7 +161,11 @@ def select_score(
     of more than ``_SAMPLE_ABOVE`` rows is compared."""
     ref_rows = reference.rows
     act_bindings = actual.get("results", _NOTHING).get("bindings", ())
-    act_vars = list(dict.fromkeys(actual.get("head", _NOTHING).get("vars", ())))
+    if table is None or table.bindings is not act_bindings:
+        table = Table(act_bindings)
+    act_vars = actual.get("head", _NOTHING).get("vars", ())
+    if len(set(act_vars)) != len(act_vars):  # (a name repeated: counted once)
+        act_vars = list(dict.fromkeys(act_vars))
     required = reference.required
     if not ref_rows and not act_bindings:
         return float(len(act_vars) >= len(required))
@@ -175,8 +179,6 @@ def select_score(
         return 0.0
     if ordered and ref_rows != len(act_bindings):
         return 0.0
-    if table is None or table.bindings is not act_bindings:
-        table = Table(act_bindings)
     small = len(act_bindings) <= _SAMPLE_ABOVE
     if small:
         try:
@@ -228,7 +230,9 @@ def _by_kinds(
             return None  # (the general path reads no first cell then)
         if kind == NUMBER:
             numbers = True
-    kinds = list(map(act.first_kind, act_vars))
+    miss = None if numbers else 0.0  # (no close numbers without numbers)
+    # (called from bytecode, not from ``map``: a Python call from C starts a new frame loop)
+    kinds = [act.first_kind(var) for var in act_vars]
     picked = []
     for kind, _ in ref_cols:
         count = kinds.count(kind)
@@ -239,15 +243,28 @@ def _by_kinds(
         picked.append(act_vars[kinds.index(kind)])
     if len(set(picked)) != len(picked):
         return None  # (two reference columns of one kind: the general path searches)
-    columns = list(map(act.column, picked))
-    for (act_kind, _), (ref_kind, _) in zip(columns, ref_cols):
-        if act_kind != ref_kind:
-            return None if numbers else 0.0
-    if _rows(list(map(_VALUES, ref_cols)), ordered, ignore_duplicates) == _rows(
-        list(map(_VALUES, columns)), ordered, ignore_duplicates
-    ):
-        return 1.0
-    return None if numbers else 0.0
+    columns = [act.column(var) for var in picked]
+    for (act_kind, act_values), (ref_kind, ref_values) in zip(columns, ref_cols):
+        # Equal rows (as lists, multisets or sets) have the same values in each column: a
+        # first value missing on either side decides without the rows.
+        if (
+            act_kind != ref_kind
+            or ref_values[0] not in act_values
+            or act_values[0] not in ref_values
+        ):
+            return miss
+    ref_lists = [values for _, values in ref_cols]
+    act_lists = [values for _, values in columns]
+    if ordered or not ignore_duplicates:
+        same = _rows(ref_lists, ordered, ignore_duplicates) == _rows(
+            act_lists, ordered, ignore_duplicates
+        )
+    else:  # (the usual rows compared as sets: ``_rows`` written out)
+        same = set(zip(*ref_lists)) == set(zip(*act_lists))
+    return 1.0 if same else miss
+
+
+_NO_COLUMN: Any = object()  # (no actual column has the kind)
 
 
 def numbers_close(a: Any, b: Any) -> bool:

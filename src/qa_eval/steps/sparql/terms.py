@@ -95,33 +95,36 @@ def parse_sparql_json(data: Any) -> dict[str, Any]:
     if not isinstance(results, dict) or not isinstance(results.get("bindings"), list):
         raise SparqlResultError("missing 'results.bindings' list (and no 'boolean')")
     bindings = results["bindings"]
-    if not _all_instances(bindings, dict):
+    if len(bindings) > _ONE_PASS_ROWS:
+        every = all(map(isinstance, bindings, repeat(dict)))
+    else:  # (one interpreted loop: faster than a C-level pass over a few)
+        every = True
+        for binding in bindings:
+            if not isinstance(binding, dict):
+                every = False
+                break
+    if not every:
         row = next(i for i, b in enumerate(bindings) if not isinstance(b, dict))
         raise SparqlResultError(
             f"results.bindings[{row}]: a binding must be an object, got {_type_name(bindings[row])}"
         )
-    head = data.get("head", {})
-    if not isinstance(head, dict) or not isinstance(head.get("vars", []), list):
+    head = data.get("head", _NO_HEAD)
+    names = head.get("vars", _NO_NAMES) if isinstance(head, dict) else None
+    if not isinstance(names, list):
         raise SparqlResultError("'head.vars' must be a list")
-    names = head.get("vars", ())
-    if not _all_instances(names, str):
+    try:
+        "".join(names)  # every name a string, checked in one C loop
+    except TypeError:
         position = next(i for i, var in enumerate(names) if not isinstance(var, str))
         raise SparqlResultError(
             f"head.vars[{position}]: a variable name must be a string, "
             f"got {_type_name(names[position])}"
-        )
+        ) from None
     return data
 
 
-def _all_instances(items: Sequence[Any], kind: type) -> bool:
-    """Whether every item is a ``kind``: one interpreted loop up to ``_ONE_PASS_ROWS`` items
-    (twice as fast as a C-level pass over a few), one C-level pass over more."""
-    if len(items) > _ONE_PASS_ROWS:
-        return all(map(isinstance, items, repeat(kind)))
-    for item in items:  # noqa: SIM110 (a generator in all() would be slower than the passes)
-        if not isinstance(item, kind):
-            return False
-    return True
+_NO_HEAD: Mapping[str, Any] = {}
+_NO_NAMES: list[str] = []  # (read only)
 
 
 def _type_name(value: Any) -> str:
@@ -244,57 +247,51 @@ def _all_strings(values: list[Any]) -> bool:
 
 _ONE_PASS_ROWS = 128
 """Up to this many rows, a column of one usual kind is read in one interpreted pass over its
-cells (``_one_pass``): 1.5-3 times faster than the C-level passes of ``_column``, which are
-faster from about 200 rows."""
+cells (in ``_column``): 1.5-3 times faster than the C-level passes of ``_column_in_passes``,
+which are faster from about 200 rows."""
 
 
 def _column(bindings: Sequence[Mapping[str, Any]], var: str) -> tuple[Hashable, list[Value]]:
     """Read one column: its kind and the canonical value of every row."""
     if 0 < len(bindings) <= _ONE_PASS_ROWS:
+        # A column whose cells are all IRIs, all plain literals (no key but type and value) or
+        # all literals of the first cell's datatype, read in one pass (a column of any other
+        # cells, a row without the variable, a cell that is not a mapping: read the long way,
+        # which gives the same for these).
         try:
-            read = _one_pass(bindings, var)
-        except (KeyError, TypeError):  # a row without the variable, a cell that is not a term
-            read = None
-        if read is not None:
-            return read
+            first = bindings[0][var]
+            term_type = first["type"]
+            values: list[Any] = []
+            append = values.append
+            if term_type == "uri":
+                for binding in bindings:
+                    cell = binding[var]
+                    value = cell["value"]
+                    if cell["type"] != "uri" or type(value) is not str:
+                        break
+                    append(value)
+                else:
+                    return IRI, values
+            elif term_type == "literal":
+                if len(first) == 2:
+                    for binding in bindings:
+                        cell = binding[var]
+                        value = cell["value"]
+                        if cell["type"] != "literal" or len(cell) != 2 or type(value) is not str:
+                            break
+                        append(value)
+                    else:
+                        return LITERAL, values
+                else:
+                    datatype = first["datatype"]
+                    if len(first) == 3 and type(datatype) is str:
+                        typed = _literals_of(bindings, var, datatype)
+                        read = None if typed is None else _typed_values(datatype, typed)
+                        if read is not None:
+                            return read
+        except (KeyError, TypeError):
+            pass
     return _column_in_passes(bindings, var)
-
-
-def _one_pass(
-    bindings: Sequence[Mapping[str, Any]], var: str
-) -> tuple[Hashable, list[Value]] | None:
-    """``_column`` of a column whose cells are all IRIs, all plain literals (no key but type and
-    value) or all literals of the first cell's datatype, read in one pass; None for any other
-    column (``KeyError``/``TypeError`` for a missing cell or one that is not a mapping): the
-    caller reads it the long way, which gives the same for these."""
-    first = bindings[0][var]
-    term_type = first["type"]
-    values: list[Any] = []
-    append = values.append
-    if term_type == "uri":
-        for binding in bindings:
-            cell = binding[var]
-            value = cell["value"]
-            if cell["type"] != "uri" or type(value) is not str:
-                return None
-            append(value)
-        return IRI, values
-    if term_type != "literal":
-        return None
-    size = len(first)
-    if size == 2:
-        for binding in bindings:
-            cell = binding[var]
-            value = cell["value"]
-            if cell["type"] != "literal" or len(cell) != 2 or type(value) is not str:
-                return None
-            append(value)
-        return LITERAL, values
-    datatype = first["datatype"]
-    if size != 3 or type(datatype) is not str:
-        return None
-    typed = _literals_of(bindings, var, datatype)
-    return None if typed is None else _typed_values(datatype, typed)
 
 
 def _literals_of(
