@@ -100,7 +100,16 @@ def _first_strings(sparql: Any) -> list[Any]:
     values a matching result holds as written (JSON text without escapes spells them out)."""
     if not isinstance(sparql, SparqlReference):
         return []
-    return [values[0] for kind, values in sparql.columns if kind in _AS_WRITTEN and values]
+    derived = sparql.derived  # (found once per reference: every candidate's hint reads them)
+    found: list[Any] | None = derived.get(_FIRST)
+    if found is None:
+        found = derived[_FIRST] = [
+            values[0] for kind, values in sparql.columns if kind in _AS_WRITTEN and values
+        ]
+    return found
+
+
+_FIRST = "first strings"
 
 
 _AS_WRITTEN = (IRI, LITERAL)
@@ -110,7 +119,8 @@ _BOOLEAN_TEXTS = {True: "true", False: "false"}
 def _distinct_counts(sparql: SparqlReference) -> tuple[int, int]:
     """The fewest and the most distinct values a required column of a SPARQL reference has (1
     for a column of numbers, which the tolerant comparison may merge), each at least 1."""
-    counts = [1 if kind in (NUMBER, MIXED) else len(set(values)) for kind, values in sparql.columns]
+    terms = sparql.distinct_terms()  # (shared with the explanations)
+    counts = [1 if kind in (NUMBER, MIXED) else len(found) for kind, found in terms]
     return max(1, min(counts, default=1)), max(1, max(counts, default=1))
 
 
@@ -130,6 +140,14 @@ def _timeseries() -> Any:
     from . import timeseries
 
     return timeseries
+
+
+@cache
+def _select_bound() -> Callable[..., tuple[int, float] | None]:
+    """``steps.sparql.explain.select_bound``, imported when a SPARQL step is first bounded."""
+    from .sparql.explain import select_bound
+
+    return select_bound
 
 
 @cache
@@ -327,7 +345,8 @@ class StepScorer:
         required = len(sparql.required)
         if not required:
             return 1.0, False
-        columns = len(dict.fromkeys((checked.get("head") or {}).get("vars") or ()))
+        act_vars = list(dict.fromkeys((checked.get("head") or {}).get("vars") or ()))
+        columns = min(len(act_vars), required)
         raw = ref.raw
         if raw.get("ordered", False) or not raw.get("ignore_duplicates", True):
             # Rows compared as lists or multisets: at most the fewer rows are in common.
@@ -336,7 +355,21 @@ class StepScorer:
             # As sets: the rows in common are at most the actual rows, out of at least as many
             # reference rows as a found column has distinct values.
             common = min(1.0, len(rows) / self._distinct(ref)[0])
-        return 0.5 * min(columns, required) / required + 0.5 * common, False
+        table = self._tables.get(act_index)
+        if table is not None:
+            # What the columns read already (by matching) tell: which can pair, and a bound of
+            # the rows in common.
+            try:
+                terms = _select_bound()(sparql, table, act_vars, len(rows))
+            except (SparqlResultError, TypeError):
+                terms = None  # (the explanation reports it)
+            if terms is not None:
+                found, most = terms
+                if not found:
+                    return 0.0, True  # no column pairs: the explanation's closeness is 0
+                columns = min(columns, found)
+                common = min(common, most)
+        return 0.5 * columns / required + 0.5 * common, False
 
     def _explain(self, ref: ReferenceStep, act_index: int) -> tuple[float, Text]:
         act = self.actual[act_index]

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any, cast
 
 from .match import SparqlReference, tolerant_columns
 from .terms import BNODE, BOOLEAN, IRI, LITERAL, MIXED, NAN, NUMBER, UNBOUND, Table, Value
 
-__all__ = ["Text", "explain_sparql_results", "sparql_explanation"]
+__all__ = ["Text", "explain_sparql_results", "select_bound", "sparql_explanation"]
 
 _SHOWN_ROWS = 3
 
@@ -60,7 +61,7 @@ def _show(kind: Hashable, value: Value) -> str:
     return text
 
 
-_Distinct = tuple[Hashable, set[Any]]
+_Distinct = tuple[Hashable, AbstractSet[Any]]
 """A column's distinct terms: its kind and its set of values, or ``MIXED`` and its set of
 (kind, value) pairs; the values are not paired with one kind, which every value shares."""
 
@@ -174,16 +175,23 @@ def _explain_select(
     read = _columns_that_matter(ref_cols, table, act_vars, required)
     act_cols = {v: table.column(v) for v in read}
     tolerant = tolerant_columns(ref_cols, table, act_vars)
-    if tolerant is not None:
+    if tolerant is None:
+        # The distinct terms of each column, found once per reference and per result.
+        ref_sets = cast(list[_Distinct], reference.distinct_terms())
+        act_sets = {v: _distinct(*column) for v, column in act_cols.items()}
+    else:
         ref_cols, table = tolerant
         act_cols = {v: table.column(v) for v in read}
-    paired, taken = _pair_columns(ref_cols, act_vars, act_cols, required)
+        ref_sets = [_distinct(*column) for column in ref_cols]
+        act_sets = {v: _distinct(*column) for v, column in act_cols.items()}
+    paired, taken = _pair_sets(ref_sets, act_vars, act_sets, required)
     missing_cols = [required[i] for i in range(len(required)) if i not in paired]
     found = sorted(paired)
     closeness = 0.5 * len(found) / len(required)
     rows: _RowDifferences | None = None
     if found:
         rows = _RowDifferences(
+            _projected(reference, found) if tolerant is None else None,
             [ref_cols[i] for i in found],
             [act_cols[paired[i]][1] for i in found],
             [required[i] for i in found],
@@ -210,6 +218,70 @@ def _explain_select(
     return closeness, text
 
 
+def select_bound(
+    reference: SparqlReference, table: Table, act_vars: list[str], rows: int
+) -> tuple[int, float] | None:
+    """Upper bounds of what ``_explain_select`` finds against a result of ``rows`` rows, from
+    what is known of its columns without reading one: the columns it can pair, and the share
+    of rows in common. A column pairs only with one sharing a term; the rows in common hold in a
+    paired column only the ``shared`` terms of its ``distinct`` ones, so at least ``distinct -
+    shared`` of the reference's rows are not in common. A column not read yet may share any
+    term, unless it holds only numbers of a kind no reference column has (``_columns_that_matter``
+    leaves it out). ``None`` when the tolerance for numbers may merge terms (a reference column
+    of numbers or of mixed kinds)."""
+    ref_sets = reference.distinct_terms()
+    ref_kinds = set()
+    for kind, _ in ref_sets:
+        if kind in (NUMBER, MIXED):
+            return None
+        ref_kinds.add(kind)
+    names = reference.required
+    is_read = table.is_read
+    act_sets = []
+    unknown = 0  # (columns not read, which may share any term)
+    for var in act_vars:
+        if is_read(var):
+            act_sets.append(_distinct(*table.column(var)))
+        elif var in names:
+            unknown += 1
+        else:
+            kinds = table.numbers_only(var)
+            if kinds is None or not kinds.isdisjoint(ref_kinds):
+                unknown += 1
+    found = 0
+    common = 0.0
+    total = reference.rows
+    sharing: set[int] = set()  # (the columns read sharing a term with some column)
+    for ref_pair in ref_sets:
+        kind, ref_set = ref_pair
+        most = min(len(ref_set), rows) if unknown else 0
+        for position, act_pair in enumerate(act_sets):
+            if act_pair[0] == MIXED:
+                shared = _shared(ref_pair, act_pair)
+            else:
+                shared = len(ref_set & act_pair[1]) if kind == act_pair[0] else 0
+            if shared:
+                sharing.add(position)
+                if shared > most:
+                    most = shared
+        if most:
+            found += 1
+            common = max(common, (total - len(ref_set) + most) / total)
+    return min(found, len(sharing) + unknown), common
+
+
+def _projected(reference: SparqlReference, found: list[int]) -> dict[tuple[Value, ...], None]:
+    """The reference's distinct rows (in order) projected on the columns at ``found``, found
+    once per reference and columns."""
+    key = tuple(found)
+    derived = reference.derived
+    rows: dict[tuple[Value, ...], None] | None = derived.get(key)
+    if rows is None:
+        columns = reference.columns
+        rows = derived[key] = dict.fromkeys(zip(*[columns[i][1] for i in found]))
+    return rows
+
+
 def _columns_that_matter(
     ref_cols: list[tuple[Hashable, list[Value]]],
     table: Table,
@@ -224,8 +296,9 @@ def _columns_that_matter(
         return act_vars
     names = set(required)
     out = []
+    numbers_only = table.numbers_only  # (a column left out shares no term, read or not)
     for var in act_vars:
-        kinds = None if var in names else table.number_kinds(var)
+        kinds = None if var in names else numbers_only(var)
         if kinds is None or not kinds.isdisjoint(ref_kinds):
             out.append(var)
     return out
@@ -239,20 +312,31 @@ def _pair_columns(
 ) -> tuple[dict[int, str], set[str]]:
     """Each reference column (by position) paired with the actual column sharing most of its
     values, and the actual columns so taken."""
-    act_pairs = {v: _distinct(*column) for v, column in act_cols.items()}
+    act_sets = {v: _distinct(*column) for v, column in act_cols.items()}
+    return _pair_sets([_distinct(*column) for column in ref_cols], act_vars, act_sets, required)
+
+
+def _pair_sets(
+    ref_sets: list[_Distinct],
+    act_vars: list[str],
+    act_sets: Mapping[str, _Distinct],
+    required: list[str],
+) -> tuple[dict[int, str], set[str]]:
+    """``_pair_columns`` of the columns' distinct terms (``act_sets``: of the actual columns
+    that may share a term with a reference column)."""
     ranked = []  # (share of the reference column's terms, other name, position, i, var)
-    for i, (kind, values) in enumerate(ref_cols):
-        ref_pair = _distinct(kind, values)
-        size = len(ref_pair[1])
+    for i, ref_pair in enumerate(ref_sets):
+        kind, ref_set = ref_pair
+        size = len(ref_set)
         name = required[i]
         for position, var in enumerate(act_vars):
-            act_pair = act_pairs.get(var)
+            act_pair = act_sets.get(var)
             if act_pair is None:  # a column that shares no value with a reference column
                 continue
             if kind == MIXED or act_pair[0] == MIXED:
                 shared = _shared(ref_pair, act_pair)
             else:  # one kind on each side (_shared inlined: this runs per pair of columns)
-                shared = len(ref_pair[1] & act_pair[1]) if kind == act_pair[0] else 0
+                shared = len(ref_set & act_pair[1]) if kind == act_pair[0] else 0
             if shared:
                 ranked.append((-shared / size, var != name, position, i, var))
     ranked.sort()
@@ -295,44 +379,70 @@ def _columns_not_found(
 
 
 class _RowDifferences:
-    """The rows projected on the columns found: the rows missing and extra and the share in
-    common, found at once; ``texts`` says what differs, when asked."""
+    """The rows projected on the columns found: the share in common found at once, the rows
+    missing and extra when ``texts`` says what differs."""
 
     __slots__ = (
-        "act_rows",
+        "_act_set",
+        "_diff",
+        "act_found",
         "common",
-        "extra",
         "ignore_duplicates",
         "kinds",
-        "missing",
         "names",
         "ordered",
-        "ref_rows",
+        "ref_distinct",
+        "ref_found",
     )
 
     def __init__(
         self,
+        ref_distinct: dict[tuple[Value, ...], None] | None,
         ref_found: list[tuple[Hashable, list[Value]]],
         act_found: list[list[Value]],
         names: list[str],
         ordered: bool,
         ignore_duplicates: bool,
     ) -> None:
-        self.ref_rows = list(zip(*[values for _, values in ref_found]))
-        self.act_rows = list(zip(*act_found))
+        """``ref_distinct``: the reference's distinct rows on the columns found, if known."""
+        self.ref_found = ref_found
+        self.act_found = act_found
         self.kinds = [kind for kind, _ in ref_found]
         self.names = names
         self.ordered = ordered
         self.ignore_duplicates = ignore_duplicates
-        self.missing, self.extra, self.common = _missing_and_extra(
-            self.ref_rows, self.act_rows, ordered, ignore_duplicates
-        )
+        self._diff: tuple[list[Any], list[Any], list[Any], list[Any]] | None = None
+        if ignore_duplicates and not ordered:
+            # As sets: the rows in common, counted in C; which rows differ, when shown.
+            if ref_distinct is None:
+                ref_distinct = dict.fromkeys(zip(*[values for _, values in ref_found]))
+            self.ref_distinct = ref_distinct
+            act_set = self._act_set = set(zip(*act_found))
+            self.common = len(act_set.intersection(ref_distinct)) / max(
+                len(ref_distinct), len(act_set)
+            )
+        else:
+            ref_rows = list(zip(*[values for _, values in ref_found]))
+            act_rows = list(zip(*act_found))
+            missing, extra, self.common = _missing_and_extra(
+                ref_rows, act_rows, ordered, ignore_duplicates
+            )
+            self._diff = (missing, extra, ref_rows, act_rows)
+
+    def _differences(self) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
+        """(rows missing, extra rows, the reference's rows, the actual rows)."""
+        if self._diff is None:
+            ref_set, act_set = self.ref_distinct, self._act_set
+            missing = [r for r in ref_set if r not in act_set]
+            extra = [r for r in dict.fromkeys(zip(*self.act_found)) if r not in ref_set]
+            self._diff = (missing, extra, [], [])  # (the rows are read only when ordered)
+        return self._diff
 
     def texts(self, on: str) -> list[str]:
         """The rows missing and extra (the first few shown), else the order or the
         repetitions that differ."""
-        missing, extra, names, kinds = self.missing, self.extra, self.names, self.kinds
-        ref_rows, act_rows = self.ref_rows, self.act_rows
+        missing, extra, ref_rows, act_rows = self._differences()
+        names, kinds = self.names, self.kinds
         texts = []
         if missing:
             texts.append(_listing(missing, "rows missing", names, kinds, on))

@@ -6,6 +6,7 @@ that differ by less than the tolerance.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
 import math
@@ -14,7 +15,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any, cast
 
-from ...vocabulary.frozen import Mutable, slotted
+from ...vocabulary.frozen import FACTORY, Mutable, slotted
 from .terms import (
     MIXED,
     NUMBER,
@@ -72,6 +73,12 @@ class SparqlReference(Mutable):
     rows: int
     required: list[str]
     columns: list[tuple[Hashable, list[Value]]]
+    derived: dict[Hashable, Any] = dataclasses.field(
+        default_factory=dict, repr=False, compare=False
+    )
+    """What explanations derive from the columns (their distinct terms, the rows projected on
+    some of them), filled when first needed: a reference step is explained against several
+    candidates, and its hint and bounds read the same."""
 
     def __init__(
         self,
@@ -79,12 +86,26 @@ class SparqlReference(Mutable):
         rows: int,
         required: list[str],
         columns: list[tuple[Hashable, list[Value]]],
+        derived: dict[Hashable, Any] = FACTORY,
     ) -> None:
         # The fields in order, as @dataclass would write it (see qa_eval.vocabulary.frozen).
         self.boolean = boolean
         self.rows = rows
         self.required = required
         self.columns = columns
+        self.derived = {} if derived is FACTORY else derived
+
+    def distinct_terms(self) -> list[tuple[Hashable, frozenset[Value]]]:
+        """Each column's kind and distinct terms (its (kind, value) pairs when mixed), found
+        once for the hints, bounds and explanations that read them."""
+        derived = self.derived
+        terms: list[tuple[Hashable, frozenset[Value]]] | None = derived.get(_TERMS)
+        if terms is None:
+            terms = derived[_TERMS] = [(kind, frozenset(values)) for kind, values in self.columns]
+        return terms
+
+
+_TERMS = "distinct terms"
 
 
 def prepare_reference(

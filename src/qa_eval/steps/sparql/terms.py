@@ -440,3 +440,21 @@ class Table:
         if column is None:
             column = self._columns[var] = _column(self.bindings, var)
         return column
+
+    _numbers: dict[str, frozenset[Hashable] | None] | None = None  # see ``numbers_only``
+
+    def numbers_only(self, var: str) -> frozenset[Hashable] | None:
+        """``number_kinds`` as first found (a column read since keeps it): whether a column
+        holds only numeric literals of one datatype, asked once for every reference step
+        explained against this result."""
+        known = self._numbers
+        if known is None:
+            known = self._numbers = {}
+        found = known.get(var, self)
+        if found is self:
+            found = known[var] = self.number_kinds(var)
+        return found  # type: ignore[return-value]
+
+    def is_read(self, var: str) -> bool:
+        """Whether the column has been read (its values are known at no cost)."""
+        return var in self._columns
