@@ -102,7 +102,7 @@ _ARGS_ACTUALS = [
 
 _JSON_REFERENCES = [
     {"name": "get", "output": text, "output_media_type": "application/json"}
-    for text in ('{"a": 1, "b": [1, "x"]}', '{"a": true}', "[]", '"s"')
+    for text in ('{"a": 1, "b": [1, "x"]}', '{"a": true, "c": "x y"}', '["x y", 1]', "[]", '"s"')
 ]
 _JSON_ACTUALS = [
     _actual("get", output)
@@ -112,6 +112,11 @@ _JSON_ACTUALS = [
         '{"\\u0061": 1, "b": [1, "\\u0078"]}',  # escapes
         '{"a": 1, "b": [1, "y"]}',
         '{"a": true}',
+        '{"a": true, "c": "x y"}',
+        '{"c": "x\\u0020y", "a": true}',
+        '[ "x y" , 1.0 ]',
+        '["x\\u0020y", 1]',
+        '["x y"]',
         '{"a": 1}',
         "[]",
         '"s"',
@@ -260,6 +265,14 @@ def _json_text_equal(scorer: StepScorer, ref: Any, a: int) -> bool:
     return json.dumps(ref.parsed, sort_keys=True) == json.dumps(value, sort_keys=True)
 
 
+def _json_text_unescaped(scorer: StepScorer, ref: Any, a: int) -> bool:
+    """A tempting signature: the reference's strings between quotes in the text (escapes
+    aside)."""
+    values = ref.parsed.values() if isinstance(ref.parsed, dict) else [ref.parsed]
+    text = str(scorer.actual[a].get("output"))
+    return all(f'"{v}"' in text for v in values if isinstance(v, str))
+
+
 def _raw_values_equal(scorer: StepScorer, ref: Any, a: int) -> bool:
     """A tempting signature: every argument the reference sets equal as written."""
     got = scorer.actual[a].get("args")
@@ -286,6 +299,7 @@ def _text_stripped(scorer: StepScorer, ref: Any, a: int) -> bool:
         (COMPARE_TEXT, _text_stripped),
         (COMPARE_ARGS, _json_text_equal),
         (COMPARE_JSON, _json_text_equal),
+        (COMPARE_JSON, _json_text_unescaped),
         (COMPARE_TIME_SERIES, _raw_values_equal),
         (COMPARE_DATA_POINTS, _raw_values_equal),
     ],

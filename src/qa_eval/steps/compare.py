@@ -54,7 +54,7 @@ from .outputs import (
     shown,
     text_difference,
 )
-from .signatures import arguments_may_match, iri_may_be_in
+from .signatures import arguments_may_match, iri_may_be_in, json_may_be_in
 from .sparql.match import (
     SparqlReference,
     boolean_score,
@@ -275,10 +275,10 @@ class StepScorer:
         value = self._json.get(act_index, _MISSING)
         if value is _MISSING:
             output = self.actual[act_index].get("output")
-            if output is None:
-                return False  # (a problem: no match)
-            if type(output) is not str:
-                return True  # (the comparison decides)
+            if type(output) is not str:  # (none: a problem, no match; a value: compared)
+                return output is not None
+            if not json_may_be_in(wanted, output):
+                return False  # (decided from the text, unparsed)
             value = self._parse(act_index, output)
         if type(value) is OutputParseError:
             return False  # (a problem: no match)
