@@ -224,6 +224,8 @@ def text_difference(reference: str, actual: Any) -> str:
     if not isinstance(actual, str):
         return f"the output is {_json_kind(actual)}, expected text"
     ref_lines, act_lines = reference.splitlines(), actual.splitlines()
+    if ref_lines and act_lines and ref_lines[0] != act_lines[0]:  # (the usual case, at once)
+        return f"line 1: reference {shown(ref_lines[0])}, actual {shown(act_lines[0])}"
     for number, (ref_line, act_line) in enumerate(zip(ref_lines, act_lines), start=1):
         if ref_line != act_line:
             return f"line {number}: reference {shown(ref_line)}, actual {shown(act_line)}"
