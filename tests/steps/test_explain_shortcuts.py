@@ -210,3 +210,27 @@ def test_explanations_are_those_the_long_way_gives(
         matches, _ = match_steps(groups, scorer)
         texts.append(explain(groups, scorer, matches, error))
     assert texts[0] == texts[1]
+
+
+def _text_difference_long(reference: str, actual: Any) -> str:
+    """``text_difference`` as it was: every line compared in one loop."""
+    if not isinstance(actual, str):
+        return f"the output is {_json_kind(actual)}, expected text"
+    ref_lines, act_lines = reference.splitlines(), actual.splitlines()
+    for number, (ref_line, act_line) in enumerate(zip(ref_lines, act_lines), start=1):
+        if ref_line != act_line:
+            return f"line {number}: reference {shown(ref_line)}, actual {shown(act_line)}"
+    if len(ref_lines) != len(act_lines):
+        return f"the output has {len(act_lines)} lines, the reference {len(ref_lines)}"
+    return "the outputs differ in line endings or white space at the end"
+
+
+_TEXTS = st.text(alphabet=st.sampled_from(["a", "b", " ", "\n", "\r", "\u2028", "\t"]), max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TEXTS, st.one_of(_TEXTS, st.sampled_from([None, 1, ["a"]])))
+def test_text_difference_is_the_difference_the_line_loop_finds(reference: str, actual: Any) -> None:
+    from qa_eval.steps.outputs import text_difference
+
+    assert text_difference(reference, actual) == _text_difference_long(reference, actual)

@@ -2,8 +2,9 @@
 
 ``StepScorer.may_match`` rules a candidate out before the "on its own this step would match" hint
 compares it in full (SPARQL: the first row's values in the text, an ASK result, fewer rows than
-a required column has distinct values; retrieval: no reference id in the text): whenever it says
-no, the full comparison scores 0. ``_closest`` compares candidates in the order of their cheap
+a required column has distinct values; retrieval: no reference id in the text; the other kinds:
+test_may_match_kinds.py): whenever it says no, the full comparison scores 0. ``_closest``
+compares candidates in the order of their cheap
 bounds (``closeness_bound``: never below the closeness ``explain`` gives, equal to it when it
 says so) and explains only those that can still be the closest: it shows the candidate, and the
 text, that explaining every candidate in full shows."""
@@ -377,34 +378,6 @@ def test_a_sparql_value_on_one_short_line_is_shown_as_the_split_and_join_show_it
     joined = " ".join(text.split())
     expected = joined if len(joined) <= 60 else joined[:59] + "…"
     assert sparql_explain._shown(text) == expected
-
-
-_UNSIGNED_REFERENCES = [
-    {"name": "iri_discovery", "output": "urn:x", "output_media_type": "text/uri"},
-    {"name": "retrieve_time_series", "args": {"mrid": "m1"}},
-    {"name": "retrieve_data_points", "args": {"external_id": "e1"}},
-    {"name": "get", "output": '{"a": 1}', "output_media_type": "application/json"},
-    {"name": "get", "args": {"q": "x"}},
-    {"name": "get", "output": "text"},
-]
-
-
-@settings(max_examples=100, deadline=None)
-@given(
-    st.sampled_from(_UNSIGNED_REFERENCES),
-    st.sampled_from(['{"a": 2}', "other", "urn:y", "not json", _select_text(["urn:z"])]),
-)
-def test_may_match_says_yes_to_every_kind_it_has_no_signature_for(
-    reference: dict[str, Any], output: str
-) -> None:
-    """The hint asks ``may_match`` only of the ``SIGNED`` kinds: of any other it says True."""
-    from qa_eval.steps.compare import SIGNED
-
-    ref = prepared_groups([[reference]])[0][0]
-    assert ref.kind not in SIGNED
-    names = ["autocomplete_search"] if ref.kind == "iri_discovery" else [reference["name"]]
-    steps = [{"name": n, "status": "success", "output": output, "args": {}} for n in names]
-    assert StepScorer(steps).may_match(ref, 0)
 
 
 def _explain_select_long(

@@ -37,6 +37,7 @@ from .kinds import (
     COMPARE_JSON,
     COMPARE_RETRIEVAL,
     COMPARE_SPARQL,
+    COMPARE_TEXT,
     COMPARE_TIME_SERIES,
     ReferenceStep,
 )
@@ -51,6 +52,7 @@ from .outputs import (
     shown,
     text_difference,
 )
+from .signatures import arguments_may_match, iri_may_be_in, json_may_be_in
 from .sparql.match import (
     SparqlReference,
     compare_sparql_results,
@@ -72,8 +74,9 @@ GRADED = frozenset((COMPARE_SPARQL, COMPARE_RETRIEVAL))
 """The kinds whose explanations grade how close a candidate is: ``closeness_bound`` of any
 other kind is 0, and exact."""
 
-SIGNED = frozenset((COMPARE_SPARQL, COMPARE_RETRIEVAL))
-"""The kinds ``may_match`` can rule a candidate out for: of any other kind it says True."""
+_BY_ARGUMENTS = (COMPARE_TIME_SERIES, COMPARE_DATA_POINTS)
+SIGNED = GRADED | {COMPARE_IRI, COMPARE_TEXT, COMPARE_ARGS, COMPARE_JSON, *_BY_ARGUMENTS}
+"""The kinds ``may_match`` can rule a candidate out for: every kind."""
 
 _MISSING = object()
 _IRI_STEPS = ("autocomplete_search", "sparql_query")
@@ -235,14 +238,44 @@ class StepScorer:
         ``would_match`` then decides. SPARQL: the text holds the values of the reference's
         first row (parsed or not), then a SELECT result with at least as many rows as a
         required column has distinct values (rows compared as sets); retrieval: the text holds
-        a reference id. Never records a problem: a step whose output is unreadable would not
-        match either."""
+        a reference id; IRI: the text holds the IRI; text: the outputs are equal; arguments
+        and JSON: Python's equality (looser than JSON's); time series and data points: the
+        arguments compared as strings or instants (``steps.signatures``). Never records a
+        problem: a step whose output is unreadable or missing would not match either."""
         kind = ref.kind
         if kind == COMPARE_SPARQL:
             return self._sparql_may_match(ref, act_index)
-        if kind == COMPARE_RETRIEVAL and act_index not in self._contexts:
-            return ids_may_be_in(ref.parsed, self.actual[act_index].get("output"))
+        act = self.actual[act_index]
+        if kind == COMPARE_TEXT:  # (the comparison itself: a test of two strings in C)
+            output = act.get("output")
+            return output is not None and ref.raw["output"] == output
+        if kind == COMPARE_ARGS:  # (``json_equal``'s first test)
+            return bool(ref.raw.get("args") == act.get("args"))
+        if kind == COMPARE_IRI:
+            return iri_may_be_in(ref.parsed, act.get("output"))
+        if kind == COMPARE_JSON:
+            return self._json_may_match(ref.parsed, act_index)
+        if kind == COMPARE_RETRIEVAL:
+            return act_index in self._contexts or ids_may_be_in(ref.parsed, act.get("output"))
+        if kind in _BY_ARGUMENTS:
+            return arguments_may_match(kind, ref.raw.get("args"), act)
         return True
+
+    def _json_may_match(self, wanted: Any, act_index: int) -> bool:
+        """``may_match`` of a JSON output: the output parsed (once, as the comparison would
+        parse it) and equal to ``wanted`` by Python's equality, which holds whenever
+        ``json_equal`` does."""
+        value = self._json.get(act_index, _MISSING)
+        if value is _MISSING:
+            output = self.actual[act_index].get("output")
+            if type(output) is not str:  # (none: a problem, no match; a value: compared)
+                return output is not None
+            if not json_may_be_in(wanted, output):
+                return False  # (decided from the text, unparsed)
+            value = self._parse(act_index, output)
+        if type(value) is OutputParseError:
+            return False  # (a problem: no match)
+        return bool(wanted == value)
 
     def _sparql_may_match(self, ref: ReferenceStep, act_index: int) -> bool:
         sparql = ref.parsed

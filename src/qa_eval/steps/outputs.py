@@ -187,32 +187,34 @@ def json_difference(reference: Any, actual: Any, path: str = "$") -> str | None:
     if json_equal(reference, actual):
         return None
     if isinstance(reference, dict) and isinstance(actual, dict):
-        for key in reference:
-            if key not in actual:
-                return f"{path}: key {shown(key)} missing"
-        for key in actual:
-            if key not in reference:
-                return f"{path}: extra key {shown(key)}"
+        if reference.keys() != actual.keys():  # (the same keys: neither loop finds one)
+            for key in reference:
+                if key not in actual:
+                    return f"{path}: key {shown(key)} missing"
+            for key in actual:
+                if key not in reference:
+                    return f"{path}: extra key {shown(key)}"
         for key, value in reference.items():
             other = actual[key]
-            if type(value) is type(other) and type(value) in _SCALARS and value == other:
-                continue  # (equal in JSON: the usual key of a differing object)
+            if type(value) is type(other) and type(value) in _SCALARS:
+                if value == other:
+                    continue  # (equal in JSON: the usual key of a differing object)
+                # (unequal in JSON, of one kind: the text the recursion gives, at once)
+                return f"{path}.{key}: reference {shown(value)}, actual {shown(other)}"
             found = json_difference(value, other, f"{path}.{key}")
             if found is not None:
                 return found
     if isinstance(reference, list) and isinstance(actual, list):
         for i, (ref_item, act_item) in enumerate(zip(reference, actual)):
-            if (
-                type(ref_item) is type(act_item)
-                and type(ref_item) in _SCALARS
-                and ref_item == act_item
-            ):
-                continue
+            if type(ref_item) is type(act_item) and type(ref_item) in _SCALARS:
+                if ref_item == act_item:
+                    continue
+                return f"{path}[{i}]: reference {shown(ref_item)}, actual {shown(act_item)}"
             found = json_difference(ref_item, act_item, f"{path}[{i}]")
             if found is not None:
                 return found
         return f"{path}: {len(actual)} items, expected {len(reference)}"
-    if _json_kind(reference) != _json_kind(actual):
+    if type(reference) is not type(actual) and _json_kind(reference) != _json_kind(actual):
         return f"{path}: {_json_kind(actual)}, expected {_json_kind(reference)}"
     return f"{path}: reference {shown(reference)}, actual {shown(actual)}"
 
@@ -222,6 +224,8 @@ def text_difference(reference: str, actual: Any) -> str:
     if not isinstance(actual, str):
         return f"the output is {_json_kind(actual)}, expected text"
     ref_lines, act_lines = reference.splitlines(), actual.splitlines()
+    if ref_lines and act_lines and ref_lines[0] != act_lines[0]:  # (the usual case, at once)
+        return f"line 1: reference {shown(ref_lines[0])}, actual {shown(act_lines[0])}"
     for number, (ref_line, act_line) in enumerate(zip(ref_lines, act_lines), start=1):
         if ref_line != act_line:
             return f"line {number}: reference {shown(ref_line)}, actual {shown(act_line)}"
