@@ -22,7 +22,7 @@ message naming the step and the field, in ``problems``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Hashable, Mapping, Sequence
+from collections.abc import Callable, Container, Hashable, Iterable, Mapping, Sequence
 from functools import cache
 from itertools import repeat
 from operator import itemgetter
@@ -38,6 +38,7 @@ from .kinds import (
     COMPARE_JSON,
     COMPARE_RETRIEVAL,
     COMPARE_SPARQL,
+    COMPARE_TEXT,
     COMPARE_TIME_SERIES,
     CONTEXT_ID_TYPES,
     ReferenceStep,
@@ -79,6 +80,7 @@ SIGNED = frozenset((COMPARE_SPARQL, COMPARE_RETRIEVAL))
 """The kinds ``may_match`` can rule a candidate out for: of any other kind it says True."""
 
 _MISSING = object()
+_EQUAL_FIELDS = {COMPARE_TEXT: "output", COMPARE_ARGS: "args"}  # see StepScorer.first_match
 _IRI_STEPS = ("autocomplete_search", "sparql_query")
 
 
@@ -564,3 +566,32 @@ class StepScorer:
         if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
             raise _StepProblem(f"args.k: must be a positive integer, got {short_repr(k)}")
         return ids, k
+
+    def first_match(self, ref: ReferenceStep, candidates: Iterable[int]) -> int | None:
+        """The first of ``candidates`` that ``ref`` would match (``would_match`` above 0), else
+        None: scores known are read at once, a step ``may_match`` rules out is not compared,
+        and whole texts and arguments are compared here (equal, and named as ``ref``)."""
+        kind = ref.kind
+        field = _EQUAL_FIELDS.get(kind)
+        if field is not None:  # (``_compare``'s rule, written out)
+            wanted = ref.raw.get(field)
+            for a in candidates:
+                step = self.actual[a]
+                value = step.get(field)
+                if (
+                    value == wanted
+                    and step.get("name") == ref.name
+                    and (json_equal(wanted, value) if kind == COMPARE_ARGS else value is not None)
+                ):
+                    return a
+            return None
+        scores = self._scores
+        for a in candidates:
+            score = scores.get((ref.group, ref.index, a))
+            if score is None:
+                if kind in SIGNED and not self.may_match(ref, a):
+                    continue
+                score = self.would_match(ref, a)
+            if score > 0.0:
+                return a
+        return None

@@ -34,9 +34,10 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from .compare import GRADED, SIGNED, StepScorer
+from .compare import GRADED, StepScorer
 from .kinds import COMPARE_IRI, ReferenceStep
 from .matching import Match
 from .outputs import shown
@@ -91,14 +92,15 @@ def explain_unmatched(
 
     The comparisons matching made are read back from ``scorer`` (its memo of scores, parsed
     outputs and SPARQL columns); only pairs matching never compared are compared here."""
-    stop = len(groups) - 1  # the last group not fully matched: matching stopped there
     out: dict[tuple[int, int], str] = {}
     if not matches:  # (most failing questions: nothing to count)
+        stop = len(groups) - 1
         while stop >= 0 and not groups[stop]:
             stop -= 1
         if stop >= 0:
             _explain_stopped(groups, scorer, matches, stop, 0, response_error, out)
         return out
+    stop = len(groups) - 1  # the last group not fully matched: matching stopped there
     counts = [0] * len(groups)  # matched steps per group
     partial = []
     for g, i, a, score in matches:
@@ -132,13 +134,18 @@ def _explain_stopped(
     out: dict[tuple[int, int], str],
 ) -> None:
     """Into ``out``: the texts of the unmatched steps of group ``stop`` (where matching
-    stopped, ``done`` of its steps matched) and of every group before it."""
+    stopped, ``done`` of its steps matched) and of every group before it.
+
+    The actual steps are read once for all of them: their names, and per name (or per pair of
+    names, ``iri_discovery``'s) the successful steps of that name, kept for every reference
+    step of the name."""
     steps = scorer.actual
     # One pass over the matches (a few per question): the steps matched in the groups read
     # below, and the earliest actual step matched to the group after ``stop``.
-    matched = set()
+    matched = None
     upto = len(steps)
     if matches:
+        matched = set()
         first = None
         for g, i, a, _ in matches:
             if g <= stop:
@@ -147,46 +154,89 @@ def _explain_stopped(
                 first = a
         if first is not None:
             upto = first
+    if not steps:  # (an error response, or no steps: nothing to compare)
+        _explain_no_steps(groups, stop, done, response_error, matched, out)
+        return
+    names = _names(steps)
     successful = scorer.successful()
-    # Each actual step's name, read once for every reference step below.
-    step_names = [step.get("name") for step in steps]
+    named: dict[Any, list[int]] = {}  # per name: its successful steps, in order
     if stop:  # the steps of the groups before: matching never reached them
         header = _header(stop, done, len(groups[stop]))
-        latest_first = successful[::-1]
-        would_match = scorer.would_match
-        may_match = scorer.may_match
+        first_match = scorer.first_match
         for g in range(stop):
             for ref in groups[g]:
                 if matched and (g, ref.index) in matched:
                     continue
                 # With a hint when an actual step (the latest such) would match it on its own.
-                names = _IRI_STEPS if ref.kind == COMPARE_IRI else (ref.name,)
-                signed = ref.kind in SIGNED  # (else ``may_match`` says True: not asked)
-                text = header
-                for a in latest_first:
-                    if (
-                        step_names[a] in names
-                        and (not signed or may_match(ref, a))
-                        and would_match(ref, a) > 0.0
-                    ):
-                        text = header + f" (on its own this step would match {_label(steps, a)})"
-                        break
-                out[(g, ref.index)] = text
-    usable = None
+                key = _IRI_STEPS if ref.kind == COMPARE_IRI else ref.name
+                ok = named.get(key)
+                if ok is None:
+                    ok = named[key] = _of_names(key, names, successful)
+                hint = first_match(ref, reversed(ok)) if ok else None
+                if hint is None:
+                    out[(g, ref.index)] = header
+                else:
+                    out[(g, ref.index)] = (
+                        f"{header} (on its own this step would match {_label(steps, hint)})"
+                    )
+    failed = None  # the steps that did not succeed, when some did not
+    if len(successful) < len(steps):
+        usable = set(successful)
+        failed = [a for a in range(len(steps)) if a not in usable]
     for ref in groups[stop]:
         if matched and (stop, ref.index) in matched:
             continue
-        if not steps:  # (an error response, or no steps: nothing to compare)
-            text = (
-                f"the response is an error ({shown(response_error)}) with no actual steps"
-                if response_error is not None
-                else f"the response has no actual steps (expected a {shown(ref.name)} step)"
-            )
-        else:
-            if usable is None:
-                usable = set(successful)
-            text = _explain_step(ref, scorer, usable, upto, matches, stop, step_names)
-        out[(stop, ref.index)] = text
+        key = _IRI_STEPS if ref.kind == COMPARE_IRI else ref.name
+        ok = named.get(key)
+        if ok is None:
+            ok = named[key] = _of_names(key, names, successful)
+        bad = _of_names(key, names, failed) if failed else ok[:0]
+        out[(stop, ref.index)] = _explain_step(ref, scorer, ok, bad, upto, matches, stop)
+
+
+_NAME = itemgetter("name")
+
+
+def _names(steps: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """The name of each actual step (None for a step without one)."""
+    try:
+        return list(map(_NAME, steps))  # (a checked response: every step has a name)
+    except KeyError:
+        return [step.get("name") for step in steps]
+
+
+def _of_names(key: Any, names: list[Any], positions: list[int]) -> list[int]:
+    """The ``positions`` whose step is named ``key`` (or one of ``key``, a tuple of names)."""
+    if type(key) is tuple:
+        return [a for a in positions if names[a] in key]
+    if key not in names:  # (one pass in C: the usual step of another name)
+        return []
+    return [a for a in positions if names[a] == key]
+
+
+def _explain_no_steps(
+    groups: Sequence[Sequence[ReferenceStep]],
+    stop: int,
+    done: int,
+    response_error: Any,
+    matched: set[tuple[int, int]] | None,
+    out: dict[tuple[int, int], str],
+) -> None:
+    """``_explain_stopped`` for a response without actual steps: nothing to compare."""
+    if stop:
+        header = _header(stop, done, len(groups[stop]))
+        for g in range(stop):
+            for ref in groups[g]:
+                if not matched or (g, ref.index) not in matched:
+                    out[(g, ref.index)] = header
+    for ref in groups[stop]:
+        if matched and (stop, ref.index) in matched:
+            continue
+        out[(stop, ref.index)] = (
+            f"the response is an error ({shown(response_error)}) with no actual steps"
+            if response_error is not None
+            else f"the response has no actual steps (expected a {shown(ref.name)} step)"
+        )
 
 
 @functools.lru_cache(maxsize=256)
@@ -200,25 +250,14 @@ def _header(stop: int, done: int, size: int) -> str:
 def _explain_step(
     ref: ReferenceStep,
     scorer: StepScorer,
-    successful: set[int],
+    ok: list[int],
+    failed: list[int],
     upto: int,
     matches: Sequence[Match],
     group: int,
-    step_names: list[Any],
 ) -> str:
-    """Why ``ref``, a step of the group matching stopped at, found no match (``step_names``:
-    the name of each actual step, at least one)."""
-    names = _IRI_STEPS if ref.kind == COMPARE_IRI else (ref.name,)
-    # The steps of those names, in one pass: failed ones, successful ones, and the successful
-    # ones before ``upto`` (the candidates the ordering allows).
-    failed: list[int] = []
-    ok: list[int] = []
-    for a, name in enumerate(step_names):
-        if name in names:
-            if a in successful:
-                ok.append(a)
-            else:
-                failed.append(a)
+    """Why ``ref``, a step of the group matching stopped at, found no match: ``ok`` and
+    ``failed`` are the successful and the failed actual steps of its name, in order."""
     if not failed:
         if not ok:
             if ref.kind == COMPARE_IRI:
@@ -259,17 +298,19 @@ def _closest(
         a = in_order[0]
         return f"{_label(scorer.actual, a)}: {_candidate_text(ref, scorer, a, matches)}"
     candidates = in_order[::-1][:_MAX_CANDIDATES]
-    would_match = scorer.would_match
     best_text: Text | None = None
     if ref.kind not in GRADED:
         # Every candidate that does not match is as close as any other (0): the closest is
         # the first that matches, else the first (the bounds below would give the same).
-        a = candidates[0]
-        for b in candidates:
-            if would_match(ref, b) > 0.0:
-                a = b
-                break
+        found = scorer.first_match(ref, candidates)
+        if found is None:
+            a = candidates[0]
+            best_text = scorer.explain(ref, a)[1]
+        else:
+            a = found
+            best_text = _matched_text(a, matches)
     else:
+        would_match = scorer.would_match
         # (-bound, position, the bound is the closeness): sorted, the highest bound first.
         bounds: list[tuple[float, int, bool]] = []
         for position, a in enumerate(candidates):
@@ -292,10 +333,10 @@ def _closest(
             if closeness > best or (closeness == best and position < best_position):
                 best, best_position, best_text = closeness, position, text
         a = candidates[best_position]
-    if best_text is None:
-        best_text = _candidate_text(ref, scorer, a, matches)
-    elif not isinstance(best_text, str):
-        best_text = best_text()
+        if best_text is None:
+            best_text = _candidate_text(ref, scorer, a, matches)
+        elif not isinstance(best_text, str):
+            best_text = best_text()
     return f"closest of {len(in_order)} candidates, {_label(scorer.actual, a)}: {best_text}"
 
 
@@ -305,6 +346,11 @@ def _candidate_text(
     """The text of the candidate shown: why it was left out if it matches, else why not."""
     if scorer.would_match(ref, a) <= 0.0:
         return scorer.explain(ref, a)[1]
+    return _matched_text(a, matches)
+
+
+def _matched_text(a: int, matches: Sequence[Match]) -> str:
+    """The text of a candidate shown that matches: why it was left out."""
     for g, i, b, _ in matches:
         if b == a:
             return f"it matches, but it is matched to step {i + 1} of group {g + 1}"
