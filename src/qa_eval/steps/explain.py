@@ -75,10 +75,33 @@ _cached_label = functools.lru_cache(maxsize=4096)(_spelled_label)
 
 
 def _step_error(steps: Sequence[Mapping[str, Any]], a: int) -> str:
+    """``the actual step NAME [a] (id ID) has status S: ERROR``, for a step that failed."""
     step = steps[a]
+    name = step.get("name")
+    step_id = step.get("id")
+    status = step.get("status")
     error = step.get("error")
+    if (
+        type(name) is str
+        and type(step_id) in _ID_TYPES
+        and type(status) is str
+        and type(error) in _ERROR_TYPES
+    ):
+        return _cached_step_error(name, a, step_id, status, error)
+    return _spelled_step_error(name, a, step_id, status, error)
+
+
+_ERROR_TYPES = (str, type(None))
+
+
+def _spelled_step_error(name: Any, a: int, step_id: Any, status: Any, error: Any) -> str:
+    """The text of failed actual step ``a`` from its name, id, status and error."""
     detail = f": {shown(error, 160)}" if error not in (None, "") else ""
-    return f"the {_label(steps, a)} has status {shown(step.get('status'))}{detail}"
+    return f"the {_spelled_label(name, a, step_id)} has status {shown(status)}{detail}"
+
+
+_cached_step_error = functools.lru_cache(maxsize=1024)(_spelled_step_error)
+"""The same failures come back too (the same tools, positions, ids and errors)."""
 
 
 def explain_unmatched(
@@ -157,7 +180,10 @@ def _explain_stopped(
     if not steps:  # (an error response, or no steps: nothing to compare)
         _explain_no_steps(groups, stop, done, response_error, matched, out)
         return
-    names = _names(steps)
+    try:
+        names = list(map(_NAME, steps))  # (a checked response: every step has a name)
+    except KeyError:
+        names = [step.get("name") for step in steps]
     successful = scorer.successful()
     named: dict[Any, list[int]] = {}  # per name: its successful steps, in order
     if stop:  # the steps of the groups before: matching never reached them
@@ -181,8 +207,7 @@ def _explain_stopped(
                     )
     failed = None  # the steps that did not succeed, when some did not
     if len(successful) < len(steps):
-        usable = set(successful)
-        failed = [a for a in range(len(steps)) if a not in usable]
+        failed = [a for a in range(len(steps)) if a not in successful]
     for ref in groups[stop]:
         if matched and (stop, ref.index) in matched:
             continue
@@ -190,28 +215,28 @@ def _explain_stopped(
         ok = named.get(key)
         if ok is None:
             ok = named[key] = _of_names(key, names, successful)
-        bad = _of_names(key, names, failed) if failed else ok[:0]
-        out[(stop, ref.index)] = _explain_step(ref, scorer, ok, bad, upto, matches, stop)
+        if failed is None and ok and ok[-1] < upto:  # (the usual case: the closest's text)
+            out[(stop, ref.index)] = _closest(ref, scorer, ok, matches)
+        else:
+            bad = _of_names(key, names, failed) if failed else []
+            out[(stop, ref.index)] = _explain_step(ref, scorer, ok, bad, upto, matches, stop)
 
 
 _NAME = itemgetter("name")
 
 
-def _names(steps: Sequence[Mapping[str, Any]]) -> list[Any]:
-    """The name of each actual step (None for a step without one)."""
-    try:
-        return list(map(_NAME, steps))  # (a checked response: every step has a name)
-    except KeyError:
-        return [step.get("name") for step in steps]
-
-
 def _of_names(key: Any, names: list[Any], positions: list[int]) -> list[int]:
-    """The ``positions`` whose step is named ``key`` (or one of ``key``, a tuple of names)."""
+    """The ``positions`` whose step is named ``key`` (or one of ``key``, a tuple of names):
+    ``positions`` itself when every step has that name (the list is only read)."""
     if type(key) is tuple:
         return [a for a in positions if names[a] in key]
-    if key not in names:  # (one pass in C: the usual step of another name)
-        return []
-    return [a for a in positions if names[a] == key]
+    count = names.count(key)  # (in C: the usual answers need no pass in Python)
+    if count == len(names):
+        return positions
+    if count == 1:
+        a = names.index(key)
+        return [a] if a in positions else []
+    return [a for a in positions if names[a] == key] if count else []
 
 
 def _explain_no_steps(
@@ -297,7 +322,7 @@ def _closest(
     if len(in_order) == 1:  # the one candidate is the one shown: nothing to bound
         a = in_order[0]
         return f"{_label(scorer.actual, a)}: {_candidate_text(ref, scorer, a, matches)}"
-    candidates = in_order[::-1][:_MAX_CANDIDATES]
+    candidates = in_order[: -_MAX_CANDIDATES - 1 : -1]  # (the latest first)
     best_text: Text | None = None
     if ref.kind not in GRADED:
         # Every candidate that does not match is as close as any other (0): the closest is
@@ -305,7 +330,7 @@ def _closest(
         found = scorer.first_match(ref, candidates)
         if found is None:
             a = candidates[0]
-            best_text = scorer.explain(ref, a)[1]
+            best_text = scorer.explanation(ref, a)[1]
         else:
             a = found
             best_text = _matched_text(a, matches)
@@ -335,8 +360,8 @@ def _closest(
         a = candidates[best_position]
         if best_text is None:
             best_text = _candidate_text(ref, scorer, a, matches)
-        elif not isinstance(best_text, str):
-            best_text = best_text()
+    if not isinstance(best_text, str):
+        best_text = best_text()
     return f"closest of {len(in_order)} candidates, {_label(scorer.actual, a)}: {best_text}"
 
 
@@ -344,9 +369,10 @@ def _candidate_text(
     ref: ReferenceStep, scorer: StepScorer, a: int, matches: Sequence[Match]
 ) -> str:
     """The text of the candidate shown: why it was left out if it matches, else why not."""
-    if scorer.would_match(ref, a) <= 0.0:
-        return scorer.explain(ref, a)[1]
-    return _matched_text(a, matches)
+    if scorer.would_match(ref, a) > 0.0:
+        return _matched_text(a, matches)
+    text = scorer.explanation(ref, a)[1]
+    return text if isinstance(text, str) else text()
 
 
 def _matched_text(a: int, matches: Sequence[Match]) -> str:
