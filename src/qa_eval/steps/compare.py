@@ -575,15 +575,15 @@ class StepScorer:
         field = _EQUAL_FIELDS.get(kind)
         if field is not None:  # (``_compare``'s rule, written out)
             wanted = ref.raw.get(field)
+            steps = self.actual
             for a in candidates:
-                step = self.actual[a]
-                value = step.get(field)
-                if (
-                    value == wanted
-                    and step.get("name") == ref.name
-                    and (json_equal(wanted, value) if kind == COMPARE_ARGS else value is not None)
-                ):
-                    return a
+                if steps[a].get(field) == wanted:  # (then the rest of the rule)
+                    step = steps[a]
+                    value = step.get(field)
+                    if step.get("name") == ref.name and (
+                        json_equal(wanted, value) if kind == COMPARE_ARGS else value is not None
+                    ):
+                        return a
             return None
         scores = self._scores
         for a in candidates:
