@@ -80,7 +80,7 @@ SIGNED = frozenset((COMPARE_SPARQL, COMPARE_RETRIEVAL))
 """The kinds ``may_match`` can rule a candidate out for: of any other kind it says True."""
 
 _MISSING = object()
-_EQUAL_FIELDS = {COMPARE_TEXT: "output", COMPARE_ARGS: "args"}  # see StepScorer.first_match
+_EQUAL_FIELDS = {COMPARE_TEXT: "output", COMPARE_ARGS: "args", COMPARE_JSON: ""}  # first_match
 _IRI_STEPS = ("autocomplete_search", "sparql_query")
 
 
@@ -569,29 +569,29 @@ class StepScorer:
 
     def first_match(self, ref: ReferenceStep, candidates: Iterable[int]) -> int | None:
         """The first of ``candidates`` that ``ref`` would match (``would_match`` above 0), else
-        None: scores known are read at once, a step ``may_match`` rules out is not compared,
-        and whole texts and arguments are compared here (equal, and named as ``ref``)."""
+        None: known scores read at once, ``may_match`` asked first; whole texts, arguments and
+        JSON values compared here (``_compare``'s rule: equal, and named as ``ref``)."""
         kind = ref.kind
         field = _EQUAL_FIELDS.get(kind)
-        if field is not None:  # (``_compare``'s rule, written out)
-            wanted = ref.raw.get(field)
+        if field is not None:
+            wanted = ref.raw.get(field) if field else ref.parsed
             steps = self.actual
             for a in candidates:
-                if steps[a].get(field) == wanted:  # (then the rest of the rule)
-                    step = steps[a]
-                    value = step.get(field)
-                    if step.get("name") == ref.name and (
-                        json_equal(wanted, value) if kind == COMPARE_ARGS else value is not None
-                    ):
-                        return a
+                try:
+                    value = steps[a].get(field) if field else self._parsed(a)
+                except _StepProblem:
+                    continue  # (no match; not kept: ``score`` would record the problem)
+                if (
+                    value == wanted
+                    and steps[a].get("name") == ref.name
+                    and (value is not None if kind == COMPARE_TEXT else json_equal(wanted, value))
+                ):
+                    return a
             return None
-        scores = self._scores
         for a in candidates:
-            score = scores.get((ref.group, ref.index, a))
-            if score is None:
-                if kind in SIGNED and not self.may_match(ref, a):
-                    continue
+            score = self._scores.get((ref.group, ref.index, a))
+            if score is None and (kind not in SIGNED or self.may_match(ref, a)):
                 score = self.would_match(ref, a)
-            if score > 0.0:
+            if score is not None and score > 0.0:
                 return a
         return None
