@@ -49,6 +49,7 @@ __all__ = ["explain_unmatched", "mismatch_kinds"]
 
 _IRI_STEPS = ("autocomplete_search", "sparql_query")
 _MAX_CANDIDATES = 8  # explained against at most this many candidates (the latest ones)
+_LATEST = slice(None, -_MAX_CANDIDATES - 1, -1)  # those candidates, the latest first
 
 
 def _label(steps: Sequence[Mapping[str, Any]], a: int) -> str:
@@ -114,60 +115,35 @@ def explain_unmatched(
     (group index, step index); ``response_error``: the error of an error response, if any.
 
     The comparisons matching made are read back from ``scorer`` (its memo of scores, parsed
-    outputs and SPARQL columns); only pairs matching never compared are compared here."""
+    outputs and SPARQL columns); only pairs matching never compared are compared here. The
+    actual steps are read once for all the texts: their names, and per name (or pair of names,
+    ``iri_discovery``'s) the successful steps of that name."""
     out: dict[tuple[int, int], str] = {}
+    stop = len(groups) - 1  # the last group not fully matched: matching stopped there
+    steps = scorer.actual
+    upto = len(steps)  # the candidates come before the steps matched to the group after
+    matched = None  # the steps matched in the groups up to ``stop``
+    done = 0  # of the steps of group ``stop``
     if not matches:  # (most failing questions: nothing to count)
-        stop = len(groups) - 1
         while stop >= 0 and not groups[stop]:
             stop -= 1
-        if stop >= 0:
-            _explain_stopped(groups, scorer, matches, stop, 0, response_error, out)
-        return out
-    stop = len(groups) - 1  # the last group not fully matched: matching stopped there
-    counts = [0] * len(groups)  # matched steps per group
-    partial = []
-    for g, i, a, score in matches:
-        counts[g] += 1
-        if score < _WHOLE:
-            partial.append((g, i, a))  # a retrieval step matched with recall@k below 1
-    while stop >= 0 and counts[stop] >= len(groups[stop]):
-        stop -= 1
-    if stop < 0 and not partial:
-        return out
-    steps = scorer.actual
-    for g, i, a in partial:
-        _, text = scorer.explain(groups[g][i], a)
-        out[(g, i)] = f"partly matched by {_label(steps, a)}: {text}"
-    if stop >= 0:
-        _explain_stopped(groups, scorer, matches, stop, counts[stop], response_error, out)
-    return out
-
-
-_WHOLE = 1.0 - 1e-12
-"""A match scoring below this is partial."""
-
-
-def _explain_stopped(
-    groups: Sequence[Sequence[ReferenceStep]],
-    scorer: StepScorer,
-    matches: Sequence[Match],
-    stop: int,
-    done: int,
-    response_error: Any,
-    out: dict[tuple[int, int], str],
-) -> None:
-    """Into ``out``: the texts of the unmatched steps of group ``stop`` (where matching
-    stopped, ``done`` of its steps matched) and of every group before it.
-
-    The actual steps are read once for all of them: their names, and per name (or per pair of
-    names, ``iri_discovery``'s) the successful steps of that name, kept for every reference
-    step of the name."""
-    steps = scorer.actual
-    # One pass over the matches (a few per question): the steps matched in the groups read
-    # below, and the earliest actual step matched to the group after ``stop``.
-    matched = None
-    upto = len(steps)
-    if matches:
+        if stop < 0:
+            return out
+    else:
+        counts = [0] * len(groups)  # matched steps per group
+        partial = []
+        for g, i, a, score in matches:
+            counts[g] += 1
+            if score < _WHOLE:
+                partial.append((g, i, a))  # a retrieval step matched with recall@k below 1
+        while stop >= 0 and counts[stop] >= len(groups[stop]):
+            stop -= 1
+        for g, i, a in partial:
+            _, text = scorer.explain(groups[g][i], a)
+            out[(g, i)] = f"partly matched by {_label(steps, a)}: {text}"
+        if stop < 0:
+            return out
+        done = counts[stop]
         matched = set()
         first = None
         for g, i, a, _ in matches:
@@ -179,7 +155,7 @@ def _explain_stopped(
             upto = first
     if not steps:  # (an error response, or no steps: nothing to compare)
         _explain_no_steps(groups, stop, done, response_error, matched, out)
-        return
+        return out
     try:
         names = list(map(_NAME, steps))  # (a checked response: every step has a name)
     except KeyError:
@@ -220,6 +196,11 @@ def _explain_stopped(
         else:
             bad = _of_names(key, names, failed) if failed else []
             out[(stop, ref.index)] = _explain_step(ref, scorer, ok, bad, upto, matches, stop)
+    return out
+
+
+_WHOLE = 1.0 - 1e-12
+"""A match scoring below this is partial."""
 
 
 _NAME = itemgetter("name")
@@ -322,7 +303,7 @@ def _closest(
     if len(in_order) == 1:  # the one candidate is the one shown: nothing to bound
         a = in_order[0]
         return f"{_label(scorer.actual, a)}: {_candidate_text(ref, scorer, a, matches)}"
-    candidates = in_order[: -_MAX_CANDIDATES - 1 : -1]  # (the latest first)
+    candidates = in_order[_LATEST]
     best_text: Text | None = None
     if ref.kind not in GRADED:
         # Every candidate that does not match is as close as any other (0): the closest is
