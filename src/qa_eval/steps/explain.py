@@ -22,9 +22,17 @@ What an explanation costs follows what it shows: of several candidates only thos
 (``StepScorer.closeness_bound``: a match, the kind, the columns and row counts) can still beat
 the closest found so far are explained in full, usually just the one shown (for the kinds whose
 explanation is not graded, ``GRADED``, no bound is needed: the first candidate that matches,
-else the latest); the hint compares a SPARQL step only when its output's text holds the
-reference's first row, parsed or not (``StepScorer.may_match``, asked only of the ``SIGNED``
-kinds). The texts are those a full comparison of every candidate gives.
+else the latest, found by ``StepScorer.first_match``); the hint compares a SPARQL step only
+when its output's text holds the reference's first row, parsed or not (``StepScorer.may_match``,
+asked only of the ``SIGNED`` kinds). The texts are those a full comparison of every candidate
+gives.
+
+The actual steps are read once per question for all its texts: their names, and per name the
+successful steps of that name (the candidates of every reference step of the name). The
+candidates' scores are read in one call, ``StepScorer.first_match``: the scores matching knew,
+and whole texts, arguments and JSON values compared there at once (the hint's comparisons,
+which matching never made); the usual unmatched step (candidates in order, none failed) goes
+straight to the closest candidate's text.
 
 ``mismatch_kinds`` sorts the texts into a few kinds for the CLI summary.
 """
