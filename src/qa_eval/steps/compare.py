@@ -22,7 +22,7 @@ message naming the step and the field, in ``problems``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Hashable, Mapping, Sequence
+from collections.abc import Callable, Container, Hashable, Iterable, Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +79,7 @@ SIGNED = GRADED | {COMPARE_IRI, COMPARE_TEXT, COMPARE_ARGS, COMPARE_JSON, *_BY_A
 """The kinds ``may_match`` can rule a candidate out for: every kind."""
 
 _MISSING = object()
+_EQUAL_FIELDS = {COMPARE_TEXT: "output", COMPARE_ARGS: "args", COMPARE_JSON: ""}  # first_match
 _IRI_STEPS = ("autocomplete_search", "sparql_query")
 
 
@@ -653,3 +654,32 @@ class StepScorer:
         if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
             raise _StepProblem(f"args.k: must be a positive integer, got {short_repr(k)}")
         return ids, k, set(ids if len(ids) <= k else ids[:k])
+
+    def first_match(self, ref: ReferenceStep, candidates: Iterable[int]) -> int | None:
+        """The first of ``candidates`` that ``ref`` would match (``would_match`` above 0), else
+        None: known scores read at once, ``may_match`` asked first; whole texts, arguments and
+        JSON values compared here (``_compare``'s rule: equal, and named as ``ref``)."""
+        kind = ref.kind
+        field = _EQUAL_FIELDS.get(kind)
+        if field is not None:
+            wanted = ref.raw.get(field) if field else ref.parsed
+            steps = self.actual
+            for a in candidates:
+                try:
+                    value = steps[a].get(field) if field else self._parsed(a)
+                except _StepProblem:
+                    continue  # (no match; not kept: ``score`` would record the problem)
+                if (
+                    value == wanted
+                    and steps[a].get("name") == ref.name
+                    and (value is not None if kind == COMPARE_TEXT else json_equal(wanted, value))
+                ):
+                    return a
+            return None
+        for a in candidates:
+            score = self._scores.get((ref.group, ref.index, a))
+            if score is None and (kind not in SIGNED or self.may_match(ref, a)):
+                score = self.would_match(ref, a)
+            if score is not None and score > 0.0:
+                return a
+        return None

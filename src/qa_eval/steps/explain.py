@@ -22,9 +22,17 @@ What an explanation costs follows what it shows: of several candidates only thos
 (``StepScorer.closeness_bound``: a match, the kind, the columns and row counts) can still beat
 the closest found so far are explained in full, usually just the one shown (for the kinds whose
 explanation is not graded, ``GRADED``, no bound is needed: the first candidate that matches,
-else the latest); the hint compares a SPARQL step only when its output's text holds the
-reference's first row, parsed or not (``StepScorer.may_match``, asked only of the ``SIGNED``
-kinds). The texts are those a full comparison of every candidate gives.
+else the latest, found by ``StepScorer.first_match``); the hint compares a SPARQL step only
+when its output's text holds the reference's first row, parsed or not (``StepScorer.may_match``,
+asked only of the ``SIGNED`` kinds). The texts are those a full comparison of every candidate
+gives.
+
+The actual steps are read once per question for all its texts: their names, and per name the
+successful steps of that name (the candidates of every reference step of the name). The
+candidates' scores are read in one call, ``StepScorer.first_match``: the scores matching knew,
+and whole texts, arguments and JSON values compared there at once (the hint's comparisons,
+which matching never made); the usual unmatched step (candidates in order, none failed) goes
+straight to the closest candidate's text.
 
 ``mismatch_kinds`` sorts the texts into a few kinds for the CLI summary.
 """
@@ -34,9 +42,10 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from .compare import GRADED, SIGNED, StepScorer
+from .compare import GRADED, StepScorer
 from .kinds import COMPARE_IRI, ReferenceStep
 from .matching import Match
 from .outputs import shown
@@ -48,6 +57,7 @@ __all__ = ["explain_unmatched", "mismatch_kinds"]
 
 _IRI_STEPS = ("autocomplete_search", "sparql_query")
 _MAX_CANDIDATES = 8  # explained against at most this many candidates (the latest ones)
+_LATEST = slice(None, -_MAX_CANDIDATES - 1, -1)  # those candidates, the latest first
 
 
 def _label(steps: Sequence[Mapping[str, Any]], a: int) -> str:
@@ -74,10 +84,33 @@ _cached_label = functools.lru_cache(maxsize=4096)(_spelled_label)
 
 
 def _step_error(steps: Sequence[Mapping[str, Any]], a: int) -> str:
+    """``the actual step NAME [a] (id ID) has status S: ERROR``, for a step that failed."""
     step = steps[a]
+    name = step.get("name")
+    step_id = step.get("id")
+    status = step.get("status")
     error = step.get("error")
+    if (
+        type(name) is str
+        and type(step_id) in _ID_TYPES
+        and type(status) is str
+        and type(error) in _ERROR_TYPES
+    ):
+        return _cached_step_error(name, a, step_id, status, error)
+    return _spelled_step_error(name, a, step_id, status, error)
+
+
+_ERROR_TYPES = (str, type(None))
+
+
+def _spelled_step_error(name: Any, a: int, step_id: Any, status: Any, error: Any) -> str:
+    """The text of failed actual step ``a`` from its name, id, status and error."""
     detail = f": {shown(error, 160)}" if error not in (None, "") else ""
-    return f"the {_label(steps, a)} has status {shown(step.get('status'))}{detail}"
+    return f"the {_spelled_label(name, a, step_id)} has status {shown(status)}{detail}"
+
+
+_cached_step_error = functools.lru_cache(maxsize=1024)(_spelled_step_error)
+"""The same failures come back too (the same tools, positions, ids and errors)."""
 
 
 def explain_unmatched(
@@ -90,55 +123,36 @@ def explain_unmatched(
     (group index, step index); ``response_error``: the error of an error response, if any.
 
     The comparisons matching made are read back from ``scorer`` (its memo of scores, parsed
-    outputs and SPARQL columns); only pairs matching never compared are compared here."""
-    stop = len(groups) - 1  # the last group not fully matched: matching stopped there
+    outputs and SPARQL columns); only pairs matching never compared are compared here. The
+    actual steps are read once for all the texts: their names, and per name (or pair of names,
+    ``iri_discovery``'s) the successful steps of that name."""
     out: dict[tuple[int, int], str] = {}
+    stop = len(groups) - 1  # the last group not fully matched: matching stopped there
+    steps = scorer.actual
+    upto = len(steps)  # the candidates come before the steps matched to the group after
+    matched = None  # the steps matched in the groups up to ``stop``
+    done = 0  # of the steps of group ``stop``
     if not matches:  # (most failing questions: nothing to count)
         while stop >= 0 and not groups[stop]:
             stop -= 1
-        if stop >= 0:
-            _explain_stopped(groups, scorer, matches, stop, 0, response_error, out)
-        return out
-    counts = [0] * len(groups)  # matched steps per group
-    partial = []
-    for g, i, a, score in matches:
-        counts[g] += 1
-        if score < _WHOLE:
-            partial.append((g, i, a))  # a retrieval step matched with recall@k below 1
-    while stop >= 0 and counts[stop] >= len(groups[stop]):
-        stop -= 1
-    if stop < 0 and not partial:
-        return out
-    steps = scorer.actual
-    for g, i, a in partial:
-        _, text = scorer.explain(groups[g][i], a)
-        out[(g, i)] = f"partly matched by {_label(steps, a)}: {text}"
-    if stop >= 0:
-        _explain_stopped(groups, scorer, matches, stop, counts[stop], response_error, out)
-    return out
-
-
-_WHOLE = 1.0 - 1e-12
-"""A match scoring below this is partial."""
-
-
-def _explain_stopped(
-    groups: Sequence[Sequence[ReferenceStep]],
-    scorer: StepScorer,
-    matches: Sequence[Match],
-    stop: int,
-    done: int,
-    response_error: Any,
-    out: dict[tuple[int, int], str],
-) -> None:
-    """Into ``out``: the texts of the unmatched steps of group ``stop`` (where matching
-    stopped, ``done`` of its steps matched) and of every group before it."""
-    steps = scorer.actual
-    # One pass over the matches (a few per question): the steps matched in the groups read
-    # below, and the earliest actual step matched to the group after ``stop``.
-    matched = set()
-    upto = len(steps)
-    if matches:
+        if stop < 0:
+            return out
+    else:
+        counts = [0] * len(groups)  # matched steps per group
+        partial = []
+        for g, i, a, score in matches:
+            counts[g] += 1
+            if score < _WHOLE:
+                partial.append((g, i, a))  # a retrieval step matched with recall@k below 1
+        while stop >= 0 and counts[stop] >= len(groups[stop]):
+            stop -= 1
+        for g, i, a in partial:
+            _, text = scorer.explain(groups[g][i], a)
+            out[(g, i)] = f"partly matched by {_label(steps, a)}: {text}"
+        if stop < 0:
+            return out
+        done = counts[stop]
+        matched = set()
         first = None
         for g, i, a, _ in matches:
             if g <= stop:
@@ -147,46 +161,96 @@ def _explain_stopped(
                 first = a
         if first is not None:
             upto = first
+    if not steps:  # (an error response, or no steps: nothing to compare)
+        _explain_no_steps(groups, stop, done, response_error, matched, out)
+        return out
+    try:
+        names = list(map(_NAME, steps))  # (a checked response: every step has a name)
+    except KeyError:
+        names = [step.get("name") for step in steps]
     successful = scorer.successful()
-    # Each actual step's name, read once for every reference step below.
-    step_names = [step.get("name") for step in steps]
+    named: dict[Any, list[int]] = {}  # per name: its successful steps, in order
     if stop:  # the steps of the groups before: matching never reached them
         header = _header(stop, done, len(groups[stop]))
-        latest_first = successful[::-1]
-        would_match = scorer.would_match
-        may_match = scorer.may_match
+        first_match = scorer.first_match
         for g in range(stop):
             for ref in groups[g]:
                 if matched and (g, ref.index) in matched:
                     continue
                 # With a hint when an actual step (the latest such) would match it on its own.
-                names = _IRI_STEPS if ref.kind == COMPARE_IRI else (ref.name,)
-                signed = ref.kind in SIGNED  # (else ``may_match`` says True: not asked)
-                text = header
-                for a in latest_first:
-                    if (
-                        step_names[a] in names
-                        and (not signed or may_match(ref, a))
-                        and would_match(ref, a) > 0.0
-                    ):
-                        text = header + f" (on its own this step would match {_label(steps, a)})"
-                        break
-                out[(g, ref.index)] = text
-    usable = None
+                key = _IRI_STEPS if ref.kind == COMPARE_IRI else ref.name
+                ok = named.get(key)
+                if ok is None:
+                    ok = named[key] = _of_names(key, names, successful)
+                hint = first_match(ref, reversed(ok)) if ok else None
+                if hint is None:
+                    out[(g, ref.index)] = header
+                else:
+                    out[(g, ref.index)] = (
+                        f"{header} (on its own this step would match {_label(steps, hint)})"
+                    )
+    failed = None  # the steps that did not succeed, when some did not
+    if len(successful) < len(steps):
+        failed = [a for a in range(len(steps)) if a not in successful]
     for ref in groups[stop]:
         if matched and (stop, ref.index) in matched:
             continue
-        if not steps:  # (an error response, or no steps: nothing to compare)
-            text = (
-                f"the response is an error ({shown(response_error)}) with no actual steps"
-                if response_error is not None
-                else f"the response has no actual steps (expected a {shown(ref.name)} step)"
-            )
+        key = _IRI_STEPS if ref.kind == COMPARE_IRI else ref.name
+        ok = named.get(key)
+        if ok is None:
+            ok = named[key] = _of_names(key, names, successful)
+        if failed is None and ok and ok[-1] < upto:  # (the usual case: the closest's text)
+            out[(stop, ref.index)] = _closest(ref, scorer, ok, matches)
         else:
-            if usable is None:
-                usable = set(successful)
-            text = _explain_step(ref, scorer, usable, upto, matches, stop, step_names)
-        out[(stop, ref.index)] = text
+            bad = _of_names(key, names, failed) if failed else []
+            out[(stop, ref.index)] = _explain_step(ref, scorer, ok, bad, upto, matches, stop)
+    return out
+
+
+_WHOLE = 1.0 - 1e-12
+"""A match scoring below this is partial."""
+
+
+_NAME = itemgetter("name")
+
+
+def _of_names(key: Any, names: list[Any], positions: list[int]) -> list[int]:
+    """The ``positions`` whose step is named ``key`` (or one of ``key``, a tuple of names):
+    ``positions`` itself when every step has that name (the list is only read)."""
+    if type(key) is tuple:
+        return [a for a in positions if names[a] in key]
+    count = names.count(key)  # (in C: the usual answers need no pass in Python)
+    if count == len(names):
+        return positions
+    if count == 1:
+        a = names.index(key)
+        return [a] if a in positions else []
+    return [a for a in positions if names[a] == key] if count else []
+
+
+def _explain_no_steps(
+    groups: Sequence[Sequence[ReferenceStep]],
+    stop: int,
+    done: int,
+    response_error: Any,
+    matched: set[tuple[int, int]] | None,
+    out: dict[tuple[int, int], str],
+) -> None:
+    """``_explain_stopped`` for a response without actual steps: nothing to compare."""
+    if stop:
+        header = _header(stop, done, len(groups[stop]))
+        for g in range(stop):
+            for ref in groups[g]:
+                if not matched or (g, ref.index) not in matched:
+                    out[(g, ref.index)] = header
+    for ref in groups[stop]:
+        if matched and (stop, ref.index) in matched:
+            continue
+        out[(stop, ref.index)] = (
+            f"the response is an error ({shown(response_error)}) with no actual steps"
+            if response_error is not None
+            else f"the response has no actual steps (expected a {shown(ref.name)} step)"
+        )
 
 
 @functools.lru_cache(maxsize=256)
@@ -200,25 +264,14 @@ def _header(stop: int, done: int, size: int) -> str:
 def _explain_step(
     ref: ReferenceStep,
     scorer: StepScorer,
-    successful: set[int],
+    ok: list[int],
+    failed: list[int],
     upto: int,
     matches: Sequence[Match],
     group: int,
-    step_names: list[Any],
 ) -> str:
-    """Why ``ref``, a step of the group matching stopped at, found no match (``step_names``:
-    the name of each actual step, at least one)."""
-    names = _IRI_STEPS if ref.kind == COMPARE_IRI else (ref.name,)
-    # The steps of those names, in one pass: failed ones, successful ones, and the successful
-    # ones before ``upto`` (the candidates the ordering allows).
-    failed: list[int] = []
-    ok: list[int] = []
-    for a, name in enumerate(step_names):
-        if name in names:
-            if a in successful:
-                ok.append(a)
-            else:
-                failed.append(a)
+    """Why ``ref``, a step of the group matching stopped at, found no match: ``ok`` and
+    ``failed`` are the successful and the failed actual steps of its name, in order."""
     if not failed:
         if not ok:
             if ref.kind == COMPARE_IRI:
@@ -258,18 +311,20 @@ def _closest(
     if len(in_order) == 1:  # the one candidate is the one shown: nothing to bound
         a = in_order[0]
         return f"{_label(scorer.actual, a)}: {_candidate_text(ref, scorer, a, matches)}"
-    candidates = in_order[::-1][:_MAX_CANDIDATES]
-    would_match = scorer.would_match
+    candidates = in_order[_LATEST]
     best_text: Text | None = None
     if ref.kind not in GRADED:
         # Every candidate that does not match is as close as any other (0): the closest is
         # the first that matches, else the first (the bounds below would give the same).
-        a = candidates[0]
-        for b in candidates:
-            if would_match(ref, b) > 0.0:
-                a = b
-                break
+        found = scorer.first_match(ref, candidates)
+        if found is None:
+            a = candidates[0]
+            best_text = scorer.explanation(ref, a)[1]
+        else:
+            a = found
+            best_text = _matched_text(a, matches)
     else:
+        would_match = scorer.would_match
         # (-bound, position, the bound is the closeness): sorted, the highest bound first.
         bounds: list[tuple[float, int, bool]] = []
         for position, a in enumerate(candidates):
@@ -292,9 +347,9 @@ def _closest(
             if closeness > best or (closeness == best and position < best_position):
                 best, best_position, best_text = closeness, position, text
         a = candidates[best_position]
-    if best_text is None:
-        best_text = _candidate_text(ref, scorer, a, matches)
-    elif not isinstance(best_text, str):
+        if best_text is None:
+            best_text = _candidate_text(ref, scorer, a, matches)
+    if not isinstance(best_text, str):
         best_text = best_text()
     return f"closest of {len(in_order)} candidates, {_label(scorer.actual, a)}: {best_text}"
 
@@ -303,8 +358,14 @@ def _candidate_text(
     ref: ReferenceStep, scorer: StepScorer, a: int, matches: Sequence[Match]
 ) -> str:
     """The text of the candidate shown: why it was left out if it matches, else why not."""
-    if scorer.would_match(ref, a) <= 0.0:
-        return scorer.explain(ref, a)[1]
+    if scorer.would_match(ref, a) > 0.0:
+        return _matched_text(a, matches)
+    text = scorer.explanation(ref, a)[1]
+    return text if isinstance(text, str) else text()
+
+
+def _matched_text(a: int, matches: Sequence[Match]) -> str:
+    """The text of a candidate shown that matches: why it was left out."""
     for g, i, b, _ in matches:
         if b == a:
             return f"it matches, but it is matched to step {i + 1} of group {g + 1}"
