@@ -22,14 +22,11 @@ message naming the step and the field, in ``problems``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Hashable, Iterable, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from orjson import loads as _orjson_loads
-
-from ..errors import short_repr
-from .contexts import context_ids, ids_closeness, ids_may_be_in, missing_ids_text
+from .contexts import ids_closeness, ids_may_be_in, missing_ids_text
 from .kinds import (
     COMPARE_ARGS,
     COMPARE_DATA_POINTS,
@@ -48,10 +45,12 @@ from .outputs import (
     iri_found,
     json_difference,
     json_equal,
-    loads,
     shown,
     text_difference,
 )
+from .reading import MISSING as _MISSING
+from .reading import OutputReader
+from .reading import StepProblem as _StepProblem
 from .signatures import arguments_may_match, iri_may_be_in, json_may_be_in
 from .sparql.match import (
     SparqlReference,
@@ -64,8 +63,6 @@ from .sparql.terms import (
     MIXED,
     NUMBER,
     SparqlResultError,
-    Table,
-    parse_sparql_json,
 )
 
 __all__ = ["GRADED", "SIGNED", "StepScorer"]
@@ -78,25 +75,12 @@ _BY_ARGUMENTS = (COMPARE_TIME_SERIES, COMPARE_DATA_POINTS)
 SIGNED = GRADED | {COMPARE_IRI, COMPARE_TEXT, COMPARE_ARGS, COMPARE_JSON, *_BY_ARGUMENTS}
 """The kinds ``may_match`` can rule a candidate out for: every kind."""
 
-_MISSING = object()
 _EQUAL_FIELDS = {COMPARE_TEXT: "output", COMPARE_ARGS: "args", COMPARE_JSON: ""}  # first_match
 _IRI_STEPS = ("autocomplete_search", "sparql_query")
 
 
 if TYPE_CHECKING:  # (the explanations' module is imported when a step is first explained)
     from .sparql.explain import Text
-
-
-class _StepProblem(Exception):
-    pass
-
-
-def _loaded(output: Any) -> Any:
-    """``loads(output)``, or its ``OutputParseError``."""
-    try:
-        return loads(output)
-    except OutputParseError as e:
-        return e
 
 
 def _first_strings(sparql: Any) -> list[Any]:
@@ -163,43 +147,10 @@ def _explain_sparql() -> Callable[..., tuple[float, Text]]:
     return sparql_explanation
 
 
-class StepScorer:
+class StepScorer(OutputReader):
     """Scores reference steps against the actual steps of one response, with caches."""
 
-    __slots__ = (
-        "_checked",
-        "_contexts",
-        "_counts",
-        "_json",
-        "_scores",
-        "_successful",
-        "_tables",
-        "_wanted",
-        "actual",
-        "problems",
-    )
-
-    def __init__(
-        self, actual_steps: Sequence[Mapping[str, Any]], successful: list[int] | None = None
-    ) -> None:
-        self.actual = actual_steps
-        self.problems: dict[int, str] = {}
-        self._json: dict[int, Any] = {}
-        self._checked: dict[int, Any] = {}  # SPARQL outputs checked, or their problem
-        self._tables: dict[int, Table] = {}  # their columns as read by comparisons
-        self._contexts: dict[int, Any] = {}  # retrieval outputs' (ids, k, top k), or problem
-        self._wanted: dict[tuple[int, int, int], set[Any]] = {}  # see _wanted_ids
-        self._counts: dict[tuple[int, int], tuple[int, int]] = {}  # see _distinct
-        self._scores: dict[tuple[int, int, int], float] = {}
-        self._successful = successful  # found while the responses were checked, when given
-
-    def successful(self) -> list[int]:
-        """Indexes of the actual steps that may be matched (status success)."""
-        if self._successful is None:
-            self._successful = [
-                i for i, s in enumerate(self.actual) if s.get("status", "success") == "success"
-            ]
-        return self._successful
+    __slots__ = ()
 
     def matchable_names(self, ref: ReferenceStep) -> Container[Any]:
         """The actual step names that can match ``ref``: a step of any other name scores 0
@@ -440,44 +391,6 @@ class StepScorer:
             ref.raw["output"], self._output(act_index)
         )
 
-    def _describe(self, act_index: int, message: str) -> str:
-        step_id = self.actual[act_index].get("id")
-        label = f"actual_steps[{act_index}]" + (f" (id {step_id})" if step_id is not None else "")
-        return f"{label}: {message}"
-
-    def _output(self, act_index: int) -> Any:
-        """The actual step's output; a problem when a successful step has none."""
-        output = self.actual[act_index].get("output")
-        if output is None:
-            raise _StepProblem("output: missing in a successful step")
-        return output
-
-    def _parsed(self, act_index: int) -> Any:
-        """The actual step's output as JSON, parsed once; a problem when it is not JSON."""
-        value = self._json.get(act_index, _MISSING)
-        if value is _MISSING:
-            output = self.actual[act_index].get("output")
-            if output is None:
-                self._output(act_index)  # (the problem of a missing output)
-            value = self._parse(act_index, output)
-        if type(value) is OutputParseError:
-            raise _StepProblem(f"output: {value}")
-        return value
-
-    def _parse(self, act_index: int, output: Any) -> Any:
-        """Parse ``output`` (a JSON text, or a value already) and keep it, or the error."""
-        if type(output) is str:  # (the usual output: orjson at once, ``loads`` for the rest)
-            try:
-                value = _orjson_loads(output)
-            except ValueError:
-                value = _loaded(output)
-        elif isinstance(output, (dict, list)):
-            value = output
-        else:
-            value = _loaded(output)
-        self._json[act_index] = value
-        return value
-
     def _iri(self, iri: str, act_index: int) -> float:
         """1.0 when the IRI is among those actual step ``act_index`` returned, else 0.0."""
         output = self._output(act_index)
@@ -493,45 +406,6 @@ class StepScorer:
         if isinstance(parsed, OutputParseError):
             parsed = None  # e.g. a DESCRIBE result: look for the IRI as a token
         return float(iri_found(iri, parsed, output))
-
-    def _sparql(self, act_index: int) -> Mapping[str, Any]:
-        """The actual step's output, checked once as a SPARQL JSON result."""
-        value = self._checked.get(act_index, _MISSING)
-        if value is _MISSING:
-            value = self._check_sparql(act_index)
-        if type(value) is _StepProblem:
-            raise value
-        return value  # type: ignore[no-any-return]
-
-    def _check_sparql(self, act_index: int) -> Any:
-        """Check the actual step's output as a SPARQL JSON result and keep it, or the problem
-        (a problem of the output itself is raised, not kept)."""
-        value: Any
-        output = self.actual[act_index].get("output")
-        try:
-            if type(output) is str and act_index not in self._json:
-                try:  # (``_parsed`` of the usual output, written out)
-                    parsed = self._json[act_index] = _orjson_loads(output)
-                except ValueError:
-                    parsed = self._parsed(act_index)
-            else:
-                parsed = self._parsed(act_index)
-            value = parse_sparql_json(parsed)
-        except SparqlResultError as e:
-            value = _StepProblem(f"output: not a SPARQL JSON result: {e}")
-        self._checked[act_index] = value
-        return value
-
-    def _table(self, act_index: int, checked: Mapping[str, Any]) -> Table | None:
-        """The actual SELECT result's columns, read once for every reference step compared
-        with it and for the explanations (None for an ASK result)."""
-        table = self._tables.get(act_index)
-        if table is None:
-            bindings = (checked.get("results") or {}).get("bindings")
-            if not isinstance(bindings, list):
-                return None
-            table = self._tables[act_index] = Table(bindings)
-        return table
 
     def _compare(self, ref: ReferenceStep, act_index: int) -> float:
         act = self.actual[act_index]
@@ -609,51 +483,6 @@ class StepScorer:
         if not wanted:
             return 0.0
         return len(wanted & top) / len(wanted)
-
-    def _wanted_ids(self, ref: ReferenceStep, k: int) -> set[Any]:
-        """The set of a retrieval reference's first ``k`` ids, made once per scorer."""
-        key = (ref.group, ref.index, k)
-        wanted = self._wanted.get(key)
-        if wanted is None:
-            wanted = self._wanted[key] = set(ref.parsed[:k])
-        return wanted
-
-    def _context_ids(self, act_index: int) -> tuple[list[Any], int, set[Any]]:
-        """A retrieval step's context ids, its ``args.k`` and the set of its first k ids,
-        checked once for every reference step compared with it and for the explanations."""
-        value = self._contexts.get(act_index)
-        if value is None:
-            try:
-                value = self._check_contexts(act_index)
-            except _StepProblem as problem:
-                value = problem
-            self._contexts[act_index] = value
-        if isinstance(value, _StepProblem):
-            raise value
-        return value  # type: ignore[no-any-return]
-
-    def _check_contexts(self, act_index: int) -> tuple[list[Any], int, set[Any]]:
-        output = self.actual[act_index].get("output")
-        if type(output) is str and act_index not in self._json:
-            try:  # (``_parsed`` of the usual output, written out)
-                parsed = self._json[act_index] = _orjson_loads(output)
-            except ValueError:
-                parsed = self._parsed(act_index)
-        else:
-            parsed = self._parsed(act_index)
-        ids = context_ids(parsed)
-        if ids is None:
-            raise _StepProblem(
-                "output: a retrieval output must be a JSON list of objects with an 'id' (a "
-                "string or a number)"
-            )
-        args = self.actual[act_index].get("args") or {}
-        if not isinstance(args, dict):  # raw argument text, as a trace import keeps it
-            raise _StepProblem(f"args: must be a mapping with k, got {short_repr(args)}")
-        k = args.get("k")
-        if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
-            raise _StepProblem(f"args.k: must be a positive integer, got {short_repr(k)}")
-        return ids, k, set(ids if len(ids) <= k else ids[:k])
 
     def first_match(self, ref: ReferenceStep, candidates: Iterable[int]) -> int | None:
         """The first of ``candidates`` that ``ref`` would match (``would_match`` above 0), else
