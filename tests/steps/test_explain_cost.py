@@ -12,7 +12,7 @@ from typing import Any
 from unittest import mock
 
 from qa_eval import run_evaluation
-from qa_eval.steps import compare
+from qa_eval.steps import reading
 from qa_eval.steps.compare import StepScorer
 
 SPARQL_JSON = "application/sparql-results+json"
@@ -111,16 +111,25 @@ def test_the_hint_does_not_parse_a_sparql_output_lacking_the_first_row() -> None
         _step("get_status", 2, '{"status": "down"}'),
     ]
     parsed: list[str] = []
-    original = compare.loads
+    # Both ways an actual output is parsed: orjson for the usual text, ``loads`` for the rest.
+    original, original_orjson = reading.loads, reading._orjson_loads
 
     def loads(text: Any) -> Any:
         parsed.append(text)
         return original(text)
 
-    with mock.patch.object(compare, "loads", loads):
+    def orjson_loads(text: Any) -> Any:
+        parsed.append(text)
+        return original_orjson(text)
+
+    with (
+        mock.patch.object(reading, "loads", loads),
+        mock.patch.object(reading, "_orjson_loads", orjson_loads),
+    ):
         result = _run([[iri_step], [last]], steps)
     assert result["reference_steps"][0][0]["mismatch"] == (
         "not evaluated: group 2 has no match, and matching stops there (on its own this step "
         "would match actual step sparql_query [0] (id c0))"
     )
+    assert steps[0]["output"] in parsed  # (the patches see the parses)
     assert steps[1]["output"] not in parsed
