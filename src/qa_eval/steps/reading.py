@@ -91,7 +91,13 @@ class OutputReader:
         value = self._json.get(act_index, MISSING)
         if value is MISSING:
             output = self.actual[act_index].get("output")
-            if output is None:
+            if type(output) is str:  # (the usual output: parsed here, without ``_parse``)
+                try:
+                    value = self._json[act_index] = _orjson_loads(output)
+                    return value
+                except ValueError:
+                    pass  # (``_parse`` keeps the error ``loads`` words)
+            elif output is None:
                 self._output(act_index)  # (the problem of a missing output)
             value = self._parse(act_index, output)
         if type(value) is OutputParseError:
@@ -125,16 +131,8 @@ class OutputReader:
         """Check the actual step's output as a SPARQL JSON result and keep it, or the problem
         (a problem of the output itself is raised, not kept)."""
         value: Any
-        output = self.actual[act_index].get("output")
         try:
-            if type(output) is str and act_index not in self._json:
-                try:  # (``_parsed`` of the usual output, written out)
-                    parsed = self._json[act_index] = _orjson_loads(output)
-                except ValueError:
-                    parsed = self._parsed(act_index)
-            else:
-                parsed = self._parsed(act_index)
-            value = parse_sparql_json(parsed)
+            value = parse_sparql_json(self._parsed(act_index))
         except SparqlResultError as e:
             value = StepProblem(f"output: not a SPARQL JSON result: {e}")
         self._checked[act_index] = value
@@ -174,15 +172,7 @@ class OutputReader:
         return value  # type: ignore[no-any-return]
 
     def _check_contexts(self, act_index: int) -> tuple[list[Any], int, set[Any]]:
-        output = self.actual[act_index].get("output")
-        if type(output) is str and act_index not in self._json:
-            try:  # (``_parsed`` of the usual output, written out)
-                parsed = self._json[act_index] = _orjson_loads(output)
-            except ValueError:
-                parsed = self._parsed(act_index)
-        else:
-            parsed = self._parsed(act_index)
-        ids = context_ids(parsed)
+        ids = context_ids(self._parsed(act_index))
         if ids is None:
             raise StepProblem(
                 "output: a retrieval output must be a JSON list of objects with an 'id' (a "
