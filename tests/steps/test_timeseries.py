@@ -210,3 +210,14 @@ def test_explanations_name_each_differing_argument() -> None:
     assert explain_time_series_steps(series({"mrid": "m"}), series({"mrid": ["m"]})) == (
         "the arguments differ"
     )
+
+
+def test_a_granularity_with_more_digits_than_int_reads_compares_without_an_error() -> None:
+    """``int()`` refuses more than 4,300 digits: such a count is compared as written (leading
+    zeros dropped) instead of raising out of the run."""
+    long = "1" + "0" * 5000
+    reference = points({**ARGS, "granularity": long + "d"})
+    same = points({**ARGS, "granularity": "0" + long + "day"})
+    other = points({**ARGS, "granularity": long + "1d"})
+    assert compare_data_points_steps(reference, same) == 1.0
+    assert compare_data_points_steps(reference, other) == 0.0

@@ -159,7 +159,11 @@ def _normalise_granularity(value: str) -> str:
         return value
     count, unit = match.groups()
     unit = unit.lower()
-    return f"{int(count)}{_GRANULARITY_UNITS.get(unit, unit)}"
+    try:
+        number = str(int(count))
+    except ValueError:  # (more digits than int() reads: the count as written, without 0s)
+        number = count.lstrip("0") or "0"
+    return f"{number}{_GRANULARITY_UNITS.get(unit, unit)}"
 
 
 def _utc(moment: datetime) -> datetime:
