@@ -51,8 +51,6 @@ def _prepare_step(
     # columns, flags, output).
     name = raw.get("name")
     args = raw.get("args")
-    media_type = raw.get("output_media_type")
-    columns = raw.get("required_columns")
     output = raw.get("output")
     if not isinstance(name, str) or not name:
         problems.add(record, f"{_where(group, index)}.name", wrong(raw, "name", "a step name"))
@@ -60,24 +58,31 @@ def _prepare_step(
     if args is not None and type(args) is not dict and not isinstance(args, dict):
         message = f"must be a mapping, got {found(args)}"
         problems.add(record, f"{_where(group, index)}.args", message)
-    if media_type is not None and not isinstance(media_type, str):
-        problems.add(
-            record,
-            f"{_where(group, index)}.output_media_type",
-            f"must be a string (a media type), got {found(media_type)}",
-        )
-        media_type = None
-    if columns is not None or "required_columns" in raw:
-        try:  # a list of column names (every item a string): one C loop
-            "".join(columns)  # type: ignore[arg-type]
-            bad = None if type(columns) is list else _bad_columns(columns)
-        except TypeError:
-            bad = _bad_columns(columns)
-        if bad is not None:
-            problems.add(record, f"{_where(group, index)}.required_columns{bad[0]}", bad[1])
-            columns = None
-    if "ordered" in raw or "ignore_duplicates" in raw:
-        _check_flags(raw, group, index, record, problems)
+    if args is not None and len(raw) == (2 if output is None else 3):
+        # The usual step: its name, arguments and maybe output and no other field (their count
+        # tells, with no look-up of each of the others).
+        media_type = columns = None
+    else:
+        media_type = raw.get("output_media_type")
+        columns = raw.get("required_columns")
+        if media_type is not None and not isinstance(media_type, str):
+            problems.add(
+                record,
+                f"{_where(group, index)}.output_media_type",
+                f"must be a string (a media type), got {found(media_type)}",
+            )
+            media_type = None
+        if columns is not None or "required_columns" in raw:
+            try:  # a list of column names (every item a string): one C loop
+                "".join(columns)  # type: ignore[arg-type]
+                bad = None if type(columns) is list else _bad_columns(columns)
+            except TypeError:
+                bad = _bad_columns(columns)
+            if bad is not None:
+                problems.add(record, f"{_where(group, index)}.required_columns{bad[0]}", bad[1])
+                columns = None
+        if "ordered" in raw or "ignore_duplicates" in raw:
+            _check_flags(raw, group, index, record, problems)
     # How the step is compared: one of the COMPARE_* names.
     kind = _NAMED_KINDS.get(name)
     if kind is None:
