@@ -318,23 +318,33 @@ def prepare_question(
     # end, when it has any: most questions have none, and need no text made.
     record = _PENDING
     known = len(problems.items)
-    if not isinstance(question.get("question_text"), str):
+    text = question.get("question_text")
+    if not isinstance(text, str):
         problems.add(record, "question_text", wrong(question, "question_text", "a string"))
     answer = question.get("reference_answer")
     if answer is not None and not isinstance(answer, str):
         problems.add(record, "reference_answer", f"must be a string, got {found(answer)}")
-    agent = not _AGENT_FIELDS.isdisjoint(question)  # (most questions have none)
+    tag = question.get("question_type")
+    raw_groups = question.get("reference_steps")
+    if (
+        len(question) == (4 if tag is None else 5)
+        and raw_groups is not None
+        and answer is not None
+        and type(text) is str
+    ):  # (the usual question: its id, text, answer, steps and maybe type, and no other field)
+        agent = False
+    else:
+        agent = not _AGENT_FIELDS.isdisjoint(question)
     if agent:
         goal = question.get("reference_goal")
         if goal is not None and not isinstance(goal, str):
             problems.add(record, "reference_goal", f"must be a string, got {found(goal)}")
         _check_topics(question.get("reference_topics"), record, problems)
-    tag = question.get("question_type")
     if tag is not None and not isinstance(tag, (str, int, float)):
         problems.add(record, "question_type", f"must be {A_TAG}, got {found(tag)}")
     if agent:
         _check_ragas_inputs(question, record, problems)
-    groups, has_matches, copied = _prepare_groups(question, record, problems, copies)
+    groups, has_matches, copied = _prepare_groups(question, raw_groups, record, problems, copies)
     trajectory = None
     if agent and "reference_trajectory" in question:
         from ...steps.trajectory.comparators import TrajectoryError
@@ -442,13 +452,17 @@ def _check_ragas_inputs(question: Mapping[str, Any], record: str, problems: Prob
 
 
 def _prepare_groups(
-    question: Mapping[str, Any], record: str, problems: Problems, copies: bool = False
+    question: Mapping[str, Any],
+    raw_groups: Any,
+    record: str,
+    problems: Problems,
+    copies: bool = False,
 ) -> tuple[tuple[tuple[ReferenceStep, ...], ...] | None, bool, list[list[dict[str, Any]]] | None]:
-    """The prepared step groups (None without ``reference_steps``), whether some step carries a
-    ``matches`` key, and (with ``copies``) copies of the steps without it."""
-    if "reference_steps" not in question:
+    """The prepared step groups (None without ``reference_steps``, whose value is
+    ``raw_groups``), whether some step carries a ``matches`` key, and (with ``copies``) copies
+    of the steps without it."""
+    if raw_groups is None and "reference_steps" not in question:
         return None, False, None
-    raw_groups = question["reference_steps"]
     if not isinstance(raw_groups, list) or not raw_groups:
         problems.add(
             record,
