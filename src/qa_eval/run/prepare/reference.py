@@ -60,8 +60,15 @@ def _prepare_step(
         problems.add(record, f"{_where(group, index)}.args", message)
     if args is not None and len(raw) == (2 if output is None else 3):
         # The usual step: its name, arguments and maybe output and no other field (their count
-        # tells, with no look-up of each of the others).
+        # tells, with no look-up of each of the others); with no media type, it is compared
+        # by its name, its arguments or its output (as the choice below would choose).
         media_type = columns = None
+        kind = _NAMED_KINDS.get(name)
+        if kind is None:
+            if output is None:
+                kind = COMPARE_ARGS
+            else:
+                kind = COMPARE_RETRIEVAL if name == "retrieval" and output else COMPARE_TEXT
     else:
         media_type = raw.get("output_media_type")
         columns = raw.get("required_columns")
@@ -83,24 +90,24 @@ def _prepare_step(
                 columns = None
         if "ordered" in raw or "ignore_duplicates" in raw:
             _check_flags(raw, group, index, record, problems)
-    # How the step is compared: one of the COMPARE_* names.
-    kind = _NAMED_KINDS.get(name)
-    if kind is None:
-        if name == "sparql_query" and media_type == SPARQL_JSON:
-            kind = COMPARE_SPARQL
-            if "required_columns" not in raw:
-                problems.add(
-                    record,
-                    f"{_where(group, index)}.required_columns",
-                    "missing (a SPARQL step with JSON results must list the columns that have "
-                    "to match)",
-                )
-        elif name == "retrieval" and output:
-            kind = COMPARE_RETRIEVAL
-        elif media_type == APPLICATION_JSON and output is not None:
-            kind = COMPARE_JSON
-        else:
-            kind = COMPARE_ARGS if output is None else COMPARE_TEXT
+        # How the step is compared: one of the COMPARE_* names.
+        kind = _NAMED_KINDS.get(name)
+        if kind is None:
+            if name == "sparql_query" and media_type == SPARQL_JSON:
+                kind = COMPARE_SPARQL
+                if "required_columns" not in raw:
+                    problems.add(
+                        record,
+                        f"{_where(group, index)}.required_columns",
+                        "missing (a SPARQL step with JSON results must list the columns that "
+                        "have to match)",
+                    )
+            elif name == "retrieval" and output:
+                kind = COMPARE_RETRIEVAL
+            elif media_type == APPLICATION_JSON and output is not None:
+                kind = COMPARE_JSON
+            else:
+                kind = COMPARE_ARGS if output is None else COMPARE_TEXT
     parsed: Any = None
     read = _OUTPUT_READERS.get(kind)
     if read is not None:
