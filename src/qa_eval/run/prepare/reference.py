@@ -170,7 +170,14 @@ def _read_sparql(output: Any, columns: list[Any]) -> Any:
     """A SPARQL JSON result reduced to its required columns, read once; the parsed JSON is
     let go."""
     try:
-        result = parse_sparql_json(output if isinstance(output, dict) else loads(output))
+        if type(output) is str:  # (the usual output, parsed in fewer calls)
+            try:
+                data = orjson_loads(output)
+            except ValueError:  # (not JSON to orjson: ``loads`` reads it, or tells why not)
+                data = loads(output)
+        else:
+            data = output if isinstance(output, dict) else loads(output)
+        result = parse_sparql_json(data)
     except (OutputParseError, SparqlResultError) as e:
         raise _OutputProblem(f"not a SPARQL JSON result: {e}") from None
     try:
