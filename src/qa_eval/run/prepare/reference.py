@@ -55,10 +55,7 @@ def _prepare_step(
     if not isinstance(name, str) or not name:
         problems.add(record, f"{_where(group, index)}.name", wrong(raw, "name", "a step name"))
         return None
-    if args is not None and type(args) is not dict and not isinstance(args, dict):
-        message = f"must be a mapping, got {found(args)}"
-        problems.add(record, f"{_where(group, index)}.args", message)
-    if args is not None and len(raw) == (2 if output is None else 3):
+    if type(args) is dict and len(raw) == (2 if output is None else 3):
         # The usual step: its name, arguments and maybe output and no other field (their count
         # tells, with no look-up of each of the others); with no media type, it is compared
         # by its name, its arguments or its output (as the choice below would choose).
@@ -70,6 +67,9 @@ def _prepare_step(
             else:
                 kind = COMPARE_RETRIEVAL if name == "retrieval" and output else COMPARE_TEXT
     else:
+        if args is not None and not isinstance(args, dict):
+            message = f"must be a mapping, got {found(args)}"
+            problems.add(record, f"{_where(group, index)}.args", message)
         media_type = raw.get("output_media_type")
         columns = raw.get("required_columns")
         if media_type is not None and not isinstance(media_type, str):
