@@ -109,10 +109,9 @@ def _prepare_step(
             else:
                 kind = COMPARE_ARGS if output is None else COMPARE_TEXT
     parsed: Any = None
-    read = _OUTPUT_READERS.get(kind)
-    if read is not None:
+    if kind in _OUTPUT_READERS:  # (a test, not a get: most kinds have no reader)
         try:
-            parsed = read(output, columns or [])
+            parsed = _OUTPUT_READERS[kind](output, columns or [])
         except _OutputProblem as problem:
             problems.add(record, f"{_where(group, index)}.output", str(problem))
     # The fields set here, as ReferenceStep.__init__ sets them: a class's __init__ called from
