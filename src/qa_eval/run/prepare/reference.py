@@ -95,7 +95,7 @@ def _prepare_step(
         if kind is None:
             if name == "sparql_query" and media_type == SPARQL_JSON:
                 kind = COMPARE_SPARQL
-                if "required_columns" not in raw:
+                if columns is None and "required_columns" not in raw:
                     problems.add(
                         record,
                         f"{_where(group, index)}.required_columns",

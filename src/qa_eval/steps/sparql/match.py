@@ -113,7 +113,10 @@ def prepare_reference(
 ) -> SparqlReference:
     """Read a checked reference result (see ``parse_sparql_json``) for comparisons;
     ``SparqlResultError`` when a required column holds a term that is not valid."""
-    required = list(dict.fromkeys(required_columns))
+    if len(required_columns) < 2:  # (none repeated: the copy made without a dict)
+        required = [*required_columns]
+    else:
+        required = list(dict.fromkeys(required_columns))
     # The fields set here, as SparqlReference.__init__ sets them: a class's __init__ called
     # from C (type.__call__) cost a fifth of preparing a small reference (once per SPARQL step
     # of the reference dataset).
