@@ -5,6 +5,7 @@ required columns: each gives what the general path gives, problems included (iss
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pytest
@@ -189,3 +190,21 @@ def test_a_sparql_step_with_columns_not_valid_is_not_told_they_are_missing() -> 
             assert got[1] == [f"{where}[0]: must be a column name (a string), got int 3"]
         else:
             assert got[1] == [f"{where}: {problem}"]
+
+
+def test_a_json_output_orjson_refuses_is_read_by_loads() -> None:
+    def prepared(output: str) -> tuple[list[Any], list[str]]:
+        step = {"name": "get", "args": {}, "output_media_type": "application/json"}
+        step["output"] = output
+        return _prepared([{"id": "q", "question_text": "?", "reference_steps": [[step]]}])
+
+    assert prepared('{"a": [1, 2]}')[0][0][3] == [
+        [(0, 0, "get", "application/json", "json", {"a": [1, 2]})]
+    ]
+    with_nan = prepared('{"a": NaN}')[0][0][3][0][0][5]
+    assert list(with_nan) == ["a"] and math.isnan(with_nan["a"])
+    with pytest.raises(OutputParseError) as parse_error:
+        loads("{")
+    assert prepared("{")[1] == [
+        f"reference: template 't' question 'q': reference_steps[0][0].output: {parse_error.value}"
+    ]

@@ -202,6 +202,11 @@ def _read_retrieval(output: Any, columns: list[Any]) -> list[Any]:
 
 def _read_json(output: Any, columns: list[Any]) -> Any:
     """An ``application/json`` output, parsed when it is text."""
+    if type(output) is str:  # (the usual output, parsed in fewer calls)
+        try:
+            return orjson_loads(output)
+        except ValueError:
+            pass  # (not JSON to orjson: ``loads`` reads it, or tells why not)
     try:
         return output if not isinstance(output, str) else loads(output)
     except OutputParseError as e:
