@@ -128,6 +128,12 @@ def test_quick_keyed_by_question_id(responses: dict[Any, dict[str, Any]]) -> Non
         {"question_id": "q0", "actual_steps": [{"name": "s", "lost": [1]}]},
         {"question_id": "q0", "actual_steps": [{"name": "s", "id": True}]},
         {"question_id": "q0", "actual_steps": [{"name": "s", "status": 1}]},
+        # no name (the fast path's KeyError), first or after a usual step
+        {"question_id": "q0", "actual_steps": [{"id": "s1", "args": {}}]},
+        {"question_id": "q0", "actual_steps": [{"name": "s"}, {"status": "success"}]},
+        {"question_id": "q0", "actual_steps": [{"name": "s", "args": 1}]},
+        {"question_id": "q0", "actual_steps": [{"name": "s", "id": 1.5}]},
+        {"question_id": "q0", "actual_steps": [{"name": "s", "error": ["x"]}]},
         {"question_id": True},
         {"question_id": "q0", "trial": 1.5},
     ],
@@ -139,6 +145,15 @@ def test_quick_refuses_what_the_checks_refuse(response: dict[str, Any]) -> None:
     problems = Problems("r.json")
     module._check(("response", 0), None, response, problems, known, module.Seen())
     assert problems.items
+
+
+def test_step_without_name_through_prepare() -> None:
+    """A step without a name, which the fast path leaves to the checks: the same problem as
+    with the full checks only."""
+    responses = [{"question_id": "q0", "actual_steps": [{"name": "s"}, {"id": "c1"}]}]
+    quick, full = _prepared(responses, True), _prepared(responses, False)
+    assert quick == full
+    assert quick[0] == "error" and "actual_steps[1].name: missing" in quick[1]
 
 
 def test_quick_huge_integer_count() -> None:
