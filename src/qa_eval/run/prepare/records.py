@@ -81,6 +81,9 @@ class Response(Mutable):
     """Where it was read: ("line", number), ("response", position) or ("key", question id)."""
     is_error: bool
     successful: list[int] | None = None
+    steps_plain: bool = False
+    """True when preparing found every actual step a mapping without ``lost`` (the fast path
+    tests that), so scoring needs no test of its own; False when not known."""
 
     def __init__(
         self,
@@ -89,6 +92,7 @@ class Response(Mutable):
         place: tuple[str, Any],
         is_error: bool,
         successful: list[int] | None = None,
+        steps_plain: bool = False,
     ) -> None:
         # The fields in order, as @dataclass would write it (see qa_eval.vocabulary.frozen).
         self.question_id = question_id
@@ -96,6 +100,7 @@ class Response(Mutable):
         self.place = place
         self.is_error = is_error
         self.successful = successful
+        self.steps_plain = steps_plain
 
     @property
     def record(self) -> str:
