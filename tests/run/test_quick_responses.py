@@ -156,14 +156,14 @@ def test_step_without_name_through_prepare() -> None:
     assert quick[0] == "error" and "actual_steps[1].name: missing" in quick[1]
 
 
-def test_steps_plain_only_from_the_fast_path() -> None:
-    """The fast path notes that no actual step is lost (the run then skips its own test); the
-    full checks (a trial, a lost step) note nothing."""
+def test_plain_only_from_the_fast_path() -> None:
+    """The fast path notes that a response has no trial and no lost step (the run then skips
+    its own tests); the full checks (a trial, a lost step) note nothing."""
     plain = {"question_id": "q0", "actual_steps": [{"name": "s"}]}
     trial = {"question_id": "q1", "trial": 1, "actual_steps": [{"name": "s"}]}
     lost = {"question_id": 7, "actual_steps": [{"name": "s", "lost": ["output"]}]}
     prepared = prepare_responses([plain, trial, lost], QUESTIONS)
-    assert [prepared[q][0].steps_plain for q in KNOWN] == [True, False, False]
+    assert [prepared[q][0].plain for q in KNOWN] == [True, False, False]
 
 
 def test_quick_huge_integer_count() -> None:

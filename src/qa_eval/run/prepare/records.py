@@ -81,9 +81,10 @@ class Response(Mutable):
     """Where it was read: ("line", number), ("response", position) or ("key", question id)."""
     is_error: bool
     successful: list[int] | None = None
-    steps_plain: bool = False
-    """True when preparing found every actual step a mapping without ``lost`` (the fast path
-    tests that), so scoring needs no test of its own; False when not known."""
+    plain: bool = False
+    """True when the fast path prepared it: it has no ``trial``, and every actual step is a
+    mapping without ``lost``, so evaluating it needs no test of these of its own; False when
+    not known."""
 
     def __init__(
         self,
@@ -92,7 +93,7 @@ class Response(Mutable):
         place: tuple[str, Any],
         is_error: bool,
         successful: list[int] | None = None,
-        steps_plain: bool = False,
+        plain: bool = False,
     ) -> None:
         # The fields in order, as @dataclass would write it (see qa_eval.vocabulary.frozen).
         self.question_id = question_id
@@ -100,7 +101,7 @@ class Response(Mutable):
         self.place = place
         self.is_error = is_error
         self.successful = successful
-        self.steps_plain = steps_plain
+        self.plain = plain
 
     @property
     def record(self) -> str:

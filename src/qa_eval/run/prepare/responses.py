@@ -426,7 +426,7 @@ def _quick(
     prepared.place = place
     prepared.is_error = status == "error" or (status is None and error is not _ABSENT)
     prepared.successful = successful
-    prepared.steps_plain = True  # (every step a dict without "lost": tested above)
+    prepared.plain = True  # (no trial; every step a dict without "lost": tested above)
     return prepared
 
 
