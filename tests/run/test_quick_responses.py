@@ -184,3 +184,36 @@ def test_line_numbers_past_their_end() -> None:
         prepare_responses(Lines([{"question_id": "q0"}, {"question_id": "q1"}]), QUESTIONS)
     lines = Lines([{"question_id": "q0"}])
     assert prepare_responses(lines, QUESTIONS)["q0"][0].place == ("line", 3)
+
+
+def test_results_copy_the_counts_timed_or_not() -> None:
+    """A result copies the counts and time its response has: all four at once when the fast
+    path found them (``timed``), else each tested (some missing, an int time, a trial)."""
+    from qa_eval import run_evaluation
+
+    counts = {"input_tokens": 5, "output_tokens": 2, "total_tokens": 7, "elapsed_sec": 1.5}
+    reference = [
+        {
+            "template_id": "t",
+            "questions": [{"id": f"q{i}", "question_text": "?"} for i in range(4)],
+        }
+    ]
+    responses = [
+        {"question_id": "q0", **counts},
+        {"question_id": "q1", "input_tokens": 5, "elapsed_sec": 1.5},
+        {"question_id": "q2", **counts, "elapsed_sec": 2},
+        {"question_id": "q3", "trial": 1, **counts},
+    ]
+    prepared = prepare_responses(
+        responses, [Question("t", f"q{i}", {}, None, "r") for i in range(4)]
+    )
+    assert [prepared[f"q{i}"][0].timed for i in range(4)] == [True, False, False, False]
+    results = run_evaluation(reference, responses)
+    keys = list(counts)
+    assert [[k for k in result if k in counts] for result in results] == [
+        keys,
+        ["input_tokens", "elapsed_sec"],
+        keys,
+        keys,
+    ]
+    assert [result["elapsed_sec"] for result in results] == [1.5, 1.5, 2, 1.5]

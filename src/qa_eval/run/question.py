@@ -158,14 +158,15 @@ def evaluate_question(
 
             result.update(trajectory_keys(question.trajectory, raw_trajectory, actual_steps))
     # What a result copies of its response after its steps (written out: a loop over the keys
-    # took twice the bytecodes).
-    if "input_tokens" in reply:
+    # took twice the bytecodes); a timed response has the first four (one test, not four).
+    timed = response is not None and response.timed
+    if timed or "input_tokens" in reply:
         result["input_tokens"] = reply["input_tokens"]
-    if "output_tokens" in reply:
+    if timed or "output_tokens" in reply:
         result["output_tokens"] = reply["output_tokens"]
-    if "total_tokens" in reply:
+    if timed or "total_tokens" in reply:
         result["total_tokens"] = reply["total_tokens"]
-    if "elapsed_sec" in reply:
+    if timed or "elapsed_sec" in reply:
         result["elapsed_sec"] = reply["elapsed_sec"]
     if "trace" in reply:
         result["trace"] = reply["trace"]

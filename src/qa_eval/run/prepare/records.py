@@ -85,6 +85,9 @@ class Response(Mutable):
     """True when the fast path prepared it: it has no ``trial``, and every actual step is a
     mapping without ``lost``, so evaluating it needs no test of these of its own; False when
     not known."""
+    timed: bool = False
+    """True when the fast path found all four of ``input_tokens``, ``output_tokens``,
+    ``total_tokens`` and ``elapsed_sec`` (a result copies them without a test each)."""
 
     def __init__(
         self,
@@ -94,6 +97,7 @@ class Response(Mutable):
         is_error: bool,
         successful: list[int] | None = None,
         plain: bool = False,
+        timed: bool = False,
     ) -> None:
         # The fields in order, as @dataclass would write it (see qa_eval.vocabulary.frozen).
         self.question_id = question_id
@@ -102,6 +106,7 @@ class Response(Mutable):
         self.is_error = is_error
         self.successful = successful
         self.plain = plain
+        self.timed = timed
 
     @property
     def record(self) -> str:

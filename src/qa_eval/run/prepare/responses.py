@@ -370,6 +370,7 @@ def _quick(
     output_tokens = response.get("output_tokens")
     total_tokens = response.get("total_tokens")
     elapsed = response.get("elapsed_sec")
+    timed = True  # (all four there: a result copies them without testing for each)
     if not (
         type(tokens) is int
         and type(output_tokens) is int
@@ -385,6 +386,7 @@ def _quick(
                 (type(value) is int and value >= 0) or (type(value) is float and 0 <= value < _INF)
             ):
                 return None
+        timed = False
     steps = response.get("actual_steps", _ABSENT)
     successful = None
     if steps is not _ABSENT:
@@ -427,6 +429,7 @@ def _quick(
     prepared.is_error = status == "error" or (status is None and error is not _ABSENT)
     prepared.successful = successful
     prepared.plain = True  # (no trial; every step a dict without "lost": tested above)
+    prepared.timed = timed
     return prepared
 
 
