@@ -128,6 +128,12 @@ def test_quick_keyed_by_question_id(responses: dict[Any, dict[str, Any]]) -> Non
         {"question_id": "q0", "actual_steps": [{"name": "s", "lost": [1]}]},
         {"question_id": "q0", "actual_steps": [{"name": "s", "id": True}]},
         {"question_id": "q0", "actual_steps": [{"name": "s", "status": 1}]},
+        # no name (the fast path's KeyError), first or after a usual step
+        {"question_id": "q0", "actual_steps": [{"id": "s1", "args": {}}]},
+        {"question_id": "q0", "actual_steps": [{"name": "s"}, {"status": "success"}]},
+        {"question_id": "q0", "actual_steps": [{"name": "s", "args": 1}]},
+        {"question_id": "q0", "actual_steps": [{"name": "s", "id": 1.5}]},
+        {"question_id": "q0", "actual_steps": [{"name": "s", "error": ["x"]}]},
         {"question_id": True},
         {"question_id": "q0", "trial": 1.5},
     ],
@@ -139,6 +145,25 @@ def test_quick_refuses_what_the_checks_refuse(response: dict[str, Any]) -> None:
     problems = Problems("r.json")
     module._check(("response", 0), None, response, problems, known, module.Seen())
     assert problems.items
+
+
+def test_step_without_name_through_prepare() -> None:
+    """A step without a name, which the fast path leaves to the checks: the same problem as
+    with the full checks only."""
+    responses = [{"question_id": "q0", "actual_steps": [{"name": "s"}, {"id": "c1"}]}]
+    quick, full = _prepared(responses, True), _prepared(responses, False)
+    assert quick == full
+    assert quick[0] == "error" and "actual_steps[1].name: missing" in quick[1]
+
+
+def test_plain_only_from_the_fast_path() -> None:
+    """The fast path notes that a response has no trial and no lost step (the run then skips
+    its own tests); the full checks (a trial, a lost step) note nothing."""
+    plain = {"question_id": "q0", "actual_steps": [{"name": "s"}]}
+    trial = {"question_id": "q1", "trial": 1, "actual_steps": [{"name": "s"}]}
+    lost = {"question_id": 7, "actual_steps": [{"name": "s", "lost": ["output"]}]}
+    prepared = prepare_responses([plain, trial, lost], QUESTIONS)
+    assert [prepared[q][0].plain for q in KNOWN] == [True, False, False]
 
 
 def test_quick_huge_integer_count() -> None:
@@ -159,3 +184,36 @@ def test_line_numbers_past_their_end() -> None:
         prepare_responses(Lines([{"question_id": "q0"}, {"question_id": "q1"}]), QUESTIONS)
     lines = Lines([{"question_id": "q0"}])
     assert prepare_responses(lines, QUESTIONS)["q0"][0].place == ("line", 3)
+
+
+def test_results_copy_the_counts_timed_or_not() -> None:
+    """A result copies the counts and time its response has: all four at once when the fast
+    path found them (``timed``), else each tested (some missing, an int time, a trial)."""
+    from qa_eval import run_evaluation
+
+    counts = {"input_tokens": 5, "output_tokens": 2, "total_tokens": 7, "elapsed_sec": 1.5}
+    reference = [
+        {
+            "template_id": "t",
+            "questions": [{"id": f"q{i}", "question_text": "?"} for i in range(4)],
+        }
+    ]
+    responses = [
+        {"question_id": "q0", **counts},
+        {"question_id": "q1", "input_tokens": 5, "elapsed_sec": 1.5},
+        {"question_id": "q2", **counts, "elapsed_sec": 2},
+        {"question_id": "q3", "trial": 1, **counts},
+    ]
+    prepared = prepare_responses(
+        responses, [Question("t", f"q{i}", {}, None, "r") for i in range(4)]
+    )
+    assert [prepared[f"q{i}"][0].timed for i in range(4)] == [True, False, False, False]
+    results = run_evaluation(reference, responses)
+    keys = list(counts)
+    assert [[k for k in result if k in counts] for result in results] == [
+        keys,
+        ["input_tokens", "elapsed_sec"],
+        keys,
+        keys,
+    ]
+    assert [result["elapsed_sec"] for result in results] == [1.5, 1.5, 2, 1.5]

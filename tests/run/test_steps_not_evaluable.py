@@ -52,3 +52,22 @@ def test_a_lost_output_or_arguments_make_the_steps_not_evaluable() -> None:
     aggregates = compute_aggregates(results)
     steps = aggregates["micro"]["steps_score"]
     assert steps["n"] == 2 and steps["failed"] == 1 and steps["mean"] == 1.0
+
+
+def test_responses_the_full_checks_prepare_are_tested_for_lost_steps_by_the_run() -> None:
+    """A response with a trial is left to the full checks, which do not note that no step is
+    lost (the fast path does): the run then tests its steps itself, with the same scores, and
+    finds a lost output."""
+    responses = [
+        {"question_id": "q0", "actual_steps": [step()]},
+        {"question_id": "q1", "trial": 1, "actual_steps": [step()]},
+        {
+            "question_id": "q2",
+            "trial": 1,
+            "actual_steps": [{**step(lost=["output"]), "output": None}],
+        },
+    ]
+    results = run_evaluation(reference(), responses)
+    assert results[0]["steps_score"] == results[1]["steps_score"] == 1.0
+    assert "steps_score" not in results[2]
+    assert results[2]["steps_score_error"].startswith("not evaluable: 1 of 1 steps")

@@ -81,6 +81,13 @@ class Response(Mutable):
     """Where it was read: ("line", number), ("response", position) or ("key", question id)."""
     is_error: bool
     successful: list[int] | None = None
+    plain: bool = False
+    """True when the fast path prepared it: it has no ``trial``, and every actual step is a
+    mapping without ``lost``, so evaluating it needs no test of these of its own; False when
+    not known."""
+    timed: bool = False
+    """True when the fast path found all four of ``input_tokens``, ``output_tokens``,
+    ``total_tokens`` and ``elapsed_sec`` (a result copies them without a test each)."""
 
     def __init__(
         self,
@@ -89,6 +96,8 @@ class Response(Mutable):
         place: tuple[str, Any],
         is_error: bool,
         successful: list[int] | None = None,
+        plain: bool = False,
+        timed: bool = False,
     ) -> None:
         # The fields in order, as @dataclass would write it (see qa_eval.vocabulary.frozen).
         self.question_id = question_id
@@ -96,6 +105,8 @@ class Response(Mutable):
         self.place = place
         self.is_error = is_error
         self.successful = successful
+        self.plain = plain
+        self.timed = timed
 
     @property
     def record(self) -> str:

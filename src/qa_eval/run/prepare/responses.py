@@ -370,6 +370,7 @@ def _quick(
     output_tokens = response.get("output_tokens")
     total_tokens = response.get("total_tokens")
     elapsed = response.get("elapsed_sec")
+    timed = True  # (all four there: a result copies them without testing for each)
     if not (
         type(tokens) is int
         and type(output_tokens) is int
@@ -385,31 +386,36 @@ def _quick(
                 (type(value) is int and value >= 0) or (type(value) is float and 0 <= value < _INF)
             ):
                 return None
+        timed = False
     steps = response.get("actual_steps", _ABSENT)
     successful = None
     if steps is not _ABSENT:
         if type(steps) is not list:
             return None
         successful = []
-        for i, step in enumerate(steps):
-            if type(step) is not dict:
-                return None
-            step_status = step.get("status", "success")
-            if step_status == "success":
-                successful.append(i)
-            elif type(step_status) is not str:
-                return None
-            value = step.get("args")
-            if type(step.get("name")) is not str or "lost" in step:
-                return None
-            if not (value is None or type(value) is dict or type(value) is str):
-                return None
-            value = step.get("id")
-            if not (value is None or type(value) is str or type(value) is int):
-                return None
-            value = step.get("error")
-            if not (value is None or type(value) is str):
-                return None
+        try:  # (a step without "name" has a problem: its KeyError sends it to the checks above)
+            for i, step in enumerate(steps):
+                if type(step) is not dict:
+                    return None
+                step_status = step.get("status", "success")
+                if step_status == "success":
+                    successful.append(i)
+                elif type(step_status) is not str:
+                    return None
+                # Each test with the usual type first: it alone decides (one test, not two).
+                if type(step["name"]) is not str or "lost" in step:
+                    return None
+                value = step.get("args")
+                if type(value) is not dict and value is not None and type(value) is not str:
+                    return None
+                value = step.get("id")
+                if type(value) is not str and value is not None and type(value) is not int:
+                    return None
+                value = step.get("error")
+                if value is not None and type(value) is not str:
+                    return None
+        except KeyError:
+            return None
     if seen is not None:
         if seen.places.get(qid) is not None:
             return None
@@ -422,6 +428,8 @@ def _quick(
     prepared.place = place
     prepared.is_error = status == "error" or (status is None and error is not _ABSENT)
     prepared.successful = successful
+    prepared.plain = True  # (no trial; every step a dict without "lost": tested above)
+    prepared.timed = timed
     return prepared
 
 
