@@ -52,3 +52,30 @@ def test_a_lost_output_or_arguments_make_the_steps_not_evaluable() -> None:
     aggregates = compute_aggregates(results)
     steps = aggregates["micro"]["steps_score"]
     assert steps["n"] == 2 and steps["failed"] == 1 and steps["mean"] == 1.0
+
+
+def test_only_steps_checked_plain_skip_the_test_for_lost_ones() -> None:
+    # The response check marks steps it found plain (dicts, none with "lost"); the evaluation
+    # skips its own test for those only, and a response it tests (its steps lost, or not marked
+    # plain) gives what the marked one gives when nothing was lost.
+    from dataclasses import replace
+
+    from qa_eval.run.prepare.reference import prepare_reference
+    from qa_eval.run.prepare.responses import prepare_responses
+    from qa_eval.run.question import evaluate_question
+
+    questions = prepare_reference(reference())
+    responses = prepare_responses(
+        [
+            {"question_id": "q0", "actual_steps": [step()]},
+            {"question_id": "q1", "actual_steps": [step(lost=["output"])]},
+            {"question_id": "q2"},
+        ],
+        questions,
+    )
+    plain, lost, without = (responses[f"q{i}"][0] for i in range(3))
+    assert plain.plain_steps and without.plain_steps and not lost.plain_steps
+    tested = replace(plain, plain_steps=False)
+    assert evaluate_question(questions[0], tested) == evaluate_question(questions[0], plain)
+    assert evaluate_question(questions[0], plain)["steps_score"] == 1.0
+    assert "steps_score_error" in evaluate_question(questions[1], lost)

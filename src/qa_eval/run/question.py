@@ -93,7 +93,9 @@ def evaluate_question(
     # A new list of the same step dicts: nothing here changes them.
     result["actual_steps"] = list(actual_steps)
     groups = question.groups
-    if groups is not None:
+    # Steps found plain when the response was checked (the usual response) carry no "lost";
+    # others are tested here (without a response: no steps).
+    if groups is not None and response is not None and not response.plain_steps:
         # _any_lost's first test here (one call per question fewer): the usual steps, dicts
         # none of which carries "lost", need no other; anything else asks _any_lost.
         try:

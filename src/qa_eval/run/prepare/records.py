@@ -81,6 +81,9 @@ class Response(Mutable):
     """Where it was read: ("line", number), ("response", position) or ("key", question id)."""
     is_error: bool
     successful: list[int] | None = None
+    plain_steps: bool = False
+    """Whether its ``actual_steps`` were found plain when it was checked (absent, or a list of
+    dicts none of which carries ``lost``): its evaluation then skips the test for lost steps."""
 
     def __init__(
         self,
@@ -89,6 +92,7 @@ class Response(Mutable):
         place: tuple[str, Any],
         is_error: bool,
         successful: list[int] | None = None,
+        plain_steps: bool = False,
     ) -> None:
         # The fields in order, as @dataclass would write it (see qa_eval.vocabulary.frozen).
         self.question_id = question_id
@@ -96,6 +100,7 @@ class Response(Mutable):
         self.place = place
         self.is_error = is_error
         self.successful = successful
+        self.plain_steps = plain_steps
 
     @property
     def record(self) -> str:

@@ -422,6 +422,7 @@ def _quick(
     prepared.place = place
     prepared.is_error = status == "error" or (status is None and error is not _ABSENT)
     prepared.successful = successful
+    prepared.plain_steps = True  # (none of its steps is lost: tested above)
     return prepared
 
 
