@@ -125,11 +125,13 @@ def evaluate_question(
                         step.pop("matches", None)
         # A reference taken from a results file may carry an old explanation ("mismatch"): it
         # never stays on a matched step (a partly matched one gets a new one below).
-        for g, i, a, _ in sorted(matches):
+        # (one match is in order: sorted() only when there are more)
+        for g, i, a, _ in sorted(matches) if len(matches) > 1 else matches:
             step = annotated[g][i]
             step_id = actual_steps[a].get("id")
             step["matches"] = step_id if step_id is not None else a
-            step.pop("mismatch", None)
+            if "mismatch" in step:  # (rarely there: a test costs less than a pop's call)
+                del step["mismatch"]
             if matched_out is not None:
                 matched_out.append((step, a))
         # Why each unmatched step did not match (nothing to do when every step matched).
