@@ -9,8 +9,7 @@ caller's objects are never mutated: a result holds copies of the reference steps
 from __future__ import annotations
 
 import types
-from collections.abc import Callable, Generator, Mapping
-from functools import cache
+from collections.abc import Generator, Mapping
 from itertools import repeat
 from operator import contains
 from typing import Any
@@ -39,13 +38,15 @@ AGENT_REFERENCE_KEYS = ("reference_goal", "reference_topics", "reference_traject
 ``topic_adherence``, ``trajectory_judgement``; ``trajectory_match`` annotates its own copy)."""
 
 
-@cache
-def _explain_unmatched() -> Callable[..., dict[tuple[int, int], str]]:
+def _explain_unmatched(*args: Any) -> dict[tuple[int, int], str]:
     """``steps.explain.explain_unmatched``, imported when a question first leaves a reference
-    step unmatched (a run whose steps all match never loads it)."""
+    step unmatched (a run whose steps all match never loads it); it then takes this name, and
+    later questions call it directly (a cached getter's call cost ~500 instructions each)."""
+    global _explain_unmatched
     from ..steps.explain import explain_unmatched
 
-    return explain_unmatched
+    _explain_unmatched = explain_unmatched
+    return explain_unmatched(*args)
 
 
 def evaluate_question(
@@ -136,7 +137,7 @@ def evaluate_question(
                 matched_out.append((step, a))
         # Why each unmatched step did not match (nothing to do when every step matched).
         if not fully_matched(groups, matches):
-            explained = _explain_unmatched()(groups, scorer, matches, error)
+            explained = _explain_unmatched(groups, scorer, matches, error)
             for (g, i), why in explained.items():
                 annotated[g][i]["mismatch"] = why
         result["reference_steps"] = annotated
