@@ -135,8 +135,9 @@ def evaluate_question(
                 del step["mismatch"]
             if matched_out is not None:
                 matched_out.append((step, a))
-        # Why each unmatched step did not match (nothing to do when every step matched).
-        if not fully_matched(groups, matches):
+        # Why each unmatched step did not match (nothing to do when every step matched; fewer
+        # matches than groups, each of at least one step, leave one unmatched: no call to ask).
+        if len(matches) < len(groups) or not fully_matched(groups, matches):
             explained = _explain_unmatched(groups, scorer, matches, error)
             for (g, i), why in explained.items():
                 annotated[g][i]["mismatch"] = why
