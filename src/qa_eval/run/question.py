@@ -266,15 +266,18 @@ class Results(list):  # type: ignore[type-arg]
 
     @property
     def signature(self) -> dict[str, Any]:
-        """The run's signature; a reference held in memory is hashed for its fingerprint here,
-        when the signature is first read (``run.signature.PendingFingerprint``)."""
+        """The run's signature; a reference held in memory is hashed for its fingerprint (and
+        its templates counted) here, when the signature is first read
+        (``run.signature.PendingFingerprint``)."""
         try:
             signature: dict[str, Any] = self.__dict__["_signature"]
         except KeyError:
             raise AttributeError("signature") from None
         if self.__dict__.get("_pending"):
             reference = signature["reference"]
-            reference["fingerprint"] = reference["fingerprint"]()
+            for key, value in reference.items():  # (values replaced: no key added)
+                if callable(value):
+                    reference[key] = value()
             self.__dict__["_pending"] = False
         return signature
 
@@ -282,8 +285,8 @@ class Results(list):  # type: ignore[type-arg]
     def signature(self, value: dict[str, Any]) -> None:
         self.__dict__["_signature"] = value
         reference = value.get("reference") if isinstance(value, dict) else None
-        self.__dict__["_pending"] = isinstance(reference, dict) and callable(
-            reference.get("fingerprint")
+        self.__dict__["_pending"] = isinstance(reference, dict) and any(
+            map(callable, reference.values())
         )
 
     def __getstate__(self) -> dict[str, Any]:
