@@ -53,3 +53,44 @@ def test_several_matches_are_annotated_in_reference_order() -> None:
         ]
     ]
     assert result["steps_score"] == 1.0
+
+
+_AGENT = {
+    "reference_goal": "the goal",
+    "reference_topics": ["topic"],
+    "reference_contexts": ["a context"],
+    "reference_tool_calls": [{"name": "a", "args": {}}],
+    "rubrics": {"score1_description": "bad"},
+}
+
+
+def test_only_questions_prepared_without_agent_fields_skip_their_search() -> None:
+    # Preparing notes whether a question has a field of the agent or ragas metrics; a question
+    # made without that note (agent_fields True) is searched, with the same result.
+    from dataclasses import replace
+
+    from qa_eval.run.prepare.reference import prepare_reference
+    from qa_eval.run.prepare.responses import prepare_responses
+    from qa_eval.run.question import (
+        AGENT_REFERENCE_KEYS,
+        RAGAS_REFERENCE_KEYS,
+        evaluate_question,
+    )
+
+    assert set(_AGENT) | {"reference_trajectory"} == {*AGENT_REFERENCE_KEYS, *RAGAS_REFERENCE_KEYS}
+    base = {"question_text": "?", "reference_steps": [[_step("a", x=1)]]}
+    questions = [{"id": "plain", **base}] + [
+        {"id": key, **base, key: value} for key, value in _AGENT.items()
+    ]
+    prepared = prepare_reference([{"template_id": "t", "questions": questions}])
+    assert [q.agent_fields for q in prepared] == [False] + [True] * len(_AGENT)
+    responses = prepare_responses(
+        [{"question_id": q["id"], "actual_steps": [_step("a", x=1)]} for q in questions],
+        prepared,
+    )
+    for question in prepared:
+        response = responses[question.question_id][0]
+        result = evaluate_question(question, response)
+        searched = evaluate_question(replace(question, agent_fields=True), response)
+        assert searched == result
+        assert [k for k in _AGENT if k in result] == [k for k in _AGENT if k in question.raw]

@@ -75,7 +75,8 @@ def evaluate_question(
         result["reference_answer"] = raw["reference_answer"]
     if "question_type" in raw:
         result["question_type"] = raw["question_type"]
-    if not _REFERENCE_FIELDS.isdisjoint(raw):  # (most questions have none: one cheap test)
+    # (most questions have none: preparing found out, else one test here)
+    if question.agent_fields and not _REFERENCE_FIELDS.isdisjoint(raw):
         for key in (*AGENT_REFERENCE_KEYS, *RAGAS_REFERENCE_KEYS):
             if key in raw:
                 result[key] = raw[key]

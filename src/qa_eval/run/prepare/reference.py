@@ -351,6 +351,7 @@ def prepare_question(
     prepared.has_matches = has_matches
     prepared.trajectory = trajectory
     prepared.copies = copied
+    prepared.agent_fields = agent
     return prepared
 
 
