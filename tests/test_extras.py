@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -50,3 +53,31 @@ def test_tokenizer_is_shipped_and_checked() -> None:
     assert embeddings._checked(data, embeddings.TOKENIZER_SHA256, "tok") == data
     with pytest.raises(embeddings.EmbeddingUnavailable, match="SHA-256"):
         embeddings._checked(data + b" ", embeddings.TOKENIZER_SHA256, "tok")
+
+
+def test_a_package_not_found_is_searched_for_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Only a package found is remembered: one installed after a "no" is found by the next ask.
+    name = "qa_eval_extras_probe_package"
+    assert not available(name)
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    assert available(f"{name}.sub")
+    assert available(name)
+
+
+def test_a_package_found_before_is_asked_again_of_another_finder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The remembered answer holds for the finder that gave it: a stand-in (a test's
+    # monkeypatch) or a package blocked in sys.modules is not answered from memory.
+    assert available("json")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    assert not available("json")
+    monkeypatch.undo()
+    assert available("json")
+    monkeypatch.setitem(sys.modules, "json", None)
+    assert not available("json")

@@ -180,3 +180,22 @@ def test_a_record_with_number_keys_is_fingerprinted_as_before() -> None:
 
     digest = hashlib.sha256(expected_json).digest()
     assert reference_fingerprint(questions) == "sha256:" + hashlib.sha256(digest).hexdigest()
+
+
+def test_the_templates_of_a_reference_in_memory_are_counted_when_first_read() -> None:
+    import pickle
+
+    reference, responses = _demo()
+    expected = len({template["template_id"] for template in reference})
+    results = run_evaluation(reference, responses, cache=False)
+    assert callable(results.__dict__["_signature"]["reference"]["templates"])  # not yet
+    assert results.signature["reference"]["templates"] == expected
+    cloned = pickle.loads(pickle.dumps(run_evaluation(reference, responses, cache=False)))
+    assert cloned.signature["reference"]["templates"] == expected
+    # A given fingerprint leaves the count alone pending (the hash is not the only one).
+    given = run_evaluation(reference, responses, cache=False, fingerprint=_expected())
+    assert given.signature["reference"] == {
+        "fingerprint": _expected(),
+        "templates": expected,
+        "questions": len(responses),
+    }

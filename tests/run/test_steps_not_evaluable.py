@@ -71,3 +71,30 @@ def test_responses_the_full_checks_prepare_are_tested_for_lost_steps_by_the_run(
     assert results[0]["steps_score"] == results[1]["steps_score"] == 1.0
     assert "steps_score" not in results[2]
     assert results[2]["steps_score_error"].startswith("not evaluable: 1 of 1 steps")
+
+
+def test_only_steps_checked_plain_skip_the_test_for_lost_ones() -> None:
+    # The response check marks steps it found plain (dicts, none with "lost"); the evaluation
+    # skips its own test for those only, and a response it tests (its steps lost, or not marked
+    # plain) gives what the marked one gives when nothing was lost.
+    from dataclasses import replace
+
+    from qa_eval.run.prepare.reference import prepare_reference
+    from qa_eval.run.prepare.responses import prepare_responses
+    from qa_eval.run.question import evaluate_question
+
+    questions = prepare_reference(reference())
+    responses = prepare_responses(
+        [
+            {"question_id": "q0", "actual_steps": [step()]},
+            {"question_id": "q1", "actual_steps": [step(lost=["output"])]},
+            {"question_id": "q2"},
+        ],
+        questions,
+    )
+    plain, lost, without = (responses[f"q{i}"][0] for i in range(3))
+    assert plain.plain and without.plain and not lost.plain
+    tested = replace(plain, plain=False)
+    assert evaluate_question(questions[0], tested) == evaluate_question(questions[0], plain)
+    assert evaluate_question(questions[0], plain)["steps_score"] == 1.0
+    assert "steps_score_error" in evaluate_question(questions[1], lost)

@@ -9,8 +9,7 @@ caller's objects are never mutated: a result holds copies of the reference steps
 from __future__ import annotations
 
 import types
-from collections.abc import Callable, Generator, Mapping
-from functools import cache
+from collections.abc import Generator, Mapping
 from itertools import repeat
 from operator import contains
 from typing import Any
@@ -39,13 +38,15 @@ AGENT_REFERENCE_KEYS = ("reference_goal", "reference_topics", "reference_traject
 ``topic_adherence``, ``trajectory_judgement``; ``trajectory_match`` annotates its own copy)."""
 
 
-@cache
-def _explain_unmatched() -> Callable[..., dict[tuple[int, int], str]]:
+def _explain_unmatched(*args: Any) -> dict[tuple[int, int], str]:
     """``steps.explain.explain_unmatched``, imported when a question first leaves a reference
-    step unmatched (a run whose steps all match never loads it)."""
+    step unmatched (a run whose steps all match never loads it); it then takes this name, and
+    later questions call it directly (a cached getter's call cost ~500 instructions each)."""
+    global _explain_unmatched
     from ..steps.explain import explain_unmatched
 
-    return explain_unmatched
+    _explain_unmatched = explain_unmatched
+    return explain_unmatched(*args)
 
 
 def evaluate_question(
@@ -76,7 +77,8 @@ def evaluate_question(
         result["reference_answer"] = raw["reference_answer"]
     if "question_type" in raw:
         result["question_type"] = raw["question_type"]
-    if not _REFERENCE_FIELDS.isdisjoint(raw):  # (most questions have none: one cheap test)
+    # (most questions have none: preparing found out, else one test here)
+    if question.agent_fields and not _REFERENCE_FIELDS.isdisjoint(raw):
         for key in (*AGENT_REFERENCE_KEYS, *RAGAS_REFERENCE_KEYS):
             if key in raw:
                 result[key] = raw[key]
@@ -95,17 +97,15 @@ def evaluate_question(
     # A new list of the same step dicts: nothing here changes them.
     result["actual_steps"] = list(actual_steps)
     groups = question.groups
-    if groups is not None:
+    # A plain response (the usual one) was tested for lost steps when it was checked; others
+    # are tested here (without a response: no steps).
+    if groups is not None and not plain:
         # _any_lost's first test here (one call per question fewer): the usual steps, dicts
-        # none of which carries "lost", need no other; anything else asks _any_lost. A
-        # plain response was tested already (this pass cost about 700 instructions a step).
-        if plain:
-            lost = False
-        else:
-            try:
-                lost = any(map(contains, actual_steps, _LOST))
-            except TypeError:
-                lost = True
+        # none of which carries "lost", need no other; anything else asks _any_lost.
+        try:
+            lost = any(map(contains, actual_steps, _LOST))
+        except TypeError:
+            lost = True
         if lost and _any_lost(actual_steps):
             unreadable = _steps_not_evaluable(question, actual_steps)
             if unreadable is not None:
@@ -129,16 +129,19 @@ def evaluate_question(
                         step.pop("matches", None)
         # A reference taken from a results file may carry an old explanation ("mismatch"): it
         # never stays on a matched step (a partly matched one gets a new one below).
-        for g, i, a, _ in sorted(matches):
+        # (one match is in order: sorted() only when there are more)
+        for g, i, a, _ in sorted(matches) if len(matches) > 1 else matches:
             step = annotated[g][i]
             step_id = actual_steps[a].get("id")
             step["matches"] = step_id if step_id is not None else a
-            step.pop("mismatch", None)
+            if "mismatch" in step:  # (rarely there: a test costs less than a pop's call)
+                del step["mismatch"]
             if matched_out is not None:
                 matched_out.append((step, a))
-        # Why each unmatched step did not match (nothing to do when every step matched).
-        if not fully_matched(groups, matches):
-            explained = _explain_unmatched()(groups, scorer, matches, error)
+        # Why each unmatched step did not match (nothing to do when every step matched; fewer
+        # matches than groups, each of at least one step, leave one unmatched: no call to ask).
+        if len(matches) < len(groups) or not fully_matched(groups, matches):
+            explained = _explain_unmatched(groups, scorer, matches, error)
             for (g, i), why in explained.items():
                 annotated[g][i]["mismatch"] = why
         result["reference_steps"] = annotated
@@ -194,7 +197,8 @@ async def evaluate_in_order(
             index += 1
             if not index & 255:
                 await pause()  # let other tasks (e.g. a progress display) run
-        question.release()
+        # Question.release written out (a call per question fewer).
+        question.groups = question.copies = question.trajectory = None
     return index, answered
 
 
@@ -266,15 +270,18 @@ class Results(list):  # type: ignore[type-arg]
 
     @property
     def signature(self) -> dict[str, Any]:
-        """The run's signature; a reference held in memory is hashed for its fingerprint here,
-        when the signature is first read (``run.signature.PendingFingerprint``)."""
+        """The run's signature; a reference held in memory is hashed for its fingerprint (and
+        its templates counted) here, when the signature is first read
+        (``run.signature.PendingFingerprint``)."""
         try:
             signature: dict[str, Any] = self.__dict__["_signature"]
         except KeyError:
             raise AttributeError("signature") from None
         if self.__dict__.get("_pending"):
             reference = signature["reference"]
-            reference["fingerprint"] = reference["fingerprint"]()
+            for key, value in reference.items():  # (values replaced: no key added)
+                if callable(value):
+                    reference[key] = value()
             self.__dict__["_pending"] = False
         return signature
 
@@ -282,8 +289,8 @@ class Results(list):  # type: ignore[type-arg]
     def signature(self, value: dict[str, Any]) -> None:
         self.__dict__["_signature"] = value
         reference = value.get("reference") if isinstance(value, dict) else None
-        self.__dict__["_pending"] = isinstance(reference, dict) and callable(
-            reference.get("fingerprint")
+        self.__dict__["_pending"] = isinstance(reference, dict) and any(
+            map(callable, reference.values())
         )
 
     def __getstate__(self) -> dict[str, Any]:

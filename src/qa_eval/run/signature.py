@@ -125,9 +125,12 @@ def run_signature(
         if not fingerprint:
             pending = PendingFingerprint(questions)
             fingerprint = pending if defer_fingerprint else pending()
+        # Counted when first read too (a set of every question's template id: ~270
+        # instructions a question that most API runs never read).
+        templates = functools.partial(template_count, questions)
         signature["reference"] = {
             "fingerprint": fingerprint,
-            "templates": len({q.template_id for q in questions}),
+            "templates": templates if defer_fingerprint else templates(),
             "questions": len(questions),
         }
     else:  # a run.reflines.StreamedReference: counted and fingerprinted as it was checked
@@ -151,6 +154,11 @@ def run_signature(
     if spread:
         signature["spread"] = spread
     return signature
+
+
+def template_count(questions: Iterable[Question]) -> int:
+    """How many distinct template ids the questions have."""
+    return len({q.template_id for q in questions})
 
 
 class PendingFingerprint:

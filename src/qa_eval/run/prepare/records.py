@@ -39,6 +39,10 @@ class Question(Mutable):
     """Copies of the reference steps (without ``matches``) for the question's first result,
     made while the steps were read (their dicts in the cache then: made later, each copy cost
     about three times as much); taken by the first result, None after."""
+    agent_fields: bool = True
+    """Whether its record may carry a field of the agent or ragas metrics (``reference_goal``,
+    ``rubrics``, ...), which its result copies: preparing finds out (most questions have
+    none); a question made otherwise is searched when evaluated."""
 
     def __init__(
         self,
@@ -50,6 +54,7 @@ class Question(Mutable):
         has_matches: bool = False,
         trajectory: Reference | None = None,
         copies: list[list[dict[str, Any]]] | None = None,
+        agent_fields: bool = True,
     ) -> None:
         # The fields in order, as @dataclass would write it (see qa_eval.vocabulary.frozen).
         self.template_id = template_id
@@ -60,6 +65,7 @@ class Question(Mutable):
         self.has_matches = has_matches
         self.trajectory = trajectory
         self.copies = copies
+        self.agent_fields = agent_fields
 
     def release(self) -> None:
         """Let go of what only scoring needs (prepared steps, copies, trajectory) once every
