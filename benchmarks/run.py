@@ -15,11 +15,13 @@ import json
 import os
 import platform
 import random
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import weakref
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -743,6 +745,9 @@ class Mix:
     def __init__(self, name: str, reference: list, responses: list) -> None:
         self.name = name
         self.data_dir = Path(tempfile.mkdtemp(prefix="qa-eval-bench-"))
+        # Removed when the mix is let go of, or at exit: a full run leaves up to ~90 MB a mix,
+        # and repeated runs filled this machine's disk.
+        weakref.finalize(self, shutil.rmtree, self.data_dir, ignore_errors=True)
         (self.data_dir / "reference.json").write_bytes(orjson.dumps(reference))
         (self.data_dir / "responses.json").write_bytes(
             orjson.dumps({r["question_id"]: r for r in responses})
