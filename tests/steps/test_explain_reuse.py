@@ -9,6 +9,7 @@ import re
 from collections import Counter
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -157,6 +158,31 @@ def test_asyncio_run_of_the_results_never_formats_them() -> None:
 def test_shown_takes_its_shortcut_only_where_the_long_way_agrees(value: str) -> None:
     words = " ".join(value.split()) if value.strip() else repr(value)
     assert shown(value, 8) == (words if len(words) <= 8 else words[:7] + "…")
+
+
+class _Level(int):  # an int subclass: not the shortcut's exact int, the long way decides
+    def __repr__(self) -> str:
+        return f"Level({int(self)})"
+
+
+@given(
+    st.one_of(
+        st.integers(min_value=-(2**80), max_value=2**80),
+        st.booleans(),
+        st.integers(min_value=0, max_value=9).map(_Level),
+    ),
+    st.integers(min_value=2, max_value=30),
+)
+def test_shown_of_a_number_is_its_json_text_or_its_repr(value: int, limit: int) -> None:
+    # The shortcut for an exact int (its digits) against the long way: orjson's JSON text,
+    # or repr when orjson refuses (beyond 64 bits); booleans and subclasses take the long way.
+    try:
+        text = orjson.dumps(value).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        text = repr(value)
+    assert shown(value, limit) == (text if len(text) <= limit else text[: limit - 1] + "…")
+    if type(value) is bool:
+        assert shown(value) == ("true" if value else "false")
 
 
 _TOKEN_TEXT = st.text(alphabet=st.sampled_from("ab:/<>\"'(),[] \t\n\x1c\u3000"), max_size=16)
