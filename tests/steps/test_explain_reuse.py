@@ -234,3 +234,59 @@ def test_shared_terms_are_those_of_kind_value_pairs(a: Any, b: Any) -> None:
     expected = len(_old_pairs(*a) & _old_pairs(*b))
     assert _shared(_distinct(*a), _distinct(*b)) == expected
     assert len(_distinct(*a)[1]) == len(_old_pairs(*a))
+
+
+_ALERT = [[{"name": "send_alert", "args": {"to": "a", "level": 2}}]]
+_DIFFERS = "arguments differ at args.level: reference 2, actual"
+
+
+@pytest.mark.parametrize(
+    ("statuses", "expected"),
+    [
+        # Two steps of the name (looked up at once), the failed ones apart or not: every
+        # split of the two between the successful and the failed steps.
+        (
+            ["error", "other", "success"],
+            "the actual step send_alert [0] (id c0) has status error: down; "
+            f"actual step send_alert [2] (id c2): {_DIFFERS} 7",
+        ),
+        (
+            ["success", "error", "other"],
+            "the actual step send_alert [1] (id c1) has status error: down; "
+            f"actual step send_alert [0] (id c0): {_DIFFERS} 5",
+        ),
+        (
+            ["success", "other:error", "success"],
+            f"closest of 2 candidates, actual step send_alert [2] (id c2): {_DIFFERS} 7",
+        ),
+        (
+            ["error", "error", "other"],
+            "the actual step send_alert [1] (id c1) has status error: down (and 1 more such steps)",
+        ),
+        (
+            ["success", "success", "other"],
+            f"closest of 2 candidates, actual step send_alert [1] (id c1): {_DIFFERS} 6",
+        ),
+        # Three of the name: the pass over the positions.
+        (
+            ["success", "error", "success", "success"],
+            "the actual step send_alert [1] (id c1) has status error: down; "
+            f"closest of 3 candidates, actual step send_alert [3] (id c3): {_DIFFERS} 8",
+        ),
+    ],
+)
+def test_the_steps_of_a_name_are_found_however_many_and_whichever_failed(
+    statuses: list[str], expected: str
+) -> None:
+    steps = []
+    for i, spec in enumerate(statuses):
+        name = "other" if spec.startswith("other") else "send_alert"
+        status = spec.rpartition(":")[2] if ":" in spec or name != "other" else "success"
+        step = {"name": name, "id": f"c{i}", "status": status, "args": {"to": "a", "level": i + 5}}
+        if status != "success":
+            step["error"] = "down"
+        steps.append(step)
+    groups = prepared_groups(_ALERT)
+    scorer = StepScorer(steps)
+    matches, _ = match_steps(groups, scorer)
+    assert explain_unmatched(groups, scorer, matches) == {(0, 0): expected}

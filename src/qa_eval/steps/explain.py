@@ -224,10 +224,19 @@ def _of_names(key: Any, names: list[Any], positions: list[int]) -> list[int]:
     count = names.count(key)  # (in C: the usual answers need no pass in Python)
     if count == len(names):
         return positions
+    if not count:
+        return []
+    a = names.index(key)
     if count == 1:
-        a = names.index(key)
         return [a] if a in positions else []
-    return [a for a in positions if names[a] == key] if count else []
+    if count == 2:  # (the second at once too: no pass over the positions in Python)
+        b = names.index(key, a + 1)
+        if len(positions) == len(names):  # (every step)
+            return [a, b]
+        if a in positions:
+            return [a, b] if b in positions else [a]
+        return [b] if b in positions else []
+    return [a for a in positions if names[a] == key]
 
 
 def _explain_no_steps(
