@@ -323,12 +323,11 @@ def _closest(
         a = in_order[0]
         # (``_candidate_text``, written out: one call fewer for the usual text)
         if scorer.would_match(ref, a) > 0.0:
-            text = _matched_text(a, matches)
+            only = _matched_text(a, matches)
         else:
-            text = scorer.explanation(ref, a)[1]
-            if not isinstance(text, str):
-                text = text()
-        return f"{_label(scorer.actual, a)}: {text}"
+            made = scorer.explanation(ref, a)[1]
+            only = made if isinstance(made, str) else made()
+        return f"{_label(scorer.actual, a)}: {only}"
     candidates = in_order[_LATEST]
     best_text: Text | None = None
     if ref.kind not in GRADED:
