@@ -503,9 +503,15 @@ class StepScorer(OutputReader):
                     return a
             return None
         for a in candidates:
-            score = self._scores.get((ref.group, ref.index, a))
-            if score is None and (kind not in SIGNED or self.may_match(ref, a)):
-                score = self.would_match(ref, a)
-            if score is not None and score > 0.0:
+            key = (ref.group, ref.index, a)
+            score = self._scores.get(key)
+            if score is None:
+                if kind in SIGNED and not self.may_match(ref, a):
+                    continue
+                try:  # (``would_match``, written out: the score is known to be unknown)
+                    score = self._scores[key] = self._compare(ref, a)
+                except _StepProblem:
+                    continue  # (no match; not kept: ``score`` would record the problem)
+            if score > 0.0:
                 return a
         return None
