@@ -9,6 +9,7 @@ import re
 from collections import Counter
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -159,6 +160,31 @@ def test_shown_takes_its_shortcut_only_where_the_long_way_agrees(value: str) -> 
     assert shown(value, 8) == (words if len(words) <= 8 else words[:7] + "…")
 
 
+class _Level(int):  # an int subclass: not the shortcut's exact int, the long way decides
+    def __repr__(self) -> str:
+        return f"Level({int(self)})"
+
+
+@given(
+    st.one_of(
+        st.integers(min_value=-(2**80), max_value=2**80),
+        st.booleans(),
+        st.integers(min_value=0, max_value=9).map(_Level),
+    ),
+    st.integers(min_value=2, max_value=30),
+)
+def test_shown_of_a_number_is_its_json_text_or_its_repr(value: int, limit: int) -> None:
+    # The shortcut for an exact int (its digits) against the long way: orjson's JSON text,
+    # or repr when orjson refuses (beyond 64 bits); booleans and subclasses take the long way.
+    try:
+        text = orjson.dumps(value).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        text = repr(value)
+    assert shown(value, limit) == (text if len(text) <= limit else text[: limit - 1] + "…")
+    if type(value) is bool:
+        assert shown(value) == ("true" if value else "false")
+
+
 _TOKEN_TEXT = st.text(alphabet=st.sampled_from("ab:/<>\"'(),[] \t\n\x1c\u3000"), max_size=16)
 
 
@@ -208,3 +234,59 @@ def test_shared_terms_are_those_of_kind_value_pairs(a: Any, b: Any) -> None:
     expected = len(_old_pairs(*a) & _old_pairs(*b))
     assert _shared(_distinct(*a), _distinct(*b)) == expected
     assert len(_distinct(*a)[1]) == len(_old_pairs(*a))
+
+
+_ALERT = [[{"name": "send_alert", "args": {"to": "a", "level": 2}}]]
+_DIFFERS = "arguments differ at args.level: reference 2, actual"
+
+
+@pytest.mark.parametrize(
+    ("statuses", "expected"),
+    [
+        # Two steps of the name (looked up at once), the failed ones apart or not: every
+        # split of the two between the successful and the failed steps.
+        (
+            ["error", "other", "success"],
+            "the actual step send_alert [0] (id c0) has status error: down; "
+            f"actual step send_alert [2] (id c2): {_DIFFERS} 7",
+        ),
+        (
+            ["success", "error", "other"],
+            "the actual step send_alert [1] (id c1) has status error: down; "
+            f"actual step send_alert [0] (id c0): {_DIFFERS} 5",
+        ),
+        (
+            ["success", "other:error", "success"],
+            f"closest of 2 candidates, actual step send_alert [2] (id c2): {_DIFFERS} 7",
+        ),
+        (
+            ["error", "error", "other"],
+            "the actual step send_alert [1] (id c1) has status error: down (and 1 more such steps)",
+        ),
+        (
+            ["success", "success", "other"],
+            f"closest of 2 candidates, actual step send_alert [1] (id c1): {_DIFFERS} 6",
+        ),
+        # Three of the name: the pass over the positions.
+        (
+            ["success", "error", "success", "success"],
+            "the actual step send_alert [1] (id c1) has status error: down; "
+            f"closest of 3 candidates, actual step send_alert [3] (id c3): {_DIFFERS} 8",
+        ),
+    ],
+)
+def test_the_steps_of_a_name_are_found_however_many_and_whichever_failed(
+    statuses: list[str], expected: str
+) -> None:
+    steps = []
+    for i, spec in enumerate(statuses):
+        name = "other" if spec.startswith("other") else "send_alert"
+        status = spec.rpartition(":")[2] if ":" in spec or name != "other" else "success"
+        step = {"name": name, "id": f"c{i}", "status": status, "args": {"to": "a", "level": i + 5}}
+        if status != "success":
+            step["error"] = "down"
+        steps.append(step)
+    groups = prepared_groups(_ALERT)
+    scorer = StepScorer(steps)
+    matches, _ = match_steps(groups, scorer)
+    assert explain_unmatched(groups, scorer, matches) == {(0, 0): expected}

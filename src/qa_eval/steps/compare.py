@@ -277,8 +277,40 @@ class StepScorer(OutputReader):
     def explanation(self, ref: ReferenceStep, act_index: int) -> tuple[float, Text]:
         """``explain`` with the text of a SPARQL SELECT result left to be made when called:
         of several candidates, only the text of the one shown is made."""
-        try:
-            return self._explain(ref, act_index)
+        try:  # (the comparator's text, written out here: one call fewer per text)
+            act = self.actual[act_index]
+            kind = ref.kind
+            if kind == COMPARE_IRI:
+                self._output(act_index)
+                return 0.0, f"the IRI <{shown(ref.parsed)}> is not among the IRIs it returned"
+            if kind == COMPARE_SPARQL:
+                sparql = ref.parsed
+                checked = self._sparql(act_index)
+                if not isinstance(sparql, SparqlReference):  # (prepared at load: a fallback)
+                    return 0.0, "the SPARQL results differ"
+                return _explain_sparql()(
+                    sparql,
+                    checked,
+                    ordered=ref.raw.get("ordered", False),
+                    ignore_duplicates=ref.raw.get("ignore_duplicates", True),
+                    table=self._table(act_index, checked),
+                )
+            if kind == COMPARE_RETRIEVAL:
+                _, k, top = self._context_ids(act_index)
+                return missing_ids_text(ref.parsed, k, self._wanted_ids(ref, k), top)
+            if kind == COMPARE_TIME_SERIES:
+                return 0.0, _timeseries().explain_time_series_steps(ref.raw, act)
+            if kind == COMPARE_DATA_POINTS:
+                return 0.0, _timeseries().explain_data_points_steps(ref.raw, act)
+            if kind == COMPARE_JSON:
+                found = json_difference(ref.parsed, self._parsed(act_index))
+                return 0.0, f"output differs at {found}" if found else "the outputs differ"
+            if kind == COMPARE_ARGS:
+                found = json_difference(ref.raw.get("args"), act.get("args"), "args")
+                return 0.0, f"arguments differ at {found}" if found else "the arguments differ"
+            return 0.0, "output differs at " + text_difference(
+                ref.raw["output"], self._output(act_index)
+            )
         except _StepProblem as problem:
             return 0.0, str(problem)
         except (SparqlResultError, StepArgumentError) as e:
@@ -355,41 +387,6 @@ class StepScorer(OutputReader):
                 columns = min(columns, found)
                 common = min(common, most)
         return 0.5 * columns / required + 0.5 * common, False
-
-    def _explain(self, ref: ReferenceStep, act_index: int) -> tuple[float, Text]:
-        act = self.actual[act_index]
-        kind = ref.kind
-        if kind == COMPARE_IRI:
-            self._output(act_index)
-            return 0.0, f"the IRI <{shown(ref.parsed)}> is not among the IRIs it returned"
-        if kind == COMPARE_SPARQL:
-            sparql = ref.parsed
-            checked = self._sparql(act_index)
-            if not isinstance(sparql, SparqlReference):  # prepared at load; this is a fallback
-                return 0.0, "the SPARQL results differ"
-            return _explain_sparql()(
-                sparql,
-                checked,
-                ordered=ref.raw.get("ordered", False),
-                ignore_duplicates=ref.raw.get("ignore_duplicates", True),
-                table=self._table(act_index, checked),
-            )
-        if kind == COMPARE_RETRIEVAL:
-            _, k, top = self._context_ids(act_index)
-            return missing_ids_text(ref.parsed, k, self._wanted_ids(ref, k), top)
-        if kind == COMPARE_TIME_SERIES:
-            return 0.0, _timeseries().explain_time_series_steps(ref.raw, act)
-        if kind == COMPARE_DATA_POINTS:
-            return 0.0, _timeseries().explain_data_points_steps(ref.raw, act)
-        if kind == COMPARE_JSON:
-            found = json_difference(ref.parsed, self._parsed(act_index))
-            return 0.0, f"output differs at {found}" if found else "the outputs differ"
-        if kind == COMPARE_ARGS:
-            found = json_difference(ref.raw.get("args"), act.get("args"), "args")
-            return 0.0, f"arguments differ at {found}" if found else "the arguments differ"
-        return 0.0, "output differs at " + text_difference(
-            ref.raw["output"], self._output(act_index)
-        )
 
     def _iri(self, iri: str, act_index: int) -> float:
         """1.0 when the IRI is among those actual step ``act_index`` returned, else 0.0."""
@@ -506,9 +503,15 @@ class StepScorer(OutputReader):
                     return a
             return None
         for a in candidates:
-            score = self._scores.get((ref.group, ref.index, a))
-            if score is None and (kind not in SIGNED or self.may_match(ref, a)):
-                score = self.would_match(ref, a)
-            if score is not None and score > 0.0:
+            key = (ref.group, ref.index, a)
+            score = self._scores.get(key)
+            if score is None:
+                if kind in SIGNED and not self.may_match(ref, a):
+                    continue
+                try:  # (``would_match``, written out: the score is known to be unknown)
+                    score = self._scores[key] = self._compare(ref, a)
+                except _StepProblem:
+                    continue  # (no match; not kept: ``score`` would record the problem)
+            if score > 0.0:
                 return a
         return None

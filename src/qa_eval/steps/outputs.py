@@ -153,6 +153,9 @@ def shown(value: Any, limit: int = _SHOWN_CHARS) -> str:
         and "  " not in value
     ):
         return value  # a name or an id, already one line with single spaces: as below
+    if type(value) is int:  # (as orjson writes it, or repr beyond 64 bits: the digits)
+        text = str(value)
+        return text if len(text) <= limit else text[: limit - 1] + "…"
     if isinstance(value, str):
         text = value
     else:
