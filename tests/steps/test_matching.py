@@ -92,6 +92,18 @@ class _TableScorer(StepScorer):
     def matchable_names(self, ref):  # type: ignore[no-untyped-def]
         return _EVERY_NAME  # (the table ignores names)
 
+    # StepScorer's scans, as they are defined: from ``score`` (here the table's).
+
+    def latest_match(self, ref, candidates, stop):  # type: ignore[no-untyped-def]
+        for i in range(stop - 1, -1, -1):
+            found = self.score(ref, candidates[i])
+            if found > 0.0:
+                return i, found
+        return -1, 0.0
+
+    def best_before(self, ref, candidates, stop, best):  # type: ignore[no-untyped-def]
+        return max([best, *(self.score(ref, a) for a in candidates[:stop])])
+
 
 class _EveryName:
     def __contains__(self, name: object) -> bool:
@@ -382,12 +394,17 @@ def test_one_step_groups_match_as_the_general_path(refs: list[int], steps: list[
     groups = prepared_groups([[_SINGLE_REFS[r]] for r in refs])
     actual_steps = [{**_SINGLE_ACTUALS[s], "id": f"c{i}"} for i, s in enumerate(steps)]
     fast, general = StepScorer(actual_steps), StepScorer(actual_steps)
-    assert match_steps(groups, fast) == _general(groups, general)
+    expected = _general(groups, general)
+    assert match_steps(groups, fast) == expected
     # The same problems, recorded first for each step (step_errors shows them).
     assert list(fast.problems.items()) == list(general.problems.items())
     # The pairs left out are those whose names cannot match, each scoring 0.
     for key, value in general._scores.items():
         assert fast._scores.get(key, 0.0) == value
+    # Matched again with the same scorer (whose scans compare again, without reading the
+    # scores kept): the same result, and no new problem.
+    assert match_steps(groups, fast) == expected
+    assert list(fast.problems.items()) == list(general.problems.items())
 
 
 def test_the_names_a_reference_step_can_match() -> None:
@@ -417,3 +434,21 @@ def test_one_step_groups_search_as_the_general_search(seed: int) -> None:
     failed = tuple(a for a in range(n) if rnd.random() < 0.1)
     scorer = _TableScorer(n, table, failed)
     assert match_steps(groups, scorer) == _general(groups, _TableScorer(n, table, failed))
+
+
+def test_a_step_of_no_known_kind_is_compared_as_text() -> None:
+    # A reference step made by hand, without a kind: its output compared as text, as before.
+    from qa_eval.steps.kinds import ReferenceStep
+
+    ref = ReferenceStep(0, 0, {"name": "tool", "output": "a"}, "tool", None)
+    assert ref.kind == ""
+    steps = [
+        {"name": "tool", "output": "a"},
+        {"name": "tool", "output": "b"},
+        {"name": "other", "output": "a"},
+        {"name": "tool", "id": "c3"},
+    ]
+    scorer = StepScorer(steps)
+    assert [scorer.score(ref, a) for a in range(4)] == [1.0, 0.0, 0.0, 0.0]
+    assert scorer.problems == {3: "actual_steps[3] (id c3): output: missing in a successful step"}
+    assert match_steps([[ref]], StepScorer(steps)) == ([(0, 0, 0, 1.0)], 1.0)

@@ -33,9 +33,8 @@ same result, from the scores of the steps whose name can match.
 
 from __future__ import annotations
 
-from collections.abc import Container, Sequence
+from collections.abc import Sequence
 from operator import itemgetter
-from typing import Any
 
 from .compare import StepScorer
 from .kinds import ReferenceStep
@@ -253,33 +252,25 @@ def _match_singletons(
 ) -> tuple[list[Match], float]:
     """``match_steps`` when every group has one step (the usual reference), in one pass that
     compares only the steps whose name can match (the rest score 0 with no comparison) and
-    the same pairs, in the same order, as the general path (so the same problems are recorded).
+    the same pairs, in the same order, as the general path (so the same problems are recorded):
+    ``StepScorer.latest_match`` and ``best_before`` scan them, one call per reference step.
 
     With one step per group the greedy matching and ``upper_bound`` stop at the same group
     and leave each group the same steps (a group's latest step scoring above 0 is its greedy
     match), so the bound adds only each matched group's steps before its match. The
     candidates are in order: those before a match's position are the steps before it."""
-    score_of = scorer.score
-    actual = scorer.actual
+    latest_match = scorer.latest_match
     matches: list[Match] = []
-    earlier: list[tuple[ReferenceStep, Container[Any], int, float]] = []  # per match
+    earlier: list[tuple[ReferenceStep, int, float]] = []  # per match: its position too
     stop = len(candidates)  # the candidates before this position come before every match
     for g in range(len(groups) - 1, -1, -1):
         ref = groups[g][0]
-        names = scorer.matchable_names(ref)
-        i = stop
-        while i:
-            i -= 1
-            a = candidates[i]
-            if actual[a].get("name") in names:
-                score = score_of(ref, a)
-                if score > 0.0:
-                    matches.append((g, ref.index, a, score))
-                    earlier.append((ref, names, i, score))
-                    stop = i
-                    break
-        else:
+        i, score = latest_match(ref, candidates, stop)
+        if i < 0:
             break  # not matched: the matching ends here
+        matches.append((g, ref.index, candidates[i], score))
+        earlier.append((ref, i, score))
+        stop = i
     if not matches:
         return matches, 0.0  # (the bound is 0 too)
     # steps_score: the groups' scores summed from the first group on, over the groups.
@@ -291,13 +282,9 @@ def _match_singletons(
         return matches, greedy_score
     # upper_bound: each matched group's best score over its steps up to its match.
     total = 0.0
-    for ref, names, i, best in earlier:
-        for a in candidates[:i]:
-            if actual[a].get("name") in names:
-                score = score_of(ref, a)
-                if score > best:
-                    best = score
-        total += best
+    best_before = scorer.best_before
+    for ref, i, best in earlier:
+        total += best_before(ref, candidates, i, best)
     if greedy_score >= total / len(groups) - _EPSILON:
         return matches, greedy_score
     searched = _best_singletons(groups, scorer, candidates)
