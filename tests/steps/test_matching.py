@@ -436,6 +436,37 @@ def test_one_step_groups_search_as_the_general_search(seed: int) -> None:
     assert match_steps(groups, scorer) == _general(groups, _TableScorer(n, table, failed))
 
 
+def test_a_group_of_several_steps_after_one_step_groups() -> None:
+    # The one-step path meets a group of two steps after matching the last group: the
+    # general path decides, from the scores and problems it kept.
+    spec = [[{"name": "tool", "output": "a"}, {"name": "tool", "output": "b"}]]
+    spec.append([{"name": "tool", "output": "c"}])
+    groups = prepared_groups(spec)
+    outputs = ["b", None, "a", "c"]
+    steps = [{"name": "tool", "id": f"c{i}", "output": out} for i, out in enumerate(outputs)]
+    fast, general = StepScorer(steps), StepScorer(steps)
+    matches, total = match_steps(groups, fast)
+    assert (matches, total) == _general(groups, general)
+    assert total == 1.0 and sorted(a for _, _, a, _ in matches) == [0, 2, 3]
+    assert list(fast.problems) == list(general.problems) == [1]
+
+
+def test_a_large_group_the_matching_never_reaches_keeps_the_general_rule() -> None:
+    # One-step groups [W], [Z] after a group of 13 steps. Z scores 0.5 on a2, 1.0 on a1; W
+    # scores 0 everywhere, so the matching stops there. The bound (1.0 for Z) calls for a
+    # search, which the general path skips for a group of more than 12 steps (greedy kept):
+    # so does match_steps, although the search would reach Z -> a1 only.
+    groups = groups_of([[f"b{i}" for i in range(13)], ["w"], ["z"]])
+    table = {(2, 0, 2): 0.5, (2, 0, 1): 1.0}
+    matches, total = match_steps(groups, _TableScorer(3, table))
+    assert (matches, total) == _general(groups, _TableScorer(3, table))
+    assert matches == [(2, 0, 2, 0.5)] and abs(total - 0.5 / 3) < 1e-12
+    # Without the large group, the search finds the better step.
+    small = groups_of([["w"], ["z"]])
+    table = {(1, 0, 2): 0.5, (1, 0, 1): 1.0}
+    assert match_steps(small, _TableScorer(3, table)) == ([(1, 0, 1, 1.0)], 0.5)
+
+
 def test_a_step_of_no_known_kind_is_compared_as_text() -> None:
     # A reference step made by hand, without a kind: its output compared as text, as before.
     from qa_eval.steps.kinds import ReferenceStep

@@ -218,53 +218,25 @@ def match_steps(
 ) -> tuple[list[Match], float]:
     """Match and score: the greedy matching unless the best one scores strictly higher."""
     candidates = scorer.successful()
-    if _ONE.issuperset(map(len, groups)):
-        return _match_singletons(groups, scorer, candidates)
-    greedy = greedy_matches(groups, scorer, candidates)
-    greedy_score = steps_score(groups, greedy)
-    if greedy_score >= 1.0 - _EPSILON or not candidates:
-        return greedy, greedy_score
-    if greedy_score >= upper_bound(groups, scorer, candidates) - _EPSILON:
-        return greedy, greedy_score  # nothing can score higher: skip the search
-    return _searched(groups, scorer, candidates, greedy, greedy_score)
-
-
-_ONE = frozenset((1,))
-
-
-def _searched(
-    groups: Sequence[Sequence[ReferenceStep]],
-    scorer: StepScorer,
-    candidates: Sequence[int],
-    greedy: list[Match],
-    greedy_score: float,
-) -> tuple[list[Match], float]:
-    """The best matching when it scores strictly higher than the greedy one, else the greedy."""
-    best = best_matches(groups, scorer, candidates)
-    best_score = steps_score(groups, best)
-    if best_score > greedy_score + 1e-9:
-        return best, best_score
-    return greedy, greedy_score
-
-
-def _match_singletons(
-    groups: Sequence[Sequence[ReferenceStep]], scorer: StepScorer, candidates: Sequence[int]
-) -> tuple[list[Match], float]:
-    """``match_steps`` when every group has one step (the usual reference), in one pass that
-    compares only the steps whose name can match (the rest score 0 with no comparison) and
-    the same pairs, in the same order, as the general path (so the same problems are recorded):
-    ``StepScorer.latest_match`` and ``best_before`` scan them, one call per reference step.
-
-    With one step per group the greedy matching and ``upper_bound`` stop at the same group
-    and leave each group the same steps (a group's latest step scoring above 0 is its greedy
-    match), so the bound adds only each matched group's steps before its match. The
-    candidates are in order: those before a match's position are the steps before it."""
+    # Groups of one step (the usual reference) in one pass: ``_match_groups``' result, from
+    # the steps whose name can match (the rest score 0 with no comparison) and the same
+    # pairs, in the same order (so the same problems are recorded).
+    #
+    # With one step per group the greedy matching and ``upper_bound`` stop at the same group
+    # and leave each group the same steps (a group's latest step scoring above 0 is its greedy
+    # match), so the bound adds only each matched group's steps before its match. The
+    # candidates are in order: those before a match's position are the steps before it.
+    # Neither reaches a group before the one they stop at, nor does the search (that group
+    # scores 0 on every step the ordering leaves it), so the groups are checked as they come.
     latest_match = scorer.latest_match
     matches: list[Match] = []
     earlier: list[tuple[ReferenceStep, int, float]] = []  # per match: its position too
     stop = len(candidates)  # the candidates before this position come before every match
     for g in range(len(groups) - 1, -1, -1):
-        ref = groups[g][0]
+        group = groups[g]
+        if len(group) != 1:
+            return _match_groups(groups, scorer, candidates)
+        ref = group[0]
         i, score = latest_match(ref, candidates, stop)
         if i < 0:
             break  # not matched: the matching ends here
@@ -287,11 +259,47 @@ def _match_singletons(
         total += best_before(ref, candidates, i, best)
     if greedy_score >= total / len(groups) - _EPSILON:
         return matches, greedy_score
+    if not _ONE.issuperset(map(len, groups)):
+        # (a group of several steps, never reached: the general search, whose rule for a
+        # large group may differ)
+        return _match_groups(groups, scorer, candidates)
     searched = _best_singletons(groups, scorer, candidates)
     searched_score = steps_score(groups, searched)
     if searched_score > greedy_score + 1e-9:  # (as ``_searched`` decides)
         return searched, searched_score
     return matches, greedy_score
+
+
+_ONE = frozenset((1,))
+
+
+def _match_groups(
+    groups: Sequence[Sequence[ReferenceStep]], scorer: StepScorer, candidates: Sequence[int]
+) -> tuple[list[Match], float]:
+    """``match_steps`` of any groups: the greedy matching, the bound, the search when the bound
+    is higher."""
+    greedy = greedy_matches(groups, scorer, candidates)
+    greedy_score = steps_score(groups, greedy)
+    if greedy_score >= 1.0 - _EPSILON or not candidates:
+        return greedy, greedy_score
+    if greedy_score >= upper_bound(groups, scorer, candidates) - _EPSILON:
+        return greedy, greedy_score  # nothing can score higher: skip the search
+    return _searched(groups, scorer, candidates, greedy, greedy_score)
+
+
+def _searched(
+    groups: Sequence[Sequence[ReferenceStep]],
+    scorer: StepScorer,
+    candidates: Sequence[int],
+    greedy: list[Match],
+    greedy_score: float,
+) -> tuple[list[Match], float]:
+    """The best matching when it scores strictly higher than the greedy one, else the greedy."""
+    best = best_matches(groups, scorer, candidates)
+    best_score = steps_score(groups, best)
+    if best_score > greedy_score + 1e-9:
+        return best, best_score
+    return greedy, greedy_score
 
 
 def _best_singletons(
