@@ -13,6 +13,7 @@ from fakes import prepared_groups
 from qa_eval.steps.compare import StepScorer
 from qa_eval.steps.matching import (
     best_matches,
+    fully_matched,
     greedy_matches,
     match_steps,
     steps_score,
@@ -483,3 +484,16 @@ def test_a_step_of_no_known_kind_is_compared_as_text() -> None:
     assert [scorer.score(ref, a) for a in range(4)] == [1.0, 0.0, 0.0, 0.0]
     assert scorer.problems == {3: "actual_steps[3] (id c3): output: missing in a successful step"}
     assert match_steps([[ref]], StepScorer(steps)) == ([(0, 0, 0, 1.0)], 1.0)
+
+
+def test_fully_matched() -> None:
+    groups = groups_of([["a"], ["b", "c"]])
+    whole = [(0, 0, 0, 1.0), (1, 0, 2, 1.0), (1, 1, 1, 1.0)]
+    assert fully_matched(groups, whole)
+    assert not fully_matched(groups, whole[:2])  # a step left unmatched
+    assert not fully_matched(groups, [*whole[:2], (1, 0, 1, 1.0)])  # a step matched twice
+    assert not fully_matched(groups, [*whole[:2], (1, 1, 1, 0.5)])  # a partial match
+    assert not fully_matched(groups, [])  # (no match: decided without counting the steps)
+    # No match, and no step to match: nothing to explain.
+    assert fully_matched([], []) and fully_matched([[], []], [])
+    assert not fully_matched([[], *groups_of([["a"]])], [])
