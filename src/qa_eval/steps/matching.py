@@ -233,20 +233,18 @@ def match_steps(
     # candidates are in order: those before a match's position are the steps before it.
     # Neither reaches a group before the one they stop at, nor does the search (that group
     # scores 0 on every step the ordering leaves it), so the groups are checked as they come.
-    latest_match = scorer.latest_match
     matches: list[Match] = []
-    earlier: list[tuple[ReferenceStep, int, float]] = []  # per match: its position too
     stop = len(candidates)  # the candidates before this position come before every match
     for g in range(len(groups) - 1, -1, -1):
         group = groups[g]
         if len(group) != 1:
             return _match_groups(groups, scorer, candidates)
         ref = group[0]
-        i, score = latest_match(ref, candidates, stop)
+        # (called, not bound first: most questions reach one group, most no further)
+        i, score = scorer.latest_match(ref, candidates, stop)
         if i < 0:
             break  # not matched: the matching ends here
         matches.append((g, ref.index, candidates[i], score))
-        earlier.append((ref, i, score))
         stop = i
     if not matches:
         return matches, 0.0  # (the bound is 0 too)
@@ -258,10 +256,11 @@ def match_steps(
     if greedy_score >= 1.0 - _EPSILON:
         return matches, greedy_score
     # upper_bound: each matched group's best score over its steps up to its match.
+    # (a match's position found again here, where the bound needs it, rather than kept for
+    # every question)
     total = 0.0
-    best_before = scorer.best_before
-    for ref, i, best in earlier:
-        total += best_before(ref, candidates, i, best)
+    for g, _, a, best in matches:
+        total += scorer.best_before(groups[g][0], candidates, candidates.index(a), best)
     if greedy_score >= total / len(groups) - _EPSILON:
         return matches, greedy_score
     if not _ONE.issuperset(map(len, groups)):
