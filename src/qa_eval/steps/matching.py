@@ -235,7 +235,9 @@ def match_steps(
     # scores 0 on every step the ordering leaves it), so the groups are checked as they come.
     matches: list[Match] = []
     stop = len(candidates)  # the candidates before this position come before every match
-    for g in range(len(groups) - 1, -1, -1):
+    g = len(groups)
+    while g:  # (not a range: most questions stop at the first group they reach)
+        g -= 1
         group = groups[g]
         if len(group) != 1:
             return _match_groups(groups, scorer, candidates)
