@@ -210,8 +210,7 @@ class StepScorer(OutputReader):
         kind = ref.kind
         names = _IRI_STEPS if kind == COMPARE_IRI else (ref.name,)
         compare = _COMPARERS[kind]
-        for i in range(stop):
-            a = candidates[i]
+        for a in candidates[:stop]:
             if actual[a].get("name") in names:
                 try:  # (as above)
                     score = compare(self, ref, a)
