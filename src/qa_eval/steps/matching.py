@@ -252,8 +252,10 @@ def match_steps(
         return matches, 0.0  # (the bound is 0 too)
     # steps_score: the groups' scores summed from the first group on, over the groups.
     greedy_score = 0.0
-    for match in reversed(matches):
-        greedy_score += match[3]
+    j = len(matches)
+    while j:  # (not reversed(): one or two matches, mostly)
+        j -= 1
+        greedy_score += matches[j][3]
     greedy_score /= len(groups)
     if greedy_score >= 1.0 - _EPSILON:
         return matches, greedy_score
