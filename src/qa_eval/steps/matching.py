@@ -241,6 +241,8 @@ def match_steps(
         group = groups[g]
         if len(group) != 1:
             return _match_groups(groups, scorer, candidates)
+        if not stop:
+            break  # (no step left to compare: not matched)
         ref = group[0]
         # (called, not bound first: most questions reach one group, most no further)
         i, score = scorer.latest_match(ref, candidates, stop)
