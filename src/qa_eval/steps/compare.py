@@ -174,8 +174,8 @@ class StepScorer(OutputReader):
         self, ref: ReferenceStep, candidates: Sequence[int], stop: int
     ) -> tuple[int, float]:
         """(position, score) of the latest of ``candidates[:stop]`` that ``ref`` scores above 0
-        against, else (-1, 0.0): ``score`` of each step whose name can match, the latest first
-        (the other steps score 0, with no comparison and no problem recorded)."""
+        against, else (-1, 0.0): each step whose name can match compared, the latest first, as
+        ``score`` compares it (the score kept, a problem recorded); the others score 0."""
         actual = self.actual
         memo = self._scores
         group = ref.group
@@ -204,8 +204,8 @@ class StepScorer(OutputReader):
     def best_before(
         self, ref: ReferenceStep, candidates: Sequence[int], stop: int, best: float
     ) -> float:
-        """The highest of ``best`` and the scores of ``ref`` against ``candidates[:stop]``
-        (``score`` of each step whose name can match, the first first; the others score 0)."""
+        """The highest of ``best`` and the scores of ``ref`` against ``candidates[:stop]``, each
+        step whose name can match compared as in ``latest_match``, the first first."""
         actual = self.actual
         kind = ref.kind
         names = _IRI_STEPS if kind == COMPARE_IRI else (ref.name,)
