@@ -13,6 +13,7 @@ from fakes import prepared_groups
 from qa_eval.steps.compare import StepScorer
 from qa_eval.steps.matching import (
     best_matches,
+    fully_matched,
     greedy_matches,
     match_steps,
     steps_score,
@@ -91,6 +92,18 @@ class _TableScorer(StepScorer):
 
     def matchable_names(self, ref):  # type: ignore[no-untyped-def]
         return _EVERY_NAME  # (the table ignores names)
+
+    # StepScorer's scans, as they are defined: from ``score`` (here the table's).
+
+    def latest_match(self, ref, candidates, stop):  # type: ignore[no-untyped-def]
+        for i in range(stop - 1, -1, -1):
+            found = self.score(ref, candidates[i])
+            if found > 0.0:
+                return i, found
+        return -1, 0.0
+
+    def best_before(self, ref, candidates, stop, best):  # type: ignore[no-untyped-def]
+        return max([best, *(self.score(ref, a) for a in candidates[:stop])])
 
 
 class _EveryName:
@@ -382,12 +395,17 @@ def test_one_step_groups_match_as_the_general_path(refs: list[int], steps: list[
     groups = prepared_groups([[_SINGLE_REFS[r]] for r in refs])
     actual_steps = [{**_SINGLE_ACTUALS[s], "id": f"c{i}"} for i, s in enumerate(steps)]
     fast, general = StepScorer(actual_steps), StepScorer(actual_steps)
-    assert match_steps(groups, fast) == _general(groups, general)
+    expected = _general(groups, general)
+    assert match_steps(groups, fast) == expected
     # The same problems, recorded first for each step (step_errors shows them).
     assert list(fast.problems.items()) == list(general.problems.items())
     # The pairs left out are those whose names cannot match, each scoring 0.
     for key, value in general._scores.items():
         assert fast._scores.get(key, 0.0) == value
+    # Matched again with the same scorer (whose scans compare again, without reading the
+    # scores kept): the same result, and no new problem.
+    assert match_steps(groups, fast) == expected
+    assert list(fast.problems.items()) == list(general.problems.items())
 
 
 def test_the_names_a_reference_step_can_match() -> None:
@@ -417,3 +435,65 @@ def test_one_step_groups_search_as_the_general_search(seed: int) -> None:
     failed = tuple(a for a in range(n) if rnd.random() < 0.1)
     scorer = _TableScorer(n, table, failed)
     assert match_steps(groups, scorer) == _general(groups, _TableScorer(n, table, failed))
+
+
+def test_a_group_of_several_steps_after_one_step_groups() -> None:
+    # The one-step path meets a group of two steps after matching the last group: the
+    # general path decides, from the scores and problems it kept.
+    spec = [[{"name": "tool", "output": "a"}, {"name": "tool", "output": "b"}]]
+    spec.append([{"name": "tool", "output": "c"}])
+    groups = prepared_groups(spec)
+    outputs = ["b", None, "a", "c"]
+    steps = [{"name": "tool", "id": f"c{i}", "output": out} for i, out in enumerate(outputs)]
+    fast, general = StepScorer(steps), StepScorer(steps)
+    matches, total = match_steps(groups, fast)
+    assert (matches, total) == _general(groups, general)
+    assert total == 1.0 and sorted(a for _, _, a, _ in matches) == [0, 2, 3]
+    assert list(fast.problems) == list(general.problems) == [1]
+
+
+def test_a_large_group_the_matching_never_reaches_keeps_the_general_rule() -> None:
+    # One-step groups [W], [Z] after a group of 13 steps. Z scores 0.5 on a2, 1.0 on a1; W
+    # scores 0 everywhere, so the matching stops there. The bound (1.0 for Z) calls for a
+    # search, which the general path skips for a group of more than 12 steps (greedy kept):
+    # so does match_steps, although the search would reach Z -> a1 only.
+    groups = groups_of([[f"b{i}" for i in range(13)], ["w"], ["z"]])
+    table = {(2, 0, 2): 0.5, (2, 0, 1): 1.0}
+    matches, total = match_steps(groups, _TableScorer(3, table))
+    assert (matches, total) == _general(groups, _TableScorer(3, table))
+    assert matches == [(2, 0, 2, 0.5)] and abs(total - 0.5 / 3) < 1e-12
+    # Without the large group, the search finds the better step.
+    small = groups_of([["w"], ["z"]])
+    table = {(1, 0, 2): 0.5, (1, 0, 1): 1.0}
+    assert match_steps(small, _TableScorer(3, table)) == ([(1, 0, 1, 1.0)], 0.5)
+
+
+def test_a_step_of_no_known_kind_is_compared_as_text() -> None:
+    # A reference step made by hand, without a kind: its output compared as text, as before.
+    from qa_eval.steps.kinds import ReferenceStep
+
+    ref = ReferenceStep(0, 0, {"name": "tool", "output": "a"}, "tool", None)
+    assert ref.kind == ""
+    steps = [
+        {"name": "tool", "output": "a"},
+        {"name": "tool", "output": "b"},
+        {"name": "other", "output": "a"},
+        {"name": "tool", "id": "c3"},
+    ]
+    scorer = StepScorer(steps)
+    assert [scorer.score(ref, a) for a in range(4)] == [1.0, 0.0, 0.0, 0.0]
+    assert scorer.problems == {3: "actual_steps[3] (id c3): output: missing in a successful step"}
+    assert match_steps([[ref]], StepScorer(steps)) == ([(0, 0, 0, 1.0)], 1.0)
+
+
+def test_fully_matched() -> None:
+    groups = groups_of([["a"], ["b", "c"]])
+    whole = [(0, 0, 0, 1.0), (1, 0, 2, 1.0), (1, 1, 1, 1.0)]
+    assert fully_matched(groups, whole)
+    assert not fully_matched(groups, whole[:2])  # a step left unmatched
+    assert not fully_matched(groups, [*whole[:2], (1, 0, 1, 1.0)])  # a step matched twice
+    assert not fully_matched(groups, [*whole[:2], (1, 1, 1, 0.5)])  # a partial match
+    assert not fully_matched(groups, [])  # (no match: decided without counting the steps)
+    # No match, and no step to match: nothing to explain.
+    assert fully_matched([], []) and fully_matched([[], []], [])
+    assert not fully_matched([[], *groups_of([["a"]])], [])

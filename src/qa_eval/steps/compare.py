@@ -170,6 +170,58 @@ class StepScorer(OutputReader):
             self._scores[key] = cached
         return cached
 
+    def latest_match(
+        self, ref: ReferenceStep, candidates: Sequence[int], stop: int
+    ) -> tuple[int, float]:
+        """(position, score) of the latest of ``candidates[:stop]`` that ``ref`` scores above 0
+        against, else (-1, 0.0): each step whose name can match compared, the latest first, as
+        ``score`` compares it (the score kept, a problem recorded); the others score 0."""
+        actual = self.actual
+        memo = self._scores
+        group = ref.group
+        index = ref.index
+        # (``matchable_names``, written out: a call per reference step fewer)
+        kind = ref.kind
+        names = _IRI_STEPS if kind == COMPARE_IRI else (ref.name,)
+        compare = _COMPARERS[kind]
+        i = stop
+        while i:
+            i -= 1
+            a = candidates[i]
+            if actual[a].get("name") in names:
+                # (``score``, written out, without its memo's read: matching scans a pair
+                # once; compared again, a pair scores the same and records no new problem)
+                try:
+                    score = compare(self, ref, a)
+                except _StepProblem as problem:
+                    self.problems.setdefault(a, self._describe(a, str(problem)))
+                    score = 0.0
+                memo[group, index, a] = score
+                if score > 0.0:
+                    return i, score
+        return -1, 0.0
+
+    def best_before(
+        self, ref: ReferenceStep, candidates: Sequence[int], stop: int, best: float
+    ) -> float:
+        """The highest of ``best`` and the scores of ``ref`` against ``candidates[:stop]``, each
+        step whose name can match compared as in ``latest_match``, the first first."""
+        actual = self.actual
+        kind = ref.kind
+        names = _IRI_STEPS if kind == COMPARE_IRI else (ref.name,)
+        compare = _COMPARERS[kind]
+        for a in candidates[:stop]:
+            if actual[a].get("name") in names:
+                try:  # (as above)
+                    score = compare(self, ref, a)
+                except _StepProblem as problem:
+                    self.problems.setdefault(a, self._describe(a, str(problem)))
+                    score = 0.0
+                self._scores[ref.group, ref.index, a] = score
+                if score > best:
+                    best = score
+        return best
+
     def would_match(self, ref: ReferenceStep, act_index: int) -> float:
         """``score``, without recording a problem of the actual step (for explanations); a
         score matching computed is read back, and one computed here is kept for the next ask."""
@@ -405,60 +457,68 @@ class StepScorer(OutputReader):
         return float(iri_found(iri, parsed, output))
 
     def _compare(self, ref: ReferenceStep, act_index: int) -> float:
-        act = self.actual[act_index]
-        name = act.get("name")
+        name = self.actual[act_index].get("name")
         kind = ref.kind
-        if kind == COMPARE_IRI:
-            return self._iri(ref.parsed, act_index) if name in _IRI_STEPS else 0.0
-        if name != ref.name:
-            return 0.0
-        if kind == COMPARE_SPARQL:
-            checked = self._checked.get(act_index, _MISSING)  # (``_sparql``, written out)
-            if checked is _MISSING:
-                checked = self._check_sparql(act_index)
-            if type(checked) is _StepProblem:
-                raise checked
-            sparql = ref.parsed
-            raw = ref.raw
-            try:
-                if type(sparql) is SparqlReference:  # (the usual case, in fewer calls)
-                    boolean = sparql.boolean  # (``boolean_score``, written out)
-                    if boolean is not None:  # an ASK reference: its value decides
-                        return float("boolean" in checked and checked["boolean"] == boolean)
-                    if "boolean" in checked:  # an ASK result
-                        return 0.0
-                    table = self._tables.get(act_index)
-                    return select_score(
-                        sparql,
-                        checked,
-                        raw.get("ordered", False),
-                        raw.get("ignore_duplicates", True),
-                        self._table(act_index, checked) if table is None else table,
-                    )
-                return compare_sparql_results(
+        if name != ref.name if kind != COMPARE_IRI else name not in _IRI_STEPS:
+            return 0.0  # (``matchable_names``' rule)
+        return _COMPARERS[kind](self, ref, act_index)
+
+    def _compare_sparql(self, ref: ReferenceStep, act_index: int) -> float:
+        checked = self._checked.get(act_index, _MISSING)  # (``_sparql``, written out)
+        if checked is _MISSING:
+            checked = self._check_sparql(act_index)
+        if type(checked) is _StepProblem:
+            raise checked
+        sparql = ref.parsed
+        raw = ref.raw
+        try:
+            if type(sparql) is SparqlReference:  # (the usual case, in fewer calls)
+                boolean = sparql.boolean  # (``boolean_score``, written out)
+                if boolean is not None:  # an ASK reference: its value decides
+                    return 1.0 if "boolean" in checked and checked["boolean"] == boolean else 0.0
+                if "boolean" in checked:  # an ASK result
+                    return 0.0
+                table = self._tables.get(act_index)
+                return select_score(
                     sparql,
                     checked,
-                    ordered=raw.get("ordered", False),
-                    ignore_duplicates=raw.get("ignore_duplicates", True),
-                    checked=True,
-                    table=self._table(act_index, checked),
+                    raw.get("ordered", False),
+                    raw.get("ignore_duplicates", True),
+                    self._table(act_index, checked) if table is None else table,
                 )
-            except SparqlResultError as e:
-                raise _StepProblem(f"output: {e}") from None
-        if kind == COMPARE_RETRIEVAL:
-            return self._retrieval(ref, act_index)
-        if kind == COMPARE_TIME_SERIES:
-            return _timeseries().compare_time_series_steps(ref.raw, act)
-        if kind == COMPARE_DATA_POINTS:
-            try:
-                return _timeseries().compare_data_points_steps(ref.raw, act)
-            except StepArgumentError as e:
-                raise _StepProblem(str(e)) from None
-        if kind == COMPARE_JSON:
-            return float(json_equal(ref.parsed, self._parsed(act_index)))
-        if kind == COMPARE_ARGS:
-            return float(json_equal(ref.raw.get("args"), act.get("args")))
-        return float(ref.raw["output"] == self._output(act_index))
+            return compare_sparql_results(
+                sparql,
+                checked,
+                ordered=raw.get("ordered", False),
+                ignore_duplicates=raw.get("ignore_duplicates", True),
+                checked=True,
+                table=self._table(act_index, checked),
+            )
+        except SparqlResultError as e:
+            raise _StepProblem(f"output: {e}") from None
+
+    def _compare_data_points(self, ref: ReferenceStep, act_index: int) -> float:
+        try:
+            return _timeseries().compare_data_points_steps(ref.raw, self.actual[act_index])  # type: ignore[no-any-return]
+        except StepArgumentError as e:
+            raise _StepProblem(str(e)) from None
+
+    def _compare_json(self, ref: ReferenceStep, act_index: int) -> float:
+        wanted = ref.parsed
+        value = self._parsed(act_index)
+        # (``json_equal``'s first test here: the usual answer, unequal, without its call)
+        return 1.0 if wanted == value and json_equal(wanted, value) else 0.0
+
+    def _compare_args(self, ref: ReferenceStep, act_index: int) -> float:
+        wanted = ref.raw.get("args")
+        got = self.actual[act_index].get("args")
+        return 1.0 if wanted == got and json_equal(wanted, got) else 0.0
+
+    def _compare_text(self, ref: ReferenceStep, act_index: int) -> float:
+        output = self.actual[act_index].get("output")
+        if output is None:
+            self._output(act_index)  # (the problem of a missing output)
+        return 1.0 if ref.raw["output"] == output else 0.0
 
     def _retrieval(self, ref: ReferenceStep, act_index: int) -> float:
         """graphrag-eval's recall@k (``spec_recall_at_k``) of ``ref`` against a retrieval step,
@@ -515,3 +575,27 @@ class StepScorer(OutputReader):
             if score > 0.0:
                 return a
         return None
+
+
+class _ByKind(dict[str, Callable[[StepScorer, ReferenceStep, int], float]]):
+    """The comparison of a step whose name can match, per kind (found once per reference step
+    for a scan of the candidates, not once per pair): text for another kind (made by hand)."""
+
+    def __missing__(self, kind: str) -> Callable[[StepScorer, ReferenceStep, int], float]:
+        return StepScorer._compare_text
+
+
+_COMPARERS = _ByKind(
+    {
+        COMPARE_IRI: lambda scorer, ref, a: scorer._iri(ref.parsed, a),
+        COMPARE_SPARQL: StepScorer._compare_sparql,
+        COMPARE_RETRIEVAL: StepScorer._retrieval,
+        COMPARE_TIME_SERIES: lambda scorer, ref, a: _timeseries().compare_time_series_steps(
+            ref.raw, scorer.actual[a]
+        ),
+        COMPARE_DATA_POINTS: StepScorer._compare_data_points,
+        COMPARE_JSON: StepScorer._compare_json,
+        COMPARE_ARGS: StepScorer._compare_args,
+        COMPARE_TEXT: StepScorer._compare_text,
+    }
+)

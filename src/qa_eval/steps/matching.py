@@ -33,9 +33,8 @@ same result, from the scores of the steps whose name can match.
 
 from __future__ import annotations
 
-from collections.abc import Container, Sequence
+from collections.abc import Sequence
 from operator import itemgetter
-from typing import Any
 
 from .compare import StepScorer
 from .kinds import ReferenceStep
@@ -60,7 +59,12 @@ _MAX_EXACT_GROUP = 12  # subset DP over 2**12 states per candidate; larger group
 def fully_matched(groups: Sequence[Sequence[ReferenceStep]], matches: Sequence[Match]) -> bool:
     """Whether ``matches`` give every reference step of ``groups`` a whole match: then
     ``steps.explain`` has nothing to explain."""
-    if len(matches) != sum(map(len, groups)):
+    if not matches:  # (most failing questions: no map to count the steps)
+        return not any(groups)
+    size = 0
+    for group in groups:  # (a loop, not sum() over a map: fewer instructions for a few)
+        size += len(group)
+    if len(matches) != size:
         return False
     for match in matches:  # (a loop, not all() over a generator: one call fewer)
         if not match[3] >= _WHOLE:
@@ -219,8 +223,71 @@ def match_steps(
 ) -> tuple[list[Match], float]:
     """Match and score: the greedy matching unless the best one scores strictly higher."""
     candidates = scorer.successful()
-    if _ONE.issuperset(map(len, groups)):
-        return _match_singletons(groups, scorer, candidates)
+    # Groups of one step (the usual reference) in one pass: ``_match_groups``' result, from
+    # the steps whose name can match (the rest score 0 with no comparison) and the same
+    # pairs, in the same order (so the same problems are recorded).
+    #
+    # With one step per group the greedy matching and ``upper_bound`` stop at the same group
+    # and leave each group the same steps (a group's latest step scoring above 0 is its greedy
+    # match), so the bound adds only each matched group's steps before its match. The
+    # candidates are in order: those before a match's position are the steps before it.
+    # Neither reaches a group before the one they stop at, nor does the search (that group
+    # scores 0 on every step the ordering leaves it), so the groups are checked as they come.
+    matches: list[Match] = []
+    stop = len(candidates)  # the candidates before this position come before every match
+    g = len(groups)
+    while g:  # (not a range: most questions stop at the first group they reach)
+        g -= 1
+        group = groups[g]
+        if len(group) != 1:
+            return _match_groups(groups, scorer, candidates)
+        if not stop:
+            break  # (no step left to compare: not matched)
+        ref = group[0]
+        # (called, not bound first: most questions reach one group, most no further)
+        i, score = scorer.latest_match(ref, candidates, stop)
+        if i < 0:
+            break  # not matched: the matching ends here
+        matches.append((g, ref.index, candidates[i], score))
+        stop = i
+    if not matches:
+        return matches, 0.0  # (the bound is 0 too)
+    # steps_score: the groups' scores summed from the first group on, over the groups.
+    greedy_score = 0.0
+    j = len(matches)
+    while j:  # (not reversed(): one or two matches, mostly)
+        j -= 1
+        greedy_score += matches[j][3]
+    greedy_score /= len(groups)
+    if greedy_score >= 1.0 - _EPSILON:
+        return matches, greedy_score
+    # upper_bound: each matched group's best score over its steps up to its match.
+    # (a match's position found again here, where the bound needs it, rather than kept for
+    # every question)
+    total = 0.0
+    for g, _, a, best in matches:
+        total += scorer.best_before(groups[g][0], candidates, candidates.index(a), best)
+    if greedy_score >= total / len(groups) - _EPSILON:
+        return matches, greedy_score
+    if not _ONE.issuperset(map(len, groups)):
+        # (a group of several steps, never reached: the general search, whose rule for a
+        # large group may differ)
+        return _match_groups(groups, scorer, candidates)
+    searched = _best_singletons(groups, scorer, candidates)
+    searched_score = steps_score(groups, searched)
+    if searched_score > greedy_score + 1e-9:  # (as ``_searched`` decides)
+        return searched, searched_score
+    return matches, greedy_score
+
+
+_ONE = frozenset((1,))
+
+
+def _match_groups(
+    groups: Sequence[Sequence[ReferenceStep]], scorer: StepScorer, candidates: Sequence[int]
+) -> tuple[list[Match], float]:
+    """``match_steps`` of any groups: the greedy matching, the bound, the search when the bound
+    is higher."""
     greedy = greedy_matches(groups, scorer, candidates)
     greedy_score = steps_score(groups, greedy)
     if greedy_score >= 1.0 - _EPSILON or not candidates:
@@ -228,9 +295,6 @@ def match_steps(
     if greedy_score >= upper_bound(groups, scorer, candidates) - _EPSILON:
         return greedy, greedy_score  # nothing can score higher: skip the search
     return _searched(groups, scorer, candidates, greedy, greedy_score)
-
-
-_ONE = frozenset((1,))
 
 
 def _searched(
@@ -246,65 +310,6 @@ def _searched(
     if best_score > greedy_score + 1e-9:
         return best, best_score
     return greedy, greedy_score
-
-
-def _match_singletons(
-    groups: Sequence[Sequence[ReferenceStep]], scorer: StepScorer, candidates: Sequence[int]
-) -> tuple[list[Match], float]:
-    """``match_steps`` when every group has one step (the usual reference), in one pass that
-    compares only the steps whose name can match (the rest score 0 with no comparison) and
-    the same pairs, in the same order, as the general path (so the same problems are recorded).
-
-    With one step per group the greedy matching and ``upper_bound`` stop at the same group
-    and leave each group the same steps (a group's latest step scoring above 0 is its greedy
-    match), so the bound adds only each matched group's steps before its match. The
-    candidates are in order: those before a match's position are the steps before it."""
-    score_of = scorer.score
-    actual = scorer.actual
-    matches: list[Match] = []
-    earlier: list[tuple[ReferenceStep, Container[Any], int, float]] = []  # per match
-    stop = len(candidates)  # the candidates before this position come before every match
-    for g in range(len(groups) - 1, -1, -1):
-        ref = groups[g][0]
-        names = scorer.matchable_names(ref)
-        i = stop
-        while i:
-            i -= 1
-            a = candidates[i]
-            if actual[a].get("name") in names:
-                score = score_of(ref, a)
-                if score > 0.0:
-                    matches.append((g, ref.index, a, score))
-                    earlier.append((ref, names, i, score))
-                    stop = i
-                    break
-        else:
-            break  # not matched: the matching ends here
-    if not matches:
-        return matches, 0.0  # (the bound is 0 too)
-    # steps_score: the groups' scores summed from the first group on, over the groups.
-    greedy_score = 0.0
-    for match in reversed(matches):
-        greedy_score += match[3]
-    greedy_score /= len(groups)
-    if greedy_score >= 1.0 - _EPSILON:
-        return matches, greedy_score
-    # upper_bound: each matched group's best score over its steps up to its match.
-    total = 0.0
-    for ref, names, i, best in earlier:
-        for a in candidates[:i]:
-            if actual[a].get("name") in names:
-                score = score_of(ref, a)
-                if score > best:
-                    best = score
-        total += best
-    if greedy_score >= total / len(groups) - _EPSILON:
-        return matches, greedy_score
-    searched = _best_singletons(groups, scorer, candidates)
-    searched_score = steps_score(groups, searched)
-    if searched_score > greedy_score + 1e-9:  # (as ``_searched`` decides)
-        return searched, searched_score
-    return matches, greedy_score
 
 
 def _best_singletons(
