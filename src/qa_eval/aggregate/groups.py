@@ -182,6 +182,9 @@ class Shape:
         """Whether ``Group.add`` reads more than the summarised keys' values."""
 
 
+_Plan = tuple[Shape, tuple[tuple[str, Any], ...], tuple[tuple[str, Any, Series], ...]]
+"""How ``Group.add`` reads results of one key list (see ``Group._plan``)."""
+
 _SHAPES = 4096
 """At most this many key lists are remembered per aggregation (results of any other shape are
 read key by key)."""
@@ -196,8 +199,15 @@ class Group:
         self,
         failures: Mapping[str, tuple[str, ...]] | None = None,
         thresholds: Mapping[str, float] | None = None,
+        deferred: bool = False,
     ) -> None:
         self.failures = failures or {}
+        self.deferred = deferred
+        """Whether ``add`` appends a result's values to their series unchecked, each series
+        checked once by :meth:`finish` (``Series.settle``); else checked one by one as they
+        come (what a caller that reads the series between results needs)."""
+        self.unchecked: list[Series] = []
+        """The series that values were appended to unchecked."""
         self.thresholds = thresholds or {}
         self.trials: dict[tuple[Any, Any], Trials] = {}
         self.errors = 0
@@ -209,7 +219,7 @@ class Group:
         are changed in place, never replaced)."""
         self.labels: dict[str, dict[str, int]] = {}
         self.judge = JudgeTally()
-        self.plans: dict[tuple[str, ...], tuple[Shape, tuple[tuple[str, Any, Series], ...]]] = {}
+        self.plans: dict[tuple[str, ...], _Plan] = {}
         """Per key list of the results added: how ``add`` reads them (see ``_plan``)."""
 
     def _series(self, metric: str) -> Series:
@@ -237,7 +247,10 @@ class Group:
         plan = self.plans.get(keys)
         if plan is None:
             plan = self._plan(keys, metrics, shapes)
-        shape, columns = plan
+        shape, unchecked, columns = plan
+        # (a deferred group: the values as they are, one subscript and one call each)
+        for key, append in unchecked:
+            append(result[key])
         for key, append, series in columns:
             value = result[key]
             kind = type(value)
@@ -293,21 +306,28 @@ class Group:
 
     def _plan(
         self, keys: tuple[str, ...], metrics: frozenset[str], shapes: dict[Any, Shape] | None
-    ) -> tuple[Shape, tuple[tuple[str, Any, Series], ...]]:
+    ) -> _Plan:
         """How ``add`` reads a result with these keys: its shape, and each of the shape's keys
-        with the ``append`` of its series' values and the series (made as the first result
-        with the key came, in the order of its keys, as they always were; none for a trial)."""
+        with the ``append`` of its series' values (and the series, unless deferred: see
+        ``deferred``), the series made as the first result with the key came, in the order of
+        its keys, as they always were; none for a trial."""
         shape = None if shapes is None else shapes.get(keys)
         if shape is None:
             shape = Shape(keys, metrics, self.failures)
             if shapes is not None and len(shapes) < _SHAPES:
                 shapes[keys] = shape
+        unchecked = []
         columns = []
         if not shape.trial:
             for key in shape.metrics:
                 series = self._series(key)
-                columns.append((key, series.values.append, series))
-        plan = (shape, tuple(columns))
+                if self.deferred:
+                    unchecked.append((key, series.values.append))
+                    if series not in self.unchecked:
+                        self.unchecked.append(series)
+                else:
+                    columns.append((key, series.values.append, series))
+        plan = (shape, tuple(unchecked), tuple(columns))
         if len(self.plans) < _SHAPES:
             self.plans[keys] = plan
         return plan
@@ -349,7 +369,10 @@ class Group:
 
     def finish(self) -> None:
         """Each question with trials gives one value per metric: the mean of its trials' finite
-        values (the others are ``skipped``, once per trial)."""
+        values (the others are ``skipped``, once per trial); the values added unchecked are checked
+        first."""
+        for series in self.unchecked:  # (again after more were added: the same values)
+            series.settle()
         for trials in self.trials.values():
             for metric, values in trials.values.items():
                 series = self._series(metric)
