@@ -182,6 +182,23 @@ class Shape:
         """Whether ``Group.add`` reads more than the summarised keys' values."""
 
 
+def _positions(metrics: Iterable[str]) -> dict[str, int]:
+    """Each metric's first position among ``metrics`` (the last ones asked kept: every summary
+    of an aggregation asks the same)."""
+    asked = tuple(metrics)
+    last = _last_positions[0]
+    if last is not None and last[0] == asked:
+        return last[1]
+    positions: dict[str, int] = {}
+    for position, metric in enumerate(asked):
+        positions.setdefault(metric, position)
+    _last_positions[0] = (asked, positions)
+    return positions
+
+
+_last_positions: list[Any] = [None]
+_ALWAYS_PRESENT = frozenset(ALWAYS_PRESENT)
+
 _Plan = tuple[Shape, tuple[tuple[str, Any], ...], tuple[tuple[str, Any, Series], ...]]
 """How ``Group.add`` reads results of one key list (see ``Group._plan``)."""
 
@@ -430,7 +447,13 @@ class Group:
         if counters:
             out["steps"] = counters
         all_series = self.series
-        for metric in metrics:
+        # (only the metrics asked that it has a series of or that are always written, in the
+        # order asked: a group has a few of the dozens of metrics)
+        positions = _positions(metrics)
+        shown = [metric for metric in all_series if metric in positions]
+        shown += [m for m in _ALWAYS_PRESENT if m in positions and m not in all_series]
+        shown.sort(key=positions.__getitem__)
+        for metric in shown:
             series = all_series.get(metric)
             # a custom output with only text values is not shown, even when some failed
             if series is not None and (
@@ -438,8 +461,8 @@ class Group:
                 or (metric not in numeric_only and (series.skipped or series.failed))
                 or (series.failed and not series.skipped)
             ):
-                out[metric] = series.describe(metric in ALWAYS_PRESENT)
-            elif metric in ALWAYS_PRESENT:
+                out[metric] = series.describe(metric in _ALWAYS_PRESENT)
+            elif metric in _ALWAYS_PRESENT:
                 out[metric] = describe([], zeros=True)
         for key, counts in self.labels.items():
             out[key] = {"counts": dict(counts), "n": sum(counts.values())}
