@@ -284,7 +284,8 @@ class Group:
         total, once, empty, errors = self.counters
         seen: dict[str, None] = {}  # the names, in order of first appearance
         for step in steps:
-            if not isinstance(step, dict):
+            # (a type test first: cheaper than isinstance for the usual dict and str)
+            if type(step) is not dict and not isinstance(step, dict):
                 continue
             name = step.get("name")
             if type(name) is not str:
@@ -298,7 +299,7 @@ class Group:
                 # (only a text with a "bindings" key can be an empty SPARQL result: one C scan
                 # rules the others out without the call; and a text whose first such key, not
                 # escaped, has a row after it is not one: two more rule out the usual results)
-                if isinstance(output, str) and _BINDINGS_KEY in output:
+                if (type(output) is str or isinstance(output, str)) and _BINDINGS_KEY in output:
                     at = output.find(_BINDINGS_KEY)
                     if (
                         not output.startswith(_ROWS_FOLLOW, at + _BINDINGS_KEY_LENGTH)
