@@ -68,3 +68,22 @@ def test_values_the_bulk_check_passes_keep_their_types_and_order() -> None:
     aggregates = compute_aggregates(results)
     assert json.dumps(aggregates) == json.dumps(_checked_one_by_one(results))
     assert aggregates["per_template"]["t"]["steps_score"]["n"] == len(values)
+
+
+def test_rows_of_alternating_key_lists_and_step_metrics_keep_the_results_order() -> None:
+    """A deferred group gathers the values of results that share a key list as rows: a result
+    of other keys, or a step metric of a series with rows pending, adds them first."""
+    results: list[dict[str, Any]] = []
+    for i in range(12):
+        result: dict[str, Any] = {"template_id": "t", "question_id": str(i)}
+        recall, score = 1 if i % 2 else 1.0, [0, 0.0, 1, 1.0][i % 4]
+        if i % 3:  # (another key list now and then: its values in another order)
+            result.update(status="success", steps_score=score, retrieval_answer_recall=recall)
+        else:
+            result.update(retrieval_answer_recall=recall, steps_score=score)
+        if i % 4 == 1:  # a step metric after the result's own value of the same series
+            result["actual_steps"] = [{"name": "retrieval", "retrieval_answer_recall": 1.0}]
+        results.append(result)
+    aggregates = compute_aggregates(results)
+    assert json.dumps(aggregates) == json.dumps(_checked_one_by_one(results))
+    assert aggregates["per_template"]["t"]["retrieval_answer_recall"]["n"] == 12 + 3

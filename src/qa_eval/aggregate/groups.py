@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from operator import is_
+from operator import is_, itemgetter
 from typing import Any
 
 from ..judge.repeats import MARKER, JudgeTally
@@ -199,7 +199,7 @@ def _positions(metrics: Iterable[str]) -> dict[str, int]:
 _last_positions: list[Any] = [None]
 _ALWAYS_PRESENT = frozenset(ALWAYS_PRESENT)
 
-_Plan = tuple[Shape, tuple[tuple[str, Any], ...], tuple[tuple[str, Any, Series], ...]]
+_Plan = tuple[Shape, Any, tuple[list[Any], ...], tuple[tuple[str, Any, Series], ...]]
 """How ``Group.add`` reads results of one key list (see ``Group._plan``)."""
 
 _SHAPES = 4096
@@ -225,6 +225,12 @@ class Group:
         come (what a caller that reads the series between results needs)."""
         self.unchecked: list[Series] = []
         """The series that values were appended to unchecked."""
+        self.rows: list[Any] = []
+        """A deferred group's values of the last results, which share ``rows_plan``: a row of
+        values (its ``getter``'s) a result, added to their series (:meth:`_flush`) when a
+        result of another plan comes, a step metric is added, or the group is finished: the
+        values come to each series in the order of the results, as when appended one by one."""
+        self.rows_plan: _Plan | None = None
         self.thresholds = thresholds or {}
         self.trials: dict[tuple[Any, Any], Trials] = {}
         self.errors = 0
@@ -264,10 +270,11 @@ class Group:
         plan = self.plans.get(keys)
         if plan is None:
             plan = self._plan(keys, metrics, shapes)
-        shape, unchecked, columns = plan
-        # (a deferred group: the values as they are, one subscript and one call each)
-        for key, append in unchecked:
-            append(result[key])
+        shape, getter, _, columns = plan
+        if getter is not None:  # (a deferred group: the values as they are, in one C call)
+            if plan is not self.rows_plan:
+                self._flush(plan)
+            self.rows.append(getter(result))
         for key, append, series in columns:
             value = result[key]
             kind = type(value)
@@ -310,6 +317,8 @@ class Group:
             if name in STEP_METRICS and not _STEP_KEYS[name].isdisjoint(step):
                 for metric in STEP_METRICS[name]:
                     if metric in step:
+                        if self.rows:  # (its values after those of the result's keys)
+                            self._flush(self.rows_plan)
                         self._series(metric).add(step[metric])
                 failed_step = {
                     metric
@@ -336,19 +345,36 @@ class Group:
                 shapes[keys] = shape
         unchecked = []
         columns = []
+        getter = None
         if not shape.trial:
             for key in shape.metrics:
                 series = self._series(key)
                 if self.deferred:
-                    unchecked.append((key, series.values.append))
+                    unchecked.append(series.values)
                     if series not in self.unchecked:
                         self.unchecked.append(series)
                 else:
                     columns.append((key, series.values.append, series))
-        plan = (shape, tuple(unchecked), tuple(columns))
+        if unchecked:
+            getter = itemgetter(*shape.metrics)
+        plan = (shape, getter, tuple(unchecked), tuple(columns))
         if len(self.plans) < _SHAPES:
             self.plans[keys] = plan
         return plan
+
+    def _flush(self, plan: _Plan | None) -> None:
+        """Add the values of ``rows`` to their series; the rows to come are of ``plan``."""
+        rows = self.rows
+        last = self.rows_plan
+        if rows and last is not None:
+            lists = last[2]
+            if len(lists) == 1:  # (itemgetter of one key: the values themselves)
+                lists[0].extend(rows)
+            else:
+                for values, column in zip(lists, zip(*rows)):
+                    values.extend(column)
+            rows.clear()
+        self.rows_plan = plan
 
     def _add_other(self, result: Mapping[str, Any], shape: Shape, metrics: frozenset[str]) -> None:
         """What ``add`` counts of a result besides its values: judge repeats, a trial, the
@@ -389,6 +415,8 @@ class Group:
         """Each question with trials gives one value per metric: the mean of its trials' finite
         values (the others are ``skipped``, once per trial); the values added unchecked are checked
         first."""
+        if self.rows:
+            self._flush(None)
         for series in self.unchecked:  # (again after more were added: the same values)
             series.settle()
         for trials in self.trials.values():
