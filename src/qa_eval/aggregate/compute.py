@@ -234,7 +234,8 @@ def _extra_metrics(
 def grouped(
     results: Iterable[Mapping[str, Any]], spec: AggregateSpec
 ) -> tuple[dict[Any, Group], dict[str, dict[Any, Group]]]:
-    """The results added up per template, and per value of each tag."""
+    """The results added up per template, and per value of each tag (deferred groups: their
+    series are read after ``Group.finish``)."""
     templates: dict[Any, Group] = {}
     tagged: dict[str, dict[Any, Group]] = {tag: {} for tag in spec.tags}
     metric_set = frozenset(spec.metrics)
