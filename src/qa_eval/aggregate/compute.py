@@ -154,9 +154,9 @@ class AggregateSpec:
             keys,
         )
 
-    def group(self) -> Group:
-        """A new, empty group."""
-        return Group(self.failures, self.thresholds)
+    def group(self, deferred: bool = False) -> Group:
+        """A new, empty group (``deferred``: see ``Group``)."""
+        return Group(self.failures, self.thresholds, deferred)
 
     def project(self, out: dict[str, Any]) -> dict[str, Any]:
         """The aggregates in the spec's key set."""
@@ -234,7 +234,8 @@ def _extra_metrics(
 def grouped(
     results: Iterable[Mapping[str, Any]], spec: AggregateSpec
 ) -> tuple[dict[Any, Group], dict[str, dict[Any, Group]]]:
-    """The results added up per template, and per value of each tag."""
+    """The results added up per template, and per value of each tag (deferred groups: their
+    series are read after ``Group.finish``)."""
     templates: dict[Any, Group] = {}
     tagged: dict[str, dict[Any, Group]] = {tag: {} for tag in spec.tags}
     metric_set = frozenset(spec.metrics)
@@ -249,20 +250,25 @@ def grouped(
         except TypeError:  # an unhashable template id: template_group says so
             group = None
         if group is None:
-            group = template_group(templates, result, position, spec)
+            group = template_group(templates, result, position, spec, True)
         group.add(result, metric_set, shapes)
         # (most results have no tag: one C test)
         if (tag in result) if tag is not None else not tags.isdisjoint(result):
-            for group in tag_groups(tagged, result, spec):
+            for group in tag_groups(tagged, result, spec, True):
                 group.add(result, metric_set, shapes)
     return templates, tagged
 
 
 def template_group(
-    templates: dict[Any, Group], result: Any, position: int, spec: AggregateSpec
+    templates: dict[Any, Group],
+    result: Any,
+    position: int,
+    spec: AggregateSpec,
+    deferred: bool = False,
 ) -> Group:
-    """The group of a result's template (made when new); ``TypeError`` for a result that is not
-    a mapping, ``InputError`` for a template id that cannot key a group."""
+    """The group of a result's template (made when new, ``deferred`` or not: see ``Group``);
+    ``TypeError`` for a result that is not a mapping, ``InputError`` for a template id that
+    cannot key a group."""
     if not isinstance(result, dict):
         raise TypeError(f"result [{position}] must be a mapping, got {type(result).__name__}")
     template_id = result.get("template_id")
@@ -271,14 +277,18 @@ def template_group(
     except TypeError:  # unhashable: a list, a mapping, ...
         raise id_error(result, position, "template_id", template_id) from None
     if group is None:
-        group = templates[template_id] = spec.group()
+        group = templates[template_id] = spec.group(deferred)
     return group
 
 
 def tag_groups(
-    tagged: dict[str, dict[Any, Group]], result: Mapping[str, Any], spec: AggregateSpec
+    tagged: dict[str, dict[Any, Group]],
+    result: Mapping[str, Any],
+    spec: AggregateSpec,
+    deferred: bool = False,
 ) -> list[Group]:
-    """The groups of a result's tag values (made when new): one per tag it has a value of."""
+    """The groups of a result's tag values (made when new, ``deferred`` or not: see ``Group``):
+    one per tag it has a value of."""
     found = []
     for tag in spec.tags:
         value = result.get(tag)
@@ -290,7 +300,7 @@ def tag_groups(
         except TypeError:  # an unhashable tag value (a set, ...) is no group, as a list
             continue
         if group is None:
-            group = groups[value] = spec.group()
+            group = groups[value] = spec.group(deferred)
         found.append(group)
     return found
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from operator import is_
+from operator import is_, itemgetter
 from typing import Any
 
 from ..judge.repeats import MARKER, JudgeTally
@@ -182,6 +182,26 @@ class Shape:
         """Whether ``Group.add`` reads more than the summarised keys' values."""
 
 
+def _positions(metrics: Iterable[str]) -> dict[str, int]:
+    """Each metric's first position among ``metrics`` (the last ones asked kept: every summary
+    of an aggregation asks the same)."""
+    asked = tuple(metrics)
+    last = _last_positions[0]
+    if last is not None and last[0] == asked:
+        return last[1]
+    positions: dict[str, int] = {}
+    for position, metric in enumerate(asked):
+        positions.setdefault(metric, position)
+    _last_positions[0] = (asked, positions)
+    return positions
+
+
+_last_positions: list[Any] = [None]
+_ALWAYS_PRESENT = frozenset(ALWAYS_PRESENT)
+
+_Plan = tuple[Shape, Any, tuple[list[Any], ...], tuple[tuple[str, Any, Series], ...]]
+"""How ``Group.add`` reads results of one key list (see ``Group._plan``)."""
+
 _SHAPES = 4096
 """At most this many key lists are remembered per aggregation (results of any other shape are
 read key by key)."""
@@ -196,8 +216,21 @@ class Group:
         self,
         failures: Mapping[str, tuple[str, ...]] | None = None,
         thresholds: Mapping[str, float] | None = None,
+        deferred: bool = False,
     ) -> None:
         self.failures = failures or {}
+        self.deferred = deferred
+        """Whether ``add`` appends a result's values to their series unchecked, each series
+        checked once by :meth:`finish` (``Series.settle``); else checked one by one as they
+        come (what a caller that reads the series between results needs)."""
+        self.unchecked: list[Series] = []
+        """The series that values were appended to unchecked."""
+        self.rows: list[Any] = []
+        """A deferred group's values of the last results, which share ``rows_plan``: a row of
+        values (its ``getter``'s) a result, added to their series (:meth:`_flush`) when a
+        result of another plan comes, a step metric is added, or the group is finished: the
+        values come to each series in the order of the results, as when appended one by one."""
+        self.rows_plan: _Plan | None = None
         self.thresholds = thresholds or {}
         self.trials: dict[tuple[Any, Any], Trials] = {}
         self.errors = 0
@@ -209,7 +242,7 @@ class Group:
         are changed in place, never replaced)."""
         self.labels: dict[str, dict[str, int]] = {}
         self.judge = JudgeTally()
-        self.plans: dict[tuple[str, ...], tuple[Shape, tuple[tuple[str, Any, Series], ...]]] = {}
+        self.plans: dict[tuple[str, ...], _Plan] = {}
         """Per key list of the results added: how ``add`` reads them (see ``_plan``)."""
 
     def _series(self, metric: str) -> Series:
@@ -237,7 +270,11 @@ class Group:
         plan = self.plans.get(keys)
         if plan is None:
             plan = self._plan(keys, metrics, shapes)
-        shape, columns = plan
+        shape, getter, _, columns = plan
+        if getter is not None:  # (a deferred group: the values as they are, in one C call)
+            if plan is not self.rows_plan:
+                self._flush(plan)
+            self.rows.append(getter(result))
         for key, append, series in columns:
             value = result[key]
             kind = type(value)
@@ -254,7 +291,8 @@ class Group:
         total, once, empty, errors = self.counters
         seen: dict[str, None] = {}  # the names, in order of first appearance
         for step in steps:
-            if not isinstance(step, dict):
+            # (a type test first: cheaper than isinstance for the usual dict and str)
+            if type(step) is not dict and not isinstance(step, dict):
                 continue
             name = step.get("name")
             if type(name) is not str:
@@ -268,7 +306,7 @@ class Group:
                 # (only a text with a "bindings" key can be an empty SPARQL result: one C scan
                 # rules the others out without the call; and a text whose first such key, not
                 # escaped, has a row after it is not one: two more rule out the usual results)
-                if isinstance(output, str) and _BINDINGS_KEY in output:
+                if (type(output) is str or isinstance(output, str)) and _BINDINGS_KEY in output:
                     at = output.find(_BINDINGS_KEY)
                     if (
                         not output.startswith(_ROWS_FOLLOW, at + _BINDINGS_KEY_LENGTH)
@@ -279,6 +317,8 @@ class Group:
             if name in STEP_METRICS and not _STEP_KEYS[name].isdisjoint(step):
                 for metric in STEP_METRICS[name]:
                     if metric in step:
+                        if self.rows:  # (its values after those of the result's keys)
+                            self._flush(self.rows_plan)
                         self._series(metric).add(step[metric])
                 failed_step = {
                     metric
@@ -293,24 +333,48 @@ class Group:
 
     def _plan(
         self, keys: tuple[str, ...], metrics: frozenset[str], shapes: dict[Any, Shape] | None
-    ) -> tuple[Shape, tuple[tuple[str, Any, Series], ...]]:
+    ) -> _Plan:
         """How ``add`` reads a result with these keys: its shape, and each of the shape's keys
-        with the ``append`` of its series' values and the series (made as the first result
-        with the key came, in the order of its keys, as they always were; none for a trial)."""
+        with the ``append`` of its series' values (and the series, unless deferred: see
+        ``deferred``), the series made as the first result with the key came, in the order of
+        its keys, as they always were; none for a trial."""
         shape = None if shapes is None else shapes.get(keys)
         if shape is None:
             shape = Shape(keys, metrics, self.failures)
             if shapes is not None and len(shapes) < _SHAPES:
                 shapes[keys] = shape
+        unchecked = []
         columns = []
+        getter = None
         if not shape.trial:
             for key in shape.metrics:
                 series = self._series(key)
-                columns.append((key, series.values.append, series))
-        plan = (shape, tuple(columns))
+                if self.deferred:
+                    unchecked.append(series.values)
+                    if series not in self.unchecked:
+                        self.unchecked.append(series)
+                else:
+                    columns.append((key, series.values.append, series))
+        if unchecked:
+            getter = itemgetter(*shape.metrics)
+        plan = (shape, getter, tuple(unchecked), tuple(columns))
         if len(self.plans) < _SHAPES:
             self.plans[keys] = plan
         return plan
+
+    def _flush(self, plan: _Plan | None) -> None:
+        """Add the values of ``rows`` to their series; the rows to come are of ``plan``."""
+        rows = self.rows
+        last = self.rows_plan
+        if rows and last is not None:
+            lists = last[2]
+            if len(lists) == 1:  # (itemgetter of one key: the values themselves)
+                lists[0].extend(rows)
+            else:
+                for values, column in zip(lists, zip(*rows)):
+                    values.extend(column)
+            rows.clear()
+        self.rows_plan = plan
 
     def _add_other(self, result: Mapping[str, Any], shape: Shape, metrics: frozenset[str]) -> None:
         """What ``add`` counts of a result besides its values: judge repeats, a trial, the
@@ -349,7 +413,12 @@ class Group:
 
     def finish(self) -> None:
         """Each question with trials gives one value per metric: the mean of its trials' finite
-        values (the others are ``skipped``, once per trial)."""
+        values (the others are ``skipped``, once per trial); the values added unchecked are checked
+        first."""
+        if self.rows:
+            self._flush(None)
+        for series in self.unchecked:  # (again after more were added: the same values)
+            series.settle()
         for trials in self.trials.values():
             for metric, values in trials.values.items():
                 series = self._series(metric)
@@ -407,7 +476,13 @@ class Group:
         if counters:
             out["steps"] = counters
         all_series = self.series
-        for metric in metrics:
+        # (only the metrics asked that it has a series of or that are always written, in the
+        # order asked: a group has a few of the dozens of metrics)
+        positions = _positions(metrics)
+        shown = [metric for metric in all_series if metric in positions]
+        shown += [m for m in _ALWAYS_PRESENT if m in positions and m not in all_series]
+        shown.sort(key=positions.__getitem__)
+        for metric in shown:
             series = all_series.get(metric)
             # a custom output with only text values is not shown, even when some failed
             if series is not None and (
@@ -415,8 +490,8 @@ class Group:
                 or (metric not in numeric_only and (series.skipped or series.failed))
                 or (series.failed and not series.skipped)
             ):
-                out[metric] = series.describe(metric in ALWAYS_PRESENT)
-            elif metric in ALWAYS_PRESENT:
+                out[metric] = series.describe(metric in _ALWAYS_PRESENT)
+            elif metric in _ALWAYS_PRESENT:
                 out[metric] = describe([], zeros=True)
         for key, counts in self.labels.items():
             out[key] = {"counts": dict(counts), "n": sum(counts.values())}

@@ -12,6 +12,7 @@ from typing import Any, TypeGuard, cast
 
 _INF = math.inf
 _INT_ONLY = {int}
+_NUMBERS = frozenset((int, float))
 _EXACT_INT = 2**53
 """Every int up to this size is a float exactly."""
 
@@ -269,6 +270,27 @@ class Series:
         return describe_sorted(
             values, self.sorted_values(), self.skipped, zeros, self.failed, kinds
         )
+
+    def settle(self) -> None:
+        """Keep only the finite numbers of values appended unchecked (counting the others but
+        None as ``skipped``), as ``add`` would have, given them one at a time; the values that
+        were checked stay as they are."""
+        values = self.values
+        kinds = set(map(type, values))
+        if kinds <= _NUMBERS:
+            try:
+                # (a float sum is finite only when every value is: inf and NaN stay so)
+                finite = float not in kinds or -_INF < sum(values) < _INF
+            except OverflowError:  # an int beyond the float range: read one by one
+                finite = False
+            if finite:
+                self.kinds, self.typed = kinds, len(values)  # (describe reads them)
+                return
+        checked = Series()
+        for value in values:
+            checked.add(value)
+        values[:] = checked.values  # (the same list: a group's plans append to it)
+        self.skipped += checked.skipped
 
     def add(self, value: Any) -> None:
         kind = type(value)
