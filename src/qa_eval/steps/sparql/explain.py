@@ -229,19 +229,21 @@ def select_bound(
     term, unless it holds only numbers of a kind no reference column has (``_columns_that_matter``
     leaves it out). ``None`` when the tolerance for numbers may merge terms (a reference column
     of numbers or of mixed kinds)."""
+    derived = reference.derived
+    ref_kinds = derived.get(_BOUND_KINDS, derived)  # (found once per reference)
+    if ref_kinds is derived:
+        ref_kinds = derived[_BOUND_KINDS] = _bound_kinds(reference)
+    if ref_kinds is None:
+        return None
     ref_sets = reference.distinct_terms()
-    ref_kinds = set()
-    for kind, _ in ref_sets:
-        if kind in (NUMBER, MIXED):
-            return None
-        ref_kinds.add(kind)
     names = reference.required
-    is_read = table.is_read
+    read = table.read
     act_sets = []
     unknown = 0  # (columns not read, which may share any term)
     for var in act_vars:
-        if is_read(var):
-            act_sets.append(_distinct(*table.column(var)))
+        column = read.get(var)
+        if column is not None:
+            act_sets.append((column[0], set(column[1])))  # (``_distinct``, written out)
         elif var in names:
             unknown += 1
         else:
@@ -268,6 +270,20 @@ def select_bound(
             found += 1
             common = max(common, (total - len(ref_set) + most) / total)
     return min(found, len(sharing) + unknown), common
+
+
+_BOUND_KINDS = "bound kinds"
+
+
+def _bound_kinds(reference: SparqlReference) -> set[Hashable] | None:
+    """The kinds of the reference's columns, or ``None`` when one holds numbers or mixed
+    kinds (the tolerance may merge terms: ``select_bound`` gives no bound)."""
+    kinds = set()
+    for kind, _ in reference.columns:
+        if kind in (NUMBER, MIXED):
+            return None
+        kinds.add(kind)
+    return kinds
 
 
 def _projected(reference: SparqlReference, found: list[int]) -> dict[tuple[Value, ...], None]:

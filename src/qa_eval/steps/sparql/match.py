@@ -363,7 +363,7 @@ def tolerant_columns(
     if not remap:
         return None
     table = Table(act.bindings)
-    table._columns = {v: _remapped(column, remap) for v, column in act_cols.items()}
+    table.read = {v: _remapped(column, remap) for v, column in act_cols.items()}
     return [_remapped(column, remap) for column in ref_cols], table
 
 
