@@ -25,6 +25,7 @@ from .terms import (
     Value,
     located_term,
     parse_sparql_json,
+    read_columns,
 )
 
 __all__ = [
@@ -117,8 +118,7 @@ def prepare_reference(
     if "boolean" in reference:
         return SparqlReference(reference["boolean"], 0, required, [])
     bindings = reference["results"]["bindings"]
-    table = Table(bindings)
-    columns = [table.column(v) for v in required] if bindings and required else []
+    columns = read_columns(bindings, required) if bindings and required else []
     return SparqlReference(None, len(bindings), required, columns)
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "Value",
     "located_term",
     "parse_sparql_json",
+    "read_columns",
 ]
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -292,6 +293,14 @@ def _column(bindings: Sequence[Mapping[str, Any]], var: str) -> tuple[Hashable, 
         except (KeyError, TypeError):
             pass
     return _column_in_passes(bindings, var)
+
+
+def read_columns(
+    bindings: Sequence[Mapping[str, Any]], names: Sequence[str]
+) -> list[tuple[Hashable, list[Value]]]:
+    """The kind and canonical values of each column named (names not repeated), read without
+    a ``Table`` (a reference's required columns are read once, when the dataset loads)."""
+    return [_column(bindings, var) for var in names]
 
 
 def _literals_of(
