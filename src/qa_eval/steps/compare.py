@@ -249,10 +249,14 @@ class StepScorer(OutputReader):
         raw = ref.raw
         if raw.get("ordered", False) or not raw.get("ignore_duplicates", True):
             return True  # (the comparison counts the rows itself)
+        checked = self._checked.get(act_index, _MISSING)  # (``_sparql``, written out)
         try:
-            checked = self._sparql(act_index)
+            if checked is _MISSING:
+                checked = self._check_sparql(act_index)
         except _StepProblem:
             return False  # (the comparison would raise it: no match)
+        if type(checked) is _StepProblem:
+            return False
         if "boolean" in checked:
             return False
         rows = (checked.get("results") or {}).get("bindings") or ()
@@ -312,9 +316,13 @@ class StepScorer(OutputReader):
         """``closeness_bound`` of a SPARQL reference: exact for an ASK result or no rows, else
         from the columns there are to find and, when rows are counted, the row counts."""
         sparql = ref.parsed
+        checked = self._checked.get(act_index, _MISSING)  # (``_sparql``, written out)
         try:
-            checked = self._sparql(act_index)
+            if checked is _MISSING:
+                checked = self._check_sparql(act_index)
         except _StepProblem:
+            return 0.0, True
+        if type(checked) is _StepProblem:
             return 0.0, True
         if not isinstance(sparql, SparqlReference):
             return 0.0, True
