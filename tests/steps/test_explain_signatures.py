@@ -391,7 +391,8 @@ def _explain_select_long(
     """``_explain_select`` as it was, every text made at once (with the row differences)."""
     ref_cols = reference.columns
     required = reference.required
-    read = sparql_explain._columns_that_matter(ref_cols, table, act_vars, required)
+    kinds = {kind for kind, _ in ref_cols}
+    read = sparql_explain._columns_that_matter(kinds, table, act_vars, required)
     act_cols = {v: table.column(v) for v in read}
     tolerant = tolerant_columns(ref_cols, table, act_vars)
     if tolerant is not None:

@@ -107,9 +107,19 @@ _BOOLEAN_TEXTS = {True: "true", False: "false"}
 def _distinct_counts(sparql: SparqlReference) -> tuple[int, int]:
     """The fewest and the most distinct values a required column of a SPARQL reference has (1
     for a column of numbers, which the tolerant comparison may merge), each at least 1."""
-    terms = sparql.distinct_terms()  # (shared with the explanations)
-    counts = [1 if kind in (NUMBER, MIXED) else len(found) for kind, found in terms]
-    return max(1, min(counts, default=1)), max(1, max(counts, default=1))
+    derived = sparql.derived  # (found once per reference: every candidate reads them)
+    known: tuple[int, int] | None = derived.get(_COUNTS)
+    if known is None:
+        terms = sparql.distinct_terms()  # (shared with the explanations)
+        counts = [1 if kind in (NUMBER, MIXED) else len(found) for kind, found in terms]
+        known = derived[_COUNTS] = (
+            max(1, min(counts, default=1)),
+            max(1, max(counts, default=1)),
+        )
+    return known
+
+
+_COUNTS = "distinct counts"
 
 
 @cache
@@ -301,24 +311,18 @@ class StepScorer(OutputReader):
         raw = ref.raw
         if raw.get("ordered", False) or not raw.get("ignore_duplicates", True):
             return True  # (the comparison counts the rows itself)
+        checked = self._checked.get(act_index, _MISSING)  # (``_sparql``, written out)
         try:
-            checked = self._sparql(act_index)
+            if checked is _MISSING:
+                checked = self._check_sparql(act_index)
         except _StepProblem:
             return False  # (the comparison would raise it: no match)
+        if type(checked) is _StepProblem:
+            return False
         if "boolean" in checked:
             return False
         rows = (checked.get("results") or {}).get("bindings") or ()
-        return len(rows) >= self._distinct(ref)[1]
-
-    def _distinct(self, ref: ReferenceStep) -> tuple[int, int]:
-        """The fewest and the most distinct values a required column of ``ref``, a SPARQL
-        SELECT reference, has: columns of numbers, which the tolerant comparison may merge,
-        count 1. Both at least 1; computed once per scorer."""
-        key = (ref.group, ref.index)
-        known = self._counts.get(key)
-        if known is None:
-            known = self._counts[key] = _distinct_counts(ref.parsed)
-        return known
+        return len(rows) >= _distinct_counts(ref.parsed)[1]
 
     def explain(self, ref: ReferenceStep, act_index: int) -> tuple[float, str]:
         """Why ``ref`` does not match actual step ``act_index``, for a user, with a closeness
@@ -396,9 +400,13 @@ class StepScorer(OutputReader):
         """``closeness_bound`` of a SPARQL reference: exact for an ASK result or no rows, else
         from the columns there are to find and, when rows are counted, the row counts."""
         sparql = ref.parsed
+        checked = self._checked.get(act_index, _MISSING)  # (``_sparql``, written out)
         try:
-            checked = self._sparql(act_index)
+            if checked is _MISSING:
+                checked = self._check_sparql(act_index)
         except _StepProblem:
+            return 0.0, True
+        if type(checked) is _StepProblem:
             return 0.0, True
         if not isinstance(sparql, SparqlReference):
             return 0.0, True
@@ -423,7 +431,7 @@ class StepScorer(OutputReader):
         else:
             # As sets: the rows in common are at most the actual rows, out of at least as many
             # reference rows as a found column has distinct values.
-            common = min(1.0, len(rows) / self._distinct(ref)[0])
+            common = min(1.0, len(rows) / _distinct_counts(ref.parsed)[0])
         table = self._tables.get(act_index)
         if table is not None:
             # What the columns read already (by matching) tell: which can pair, and a bound of

@@ -42,7 +42,6 @@ class OutputReader:
     __slots__ = (
         "_checked",
         "_contexts",
-        "_counts",
         "_json",
         "_scores",
         "_successful",
@@ -62,7 +61,6 @@ class OutputReader:
         self._tables: dict[int, Table] = {}  # their columns as read by comparisons
         self._contexts: dict[int, Any] = {}  # retrieval outputs' (ids, k, top k), or problem
         self._wanted: dict[tuple[int, int, int], set[Any]] = {}  # see _wanted_ids
-        self._counts: dict[tuple[int, int], tuple[int, int]] = {}  # see _distinct
         self._scores: dict[tuple[int, int, int], float] = {}
         self._successful = successful  # found while the responses were checked, when given
 

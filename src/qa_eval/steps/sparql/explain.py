@@ -172,9 +172,15 @@ def _explain_select(
     found. The closeness is worked out now, the texts when asked for."""
     ref_cols = reference.columns
     required = reference.required
-    read = _columns_that_matter(ref_cols, table, act_vars, required)
-    act_cols = {v: table.column(v) for v in read}
-    tolerant = tolerant_columns(ref_cols, table, act_vars)
+    kinds = _bound_kinds(reference)
+    if kinds is None:
+        read = _columns_that_matter({kind for kind, _ in ref_cols}, table, act_vars, required)
+        act_cols = {v: table.column(v) for v in read}
+        tolerant = tolerant_columns(ref_cols, table, act_vars)
+    else:  # (no column of numbers or of mixed kinds: no tolerance, the same terms)
+        read = _columns_that_matter(kinds, table, act_vars, required)
+        act_cols = {v: table.column(v) for v in read}
+        tolerant = None
     if tolerant is None:
         # The distinct terms of each column, found once per reference and per result.
         ref_sets = cast(list[_Distinct], reference.distinct_terms())
@@ -229,19 +235,18 @@ def select_bound(
     term, unless it holds only numbers of a kind no reference column has (``_columns_that_matter``
     leaves it out). ``None`` when the tolerance for numbers may merge terms (a reference column
     of numbers or of mixed kinds)."""
+    ref_kinds = _bound_kinds(reference)
+    if ref_kinds is None:
+        return None
     ref_sets = reference.distinct_terms()
-    ref_kinds = set()
-    for kind, _ in ref_sets:
-        if kind in (NUMBER, MIXED):
-            return None
-        ref_kinds.add(kind)
     names = reference.required
-    is_read = table.is_read
+    read = table.read
     act_sets = []
     unknown = 0  # (columns not read, which may share any term)
     for var in act_vars:
-        if is_read(var):
-            act_sets.append(_distinct(*table.column(var)))
+        column = read.get(var)
+        if column is not None:
+            act_sets.append((column[0], set(column[1])))  # (``_distinct``, written out)
         elif var in names:
             unknown += 1
         else:
@@ -270,6 +275,26 @@ def select_bound(
     return min(found, len(sharing) + unknown), common
 
 
+_BOUND_KINDS = "bound kinds"
+
+
+def _bound_kinds(reference: SparqlReference) -> set[Hashable] | None:
+    """The kinds of the reference's columns, or ``None`` when one holds numbers or mixed
+    kinds (the tolerance may merge terms: ``select_bound`` gives no bound), found once per
+    reference."""
+    derived = reference.derived
+    kinds: set[Hashable] | None = derived.get(_BOUND_KINDS, derived)
+    if kinds is derived:
+        kinds = set()
+        for kind, _ in reference.columns:
+            if kind in (NUMBER, MIXED):
+                kinds = None
+                break
+            kinds.add(kind)
+        derived[_BOUND_KINDS] = kinds
+    return kinds
+
+
 def _projected(reference: SparqlReference, found: list[int]) -> dict[tuple[Value, ...], None]:
     """The reference's distinct rows (in order) projected on the columns at ``found``, found
     once per reference and columns."""
@@ -283,15 +308,14 @@ def _projected(reference: SparqlReference, found: list[int]) -> dict[tuple[Value
 
 
 def _columns_that_matter(
-    ref_cols: list[tuple[Hashable, list[Value]]],
+    ref_kinds: set[Hashable],
     table: Table,
     act_vars: list[str],
     required: list[str],
 ) -> list[str]:
     """The actual columns an explanation may read: all but the columns of numbers not read yet
     whose kinds no reference column has (they share no value with one, and a column not found
-    is shown beside one of its own kind or name)."""
-    ref_kinds = {kind for kind, _ in ref_cols}
+    is shown beside one of its own kind or name). ``ref_kinds``: the reference columns' kinds."""
     if MIXED in ref_kinds:
         return act_vars
     names = set(required)

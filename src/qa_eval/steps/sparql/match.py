@@ -25,6 +25,7 @@ from .terms import (
     Value,
     located_term,
     parse_sparql_json,
+    read_columns,
 )
 
 __all__ = [
@@ -129,10 +130,9 @@ def prepare_reference(
         prepared.columns = []
         return prepared
     bindings = reference["results"]["bindings"]
-    table = Table(bindings)
     prepared.boolean = None
     prepared.rows = len(bindings)
-    prepared.columns = [table.column(v) for v in required] if bindings and required else []
+    prepared.columns = read_columns(bindings, required) if bindings and required else []
     return prepared
 
 
@@ -380,7 +380,7 @@ def tolerant_columns(
     if not remap:
         return None
     table = Table(act.bindings)
-    table._columns = {v: _remapped(column, remap) for v, column in act_cols.items()}
+    table.read = {v: _remapped(column, remap) for v, column in act_cols.items()}
     return [_remapped(column, remap) for column in ref_cols], table
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "Value",
     "located_term",
     "parse_sparql_json",
+    "read_columns",
 ]
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -294,6 +295,14 @@ def _column(bindings: Sequence[Mapping[str, Any]], var: str) -> tuple[Hashable, 
     return _column_in_passes(bindings, var)
 
 
+def read_columns(
+    bindings: Sequence[Mapping[str, Any]], names: Sequence[str]
+) -> list[tuple[Hashable, list[Value]]]:
+    """The kind and canonical values of each column named (names not repeated), read without
+    a ``Table`` (a reference's required columns are read once, when the dataset loads)."""
+    return [_column(bindings, var) for var in names]
+
+
 def _literals_of(
     bindings: Sequence[Mapping[str, Any]], var: str, datatype: Any
 ) -> list[Any] | None:
@@ -386,13 +395,19 @@ def _number_kinds(datatype: Any) -> frozenset[Hashable] | None:
 class Table:
     """The columns of one result, read lazily and at most once each."""
 
+    # (slots: an attribute set later on some tables only would turn their shared-key instance
+    # dicts into dicts of their own, and every attribute read slower)
+    __slots__ = ("_numbers", "bindings", "read")
+
     def __init__(self, bindings: Sequence[Mapping[str, Any]]) -> None:
         self.bindings = bindings
-        self._columns: dict[str, tuple[Hashable, list[Value]]] = {}
+        self.read: dict[str, tuple[Hashable, list[Value]]] = {}
+        """The columns read so far, by name (only read by others)."""
+        self._numbers: dict[str, frozenset[Hashable] | None] | None = None  # see numbers_only
 
     def first_kind(self, var: str) -> Hashable:
         """The kind of the column's first cell (the column's kind unless it is mixed)."""
-        column = self._columns.get(var)
+        column = self.read.get(var)
         if column is not None:
             return column[0]
         first = self.bindings[0].get(var) if self.bindings else None
@@ -422,7 +437,7 @@ class Table:
         """The kinds a column of numeric literals of one datatype can have (the number, or the
         datatype's ill-typed literal), found without converting a value, for a column not read
         yet whose reading raises no error; ``None`` for any other column."""
-        if var in self._columns:
+        if var in self.read:
             return None
         bindings = self.bindings
         if 0 < len(bindings) <= _ONE_PASS_ROWS:
@@ -436,12 +451,10 @@ class Table:
 
     def column(self, var: str) -> tuple[Hashable, list[Value]]:
         """The column's kind and canonical values, read on first use."""
-        column = self._columns.get(var)
+        column = self.read.get(var)
         if column is None:
-            column = self._columns[var] = _column(self.bindings, var)
+            column = self.read[var] = _column(self.bindings, var)
         return column
-
-    _numbers: dict[str, frozenset[Hashable] | None] | None = None  # see ``numbers_only``
 
     def numbers_only(self, var: str) -> frozenset[Hashable] | None:
         """``number_kinds`` as first found (a column read since keeps it): whether a column
@@ -457,4 +470,4 @@ class Table:
 
     def is_read(self, var: str) -> bool:
         """Whether the column has been read (its values are known at no cost)."""
-        return var in self._columns
+        return var in self.read
