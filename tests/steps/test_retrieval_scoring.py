@@ -1,8 +1,8 @@
 """Retrieval steps scored from id sets kept per step (issue 36 §6).
 
-``StepScorer`` keeps each actual retrieval step's first k ids as a set and each reference
-step's first k ids as a set, and scores recall@k from their sizes: the score is
-``spec_recall_at_k``'s. ``closeness_bound`` of a retrieval step is the closeness ``explain``
+``StepScorer`` keeps each actual retrieval step's first k ids (a list, read by the reference's
+set) and each reference step's first k ids as a set, and scores recall@k from them: the score
+is ``spec_recall_at_k``'s. ``closeness_bound`` of a retrieval step is the closeness ``explain``
 gives (the share of the reference's first k ids among the actual step's first k), exact, so
 ``_closest`` explains only the candidate it shows."""
 
@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fakes import prepared_groups
 from qa_eval.metrics.retrieval.ranking import spec_recall_at_k
 from qa_eval.steps.compare import StepScorer
+from qa_eval.steps.kinds import APPLICATION_JSON, COMPARE_JSON, ReferenceStep
 
 # Few ids, so that the lists share some; 1 and 1.0 are the same id in a set.
 _IDS = st.sampled_from(["a", "b", "c", "d", 'q"x', 1, 1.0, 2])
@@ -107,3 +109,21 @@ def test_only_the_candidate_shown_is_explained() -> None:
         "top 3: a, b, c"
     )
     assert explained == [2]
+
+
+@pytest.mark.parametrize("output", ["{not json", '[{"id": "a"}]', [{"id": "a"}], None, 5])
+def test_an_output_parsed_before_scores_and_explains_as_one_read_first_by_retrieval(
+    output: Any,
+) -> None:
+    # A retrieval step reads its output itself (orjson, at once) unless a comparison parsed
+    # it before or it is no JSON text: then ``_parsed`` reads it, with the same result.
+    ref = _reference(["a", "b"])
+    steps = [{"name": "retrieval", "status": "success", "args": {"k": 2}, "output": output}]
+    fresh = StepScorer(steps)
+    expected = (fresh.score(ref, 0), fresh.explain(ref, 0))
+    as_json = ReferenceStep(0, 1, {"name": "retrieval"}, "retrieval", APPLICATION_JSON, [])
+    as_json.kind = COMPARE_JSON
+    read_before = StepScorer(steps)
+    read_before.score(as_json, 0)  # (keeps the parsed output, or its error)
+    assert (read_before.score(ref, 0), read_before.explain(ref, 0)) == expected
+    assert expected[0] == (0.5 if output in ('[{"id": "a"}]', [{"id": "a"}]) else 0.0)

@@ -468,8 +468,8 @@ class StepScorer(OutputReader):
         from the id sets kept per step: the actual step's first k ids, the reference's."""
         value = self._contexts.get(act_index)  # (``_context_ids``, written out)
         if value is None:
-            value = self._context_ids(act_index)
-        elif type(value) is _StepProblem:
+            value = self._contexts[act_index] = self._check_contexts(act_index)
+        if type(value) is _StepProblem:
             raise value
         top = value[2]
         k = value[1]
@@ -480,9 +480,9 @@ class StepScorer(OutputReader):
             if type(parsed) is not list:  # (a step made by hand: the metric checks it)
                 return _recall_at_k()(parsed, value[0], k)
             wanted = self._wanted[key] = set(parsed[:k])
-        if not wanted:
+        if not wanted or wanted.isdisjoint(top):  # (the usual pair: no allocation)
             return 0.0
-        return len(wanted & top) / len(wanted)
+        return len(wanted.intersection(top)) / len(wanted)
 
     def first_match(self, ref: ReferenceStep, candidates: Iterable[int]) -> int | None:
         """The first of ``candidates`` that ``ref`` would match (``would_match`` above 0), else

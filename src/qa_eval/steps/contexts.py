@@ -10,7 +10,7 @@ from those sets here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence, Set
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from .kinds import CONTEXT_ID_TYPES
@@ -48,17 +48,17 @@ def ids_may_be_in(ids: Any, output: Any) -> bool:
     return any(type(wanted) is not str or f'"{wanted}"' in output for wanted in ids)
 
 
-def ids_closeness(wanted: Set[Any], top: Set[Any]) -> float:
+def ids_closeness(wanted: set[Any], top: Iterable[Any]) -> float:
     """How close an actual step's first k ids (``top``) come to a reference's (``wanted``):
     the share of ``wanted`` among them, 1 when ``wanted`` is empty (the closeness of
     ``missing_ids_text``, from the sizes of the sets)."""
     size = len(wanted)
-    absent = size - len(wanted & top) if size else 0
+    absent = size - len(wanted.intersection(top)) if size else 0
     return 1.0 - absent / max(size, 1)
 
 
 def missing_ids_text(
-    reference: Sequence[Any], k: int, wanted: Set[Any], top: Set[Any]
+    reference: Sequence[Any], k: int, wanted: set[Any], top: Collection[Any]
 ) -> tuple[float, str]:
     """The closeness and the text of a retrieval explanation: the reference's first ``k`` ids
     (in order, each once; ``wanted``: their set) not among an actual step's first k (``top``),
@@ -66,7 +66,11 @@ def missing_ids_text(
     first = reference[:k]
     if len(wanted) != len(first):  # (an id repeated)
         first = list(dict.fromkeys(first))
-    absent = first if wanted.isdisjoint(top) else [i for i in first if i not in top]
+    if wanted.isdisjoint(top):
+        absent = first
+    else:
+        found = set(top)  # (read by hash, as the recall reads them)
+        absent = [i for i in first if i not in found]
     missing = len(absent)
     shown_ids = ", ".join(map(shown, absent[:3]))
     more = f" and {missing - 3} more" if missing > 3 else ""
