@@ -45,7 +45,10 @@ def ids_may_be_in(ids: Any, output: Any) -> bool:
     cannot be told so (an id that is a number, an output that is not text or has escapes)."""
     if type(output) is not str or "\\" in output or not isinstance(ids, list):
         return True
-    return any(type(wanted) is not str or f'"{wanted}"' in output for wanted in ids)
+    for wanted in ids:  # noqa: SIM110 (any() over a generator costs a generator per call)
+        if type(wanted) is not str or f'"{wanted}"' in output:
+            return True
+    return False
 
 
 def ids_closeness(wanted: set[Any], top: Iterable[Any]) -> float:
