@@ -19,6 +19,7 @@ from fakes import prepared_groups
 from qa_eval.metrics.retrieval.ranking import spec_recall_at_k
 from qa_eval.steps.compare import StepScorer
 from qa_eval.steps.kinds import APPLICATION_JSON, COMPARE_JSON, ReferenceStep
+from qa_eval.steps.outputs import shown
 
 # Few ids, so that the lists share some; 1 and 1.0 are the same id in a set.
 _IDS = st.sampled_from(["a", "b", "c", "d", 'q"x', 1, 1.0, 2])
@@ -80,6 +81,21 @@ def test_the_retrieval_score_is_spec_recall_at_k(
         ]
     )[1][0]
     assert scorer.score(other, 0) == spec_recall_at_k(reference[::-1], actual, k)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_REFERENCE_IDS, st.lists(_IDS, max_size=8), st.integers(1, 7))
+def test_the_text_names_the_first_three_reference_ids_not_in_the_top_k(
+    reference: list[Any], actual: list[Any], k: int
+) -> None:
+    # The reference's first k ids, each once, that the actual step's first k lack: the
+    # first three shown (then how many more), the closeness their share.
+    first = list(dict.fromkeys(reference[:k]))
+    absent = [i for i in first if i not in set(actual[:k])]
+    more = f" and {len(absent) - 3} more" if len(absent) > 3 else ""
+    closeness, text = StepScorer(_steps(_output(actual), k)).explain(_reference(reference), 0)
+    assert text == (f"reference ids not in the top {k}: {', '.join(map(shown, absent[:3]))}{more}")
+    assert closeness == 1.0 - len(absent) / max(len(first), 1)
 
 
 def test_only_the_candidate_shown_is_explained() -> None:

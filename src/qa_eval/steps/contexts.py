@@ -66,7 +66,7 @@ def missing_ids_text(
     """The closeness and the text of a retrieval explanation: the reference's first ``k`` ids
     (in order, each once; ``wanted``: their set) not among an actual step's first k (``top``),
     the first three shown."""
-    first = reference[:k]
+    first = reference if len(reference) <= k else reference[:k]  # (only read)
     if len(wanted) != len(first):  # (an id repeated)
         first = list(dict.fromkeys(first))
     if wanted.isdisjoint(top):
@@ -75,8 +75,10 @@ def missing_ids_text(
         found = set(top)  # (read by hash, as the recall reads them)
         absent = [i for i in first if i not in found]
     missing = len(absent)
-    shown_ids = ", ".join(map(shown, absent[:3]))
-    more = f" and {missing - 3} more" if missing > 3 else ""
-    return 1.0 - missing / max(len(first), 1), (
-        f"reference ids not in the top {k}: {shown_ids}{more}"
-    )
+    if missing > 3:  # (the first three, written out: no slice, map and join)
+        shown_ids = (
+            f"{shown(absent[0])}, {shown(absent[1])}, {shown(absent[2])} and {missing - 3} more"
+        )
+    else:
+        shown_ids = ", ".join(map(shown, absent))
+    return 1.0 - missing / (len(first) or 1), (f"reference ids not in the top {k}: {shown_ids}")
