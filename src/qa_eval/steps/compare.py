@@ -121,13 +121,20 @@ def _recall_at_k() -> Callable[[Sequence[Hashable], Sequence[Hashable], int], fl
     return spec_recall_at_k
 
 
-@cache
 def _timeseries() -> Any:
     """``steps.timeseries``, imported when a time series or data points step is first
     compared (a run without one never loads it)."""
-    from . import timeseries
+    global _loaded_timeseries
+    if _loaded_timeseries is None:
+        from . import timeseries
 
-    return timeseries
+        _loaded_timeseries = timeseries
+    return _loaded_timeseries
+
+
+_loaded_timeseries: Any = None
+"""``steps.timeseries`` once imported: the comparisons read it here (``_loaded_timeseries or
+_timeseries()``), a global's load instead of a call per comparison."""
 
 
 @cache
@@ -451,10 +458,10 @@ class StepScorer(OutputReader):
         if kind == COMPARE_RETRIEVAL:
             return self._retrieval(ref, act_index)
         if kind == COMPARE_TIME_SERIES:
-            return _timeseries().compare_time_series_steps(ref.raw, act)
+            return (_loaded_timeseries or _timeseries()).compare_time_series_steps(ref.raw, act)
         if kind == COMPARE_DATA_POINTS:
             try:
-                return _timeseries().compare_data_points_steps(ref.raw, act)
+                return (_loaded_timeseries or _timeseries()).compare_data_points_steps(ref.raw, act)
             except StepArgumentError as e:
                 raise _StepProblem(str(e)) from None
         if kind == COMPARE_JSON:
