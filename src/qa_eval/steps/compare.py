@@ -385,9 +385,13 @@ class StepScorer(OutputReader):
             _, k, top = self._context_ids(act_index)
             return missing_ids_text(ref.parsed, k, self._wanted_ids(ref, k), top)
         if kind == COMPARE_TIME_SERIES:
-            return 0.0, _timeseries().explain_time_series_steps(ref.raw, act)
+            return 0.0, (_loaded_timeseries or _timeseries()).explain_time_series_steps(
+                ref.raw, act
+            )
         if kind == COMPARE_DATA_POINTS:
-            return 0.0, _timeseries().explain_data_points_steps(ref.raw, act)
+            return 0.0, (_loaded_timeseries or _timeseries()).explain_data_points_steps(
+                ref.raw, act
+            )
         if kind == COMPARE_JSON:
             found = json_difference(ref.parsed, self._parsed(act_index))
             return 0.0, f"output differs at {found}" if found else "the outputs differ"
@@ -478,15 +482,14 @@ class StepScorer(OutputReader):
             value = self._contexts[act_index] = self._check_contexts(act_index)
         if type(value) is _StepProblem:
             raise value
-        top = value[2]
-        k = value[1]
+        ids, k, top = value
         key = (ref.group, ref.index, k)
         wanted = self._wanted.get(key)  # (``_wanted_ids``, written out)
         if wanted is None:
             parsed = ref.parsed
             if type(parsed) is not list:  # (a step made by hand: the metric checks it)
-                return _recall_at_k()(parsed, value[0], k)
-            wanted = self._wanted[key] = set(parsed[:k])
+                return _recall_at_k()(parsed, ids, k)
+            wanted = self._wanted[key] = set(parsed if len(parsed) <= k else parsed[:k])
         if not wanted or wanted.isdisjoint(top):  # (the usual pair: no allocation)
             return 0.0
         return len(wanted.intersection(top)) / len(wanted)

@@ -154,7 +154,8 @@ class OutputReader:
         key = (ref.group, ref.index, k)
         wanted = self._wanted.get(key)
         if wanted is None:
-            wanted = self._wanted[key] = set(ref.parsed[:k])
+            parsed = ref.parsed
+            wanted = self._wanted[key] = set(parsed if len(parsed) <= k else parsed[:k])
         return wanted
 
     def _context_ids(self, act_index: int) -> tuple[list[Any], int, list[Any]]:
