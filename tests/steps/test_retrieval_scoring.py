@@ -143,3 +143,14 @@ def test_an_output_parsed_before_scores_and_explains_as_one_read_first_by_retrie
     read_before.score(as_json, 0)  # (keeps the parsed output, or its error)
     assert (read_before.score(ref, 0), read_before.explain(ref, 0)) == expected
     assert expected[0] == (0.5 if output in ('[{"id": "a"}]', [{"id": "a"}]) else 0.0)
+
+
+@pytest.mark.parametrize("k", [True, False, 0, -2, 2.0, "2", None])
+def test_a_k_that_is_no_positive_int_is_a_problem_of_the_step(k: Any) -> None:
+    # An int above 0 is told by its type; anything else (a bool, an int is not) is checked
+    # in full, and recorded as the step's problem.
+    ref = _reference(["a", "b"])
+    scorer = StepScorer(_steps(_output(["a", "c"]), k))
+    assert scorer.score(ref, 0) == 0.0
+    assert scorer.problems == {0: f"actual_steps[0]: args.k: must be a positive integer, got {k!r}"}
+    assert StepScorer(_steps(_output(["a", "c"]), 2)).score(ref, 0) == 0.5

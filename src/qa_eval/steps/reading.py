@@ -191,10 +191,13 @@ class OutputReader:
                 "string or a number)"
             )
         args = step.get("args") or {}
-        if not isinstance(args, dict):  # raw argument text, as a trace import keeps it
+        if type(args) is not dict and not isinstance(args, dict):
+            # (raw argument text, as a trace import keeps it)
             return StepProblem(f"args: must be a mapping with k, got {short_repr(args)}")
         k = args.get("k")
-        if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+        if (type(k) is not int or k <= 0) and (  # (the usual k told by its type alone)
+            isinstance(k, bool) or not isinstance(k, int) or k <= 0
+        ):
             return StepProblem(f"args.k: must be a positive integer, got {short_repr(k)}")
         # The first k as a list, not a set: the comparisons ask a reference's set of ids about
         # them (``isdisjoint``, ``intersection``), which reads any iterable as that set would.
