@@ -241,3 +241,23 @@ def test_equal_time_texts_are_explained_as_compared_read_before_or_not() -> None
             "end: a relative time needs the actual step's 'execution_timestamp' as an ISO 8601 "
             "time, got None"
         )
+
+
+def test_arguments_in_a_mapping_of_another_type_compare_and_explain_as_in_a_dict() -> None:
+    """A dict is told by its type; a dict of a subclass, or arguments that are no mapping
+    (none), are read by ``_arguments``, with the same results."""
+    from collections import OrderedDict
+
+    wrong = {**ARGS, "granularity": "1h"}
+    for args, other in [(ARGS, ARGS), (ARGS, wrong)]:
+        plain = (points(args), points(other))
+        ordered = (points(OrderedDict(args)), points(OrderedDict(other)))
+        assert compare_data_points_steps(*ordered) == compare_data_points_steps(*plain)
+        assert explain_data_points_steps(*ordered) == explain_data_points_steps(*plain)
+    plain_series = (series({"mrid": "m"}), series({"mrid": ["n"]}))
+    ordered_series = (series(OrderedDict(mrid="m")), series(OrderedDict(mrid=["n"])))
+    assert compare_time_series_steps(*ordered_series) == 0.0
+    assert explain_time_series_steps(*ordered_series) == (explain_time_series_steps(*plain_series))
+    # Arguments that are no mapping count as none.
+    assert compare_time_series_steps(series("m"), series(None)) == 1.0
+    assert compare_data_points_steps(points("x"), points({})) == 1.0  # type: ignore[arg-type]

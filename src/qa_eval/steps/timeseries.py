@@ -311,7 +311,7 @@ def _arguments(
 def compare_time_series_steps(reference: Mapping[str, Any], actual: Mapping[str, Any]) -> float:
     """Score a ``retrieve_time_series`` step: 1.0 when mrid (and limit, if set) agree."""
     ref, act = reference.get("args"), actual.get("args")
-    if not (isinstance(ref, dict) and isinstance(act, dict)):  # (rare: ``_arguments`` decides)
+    if type(ref) is not dict or type(act) is not dict:  # (rare: ``_arguments`` decides)
         ref, act = _arguments(reference, actual)
     ref_mrid, act_mrid = ref.get("mrid"), act.get("mrid")
     if not ref_mrid:
@@ -331,7 +331,7 @@ def compare_data_points_steps(reference: Mapping[str, Any], actual: Mapping[str,
     # the ids (which differ between questions' steps) first, the times (the only ones that
     # can raise) last. Two texts (the usual ids and granularities) are compared here.
     ref, act = reference.get("args"), actual.get("args")
-    if not (isinstance(ref, dict) and isinstance(act, dict)):  # (rare: ``_arguments`` decides)
+    if type(ref) is not dict or type(act) is not dict:  # (rare: ``_arguments`` decides)
         ref, act = _arguments(reference, actual)
     ref_value, act_value = ref.get("external_id"), act.get("external_id")
     if type(ref_value) is str and type(act_value) is str:
@@ -387,7 +387,7 @@ def _differs(name: str, reference: Any, actual: Any) -> str:
 def explain_time_series_steps(reference: Mapping[str, Any], actual: Mapping[str, Any]) -> str:
     """Which argument of a ``retrieve_time_series`` step differs, for a user."""
     ref, act = reference.get("args"), actual.get("args")
-    if not (isinstance(ref, dict) and isinstance(act, dict)):  # (rare: ``_arguments`` decides)
+    if type(ref) is not dict or type(act) is not dict:  # (rare: ``_arguments`` decides)
         ref, act = _arguments(reference, actual)
     ref_mrid, ref_limit = ref.get("mrid"), ref.get("limit")
     act_mrid, act_limit = act.get("mrid"), act.get("limit")
@@ -412,7 +412,7 @@ def explain_time_series_steps(reference: Mapping[str, Any], actual: Mapping[str,
 def explain_data_points_steps(reference: Mapping[str, Any], actual: Mapping[str, Any]) -> str:
     """Which argument of a ``retrieve_data_points`` step differs, for a user."""
     ref, act = reference.get("args"), actual.get("args")
-    if not (isinstance(ref, dict) and isinstance(act, dict)):  # (rare: ``_arguments`` decides)
+    if type(ref) is not dict or type(act) is not dict:  # (rare: ``_arguments`` decides)
         ref, act = _arguments(reference, actual)
     parts = []
     # (each argument as ``compare_data_points_steps`` compares it, written out)
