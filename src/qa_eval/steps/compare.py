@@ -305,7 +305,7 @@ class StepScorer(OutputReader):
 
     def _retrieval_bound(self, ref: ReferenceStep, act_index: int) -> tuple[float, bool]:
         """``closeness_bound`` of a retrieval reference: the closeness itself (the share of the
-        reference's first k ids among the actual step's first k), from the id sets the
+        reference's first k ids among the actual step's first k), from the ids the
         comparisons keep, so that only the candidate shown is explained in full."""
         if type(ref.parsed) is not list:  # (a step made by hand: the explanation decides)
             return 1.0, False
@@ -476,7 +476,7 @@ class StepScorer(OutputReader):
 
     def _retrieval(self, ref: ReferenceStep, act_index: int) -> float:
         """graphrag-eval's recall@k (``spec_recall_at_k``) of ``ref`` against a retrieval step,
-        from the id sets kept per step: the actual step's first k ids, the reference's."""
+        from the ids kept per step: the actual step's first k, the reference's first k as a set."""
         value = self._contexts.get(act_index)  # (``_context_ids``, written out)
         if value is None:
             value = self._contexts[act_index] = self._check_contexts(act_index)

@@ -3,9 +3,10 @@
 A retrieval output is a JSON list of contexts, each an object with an ``id`` (a string or a
 number). A retrieval reference step scores graphrag-eval's recall@k against an actual step
 (``metrics.retrieval.ranking.spec_recall_at_k``): the share of the reference's first k ids
-(a set) among the actual step's first k (``k`` = the actual ``args.k``). The scorer keeps each
-side's first-k set once, and the recall, the closeness of an explanation and its text are read
-from those sets here.
+(a set) among the actual step's first k (``k`` = the actual ``args.k``). The scorer keeps the
+reference's first-k set and the actual step's first k ids (a list the set reads: no set made
+per actual step) once, and the recall, the closeness of an explanation and its text are read
+from them here.
 """
 
 from __future__ import annotations
@@ -81,4 +82,4 @@ def missing_ids_text(
         )
     else:
         shown_ids = ", ".join(map(shown, absent))
-    return 1.0 - missing / (len(first) or 1), (f"reference ids not in the top {k}: {shown_ids}")
+    return 1.0 - missing / (len(first) or 1), f"reference ids not in the top {k}: {shown_ids}"
