@@ -356,20 +356,14 @@ def compare_data_points_steps(reference: Mapping[str, Any], actual: Mapping[str,
     # One absolute text on both sides is one instant (``_times_equal``'s first test, read here
     # from the times' cache: a call fewer per time); the rest, relative times first, there.
     anchor = actual.get("execution_timestamp")
-    ref_value, act_value = ref.get("start"), act.get("start")
-    if not (
-        ref_value == act_value
-        and type(ref_value) is str
-        and (_TIMES.get(ref_value) or _UNREAD)[0] is None
-    ) and not _times_equal(ref_value, act_value, anchor):
-        return 0.0
-    ref_value, act_value = ref.get("end"), act.get("end")
-    if not (
-        ref_value == act_value
-        and type(ref_value) is str
-        and (_TIMES.get(ref_value) or _UNREAD)[0] is None
-    ) and not _times_equal(ref_value, act_value, anchor):
-        return 0.0
+    for name in ("start", "end"):
+        ref_value, act_value = ref.get(name), act.get(name)
+        if not (
+            ref_value == act_value
+            and type(ref_value) is str
+            and (_TIMES.get(ref_value) or _UNREAD)[0] is None
+        ) and not _times_equal(ref_value, act_value, anchor):
+            return 0.0
     return 1.0
 
 
