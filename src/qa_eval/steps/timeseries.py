@@ -316,8 +316,9 @@ def compare_time_series_steps(reference: Mapping[str, Any], actual: Mapping[str,
     ref_mrid, act_mrid = ref.get("mrid"), act.get("mrid")
     if not ref_mrid:
         return 1.0 if act_mrid is None and ref.get("limit") == act.get("limit") else 0.0
-    if type(ref_mrid) is str and type(act_mrid) is list:  # (the usual pair, as below)
-        if [ref_mrid] != act_mrid:
+    if type(ref_mrid) is str and type(act_mrid) is list:  # (the usual pair, as below: a
+        # list of one equal to [ref_mrid], read without making that list)
+        if len(act_mrid) != 1 or not ref_mrid == act_mrid[0]:  # noqa: SIM201 (as lists compare)
             return 0.0
     elif not _same_values(ref_mrid, act_mrid):
         return 0.0
