@@ -1,8 +1,8 @@
 """Retrieval steps scored from id sets kept per step (issue 36 §6).
 
-``StepScorer`` keeps each actual retrieval step's first k ids as a set and each reference
-step's first k ids as a set, and scores recall@k from their sizes: the score is
-``spec_recall_at_k``'s. ``closeness_bound`` of a retrieval step is the closeness ``explain``
+``StepScorer`` keeps each actual retrieval step's first k ids (a list, read by the reference's
+set) and each reference step's first k ids as a set, and scores recall@k from them: the score
+is ``spec_recall_at_k``'s. ``closeness_bound`` of a retrieval step is the closeness ``explain``
 gives (the share of the reference's first k ids among the actual step's first k), exact, so
 ``_closest`` explains only the candidate it shows."""
 
@@ -11,12 +11,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fakes import prepared_groups
 from qa_eval.metrics.retrieval.ranking import spec_recall_at_k
 from qa_eval.steps.compare import StepScorer
+from qa_eval.steps.kinds import APPLICATION_JSON, COMPARE_JSON, ReferenceStep
+from qa_eval.steps.outputs import shown
 
 # Few ids, so that the lists share some; 1 and 1.0 are the same id in a set.
 _IDS = st.sampled_from(["a", "b", "c", "d", 'q"x', 1, 1.0, 2])
@@ -80,6 +83,21 @@ def test_the_retrieval_score_is_spec_recall_at_k(
     assert scorer.score(other, 0) == spec_recall_at_k(reference[::-1], actual, k)
 
 
+@settings(max_examples=300, deadline=None)
+@given(_REFERENCE_IDS, st.lists(_IDS, max_size=8), st.integers(1, 7))
+def test_the_text_names_the_first_three_reference_ids_not_in_the_top_k(
+    reference: list[Any], actual: list[Any], k: int
+) -> None:
+    # The reference's first k ids, each once, that the actual step's first k lack: the
+    # first three shown (then how many more), the closeness their share.
+    first = list(dict.fromkeys(reference[:k]))
+    absent = [i for i in first if i not in set(actual[:k])]
+    more = f" and {len(absent) - 3} more" if len(absent) > 3 else ""
+    closeness, text = StepScorer(_steps(_output(actual), k)).explain(_reference(reference), 0)
+    assert text == (f"reference ids not in the top {k}: {', '.join(map(shown, absent[:3]))}{more}")
+    assert closeness == 1.0 - len(absent) / max(len(first), 1)
+
+
 def test_only_the_candidate_shown_is_explained() -> None:
     # Three candidates none of which matches: their closeness comes from the bounds, and only
     # the one shown (the first of the closest, here the latest) gets a text.
@@ -107,3 +125,32 @@ def test_only_the_candidate_shown_is_explained() -> None:
         "top 3: a, b, c"
     )
     assert explained == [2]
+
+
+@pytest.mark.parametrize("output", ["{not json", '[{"id": "a"}]', [{"id": "a"}], None, 5])
+def test_an_output_parsed_before_scores_and_explains_as_one_read_first_by_retrieval(
+    output: Any,
+) -> None:
+    # A retrieval step reads its output itself (orjson, at once) unless a comparison parsed
+    # it before or it is no JSON text: then ``_parsed`` reads it, with the same result.
+    ref = _reference(["a", "b"])
+    steps = [{"name": "retrieval", "status": "success", "args": {"k": 2}, "output": output}]
+    fresh = StepScorer(steps)
+    expected = (fresh.score(ref, 0), fresh.explain(ref, 0))
+    as_json = ReferenceStep(0, 1, {"name": "retrieval"}, "retrieval", APPLICATION_JSON, [])
+    as_json.kind = COMPARE_JSON
+    read_before = StepScorer(steps)
+    read_before.score(as_json, 0)  # (keeps the parsed output, or its error)
+    assert (read_before.score(ref, 0), read_before.explain(ref, 0)) == expected
+    assert expected[0] == (0.5 if output in ('[{"id": "a"}]', [{"id": "a"}]) else 0.0)
+
+
+@pytest.mark.parametrize("k", [True, False, 0, -2, 2.0, "2", None])
+def test_a_k_that_is_no_positive_int_is_a_problem_of_the_step(k: Any) -> None:
+    # An int above 0 is told by its type; anything else (a bool, an int is not) is checked
+    # in full, and recorded as the step's problem.
+    ref = _reference(["a", "b"])
+    scorer = StepScorer(_steps(_output(["a", "c"]), k))
+    assert scorer.score(ref, 0) == 0.0
+    assert scorer.problems == {0: f"actual_steps[0]: args.k: must be a positive integer, got {k!r}"}
+    assert StepScorer(_steps(_output(["a", "c"]), 2)).score(ref, 0) == 0.5

@@ -221,3 +221,43 @@ def test_a_granularity_with_more_digits_than_int_reads_compares_without_an_error
     other = points({**ARGS, "granularity": long + "1d"})
     assert compare_data_points_steps(reference, same) == 1.0
     assert compare_data_points_steps(reference, other) == 0.0
+
+
+def test_equal_time_texts_are_explained_as_compared_read_before_or_not() -> None:
+    """Equal texts known (from the cache of times) to be absolute are the same instant at
+    once; a text not read yet, and an equal relative one, are left to the comparison of
+    times, which reads the execution timestamp."""
+    fresh = points({**ARGS, "start": "2031-05-06T07:08:09+03:00"})  # (not read before)
+    for _ in range(2):
+        assert compare_data_points_steps(fresh, points(fresh["args"], anchor=None)) == 1.0
+        assert explain_data_points_steps(fresh, points(fresh["args"], anchor=None)) == (
+            "the arguments differ"
+        )
+    relative = points({**ARGS, "end": "2h-ahead"})
+    for _ in range(2):
+        with pytest.raises(StepArgumentError, match="execution_timestamp"):
+            compare_data_points_steps(relative, points(relative["args"], anchor=None))
+        assert explain_data_points_steps(relative, points(relative["args"], anchor=None)) == (
+            "end: a relative time needs the actual step's 'execution_timestamp' as an ISO 8601 "
+            "time, got None"
+        )
+
+
+def test_arguments_in_a_mapping_of_another_type_compare_and_explain_as_in_a_dict() -> None:
+    """A dict is told by its type; a dict of a subclass, or arguments that are no mapping
+    (none), are read by ``_arguments``, with the same results."""
+    from collections import OrderedDict
+
+    wrong = {**ARGS, "granularity": "1h"}
+    for args, other in [(ARGS, ARGS), (ARGS, wrong)]:
+        plain = (points(args), points(other))
+        ordered = (points(OrderedDict(args)), points(OrderedDict(other)))
+        assert compare_data_points_steps(*ordered) == compare_data_points_steps(*plain)
+        assert explain_data_points_steps(*ordered) == explain_data_points_steps(*plain)
+    plain_series = (series({"mrid": "m"}), series({"mrid": ["n"]}))
+    ordered_series = (series(OrderedDict(mrid="m")), series(OrderedDict(mrid=["n"])))
+    assert compare_time_series_steps(*ordered_series) == 0.0
+    assert explain_time_series_steps(*ordered_series) == (explain_time_series_steps(*plain_series))
+    # Arguments that are no mapping count as none.
+    assert compare_time_series_steps(series("m"), series(None)) == 1.0
+    assert compare_data_points_steps(points("x"), points({})) == 1.0  # type: ignore[arg-type]

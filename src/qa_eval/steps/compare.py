@@ -52,18 +52,8 @@ from .reading import MISSING as _MISSING
 from .reading import OutputReader
 from .reading import StepProblem as _StepProblem
 from .signatures import arguments_may_match, iri_may_be_in, json_may_be_in
-from .sparql.match import (
-    SparqlReference,
-    compare_sparql_results,
-    select_score,
-)
-from .sparql.terms import (
-    IRI,
-    LITERAL,
-    MIXED,
-    NUMBER,
-    SparqlResultError,
-)
+from .sparql.match import SparqlReference, compare_sparql_results, select_score
+from .sparql.terms import IRI, LITERAL, MIXED, NUMBER, SparqlResultError
 
 __all__ = ["GRADED", "SIGNED", "StepScorer"]
 
@@ -386,7 +376,7 @@ class StepScorer(OutputReader):
 
     def _retrieval_bound(self, ref: ReferenceStep, act_index: int) -> tuple[float, bool]:
         """``closeness_bound`` of a retrieval reference: the closeness itself (the share of the
-        reference's first k ids among the actual step's first k), from the id sets the
+        reference's first k ids among the actual step's first k), from the ids the
         comparisons keep, so that only the candidate shown is explained in full."""
         if type(ref.parsed) is not list:  # (a step made by hand: the explanation decides)
             return 1.0, False
@@ -530,24 +520,23 @@ class StepScorer(OutputReader):
 
     def _retrieval(self, ref: ReferenceStep, act_index: int) -> float:
         """graphrag-eval's recall@k (``spec_recall_at_k``) of ``ref`` against a retrieval step,
-        from the id sets kept per step: the actual step's first k ids, the reference's."""
+        from the ids kept per step: the actual step's first k, the reference's first k as a set."""
         value = self._contexts.get(act_index)  # (``_context_ids``, written out)
         if value is None:
-            value = self._context_ids(act_index)
-        elif type(value) is _StepProblem:
+            value = self._contexts[act_index] = self._check_contexts(act_index)
+        if type(value) is _StepProblem:
             raise value
-        top = value[2]
-        k = value[1]
+        ids, k, top = value
         key = (ref.group, ref.index, k)
         wanted = self._wanted.get(key)  # (``_wanted_ids``, written out)
         if wanted is None:
             parsed = ref.parsed
             if type(parsed) is not list:  # (a step made by hand: the metric checks it)
-                return _recall_at_k()(parsed, value[0], k)
-            wanted = self._wanted[key] = set(parsed[:k])
-        if not wanted:
+                return _recall_at_k()(parsed, ids, k)
+            wanted = self._wanted[key] = set(parsed if len(parsed) <= k else parsed[:k])
+        if not wanted or wanted.isdisjoint(top):  # (the usual pair: no allocation)
             return 0.0
-        return len(wanted & top) / len(wanted)
+        return len(wanted.intersection(top)) / len(wanted)
 
     def first_match(self, ref: ReferenceStep, candidates: Iterable[int]) -> int | None:
         """The first of ``candidates`` that ``ref`` would match (``would_match`` above 0), else

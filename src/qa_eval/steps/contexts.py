@@ -3,14 +3,15 @@
 A retrieval output is a JSON list of contexts, each an object with an ``id`` (a string or a
 number). A retrieval reference step scores graphrag-eval's recall@k against an actual step
 (``metrics.retrieval.ranking.spec_recall_at_k``): the share of the reference's first k ids
-(a set) among the actual step's first k (``k`` = the actual ``args.k``). The scorer keeps each
-side's first-k set once, and the recall, the closeness of an explanation and its text are read
-from those sets here.
+(a set) among the actual step's first k (``k`` = the actual ``args.k``). The scorer keeps the
+reference's first-k set and the actual step's first k ids (a list the set reads: no set made
+per actual step) once, and the recall, the closeness of an explanation and its text are read
+from them here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence, Set
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from .kinds import CONTEXT_ID_TYPES
@@ -45,31 +46,40 @@ def ids_may_be_in(ids: Any, output: Any) -> bool:
     cannot be told so (an id that is a number, an output that is not text or has escapes)."""
     if type(output) is not str or "\\" in output or not isinstance(ids, list):
         return True
-    return any(type(wanted) is not str or f'"{wanted}"' in output for wanted in ids)
+    for wanted in ids:  # noqa: SIM110 (any() over a generator costs a generator per call)
+        if type(wanted) is not str or f'"{wanted}"' in output:
+            return True
+    return False
 
 
-def ids_closeness(wanted: Set[Any], top: Set[Any]) -> float:
+def ids_closeness(wanted: set[Any], top: Iterable[Any]) -> float:
     """How close an actual step's first k ids (``top``) come to a reference's (``wanted``):
     the share of ``wanted`` among them, 1 when ``wanted`` is empty (the closeness of
     ``missing_ids_text``, from the sizes of the sets)."""
     size = len(wanted)
-    absent = size - len(wanted & top) if size else 0
+    absent = size - len(wanted.intersection(top)) if size else 0
     return 1.0 - absent / max(size, 1)
 
 
 def missing_ids_text(
-    reference: Sequence[Any], k: int, wanted: Set[Any], top: Set[Any]
+    reference: Sequence[Any], k: int, wanted: set[Any], top: Collection[Any]
 ) -> tuple[float, str]:
     """The closeness and the text of a retrieval explanation: the reference's first ``k`` ids
     (in order, each once; ``wanted``: their set) not among an actual step's first k (``top``),
     the first three shown."""
-    first = reference[:k]
+    first = reference if len(reference) <= k else reference[:k]  # (only read)
     if len(wanted) != len(first):  # (an id repeated)
         first = list(dict.fromkeys(first))
-    absent = first if wanted.isdisjoint(top) else [i for i in first if i not in top]
+    if wanted.isdisjoint(top):
+        absent = first
+    else:
+        found = set(top)  # (read by hash, as the recall reads them)
+        absent = [i for i in first if i not in found]
     missing = len(absent)
-    shown_ids = ", ".join(map(shown, absent[:3]))
-    more = f" and {missing - 3} more" if missing > 3 else ""
-    return 1.0 - missing / max(len(first), 1), (
-        f"reference ids not in the top {k}: {shown_ids}{more}"
-    )
+    if missing > 3:  # (the first three, written out: no slice, map and join)
+        shown_ids = (
+            f"{shown(absent[0])}, {shown(absent[1])}, {shown(absent[2])} and {missing - 3} more"
+        )
+    else:
+        shown_ids = ", ".join(map(shown, absent))
+    return 1.0 - missing / (len(first) or 1), f"reference ids not in the top {k}: {shown_ids}"

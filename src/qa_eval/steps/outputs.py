@@ -144,15 +144,14 @@ _SHOWN_CHARS = 60
 
 def shown(value: Any, limit: int = _SHOWN_CHARS) -> str:
     """A value on one short line for an explanation: text as is, other values as JSON."""
-    if (
-        type(value) is str
-        and 0 < len(value) <= limit
-        and value.isprintable()
-        and value[0] != " "
-        and value[-1] != " "
-        and "  " not in value
-    ):
-        return value  # a name or an id, already one line with single spaces: as below
+    if type(value) is str and 0 < len(value) <= limit:
+        # A name or an id, already one line with single spaces: as below. Without a space
+        # (the usual id), one test of the text says so.
+        if " " not in value:
+            if value.isprintable():
+                return value
+        elif value.isprintable() and value[0] != " " and value[-1] != " " and "  " not in value:
+            return value
     if type(value) is int:  # (as orjson writes it, or repr beyond 64 bits: the digits)
         text = str(value)
         return text if len(text) <= limit else text[: limit - 1] + "…"

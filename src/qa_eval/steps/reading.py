@@ -152,34 +152,51 @@ class OutputReader:
         key = (ref.group, ref.index, k)
         wanted = self._wanted.get(key)
         if wanted is None:
-            wanted = self._wanted[key] = set(ref.parsed[:k])
+            parsed = ref.parsed
+            wanted = self._wanted[key] = set(parsed if len(parsed) <= k else parsed[:k])
         return wanted
 
-    def _context_ids(self, act_index: int) -> tuple[list[Any], int, set[Any]]:
-        """A retrieval step's context ids, its ``args.k`` and the set of its first k ids,
-        checked once for every reference step compared with it and for the explanations."""
+    def _context_ids(self, act_index: int) -> tuple[list[Any], int, list[Any]]:
+        """A retrieval step's context ids, its ``args.k`` and its first k ids, checked once for
+        every reference step compared with it and for the explanations."""
         value = self._contexts.get(act_index)
         if value is None:
-            try:
-                value = self._check_contexts(act_index)
-            except StepProblem as problem:
-                value = problem
-            self._contexts[act_index] = value
-        if isinstance(value, StepProblem):
+            value = self._contexts[act_index] = self._check_contexts(act_index)
+        if type(value) is StepProblem:
             raise value
         return value  # type: ignore[no-any-return]
 
-    def _check_contexts(self, act_index: int) -> tuple[list[Any], int, set[Any]]:
-        ids = context_ids(self._parsed(act_index))
+    def _check_contexts(self, act_index: int) -> Any:
+        """``_context_ids``' value, or its problem (returned, to be kept)."""
+        step = self.actual[act_index]
+        parsed = self._json.get(act_index, MISSING)
+        if parsed is MISSING:  # (``_parsed``'s usual case, written out: one call fewer)
+            output = step.get("output")
+            if type(output) is str:
+                try:
+                    parsed = self._json[act_index] = _orjson_loads(output)
+                except ValueError:
+                    parsed = MISSING  # (``_parsed`` keeps the error ``loads`` words)
+        if parsed is MISSING or type(parsed) is OutputParseError:
+            try:
+                parsed = self._parsed(act_index)
+            except StepProblem as problem:
+                return problem
+        ids = context_ids(parsed)
         if ids is None:
-            raise StepProblem(
+            return StepProblem(
                 "output: a retrieval output must be a JSON list of objects with an 'id' (a "
                 "string or a number)"
             )
-        args = self.actual[act_index].get("args") or {}
-        if not isinstance(args, dict):  # raw argument text, as a trace import keeps it
-            raise StepProblem(f"args: must be a mapping with k, got {short_repr(args)}")
+        args = step.get("args") or {}
+        if type(args) is not dict and not isinstance(args, dict):
+            # (raw argument text, as a trace import keeps it)
+            return StepProblem(f"args: must be a mapping with k, got {short_repr(args)}")
         k = args.get("k")
-        if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
-            raise StepProblem(f"args.k: must be a positive integer, got {short_repr(k)}")
-        return ids, k, set(ids if len(ids) <= k else ids[:k])
+        if (type(k) is not int or k <= 0) and (  # (the usual k told by its type alone)
+            isinstance(k, bool) or not isinstance(k, int) or k <= 0
+        ):
+            return StepProblem(f"args.k: must be a positive integer, got {short_repr(k)}")
+        # The first k as a list, not a set: the comparisons ask a reference's set of ids about
+        # them (``isdisjoint``, ``intersection``), which reads any iterable as that set would.
+        return ids, k, ids if len(ids) <= k else ids[:k]

@@ -432,17 +432,17 @@ def prepare_question(
             problems.add(record, field_path, message)
     if len(problems.items) != known:
         _name_question(problems.items, known, f"{t_record} question {short_repr(qid)}")
-    prepared = _new(Question)  # (the fields set as Question.__init__ sets them: see _prepare_step)
-    prepared.template_id = template_id
-    prepared.question_id = qid
-    prepared.raw = question
-    prepared.groups = groups
-    prepared.record = t_record
-    prepared.has_matches = has_matches
-    prepared.trajectory = trajectory
-    prepared.copies = copied
-    prepared.agent_fields = agent
-    return prepared
+    made = _new(Question)  # (the fields set as Question.__init__ sets them: see _prepare_step)
+    made.template_id = template_id
+    made.question_id = qid
+    made.raw = question
+    made.groups = groups
+    made.record = t_record
+    made.has_matches = has_matches
+    made.trajectory = trajectory
+    made.copies = copied
+    made.agent_fields = agent
+    return made
 
 
 _PENDING = "".join(("<the question's record", ">"))
