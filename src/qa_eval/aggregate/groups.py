@@ -4,6 +4,7 @@ summarises; ``empty_result`` tells an empty SPARQL result among step outputs."""
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -182,21 +183,16 @@ class Shape:
         """Whether ``Group.add`` reads more than the summarised keys' values."""
 
 
-def _positions(metrics: Iterable[str]) -> dict[str, int]:
-    """Each metric's first position among ``metrics`` (the last ones asked kept: every summary
-    of an aggregation asks the same)."""
-    asked = tuple(metrics)
-    last = _last_positions[0]
-    if last is not None and last[0] == asked:
-        return last[1]
+@functools.lru_cache(maxsize=8)
+def _positions(asked: tuple[str, ...]) -> dict[str, int]:
+    """Each metric's first position among ``asked`` (only read: every summary of an
+    aggregation asks the same metrics, so the answer is kept)."""
     positions: dict[str, int] = {}
     for position, metric in enumerate(asked):
         positions.setdefault(metric, position)
-    _last_positions[0] = (asked, positions)
     return positions
 
 
-_last_positions: list[Any] = [None]
 _ALWAYS_PRESENT = frozenset(ALWAYS_PRESENT)
 
 _Plan = tuple[Shape, Any, tuple[list[Any], ...], tuple[tuple[str, Any, Series], ...]]
@@ -478,7 +474,7 @@ class Group:
         all_series = self.series
         # (only the metrics asked that it has a series of or that are always written, in the
         # order asked: a group has a few of the dozens of metrics)
-        positions = _positions(metrics)
+        positions = _positions(tuple(metrics))
         shown = [metric for metric in all_series if metric in positions]
         shown += [m for m in _ALWAYS_PRESENT if m in positions and m not in all_series]
         shown.sort(key=positions.__getitem__)
