@@ -197,8 +197,7 @@ async def evaluate_in_order(
             index += 1
             if not index & 255:
                 await pause()  # let other tasks (e.g. a progress display) run
-        # Question.release written out (a call per question fewer).
-        question.groups = question.copies = question.trajectory = None
+        question.release()
     return index, answered
 
 
