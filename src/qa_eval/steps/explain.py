@@ -321,13 +321,7 @@ def _closest(
     closest found so far is not compared at all."""
     if len(in_order) == 1:  # the one candidate is the one shown: nothing to bound
         a = in_order[0]
-        # (``_candidate_text``, written out: one call fewer for the usual text)
-        if scorer.would_match(ref, a) > 0.0:
-            only = _matched_text(a, matches)
-        else:
-            made = scorer.explanation(ref, a)[1]
-            only = made if isinstance(made, str) else made()
-        return f"{_label(scorer.actual, a)}: {only}"
+        return f"{_label(scorer.actual, a)}: {_candidate_text(ref, scorer, a, matches)}"
     candidates = in_order[_LATEST]
     best_text: Text | None = None
     if ref.kind not in GRADED:
