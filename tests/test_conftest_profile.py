@@ -7,7 +7,9 @@ from hypothesis import strategies as st
 
 
 def test_the_default_profile_has_no_deadline() -> None:
-    assert settings.default.deadline is None
+    default = settings.default
+    assert default is not None
+    assert default.deadline is None
 
 
 @settings(max_examples=5)
