@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -16,9 +16,10 @@ from browser import find_chromium, start_chromium, stop_chromium
 from openai_stub import StubServer, oracle
 
 # Property tests judge results, not speed: a machine that stalls (CI's first call of a test once
-# took 548 ms against Hypothesis' 200 ms default) must not turn a passing property into "Flaky".
-# Loaded here, before any test module builds its @settings, so that they all inherit it.
-settings.register_profile("qa-eval", deadline=None)
+# took 548 ms against Hypothesis' 200 ms default) must not turn a passing property into "Flaky",
+# nor a slow draw of examples into a failed health check. Loaded here, before any test module
+# builds its @settings, so that they all inherit it.
+settings.register_profile("qa-eval", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("qa-eval")
 
 _JUDGE_VARIABLES = (

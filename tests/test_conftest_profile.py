@@ -1,8 +1,9 @@
-"""The Hypothesis profile the suite runs under has no deadline, for the tests' own @settings too."""
+"""The Hypothesis profile the suite runs under has no deadline and no too-slow health check, for
+the tests' own @settings too."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 
@@ -10,6 +11,7 @@ def test_the_default_profile_has_no_deadline() -> None:
     default = settings.default
     assert default is not None
     assert default.deadline is None
+    assert HealthCheck.too_slow in default.suppress_health_check
 
 
 @settings(max_examples=5)
