@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import random
+import select
 import shutil
 import statistics
 import subprocess
@@ -759,6 +760,7 @@ class Mix:
         self.responses: list = list(self.given.values())
         self.seconds = 0.0
         self.floor_std = 0.0
+        self.original: dict[str, float] | str | None = None  # graphrag-eval's medians, or why not
 
 
 def unmatched_share(results: list) -> tuple[int, int]:
@@ -767,10 +769,11 @@ def unmatched_share(results: list) -> tuple[int, int]:
     return sum(1 for s in steps if "matches" not in s), len(steps)
 
 
-def evaluation_rows(mix: Mix, strict: bool) -> list[list[Any]]:
+def evaluation_rows(mix: Mix, strict: bool, original: Original | None = None) -> list[list[Any]]:
     """The rows of one dataset: its parse floors, the evaluation against them, the parse
     counter. ``strict``: the matching mix's targets (1.3x every floor, no output parsed twice);
-    otherwise the mismatch mix's (4x the json floor)."""
+    otherwise the mismatch mix's (4x the json floor). ``original``: graphrag-eval on the same
+    files, which takes a turn after each of ours (its medians kept in ``mix.original``)."""
     reference, responses, questions = mix.reference, mix.responses, len(mix.responses)
     texts = outputs_of(reference, responses)
     repeats = 5
@@ -797,6 +800,10 @@ def evaluation_rows(mix: Mix, strict: bool) -> list[list[Any]]:
         turns["kept"].append(timed(lambda: [orjson.loads(t) for t in texts], 1)[0])
         seconds, (_, aggregates) = timed(run, 1)
         turns["eval"].append(seconds)
+        if original is not None:
+            original.turn()
+    if original is not None:
+        mix.original = original.close()
     floor, floor_std, kept, elapsed = (
         statistics.median(turns[k]) for k in ("floor", "std", "kept", "eval")
     )
@@ -867,7 +874,7 @@ def evaluation_rows(mix: Mix, strict: bool) -> list[list[Any]]:
 
 # The original, side by side ------------------------------------------------------------------
 ORIGINAL_SCRIPT = r"""
-import asyncio, gc, inspect, json, statistics, sys, time
+import asyncio, gc, inspect, json, sys, time
 import graphrag_eval
 from graphrag_eval.steps.sparql import compare_sparql_results
 what, folder = sys.argv[1], sys.argv[2]
@@ -883,25 +890,30 @@ else:
     texts += [s["output"] for t in ref for q in t["questions"] for g in q.get("reference_steps", [])
               for s in g if isinstance(s.get("output"), str)
               and s.get("output_media_type") != "text/uri"]
-    floors, runs = [], []
-    for _ in range(5):  # its parse floor (json, dropped) and its run take turns, as ours do
-        gc.collect()  # (before each turn, as ``timed`` does before each of ours)
+    # One turn (its parse floor, json, dropped, then its run) per "turn" line read, answered
+    # with a line: the caller takes turns with ours, so that a drift of the machine's speed
+    # weighs on both tools alike.
+    print("ready", flush=True)
+    for line in sys.stdin:
+        if line.strip() != "turn":
+            break
+        gc.collect()  # (before each part of a turn, as ``timed`` does before each of ours)
         t = time.perf_counter()
         for text in texts:
             json.loads(text)
-        floors.append(time.perf_counter() - t)
+        floor = time.perf_counter() - t
         gc.collect()
         t = time.perf_counter()
         results = graphrag_eval.run_evaluation(ref, resp)
         if inspect.isawaitable(results):
             results = asyncio.run(results)
         graphrag_eval.compute_aggregates(results)
-        runs.append(time.perf_counter() - t)
+        seconds = time.perf_counter() - t
         # Its results (and the reference it wrote 'matches' into) let go outside the clock, as
         # ours are: kept until the next run's assignment, their freeing was timed in that run.
         del results
         ref = json.load(open(folder + "/reference.json"))
-    print(json.dumps({"seconds": statistics.median(runs), "floor": statistics.median(floors)}))
+        print(json.dumps({"seconds": seconds, "floor": floor}), flush=True)
 """
 
 
@@ -929,6 +941,71 @@ def run_original(python: str, what: str, folder: Path, timeout: float) -> dict |
     if done.returncode != 0:
         return "failed: " + (done.stderr.strip().splitlines() or ["?"])[-1][:80]
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+class Original:
+    """graphrag-eval in its own process on one mix's files, taking a turn (its parse floor,
+    then its run) each time ``turn`` asks; ``close`` gives the medians, or why there are none."""
+
+    def __init__(self, python: str, folder: Path, timeout: float) -> None:
+        self.timeout = timeout
+        self.turns: list[dict[str, float]] = []
+        self.failure: str | None = None
+        # (its errors to a file: a pipe left unread could fill and stop it; closed in ``close``)
+        self.errors = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115
+        # Unbuffered: ``select`` then sees every byte not read yet.
+        self.process = subprocess.Popen(
+            [python, "-c", ORIGINAL_SCRIPT, "evaluate", str(folder)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.errors,
+            bufsize=0,
+        )
+        self._answer(lambda line: line == b"ready")  # (its files read before our first turn)
+
+    def _answer(self, wanted: Callable[[bytes], bool]) -> bytes | None:
+        """The process's next line that is ``wanted`` (others, e.g. its own prints, skipped),
+        or None (``failure`` says why) if none came in time."""
+        stdout = self.process.stdout
+        assert stdout is not None
+        while self.failure is None:
+            ready, _, _ = select.select([stdout], [], [], self.timeout)
+            if not ready:
+                self.failure = f"timeout (> {self.timeout:.0f} s)"
+                break
+            line = stdout.readline().strip()
+            if wanted(line):
+                return line
+            if not line:  # (its output ended: it failed)
+                self.process.wait(self.timeout)
+                self.errors.seek(0)
+                last = (self.errors.read().strip().splitlines() or ["?"])[-1]
+                self.failure = "failed: " + last[:80]
+        self.process.kill()
+        return None
+
+    def turn(self) -> None:
+        """One turn of graphrag-eval's: its parse floor, then its run, each timed."""
+        if self.failure is not None:
+            return
+        assert self.process.stdin is not None
+        self.process.stdin.write(b"turn\n")
+        line = self._answer(lambda line: line.startswith(b'{"seconds"'))
+        if line is not None:
+            self.turns.append(json.loads(line))
+
+    def close(self) -> dict[str, float] | str:
+        """The medians of its turns ({"seconds", "floor"}), or why there are none."""
+        if self.failure is None:
+            assert self.process.stdin is not None
+            self.process.stdin.close()  # (its loop ends at the end of its input)
+            self.process.wait(self.timeout)
+        self.errors.close()
+        if self.failure is not None or not self.turns:
+            return self.failure or "no turn"
+        return {
+            key: statistics.median(turn[key] for turn in self.turns) for key in ("seconds", "floor")
+        }
 
 
 def original_rows(mixes: list[Mix], timeout: float) -> list[list[Any]]:
@@ -961,9 +1038,10 @@ def original_rows(mixes: list[Mix], timeout: float) -> list[list[Any]]:
         rows.append(["graphrag-eval: 1,000 rows 5-of-8", f"{ours * 1000:.1f} ms", theirs])
     for mix in mixes:
         questions = len(mix.responses)
-        theirs = run_original(python, "evaluate", mix.data_dir, timeout * 15)
+        theirs = mix.original  # (its turns taken with ours, in ``evaluation_rows``)
         label = f"graphrag-eval: {mix.name}, evaluate + aggregate {questions:,}"
         if not isinstance(theirs, dict):
+            theirs = theirs or "not run"
             rows.append([label, f"{mix.seconds:.3f} s", theirs])
             continue
         faster = theirs["seconds"] / mix.seconds
@@ -1350,9 +1428,12 @@ def main() -> None:
         Mix("failing mix", *failing_mix(questions)),
     ]
     del reference, responses  # each mix holds its own copy, read from its files
-    rows += evaluation_rows(mixes[0], strict=True)
-    rows += evaluation_rows(mixes[1], strict=False)
-    rows += evaluation_rows(mixes[2], strict=False)
+    python = None if args.skip_original else original_python()
+    for mix, strict in zip(mixes, (True, False, False)):
+        # graphrag-eval takes its turns with ours, each on the same files (its process started
+        # and its files read before the first turn is timed).
+        original = Original(python, mix.data_dir, args.timeout * 15) if python else None
+        rows += evaluation_rows(mix, strict, original)
     rows.append(asyncio_run_row(mixes[0]))
     if args.startup_runs:
         rows += startup_rows(args.startup_runs)
